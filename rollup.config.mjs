@@ -1,0 +1,67 @@
+// Builds every part of cdp-edge from src/ into dist/:
+//  - dist/cdp.js      the snippet as a minified IIFE (served by the relay at /cdp.js)
+//  - dist/browser.js  the snippet as ESM for SPAs
+//  - dist/{api,client,relay,emulator}/… and dist/cli.js as ESM for Node, Workers, Deno, Bun
+import { existsSync } from 'node:fs';
+import typescript from '@rollup/plugin-typescript';
+import { nodeResolve } from '@rollup/plugin-node-resolve';
+import terser from '@rollup/plugin-terser';
+import pkg from './package.json' with { type: 'json' };
+
+const dependencies = Object.keys(pkg.dependencies ?? {});
+const isExternal = (id) =>
+  id.startsWith('node:') || dependencies.some((dep) => id === dep || id.startsWith(`${dep}/`));
+
+const serverEntries = Object.fromEntries(
+  [
+    ['api/index', 'src/api/index.ts'],
+    ['client/index', 'src/client/index.ts'],
+    ['relay/index', 'src/relay/index.ts'],
+    ['relay/cloudflare', 'src/relay/cloudflare.ts'],
+    ['relay/node', 'src/relay/node.ts'],
+    ['emulator/index', 'src/emulator/index.ts'],
+    ['cli', 'src/cli.ts'],
+  ].filter(([, file]) => existsSync(file)),
+);
+
+const tsOptions = (extra = {}, include = ['src/**/*.ts']) => ({
+  tsconfig: './tsconfig.build.json',
+  include,
+  filterRoot: process.cwd(),
+  compilerOptions: { ...extra },
+  noEmitOnError: false,
+});
+
+const terserOptions = {
+  ecma: 2020,
+  module: true,
+  compress: { passes: 3, unsafe_arrows: true, pure_getters: true },
+  mangle: { properties: { regex: /^_/ } },
+  format: { comments: false },
+};
+
+const configs = [
+  {
+    input: serverEntries,
+    external: isExternal,
+    plugins: [typescript(tsOptions({ declaration: true, declarationDir: 'dist', outDir: 'dist' }))],
+    output: { dir: 'dist', format: 'es', entryFileNames: '[name].js', chunkFileNames: 'chunks/[name]-[hash].js', sourcemap: true },
+  },
+];
+
+if (existsSync('src/browser/index.ts')) {
+  configs.push(
+    {
+      input: { browser: 'src/browser/index.ts' },
+      plugins: [nodeResolve({ browser: true }), typescript(tsOptions({ declaration: true, declarationDir: 'dist/types', outDir: 'dist' }, ['src/browser/**/*.ts']))],
+      output: { dir: 'dist', format: 'es', entryFileNames: '[name].js', sourcemap: true },
+    },
+    {
+      input: 'src/browser/iife.ts',
+      plugins: [nodeResolve({ browser: true }), typescript(tsOptions({}, ['src/browser/**/*.ts'])), terser(terserOptions)],
+      output: { file: 'dist/cdp.js', format: 'iife', sourcemap: false },
+    },
+  );
+}
+
+export default configs;

@@ -1,0 +1,56 @@
+/**
+ * Validates a request body against its endpoint's schema and limits, before anything is sent.
+ *
+ * @example
+ * const result = validateRequest('person/merge', { people: [] });
+ * if (!result.ok) result.issues // [{ path: 'people', message: 'people: at least 1 entry' }]
+ * @module
+ */
+import * as v from 'valibot';
+import { ENDPOINTS, type EndpointId } from './endpoints.js';
+import { jsonBytes } from './limits.js';
+
+export interface ValidationIssue {
+  /** where in the body, e.g. `people[3].fields` (empty for the body itself) */
+  path: string;
+  message: string;
+}
+
+export type ValidationResult<T = unknown> = { ok: true; value: T } | { ok: false; issues: ValidationIssue[] };
+
+function pathOf(issue: v.BaseIssue<unknown>): string {
+  let out = '';
+  for (const item of issue.path ?? []) {
+    const key = (item as { key?: unknown }).key;
+    if (typeof key === 'number') out += `[${key}]`;
+    else if (typeof key === 'string') out += out === '' ? key : /^[A-Za-z_][A-Za-z0-9_]*$/.test(key) ? `.${key}` : `[${JSON.stringify(key)}]`;
+  }
+  return out;
+}
+
+/** Turns valibot issues into `{path, message}` pairs, messages prefixed by their path. */
+export function toIssues(issues: readonly v.BaseIssue<unknown>[]): ValidationIssue[] {
+  return issues.map((issue) => {
+    const path = pathOf(issue);
+    const message = path && !issue.message.startsWith(path) ? `${path}: ${issue.message}` : issue.message;
+    return { path, message };
+  });
+}
+
+/**
+ * Checks `body` for endpoint `id`: its shape, the spec's limits and every field value.
+ * `bytes` is the size of the raw body when known (else it is measured as JSON).
+ */
+export function validateRequest<Id extends EndpointId>(id: Id, body: unknown, bytes?: number): ValidationResult<v.InferOutput<(typeof ENDPOINTS)[Id]['schema']>> {
+  const endpoint = ENDPOINTS[id];
+  const size = bytes ?? jsonBytes(body ?? {});
+  if (size > endpoint.maxBytes) {
+    return { ok: false, issues: [{ path: '', message: `request body of ${size} bytes is over the ${endpoint.maxBytes}-byte (2 MB) limit` }] };
+  }
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    return { ok: false, issues: [{ path: '', message: 'request body must be a JSON object' }] };
+  }
+  const result = v.safeParse(endpoint.schema, body);
+  if (result.success) return { ok: true, value: result.output as v.InferOutput<(typeof ENDPOINTS)[Id]['schema']> };
+  return { ok: false, issues: toIssues(result.issues) };
+}
