@@ -34,14 +34,14 @@ export interface Chunking {
   join: { kind: 'concat'; result: 'people' | 'accounts' | 'activities' } | { kind: 'sum' };
 }
 
-export interface Endpoint<Id extends string = string, S extends GenericSchema = GenericSchema> {
+export interface Endpoint<Id extends string = string, S extends GenericSchema = GenericSchema, G extends Group = Group, A extends string = string> {
   id: Id;
   method: Method;
   path: `/v1/${Id}`;
   scope: Scope;
-  group: Group;
+  group: G;
   /** the client's method name in its group */
-  action: string;
+  action: A;
   summary: string;
   /** bytes of the request body */
   maxBytes: number;
@@ -50,17 +50,17 @@ export interface Endpoint<Id extends string = string, S extends GenericSchema = 
   schema: S;
 }
 
-const define = <const Id extends string, S extends GenericSchema>(
+const define = <const Id extends string, S extends GenericSchema, const G extends Group, const A extends string>(
   id: Id,
   method: Method,
   scope: Scope,
-  group: Group,
-  action: string,
+  group: G,
+  action: A,
   summary: string,
   schema: S,
   chunking?: Chunking,
-): Endpoint<Id, S> => {
-  const endpoint: Endpoint<Id, S> = { id, method, path: `/v1/${id}`, scope, group, action, summary, maxBytes: LIMITS.payloadBytes, schema };
+): Endpoint<Id, S, G, A> => {
+  const endpoint: Endpoint<Id, S, G, A> = { id, method, path: `/v1/${id}`, scope, group, action, summary, maxBytes: LIMITS.payloadBytes, schema };
   if (chunking) endpoint.chunking = chunking;
   return endpoint;
 };
@@ -102,12 +102,12 @@ export const ENDPOINTS = {
 } as const;
 
 export type EndpointId = keyof typeof ENDPOINTS;
-export const ENDPOINT_LIST: readonly Endpoint<EndpointId>[] = Object.values(ENDPOINTS);
+export const ENDPOINT_LIST: readonly Endpoint<EndpointId>[] = Object.values(ENDPOINTS) as Endpoint<EndpointId>[];
 
 /** The endpoint served at exactly `method` + `path` (no normalisation: `/v1/person/get/` is not it). */
 export function findEndpoint(method: string, path: string): Endpoint<EndpointId> | undefined {
   const id = path.startsWith('/v1/') ? path.slice(4) : undefined;
   if (id === undefined || !Object.hasOwn(ENDPOINTS, id)) return undefined;
-  const endpoint = ENDPOINTS[id as EndpointId];
+  const endpoint: Endpoint<EndpointId> = ENDPOINTS[id as EndpointId];
   return endpoint.method === method.toUpperCase() ? endpoint : undefined;
 }
