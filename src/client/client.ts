@@ -1,0 +1,110 @@
+/**
+ * `createClient`: one typed method per platform endpoint, grouped as a user looks for them.
+ *
+ * @example
+ * const client = createClient({ apiKey: process.env.CDP_API_KEY!, region: 'eu' });
+ * await client.person.merge({ people: [{ fields: { 'str::email': 'ann@example.com' } }] });
+ * for await (const person of client.person.all({ fields: ['str::email'] })) console.log(person.id);
+ * @module
+ */
+import { ENDPOINT_LIST, ENDPOINTS, validateRequest, type EndpointId, type Record_, type RequestOf, type ResponseOf } from '../api/index.js';
+import { joinResults, splitBody } from './chunk.js';
+import { HTTPError } from './errors/http-error.js';
+import { ValidationError } from './errors/validation-error.js';
+import { resolveOptions, type ClientOptions } from './options.js';
+import { pages, records } from './paging.js';
+import { createTransport, send } from './transport.js';
+
+type Endpoints = typeof ENDPOINTS;
+type Group = Endpoints[EndpointId]['group'];
+
+/** Endpoints whose body may be left out (every member optional). */
+type Caller<Id extends EndpointId> = {} extends RequestOf<Id>
+  ? (body?: RequestOf<Id>) => Promise<ResponseOf<Id>>
+  : (body: RequestOf<Id>) => Promise<ResponseOf<Id>>;
+
+type GroupMethods<G extends Group> = {
+  [Id in EndpointId as Endpoints[Id]['group'] extends G ? Endpoints[Id]['action'] : never]: Caller<Id>;
+};
+
+export interface Client {
+  person: GroupMethods<'person'> & {
+    /** every person matching `body` (filters, fields, sort), page after page */
+    all(body?: RequestOf<'person/get'>): AsyncGenerator<Record_>;
+    /** every page of `person/get` */
+    pages(body?: RequestOf<'person/get'>): AsyncGenerator<ResponseOf<'person/get'>>;
+  };
+  accounts: GroupMethods<'accounts'>;
+  organizations: GroupMethods<'organizations'> & {
+    all(body?: RequestOf<'organizations/get'>): AsyncGenerator<Record_>;
+    pages(body?: RequestOf<'organizations/get'>): AsyncGenerator<ResponseOf<'organizations/get'>>;
+  };
+  definitions: GroupMethods<'definitions'>;
+  tags: GroupMethods<'tags'>;
+  audience: GroupMethods<'audience'>;
+  activities: GroupMethods<'activities'>;
+  /** Calls endpoint `id` by name: `client.call('person/merge', body)`. */
+  call<Id extends EndpointId>(id: Id, body?: RequestOf<Id>): Promise<ResponseOf<Id>>;
+  /** the base address requests go to */
+  readonly baseUrl: string;
+}
+
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/** Creates a client; throws `TypeError`/`RangeError` naming the option for bad options. */
+export function createClient(options: ClientOptions): Client {
+  const resolved = resolveOptions(options);
+  const http = createTransport(resolved);
+
+  async function call<Id extends EndpointId>(id: Id, body?: RequestOf<Id>): Promise<ResponseOf<Id>> {
+    const endpoint = ENDPOINTS[id];
+    if (!endpoint) throw new TypeError(`Unknown endpoint ${JSON.stringify(id)}`);
+    const payload: Record<string, unknown> = body === undefined ? {} : (body as Record<string, unknown>);
+    if (!isObject(payload)) throw new ValidationError(id, [{ path: '', message: 'request body must be an object' }]);
+    const bodies = 'chunking' in endpoint && endpoint.chunking ? splitBody(payload, endpoint.chunking) : [payload];
+    // Every chunk is checked before the first is sent: bad input sends nothing.
+    if (resolved.validate) {
+      for (const [index, chunk] of bodies.entries()) {
+        const result = validateRequest(id, chunk);
+        if (!result.ok) {
+          const offset = index * (endpoint.chunking?.max ?? 0);
+          throw new ValidationError(id, offset === 0 ? result.issues : result.issues.map((issue) => ({ ...issue, message: `${issue.message} (chunk starting at item ${offset})` })));
+        }
+      }
+    }
+    if (bodies.length === 1) return send<ResponseOf<Id>>(http, resolved, endpoint, bodies[0]);
+    const results: unknown[] = [];
+    for (const chunk of bodies) results.push(await sendChunk(id, chunk));
+    return joinResults(results, endpoint.chunking!) as ResponseOf<Id>;
+  }
+
+  /** One chunk of a larger call. A merge chunk whose entries all failed answers 400 with
+   *  per-entry `details`; inside a larger call those become that chunk's results. */
+  async function sendChunk(id: EndpointId, chunk: Record<string, unknown>): Promise<unknown> {
+    const endpoint = ENDPOINTS[id];
+    try {
+      return await send(http, resolved, endpoint, chunk);
+    } catch (error) {
+      const chunking = endpoint.chunking;
+      const items = chunking ? chunk[chunking.items] : undefined;
+      if (error instanceof HTTPError && error.status === 400 && chunking?.join.kind === 'concat' && Array.isArray(items) && error.details.length === items.length) {
+        return { [chunking.join.result]: error.details };
+      }
+      throw error;
+    }
+  }
+
+  const client: Record<string, unknown> = { call, baseUrl: resolved.baseUrl };
+  for (const endpoint of ENDPOINT_LIST) {
+    const group = (client[endpoint.group] ??= {}) as Record<string, unknown>;
+    group[endpoint.action] = (body?: unknown) => call(endpoint.id, body as never);
+  }
+  const person = client['person'] as Record<string, unknown>;
+  person['pages'] = (body?: RequestOf<'person/get'>) => pages((b) => call('person/get', b), body);
+  person['all'] = (body?: RequestOf<'person/get'>) => records(pages((b) => call('person/get', b), body), (page) => page.contacts);
+  const organizations = client['organizations'] as Record<string, unknown>;
+  organizations['pages'] = (body?: RequestOf<'organizations/get'>) => pages((b) => call('organizations/get', b), body);
+  organizations['all'] = (body?: RequestOf<'organizations/get'>) =>
+    records(pages((b) => call('organizations/get', b), body), (page) => page.organizations);
+  return client as unknown as Client;
+}
