@@ -1,0 +1,43 @@
+/**
+ * The package as a user gets it: the built `dist/` behind the `exports` map (npm test builds first).
+ * Imports go through Node's own resolver in a child process, exactly as `import … from 'cdp-edge/client'`.
+ */
+import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+
+const pkg = JSON.parse(readFileSync('package.json', 'utf8')) as { name: string; type: string; exports: Record<string, unknown>; bin: Record<string, string>; sideEffects: boolean };
+
+const importInNode = (code: string): string =>
+  execFileSync(process.execPath, ['--input-type=module', '-e', code], { encoding: 'utf8', timeout: 20_000 }).trim();
+
+describe('the package', () => {
+  it('is an ES module package named cdp-edge with a bin and no side effects', () => {
+    expect(pkg.name).toBe('cdp-edge');
+    expect(pkg.type).toBe('module');
+    expect(pkg.sideEffects).toBe(false);
+    expect(Object.keys(pkg.bin)).toEqual(['cdp-edge']);
+  });
+
+  it('maps every required entry, types first, to files the build produced', () => {
+    for (const entry of ['./browser', './relay', './relay/cloudflare', './client', './emulator']) {
+      const target = pkg.exports[entry] as Record<string, string>;
+      expect(Object.keys(target)[0], entry).toBe('types');
+      expect(existsSync(target['types']!), `${entry} types ${target['types']}`).toBe(true);
+      expect(existsSync(target['default']!), `${entry} code ${target['default']}`).toBe(true);
+    }
+  });
+
+  it('`import { createClient } from "cdp-edge/client"` works from the built output', () => {
+    const out = importInNode(`
+      import { createClient, HTTPError } from 'cdp-edge/client';
+      const client = createClient({ apiKey: 'k', region: 'eu' });
+      console.log(JSON.stringify({ base: client.baseUrl, merge: typeof client.person.merge, error: typeof HTTPError }));`);
+    expect(JSON.parse(out)).toEqual({ base: 'https://api.eu.ap3api.com', merge: 'function', error: 'function' });
+  });
+
+  it('`cdp-edge/api` exposes the endpoint table with all 29 endpoints', () => {
+    const out = importInNode(`import { ENDPOINT_LIST } from 'cdp-edge/api'; console.log(ENDPOINT_LIST.length);`);
+    expect(out).toBe('29');
+  });
+});
