@@ -1,0 +1,46 @@
+/** Reads a request body up to a byte limit, refusing early instead of buffering an oversize body. */
+import { ProxyError } from './errors.js';
+
+const tooLarge = (limit: number, size?: number) =>
+  new ProxyError(413, 'payload_too_large', `request body${size === undefined ? '' : ` of ${size} bytes`} is over the ${limit}-byte limit; send fewer items per request`);
+
+/** The body as text and its size, or a 413 {@link ProxyError} as soon as more than `limit` bytes arrive. */
+export async function readBody(request: Request, limit: number): Promise<{ text: string; size: number }> {
+  const declared = Number(request.headers.get('content-length') ?? NaN);
+  if (declared > limit) throw tooLarge(limit, declared);
+  if (request.body === null) return { text: '', size: 0 };
+  const reader = request.body.getReader();
+  const parts: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > limit) {
+      await reader.cancel().catch(() => undefined);
+      throw tooLarge(limit);
+    }
+    parts.push(value);
+  }
+  const bytes = new Uint8Array(size);
+  let offset = 0;
+  for (const part of parts) {
+    bytes.set(part, offset);
+    offset += part.byteLength;
+  }
+  try {
+    return { text: new TextDecoder('utf-8', { fatal: true }).decode(bytes), size };
+  } catch (cause) {
+    throw new ProxyError(400, 'malformed_json', 'request body is not UTF-8 text; send a JSON object', { cause });
+  }
+}
+
+/** Parses the body as JSON; an empty body is `{}` (the list endpoints take no parameters). */
+export function parseJson(text: string): unknown {
+  if (text.trim() === '') return {};
+  try {
+    return JSON.parse(text);
+  } catch (cause) {
+    throw new ProxyError(400, 'malformed_json', `request body is not valid JSON (${(cause as Error).message}); send a JSON object`, { cause });
+  }
+}

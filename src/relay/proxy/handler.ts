@@ -1,0 +1,84 @@
+/** One proxy call from arrival to answer: route check, token, scope, body, then the platform. */
+import { validateRequest, type Chunking, type Endpoint, type EndpointId } from '../../api/index.js';
+import { createTokenVerifier, type TokenConfig } from '../tokens.js';
+import { auditLine } from './audit.js';
+import { authenticate, authorize } from './auth.js';
+import { parseJson, readBody } from './body.js';
+import { Pacer, sendChunks, splitBody, validateChunks } from './chunk.js';
+import { jsonResponse, ProxyError } from './errors.js';
+import { RateHold } from './hold.js';
+import type { ProxyConfig } from './options.js';
+import { createUpstream, passThrough } from './upstream.js';
+
+/** Answers one request; `endpoint` is the route it matched (undefined for anything else under `/v1/`). */
+export type ProxyHandler = (request: Request, endpoint?: Endpoint<EndpointId>) => Promise<Response>;
+
+const notFound = (request: Request) =>
+  new ProxyError(404, 'unknown_endpoint', `${request.method} ${new URL(request.url).pathname.slice(0, 200)} is not a platform endpoint; the relay serves exactly the spec's method+path pairs (e.g. POST /v1/person/get)`);
+
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+
+const invalid = (endpoint: Endpoint<EndpointId>, issues: { path: string; message: string }[]) => {
+  const more = issues.length > 1 ? ` (and ${issues.length - 1} more in details)` : '';
+  return new ProxyError(400, 'invalid_request', `${endpoint.id}: ${issues[0]?.message ?? 'invalid body'}${more}; nothing was sent to the platform`, { details: issues });
+};
+
+export function createHandler(config: ProxyConfig): ProxyHandler {
+  const verify = createTokenVerifier(config.tokens);
+  const hold = new RateHold(config.now);
+  const upstream = createUpstream(config, hold);
+  const pacer = new Pacer(config);
+
+  async function answer(request: Request, endpoint: Endpoint<EndpointId> | undefined, seen: { token?: TokenConfig; calls: number }): Promise<Response> {
+    // The router may have decoded or normalised the path; only the exact fixed path counts.
+    if (endpoint === undefined || new URL(request.url).pathname !== endpoint.path) throw notFound(request);
+    const token = await authenticate(request, verify);
+    seen.token = token;
+    authorize(token, endpoint);
+    const chunked = new URL(request.url).searchParams.get('chunk') === 'true';
+    if (chunked && endpoint.chunking === undefined) {
+      throw new ProxyError(400, 'chunk_unsupported', `${endpoint.id} has no item list to split; drop ?chunk=true`);
+    }
+    const { text, size } = await readBody(request, chunked ? config.maxChunkedBytes : config.maxBytes);
+    const body = parseJson(text);
+    if (chunked && isObject(body)) {
+      const chunkable = endpoint as Endpoint<EndpointId> & { chunking: Chunking };
+      const chunks = splitBody(chunkable.chunking, body, config.maxChunkedItems);
+      const issues = validateChunks(endpoint, chunks);
+      if (issues.length > 0) throw invalid(endpoint, issues);
+      const result = await sendChunks({ config, upstream, hold, pacer }, chunkable, chunks);
+      seen.calls = result.calls;
+      return jsonResponse(result.answer, 200, { 'x-relay-chunks': String(chunks.length) });
+    }
+    const checked = validateRequest(endpoint.id, body, size);
+    if (!checked.ok) throw invalid(endpoint, checked.issues);
+    hold.check();
+    seen.calls = 1;
+    // Re-serialised, so the platform gets exactly what was validated (no duplicate-key tricks).
+    return passThrough(await upstream(endpoint, JSON.stringify(body)));
+  }
+
+  return async (request, endpoint) => {
+    const started = config.now();
+    const seen: { token?: TokenConfig; calls: number } = { calls: 0 };
+    let response: Response;
+    let error: string | undefined;
+    try {
+      response = await answer(request, endpoint, seen);
+    } catch (caught) {
+      const failure = caught instanceof ProxyError ? caught : new ProxyError(500, 'internal_error', 'the relay failed while handling this call; it has been logged', { cause: caught });
+      error = failure.code;
+      response = failure.toResponse();
+    }
+    const entry = {
+      time: new Date(started).toISOString(),
+      token: seen.token?.name ?? null,
+      endpoint: endpoint?.id ?? null,
+      status: response.status,
+      duration_ms: config.now() - started,
+      upstream_calls: seen.calls,
+    };
+    config.logger(auditLine(error === undefined ? entry : { ...entry, error }));
+    return response;
+  };
+}
