@@ -1,0 +1,148 @@
+/**
+ * The proxy on Node over real HTTP on loopback: the shared suite, plus what only a raw socket
+ * can show (request targets no fetch client would send, a body cut short by the 413).
+ */
+import { request as httpRequest } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { serve, type ServerType } from '@hono/node-server';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createProxyRoutes } from '../../src/relay/proxy/index.js';
+import { hashToken } from '../../src/relay/tokens.js';
+import { createTestUpstream } from './proxy-upstream.js';
+import { API_KEY, proxySuite, type MakeTarget } from './proxy-suite.js';
+
+/** Serves a fetch handler on an ephemeral loopback port. */
+export async function listen(fetch: (request: Request) => Response | Promise<Response>): Promise<{ url: string; close(): Promise<void> }> {
+  const server = await new Promise<ServerType>((resolve) => {
+    const started: ServerType = serve({ fetch, port: 0, hostname: '127.0.0.1' }, () => resolve(started));
+  });
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        (server as { closeAllConnections?: () => void }).closeAllConnections?.();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+const nodeTarget: MakeTarget = async ({ tokens, apiKey, upstream, logger, now, sleep }) => {
+  const platform = await listen((request) => upstream.fetch(request));
+  const proxy = createProxyRoutes({ tokens, upstream: { baseUrl: platform.url, apiKey }, logger, now, sleep });
+  const relay = await listen(proxy.fetch);
+  return {
+    request: (path, init) => fetch(`${relay.url}${path}`, init),
+    close: async () => {
+      await relay.close();
+      await platform.close();
+    },
+  };
+};
+
+proxySuite('Node, real HTTP', nodeTarget);
+
+/** A raw HTTP/1.1 exchange: the request target goes on the wire exactly as written. */
+function raw(url: string, method: string, target: string, headers: Record<string, string | number>, body?: string, sendAll = true) {
+  const { hostname, port } = new URL(url);
+  return new Promise<{ status: number; body: string }>((resolve, reject) => {
+    const req = httpRequest({ hostname, port, method, path: target, headers }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (text += chunk));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
+    });
+    req.on('error', reject);
+    if (body !== undefined) req.write(body);
+    if (sendAll) req.end();
+  });
+}
+
+describe('relay proxy on Node: raw request targets and early refusals', () => {
+  const upstream = createTestUpstream();
+  const token = 'rt_raw_test_token_ffffffffffffffffffffffffffff';
+  let platform: Awaited<ReturnType<typeof listen>>;
+  let relay: Awaited<ReturnType<typeof listen>>;
+
+  beforeAll(async () => {
+    platform = await listen((request) => upstream.fetch(request));
+    const proxy = createProxyRoutes({
+      tokens: [{ name: 'raw', sha256: await hashToken(token), scopes: ['admin'] }],
+      upstream: { baseUrl: platform.url, apiKey: API_KEY },
+      logger: () => {},
+    });
+    relay = await listen(proxy.fetch);
+  });
+  afterAll(async () => {
+    await relay.close();
+    await platform.close();
+  });
+
+  const targets = [
+    '/v1/person/get/../../x',
+    '/v1/person/get/%2e%2e/%2e%2e/x',
+    '/v1/person%2Fget',
+    '/v1/person%2fget',
+    '/v1//person/get',
+    '//v1/person/get',
+    '/v1/./person/get/.',
+    '/v1/person/get%00',
+    '/v1/person/get;x=1',
+    '/v1/person/%67et',
+  ];
+  for (const target of targets) {
+    it(`${target} on the wire never reaches a route or the platform`, async () => {
+      upstream.reset();
+      const response = await raw(relay.url, 'POST', target, { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, '{}');
+      // 404 from the proxy, or 400 from the HTTP layer for a target it will not parse.
+      expect([400, 404], `${target}: ${response.body}`).toContain(response.status);
+      expect(upstream.received).toHaveLength(0);
+    });
+  }
+
+  it('takes an absolute-form target as its path only: the call goes to the configured platform, not the named host', async () => {
+    upstream.reset();
+    const response = await raw(relay.url, 'POST', 'http://evil.example/v1/person/get', { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, '{}');
+    expect(response.status).toBe(200);
+    expect(upstream.received.map((r) => [r.path, r.headers['host']])).toEqual([['/v1/person/get', new URL(platform.url).host]]);
+  });
+
+  it('answers 502 upstream_unreachable when the platform cannot be reached', async () => {
+    const closed = await listen(() => new Response('never'));
+    await closed.close();
+    const proxy = createProxyRoutes({
+      tokens: [{ name: 'raw', sha256: await hashToken(token), scopes: ['admin'] }],
+      upstream: { baseUrl: closed.url, apiKey: API_KEY },
+      logger: () => {},
+    });
+    const response = await proxy.request('/v1/tags/get', { method: 'POST', headers: { authorization: `Bearer ${token}` }, body: '{}' });
+    expect(response.status).toBe(502);
+    expect(await response.json()).toMatchObject({ error: { code: 'upstream_unreachable' } });
+  });
+
+  it('answers 413 from Content-Length alone, before the body has been sent', async () => {
+    upstream.reset();
+    const response = await raw(relay.url, 'POST', '/v1/person/merge', { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'content-length': 3 * 1024 * 1024 }, '{"people":[', false);
+    expect(response.status).toBe(413);
+    expect(JSON.parse(response.body)).toMatchObject({ error: { code: 'payload_too_large' } });
+    expect(upstream.received).toHaveLength(0);
+  });
+
+  it('answers 413 for a chunked-encoding body once it passes 2 MB, without waiting for the rest', async () => {
+    upstream.reset();
+    const { hostname, port } = new URL(relay.url);
+    const result = await new Promise<number>((resolve, reject) => {
+      const req = httpRequest({ hostname, port, method: 'POST', path: '/v1/person/merge', headers: { authorization: `Bearer ${token}`, 'transfer-encoding': 'chunked' } }, (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+        req.destroy();
+      });
+      req.on('error', (error) => (req.destroyed ? undefined : reject(error)));
+      // 3 MB in 64 kB writes, and the request is never ended: only an early answer resolves.
+      const piece = 'x'.repeat(64 * 1024);
+      for (let i = 0; i < 48; i++) req.write(piece);
+    });
+    expect(result).toBe(413);
+    expect(upstream.received).toHaveLength(0);
+  });
+});
