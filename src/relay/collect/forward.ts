@@ -1,0 +1,92 @@
+/**
+ * Forwarding: identify items → `POST /v1/person/merge`, then track items →
+ * `POST /v1/activities/create`, chunked to ≤ 100 entries and ≤ 2 MB per call, and the
+ * platform's per-entry answers mapped back to per-item results.
+ * @module
+ */
+import { ENDPOINTS, type EndpointId } from '../../api/index.js';
+import { splitBody } from '../../client/index.js';
+import { sendOnce, type Outcome, type SendContext } from './upstream.js';
+
+export type ResultStatus = 'accepted' | 'duplicate' | 'rejected' | 'retry';
+
+export interface ItemResult {
+  id: string;
+  status: ResultStatus;
+  error?: string;
+}
+
+/** One call's worth of entries: the endpoint, the envelope around them and who they belong to. */
+export interface Group {
+  endpoint: 'person/merge' | 'activities/create';
+  /** `merge_by`, `merge_strategy`: everything but the entries */
+  envelope: Record<string, unknown>;
+  entries: { id: string; entry: Record<string, unknown> }[];
+}
+
+/** What forwarding did: a result per item id, and the longest `retryAfter` asked for. */
+export interface Forwarded {
+  results: Map<string, ItemResult>;
+  retryAfter: number;
+}
+
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/** Per-entry result of a successful call. */
+function entryResult(endpoint: Group['endpoint'], answer: unknown): { ok: boolean; error?: string } {
+  if (!isObject(answer)) return { ok: true };
+  const status = answer['status'];
+  const error = typeof answer['error'] === 'string' ? answer['error'] : undefined;
+  if (endpoint === 'person/merge') {
+    return status === 'created' || status === 'merged' || status === undefined ? { ok: true } : { ok: false, error: error ?? `the platform answered ${String(status)}` };
+  }
+  return status === 'invalid' || status === 'error' || (error !== undefined && status !== 'queued') ? { ok: false, error: error ?? 'invalid activity' } : { ok: true };
+}
+
+async function sendChunk(ctx: SendContext, group: Group, chunk: Group['entries'], out: Forwarded): Promise<void> {
+  const itemsKey = group.endpoint === 'person/merge' ? 'people' : 'activities';
+  const outcome: Outcome = await sendOnce(ctx, group.endpoint as EndpointId, { ...group.envelope, [itemsKey]: chunk.map((c) => c.entry) });
+  if (outcome.kind === 'ok') {
+    const answers = isObject(outcome.body) ? outcome.body[itemsKey] : undefined;
+    chunk.forEach(({ id }, i) => {
+      const result = entryResult(group.endpoint, Array.isArray(answers) && answers.length === chunk.length ? answers[i] : undefined);
+      out.results.set(id, result.ok ? { id, status: 'accepted' } : { id, status: 'rejected', error: `the platform refused it: ${result.error}` });
+    });
+    return;
+  }
+  if (outcome.kind === 'unavailable') {
+    out.retryAfter = Math.max(out.retryAfter, outcome.retryAfter);
+    for (const { id } of chunk) out.results.set(id, { id, status: 'retry', error: `${outcome.message}; the item was kept for later` });
+    return;
+  }
+  // Refused as a whole. Per-entry details (a merge where every entry failed) map one to one;
+  // otherwise halve the chunk until the bad entries are alone, so good ones still go.
+  if (outcome.details.length === chunk.length && chunk.length > 0) {
+    chunk.forEach(({ id }, i) => {
+      const detail = outcome.details[i];
+      const error = isObject(detail) && typeof detail['error'] === 'string' ? detail['error'] : outcome.message;
+      out.results.set(id, { id, status: 'rejected', error: `the platform refused it: ${error}` });
+    });
+    return;
+  }
+  if (chunk.length === 1) {
+    out.results.set(chunk[0]!.id, { id: chunk[0]!.id, status: 'rejected', error: `the platform refused it (${outcome.status}): ${outcome.message}` });
+    return;
+  }
+  const half = Math.ceil(chunk.length / 2);
+  await sendChunk(ctx, group, chunk.slice(0, half), out);
+  await sendChunk(ctx, group, chunk.slice(half), out);
+}
+
+/** Sends `groups` in order (identify groups first), each chunked as the platform requires. */
+export async function forward(ctx: SendContext, groups: Group[]): Promise<Forwarded> {
+  const out: Forwarded = { results: new Map(), retryAfter: 0 };
+  for (const group of groups) {
+    if (group.entries.length === 0) continue;
+    const chunking = ENDPOINTS[group.endpoint].chunking!;
+    // splitBody cuts by count and bytes; measuring {id, entry} pairs slightly overestimates, which is safe.
+    const chunks = splitBody({ ...group.envelope, [chunking.items]: group.entries }, chunking).map((body) => body[chunking.items] as Group['entries']);
+    for (const chunk of chunks) await sendChunk(ctx, group, chunk, out);
+  }
+  return out;
+}

@@ -1,0 +1,246 @@
+/**
+ * `POST /collect` from start to answer: envelope and limits, site key, origin, rate limit,
+ * item checks, identity, enrichment, dedupe, forwarding (or queueing), results.
+ * @module
+ */
+import type { Client } from '../../client/index.js';
+import type { RelayConfig, SiteConfig } from '../config.js';
+import { originAllowed } from '../cors.js';
+import { RelayHttpError } from '../errors.js';
+import { lookupCounter, type RelayStore } from '../store.js';
+import { readCollectBody } from './body.js';
+import { enrichLocation, wantsAddress, type ClientInfo } from './enrich.js';
+import { forward, type Group, type ItemResult } from './forward.js';
+import { createIdentity, type Identity } from './identity.js';
+import { checkEntry, checkItem, type Item } from './items.js';
+import type { Backoff, Clock } from './upstream.js';
+
+/** An accepted entry handed to a queue instead of the platform (Workers Queues). */
+export interface QueuedEntry {
+  site: string;
+  id: string;
+  endpoint: Group['endpoint'];
+  envelope: Record<string, unknown>;
+  entry: Record<string, unknown>;
+}
+
+export interface CollectContext {
+  config: RelayConfig;
+  store: RelayStore;
+  clock: Clock;
+  client: Client;
+  backoff: Backoff;
+  random: () => number;
+  /** when set, accepted entries go here and the answer does not wait for the platform */
+  enqueue: ((entries: QueuedEntry[]) => Promise<void>) | undefined;
+}
+
+export interface CollectOutcome {
+  status: number;
+  body: unknown;
+  retryAfter?: number;
+  /** for the log line */
+  site?: string;
+  items?: number;
+  results?: ItemResult[];
+  upstream?: number[];
+}
+
+const identities = new Map<string, Identity>();
+function identityFor(config: RelayConfig): Identity | undefined {
+  if (config.identitySecret === undefined) return undefined;
+  const cacheKey = `${config.identityTtlSeconds}\u0000${config.identitySecret}`;
+  let identity = identities.get(cacheKey);
+  if (!identity) identities.set(cacheKey, (identity = createIdentity(config.identitySecret, config.identityTtlSeconds)));
+  return identity;
+}
+
+function checkOrigin(site: SiteConfig, origin: string | undefined): void {
+  if (origin === undefined) {
+    if (!site.allowNoOrigin) throw new RelayHttpError(403, 'origin_required', 'This site accepts requests from browsers only (no Origin header was sent); set "allow_no_origin": true on the site to accept server calls.');
+    return;
+  }
+  if (!originAllowed(origin, site.origins)) {
+    throw new RelayHttpError(403, 'origin_not_allowed', `Origin ${origin} may not send to this site; add it to the site's "origins" in RELAY_SITES.`);
+  }
+}
+
+/** The value `user_hash` proves: the email, else the external ID. */
+const hashTarget = (fields: Record<string, unknown>): [string, string] | undefined => {
+  for (const field of ['str::email', 'str::ei']) {
+    const value = fields[field];
+    if (typeof value === 'string' && value !== '') return [field, value];
+  }
+  return undefined;
+};
+
+interface Verified {
+  /** subjects proven by this request or the token it carried */
+  subjects: Set<string>;
+  /** subjects proven by identifies of this request */
+  fresh: string[];
+  /** identify ids whose hash was good */
+  items: Set<string>;
+}
+
+async function verifyIdentities(site: SiteConfig, items: Item[], token: string | undefined, identity: Identity | undefined, now: number): Promise<Verified> {
+  const verified: Verified = { subjects: new Set(), fresh: [], items: new Set() };
+  if (site.verify === 'off' || !identity) return verified;
+  for (const subject of await identity.read(site.key, token, now)) verified.subjects.add(subject);
+  for (const item of items) {
+    if (item.type !== 'identify' || item.input.user_hash === undefined) continue;
+    const target = hashTarget(item.input.fields);
+    if (target && (await identity.hashMatches(target[1], item.input.user_hash))) {
+      const subject = await identity.subject(site.key, target[0], target[1]);
+      verified.items.add(item.id);
+      verified.subjects.add(subject);
+      verified.fresh.push(subject);
+    }
+  }
+  return verified;
+}
+
+/** Why `item` may not go under the site's verify policy; undefined when it may. */
+async function identityProblem(site: SiteConfig, item: Item, verified: Verified, identity: Identity | undefined): Promise<string | undefined> {
+  if (site.verify !== 'required' || !identity) return undefined;
+  if (item.type === 'identify') {
+    return verified.items.has(item.id) ? undefined : 'identity not verified: send user_hash = hex HMAC-SHA256 of the email (or external ID) under the site\'s secret';
+  }
+  const person = item.input.person ?? {};
+  const named = site.mergeBy.filter((field) => typeof person[field] === 'string' && person[field] !== '');
+  if (named.length === 0) return `a track must name a verified person by ${site.mergeBy.join(' or ')}`;
+  for (const field of named) {
+    if (!verified.subjects.has(await identity.subject(site.key, field, person[field] as string))) {
+      return `${field} of this track is not a verified identity of this browser: identify with a user_hash first`;
+    }
+  }
+  return undefined;
+}
+
+function entryOf(item: Item, location: Record<string, unknown> | undefined): Record<string, unknown> {
+  const entry: Record<string, unknown> = {};
+  if (item.type === 'identify') {
+    entry['fields'] = item.input.fields;
+    if (item.input.tags !== undefined) entry['tags'] = item.input.tags;
+    if (item.input.unset_tags !== undefined) entry['unset_tags'] = item.input.unset_tags;
+  } else {
+    entry['activity_id'] = item.input.activity_id;
+    if (item.input.person !== undefined) entry['fields'] = item.input.person;
+    if (item.input.attributes !== undefined) entry['attributes'] = item.input.attributes;
+    if (item.input.ts !== undefined) entry['created'] = item.input.ts;
+  }
+  if (location !== undefined) entry['location'] = location;
+  return entry;
+}
+
+/** Handles one /collect request; throws {@link RelayHttpError} for whole-request failures. */
+export async function collect(ctx: CollectContext, request: Request, info: ClientInfo): Promise<CollectOutcome> {
+  const { config, store, clock } = ctx;
+  const started = clock.now();
+  const deadline = started + config.budgetMs;
+  const origin = request.headers.get('origin') ?? undefined;
+  const body = await readCollectBody(request);
+  const site = config.sites.get(body.key);
+  if (!site) throw new RelayHttpError(401, 'unknown_site_key', 'The key does not name a site of this relay; check the key given to cdp("init", …) against RELAY_SITES.');
+  checkOrigin(site, origin);
+  const rate = await store.take(site.key, site.rateLimit, started);
+  if (!rate.ok) throw new RelayHttpError(429, 'rate_limited', 'Too many requests for this site; retry after the Retry-After seconds.', { retryAfter: Math.max(1, Math.ceil(rate.retryAfterMs / 1000)) });
+
+  const results = new Map<number, ItemResult>();
+  const items: Item[] = [];
+  const seen = new Set<string>();
+  body.batch.forEach((raw, index) => {
+    const checked = checkItem(raw, index, site);
+    if (!checked.ok) results.set(index, { id: checked.id, status: 'rejected', error: checked.error });
+    else if (seen.has(checked.item.id)) results.set(index, { id: checked.item.id, status: 'duplicate' });
+    else {
+      seen.add(checked.item.id);
+      items.push(checked.item);
+    }
+  });
+
+  const identity = identityFor(config);
+  const verified = await verifyIdentities(site, items, body.identity, identity, started);
+  const pending: { item: Item; entry: Record<string, unknown>; strategy: 1 | 2 }[] = [];
+  for (const item of items) {
+    const problem = await identityProblem(site, item, verified, identity);
+    if (problem) {
+      results.set(item.index, { id: item.id, status: 'rejected', error: problem });
+      continue;
+    }
+    const entry = entryOf(item, enrichLocation(item.input.location, info, config.addressLookup));
+    const invalid = checkEntry(item.type, entry);
+    if (invalid) results.set(item.index, { id: item.id, status: 'rejected', error: invalid });
+    // Unverified identifies under "optional" may create people but never overwrite one.
+    else pending.push({ item, entry, strategy: site.verify === 'optional' && item.type === 'identify' && !verified.items.has(item.id) ? 1 : 2 });
+  }
+
+  const leaseMs = config.budgetMs + 30_000;
+  const claim = pending.length > 0 ? await store.begin(site.key, pending.map((p) => p.item.id), started, leaseMs) : { fresh: [], duplicate: [], busy: [] };
+  const fresh = new Set(claim.fresh);
+  for (const p of pending) {
+    if (claim.duplicate.includes(p.item.id)) results.set(p.item.index, { id: p.item.id, status: 'duplicate' });
+    else if (!fresh.has(p.item.id)) results.set(p.item.index, { id: p.item.id, status: 'retry', error: 'another request is forwarding this item right now' });
+  }
+  const going = pending.filter((p) => fresh.has(p.item.id));
+
+  // The address-lookup budget is spent only on items that will really go.
+  const asking = going.filter((p) => wantsAddress(p.entry['location'] as Record<string, unknown> | undefined));
+  if (asking.length > 0) {
+    const granted = await store.add('*', lookupCounter(started), asking.length, config.addressLookupMonthlyLimit);
+    for (const p of asking.slice(granted)) {
+      const location = { ...(p.entry['location'] as Record<string, unknown>) };
+      delete location['address'];
+      p.entry['location'] = location;
+    }
+  }
+
+  const mergeEnvelope = (strategy: 1 | 2): Record<string, unknown> => ({ merge_by: site.mergeBy, merge_strategy: strategy });
+  const groups: Group[] = [
+    { endpoint: 'person/merge', envelope: mergeEnvelope(2), entries: [] },
+    { endpoint: 'person/merge', envelope: mergeEnvelope(1), entries: [] },
+    { endpoint: 'activities/create', envelope: { merge_by: site.mergeBy }, entries: [] },
+  ];
+  for (const p of going) {
+    const group = p.item.type === 'track' ? groups[2]! : p.strategy === 2 ? groups[0]! : groups[1]!;
+    group.entries.push({ id: p.item.id, entry: p.entry });
+  }
+
+  const statuses: number[] = [];
+  let retryAfter = 0;
+  if (ctx.enqueue && going.length > 0) {
+    try {
+      await ctx.enqueue(groups.flatMap((group) => group.entries.map(({ id, entry }) => ({ site: site.key, id, endpoint: group.endpoint, envelope: group.envelope, entry }))));
+      await store.commit(site.key, going.map((p) => p.item.id), started + config.dedupeTtlMs);
+      for (const p of going) results.set(p.item.index, { id: p.item.id, status: 'accepted' });
+    } catch {
+      await store.release(site.key, going.map((p) => p.item.id));
+      retryAfter = 5;
+      for (const p of going) results.set(p.item.index, { id: p.item.id, status: 'retry', error: 'the queue did not take the item; it was kept for later' });
+    }
+  } else if (going.length > 0) {
+    const forwarded = await forward({ client: ctx.client, clock, backoff: ctx.backoff, deadline, random: ctx.random, statuses }, groups);
+    retryAfter = forwarded.retryAfter;
+    const accepted: string[] = [];
+    const unsent: string[] = [];
+    for (const p of going) {
+      const result = forwarded.results.get(p.item.id) ?? { id: p.item.id, status: 'retry' as const, error: 'not sent' };
+      results.set(p.item.index, result);
+      (result.status === 'accepted' ? accepted : unsent).push(p.item.id);
+    }
+    // Marked forwarded only now that the platform took them: a crash before this re-sends, never loses.
+    if (accepted.length > 0) await store.commit(site.key, accepted, clock.now() + config.dedupeTtlMs);
+    if (unsent.length > 0) await store.release(site.key, unsent);
+  }
+
+  const ordered = body.batch.map((_, index) => results.get(index)!);
+  const tokenSubjects = verified.fresh.length > 0 ? verified.fresh : [...verified.subjects];
+  const token = identity && site.verify !== 'off' && tokenSubjects.length > 0 ? await identity.issue(site.key, tokenSubjects, clock.now()) : undefined;
+  const log = { site: site.name, items: body.batch.length, results: ordered, upstream: statuses };
+  const gotThrough = ordered.some((result) => result.status === 'accepted' || result.status === 'duplicate');
+  if (retryAfter > 0 && !gotThrough) {
+    const error = new RelayHttpError(503, 'upstream_unavailable', `The platform did not take the items within the relay's time budget; none were lost: retry after ${retryAfter} s.`, { details: ordered, retryAfter });
+    return { status: 503, body: error.body, retryAfter, ...log };
+  }
+  return { status: 200, body: token === undefined ? { results: ordered } : { results: ordered, identity: token }, ...log };
+}

@@ -1,0 +1,72 @@
+/**
+ * One /collect item, checked on its own: a bad item becomes `rejected` with a reason and
+ * the good items of the same request still go. Checks the envelope (valibot), the site's
+ * allow-lists, then the platform entry it becomes (the spec's own schemas from src/api).
+ * @module
+ */
+import * as v from 'valibot';
+import { toIssues } from '../../api/index.js';
+import { mergedPerson } from '../../api/schemas/people.js';
+import { activityEvent } from '../../api/schemas/definitions.js';
+import type { SiteConfig } from '../config.js';
+
+const record = (what: string) => v.record(v.string(), v.unknown(), `${what} must be an object`);
+
+const base = {
+  id: v.pipe(v.string('id must be a string'), v.minLength(1, 'id must not be empty'), v.maxLength(128, 'id is at most 128 characters')),
+  ts: v.optional(v.pipe(v.string('ts must be an ISO 8601 time'), v.isoTimestamp('ts must be an ISO 8601 time such as 2026-11-22T10:00:00.000Z'))),
+  location: v.optional(record('location')),
+};
+
+const identifySchema = v.looseObject({
+  ...base,
+  type: v.literal('identify'),
+  fields: record('fields'),
+  tags: v.optional(v.array(v.string('tags must be strings'), 'tags must be an array')),
+  unset_tags: v.optional(v.array(v.string('unset_tags must be strings'), 'unset_tags must be an array')),
+  user_hash: v.optional(v.pipe(v.string('user_hash must be a hex string'), v.regex(/^[0-9a-fA-F]{64}$/, 'user_hash must be 64 hex digits (HMAC-SHA256)'))),
+});
+
+const trackSchema = v.looseObject({
+  ...base,
+  type: v.literal('track'),
+  activity_id: v.string('activity_id must be a string like "act:cm:signed-up"'),
+  attributes: v.optional(record('attributes')),
+  person: v.optional(record('person')),
+});
+
+export type IdentifyInput = v.InferOutput<typeof identifySchema>;
+export type TrackInput = v.InferOutput<typeof trackSchema>;
+
+export type Item =
+  | { index: number; id: string; type: 'identify'; input: IdentifyInput }
+  | { index: number; id: string; type: 'track'; input: TrackInput };
+
+export type Checked = { ok: true; item: Item } | { ok: false; id: string; error: string };
+
+const message = (issues: readonly v.BaseIssue<unknown>[]) => toIssues(issues).map((issue) => issue.message).join('; ');
+
+/** Checks the envelope of item `index` and the site's allow-lists. */
+export function checkItem(raw: unknown, index: number, site: SiteConfig): Checked {
+  const id = typeof raw === 'object' && raw !== null && typeof (raw as { id?: unknown }).id === 'string' ? (raw as { id: string }).id : `#${index}`;
+  const type = typeof raw === 'object' && raw !== null ? (raw as { type?: unknown }).type : undefined;
+  if (type !== 'identify' && type !== 'track') return { ok: false, id, error: `item ${index}: type must be "identify" or "track"` };
+  const parsed = v.safeParse(type === 'identify' ? identifySchema : trackSchema, raw);
+  if (!parsed.success) return { ok: false, id, error: message(parsed.issues) };
+  const item = { index, id: parsed.output.id, type, input: parsed.output } as Item;
+  const people = item.type === 'identify' ? item.input.fields : (item.input.person ?? {});
+  if (site.fields) {
+    const refused = Object.keys(people).filter((field) => !site.fields!.has(field));
+    if (refused.length > 0) return { ok: false, id, error: `field${refused.length > 1 ? 's' : ''} ${refused.join(', ')} may not be sent from a browser to this site (not in its "fields" list)` };
+  }
+  if (item.type === 'track' && site.activities && !site.activities.has(item.input.activity_id)) {
+    return { ok: false, id, error: `activity ${item.input.activity_id} may not be sent from a browser to this site (not in its "activities" list)` };
+  }
+  return { ok: true, item };
+}
+
+/** Checks the entry an item becomes against the spec's person/merge or activities/create schema. */
+export function checkEntry(type: Item['type'], entry: Record<string, unknown>): string | undefined {
+  const parsed = v.safeParse(type === 'identify' ? mergedPerson : activityEvent, entry);
+  return parsed.success ? undefined : message(parsed.issues);
+}

@@ -1,0 +1,214 @@
+/**
+ * Contract 3: the relay's configuration, read once from environment variables (Node) or
+ * Worker vars/secrets (same names) into one typed object. Every error names the variable.
+ *
+ * @example
+ * const config = parseConfig(process.env);
+ * config.sites.get('pk_demo')?.origins // ['https://shop.example.com']
+ * @module
+ */
+import { baseUrlFor, DEFAULT_PERSON_MERGE_BY, isRegion, parseFieldId } from '../api/index.js';
+import { RelayConfigError } from './errors.js';
+import { parseTokens, type TokenConfig } from './tokens.js';
+
+export type Verify = 'off' | 'optional' | 'required';
+
+/** One site of `RELAY_SITES`: a public key, where it may be used from and what it may send. */
+export interface SiteConfig {
+  /** the public key the snippet sends as `key` */
+  key: string;
+  /** shown in logs instead of the key @default key */
+  name: string;
+  /** exact origins (`https://shop.example.com`) or one-level wildcards (`https://*.example.com`) */
+  origins: string[];
+  /** accept requests without `Origin` (servers, curl) @default false */
+  allowNoOrigin: boolean;
+  /** activity IDs a browser may send; `undefined` = any */
+  activities: ReadonlySet<string> | undefined;
+  /** person field IDs a browser may send; `undefined` = any */
+  fields: ReadonlySet<string> | undefined;
+  /** identity verification of `user_hash` @default 'off' */
+  verify: Verify;
+  /** person/merge `merge_by` @default ['str::email', 'str::ei'] */
+  mergeBy: string[];
+  /** token bucket per site: requests per second and burst @default {perSecond: 20, burst: 100} */
+  rateLimit: { perSecond: number; burst: number };
+}
+
+export interface RelayConfig {
+  /** `CDP_API_KEY`: never logged, never echoed */
+  apiKey: string;
+  /** `CDP_BASE_URL`, else the base of `CDP_REGION` */
+  baseUrl: string;
+  /** `RELAY_SITES` by key */
+  sites: ReadonlyMap<string, SiteConfig>;
+  /** `RELAY_TOKENS`, parsed: who may call the proxy (`/v1/...`) */
+  tokens: TokenConfig[];
+  /** `RELAY_IDENTITY_SECRET` */
+  identitySecret: string | undefined;
+  /** `RELAY_ADDRESS_LOOKUP=on` */
+  addressLookup: boolean;
+  /** `RELAY_ADDRESS_LOOKUP_MONTHLY_LIMIT` @default Infinity (no cap) */
+  addressLookupMonthlyLimit: number;
+  /** `RELAY_TRUST_PROXY`: addresses (or IPv4 CIDR ranges) whose `X-Forwarded-For` is believed */
+  trustProxy: string[];
+  /** `RELAY_COLLECT_PATH` @default '/collect' */
+  collectPath: string;
+  /** `/cdp.js` plus `RELAY_SCRIPT_PATH` (an alias less likely to be blocked) */
+  scriptPaths: string[];
+  /** `RELAY_BUDGET_MS`: how long one /collect may spend on the platform, retries included @default 8000 */
+  budgetMs: number;
+  /** how long forwarded item ids are remembered @default 48 h (the contract asks ≥ 24 h) */
+  dedupeTtlMs: number;
+  /** lifetime of the identity token handed to the browser @default 3600 */
+  identityTtlSeconds: number;
+}
+
+type Env = Record<string, unknown>;
+
+const VERIFY: readonly Verify[] = ['off', 'optional', 'required'];
+
+const str = (env: Env, name: string): string | undefined => {
+  const value = env[name];
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'string') throw new RelayConfigError(name, `must be a string, got ${typeof value}`);
+  return value.trim() === '' ? undefined : value.trim();
+};
+
+function positive(env: Env, name: string, fallback: number): number {
+  const raw = str(env, name);
+  if (raw === undefined) return fallback;
+  const number = Number(raw);
+  if (!Number.isFinite(number) || number < 0) throw new RelayConfigError(name, `must be a number ≥ 0, got ${JSON.stringify(raw)}`);
+  return number;
+}
+
+/** `https://shop.example.com` → itself; `https://*.example.com` kept as a pattern; anything else refused. */
+function normaliseOrigin(origin: unknown, where: string): string {
+  if (typeof origin !== 'string') throw new RelayConfigError('RELAY_SITES', `${where}: each origin must be a string like "https://shop.example.com"`);
+  const wildcard = origin.includes('://*.');
+  const probe = wildcard ? origin.replace('://*.', '://wildcard.') : origin;
+  let url: URL;
+  try {
+    url = new URL(probe);
+  } catch {
+    throw new RelayConfigError('RELAY_SITES', `${where}: ${JSON.stringify(origin)} is not an origin like "https://shop.example.com"`);
+  }
+  if (url.origin !== probe.replace(/\/$/, '') || !/^https?:$/.test(url.protocol)) {
+    throw new RelayConfigError('RELAY_SITES', `${where}: ${JSON.stringify(origin)} must be scheme://host[:port] with no path`);
+  }
+  return wildcard ? url.origin.replace('://wildcard.', '://*.') : url.origin;
+}
+
+function idList(value: unknown, where: string, check: (id: string) => boolean, what: string): ReadonlySet<string> | undefined {
+  if (value === undefined) return undefined;
+  if (!Array.isArray(value) || !value.every((id) => typeof id === 'string' && check(id))) {
+    throw new RelayConfigError('RELAY_SITES', `${where} must be an array of ${what}`);
+  }
+  return new Set(value as string[]);
+}
+
+function parseSite(raw: unknown, index: number): SiteConfig {
+  const where = `site ${index}`;
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new RelayConfigError('RELAY_SITES', `${where} must be an object {"key","origins",…}`);
+  const site = raw as Record<string, unknown>;
+  const key = site['key'];
+  if (typeof key !== 'string' || !/^[A-Za-z0-9_.-]{1,128}$/.test(key)) throw new RelayConfigError('RELAY_SITES', `${where}: key must be 1–128 letters, digits, "_", "." or "-"`);
+  const origins = site['origins'] ?? [];
+  if (!Array.isArray(origins)) throw new RelayConfigError('RELAY_SITES', `${where} (${key}): origins must be an array`);
+  const verify = site['verify'] ?? 'off';
+  if (!VERIFY.includes(verify as Verify)) throw new RelayConfigError('RELAY_SITES', `${where} (${key}): verify must be "off", "optional" or "required"`);
+  const mergeBy = site['merge_by'] ?? [...DEFAULT_PERSON_MERGE_BY];
+  if (!Array.isArray(mergeBy) || mergeBy.length < 1 || mergeBy.length > 3 || !mergeBy.every((id) => parseFieldId(id)?.kind === 'person')) {
+    throw new RelayConfigError('RELAY_SITES', `${where} (${key}): merge_by must be 1 to 3 person field IDs`);
+  }
+  const rate = (site['rate_limit'] ?? {}) as Record<string, unknown>;
+  const perSecond = rate['per_second'] ?? 20;
+  const burst = rate['burst'] ?? 100;
+  if (typeof perSecond !== 'number' || perSecond <= 0 || typeof burst !== 'number' || burst < 1) {
+    throw new RelayConfigError('RELAY_SITES', `${where} (${key}): rate_limit must be {"per_second": >0, "burst": ≥1}`);
+  }
+  return {
+    key,
+    name: typeof site['name'] === 'string' ? site['name'] : key,
+    origins: origins.map((origin, i) => normaliseOrigin(origin, `${where} (${key}) origins[${i}]`)),
+    allowNoOrigin: site['allow_no_origin'] === true,
+    activities: idList(site['activities'], `${where} (${key}): activities`, (id) => parseFieldId(id)?.kind === 'activity', 'activity IDs like "act:cm:signed-up"'),
+    fields: idList(site['fields'], `${where} (${key}): fields`, (id) => parseFieldId(id)?.kind === 'person', 'person field IDs like "str::email"'),
+    verify: verify as Verify,
+    mergeBy: mergeBy as string[],
+    rateLimit: { perSecond, burst },
+  };
+}
+
+/** Parses `RELAY_SITES` (a JSON array). */
+export function parseSites(json: string | undefined): Map<string, SiteConfig> {
+  const sites = new Map<string, SiteConfig>();
+  if (json === undefined) return sites;
+  let raw: unknown;
+  try {
+    raw = JSON.parse(json);
+  } catch (cause) {
+    throw new RelayConfigError('RELAY_SITES', `is not valid JSON (${(cause as Error).message}); expected [{"key":"pk_…","origins":["https://…"]}]`, { cause });
+  }
+  if (!Array.isArray(raw)) throw new RelayConfigError('RELAY_SITES', 'must be a JSON array of sites');
+  raw.forEach((entry, index) => {
+    const site = parseSite(entry, index);
+    if (sites.has(site.key)) throw new RelayConfigError('RELAY_SITES', `key ${JSON.stringify(site.key)} appears twice`);
+    sites.set(site.key, site);
+  });
+  return sites;
+}
+
+function path(env: Env, name: string, fallback: string | undefined): string | undefined {
+  const value = str(env, name) ?? fallback;
+  if (value !== undefined && !/^\/[A-Za-z0-9/_.-]*$/.test(value)) throw new RelayConfigError(name, `must be a path starting with "/", got ${JSON.stringify(value)}`);
+  return value;
+}
+
+/** Reads Contract 3's variables (and the relay's optional extras) from `env`; throws RelayConfigError naming the variable. */
+export function parseConfig(env: Env): RelayConfig {
+  const apiKey = str(env, 'CDP_API_KEY');
+  if (apiKey === undefined) throw new RelayConfigError('CDP_API_KEY', 'is not set; the relay needs the platform key (a secret) to forward anything');
+  const region = str(env, 'CDP_REGION') ?? 'default';
+  if (!isRegion(region)) throw new RelayConfigError('CDP_REGION', `must be "default", "au" or "eu", got ${JSON.stringify(region)}`);
+  const explicit = str(env, 'CDP_BASE_URL');
+  if (explicit !== undefined && !/^https?:\/\/[^/]+/.test(explicit)) throw new RelayConfigError('CDP_BASE_URL', `must be an http(s) URL, got ${JSON.stringify(explicit)}`);
+  const sites = parseSites(str(env, 'RELAY_SITES'));
+  const identitySecret = str(env, 'RELAY_IDENTITY_SECRET');
+  for (const site of sites.values()) {
+    if (site.verify !== 'off' && identitySecret === undefined) {
+      throw new RelayConfigError('RELAY_IDENTITY_SECRET', `is not set, but site ${site.name} has verify "${site.verify}"; set the HMAC secret or use verify "off"`);
+    }
+  }
+  if (identitySecret !== undefined && identitySecret.length < 16) throw new RelayConfigError('RELAY_IDENTITY_SECRET', 'must be at least 16 characters');
+  const lookup = str(env, 'RELAY_ADDRESS_LOOKUP') ?? 'off';
+  if (lookup !== 'on' && lookup !== 'off') throw new RelayConfigError('RELAY_ADDRESS_LOOKUP', `must be "on" or "off", got ${JSON.stringify(lookup)}`);
+  const limit = positive(env, 'RELAY_ADDRESS_LOOKUP_MONTHLY_LIMIT', Infinity);
+  const trustProxy = (str(env, 'RELAY_TRUST_PROXY') ?? '').split(',').map((entry) => entry.trim()).filter(Boolean);
+  for (const entry of trustProxy) {
+    if (!/^[0-9a-fA-F:.]+(\/\d{1,3})?$/.test(entry)) throw new RelayConfigError('RELAY_TRUST_PROXY', `${JSON.stringify(entry)} is not an IP address or IPv4 CIDR range`);
+  }
+  const alias = path(env, 'RELAY_SCRIPT_PATH', undefined);
+  let tokens: TokenConfig[];
+  try {
+    tokens = parseTokens(str(env, 'RELAY_TOKENS'));
+  } catch (cause) {
+    throw new RelayConfigError('RELAY_TOKENS', (cause as Error).message.replace(/^RELAY_TOKENS:? ?/, ''), { cause });
+  }
+  return {
+    apiKey,
+    baseUrl: (explicit ?? baseUrlFor(region)).replace(/\/+$/, ''),
+    sites,
+    tokens,
+    identitySecret,
+    addressLookup: lookup === 'on',
+    addressLookupMonthlyLimit: limit,
+    trustProxy,
+    collectPath: path(env, 'RELAY_COLLECT_PATH', '/collect') ?? '/collect',
+    scriptPaths: alias && alias !== '/cdp.js' ? ['/cdp.js', alias] : ['/cdp.js'],
+    budgetMs: positive(env, 'RELAY_BUDGET_MS', 8_000),
+    dedupeTtlMs: 48 * 3600_000,
+    identityTtlSeconds: 3600,
+  };
+}

@@ -1,0 +1,48 @@
+/**
+ * Drives the test upstream over HTTP (works from Node and from inside workerd):
+ * script faults for the next calls, read what the platform received, reset.
+ */
+
+export interface Fault {
+  status?: number;
+  body?: unknown;
+  /** close the connection without an answer (the upstream is down) */
+  drop?: boolean;
+  /** ms to wait before answering */
+  delayMs?: number;
+}
+
+export interface Received {
+  method: string;
+  path: string;
+  headers: Record<string, string>;
+  body: any;
+  /** ms since epoch the call arrived */
+  at: number;
+  /** the status it was answered with (0 = dropped) */
+  status: number;
+}
+
+export interface UpstreamControl {
+  url: string;
+  faults(list: Fault[]): Promise<void>;
+  /** answer every call with `fault` until cleared with `faults([])` */
+  always(fault: Fault | undefined): Promise<void>;
+  received(): Promise<Received[]>;
+  reset(): Promise<void>;
+}
+
+export function upstreamControl(url: string, fetchImpl: typeof fetch = fetch): UpstreamControl {
+  const call = async (path: string, body?: unknown) => {
+    const response = await fetchImpl(`${url}/__control/${path}`, body === undefined ? {} : { method: 'POST', body: JSON.stringify(body) });
+    if (!response.ok) throw new Error(`upstream control ${path}: ${response.status}`);
+    return response.json();
+  };
+  return {
+    url,
+    faults: async (list) => void (await call('faults', list)),
+    always: async (fault) => void (await call('always', fault ?? null)),
+    received: async () => (await call('received')) as Received[],
+    reset: async () => void (await call('reset', {})),
+  };
+}
