@@ -1,0 +1,103 @@
+/**
+ * The Hono app: routes generated from ENDPOINT_LIST, `X-Api-Key` checking, JSON bodies,
+ * rate limit and fault mode, the dashboard at `/` and the test hooks under `/_emulator`.
+ * Runtime-neutral: no Node imports.
+ * @module
+ */
+import { Hono, type Context } from 'hono';
+import { ENDPOINT_LIST, REGIONS, UNKNOWN_ENDPOINT, platformError, rateLimitBody } from '../api/index.js';
+import { dashboard } from './dashboard.js';
+import { PlatformHttpError } from './errors.js';
+import { faultFor } from './faults.js';
+import { HANDLERS, type HandlerContext } from './handlers.js';
+import { checkFaults } from './options.js';
+import { createRateLimiter } from './rate-limit.js';
+import { toSnapshot } from './snapshot.js';
+
+export interface AppHooks {
+  reset(): void;
+}
+
+const json = (c: Context, status: number, body: unknown) => c.json(body as object, status as 200);
+
+const error = (c: Context, status: number, message: string, details?: PlatformHttpError['details']) => json(c, status, platformError(status, message, details));
+
+/** Reads a JSON body: `{}` when empty; 400 for another content type or malformed JSON. */
+async function readBody(c: Context): Promise<{ body: unknown; bytes: number }> {
+  const raw = await c.req.arrayBuffer();
+  if (raw.byteLength === 0) return { body: {}, bytes: 0 };
+  const type = c.req.header('Content-Type') ?? '';
+  if (!/^application\/json\b/i.test(type)) throw new PlatformHttpError(400, `Content-Type must be application/json, got ${JSON.stringify(type)}`);
+  try {
+    return { body: JSON.parse(new TextDecoder().decode(raw)), bytes: raw.byteLength };
+  } catch (cause) {
+    throw new PlatformHttpError(400, `Malformed JSON body: ${(cause as Error).message}`, undefined, { cause });
+  }
+}
+
+const foreignHosts = new Map(Object.entries(REGIONS).map(([region, base]) => [new URL(base).host, region]));
+
+export function createApp(ctx: HandlerContext, hooks: AppHooks): Hono {
+  const { store, options } = ctx;
+  const limiter = createRateLimiter(options.rateLimit, options.now);
+  const app = new Hono();
+
+  app.use('*', async (c, next) => {
+    await next();
+    c.res.headers.set('Access-Control-Allow-Origin', '*');
+  });
+  app.options('*', (c) => {
+    c.header('Access-Control-Allow-Methods', 'GET, POST, PUT, DELETE, OPTIONS');
+    c.header('Access-Control-Allow-Headers', 'Content-Type, X-Api-Key');
+    return c.body(null, 204);
+  });
+
+  app.get('/', (c) => c.html(dashboard(store, options)));
+
+  const auth = async (c: Context, next: () => Promise<void>) => {
+    const region = foreignHosts.get(new URL(c.req.url).host);
+    // A key works only against its own region's address (upstream-facts).
+    if (c.req.header('X-Api-Key') !== options.key || (region !== undefined && region !== options.region)) {
+      return error(c, 401, 'Invalid or missing API key: send the instance key in X-Api-Key');
+    }
+    await next();
+  };
+  app.use('/v1/*', auth);
+  app.use('/_emulator/*', auth);
+
+  app.get('/_emulator/state', (c) => json(c, 200, toSnapshot(store)));
+  app.post('/_emulator/reset', (c) => {
+    hooks.reset();
+    return json(c, 200, { reset: true });
+  });
+  app.put('/_emulator/faults', async (c) => {
+    const { body } = await readBody(c);
+    try {
+      checkFaults(body);
+    } catch (cause) {
+      throw new PlatformHttpError(400, (cause as Error).message, undefined, { cause });
+    }
+    options.faults = body;
+    return json(c, 200, { faults: body });
+  });
+
+  for (const endpoint of ENDPOINT_LIST) {
+    const handler = HANDLERS[endpoint.id];
+    if (!handler) continue;
+    app.on(endpoint.method, endpoint.path, async (c) => {
+      const wait = limiter.take();
+      if (wait !== undefined) return json(c, 429, rateLimitBody(wait));
+      const fault = await faultFor(options.faults, endpoint.id, options.random);
+      if (fault) return fault;
+      const { body, bytes } = await readBody(c);
+      return json(c, 200, handler(ctx, body, bytes));
+    });
+  }
+
+  app.notFound((c) => error(c, 404, UNKNOWN_ENDPOINT));
+  app.onError((err, c) => {
+    if (err instanceof PlatformHttpError) return error(c, err.status, err.message, err.details);
+    return error(c, 500, `Internal emulator error: ${err.message}`);
+  });
+  return app;
+}

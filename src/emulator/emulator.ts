@@ -1,0 +1,48 @@
+/**
+ * `createEmulator`: the platform API as a runtime-neutral `fetch` handler (Node, workerd,
+ * Deno, Bun). State lives in memory; `src/emulator/node.ts` adds a server and a data file.
+ *
+ * @example
+ * const emulator = createEmulator({ key: 'dev-key' });
+ * const response = await emulator.fetch(new Request('http://emulator/v1/tags/get', {
+ *   method: 'POST', headers: { 'X-Api-Key': 'dev-key', 'Content-Type': 'application/json' }, body: '{}' }));
+ * @module
+ */
+import { createApp } from './app.js';
+import { resolveOptions, type EmulatorOptions, type Faults, type ResolvedOptions } from './options.js';
+import { loadSnapshot, toSnapshot, type EmulatorSnapshot } from './snapshot.js';
+import { Store } from './store.js';
+
+export interface Emulator {
+  /** answers one request (the Hono app's fetch) */
+  fetch(request: Request): Promise<Response>;
+  /** the live state (read it in tests; write through the API) */
+  readonly state: Store;
+  /** the options after defaults */
+  readonly options: ResolvedOptions;
+  /** the state as JSON (what a data file holds) */
+  snapshot(): EmulatorSnapshot;
+  /** back to the seed (or empty) */
+  reset(): void;
+  /** replaces the fault table */
+  setFaults(faults: Faults): void;
+}
+
+/** Creates an emulator; throws `TypeError`/`RangeError` naming a bad option. */
+export function createEmulator(options: EmulatorOptions = {}): Emulator {
+  const resolved = resolveOptions(options);
+  const store = new Store(resolved.now, () => resolved.onChange());
+  const reset = () => (options.seed ? loadSnapshot(store, options.seed) : store.clear());
+  if (options.seed) loadSnapshot(store, options.seed);
+  const app = createApp({ store, options: resolved }, { reset });
+  return {
+    fetch: async (request) => app.fetch(request),
+    state: store,
+    options: resolved,
+    snapshot: () => toSnapshot(store),
+    reset,
+    setFaults(faults) {
+      resolved.faults = resolveOptions({ faults }).faults;
+    },
+  };
+}
