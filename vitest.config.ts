@@ -29,6 +29,7 @@ export default defineConfig({
           testTimeout: 10_000,
         },
       },
+      'test/workerd/vitest.config.ts',
       {
         test: {
           name: 'e2e',

@@ -17,7 +17,7 @@ import { collect, type CollectOutcome, type QueuedEntry } from './collect/handle
 import type { ClientInfo } from './collect/enrich.js';
 import { sharedBackoff, systemClock, type Backoff, type Clock } from './collect/upstream.js';
 import { RelayHttpError } from './errors.js';
-import { consoleLogger, type Logger } from './logging.js';
+import { consoleLogger, silentLogger, type Logger } from './logging.js';
 import { createMemoryStore } from './memory.js';
 import { createProxyRoutes } from './proxy/index.js';
 import { createSnippetHandler, type SnippetSource } from './snippet.js';
@@ -50,7 +50,7 @@ const NO_STORE = 'no-store';
 /** Creates the relay's Hono app; `app.fetch` is the handler for every runtime. */
 export function createRelay(config: RelayConfig, deps: RelayDeps = {}): Hono {
   const clock = deps.clock ?? systemClock;
-  const logger = deps.logger ?? consoleLogger;
+  const logger = deps.logger ?? (config.log ? consoleLogger : silentLogger);
   const store = deps.store ?? createMemoryStore();
   const fetchImpl = deps.fetch ?? globalThis.fetch.bind(globalThis);
   const client = createClient({ apiKey: config.apiKey, baseUrl: config.baseUrl, fetch: fetchImpl, retry: false, validate: false, timeout: Math.max(500, Math.min(5_000, config.budgetMs)) });

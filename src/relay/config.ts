@@ -60,6 +60,8 @@ export interface RelayConfig {
   budgetMs: number;
   /** how long forwarded item ids are remembered @default 48 h (the contract asks ≥ 24 h) */
   dedupeTtlMs: number;
+  /** `RELAY_LOG=off` silences the per-request JSON lines @default true */
+  log: boolean;
   /** lifetime of the identity token handed to the browser @default 3600 */
   identityTtlSeconds: number;
 }
@@ -209,6 +211,7 @@ export function parseConfig(env: Env): RelayConfig {
     scriptPaths: alias && alias !== '/cdp.js' ? ['/cdp.js', alias] : ['/cdp.js'],
     budgetMs: positive(env, 'RELAY_BUDGET_MS', 8_000),
     dedupeTtlMs: 48 * 3600_000,
+    log: str(env, 'RELAY_LOG') !== 'off',
     identityTtlSeconds: 3600,
   };
 }

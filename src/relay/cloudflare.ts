@@ -1,0 +1,79 @@
+/**
+ * The relay on Cloudflare Workers: `export { default, RelayState } from 'cdp-edge/relay/cloudflare'`.
+ * Vars and secrets carry Contract 3's names; `RELAY_STATE` binds the Durable Object that
+ * holds dedupe ids, rate limits and the address-lookup counter; `RELAY_QUEUE` (optional)
+ * turns on queued forwarding; `ASSETS` (optional) serves cdp.js.
+ *
+ * @example
+ * // src/index.ts of your Worker
+ * export { default, RelayState } from 'cdp-edge/relay/cloudflare';
+ * @module
+ */
+import type { Hono } from 'hono';
+import { relayError } from '../api/index.js';
+import { createClient } from '../client/index.js';
+import { createRelay } from './app.js';
+import type { QueuedEntry } from './collect/handler.js';
+import type { CfGeo } from './collect/enrich.js';
+import { sharedBackoff, systemClock } from './collect/upstream.js';
+import { parseConfig, type RelayConfig } from './config.js';
+import { RelayConfigError } from './errors.js';
+import { consoleLogger } from './logging.js';
+import { queueProducer, consumeQueue } from './workers/queue.js';
+import { createDurableStore } from './workers/state.js';
+import type { ExecutionContext, MessageBatch, RelayEnv } from './workers/types.js';
+
+export { RelayState } from './workers/state.js';
+export type { RelayEnv } from './workers/types.js';
+
+interface Built {
+  config: RelayConfig;
+  app: Hono;
+}
+
+// The env object is stable per isolate: parse and build once per env.
+const built = new WeakMap<object, Built>();
+
+function build(env: RelayEnv): Built {
+  let entry = built.get(env);
+  if (entry) return entry;
+  const config = parseConfig(env);
+  if (!env.RELAY_STATE) throw new RelayConfigError('RELAY_STATE', 'the Durable Object binding is missing; add it to wrangler.toml (see the template)');
+  const app = createRelay(config, {
+    store: createDurableStore(env.RELAY_STATE),
+    ...(env.RELAY_QUEUE ? { enqueue: queueProducer(env.RELAY_QUEUE) } : {}),
+    snippet: async () => {
+      const response = await env.ASSETS?.fetch('https://assets.local/cdp.js');
+      return response?.ok ? new Uint8Array(await response.arrayBuffer()) : undefined;
+    },
+    // Cloudflare sets CF-Connecting-IP itself; a visitor cannot forge it.
+    clientInfo: (c) => ({ ip: c.req.header('cf-connecting-ip'), cf: (c.req.raw as Request & { cf?: CfGeo }).cf }),
+  });
+  entry = { config, app };
+  built.set(env, entry);
+  return entry;
+}
+
+function misconfigured(error: unknown): Response {
+  const message = error instanceof RelayConfigError ? error.message : 'the relay could not start';
+  console.log(JSON.stringify({ ts: new Date().toISOString(), kind: 'config', status: 500, error: error instanceof RelayConfigError ? error.variable : 'startup' }));
+  return Response.json(relayError('relay_misconfigured', `The relay is misconfigured: ${message}.`), { status: 500, headers: { 'Cache-Control': 'no-store' } });
+}
+
+export default {
+  async fetch(request: Request, env: RelayEnv, ctx: ExecutionContext): Promise<Response> {
+    let app: Hono;
+    try {
+      app = build(env).app;
+    } catch (error) {
+      return misconfigured(error);
+    }
+    return app.fetch(request, env, ctx as never);
+  },
+
+  async queue(batch: MessageBatch<QueuedEntry>, env: RelayEnv): Promise<void> {
+    const { config } = build(env);
+    const client = createClient({ apiKey: config.apiKey, baseUrl: config.baseUrl, retry: false, validate: false, timeout: 10_000 });
+    await consumeQueue(batch, { client, clock: systemClock, backoff: sharedBackoff(config.baseUrl), deadline: Date.now() + 25_000, random: Math.random }, consoleLogger);
+  },
+};

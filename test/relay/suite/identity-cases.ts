@@ -1,0 +1,94 @@
+/**
+ * Identity verification under verify off / optional / required, with good, bad and missing
+ * hashes, and the signed identity token that carries a verified person to later batches.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { userHash } from '../../../src/relay/collect/identity.js';
+import { identify, IDENTITY_SECRET, ORIGIN, read, siteKey, sites, track, type RelayTarget, type RelayUnderTest } from './target.js';
+
+const hashOf = (value: string) => userHash(IDENTITY_SECRET, value);
+const WRONG = 'ab'.repeat(32);
+
+export function identityCases(target: () => RelayTarget): void {
+  describe('identity verification', () => {
+    const off = siteKey('off');
+    const optional = siteKey('opt');
+    const required = siteKey('req');
+    let relay: RelayUnderTest;
+    beforeAll(async () => {
+      relay = await target().start({
+        RELAY_IDENTITY_SECRET: IDENTITY_SECRET,
+        RELAY_SITES: sites({ key: off, origins: [ORIGIN] }, { key: optional, origins: [ORIGIN], verify: 'optional' }, { key: required, origins: [ORIGIN], verify: 'required' }),
+      });
+    });
+    afterAll(() => relay.close());
+    const merges = async () => (await target().upstream.received()).filter((call) => call.path === '/v1/person/merge');
+
+    it('off: forwards identifies as overwrites whatever the hash, and hands out no token', async () => {
+      await target().upstream.reset();
+      const response = await read(await relay.post({ key: off, batch: [identify({ 'str::email': 'o@example.com' }, { user_hash: WRONG })] }));
+      expect(response.body.results[0].status).toBe('accepted');
+      expect(response.body.identity).toBeUndefined();
+      const [merge] = await merges();
+      expect(merge!.body.merge_strategy).toBe(2);
+      expect(merge!.body.people[0].user_hash).toBeUndefined();
+    });
+
+    it('optional: a good hash overwrites; a bad or missing one may only create (merge strategy 1)', async () => {
+      await target().upstream.reset();
+      const good = identify({ 'str::email': 'p@example.com', 'str::first': 'Pat' }, { user_hash: await hashOf('p@example.com') });
+      const bad = identify({ 'str::email': 'q@example.com', 'str::first': 'Mallory' }, { user_hash: WRONG });
+      const missing = identify({ 'str::email': 'r@example.com' });
+      const response = await read(await relay.post({ key: optional, batch: [good, bad, missing] }));
+      expect(response.body.results.map((r: { status: string }) => r.status)).toEqual(['accepted', 'accepted', 'accepted']);
+      expect(response.body.identity).toEqual(expect.any(String));
+      const calls = await merges();
+      const byStrategy = Object.fromEntries(calls.map((call) => [call.body.merge_strategy, call.body.people.map((p: { fields: Record<string, string> }) => p.fields['str::email'])]));
+      expect(byStrategy).toEqual({ 2: ['p@example.com'], 1: ['q@example.com', 'r@example.com'] });
+    });
+
+    it('required: rejects identifies with a bad or missing hash, accepts a good one (email, or external ID)', async () => {
+      await target().upstream.reset();
+      const good = identify({ 'str::email': 's@example.com' }, { user_hash: await hashOf('s@example.com') });
+      const goodUpper = identify({ 'str::email': 's2@example.com' }, { user_hash: (await hashOf('s2@example.com')).toUpperCase() });
+      const byExternalId = identify({ 'str::ei': 'user-42' }, { user_hash: await hashOf('user-42') });
+      const bad = identify({ 'str::email': 't@example.com' }, { user_hash: await hashOf('someone-else@example.com') });
+      const missing = identify({ 'str::email': 'u@example.com' });
+      const response = await read(await relay.post({ key: required, batch: [good, goodUpper, byExternalId, bad, missing] }));
+      expect(response.body.results.map((r: { status: string }) => r.status)).toEqual(['accepted', 'accepted', 'accepted', 'rejected', 'rejected']);
+      expect(response.body.results[3].error).toMatch(/user_hash/);
+      const forwarded = (await merges()).flatMap((call) => call.body.people.map((p: { fields: Record<string, string> }) => p.fields['str::email'] ?? p.fields['str::ei']));
+      expect(forwarded.sort()).toEqual(['s2@example.com', 's@example.com', 'user-42']);
+    });
+
+    it('required: a track must name a person verified in the same request or by the token of an earlier one', async () => {
+      const email = 'v@example.com';
+      const sameRequest = await read(await relay.post({ key: required, batch: [track('act:cm:viewed', { 'str::email': email }), identify({ 'str::email': email }, { user_hash: await hashOf(email) })] }));
+      expect(sameRequest.body.results.map((r: { status: string }) => r.status)).toEqual(['accepted', 'accepted']);
+      const token = sameRequest.body.identity as string;
+      expect(token).toEqual(expect.any(String));
+      expect(token).not.toContain(email);
+
+      const later = await read(await relay.post({ key: required, identity: token, batch: [track('act:cm:viewed', { 'str::email': email })] }));
+      expect(later.body.results[0].status).toBe('accepted');
+      expect(later.body.identity).toEqual(expect.any(String));
+
+      const noToken = await read(await relay.post({ key: required, batch: [track('act:cm:viewed', { 'str::email': email })] }));
+      expect(noToken.body.results[0].status).toBe('rejected');
+      expect(noToken.body.results[0].error).toMatch(/verified/);
+
+      const otherPerson = await read(await relay.post({ key: required, identity: token, batch: [track('act:cm:viewed', { 'str::email': 'w@example.com' })] }));
+      expect(otherPerson.body.results[0].status).toBe('rejected');
+
+      const tampered = token.slice(0, -2) + (token.endsWith('AA') ? 'BB' : 'AA');
+      const forged = await read(await relay.post({ key: required, identity: tampered, batch: [track('act:cm:viewed', { 'str::email': email })] }));
+      expect(forged.body.results[0].status).toBe('rejected');
+
+      const otherSite = await read(await relay.post({ key: optional, identity: token, batch: [] }));
+      expect(otherSite.body.identity).toBeUndefined();
+
+      const anonymous = await read(await relay.post({ key: required, identity: token, batch: [track('act:cm:viewed', undefined)] }));
+      expect(anonymous.body.results[0].status).toBe('rejected');
+    });
+  });
+}

@@ -1,0 +1,87 @@
+/**
+ * The platform misbehaving: 429 with try-in-seconds (the relay waits it out), 500 then
+ * recovery, the platform down (items `retry`, 503 + Retry-After, nothing lost), and
+ * exactly-once across a restart.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { identify, ORIGIN, read, siteKey, sites, track, type RelayTarget, type RelayUnderTest } from './target.js';
+
+export function upstreamCases(target: () => RelayTarget): void {
+  describe('upstream trouble and exactly-once', () => {
+    const key = siteKey('up');
+    let relay: RelayUnderTest;
+    beforeAll(async () => {
+      relay = await target().start({ RELAY_SITES: sites({ key, origins: [ORIGIN] }), RELAY_BUDGET_MS: '4000' });
+    });
+    afterAll(async () => {
+      await target().upstream.always(undefined);
+      await relay.close();
+    });
+    const calls = async () => (await target().upstream.received()).filter((call) => call.path.startsWith('/v1/'));
+
+    it('waits try-in-seconds after a 429 before calling the platform again, then forwards', async () => {
+      await target().upstream.reset();
+      await target().upstream.faults([{ status: 429, body: { error: { code: 'rate-limit', message: 'rate limit', 'try-in-seconds': 1 } } }]);
+      const item = track('act:cm:viewed', { 'str::email': 'rl@example.com' });
+      const response = await read(await relay.post({ key, batch: [item] }));
+      expect(response.status).toBe(200);
+      expect(response.body.results[0].status).toBe('accepted');
+      const [limited, retried] = await calls();
+      expect(limited!.status).toBe(429);
+      expect(retried!.status).toBe(200);
+      expect(retried!.at - limited!.at).toBeGreaterThanOrEqual(950);
+    });
+
+    it('retries a 500 and forwards once the platform recovers', async () => {
+      await target().upstream.reset();
+      await target().upstream.faults([{ status: 500 }]);
+      const item = identify({ 'str::email': 'five@example.com' });
+      const response = await read(await relay.post({ key, batch: [item] }));
+      expect(response.body.results).toEqual([{ id: item.id, status: 'accepted' }]);
+      expect((await calls()).map((call) => call.status)).toEqual([500, 200]);
+    });
+
+    it('answers 503 with Retry-After and every item `retry` while the platform is down, and loses nothing', async () => {
+      await target().upstream.reset();
+      await target().upstream.always({ drop: true });
+      const batch = [identify({ 'str::email': 'down@example.com' }), track('act:cm:viewed', { 'str::email': 'down@example.com' })];
+      const down = await read(await relay.post({ key, batch }));
+      expect(down.status).toBe(503);
+      expect(Number(down.headers.get('retry-after'))).toBeGreaterThan(0);
+      expect(down.body.error.code).toBe('upstream_unavailable');
+      expect(down.body.error.details.map((r: { id: string; status: string }) => [r.id, r.status])).toEqual(batch.map((item) => [item.id, 'retry']));
+      expect((await calls()).length).toBeGreaterThan(0);
+
+      await target().upstream.always(undefined);
+      await target().upstream.reset();
+      const back = await read(await relay.post({ key, batch }));
+      expect(back.status).toBe(200);
+      expect(back.body.results.map((r: { status: string }) => r.status)).toEqual(['accepted', 'accepted']);
+      expect((await calls()).map((call) => call.path)).toEqual(['/v1/person/merge', '/v1/activities/create']);
+    });
+
+    it('remembers forwarded ids across a restart', async () => {
+      const item = track('act:cm:viewed', { 'str::email': 'restart@example.com' });
+      expect((await read(await relay.post({ key, batch: [item] }))).body.results[0].status).toBe('accepted');
+      await relay.restart();
+      await target().upstream.reset();
+      const again = await read(await relay.post({ key, batch: [item] }));
+      expect(again.body.results[0]).toEqual({ id: item.id, status: 'duplicate' });
+      expect(await calls()).toEqual([]);
+    });
+
+    it('forwards 100 items in one call per endpoint', async () => {
+      await target().upstream.reset();
+      const batch = [
+        ...Array.from({ length: 40 }, (_, n) => identify({ 'str::email': `bulk${n}@example.com` })),
+        ...Array.from({ length: 60 }, (_, n) => track('act:cm:viewed', { 'str::email': `bulk${n}@example.com` })),
+      ];
+      const response = await read(await relay.post({ key, batch }));
+      expect(response.body.results.filter((r: { status: string }) => r.status === 'accepted')).toHaveLength(100);
+      expect((await calls()).map((call) => [call.path, (call.body.people ?? call.body.activities).length])).toEqual([
+        ['/v1/person/merge', 40],
+        ['/v1/activities/create', 60],
+      ]);
+    });
+  });
+}

@@ -1,0 +1,11 @@
+// The parts of `cloudflare:test` these tests use (the plugin's own types need the full
+// @cloudflare/workers-types globals, which would clash with Node's and the DOM's here).
+declare module 'cloudflare:test' {
+  export const env: Record<string, any>;
+  export const SELF: { fetch(input: string | Request, init?: RequestInit): Promise<Response> };
+  export function createExecutionContext(): { waitUntil(promise: Promise<unknown>): void };
+  export function waitOnExecutionContext(ctx: unknown): Promise<void>;
+  export function abortAllDurableObjects(): Promise<void>;
+  export function createMessageBatch<Body = unknown>(queueName: string, messages: { id: string; timestamp: Date | number; attempts: number; body: Body }[]): any;
+  export function getQueueResult(batch: unknown, ctx: unknown): Promise<{ outcome: string; ackAll: boolean; retryBatch: { retry: boolean }; explicitAcks: string[]; retryMessages: { msgId: string; delaySeconds?: number }[] }>;
+}

@@ -1,0 +1,52 @@
+/**
+ * The workerd side of the shared suite: the real Worker entry (src/relay/cloudflare.ts) called
+ * inside workerd with its Durable Object binding and per-test variables. Requests carry what
+ * Cloudflare adds: CF-Connecting-IP and request.cf.
+ */
+import { abortAllDurableObjects, env } from 'cloudflare:test';
+import worker from '../../src/relay/cloudflare.js';
+import { upstreamControl } from '../relay/support/control.js';
+import { API_KEY, ORIGIN, sites, type PostOptions, type RelayTarget, type RelayUnderTest } from '../relay/suite/target.js';
+
+export const VISITOR_IP = '203.0.113.9';
+export const CF = { country: 'FR', region: 'Île-de-France', city: 'Paris', latitude: '48.85670', longitude: '2.35080' };
+export const CF_CUSTOM = { country_name: 'France', region_name: 'Île-de-France', city_name: 'Paris', lat: 48.8567, lng: 2.3508 };
+
+const ctx = { waitUntil: () => {} };
+
+export function workerdTarget(): RelayTarget {
+  const upstreamUrl = env['TEST_UPSTREAM'] as string;
+  return {
+    name: 'workerd',
+    upstream: upstreamControl(upstreamUrl),
+    async start(extra = {}) {
+      const vars = { CDP_API_KEY: API_KEY, CDP_BASE_URL: upstreamUrl, RELAY_SITES: sites({ key: 'pk_test', origins: [ORIGIN] }), ...extra };
+      // A new env object is a new Worker instance (config parsed anew); the Durable Objects are shared.
+      let instance = { ...env, ...vars };
+      const send = (path: string, init: RequestInit = {}) => {
+        const headers = new Headers(init.headers);
+        headers.set('cf-connecting-ip', VISITOR_IP);
+        return worker.fetch(new Request(`https://relay.example.com${path}`, { ...init, headers, cf: CF } as RequestInit), instance as never, ctx);
+      };
+      const relay: RelayUnderTest = {
+        visitorIp: VISITOR_IP,
+        visitorCustom: CF_CUSTOM,
+        fetch: send,
+        post(body, options: PostOptions = {}) {
+          const headers: Record<string, string> = { ...options.headers };
+          if (options.origin !== null) headers['origin'] = options.origin ?? ORIGIN;
+          if (options.contentType !== null) headers['content-type'] = options.contentType ?? 'text/plain;charset=UTF-8';
+          const payload = typeof body === 'string' ? body : JSON.stringify(body);
+          return send('/collect', { method: 'POST', headers, body: payload });
+        },
+        async restart() {
+          // Durable Objects lose their memory but keep their SQLite storage, as on a real restart.
+          await abortAllDurableObjects();
+          instance = { ...env, ...vars };
+        },
+        async close() {},
+      };
+      return relay;
+    },
+  };
+}

@@ -1,0 +1,25 @@
+/**
+ * The workerd project: the relay's Worker entry (src/relay/cloudflare.ts) runs inside workerd
+ * via @cloudflare/vitest-plugin with a real Durable Object (SQLite), against a loopback
+ * upstream started in Node (global-setup.ts).
+ */
+import { fileURLToPath } from 'node:url';
+import { cloudflareTest } from '@cloudflare/vitest-plugin';
+import { defineProject } from 'vitest/config';
+
+export default defineProject({
+  root: fileURLToPath(new URL('../..', import.meta.url)),
+  plugins: [
+    cloudflareTest(({ inject }) => ({
+      wrangler: { configPath: fileURLToPath(new URL('./wrangler.toml', import.meta.url)) },
+      miniflare: { bindings: { TEST_UPSTREAM: inject('upstreamUrl') } },
+    })),
+  ],
+  test: {
+    name: 'workerd',
+    include: ['test/workerd/**/*.test.ts'],
+    globalSetup: [fileURLToPath(new URL('./global-setup.ts', import.meta.url))],
+    testTimeout: 30_000,
+    hookTimeout: 30_000,
+  },
+});
