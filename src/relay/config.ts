@@ -48,7 +48,7 @@ export interface RelayConfig {
   identitySecret: string | undefined;
   /** `RELAY_ADDRESS_LOOKUP=on` */
   addressLookup: boolean;
-  /** `RELAY_ADDRESS_LOOKUP_MONTHLY_LIMIT` @default Infinity (no cap) */
+  /** `RELAY_ADDRESS_LOOKUP_MONTHLY_LIMIT`: lookups per site per calendar month (UTC) @default Infinity (no cap) */
   addressLookupMonthlyLimit: number;
   /** `RELAY_TRUST_PROXY`: addresses (or IPv4 CIDR ranges) whose `X-Forwarded-For` is believed */
   trustProxy: string[];

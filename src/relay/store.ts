@@ -1,7 +1,8 @@
 /**
  * The relay's state, behind one small interface so each runtime picks its own:
  * memory (+ a file on Node) or a Durable Object with SQLite storage on Workers.
- * Every method is atomic for its scope (a site key, or `'*'` for relay-wide counters).
+ * Every method is atomic for its scope: a site key (dedupe ids, rate limit and the site's
+ * monthly address-lookup count all live with the site).
  * @module
  */
 

@@ -187,7 +187,7 @@ export async function collect(ctx: CollectContext, request: Request, info: Clien
   // The address-lookup budget is spent only on items that will really go.
   const asking = going.filter((p) => wantsAddress(p.entry['location'] as Record<string, unknown> | undefined));
   if (asking.length > 0) {
-    const granted = await store.add('*', lookupCounter(started), asking.length, config.addressLookupMonthlyLimit);
+    const granted = await store.add(site.key, lookupCounter(started), asking.length, config.addressLookupMonthlyLimit);
     for (const p of asking.slice(granted)) {
       const location = { ...(p.entry['location'] as Record<string, unknown>) };
       delete location['address'];

@@ -1,6 +1,6 @@
 /**
- * The relay's state on Workers: one Durable Object per site key (and one, `*`, for
- * relay-wide counters) with SQLite storage. A Durable Object is strongly consistent and
+ * The relay's state on Workers: one Durable Object per site key, with SQLite storage, holding
+ * that site's forwarded ids, rate-limit bucket and monthly address-lookup count. A Durable Object is strongly consistent and
  * single-threaded, which dedupe needs; KV is eventually consistent and must not be used.
  * @module
  */
