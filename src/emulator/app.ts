@@ -83,7 +83,6 @@ export function createApp(ctx: HandlerContext, hooks: AppHooks): Hono {
 
   for (const endpoint of ENDPOINT_LIST) {
     const handler = HANDLERS[endpoint.id];
-    if (!handler) continue;
     app.on(endpoint.method, endpoint.path, async (c) => {
       const wait = limiter.take();
       if (wait !== undefined) return json(c, 429, rateLimitBody(wait));

@@ -1,0 +1,93 @@
+/**
+ * `cdp-edge emulator [--port 8790] [--key dev-key] [--region default|au|eu] [--plan business]
+ * [--data file.json] [--rate-limit [N]] [--faults JSON]`: the platform API run locally.
+ * @module
+ */
+import { parseArgs } from 'node:util';
+import type { Command } from '../cli.js';
+
+const USAGE = `Usage: cdp-edge emulator [options]
+
+Serves the platform API (all 29 /v1 endpoints) on loopback, with a dashboard at /.
+
+  --port N            port to listen on (default 8790; 0 picks a free one)
+  --host ADDRESS      address to bind (default 127.0.0.1)
+  --key KEY           the accepted X-Api-Key (default dev-key)
+  --region R          default, au or eu (default default)
+  --plan P            professional or business (default business; address lookup needs business)
+  --data FILE         load the state from FILE when it exists, and write changes back to it
+  --rate-limit [N]    limit requests per second: N, or the plan's rate (10 professional, 30 business)
+  --faults JSON       fail on purpose, e.g. '{"person/merge":{"status":503,"rate":0.2}}'`;
+
+const fault = (message: string) => {
+  console.error(`cdp-edge emulator: ${message}\n\n${USAGE}`);
+  return 2;
+};
+
+const emulator: Command = {
+  summary: 'run the platform API locally (the embedded default upstream)',
+  async run(argv) {
+    // `--rate-limit` may stand alone (the plan's rate): give it the value `plan` before parsing
+    const args = argv.flatMap((arg, i) => (arg === '--rate-limit' && (argv[i + 1] === undefined || argv[i + 1]!.startsWith('--')) ? [arg, 'plan'] : [arg]));
+    let values;
+    try {
+      ({ values } = parseArgs({
+        args,
+        options: {
+          port: { type: 'string' }, host: { type: 'string' }, key: { type: 'string' }, region: { type: 'string' }, plan: { type: 'string' },
+          data: { type: 'string' }, 'rate-limit': { type: 'string' }, faults: { type: 'string' }, help: { type: 'boolean', short: 'h' },
+        },
+      }));
+    } catch (error) {
+      return fault((error as Error).message);
+    }
+    if (values.help) {
+      console.log(USAGE);
+      return 0;
+    }
+    const port = Number(values.port ?? 8790);
+    if (!Number.isInteger(port) || port < 0 || port > 65535) return fault(`--port must be a port number (0–65535); got ${JSON.stringify(values.port)}`);
+    const rate = values['rate-limit'];
+    const rateLimit = rate === undefined ? false : rate === 'plan' ? true : Number(rate);
+    if (typeof rateLimit === 'number' && !(Number.isFinite(rateLimit) && rateLimit > 0)) return fault(`--rate-limit must be a number of requests per second; got ${JSON.stringify(rate)}`);
+    let faults;
+    if (values.faults !== undefined) {
+      try {
+        faults = JSON.parse(values.faults) as unknown;
+      } catch (error) {
+        return fault(`--faults must be JSON: ${(error as Error).message}`);
+      }
+    }
+    const { startEmulator } = await import('../emulator/node.js');
+    let running;
+    try {
+      running = await startEmulator({
+        port,
+        hostname: values.host ?? '127.0.0.1',
+        key: values.key ?? 'dev-key',
+        rateLimit,
+        ...(values.region !== undefined ? { region: values.region as 'default' } : {}),
+        ...(values.plan !== undefined ? { plan: values.plan as 'business' } : {}),
+        ...(values.data !== undefined ? { data: values.data } : {}),
+        ...(faults !== undefined ? { faults: faults as Record<string, { status: number }> } : {}),
+      });
+    } catch (error) {
+      if (error instanceof TypeError || error instanceof RangeError || error instanceof SyntaxError) return fault((error as Error).message);
+      console.error(`cdp-edge emulator: could not start: ${(error as Error).message}`);
+      return 1;
+    }
+    console.log(`cdp-edge emulator listening on ${running.url} (key ${running.emulator.options.key}, region ${running.emulator.options.region}, plan ${running.emulator.options.plan}${values.data ? `, data ${values.data}` : ''})`);
+    await new Promise<void>((resolve) => {
+      const stop = () => {
+        process.off('SIGINT', stop);
+        process.off('SIGTERM', stop);
+        resolve();
+      };
+      process.on('SIGINT', stop);
+      process.on('SIGTERM', stop);
+    });
+    await running.close();
+    return 0;
+  },
+};
+export default emulator;
