@@ -117,6 +117,8 @@ export const unscaleInt = (stored: number): number => stored / 1000;
 function checkByType(id: string, type: FieldType, value: unknown, custom: boolean, options: CheckOptions): CheckResult {
   switch (type) {
     case 'str': {
+      // a custom multi-select field holds an array of its values
+      if (custom && Array.isArray(value) && value.every((item) => typeof item === 'string' && item.length <= LIMITS.stringChars)) return { ok: true, value };
       if (typeof value !== 'string') return { ok: false, error: `${id}: expected a string, got ${typeName(value)}` };
       const max = custom ? LIMITS.textChars : LIMITS.stringChars;
       if (value.length > max) return { ok: false, error: `${id}: string of ${value.length} characters is longer than ${max}` };
