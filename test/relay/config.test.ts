@@ -1,0 +1,80 @@
+import { describe, expect, it } from 'vitest';
+import { parseConfig } from '../../src/relay/config.js';
+import { RelayConfigError } from '../../src/relay/errors.js';
+
+const base = { CDP_API_KEY: 'k-123', RELAY_SITES: '[{"key":"pk_a","origins":["https://a.example.com"]}]' };
+
+function errorOf(env: Record<string, string>): RelayConfigError {
+  try {
+    parseConfig(env);
+  } catch (error) {
+    expect(error).toBeInstanceOf(RelayConfigError);
+    return error as RelayConfigError;
+  }
+  throw new Error('parseConfig accepted a bad configuration');
+}
+
+describe('parseConfig (Contract 3)', () => {
+  it('applies the documented defaults', () => {
+    const config = parseConfig(base);
+    expect(config.baseUrl).toBe('https://api.ap3api.com');
+    expect(config.addressLookup).toBe(false);
+    expect(config.addressLookupMonthlyLimit).toBe(Infinity);
+    expect(config.collectPath).toBe('/collect');
+    expect(config.scriptPaths).toEqual(['/cdp.js']);
+    expect(config.tokens).toEqual([]);
+    expect(config.dedupeTtlMs).toBeGreaterThanOrEqual(24 * 3600_000);
+    const site = config.sites.get('pk_a')!;
+    expect(site).toMatchObject({ verify: 'off', allowNoOrigin: false, mergeBy: ['str::email', 'str::ei'], activities: undefined, fields: undefined });
+  });
+
+  it('picks the region base, and CDP_BASE_URL wins over it', () => {
+    expect(parseConfig({ ...base, CDP_REGION: 'eu' }).baseUrl).toBe('https://api.eu.ap3api.com');
+    expect(parseConfig({ ...base, CDP_REGION: 'eu', CDP_BASE_URL: 'http://127.0.0.1:8790/' }).baseUrl).toBe('http://127.0.0.1:8790');
+  });
+
+  it('reads the optional variables', () => {
+    const config = parseConfig({
+      ...base,
+      RELAY_ADDRESS_LOOKUP: 'on',
+      RELAY_ADDRESS_LOOKUP_MONTHLY_LIMIT: '1000',
+      RELAY_TRUST_PROXY: '10.0.0.1, 192.168.0.0/16',
+      RELAY_SCRIPT_PATH: '/assets/app.js',
+      RELAY_TOKENS: JSON.stringify([{ name: 'crm', sha256: 'a'.repeat(64), scopes: ['read'] }]),
+    });
+    expect(config.addressLookup).toBe(true);
+    expect(config.addressLookupMonthlyLimit).toBe(1000);
+    expect(config.trustProxy).toEqual(['10.0.0.1', '192.168.0.0/16']);
+    expect(config.scriptPaths).toEqual(['/cdp.js', '/assets/app.js']);
+    expect(config.tokens.map((token) => token.name)).toEqual(['crm']);
+  });
+
+  it.each([
+    [{ CDP_API_KEY: '' }, 'CDP_API_KEY'],
+    [{ CDP_REGION: 'mars' }, 'CDP_REGION'],
+    [{ CDP_BASE_URL: 'ftp://x' }, 'CDP_BASE_URL'],
+    [{ RELAY_SITES: '{not json' }, 'RELAY_SITES'],
+    [{ RELAY_SITES: '{"key":"pk"}' }, 'RELAY_SITES'],
+    [{ RELAY_SITES: '[{"key":"pk","origins":["https://a.example.com/path"]}]' }, 'RELAY_SITES'],
+    [{ RELAY_SITES: '[{"key":"pk","origins":[],"verify":"sometimes"}]' }, 'RELAY_SITES'],
+    [{ RELAY_SITES: '[{"key":"pk","origins":[],"activities":["signed-up"]}]' }, 'RELAY_SITES'],
+    [{ RELAY_SITES: '[{"key":"pk","origins":[],"fields":["str:o:name"]}]' }, 'RELAY_SITES'],
+    [{ RELAY_SITES: '[{"key":"pk","origins":[]},{"key":"pk","origins":[]}]' }, 'RELAY_SITES'],
+    [{ RELAY_SITES: '[{"key":"pk","origins":[],"verify":"required"}]' }, 'RELAY_IDENTITY_SECRET'],
+    [{ RELAY_IDENTITY_SECRET: 'short' }, 'RELAY_IDENTITY_SECRET'],
+    [{ RELAY_ADDRESS_LOOKUP: 'yes' }, 'RELAY_ADDRESS_LOOKUP'],
+    [{ RELAY_ADDRESS_LOOKUP_MONTHLY_LIMIT: 'lots' }, 'RELAY_ADDRESS_LOOKUP_MONTHLY_LIMIT'],
+    [{ RELAY_TRUST_PROXY: 'my-proxy' }, 'RELAY_TRUST_PROXY'],
+    [{ RELAY_TOKENS: '[{"name":"x"}]' }, 'RELAY_TOKENS'],
+    [{ RELAY_SCRIPT_PATH: 'cdp.js' }, 'RELAY_SCRIPT_PATH'],
+  ])('names the variable at fault: %j', (override, variable) => {
+    const error = errorOf({ ...base, ...override } as Record<string, string>);
+    expect(error.variable).toBe(variable);
+    expect(error.message.startsWith(`${variable}: `)).toBe(true);
+  });
+
+  it('never puts the key into an error message', () => {
+    const error = errorOf({ CDP_API_KEY: 'sk_live_very_secret', CDP_REGION: 'mars' });
+    expect(error.message).not.toContain('sk_live_very_secret');
+  });
+});
