@@ -8,7 +8,6 @@ import { cloudflareTest } from '@cloudflare/vitest-plugin';
 import { defineProject } from 'vitest/config';
 
 export default defineProject({
-  root: fileURLToPath(new URL('../..', import.meta.url)),
   plugins: [
     cloudflareTest(({ inject }) => ({
       wrangler: { configPath: fileURLToPath(new URL('./wrangler.toml', import.meta.url)) },
@@ -17,6 +16,7 @@ export default defineProject({
   ],
   test: {
     name: 'workerd',
+    root: fileURLToPath(new URL('../..', import.meta.url)),
     include: ['test/workerd/**/*.test.ts'],
     globalSetup: [fileURLToPath(new URL('./global-setup.ts', import.meta.url))],
     testTimeout: 30_000,

@@ -1,25 +1,36 @@
 /**
  * The upstream every relay test talks to: the test upstream (faults, recording) in front of
- * the real emulator when `src/emulator` provides `startEmulator`, else its own stand-in.
+ * the real emulator (business plan, so address lookups work), seeded with the activity
+ * definitions the suites send. `RELAY_TEST_UPSTREAM=fake` swaps the emulator for the
+ * stand-in in upstream.ts, to tell a relay bug from an emulator gap.
  */
+import { startEmulator } from '../../../src/emulator/index.js';
 import { startTestUpstream, type TestUpstream } from './upstream.js';
 
 export const UPSTREAM_KEY = 'test-platform-key-7f3a9c';
+
+/** Activities the suites send: name → attributes (text attributes become `str:cm:<name>`). */
+export const ACTIVITIES: Record<string, string[]> = { 'signed-up': ['plan'], viewed: [], x: [] };
 
 export interface UpstreamStack extends TestUpstream {
   /** true when the real emulator answers behind the test upstream */
   emulator: boolean;
 }
 
-export async function startUpstreamStack(): Promise<UpstreamStack> {
-  let emulator: { url: string; close(): Promise<void> } | undefined;
-  // RELAY_TEST_UPSTREAM=fake runs the relay suites against the stand-in alone (to tell relay bugs from emulator gaps).
-  if (process.env['RELAY_TEST_UPSTREAM'] !== 'fake') try {
-    const module = (await import('../../../src/emulator/index.js')) as { startEmulator?: (options: { port: number; key: string }) => Promise<{ url: string; close(): Promise<void> }> };
-    if (module.startEmulator) emulator = await module.startEmulator({ port: 0, key: UPSTREAM_KEY });
-  } catch {
-    emulator = undefined;
+async function seed(url: string): Promise<void> {
+  for (const [name, attributes] of Object.entries(ACTIVITIES)) {
+    const response = await fetch(`${url}/v1/definitions/activity/create`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': UPSTREAM_KEY },
+      body: JSON.stringify({ name, attributes: attributes.map((attribute) => ({ name: attribute, display_type: 'text' })) }),
+    });
+    if (!response.ok) throw new Error(`seeding activity ${name}: ${response.status} ${await response.text()}`);
   }
+}
+
+export async function startUpstreamStack(): Promise<UpstreamStack> {
+  const emulator = process.env['RELAY_TEST_UPSTREAM'] === 'fake' ? undefined : await startEmulator({ port: 0, key: UPSTREAM_KEY, plan: 'business' });
+  if (emulator) await seed(emulator.url);
   const upstream = await startTestUpstream({ key: UPSTREAM_KEY, ...(emulator ? { emulatorUrl: emulator.url } : {}) });
   return {
     url: upstream.url,

@@ -1,0 +1,84 @@
+// What only the Node entry does: the socket address as the visitor's, X-Forwarded-For only
+// from RELAY_TRUST_PROXY, /cdp.js and its alias with long cache headers.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startRelay, type RunningRelay } from '../../src/relay/node.js';
+import { silentLogger } from '../../src/relay/logging.js';
+import { upstreamControl, type UpstreamControl } from './support/control.js';
+import { startUpstreamStack, UPSTREAM_KEY, type UpstreamStack } from './support/stack.js';
+
+const ORIGIN = 'https://shop.example.com';
+const SNIPPET = 'window.cdp=window.cdp||function(){};/* test build */';
+
+let stack: UpstreamStack;
+let upstream: UpstreamControl;
+const relays: RunningRelay[] = [];
+beforeAll(async () => {
+  stack = await startUpstreamStack();
+  upstream = upstreamControl(stack.url);
+});
+afterAll(async () => {
+  for (const relay of relays) await relay.close();
+  await stack?.close();
+});
+
+async function relayWith(env: Record<string, string> = {}) {
+  const relay = await startRelay({
+    port: 0,
+    logger: silentLogger,
+    snippet: SNIPPET,
+    env: { CDP_API_KEY: UPSTREAM_KEY, CDP_BASE_URL: stack.url, RELAY_SITES: JSON.stringify([{ key: 'pk_node', origins: [ORIGIN] }]), ...env },
+  });
+  relays.push(relay);
+  return relay;
+}
+
+async function sourceIpFor(relay: RunningRelay, headers: Record<string, string>) {
+  await upstream.reset();
+  const item = { id: crypto.randomUUID(), type: 'identify', fields: { 'str::email': 'xff@example.com' } };
+  const response = await fetch(`${relay.url}/collect`, { method: 'POST', headers: { origin: ORIGIN, 'content-type': 'text/plain', ...headers }, body: JSON.stringify({ key: 'pk_node', batch: [item] }) });
+  expect((await response.json()).results[0].status).toBe('accepted');
+  const [call] = (await upstream.received()).filter((c) => c.path.startsWith('/v1/'));
+  return call!.body.people[0].location.source_ip as string;
+}
+
+describe('the Node entry', () => {
+  it('ignores X-Forwarded-For from an untrusted socket (a visitor cannot choose their address)', async () => {
+    const relay = await relayWith();
+    expect(await sourceIpFor(relay, { 'x-forwarded-for': '198.51.100.23' })).toBe('127.0.0.1');
+  });
+
+  it('believes X-Forwarded-For only from RELAY_TRUST_PROXY, taking the right-most untrusted hop', async () => {
+    const relay = await relayWith({ RELAY_TRUST_PROXY: '127.0.0.1' });
+    expect(await sourceIpFor(relay, { 'x-forwarded-for': '6.6.6.6, 198.51.100.23' })).toBe('198.51.100.23');
+    expect(await sourceIpFor(relay, {})).toBe('127.0.0.1');
+  });
+
+  it('serves the snippet at /cdp.js and at the alias with long cache headers and an ETag', async () => {
+    const relay = await relayWith({ RELAY_SCRIPT_PATH: '/assets/app.js' });
+    for (const path of ['/cdp.js', '/assets/app.js']) {
+      const response = await fetch(`${relay.url}${path}`);
+      expect(response.status).toBe(200);
+      expect(await response.text()).toBe(SNIPPET);
+      expect(response.headers.get('content-type')).toContain('javascript');
+      expect(response.headers.get('cache-control')).toMatch(/public, max-age=\d{6,}/);
+      const etag = response.headers.get('etag')!;
+      const again = await fetch(`${relay.url}${path}`, { headers: { 'if-none-match': etag } });
+      expect(again.status).toBe(304);
+    }
+  });
+
+  it('reads the built snippet from dist/cdp.js by default', async () => {
+    const relay = await startRelay({ port: 0, logger: silentLogger, env: { CDP_API_KEY: UPSTREAM_KEY, CDP_BASE_URL: stack.url } });
+    relays.push(relay);
+    const response = await fetch(`${relay.url}/cdp.js`);
+    const { existsSync, readFileSync } = await import('node:fs');
+    const built = new URL('../../dist/cdp.js', import.meta.url);
+    if (existsSync(built)) {
+      expect(response.status).toBe(200);
+      expect(await response.text()).toBe(readFileSync(built, 'utf8'));
+    } else {
+      expect(response.status).toBe(404);
+      expect((await response.json()).error.code).toBe('snippet_not_built');
+    }
+  });
+});
