@@ -10,6 +10,7 @@
  * @module
  */
 import { ENDPOINTS, type EndpointId, type Scope } from '../api/index.js';
+import { sha256 } from './proxy/sha256.js';
 
 /** A token's scope: the endpoint table's `read` / `write` / `delete`, or `admin` for all of them. */
 export type TokenScope = Scope | 'admin';
@@ -132,11 +133,13 @@ const fromHex = (value: string): Uint8Array => Uint8Array.from(value.match(/../g
 /**
  * A function that finds the configured token matching a presented one. Every configured
  * hash is compared in full (no early exit), so timing tells nothing about near misses.
+ * Hashing is synchronous (see `proxy/sha256.ts`): Web Crypto's round trip dominated each call.
  */
-export function createTokenVerifier(tokens: readonly TokenConfig[]): (presented: string) => Promise<TokenConfig | undefined> {
+export function createTokenVerifier(tokens: readonly TokenConfig[]): (presented: string) => TokenConfig | undefined {
   const hashes = tokens.map((token) => ({ token, bytes: fromHex(token.sha256) }));
-  return async (presented) => {
-    const actual = await digest(presented);
+  const encoder = new TextEncoder();
+  return (presented) => {
+    const actual = sha256(encoder.encode(presented));
     let found: TokenConfig | undefined;
     for (const { token, bytes } of hashes) {
       let diff = 0;

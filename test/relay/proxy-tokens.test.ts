@@ -52,11 +52,21 @@ describe('hashes and scopes', () => {
       { name: 'two', sha256: await hashToken('token-two'), scopes: ['write'] },
     ];
     const verify = createTokenVerifier(tokens);
-    expect((await verify('token-two'))?.name).toBe('two');
-    expect((await verify('token-one'))?.name).toBe('one');
-    expect(await verify('token-three')).toBeUndefined();
-    expect(await verify(tokens[0]!.sha256)).toBeUndefined();
-    expect(await verify('')).toBeUndefined();
+    expect(verify('token-two')?.name).toBe('two');
+    expect(verify('token-one')?.name).toBe('one');
+    expect(verify('token-three')).toBeUndefined();
+    expect(verify(tokens[0]!.sha256)).toBeUndefined();
+    expect(verify('')).toBeUndefined();
+  });
+
+  it('hashes in plain TypeScript exactly as Web Crypto does, for every length around the block boundaries', async () => {
+    const { sha256 } = await import('../../src/relay/proxy/sha256.js');
+    const hex = (bytes: Uint8Array) => Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('');
+    for (let length = 0; length <= 200; length++) {
+      const data = Uint8Array.from({ length }, (_, i) => (i * 37 + length) & 0xff);
+      const expected = hex(new Uint8Array(await crypto.subtle.digest('SHA-256', data)));
+      expect(hex(sha256(data)), `length ${length}`).toBe(expected);
+    }
   });
 
   it('grants by scope, admin grants all, and an endpoint list narrows', () => {

@@ -7,6 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createProxyRoutes } from '../../src/relay/proxy/index.js';
+import { createNodeFetch } from '../../src/relay/proxy/node-fetch.js';
 import { hashToken } from '../../src/relay/tokens.js';
 import { createTestUpstream } from './proxy-upstream.js';
 import { API_KEY, proxySuite, type MakeTarget } from './proxy-suite.js';
@@ -27,9 +28,9 @@ export async function listen(fetch: (request: Request) => Response | Promise<Res
   };
 }
 
-const nodeTarget: MakeTarget = async ({ tokens, apiKey, upstream, logger, now, sleep }) => {
+const nodeTarget = (upstreamFetch?: typeof fetch): MakeTarget => async ({ tokens, apiKey, upstream, logger, now, sleep }) => {
   const platform = await listen((request) => upstream.fetch(request));
-  const proxy = createProxyRoutes({ tokens, upstream: { baseUrl: platform.url, apiKey }, logger, now, sleep });
+  const proxy = createProxyRoutes({ tokens, upstream: { baseUrl: platform.url, apiKey }, logger, now, sleep, ...(upstreamFetch ? { fetch: upstreamFetch } : {}) });
   const relay = await listen(proxy.fetch);
   return {
     request: (path, init) => fetch(`${relay.url}${path}`, init),
@@ -40,7 +41,8 @@ const nodeTarget: MakeTarget = async ({ tokens, apiKey, upstream, logger, now, s
   };
 };
 
-proxySuite('Node, real HTTP', nodeTarget);
+proxySuite('Node, real HTTP, global fetch upstream', nodeTarget());
+proxySuite('Node, real HTTP, node:http upstream (createNodeFetch)', nodeTarget(createNodeFetch()));
 
 /** A raw HTTP/1.1 exchange: the request target goes on the wire exactly as written. */
 function raw(url: string, method: string, target: string, headers: Record<string, string | number>, body?: string, sendAll = true) {

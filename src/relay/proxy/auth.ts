@@ -8,13 +8,13 @@ const CHALLENGE = { 'www-authenticate': 'Bearer realm="cdp-edge relay"' };
 const MAX_TOKEN_CHARS = 512;
 
 /** The configured token presented by `request`, or a 401 {@link ProxyError}. */
-export async function authenticate(request: Request, verify: (token: string) => Promise<TokenConfig | undefined>): Promise<TokenConfig> {
+export function authenticate(request: Request, verify: (token: string) => TokenConfig | undefined): TokenConfig {
   const header = request.headers.get('authorization');
   const match = header === null ? null : /^Bearer +(\S+) *$/i.exec(header);
   if (match?.[1] === undefined) {
     throw new ProxyError(401, 'missing_token', 'send the relay token as `Authorization: Bearer <token>` (create one with `cdp-edge token create`)', { headers: CHALLENGE });
   }
-  const token = match[1].length <= MAX_TOKEN_CHARS ? await verify(match[1]) : undefined;
+  const token = match[1].length <= MAX_TOKEN_CHARS ? verify(match[1]) : undefined;
   if (token === undefined) {
     throw new ProxyError(401, 'invalid_token', 'the bearer token is not one of RELAY_TOKENS (revoked, mistyped, or from another relay)', { headers: CHALLENGE });
   }

@@ -6,8 +6,12 @@ const tooLarge = (limit: number, size?: number) =>
 
 /** The body as text and its size, or a 413 {@link ProxyError} as soon as more than `limit` bytes arrive. */
 export async function readBody(request: Request, limit: number): Promise<{ text: string; size: number }> {
-  const declared = Number(request.headers.get('content-length') ?? NaN);
+  const length = request.headers.get('content-length');
+  const declared = length === null ? NaN : Number(length);
   if (declared > limit) throw tooLarge(limit, declared);
+  // With a declared length the HTTP layer delivers at most that many bytes, so reading it whole
+  // is bounded (and on Node it skips building a web stream); otherwise count as it streams in.
+  if (Number.isInteger(declared)) return decode(new Uint8Array(await request.arrayBuffer()));
   if (request.body === null) return { text: '', size: 0 };
   const reader = request.body.getReader();
   const parts: Uint8Array[] = [];
@@ -28,8 +32,12 @@ export async function readBody(request: Request, limit: number): Promise<{ text:
     bytes.set(part, offset);
     offset += part.byteLength;
   }
+  return decode(bytes);
+}
+
+function decode(bytes: Uint8Array): { text: string; size: number } {
   try {
-    return { text: new TextDecoder('utf-8', { fatal: true }).decode(bytes), size };
+    return { text: new TextDecoder('utf-8', { fatal: true }).decode(bytes), size: bytes.byteLength };
   } catch (cause) {
     throw new ProxyError(400, 'malformed_json', 'request body is not UTF-8 text; send a JSON object', { cause });
   }

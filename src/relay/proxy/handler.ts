@@ -1,7 +1,7 @@
 /** One proxy call from arrival to answer: route check, token, scope, body, then the platform. */
 import { validateRequest, type Chunking, type Endpoint, type EndpointId } from '../../api/index.js';
 import { createTokenVerifier, type TokenConfig } from '../tokens.js';
-import { auditLine } from './audit.js';
+import type { AuditEntry } from './audit.js';
 import { authenticate, authorize } from './auth.js';
 import { parseJson, readBody } from './body.js';
 import { Pacer, sendChunks, splitBody, validateChunks } from './chunk.js';
@@ -30,12 +30,13 @@ export function createHandler(config: ProxyConfig): ProxyHandler {
   const pacer = new Pacer(config);
 
   async function answer(request: Request, endpoint: Endpoint<EndpointId> | undefined, seen: { token?: TokenConfig; calls: number }): Promise<Response> {
+    const url = new URL(request.url);
     // The router may have decoded or normalised the path; only the exact fixed path counts.
-    if (endpoint === undefined || new URL(request.url).pathname !== endpoint.path) throw notFound(request);
-    const token = await authenticate(request, verify);
+    if (endpoint === undefined || url.pathname !== endpoint.path) throw notFound(request);
+    const token = authenticate(request, verify);
     seen.token = token;
     authorize(token, endpoint);
-    const chunked = new URL(request.url).searchParams.get('chunk') === 'true';
+    const chunked = url.searchParams.get('chunk') === 'true';
     if (chunked && endpoint.chunking === undefined) {
       throw new ProxyError(400, 'chunk_unsupported', `${endpoint.id} has no item list to split; drop ?chunk=true`);
     }
@@ -55,7 +56,7 @@ export function createHandler(config: ProxyConfig): ProxyHandler {
     hold.check();
     seen.calls = 1;
     // Re-serialised, so the platform gets exactly what was validated (no duplicate-key tricks).
-    return passThrough(await upstream(endpoint, JSON.stringify(body)));
+    return await passThrough(await upstream(endpoint, JSON.stringify(body)));
   }
 
   return async (request, endpoint) => {
@@ -70,15 +71,19 @@ export function createHandler(config: ProxyConfig): ProxyHandler {
       error = failure.code;
       response = failure.toResponse();
     }
-    const entry = {
-      time: new Date(started).toISOString(),
+    const entry: AuditEntry = {
+      ts: new Date(started).toISOString(),
+      kind: 'proxy',
+      method: endpoint?.method ?? request.method.slice(0, 10),
+      path: endpoint?.path ?? '/v1/*',
+      status: response.status,
+      ms: config.now() - started,
       token: seen.token?.name ?? null,
       endpoint: endpoint?.id ?? null,
-      status: response.status,
-      duration_ms: config.now() - started,
       upstream_calls: seen.calls,
     };
-    config.logger(auditLine(error === undefined ? entry : { ...entry, error }));
+    if (error !== undefined) entry.error = error;
+    config.logger(entry);
     return response;
   };
 }

@@ -1,6 +1,7 @@
 /** The proxy's options, typed once, with every default applied once in {@link resolveOptions}. */
 import { LIMITS, RATE_LIMITS } from '../../api/index.js';
 import { checkTokens, type TokenConfig } from '../tokens.js';
+import { consoleAudit, type AuditEntry } from './audit.js';
 
 export interface ProxyOptions {
   /** the tokens allowed to call the proxy (from `parseTokens(env.RELAY_TOKENS)`) */
@@ -9,8 +10,8 @@ export interface ProxyOptions {
   upstream: { baseUrl: string; apiKey: string };
   /** @default globalThis.fetch */
   fetch?: typeof fetch;
-  /** receives one JSON audit line per call (never a token or key) @default console.log */
-  logger?: (line: string) => void;
+  /** receives one audit entry per call (never a token or key) @default one JSON line to console.log */
+  logger?: (entry: AuditEntry) => void;
   /** the clock, in ms @default Date.now */
   now?: () => number;
   /** waits `ms`; used between the calls of a chunked request @default setTimeout */
@@ -32,7 +33,7 @@ export interface ProxyConfig {
   baseUrl: string;
   apiKey: string;
   fetch: typeof fetch;
-  logger: (line: string) => void;
+  logger: (entry: AuditEntry) => void;
   now: () => number;
   sleep: (ms: number) => Promise<void>;
   timeoutMs: number;
@@ -66,7 +67,7 @@ export function resolveOptions(options: ProxyOptions): ProxyConfig {
     baseUrl: `${base.origin}${base.pathname.replace(/\/+$/, '')}`,
     apiKey: upstream.apiKey,
     fetch: fetchImpl,
-    logger: options.logger ?? ((line) => console.log(line)),
+    logger: options.logger ?? consoleAudit,
     now: options.now ?? Date.now,
     sleep: options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms))),
     timeoutMs: positive('timeoutMs', options.timeoutMs ?? 30_000),

@@ -4,6 +4,7 @@
  * request (credentials, cookies, hop-by-hop or X-Forwarded-* headers, query, path) is copied.
  */
 import { ENDPOINT_LIST, type Endpoint, type EndpointId } from '../../api/index.js';
+import { BODY_BYTES, type WithBodyBytes } from './body-bytes.js';
 import { ProxyError } from './errors.js';
 import { retryAfterSeconds, type RateHold } from './hold.js';
 import type { ProxyConfig } from './options.js';
@@ -41,20 +42,27 @@ export function createUpstream(config: ProxyConfig, hold: RateHold): Upstream {
   };
 }
 
+/** Answers up to this size are read whole before answering: one write instead of a stream. */
+const SMALL_BODY = 64 * 1024;
+
 /**
- * The platform's answer for the caller: its status, body (streamed, not buffered) and
- * Content-Type, plus `Cache-Control: no-store`; `Retry-After` on a 429.
+ * The platform's answer for the caller: its status, body and Content-Type, plus
+ * `Cache-Control: no-store`; `Retry-After` on a 429. Bodies larger than 64 kB, or of unknown
+ * length, are streamed through as they arrive, never buffered.
  */
-export function passThrough(response: Response): Response {
+export async function passThrough(response: Response): Promise<Response> {
   if (response.status < 200 || (response.status >= 300 && response.status < 400) || response.status > 599) {
     // 1xx cannot be a final answer and a 3xx would point the caller somewhere we never vetted.
     void response.body?.cancel().catch(() => undefined);
     throw new ProxyError(502, 'upstream_bad_response', `the platform answered with status ${response.status}, which the relay does not pass on`);
   }
-  const headers = new Headers({ 'cache-control': 'no-store' });
+  // A plain object and a byte array: the shapes @hono/node-server writes in a single call.
+  const headers: Record<string, string> = { 'cache-control': 'no-store' };
   const type = response.headers.get('content-type');
-  if (type !== null) headers.set('content-type', type);
+  if (type !== null) headers['content-type'] = type;
   const retryAfter = response.headers.get('retry-after');
-  if (response.status === 429 && retryAfter !== null) headers.set('retry-after', retryAfter);
-  return new Response(response.body, { status: response.status, headers });
+  if (response.status === 429 && retryAfter !== null) headers['retry-after'] = retryAfter;
+  const length = Number(response.headers.get('content-length') ?? NaN);
+  const body = (response as WithBodyBytes)[BODY_BYTES] ?? (length <= SMALL_BODY ? new Uint8Array(await response.arrayBuffer()) : response.body);
+  return new Response(body, { status: response.status, headers });
 }

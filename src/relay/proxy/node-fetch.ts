@@ -1,0 +1,102 @@
+/**
+ * A `fetch` for the proxy's upstream calls on Node, on node:http(s) with keep-alive sockets.
+ * Node's global `fetch` (undici) costs more per call than the whole proxy around it; the
+ * relay's Node entry passes this one as `fetch` instead. Never imported by the Worker build.
+ *
+ * @example
+ * createProxyRoutes({ tokens, upstream, fetch: createNodeFetch() })
+ * @module
+ */
+import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from 'node:http';
+import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import { Readable } from 'node:stream';
+import { BODY_BYTES, type WithBodyBytes } from './body-bytes.js';
+
+export interface NodeFetchOptions {
+  /** sockets per upstream host @default 64 */
+  maxSockets?: number;
+}
+
+const toHeaders = (raw: string[]): Headers => {
+  const headers = new Headers();
+  for (let i = 0; i + 1 < raw.length; i += 2) headers.append(raw[i]!, raw[i + 1]!);
+  return headers;
+};
+
+/** Answers up to this size are collected whole (the proxy would read them whole anyway). */
+const SMALL_BODY = 64 * 1024;
+
+const bodyless = (status: number, method: string) => method === 'HEAD' || status === 204 || status === 304;
+
+/**
+ * What the proxy needs of `fetch` (a URL string, a method, a plain header object, a string
+ * body and a signal), with the answer's body streamed. Redirects are never followed.
+ */
+export function createNodeFetch(options: NodeFetchOptions = {}): typeof fetch {
+  const maxSockets = options.maxSockets ?? 64;
+  const http = new HttpAgent({ keepAlive: true, maxSockets });
+  const https = new HttpsAgent({ keepAlive: true, maxSockets });
+  const nodeFetch = (input: string | URL | Request, init: RequestInit = {}): Promise<Response> => {
+    if (input instanceof Request) return Promise.reject(new TypeError('createNodeFetch: pass a URL and init, not a Request'));
+    const url = new URL(input);
+    const method = (init.method ?? 'GET').toUpperCase();
+    const body = typeof init.body === 'string' ? init.body : undefined;
+    if (init.body != null && body === undefined) return Promise.reject(new TypeError('createNodeFetch: the body must be a string'));
+    const headers: Record<string, string> = {};
+    if (init.headers instanceof Headers || Array.isArray(init.headers)) new Headers(init.headers).forEach((value, name) => (headers[name] = value));
+    else Object.assign(headers, init.headers);
+    if (body !== undefined) headers['content-length'] = String(Buffer.byteLength(body));
+    const secure = url.protocol === 'https:';
+    return new Promise((resolve, reject) => {
+      const request = (secure ? httpsRequest : httpRequest)(url, { method, headers, agent: secure ? https : http, ...(init.signal ? { signal: init.signal } : {}) }, (res: IncomingMessage) => {
+        const status = res.statusCode ?? 502;
+        const init = { status, statusText: res.statusMessage ?? '', headers: toHeaders(res.rawHeaders) };
+        if (bodyless(status, method)) {
+          res.resume();
+          resolve(new Response(null, init));
+          return;
+        }
+        // Collect up to 64 kB: a small answer becomes one byte array (a web stream costs more than
+        // it does); past that, what arrived is replayed and the rest streams through unbuffered.
+        const parts: Buffer[] = [];
+        let size = 0;
+        const onData = (part: Buffer) => {
+          parts.push(part);
+          size += part.byteLength;
+          if (size <= SMALL_BODY) return;
+          res.off('data', onData).off('end', onEnd);
+          res.pause();
+          const rest = (Readable.toWeb(res) as ReadableStream<Uint8Array>).getReader();
+          let replayed = 0;
+          const stream = new ReadableStream<Uint8Array>({
+            async pull(controller) {
+              const buffered = parts[replayed];
+              if (buffered !== undefined) {
+                replayed += 1;
+                return controller.enqueue(new Uint8Array(buffered));
+              }
+              const { done, value } = await rest.read();
+              if (done) controller.close();
+              else controller.enqueue(value);
+            },
+            cancel: (reason) => rest.cancel(reason),
+          });
+          resolve(new Response(stream, init));
+        };
+        const onEnd = () => {
+          const all = parts.length === 1 ? parts[0]! : Buffer.concat(parts);
+          init.headers.set('content-length', String(all.byteLength));
+          init.headers.delete('transfer-encoding');
+          const bytes = new Uint8Array(all.buffer, all.byteOffset, all.byteLength) as Uint8Array<ArrayBuffer>;
+          const response: WithBodyBytes = new Response(bytes, init);
+          response[BODY_BYTES] = bytes;
+          resolve(response);
+        };
+        res.on('data', onData).on('end', onEnd).on('error', reject);
+      });
+      request.on('error', reject);
+      request.end(body);
+    });
+  };
+  return nodeFetch as typeof fetch;
+}
