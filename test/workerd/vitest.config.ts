@@ -11,7 +11,7 @@ export default defineProject({
   plugins: [
     cloudflareTest(({ inject }) => ({
       wrangler: { configPath: fileURLToPath(new URL('./wrangler.toml', import.meta.url)) },
-      miniflare: { bindings: { TEST_UPSTREAM: inject('upstreamUrl') } },
+      miniflare: { bindings: { TEST_UPSTREAM: inject('upstreamUrl'), CDP_BASE_URL: inject('upstreamUrl') } },
     })),
   ],
   test: {

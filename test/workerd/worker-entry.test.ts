@@ -1,0 +1,103 @@
+// What only the Worker entry does: request.cf → location.custom, CF-Connecting-IP, a
+// misconfiguration answered in the error shape, and the optional Queues path (producer in
+// /collect, consumer with ack/retry and a dead-letter queue).
+import { createExecutionContext, createMessageBatch, env, getQueueResult, SELF } from 'cloudflare:test';
+import { describe, expect, it } from 'vitest';
+import worker from '../../src/relay/cloudflare.js';
+import { upstreamControl } from '../relay/support/control.js';
+import { API_KEY, ORIGIN, siteKey, sites, track, identify } from '../relay/suite/target.js';
+import { CF, CF_CUSTOM, VISITOR_IP } from './target.js';
+
+const upstream = upstreamControl(env['TEST_UPSTREAM'] as string);
+const calls = async () => (await upstream.received()).filter((call) => call.path.startsWith('/v1/'));
+
+function post(vars: Record<string, unknown>, body: unknown, cf: unknown = CF) {
+  const request = new Request('https://relay.example.com/collect', {
+    method: 'POST',
+    headers: { origin: ORIGIN, 'content-type': 'text/plain', 'cf-connecting-ip': VISITOR_IP },
+    body: JSON.stringify(body),
+    cf,
+  } as RequestInit);
+  return worker.fetch(request, { ...env, ...vars } as never, createExecutionContext());
+}
+
+describe('the Worker entry', () => {
+  it('fills location.custom from request.cf when the item has none, and source_ip from CF-Connecting-IP', async () => {
+    const key = siteKey('cf');
+    await upstream.reset();
+    const bare = track('act:cm:viewed', { 'str::email': 'cf1@example.com' });
+    const own = track('act:cm:viewed', { 'str::email': 'cf2@example.com' }, { location: { custom: { city_name: 'Lyon' } } });
+    const response = await post({ RELAY_SITES: sites({ key, origins: [ORIGIN] }) }, { key, batch: [bare, own] });
+    expect(((await response.json()) as any).results.map((r: { status: string }) => r.status)).toEqual(['accepted', 'accepted']);
+    const [call] = await calls();
+    expect(call!.body.activities.map((a: { location: unknown }) => a.location)).toEqual([
+      { source_ip: VISITOR_IP, custom: CF_CUSTOM },
+      { source_ip: VISITOR_IP, custom: { city_name: 'Lyon' } },
+    ]);
+  });
+
+  it('answers a misconfiguration with 500 naming the variable, never the key', async () => {
+    const response = await post({ RELAY_SITES: '{broken' }, { key: 'pk', batch: [] });
+    expect(response.status).toBe(500);
+    const text = await response.text();
+    expect(JSON.parse(text)).toEqual({ error: { code: 'relay_misconfigured', message: expect.stringContaining('RELAY_SITES'), details: [] } });
+    expect(text).not.toContain(API_KEY);
+  });
+
+  it('serves /healthz through the deployed entry (SELF)', async () => {
+    const response = await SELF.fetch('https://relay.example.com/healthz');
+    expect(response.status).toBe(200);
+    expect(response.headers.get('cache-control')).toBe('no-store');
+  });
+
+  describe('with a queue bound', () => {
+    it('answers accepted once the queue holds the items, and the consumer forwards them identify first', async () => {
+      await upstream.reset();
+      const i = identify({ 'str::email': 'queued@example.com' });
+      const t = track('act:cm:viewed', { 'str::email': 'queued@example.com' });
+      const response = await post({ RELAY_QUEUE: env['TEST_QUEUE'] }, { key: 'pk_queue', batch: [t, i] });
+      expect(((await response.json()) as any).results).toEqual([
+        { id: t.id, status: 'accepted' },
+        { id: i.id, status: 'accepted' },
+      ]);
+      // The consumer runs on its own schedule (max_batch_timeout 1 s): wait for it, boundedly.
+      let received = await calls();
+      for (let attempt = 0; attempt < 100 && received.length < 2; attempt++) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        received = await calls();
+      }
+      expect(received.map((call) => call.path)).toEqual(['/v1/person/merge', '/v1/activities/create']);
+      expect(received[1]!.body.activities[0]).toMatchObject({ fields: { 'str::email': 'queued@example.com' }, location: { source_ip: VISITOR_IP } });
+      // Queued ids count as forwarded: a repeat is a duplicate.
+      const again = await post({ RELAY_QUEUE: env['TEST_QUEUE'] }, { key: 'pk_queue', batch: [t] });
+      expect(((await again.json()) as any).results[0].status).toBe('duplicate');
+    });
+
+    it('consumer: acks what the platform took or refused, retries what it could not deliver', async () => {
+      const message = (id: string, email: string) => ({
+        id,
+        timestamp: Date.now(),
+        attempts: 1,
+        body: { site: 'pk_queue', id, endpoint: 'activities/create', envelope: {}, entry: { activity_id: 'act:cm:viewed', fields: { 'str::email': email } } },
+      });
+      const ctx = createExecutionContext();
+      const ok = createMessageBatch('relay-test-events', [message('m1', 'c1@example.com'), message('m2', 'c2@example.com')]);
+      await worker.queue(ok, env as never);
+      const okResult = await getQueueResult(ok, ctx);
+      expect(okResult.explicitAcks.sort()).toEqual(['m1', 'm2']);
+      expect(okResult.retryMessages).toEqual([]);
+
+      await upstream.always({ drop: true });
+      try {
+        const down = createMessageBatch('relay-test-events', [message('m3', 'c3@example.com')]);
+        const ctx2 = createExecutionContext();
+        await worker.queue(down, env as never);
+        const downResult = await getQueueResult(down, ctx2);
+        expect(downResult.explicitAcks).toEqual([]);
+        expect(downResult.retryMessages.map((m) => m.msgId)).toEqual(['m3']);
+      } finally {
+        await upstream.always(undefined);
+      }
+    });
+  });
+});
