@@ -53,7 +53,12 @@ if (existsSync('src/browser/index.ts')) {
   configs.push(
     {
       input: { browser: 'src/browser/index.ts' },
-      plugins: [nodeResolve({ browser: true }), typescript(tsOptions({ declaration: true, declarationDir: 'dist/types', outDir: 'dist' }, ['src/browser/**/*.ts']))],
+      plugins: [
+        nodeResolve({ browser: true }),
+        typescript(tsOptions({ declaration: true, declarationDir: 'dist', outDir: 'dist' }, ['src/browser/**/*.ts'])),
+        // package.json points `cdp-edge/browser` types at dist/browser.d.ts.
+        { name: 'browser-types', generateBundle() { this.emitFile({ type: 'asset', fileName: 'browser.d.ts', source: "export * from './browser/index.js';\n" }); } },
+      ],
       output: { dir: 'dist', format: 'es', entryFileNames: '[name].js', sourcemap: true },
     },
     {

@@ -1,0 +1,15 @@
+/**
+ * cdp-edge in the browser: a tracker that keeps every event in IndexedDB until the relay has
+ * acknowledged it. Named exports only; importing has no side effects.
+ *
+ * @example
+ * import { createTracker } from 'cdp-edge/browser';
+ * const cdp = createTracker({ relay: 'https://t.example.com', key: 'pk_live_123' });
+ * cdp.track('act:cm:viewed-pricing', { 'str:cm:plan': 'pro' });
+ * @module
+ */
+export { createTracker, uuid } from './tracker.js';
+export { CdpInputError, isFieldId, isActivityId } from './validate.js';
+export { idbStore, memoryStore } from './store.js';
+export { install } from './stub.js';
+export type * from './types.js';

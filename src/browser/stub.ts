@@ -1,0 +1,49 @@
+/**
+ * `window.cdp`: replays what the inline stub queued, in order, and serves the command form
+ * `cdp('track', …)` next to the methods `cdp.track(…)`.
+ * @module
+ */
+import { createTracker } from './tracker.js';
+import type { Tracker } from './types.js';
+
+const METHODS = ['track', 'identify', 'page', 'flush', 'reset', 'consent', 'on'];
+
+/** The global `cdp`: a function taking commands, with the tracker's methods on it. */
+export type Cdp = ((command: string, ...args: unknown[]) => unknown) & { [M in keyof Tracker]?: (...a: Parameters<Tracker[M]>) => Promise<Awaited<ReturnType<Tracker[M]>>> } & { q?: IArguments[]; loaded?: boolean };
+
+/**
+ * Installs `cdp` on `w` unless a loaded copy is there already (the script included twice).
+ * Calls before `init` wait for it, in order; a second `init` is ignored with a warning.
+ */
+export function install(w: { cdp?: Cdp }): Cdp {
+  const prior = w.cdp;
+  if (prior?.loaded) return prior;
+  let tracker: Tracker | undefined;
+  let init: (t: Tracker) => void;
+  const ready = new Promise<Tracker>((r) => (init = r));
+
+  const cdp: Cdp = (name, ...args) => {
+    if (name == 'init') {
+      if (tracker) return console.warn('cdp: second init ignored');
+      try {
+        init((tracker = createTracker(args[0] as never)));
+      } catch (e) {
+        console.error(e);
+      }
+      return;
+    }
+    // Before init this waits for it; after, it runs on the next microtask, in call order either way.
+    const out = ready.then((t: any) => {
+      if (!METHODS.includes(name)) throw new TypeError(`cdp: unknown command ${name}`);
+      return t[name](...args);
+    });
+    // Rejections reach whoever awaits them; an unawaited one is logged, never an uncaught error in the page.
+    out.catch(console.warn);
+    return out;
+  };
+  for (const m of METHODS) (cdp as any)[m] = (...a: unknown[]) => cdp(m, ...a);
+  cdp.loaded = true;
+  w.cdp = cdp;
+  for (const args of prior?.q ?? []) cdp(...(args as unknown as [string]));
+  return cdp;
+}

@@ -1,0 +1,148 @@
+/**
+ * Types of the snippet: options, queued items (Contract 1 of DESIGN.md) and events.
+ * @module
+ */
+
+/** Field values keyed by field ID (`type:namespace:name`). */
+export type Fields = Record<string, unknown>;
+
+/** `pending` stores but never sends, `granted` sends, `denied` deletes the queue and stores nothing. */
+export type Consent = 'granted' | 'denied' | 'pending';
+
+/** A `track` item as the relay receives it in `batch`. */
+export interface TrackItem {
+  id: string;
+  type: 'track';
+  ts: string;
+  activity_id: string;
+  attributes?: Fields | undefined;
+  /** identifying fields of the person (filled once they identify) */
+  person?: Fields | undefined;
+  user_hash?: string | undefined;
+  location?: unknown;
+}
+
+/** An `identify` item as the relay receives it in `batch`. */
+export interface IdentifyItem {
+  id: string;
+  type: 'identify';
+  ts: string;
+  fields: Fields;
+  tags?: string[] | undefined;
+  unset_tags?: string[] | undefined;
+  location?: unknown;
+  user_hash?: string | undefined;
+}
+
+export type Item = TrackItem | IdentifyItem;
+
+/** One queued item as kept in IndexedDB: the item, the anonymous id it was made under, its order. */
+export interface Entry {
+  item: Item;
+  a: string;
+  n: number;
+}
+
+/** Who an anonymous id turned out to be: identifying fields and the optional `user_hash`. */
+export interface Who {
+  p: Fields;
+  h?: string | undefined;
+}
+
+/** What the tracker remembers between page loads (stored under the key `meta`). */
+export interface Meta {
+  /** the current anonymous id */
+  a: string;
+  /** anonymous id -> the person who identified under it */
+  m: Record<string, Who>;
+  /** the relay's identity token */
+  i?: string | undefined;
+  /** the visitor's explicit consent choice */
+  c?: Consent | undefined;
+}
+
+/** The key-value store the queue lives in; idb-keyval by default, a Map when IndexedDB fails. */
+export interface Store {
+  all(): Promise<[IDBValidKey, unknown][]>;
+  put(entries: [string, unknown][]): Promise<void>;
+  del(keys: string[]): Promise<void>;
+  clear(): Promise<void>;
+  /** An atomic read-modify-write of one key (one IndexedDB transaction). */
+  update(key: string, fn: (old: unknown) => unknown): Promise<void>;
+}
+
+/** Why an item left the queue without being sent. */
+export type DropReason = 'cap' | 'expired' | 'reset' | 'consent' | 'corrupt';
+
+/** Payloads of `on(event, fn)`. */
+export interface TrackerEvents {
+  /** the relay rejected an item for good */
+  reject: { item: Item; error: string };
+  /** an item was dropped unsent (for `corrupt`, `item` is whatever was stored) */
+  drop: { item: Item; reason: DropReason };
+  /** IndexedDB failed; the queue now lives in memory for this page */
+  'storage-error': unknown;
+  /** a flush failed; the queue retries in `retryIn` ms */
+  error: { status?: number; message: string; retryIn: number };
+}
+
+export type TrackerEvent = keyof TrackerEvents;
+
+/** Options of `createTracker` (and of `cdp('init', …)`). */
+export interface TrackerOptions {
+  /** Base address of the relay, e.g. `https://t.example.com`. */
+  relay: string;
+  /** The site key the relay knows, e.g. `pk_live_…`. */
+  key: string;
+  /** Path of the relay's browser endpoint. @default '/collect' */
+  path?: string;
+  /** Consent until the visitor chooses. @default 'granted' */
+  consent?: Consent;
+  /** Treat Global Privacy Control / Do Not Track as `denied`. @default false */
+  privacySignals?: boolean;
+  /** Send a page view now and on every `pushState`/`replaceState`/`popstate`. @default false */
+  spa?: boolean;
+  /** Activity of `page()`. @default 'act:cm:page-view' */
+  pageActivity?: string;
+  /** Wait before sending what was tracked, in ms. @default 1000 */
+  flushInterval?: number;
+  /** Abort a send after this many ms. @default 10000 */
+  timeout?: number;
+  /** Most items kept (oldest dropped first). @default 1000 */
+  maxItems?: number;
+  /** Oldest item kept, in ms. @default 7 days */
+  maxAge?: number;
+  fetch?: typeof fetch;
+  /** `false` sends nothing on page exit. @default navigator.sendBeacon */
+  sendBeacon?: ((url: string, body: string) => boolean) | false;
+  store?: Store;
+  /** Web Locks; `false` uses the fallback lease in the store. @default navigator.locks */
+  locks?: LockManager | false;
+  now?: () => number;
+  random?: () => number;
+}
+
+/** Options of `track`. */
+export interface TrackOptions {
+  location?: unknown;
+}
+
+/** Options of `identify`. */
+export interface IdentifyOptions {
+  /** HMAC of the person's id made by your server, for relays that verify identity */
+  user_hash?: string;
+  tags?: string[];
+  unset_tags?: string[];
+  location?: unknown;
+}
+
+/** What `createTracker` returns and `window.cdp` exposes. */
+export interface Tracker {
+  track(activityId: string, attributes?: Fields, options?: TrackOptions): Promise<void>;
+  identify(fields: Fields, options?: IdentifyOptions): Promise<void>;
+  page(attributes?: Fields): Promise<void>;
+  flush(): Promise<void>;
+  reset(): Promise<void>;
+  consent(state: Consent): Promise<void>;
+  on<E extends TrackerEvent>(event: E, fn: (payload: TrackerEvents[E]) => void): () => void;
+}

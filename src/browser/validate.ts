@@ -1,0 +1,49 @@
+/**
+ * Local checks of what the page hands to `track`/`identify`, so bad input fails at the call
+ * with a clear error instead of being rejected by the relay minutes later.
+ * @module
+ */
+import type { Fields } from './types.js';
+
+/** Bad input to a tracker method; the returned Promise rejects with it. */
+export class CdpInputError extends TypeError {
+  override name = 'CdpInputError' as const;
+}
+
+const FIELD = /^(bol|dtz|geo|int|phn|str|u4s|obj|act):(|cm|o|oc):[A-Za-z0-9][\w.-]{0,127}$/;
+
+/** The platform's limits for one activity event. */
+export const MAX_ATTRIBUTES = 15;
+export const MAX_ITEM_BYTES = 16 * 1024;
+
+/** Fields that name a person; `identify` needs one of them. */
+export const PERSON_KEYS = ['str::email', 'str::ei', 'str::person_id'];
+
+/** True for a field ID of the form `type:namespace:name`. */
+export const isFieldId = (id: string): boolean => FIELD.test(id) && !id.startsWith('act:');
+
+/** True for an activity ID of the form `act:cm:name`. */
+export const isActivityId = (id: unknown): boolean => FIELD.test(id as string) && (id as string).startsWith('act:cm:');
+
+const fail = (where: string, what: string): never => {
+  throw new CdpInputError(`cdp.${where}(): ${what}`);
+};
+
+/** UTF-8 bytes of `s`. */
+export const utf8Bytes = (s: string): number => new Blob([s]).size;
+
+/** Throws `CdpInputError` unless `fields` is an object of at most `max` valid field IDs. */
+export function checkFields(where: string, fields: unknown, max = 1 / 0): asserts fields is Fields {
+  if (!fields || typeof fields != 'object' || Array.isArray(fields)) fail(where, 'expected an object keyed by field ID');
+  const keys = Object.keys(fields as object);
+  if (keys.length > max) fail(where, `${keys.length} fields; at most ${max}`);
+  for (const k of keys) if (!isFieldId(k)) fail(where, `"${k}" is not a field ID (type:namespace:name)`);
+}
+
+/** Throws `CdpInputError` when the item is over 16 kB (and JSON's own TypeError when it is not JSON). */
+export function checkSize(where: string, item: object): void {
+  const n = utf8Bytes(JSON.stringify(item));
+  if (n > MAX_ITEM_BYTES) fail(where, `${n} bytes; at most ${MAX_ITEM_BYTES}`);
+}
+
+export { fail };
