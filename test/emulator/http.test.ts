@@ -54,6 +54,13 @@ describe('HTTP surface', () => {
     }
   });
 
+  it('answers a CORS preflight without a key', async () => {
+    const res = await fetch(`${h.running.url}/v1/person/merge`, { method: 'OPTIONS', headers: { Origin: 'http://site.test', 'Access-Control-Request-Method': 'POST' } });
+    expect(res.status).toBe(204);
+    expect(res.headers.get('access-control-allow-origin')).toBe('*');
+    expect(res.headers.get('access-control-allow-headers')).toContain('X-Api-Key');
+  });
+
   it('serves every endpoint of ENDPOINT_LIST (none answers 404)', async () => {
     const { ENDPOINT_LIST } = await import('../../src/api/index.js');
     expect(ENDPOINT_LIST).toHaveLength(29);
