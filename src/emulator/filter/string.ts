@@ -8,6 +8,15 @@ import { fieldOf, rangeValue, stringList, text } from './util.js';
 
 const lower = (value: unknown) => text(value)?.toLowerCase();
 
+const compare = (test: (value: string, bound: string) => boolean): OperatorBuilder => (c, env, op) => {
+  const field = fieldOf(c, op);
+  const [bound] = stringList(c.value, op);
+  return (r) => {
+    const v = lower(env.value(r, field));
+    return v !== undefined && test(v, bound!);
+  };
+};
+
 export const STRING_OPERATORS: Record<string, OperatorBuilder> = {
   '$str::is': (c, env, op) => {
     const field = fieldOf(c, op);
@@ -40,22 +49,8 @@ export const STRING_OPERATORS: Record<string, OperatorBuilder> = {
     const [suffix] = stringList(c.value, op);
     return (r) => lower(env.value(r, field))?.endsWith(suffix!) ?? false;
   },
-  '$str::greater_than': (c, env, op) => {
-    const field = fieldOf(c, op);
-    const [bound] = stringList(c.value, op);
-    return (r) => {
-      const v = lower(env.value(r, field));
-      return v !== undefined && v > bound!;
-    };
-  },
-  '$str::less_than': (c, env, op) => {
-    const field = fieldOf(c, op);
-    const [bound] = stringList(c.value, op);
-    return (r) => {
-      const v = lower(env.value(r, field));
-      return v !== undefined && v < bound!;
-    };
-  },
+  '$str::greater_than': compare((v, bound) => v > bound),
+  '$str::less_than': compare((v, bound) => v < bound),
   '$str::between': (c, env, op) => {
     const field = fieldOf(c, op);
     const [from, to] = rangeValue(c, op).map((v) => stringList(v, op)[0]!);
