@@ -28,6 +28,16 @@ describe('accounts/merge', () => {
     expect(missing.body.error).toContain('merge_by');
   });
 
+  it('takes 100 accounts per request and refuses 101; async answers a queued confirmation', async () => {
+    const accounts = (n: number) => Array.from({ length: n }, (_, i) => ({ fields: { 'str:o:name': `Co ${i}` } }));
+    expect((await h.client.accounts.merge({ merge_by: ['str:o:name'], accounts: accounts(100) })).accounts).toHaveLength(100);
+    const over = await h.call('/v1/accounts/merge', { merge_by: ['str:o:name'], accounts: accounts(101) });
+    expect(over.status).toBe(400);
+    expect(over.body.error).toContain('at most 100');
+    expect(await h.client.accounts.merge({ async: true, merge_by: ['str:o:name'], accounts: [{ fields: { 'str:o:name': 'Later' } }] })).toEqual({ status: 'queued', queued: 1 });
+    expect(h.running.emulator.state.accounts.size).toBe(101);
+  });
+
   it('accepts all three spellings of the account ID', async () => {
     const id = await account('Spell');
     for (const key of ['str:o:account_id', 'str:o:accounts_id', 'str:o:organization_id', 'accounts_id']) {

@@ -141,5 +141,10 @@ describe('person/get-by-ids and person/subscriptions', () => {
     });
     expect(result.people[0]!.person_id).toMatch(/^00[0-9a-f]{22}$/);
     expect(result.people[1]).toMatchObject({ person_status: 'not_found', subscriptions: [] });
+    await h.client.person.merge({ people: [{ fields: { 'str::email': 'sub@example.com', 'str::ei': 'ext-sub' } }] });
+    const id = result.people[0]!.person_id!;
+    const byOther = await h.client.person.subscriptions({ people: [{ person_id: id }, { external_id: 'ext-sub' }] });
+    expect(byOther.people.map((p) => p.email)).toEqual(['sms@example.com', 'sub@example.com']);
+    expect(byOther.people[1]!.subscriptions.map((s) => s.subscribed)).toEqual([true]);
   });
 });
