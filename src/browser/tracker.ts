@@ -37,7 +37,7 @@ const merge = (old: Meta | undefined, patch: Partial<Meta>): Meta => ({
  */
 export function createTracker(options: TrackerOptions): Tracker {
   const { relay, key } = options ?? {};
-  if (!relay?.split || !key?.split) throw new TypeError('createTracker(): options.relay and options.key are required strings');
+  if (!relay?.trim?.() || !key?.trim?.()) throw new TypeError('createTracker(): options.relay and options.key are required strings');
   const url = relay.replace(/\/$/, '') + (options.path ?? '/collect');
   const interval = options.flushInterval ?? 1000;
   const timeout = options.timeout ?? 10_000;
