@@ -16,6 +16,17 @@ export type ProxyHandler = (request: Request, endpoint?: Endpoint<EndpointId>) =
 const notFound = (request: Request) =>
   new ProxyError(404, 'unknown_endpoint', `${request.method} ${new URL(request.url).pathname.slice(0, 200)} is not a platform endpoint; the relay serves exactly the spec's method+path pairs (e.g. POST /v1/person/get)`);
 
+/**
+ * Path and query of an absolute request URL as the runtime normalised it (Request.url always is),
+ * without a full URL parse on every call.
+ */
+function splitUrl(url: string): { path: string; query: string } {
+  const start = url.indexOf('/', url.indexOf('//') + 2);
+  const mark = url.indexOf('?', start);
+  if (start === -1) return { path: '/', query: '' };
+  return mark === -1 ? { path: url.slice(start), query: '' } : { path: url.slice(start, mark), query: url.slice(mark + 1) };
+}
+
 const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
 const invalid = (endpoint: Endpoint<EndpointId>, issues: { path: string; message: string }[]) => {
@@ -30,13 +41,13 @@ export function createHandler(config: ProxyConfig): ProxyHandler {
   const pacer = new Pacer(config);
 
   async function answer(request: Request, endpoint: Endpoint<EndpointId> | undefined, seen: { token?: TokenConfig; calls: number }): Promise<Response> {
-    const url = new URL(request.url);
+    const { path, query } = splitUrl(request.url);
     // The router may have decoded or normalised the path; only the exact fixed path counts.
-    if (endpoint === undefined || url.pathname !== endpoint.path) throw notFound(request);
+    if (endpoint === undefined || path !== endpoint.path) throw notFound(request);
     const token = authenticate(request, verify);
     seen.token = token;
     authorize(token, endpoint);
-    const chunked = url.searchParams.get('chunk') === 'true';
+    const chunked = query !== '' && new URLSearchParams(query).get('chunk') === 'true';
     if (chunked && endpoint.chunking === undefined) {
       throw new ProxyError(400, 'chunk_unsupported', `${endpoint.id} has no item list to split; drop ?chunk=true`);
     }

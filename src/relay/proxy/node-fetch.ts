@@ -10,17 +10,23 @@
 import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { Readable } from 'node:stream';
-import { BODY_BYTES, type WithBodyBytes } from './body-bytes.js';
+import { RAW_ANSWER, type WithRawAnswer } from './raw-answer.js';
 
 export interface NodeFetchOptions {
   /** sockets per upstream host @default 64 */
   maxSockets?: number;
 }
 
-const toHeaders = (raw: string[]): Headers => {
-  const headers = new Headers();
-  for (let i = 0; i + 1 < raw.length; i += 2) headers.append(raw[i]!, raw[i + 1]!);
-  return headers;
+/** Header pairs as received (a plain list: building a Headers object per call costs on Node). */
+const toPairs = (raw: string[]): [string, string][] => {
+  const pairs: [string, string][] = [];
+  for (let i = 0; i + 1 < raw.length; i += 2) pairs.push([raw[i]!, raw[i + 1]!]);
+  return pairs;
+};
+
+const header = (res: IncomingMessage, name: string): string | undefined => {
+  const value = res.headers[name];
+  return Array.isArray(value) ? value.join(', ') : value;
 };
 
 /** Answers up to this size are collected whole (the proxy would read them whole anyway). */
@@ -29,8 +35,8 @@ const SMALL_BODY = 64 * 1024;
 const bodyless = (status: number, method: string) => method === 'HEAD' || status === 204 || status === 304;
 
 /**
- * What the proxy needs of `fetch` (a URL string, a method, a plain header object, a string
- * body and a signal), with the answer's body streamed. Redirects are never followed.
+ * What the proxy needs of `fetch` (a URL string, a method, a plain header object, a string body
+ * and optionally a signal), with large answers streamed. Redirects are never followed.
  */
 export function createNodeFetch(options: NodeFetchOptions = {}): typeof fetch {
   const maxSockets = options.maxSockets ?? 64;
@@ -50,7 +56,7 @@ export function createNodeFetch(options: NodeFetchOptions = {}): typeof fetch {
     return new Promise((resolve, reject) => {
       const request = (secure ? httpsRequest : httpRequest)(url, { method, headers, agent: secure ? https : http, ...(init.signal ? { signal: init.signal } : {}) }, (res: IncomingMessage) => {
         const status = res.statusCode ?? 502;
-        const init = { status, statusText: res.statusMessage ?? '', headers: toHeaders(res.rawHeaders) };
+        const init = { status, statusText: res.statusMessage ?? '', headers: toPairs(res.rawHeaders) };
         if (bodyless(status, method)) {
           res.resume();
           resolve(new Response(null, init));
@@ -85,11 +91,12 @@ export function createNodeFetch(options: NodeFetchOptions = {}): typeof fetch {
         };
         const onEnd = () => {
           const all = parts.length === 1 ? parts[0]! : Buffer.concat(parts);
-          init.headers.set('content-length', String(all.byteLength));
-          init.headers.delete('transfer-encoding');
           const bytes = new Uint8Array(all.buffer, all.byteOffset, all.byteLength) as Uint8Array<ArrayBuffer>;
-          const response: WithBodyBytes = new Response(bytes, init);
-          response[BODY_BYTES] = bytes;
+          // The whole body is here: its length is known and it is no longer chunked.
+          init.headers = init.headers.filter(([name]) => !/^(content-length|transfer-encoding)$/i.test(name));
+          init.headers.push(['content-length', String(bytes.byteLength)]);
+          const response: WithRawAnswer = new Response(bytes, init);
+          response[RAW_ANSWER] = { bytes, contentType: header(res, 'content-type'), retryAfter: header(res, 'retry-after') };
           resolve(response);
         };
         res.on('data', onData).on('end', onEnd).on('error', reject);

@@ -16,6 +16,11 @@ const K = new Uint32Array([
 
 const rotr = (x: number, n: number) => (x >>> n) | (x << (32 - n));
 
+// Scratch space reused by every call: hashing is synchronous, so calls never overlap.
+const W = new Uint32Array(64);
+const H = new Uint32Array(8);
+const INITIAL = [0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19];
+
 /** The SHA-256 digest of `data` (32 bytes). */
 export function sha256(data: Uint8Array): Uint8Array {
   // Message + 0x80 + zero padding + 64-bit big-endian bit length, to a multiple of 64 bytes.
@@ -23,26 +28,32 @@ export function sha256(data: Uint8Array): Uint8Array {
   const message = new Uint8Array(blocks * 64);
   message.set(data);
   message[data.length] = 0x80;
-  const view = new DataView(message.buffer);
-  view.setUint32(message.length - 8, Math.floor(data.length / 0x20000000));
-  view.setUint32(message.length - 4, (data.length * 8) >>> 0);
+  const bits = data.length * 8;
+  const end = message.length;
+  message[end - 5] = Math.floor(bits / 2 ** 32) & 0xff;
+  message[end - 4] = (bits >>> 24) & 0xff;
+  message[end - 3] = (bits >>> 16) & 0xff;
+  message[end - 2] = (bits >>> 8) & 0xff;
+  message[end - 1] = bits & 0xff;
 
-  const h = new Uint32Array([0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19]);
-  const w = new Uint32Array(64);
-  for (let block = 0; block < blocks; block++) {
-    for (let i = 0; i < 16; i++) w[i] = view.getUint32(block * 64 + i * 4);
+  H.set(INITIAL);
+  for (let offset = 0; offset < end; offset += 64) {
+    for (let i = 0; i < 16; i++) {
+      const at = offset + i * 4;
+      W[i] = ((message[at]! << 24) | (message[at + 1]! << 16) | (message[at + 2]! << 8) | message[at + 3]!) >>> 0;
+    }
     for (let i = 16; i < 64; i++) {
-      const a = w[i - 15]!;
-      const b = w[i - 2]!;
+      const a = W[i - 15]!;
+      const b = W[i - 2]!;
       const s0 = rotr(a, 7) ^ rotr(a, 18) ^ (a >>> 3);
       const s1 = rotr(b, 17) ^ rotr(b, 19) ^ (b >>> 10);
-      w[i] = (w[i - 16]! + s0 + w[i - 7]! + s1) >>> 0;
+      W[i] = (W[i - 16]! + s0 + W[i - 7]! + s1) >>> 0;
     }
-    let [a, b, c, d, e, f, g, hh] = h as unknown as [number, number, number, number, number, number, number, number];
+    let a = H[0]!, b = H[1]!, c = H[2]!, d = H[3]!, e = H[4]!, f = H[5]!, g = H[6]!, h = H[7]!;
     for (let i = 0; i < 64; i++) {
-      const t1 = (hh + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + ((e & f) ^ (~e & g)) + K[i]! + w[i]!) >>> 0;
+      const t1 = (h + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + ((e & f) ^ (~e & g)) + K[i]! + W[i]!) >>> 0;
       const t2 = ((rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)) + ((a & b) ^ (a & c) ^ (b & c))) >>> 0;
-      hh = g;
+      h = g;
       g = f;
       f = e;
       e = (d + t1) >>> 0;
@@ -51,17 +62,22 @@ export function sha256(data: Uint8Array): Uint8Array {
       b = a;
       a = (t1 + t2) >>> 0;
     }
-    h[0] = (h[0]! + a) >>> 0;
-    h[1] = (h[1]! + b) >>> 0;
-    h[2] = (h[2]! + c) >>> 0;
-    h[3] = (h[3]! + d) >>> 0;
-    h[4] = (h[4]! + e) >>> 0;
-    h[5] = (h[5]! + f) >>> 0;
-    h[6] = (h[6]! + g) >>> 0;
-    h[7] = (h[7]! + hh) >>> 0;
+    H[0] = H[0]! + a;
+    H[1] = H[1]! + b;
+    H[2] = H[2]! + c;
+    H[3] = H[3]! + d;
+    H[4] = H[4]! + e;
+    H[5] = H[5]! + f;
+    H[6] = H[6]! + g;
+    H[7] = H[7]! + h;
   }
   const out = new Uint8Array(32);
-  const outView = new DataView(out.buffer);
-  h.forEach((word, i) => outView.setUint32(i * 4, word));
+  for (let i = 0; i < 8; i++) {
+    const word = H[i]!;
+    out[i * 4] = word >>> 24;
+    out[i * 4 + 1] = (word >>> 16) & 0xff;
+    out[i * 4 + 2] = (word >>> 8) & 0xff;
+    out[i * 4 + 3] = word & 0xff;
+  }
   return out;
 }

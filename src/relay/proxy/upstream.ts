@@ -4,13 +4,15 @@
  * request (credentials, cookies, hop-by-hop or X-Forwarded-* headers, query, path) is copied.
  */
 import { ENDPOINT_LIST, type Endpoint, type EndpointId } from '../../api/index.js';
-import { BODY_BYTES, type WithBodyBytes } from './body-bytes.js';
 import { ProxyError } from './errors.js';
 import { retryAfterSeconds, type RateHold } from './hold.js';
 import type { ProxyConfig } from './options.js';
+import { RAW_ANSWER, type WithRawAnswer } from './raw-answer.js';
 
 /** Sends `body` to the platform for `endpoint`; resolves once response headers arrive. */
 export type Upstream = (endpoint: Endpoint<EndpointId>, body: string) => Promise<Response>;
+
+const TIMED_OUT = Symbol('timed out');
 
 /** A 429 body is small; more than this is not a rate-limit answer worth reading whole. */
 const MAX_429_BODY = 64 * 1024;
@@ -19,15 +21,21 @@ export function createUpstream(config: ProxyConfig, hold: RateHold): Upstream {
   const urls = new Map(ENDPOINT_LIST.map((endpoint) => [endpoint.id, `${config.baseUrl}${endpoint.path}`]));
   const headers = { 'content-type': 'application/json', accept: 'application/json', 'x-api-key': config.apiKey };
   return async (endpoint, body) => {
-    const controller = new AbortController();
-    const timer = setTimeout(() => controller.abort(), config.timeoutMs);
+    // redirect 'manual': fetch keeps custom headers across origins, so following one could hand the key elsewhere.
+    const sent = config.fetch(urls.get(endpoint.id) as string, { method: endpoint.method, headers, body, redirect: 'manual' });
+    // A timer race rather than an AbortSignal: signals cost more per call than the rest of the
+    // upstream call on Node, and a late answer is simply dropped.
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(TIMED_OUT), config.timeoutMs);
+    });
     let response: Response;
     try {
-      // redirect 'manual': fetch keeps custom headers across origins, so following one could hand the key elsewhere.
-      response = await config.fetch(urls.get(endpoint.id) as string, { method: endpoint.method, headers, body, signal: controller.signal, redirect: 'manual' });
+      response = await Promise.race([sent, late]);
     } catch (cause) {
-      if (controller.signal.aborted) {
-        throw new ProxyError(504, 'upstream_timeout', `the platform did not answer ${endpoint.id} within ${config.timeoutMs} ms; retry later`, { cause });
+      if (cause === TIMED_OUT) {
+        sent.then((answer) => answer.body?.cancel(), () => undefined).catch(() => undefined);
+        throw new ProxyError(504, 'upstream_timeout', `the platform did not answer ${endpoint.id} within ${config.timeoutMs} ms; retry later`);
       }
       throw new ProxyError(502, 'upstream_unreachable', `the platform could not be reached for ${endpoint.id}; retry later`, { cause });
     } finally {
@@ -56,13 +64,17 @@ export async function passThrough(response: Response): Promise<Response> {
     void response.body?.cancel().catch(() => undefined);
     throw new ProxyError(502, 'upstream_bad_response', `the platform answered with status ${response.status}, which the relay does not pass on`);
   }
+  const raw = (response as WithRawAnswer)[RAW_ANSWER];
+  const type = raw ? raw.contentType : (response.headers.get('content-type') ?? undefined);
+  const retryAfter = raw ? raw.retryAfter : (response.headers.get('retry-after') ?? undefined);
   // A plain object and a byte array: the shapes @hono/node-server writes in a single call.
   const headers: Record<string, string> = { 'cache-control': 'no-store' };
-  const type = response.headers.get('content-type');
-  if (type !== null) headers['content-type'] = type;
-  const retryAfter = response.headers.get('retry-after');
-  if (response.status === 429 && retryAfter !== null) headers['retry-after'] = retryAfter;
-  const length = Number(response.headers.get('content-length') ?? NaN);
-  const body = (response as WithBodyBytes)[BODY_BYTES] ?? (length <= SMALL_BODY ? new Uint8Array(await response.arrayBuffer()) : response.body);
+  if (type !== undefined) headers['content-type'] = type;
+  if (response.status === 429 && retryAfter !== undefined) headers['retry-after'] = retryAfter;
+  let body: Uint8Array<ArrayBuffer> | ReadableStream<Uint8Array> | null = raw?.bytes ?? null;
+  if (raw === undefined) {
+    const length = Number(response.headers.get('content-length') ?? NaN);
+    body = length <= SMALL_BODY ? new Uint8Array(await response.arrayBuffer()) : response.body;
+  }
   return new Response(body, { status: response.status, headers });
 }
