@@ -26,7 +26,10 @@ export const LIMITS = {
 export const RATE_LIMITS = { professional: 10, business: 30 } as const;
 export type Plan = keyof typeof RATE_LIMITS;
 
+const encoder = new TextEncoder();
+
 /** Bytes of `value` as UTF-8 JSON: how the platform measures payloads. */
 export function jsonBytes(value: unknown): number {
-  return new TextEncoder().encode(JSON.stringify(value)).byteLength;
+  // One shared encoder: this runs once per activity in hot paths (the relay, the emulator).
+  return encoder.encode(JSON.stringify(value)).byteLength;
 }
