@@ -33,11 +33,13 @@ export function createMemoryStore(options: { persistence?: Persistence; now?: ()
   const persistence = options.persistence;
   const key = (scope: string, id: string) => `${scope}\u0000${id}`;
 
+  let loaded = persistence === undefined;
   const ready = (async () => {
     for (const entry of (await persistence?.load()) ?? []) {
       if (entry.kind === 'forwarded' && entry.until > now()) forwarded.set(key(entry.scope, entry.id), entry.until);
       if (entry.kind === 'counter') counters.set(key(entry.scope, entry.name), entry.value);
     }
+    loaded = true;
   })();
 
   let swept = 0;
@@ -52,7 +54,7 @@ export function createMemoryStore(options: { persistence?: Persistence; now?: ()
   return {
     ready,
     async begin(scope, ids, at, leaseMs): Promise<Claim> {
-      await ready;
+      if (!loaded) await ready;
       sweep(at);
       const claim: Claim = { fresh: [], duplicate: [], busy: [] };
       for (const id of ids) {
@@ -67,7 +69,7 @@ export function createMemoryStore(options: { persistence?: Persistence; now?: ()
       return claim;
     },
     async commit(scope, ids, until) {
-      await ready;
+      if (!loaded) await ready;
       for (const id of ids) {
         forwarded.set(key(scope, id), until);
         leases.delete(key(scope, id));
@@ -83,7 +85,7 @@ export function createMemoryStore(options: { persistence?: Persistence; now?: ()
       return { ok: result.ok, retryAfterMs: result.retryAfterMs };
     },
     async add(scope, name, amount, limit) {
-      await ready;
+      if (!loaded) await ready;
       const k = key(scope, name);
       const value = counters.get(k) ?? 0;
       const added = Math.max(0, Math.min(amount, limit - value));

@@ -14,6 +14,8 @@ export interface CollectBody {
   batch: unknown[];
   /** the identity token of an earlier answer, sent back by the snippet */
   identity: string | undefined;
+  /** size of the raw body */
+  bytes: number;
 }
 
 const tooLarge = (bytes: number | string) =>
@@ -52,7 +54,9 @@ export async function readCollectBody(request: Request): Promise<CollectBody> {
   }
   const declared = Number(request.headers.get('content-length') ?? NaN);
   if (declared > MAX_BODY_BYTES) throw tooLarge(declared);
-  const bytes = await readCapped(request, MAX_BODY_BYTES);
+  // With a declared length within the limit the runtime reads the body in one go; otherwise it is read capped.
+  const bytes = Number.isFinite(declared) && request.body ? new Uint8Array(await request.arrayBuffer()) : await readCapped(request, MAX_BODY_BYTES);
+  if (bytes.byteLength > MAX_BODY_BYTES) throw tooLarge(bytes.byteLength);
   let body: unknown;
   try {
     body = JSON.parse(new TextDecoder().decode(bytes));
@@ -71,5 +75,5 @@ export async function readCollectBody(request: Request): Promise<CollectBody> {
   if ((batch as unknown[]).length > MAX_ITEMS) {
     throw new RelayHttpError(413, 'too_many_items', `The batch has ${(batch as unknown[]).length} items; /collect takes at most ${MAX_ITEMS} per request. Split it.`);
   }
-  return { key: key as string, batch: batch as unknown[], identity: typeof identity === 'string' ? identity : undefined };
+  return { key: key as string, batch: batch as unknown[], identity: typeof identity === 'string' ? identity : undefined, bytes: bytes.byteLength };
 }

@@ -54,19 +54,26 @@ export function cfCustom(cf: CfGeo | undefined): Record<string, unknown> | undef
   return Object.keys(custom).length > 0 ? custom : undefined;
 }
 
+/** What one request adds to every item's location: computed once, applied per item. */
+export interface Enrichment {
+  ip: string | undefined;
+  custom: Record<string, unknown> | undefined;
+  keepAddress: boolean;
+}
+
+/** The request's {@link Enrichment}: the visitor's address, `request.cf` as `custom`, the lookup switch. */
+export const enrichmentOf = (info: ClientInfo, keepAddress: boolean): Enrichment => ({ ip: info.ip, custom: cfCustom(info.cf), keepAddress });
+
 /**
  * The location to forward: the item's own minus `source_ip` (and minus `address` unless
- * `keepAddress`), plus the visitor's address and Cloudflare's `custom` when it has none.
+ * lookup is on), plus the visitor's address and Cloudflare's `custom` when it has none.
  */
-export function enrichLocation(location: Record<string, unknown> | undefined, info: ClientInfo, keepAddress: boolean): Record<string, unknown> | undefined {
+export function enrichLocation(location: Record<string, unknown> | undefined, enrichment: Enrichment): Record<string, unknown> | undefined {
   const out: Record<string, unknown> = { ...location };
   delete out['source_ip'];
-  if (!keepAddress) delete out['address'];
-  if (info.ip) out['source_ip'] = info.ip;
-  if (out['custom'] === undefined) {
-    const custom = cfCustom(info.cf);
-    if (custom) out['custom'] = custom;
-  }
+  if (!enrichment.keepAddress) delete out['address'];
+  if (enrichment.ip) out['source_ip'] = enrichment.ip;
+  if (out['custom'] === undefined && enrichment.custom) out['custom'] = { ...enrichment.custom };
   return Object.keys(out).length > 0 ? out : undefined;
 }
 

@@ -9,7 +9,7 @@ import { originAllowed } from '../cors.js';
 import { RelayHttpError } from '../errors.js';
 import { lookupCounter, type RelayStore } from '../store.js';
 import { readCollectBody } from './body.js';
-import { enrichLocation, wantsAddress, type ClientInfo } from './enrich.js';
+import { enrichLocation, enrichmentOf, wantsAddress, type ClientInfo } from './enrich.js';
 import { forward, type Group, type ItemResult } from './forward.js';
 import { createIdentity, type Identity } from './identity.js';
 import { checkEntry, checkItem, type Item } from './items.js';
@@ -161,14 +161,15 @@ export async function collect(ctx: CollectContext, request: Request, info: Clien
 
   const identity = identityFor(config);
   const verified = await verifyIdentities(site, items, body.identity, identity, started);
+  const enrichment = enrichmentOf(info, config.addressLookup);
   const pending: { item: Item; entry: Record<string, unknown>; strategy: 1 | 2 }[] = [];
   for (const item of items) {
-    const problem = await identityProblem(site, item, verified, identity);
+    const problem = site.verify === 'required' ? await identityProblem(site, item, verified, identity) : undefined;
     if (problem) {
       results.set(item.index, { id: item.id, status: 'rejected', error: problem });
       continue;
     }
-    const entry = entryOf(item, enrichLocation(item.input.location, info, config.addressLookup));
+    const entry = entryOf(item, enrichLocation(item.input.location, enrichment));
     const invalid = checkEntry(item.type, entry);
     if (invalid) results.set(item.index, { id: item.id, status: 'rejected', error: invalid });
     // Unverified identifies under "optional" may create people but never overwrite one.
@@ -196,10 +197,12 @@ export async function collect(ctx: CollectContext, request: Request, info: Clien
   }
 
   const mergeEnvelope = (strategy: 1 | 2): Record<string, unknown> => ({ merge_by: site.mergeBy, merge_strategy: strategy });
+  // An upper bound of any call's size: the request itself plus what enrichment adds per item.
+  const maxBytes = body.bytes + going.length * 1024;
   const groups: Group[] = [
-    { endpoint: 'person/merge', envelope: mergeEnvelope(2), entries: [] },
-    { endpoint: 'person/merge', envelope: mergeEnvelope(1), entries: [] },
-    { endpoint: 'activities/create', envelope: { merge_by: site.mergeBy }, entries: [] },
+    { endpoint: 'person/merge', envelope: mergeEnvelope(2), entries: [], maxBytes },
+    { endpoint: 'person/merge', envelope: mergeEnvelope(1), entries: [], maxBytes },
+    { endpoint: 'activities/create', envelope: { merge_by: site.mergeBy }, entries: [], maxBytes },
   ];
   for (const p of going) {
     const group = p.item.type === 'track' ? groups[2]! : p.strategy === 2 ? groups[0]! : groups[1]!;
