@@ -130,6 +130,16 @@ describe('person/merge', () => {
     expect(bad.people![0]).toMatchObject({ status: 'invalid', error: expect.stringContaining('red, green, blue') });
   });
 
+  it('records the unsubscribe context message, "Unsubscribed via API" unless one is given', async () => {
+    await h.client.person.merge({ people: [{ fields: { 'str::email': 'u@example.com' } }, { fields: { 'str::email': 'v@example.com' } }] });
+    await h.client.person.merge({ people: [{ fields: { 'str::email': 'u@example.com', 'bol::p': false } }, { fields: { 'str::email': 'v@example.com', 'bol::p': false, 'str::u-ctx': 'Clicked unsubscribe' } }] });
+    const people = await get(['str::email', 'bol::p', 'str::u-ctx'], { '$bol::is': { field_id: 'bol::p', value: false } });
+    expect(people.map((p) => p.fields).sort((a, b) => String(a!['str::email']).localeCompare(String(b!['str::email'])))).toEqual([
+      { 'str::email': 'u@example.com', 'bol::p': false, 'str::u-ctx': 'Unsubscribed via API' },
+      { 'str::email': 'v@example.com', 'bol::p': false, 'str::u-ctx': 'Clicked unsubscribe' },
+    ]);
+  });
+
   it('applies tags and unset_tags, creating missing tags', async () => {
     await h.client.person.merge({ people: [{ fields: { 'str::email': 't@example.com' }, tags: ['trial', 'vip'] }] });
     await h.client.person.merge({ people: [{ fields: { 'str::email': 't@example.com' }, tags: ['paid'], unset_tags: ['trial', 'never-held'] }] });

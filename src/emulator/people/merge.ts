@@ -28,6 +28,11 @@ export interface MergeSettings {
   suppressionField?: string | undefined;
 }
 
+/** An email unsubscribe records its context message; the platform's default is "Unsubscribed via API". */
+function noteUnsubscribe(store: Store, person: Person, wasSubscribed: boolean, fields: Record<string, unknown>): void {
+  if (wasSubscribed && person.fields['bol::p'] === false && fields['str::u-ctx'] === undefined) store.setPersonField(person, 'str::u-ctx', 'Unsubscribed via API');
+}
+
 /** Merges one person; the shared step of `person/merge` and of `activities/create`. */
 export function mergeOne(store: Store, options: ResolvedOptions, input: MergeInput, settings: MergeSettings): PersonMergeResult & { person?: Person } {
   const checked = checkRecordFields(store, 'person', input.fields ?? {});
@@ -55,12 +60,15 @@ export function mergeOne(store: Store, options: ResolvedOptions, input: MergeInp
     const person = store.createPerson();
     if (fields['bol::p'] === undefined || fields['bol::p'] === null) fields['bol::p'] = true;
     for (const [id, value] of Object.entries(fields)) store.setPersonField(person, id, value);
+    noteUnsubscribe(store, person, true, fields);
     person.location = location.value;
     store.applyTags(person, '', input.tags, input.unset_tags);
     return { person_id: person.id, status: 'created', person };
   }
   if (settings.strategy !== 3) {
+    const wasSubscribed = existing.fields['bol::p'] !== false;
     applyFields(existing.fields, fields, settings.strategy, input.clear_fields, (id, value) => store.setPersonField(existing, id, value), (id) => isMultiSelect(store, 'person', id));
+    noteUnsubscribe(store, existing, wasSubscribed, fields);
     existing.location = location.value;
     store.applyTags(existing, '', input.tags, input.unset_tags);
     existing.updated_at = store.nowIso();
