@@ -3,30 +3,13 @@
  * can show (request targets no fetch client would send, a body cut short by the 413).
  */
 import { request as httpRequest } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { serve, type ServerType } from '@hono/node-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createProxyRoutes } from '../../src/relay/proxy/index.js';
 import { createNodeFetch } from '../../src/relay/proxy/node-fetch.js';
 import { hashToken } from '../../src/relay/tokens.js';
+import { listen } from './proxy-http.js';
 import { createTestUpstream } from './proxy-upstream.js';
 import { API_KEY, proxySuite, type MakeTarget } from './proxy-suite.js';
-
-/** Serves a fetch handler on an ephemeral loopback port. */
-export async function listen(fetch: (request: Request) => Response | Promise<Response>): Promise<{ url: string; close(): Promise<void> }> {
-  const server = await new Promise<ServerType>((resolve) => {
-    const started: ServerType = serve({ fetch, port: 0, hostname: '127.0.0.1' }, () => resolve(started));
-  });
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    close: () =>
-      new Promise<void>((resolve) => {
-        (server as { closeAllConnections?: () => void }).closeAllConnections?.();
-        server.close(() => resolve());
-      }),
-  };
-}
 
 const nodeTarget = (upstreamFetch?: typeof fetch): MakeTarget => async ({ tokens, apiKey, upstream, logger, now, sleep }) => {
   const platform = await listen((request) => upstream.fetch(request));

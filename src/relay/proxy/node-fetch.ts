@@ -35,25 +35,32 @@ const SMALL_BODY = 64 * 1024;
 const bodyless = (status: number, method: string) => method === 'HEAD' || status === 204 || status === 304;
 
 /**
- * What the proxy needs of `fetch` (a URL string, a method, a plain header object, a string body
- * and optionally a signal), with large answers streamed. Redirects are never followed.
+ * `fetch` for calls to the platform: a URL (or a Request, as ky sends), a method, headers, a
+ * string or byte body and optionally a signal; large answers stream, small ones arrive whole.
+ * Redirects are never followed (the platform sends none, and following one could leak the key).
  */
 export function createNodeFetch(options: NodeFetchOptions = {}): typeof fetch {
   const maxSockets = options.maxSockets ?? 64;
   const http = new HttpAgent({ keepAlive: true, maxSockets });
   const https = new HttpsAgent({ keepAlive: true, maxSockets });
-  const nodeFetch = (input: string | URL | Request, init: RequestInit = {}): Promise<Response> => {
-    if (input instanceof Request) return Promise.reject(new TypeError('createNodeFetch: pass a URL and init, not a Request'));
+  const nodeFetch = async (input: string | URL | Request, init: RequestInit = {}): Promise<Response> => {
+    if (input instanceof Request) {
+      // What ky and other clients send: read the Request into the URL + init form below.
+      const body = input.method === 'GET' || input.method === 'HEAD' ? undefined : await new Request(input, init).text();
+      const rest: RequestInit = { ...init };
+      delete rest.body;
+      return nodeFetch(input.url, { method: input.method, headers: input.headers, signal: input.signal, ...rest, ...(body === undefined ? {} : { body }) });
+    }
     const url = new URL(input);
     const method = (init.method ?? 'GET').toUpperCase();
-    const body = typeof init.body === 'string' ? init.body : undefined;
-    if (init.body != null && body === undefined) return Promise.reject(new TypeError('createNodeFetch: the body must be a string'));
+    const body = typeof init.body === 'string' ? init.body : init.body instanceof Uint8Array ? Buffer.from(init.body) : undefined;
+    if (init.body != null && body === undefined) throw new TypeError('createNodeFetch: the body must be a string or bytes');
     const headers: Record<string, string> = {};
     if (init.headers instanceof Headers || Array.isArray(init.headers)) new Headers(init.headers).forEach((value, name) => (headers[name] = value));
     else Object.assign(headers, init.headers);
     if (body !== undefined) headers['content-length'] = String(Buffer.byteLength(body));
     const secure = url.protocol === 'https:';
-    return new Promise((resolve, reject) => {
+    return new Promise<Response>((resolve, reject) => {
       const request = (secure ? httpsRequest : httpRequest)(url, { method, headers, agent: secure ? https : http, ...(init.signal ? { signal: init.signal } : {}) }, (res: IncomingMessage) => {
         const status = res.statusCode ?? 502;
         const init = { status, statusText: res.statusMessage ?? '', headers: toPairs(res.rawHeaders) };
