@@ -1,0 +1,61 @@
+// The runtime-neutral app in process (Hono's app.request, an injected platform fetch):
+// log lines without personal data or the key, and exactly-once under concurrent sends.
+import { describe, expect, it } from 'vitest';
+import { createRelay } from '../../src/relay/app.js';
+import { parseConfig } from '../../src/relay/config.js';
+import type { LogLine } from '../../src/relay/logging.js';
+import { createMemoryStore } from '../../src/relay/memory.js';
+
+const KEY = 'sk_app_test_platform_key';
+const ORIGIN = 'https://shop.example.com';
+const config = parseConfig({ CDP_API_KEY: KEY, CDP_BASE_URL: 'https://upstream.test', RELAY_SITES: JSON.stringify([{ key: 'pk_app', name: 'shop', origins: [ORIGIN] }]) });
+
+function platform(delayMs = 0) {
+  const calls: { path: string; body: any; headers: Headers }[] = [];
+  const fetchImpl = (async (input: RequestInfo | URL, init?: RequestInit) => {
+    const request = new Request(input, init);
+    const body = await request.json();
+    calls.push({ path: new URL(request.url).pathname, body, headers: request.headers });
+    if (delayMs) await new Promise((resolve) => setTimeout(resolve, delayMs));
+    return Response.json(body.people ? { people: body.people.map(() => ({ person_id: '00'.repeat(12), status: 'created' })) } : { activities: body.activities.map(() => ({ status: 'queued' })) });
+  }) as typeof fetch;
+  return { calls, fetch: fetchImpl };
+}
+
+const post = (app: ReturnType<typeof createRelay>, batch: unknown[]) =>
+  app.request('/collect', { method: 'POST', headers: { origin: ORIGIN, 'content-type': 'text/plain', cookie: 'sid=1' }, body: JSON.stringify({ key: 'pk_app', batch }) });
+
+describe('the relay app', () => {
+  it('logs one JSON line per request with counts and statuses, and nothing personal, and never the key', async () => {
+    const lines: LogLine[] = [];
+    const app = createRelay(config, { fetch: platform().fetch, store: createMemoryStore(), logger: (line) => lines.push(line), clientInfo: () => ({ ip: '198.51.100.77' }) });
+    const batch = [
+      { id: 'i-1', type: 'identify', fields: { 'str::email': 'secret.person@example.com', 'str::first': 'Zelda' }, user_hash: 'ab'.repeat(32) },
+      { id: 't-1', type: 'track', activity_id: 'act:cm:signed-up', person: { 'str::email': 'secret.person@example.com' } },
+      { id: 't-2', type: 'bogus' },
+    ];
+    expect((await post(app, batch)).status).toBe(200);
+    expect((await app.request('/collect', { method: 'POST', headers: { origin: ORIGIN }, body: '{"key":"pk_unknown","batch":[]}' })).status).toBe(401);
+    expect(lines).toHaveLength(2);
+    expect(lines[0]).toMatchObject({ kind: 'collect', method: 'POST', path: '/collect', status: 200, site: 'shop', items: 3, results: { accepted: 2, rejected: 1 }, upstream: [200, 200] });
+    expect(lines[0]!.ms).toEqual(expect.any(Number));
+    expect(lines[1]).toMatchObject({ status: 401, error: 'unknown_site_key' });
+    const text = JSON.stringify(lines);
+    for (const secret of [KEY, 'secret.person', 'Zelda', '198.51.100.77', 'ab'.repeat(32), 'i-1', 't-1']) expect(text).not.toContain(secret);
+  });
+
+  it('forwards an item sent twice at the same moment only once (the second is told to retry, then is a duplicate)', async () => {
+    const upstream = platform(100);
+    const app = createRelay(config, { fetch: upstream.fetch, store: createMemoryStore(), logger: () => {} });
+    const item = { id: 'same-1', type: 'track', activity_id: 'act:cm:signed-up', person: { 'str::email': 'twice@example.com' } };
+    const [first, second] = await Promise.all([post(app, [item]), post(app, [item])]);
+    const statuses = [((await first.json()) as any).results[0].status, ((await second.json()) as any).results[0].status].sort();
+    expect(statuses).toEqual(['accepted', 'retry']);
+    expect(upstream.calls).toHaveLength(1);
+    const later = (await (await post(app, [item])).json()) as any;
+    expect(later.results[0].status).toBe('duplicate');
+    expect(upstream.calls).toHaveLength(1);
+    // Browser cookies never travel upstream.
+    expect(upstream.calls[0]!.headers.get('cookie')).toBeNull();
+  });
+});
