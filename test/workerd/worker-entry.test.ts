@@ -101,3 +101,23 @@ describe('the Worker entry', () => {
     });
   });
 });
+
+describe('the snippet on Workers', () => {
+  it('serves cdp.js from the ASSETS binding at /cdp.js and at the alias, with long cache headers', async () => {
+    const vars = { RELAY_SCRIPT_PATH: '/js/app.js' };
+    for (const path of ['/cdp.js', '/js/app.js']) {
+      const response = await worker.fetch(new Request(`https://relay.example.com${path}`), { ...env, ...vars } as never, createExecutionContext());
+      expect(response.status).toBe(200);
+      expect(await response.text()).toContain('window.cdp = window.cdp ||');
+      expect(response.headers.get('content-type')).toContain('javascript');
+      expect(response.headers.get('cache-control')).toMatch(/public, max-age=\d{6,}/);
+      expect(response.headers.get('etag')).toMatch(/^"[0-9a-f]+"$/);
+    }
+  });
+
+  it('answers 404 in the error shape when no ASSETS binding holds cdp.js', async () => {
+    const response = await worker.fetch(new Request('https://relay.example.com/cdp.js'), { ...env, ASSETS: undefined } as never, createExecutionContext());
+    expect(response.status).toBe(404);
+    expect(((await response.json()) as any).error.code).toBe('snippet_not_built');
+  });
+});
