@@ -11,5 +11,5 @@
 export { createTracker, uuid } from './tracker.js';
 export { CdpInputError, isFieldId, isActivityId } from './validate.js';
 export { idbStore, memoryStore } from './store.js';
-export { install } from './stub.js';
+export { install, type Cdp } from './stub.js';
 export type * from './types.js';

@@ -1,0 +1,217 @@
+import { createStore, set } from 'idb-keyval';
+import { afterEach, describe, expect, it } from 'vitest';
+import { backoff, retryAfter } from '../../src/browser/backoff.js';
+import { memoryStore, type Store } from '../../src/browser/index.js';
+import { ann, fakeRelay, queued, tracker } from './support.js';
+
+/** A store that fails like IndexedDB in private mode or over quota. */
+const broken = (): Store => {
+  const no = () => Promise.reject(new DOMException('The quota has been exceeded.', 'QuotaExceededError'));
+  return { all: no, put: no, del: no, clear: no, update: no };
+};
+
+describe('storage failures', () => {
+  it('falls back to memory, says so once, and keeps working', async () => {
+    const { t, relay, events } = await tracker({ store: broken() });
+    await t.identify(ann);
+    await t.track('act:cm:viewed');
+    await t.flush();
+    expect(events['storage-error']).toHaveLength(1);
+    expect((events['storage-error'][0] as DOMException).name).toBe('QuotaExceededError');
+    expect(relay.items().map((i) => i.type)).toEqual(['identify', 'track']);
+  });
+
+  it('fails over mid-page without losing what the page holds', async () => {
+    const real = memoryStore();
+    let fail = false;
+    const flaky = Object.fromEntries(
+      (['all', 'put', 'del', 'clear', 'update'] as const).map((op) => [op, (...a: never[]) => (fail ? Promise.reject(new Error('blocked')) : (real[op] as (...a: never[]) => Promise<unknown>)(...a))]),
+    ) as unknown as Store;
+    const { t, relay, events } = await tracker({ store: flaky, consent: 'pending' });
+    await t.identify(ann);
+    fail = true;
+    await t.track('act:cm:viewed');
+    await t.consent('granted');
+    await t.flush();
+    expect(events['storage-error']).toHaveLength(1);
+    expect(relay.items().map((i) => i.type)).toEqual(['identify', 'track']);
+  });
+
+  describe('without IndexedDB at all', () => {
+    const saved = globalThis.indexedDB;
+    afterEach(() => {
+      globalThis.indexedDB = saved;
+    });
+    it('works from memory', async () => {
+      delete (globalThis as { indexedDB?: unknown }).indexedDB;
+      const { t, relay, events } = await tracker();
+      await t.identify(ann);
+      await t.flush();
+      expect(events['storage-error']).toHaveLength(1);
+      expect(relay.items()).toHaveLength(1);
+    });
+  });
+
+  it('drops a corrupted entry once instead of retrying it forever', async () => {
+    const { t, relay, events } = await tracker();
+    await set('garbage', { nonsense: true }, createStore('cdp-edge', 'queue'));
+    await t.identify(ann);
+    await t.flush();
+    await t.flush();
+    expect(events.drop).toEqual([{ item: { nonsense: true }, reason: 'corrupt' }]);
+    expect(relay.items()).toHaveLength(1);
+    expect(await queued()).toEqual([]);
+  });
+});
+
+describe('bounds', () => {
+  it('keeps at most maxItems, dropping the oldest first with a drop event', async () => {
+    const { t, events } = await tracker({ consent: 'pending', maxItems: 5 });
+    for (let n = 0; n < 8; n++) await t.track('act:cm:viewed', { 'int:cm:n': n });
+    await t.flush();
+    expect(events.drop.map((d) => [d.reason, (d.item as { attributes: Record<string, number> }).attributes['int:cm:n']])).toEqual([
+      ['cap', 0],
+      ['cap', 1],
+      ['cap', 2],
+    ]);
+    expect((await queued()).map((e) => e.item.type === 'track' && e.item.attributes!['int:cm:n']).sort()).toEqual([3, 4, 5, 6, 7]);
+  });
+
+  it('drops items older than maxAge (7 days by default)', async () => {
+    let now = Date.parse('2026-11-01T00:00:00Z');
+    const { t, events } = await tracker({ consent: 'pending', now: () => now });
+    await t.track('act:cm:old');
+    now += 6 * 86_400_000;
+    await t.track('act:cm:recent');
+    now += 2 * 86_400_000;
+    await t.flush();
+    expect(events.drop).toEqual([{ item: expect.objectContaining({ activity_id: 'act:cm:old' }), reason: 'expired' }]);
+    expect(await queued()).toHaveLength(1);
+  });
+});
+
+describe('backoff', () => {
+  it('doubles from 1 s up to 5 min, with jitter between half and all of it', () => {
+    expect([1, 2, 3, 4].map((a) => backoff(a, 0, () => 1))).toEqual([1000, 2000, 4000, 8000]);
+    expect(backoff(2, 0, () => 0)).toBe(1000);
+    expect(backoff(30, 0, () => 1)).toBe(300_000);
+    expect(backoff(1, 30_000, () => 1)).toBe(30_000);
+  });
+
+  it('reads Retry-After as seconds or an HTTP date', () => {
+    const now = Date.parse('2026-11-23T10:00:00Z');
+    expect(retryAfter('120', now)).toBe(120_000);
+    expect(retryAfter('Mon, 23 Nov 2026 10:00:30 GMT', now)).toBe(30_000);
+    expect(retryAfter(null, now)).toBe(0);
+    expect(retryAfter('soon', now)).toBe(0);
+  });
+
+  it('waits longer after each failure in a row, honours Retry-After, and resets after a success', async () => {
+    let status = 503;
+    const relay = fakeRelay(() => (status === 200 ? {} : Response.json({ error: { code: 'upstream_unavailable', message: 'down' } }, { status, headers: { 'retry-after': status === 429 ? '30' : '1' } })));
+    const { t, events } = await tracker({ random: () => 1 }, relay);
+    await t.identify(ann);
+    await t.flush();
+    await t.flush();
+    await t.flush();
+    status = 429;
+    await t.flush();
+    expect(events.error.map((e) => e.retryIn)).toEqual([1000, 2000, 4000, 30_000]);
+    expect(events.error[0]).toMatchObject({ status: 503, message: 'down' });
+    status = 200;
+    await t.flush();
+    expect(await queued()).toEqual([]);
+    status = 503;
+    await t.track('act:cm:viewed');
+    await t.flush();
+    expect(events.error.at(-1)!.retryIn).toBe(1000);
+  });
+
+  it('retries on its own after the wait, without a call to flush', async () => {
+    let down = true;
+    const relay = fakeRelay(() => (down ? Response.json({ error: { message: 'down' } }, { status: 503, headers: { 'retry-after': '0' } }) : {}));
+    const { t } = await tracker({ random: () => 0 }, relay);
+    await t.identify(ann);
+    await t.flush();
+    down = false;
+    await expect.poll(async () => (await queued()).length, { timeout: 3000 }).toBe(0);
+    expect(relay.sent).toHaveLength(2);
+  });
+});
+
+describe('one tab at a time', () => {
+  it('does not send while another tab holds the Web Lock', async () => {
+    const names: string[] = [];
+    const busy = {
+      request: async (name: string, _o: unknown, fn: (l: null) => unknown) => (names.push(name), fn(null)),
+    } as unknown as LockManager;
+    const { t, relay } = await tracker({ locks: busy });
+    await t.identify(ann);
+    await t.flush();
+    expect(relay.sent).toEqual([]);
+    expect(names[0]).toBe('cdp-edge:pk_test');
+    expect(await queued()).toHaveLength(1);
+  });
+
+  it('sends under the Web Lock when it is free', async () => {
+    const free = { request: async (_n: string, o: { ifAvailable: boolean }, fn: (l: object) => unknown) => (expect(o.ifAvailable).toBe(true), fn({})) };
+    const { t, relay } = await tracker({ locks: free as unknown as LockManager });
+    await t.identify(ann);
+    await t.flush();
+    expect(relay.items()).toHaveLength(1);
+  });
+
+  it('without Web Locks, respects another tab’s unexpired lease in IndexedDB and takes an expired one', async () => {
+    let now = Date.now();
+    const { t, relay } = await tracker({ now: () => now });
+    await set('lock', { o: 'other-tab', x: now + 60_000 }, createStore('cdp-edge', 'queue'));
+    await t.identify(ann);
+    await t.flush();
+    expect(relay.sent).toEqual([]);
+    now += 61_000;
+    await t.flush();
+    expect(relay.items()).toHaveLength(1);
+  });
+
+  it('two trackers on one store send each item exactly once', async () => {
+    const relay = fakeRelay();
+    const a = await tracker({}, relay);
+    const b = await tracker({}, relay);
+    await a.t.identify(ann);
+    await Promise.all(Array.from({ length: 30 }, (_, n) => (n % 2 ? a : b).t.track('act:cm:viewed', { 'int:cm:n': n })));
+    await Promise.all([a.t.flush(), b.t.flush(), a.t.flush(), b.t.flush()]);
+    await a.t.flush();
+    await b.t.flush();
+    const ids = relay.items().map((i) => i.id);
+    expect(ids).toHaveLength(31);
+    expect(new Set(ids).size).toBe(31);
+  });
+});
+
+describe('page exit', () => {
+  it('beacons what is queued on pagehide and keeps it until a flush hears back', async () => {
+    const beacons: { url: string; body: string }[] = [];
+    const { t, relay } = await tracker({ sendBeacon: (url, body) => (beacons.push({ url, body }), true) });
+    await t.identify(ann);
+    await t.track('act:cm:viewed');
+    dispatchEvent(new Event('pagehide'));
+    dispatchEvent(new Event('pagehide'));
+    expect(beacons).toHaveLength(1);
+    expect(beacons[0]!.url).toBe('https://t.example.com/collect');
+    const body = JSON.parse(beacons[0]!.body);
+    expect(body.key).toBe('pk_test');
+    expect(body.batch.map((i: { type: string }) => i.type)).toEqual(['identify', 'track']);
+    expect(await queued()).toHaveLength(2);
+    await t.flush();
+    expect(relay.items()).toHaveLength(2);
+    expect(await queued()).toEqual([]);
+  });
+
+  it('sends no beacon without consent', async () => {
+    const beacons: string[] = [];
+    const { t } = await tracker({ consent: 'pending', sendBeacon: (_u, b) => (beacons.push(b), true) });
+    await t.identify(ann);
+    dispatchEvent(new Event('pagehide'));
+    expect(beacons).toEqual([]);
+  });
+});
