@@ -62,6 +62,13 @@ export function createApp(ctx: HandlerContext, hooks: AppHooks): Hono {
     }
     await next();
   };
+  // the budget and the bad-request ban come first: a caller with a bad key is limited too
+  app.use('/v1/*', async (c, next) => {
+    const wait = limiter.take();
+    if (wait !== undefined) return json(c, 429, rateLimitBody(wait));
+    await next();
+    limiter.answered(c.res.status);
+  });
   app.use('/v1/*', auth);
   app.use('/_emulator/*', auth);
 
@@ -84,8 +91,6 @@ export function createApp(ctx: HandlerContext, hooks: AppHooks): Hono {
   for (const endpoint of ENDPOINT_LIST) {
     const handler = HANDLERS[endpoint.id];
     app.on(endpoint.method, endpoint.path, async (c) => {
-      const wait = limiter.take();
-      if (wait !== undefined) return json(c, 429, rateLimitBody(wait));
       const fault = await faultFor(options.faults, endpoint.id, options.random);
       if (fault) return fault;
       const { body, bytes } = await readBody(c);

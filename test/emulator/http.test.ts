@@ -110,6 +110,23 @@ describe('rate limit and faults (the runtime-neutral core, through the client)',
     expect(await client.tags.get()).toEqual([]);
   });
 
+  it('shuts the caller out for 15 s after 15 bad requests within 15 s (only when rate limiting)', async () => {
+    let clock = 50_000;
+    const emulator = createEmulator({ key: KEY, rateLimit: 1000, now: () => clock });
+    const send = (key: string) => emulator.fetch(new Request('http://e/v1/tags/get', { method: 'POST', headers: { 'X-Api-Key': key } }));
+    for (let i = 0; i < 14; i++) expect((await send('bad')).status).toBe(401);
+    expect((await send(KEY)).status).toBe(200);
+    expect((await send('bad')).status).toBe(401);
+    const banned = await send(KEY);
+    expect(banned.status).toBe(429);
+    expect(await banned.json()).toEqual({ error: { code: 'rate-limit', message: 'rate limit', 'try-in-seconds': 15 } });
+    clock += 15_000;
+    expect((await send(KEY)).status).toBe(200);
+    const unlimited = createEmulator({ key: KEY });
+    for (let i = 0; i < 20; i++) await unlimited.fetch(new Request('http://e/v1/tags/get', { method: 'POST' }));
+    expect((await unlimited.fetch(new Request('http://e/v1/tags/get', { method: 'POST', headers: { 'X-Api-Key': KEY } }))).status).toBe(200);
+  });
+
   it('uses the plan rate for rateLimit: true (10 professional)', async () => {
     const emulator = createEmulator({ key: KEY, rateLimit: true, plan: 'professional', now: () => 5_000 });
     const statuses = [];
