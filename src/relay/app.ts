@@ -85,9 +85,12 @@ export function createRelay(config: RelayConfig, deps: RelayDeps = {}): Hono {
     let outcome: CollectOutcome;
     try {
       outcome = await collect(context, c.req.raw, await (deps.clientInfo?.(c) ?? {}));
-    } catch (error) {
-      if (!(error instanceof RelayHttpError)) throw error;
+    } catch (caught) {
+      // Anything unexpected (the state store unreachable, say) happened before an item was final:
+      // 503 + Retry-After keeps every item in the browser.
+      const error = caught instanceof RelayHttpError ? caught : new RelayHttpError(503, 'relay_unavailable', 'The relay could not handle the batch right now; nothing was lost: retry after the Retry-After seconds.', { retryAfter: 5, cause: caught });
       outcome = { status: error.status, body: error.body, ...(error.retryAfter === undefined ? {} : { retryAfter: error.retryAfter }) };
+      if (!(caught instanceof RelayHttpError)) outcome.warning = caught instanceof Error ? caught.name : 'error';
     }
     const headers: Record<string, string> = { ...cors, 'Cache-Control': NO_STORE };
     if (outcome.retryAfter !== undefined) headers['Retry-After'] = String(outcome.retryAfter);
@@ -103,6 +106,7 @@ export function createRelay(config: RelayConfig, deps: RelayDeps = {}): Hono {
       ms: clock.now() - started,
       ...(outcome.site === undefined ? {} : { site: outcome.site, items: outcome.items ?? 0, results: counts, upstream: outcome.upstream ?? [] }),
       ...(error === undefined ? {} : { error }),
+      ...(outcome.warning === undefined ? {} : { warning: outcome.warning }),
     });
     return c.json(outcome.body as object, outcome.status as 200, headers);
   });

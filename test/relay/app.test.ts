@@ -59,3 +59,36 @@ describe('the relay app', () => {
     expect(upstream.calls[0]!.headers.get('cookie')).toBeNull();
   });
 });
+
+describe('the relay app when its state store fails', () => {
+  const item = () => ({ id: crypto.randomUUID(), type: 'track', activity_id: 'act:cm:signed-up', person: { 'str::email': 'state@example.com' } });
+
+  it('answers 503 with Retry-After before anything is final, so the browser keeps every item', async () => {
+    const store = createMemoryStore();
+    store.begin = async () => {
+      throw new Error('state unreachable');
+    };
+    const upstream = platform();
+    const lines: LogLine[] = [];
+    const app = createRelay(config, { fetch: upstream.fetch, store, logger: (line) => lines.push(line) });
+    const response = await post(app, [item()]);
+    expect(response.status).toBe(503);
+    expect(response.headers.get('retry-after')).toBe('5');
+    expect(((await response.json()) as any).error.code).toBe('relay_unavailable');
+    expect(upstream.calls).toHaveLength(0);
+    expect(lines[0]).toMatchObject({ status: 503, error: 'relay_unavailable', warning: 'Error' });
+  });
+
+  it('still answers accepted when remembering the ids fails after the platform took them', async () => {
+    const store = createMemoryStore();
+    store.commit = async () => {
+      throw new Error('state unreachable');
+    };
+    const lines: LogLine[] = [];
+    const app = createRelay(config, { fetch: platform().fetch, store, logger: (line) => lines.push(line) });
+    const response = await post(app, [item()]);
+    expect(response.status).toBe(200);
+    expect(((await response.json()) as any).results[0].status).toBe('accepted');
+    expect(lines[0]).toMatchObject({ status: 200, warning: 'state_commit_failed' });
+  });
+});

@@ -44,6 +44,8 @@ export interface CollectOutcome {
   items?: number;
   results?: ItemResult[];
   upstream?: number[];
+  /** something went wrong that the caller need not know (logged) */
+  warning?: string;
 }
 
 const identities = new Map<string, Identity>();
@@ -211,6 +213,7 @@ export async function collect(ctx: CollectContext, request: Request, info: Clien
 
   const statuses: number[] = [];
   let retryAfter = 0;
+  let warning: string | undefined;
   if (ctx.enqueue && going.length > 0) {
     try {
       await ctx.enqueue(groups.flatMap((group) => group.entries.map(({ id, entry }) => ({ site: site.key, id, endpoint: group.endpoint, envelope: group.envelope, entry }))));
@@ -232,14 +235,19 @@ export async function collect(ctx: CollectContext, request: Request, info: Clien
       (result.status === 'accepted' ? accepted : unsent).push(p.item.id);
     }
     // Marked forwarded only now that the platform took them: a crash before this re-sends, never loses.
-    if (accepted.length > 0) await store.commit(site.key, accepted, clock.now() + config.dedupeTtlMs);
-    if (unsent.length > 0) await store.release(site.key, unsent);
+    // The platform has them either way, so a failing store must not turn `accepted` into an error.
+    try {
+      if (accepted.length > 0) await store.commit(site.key, accepted, clock.now() + config.dedupeTtlMs);
+      if (unsent.length > 0) await store.release(site.key, unsent);
+    } catch {
+      warning = 'state_commit_failed';
+    }
   }
 
   const ordered = body.batch.map((_, index) => results.get(index)!);
   const tokenSubjects = verified.fresh.length > 0 ? verified.fresh : [...verified.subjects];
   const token = identity && site.verify !== 'off' && tokenSubjects.length > 0 ? await identity.issue(site.key, tokenSubjects, clock.now()) : undefined;
-  const log = { site: site.name, items: body.batch.length, results: ordered, upstream: statuses };
+  const log = { site: site.name, items: body.batch.length, results: ordered, upstream: statuses, ...(warning ? { warning } : {}) };
   const gotThrough = ordered.some((result) => result.status === 'accepted' || result.status === 'duplicate');
   if (retryAfter > 0 && !gotThrough) {
     const error = new RelayHttpError(503, 'upstream_unavailable', `The platform did not take the items within the relay's time budget; none were lost: retry after ${retryAfter} s.`, { details: ordered, retryAfter });
