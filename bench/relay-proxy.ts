@@ -3,22 +3,26 @@
  *
  *   npx tsx bench/relay-proxy.ts [--requests 4000] [--concurrency 32] [--rounds 3]
  *
- * Four processes on loopback: the load generator (this one), the mock platform, (a) a bare
- * node:http pass-through that only swaps the key, and (b) the proxy (createProxyRoutes on
- * @hono/node-server), each in its own child process. For `person/get` and a 10-item
- * `person/merge` it reports requests/s, p50 and p99 for both, and the ratio relay/bare
- * (target ≥ 0.7), prints a table and writes bench/results/relay-proxy.json.
+ * Separate processes on loopback: the load generator (this one), the mock platform, and
+ *  (a) bare   a node:http pass-through that only swaps the caller's Authorization for the key,
+ *  (b) proxy  createProxyRoutes on @hono/node-server with createNodeFetch (what the Node entry runs),
+ *  (c) entry  the whole relay's Node entry (startRelay: /collect, middleware and the proxy).
+ * For `person/get` and a 10-item `person/merge`: requests/s, p50 and p99 of each, CPU time per
+ * request in each server process, and the ratio proxy/bare (target ≥ 0.7). Rounds alternate the
+ * targets so a busy moment on the machine hits all of them; the median round counts. Prints a
+ * table and writes bench/results/relay-proxy.json.
  */
+import { fork, type ChildProcess } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { Agent, createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { fork, type ChildProcess } from 'node:child_process';
 import { availableParallelism } from 'node:os';
 
 const API_KEY = 'bench-platform-key';
 const TOKEN = 'rt_bench_token_0123456789abcdefghijklmnopqrstu';
-
-type Role = 'upstream' | 'bare' | 'relay';
+const TARGETS = ['bare', 'proxy', 'entry'] as const;
+type Target = (typeof TARGETS)[number];
+type Role = 'upstream' | Target;
 
 const listen = (server: ReturnType<typeof createServer>) =>
   new Promise<number>((resolve) => server.listen(0, '127.0.0.1', () => resolve((server.address() as AddressInfo).port)));
@@ -57,7 +61,7 @@ async function startUpstream(): Promise<number> {
 
 /** (a) The baseline: forwards method, path and body, replacing the caller's Authorization with the key. */
 async function startBare(upstreamPort: number): Promise<number> {
-  const agent = new Agent({ keepAlive: true, maxSockets: 256 });
+  const agent = new Agent({ keepAlive: true, maxSockets: 64 });
   const server = createServer((req, res) => {
     const headers = { ...req.headers, host: `127.0.0.1:${upstreamPort}`, 'x-api-key': API_KEY };
     delete headers.authorization;
@@ -71,38 +75,66 @@ async function startBare(upstreamPort: number): Promise<number> {
   return listen(server);
 }
 
+async function tokenEntry() {
+  const { hashToken } = await import('../src/relay/tokens.js');
+  return { name: 'bench', sha256: await hashToken(TOKEN), scopes: ['admin' as const] };
+}
+
 /** (b) The proxy as the relay's Node entry runs it. */
-async function startRelay(upstreamPort: number): Promise<number> {
+async function startProxy(upstreamPort: number): Promise<number> {
   const { serve } = await import('@hono/node-server');
   const { createProxyRoutes } = await import('../src/relay/proxy/index.js');
-  const { hashToken } = await import('../src/relay/tokens.js');
+  const { createNodeFetch } = await import('../src/relay/proxy/node-fetch.js');
   const proxy = createProxyRoutes({
-    tokens: [{ name: 'bench', sha256: await hashToken(TOKEN), scopes: ['admin'] }],
+    tokens: [await tokenEntry()],
     upstream: { baseUrl: `http://127.0.0.1:${upstreamPort}`, apiKey: API_KEY },
+    fetch: createNodeFetch(),
     logger: () => {},
   });
-  return new Promise((resolve) => {
-    const server = serve({ fetch: proxy.fetch, port: 0, hostname: '127.0.0.1' }, (info) => resolve(info.port));
-    void server;
-  });
+  return new Promise((resolve) => void serve({ fetch: proxy.fetch, port: 0, hostname: '127.0.0.1' }, (info) => resolve(info.port)));
+}
+
+/** (c) The whole relay on Node, configured from Contract 3's variables. */
+async function startEntry(upstreamPort: number): Promise<number> {
+  const { startRelay } = await import('../src/relay/node.js');
+  const { createNodeFetch } = await import('../src/relay/proxy/node-fetch.js');
+  const env = { CDP_API_KEY: API_KEY, CDP_BASE_URL: `http://127.0.0.1:${upstreamPort}`, RELAY_TOKENS: JSON.stringify([await tokenEntry()]), RELAY_LOG: 'off' };
+  const relay = await startRelay({ port: 0, env, fetch: createNodeFetch() });
+  return relay.port;
 }
 
 const role = process.argv[2] as Role | undefined;
-const isChild = role === 'upstream' || role === 'bare' || role === 'relay';
+const isChild = role === 'upstream' || (TARGETS as readonly string[]).includes(role ?? '');
 
 if (isChild) {
   const upstreamPort = Number(process.argv[3] ?? 0);
-  const port = role === 'upstream' ? await startUpstream() : role === 'bare' ? await startBare(upstreamPort) : await startRelay(upstreamPort);
-  process.send?.(port);
+  const start = { upstream: startUpstream, bare: startBare, proxy: startProxy, entry: startEntry }[role!];
+  process.send?.({ port: await start(upstreamPort) });
+  // Asked for CPU time, answers with microseconds used so far (user + system).
+  process.on('message', () => {
+    const { user, system } = process.cpuUsage();
+    process.send?.({ cpu: user + system });
+  });
   // Ends with the parent: the IPC channel closes when the load generator exits.
   process.on('disconnect', () => process.exit(0));
 }
 
-/** Starts `role` in a child process (it inherits tsx's loader through execArgv) and resolves with its port. */
-function spawn(which: Role, upstreamPort = 0): Promise<{ port: number; child: ChildProcess }> {
+interface Child {
+  port: number;
+  child: ChildProcess;
+  cpu(): Promise<number>;
+}
+
+/** Starts `which` in a child process (it inherits tsx's loader through execArgv) and resolves once it listens. */
+function spawn(which: Role, upstreamPort = 0): Promise<Child> {
   const child = fork(new URL(import.meta.url).pathname, [which, String(upstreamPort)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const cpu = () =>
+    new Promise<number>((resolve) => {
+      child.once('message', (message) => resolve((message as { cpu: number }).cpu));
+      child.send('cpu');
+    });
   return new Promise((resolve, reject) => {
-    child.once('message', (port) => resolve({ port: port as number, child }));
+    child.once('message', (message) => resolve({ port: (message as { port: number }).port, child, cpu }));
     child.once('error', reject);
     child.once('exit', (code) => reject(new Error(`bench ${which} process exited with ${code} before listening`)));
   });
@@ -114,17 +146,21 @@ interface Figures {
   rps: number;
   p50_ms: number;
   p99_ms: number;
+  /** CPU time per request in the server under test, and in the mock platform behind it */
+  cpu_us_per_request: number;
+  upstream_cpu_us_per_request: number;
 }
 
 const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))] ?? NaN;
+const round2 = (n: number) => Math.round(n * 100) / 100;
 
 /** Sends `total` requests with `concurrency` in flight; every loop is bounded by `total`. */
-async function load(port: number, path: string, body: string, total: number, concurrency: number): Promise<Figures> {
+async function load(target: Child, upstream: Child, path: string, body: string, total: number, concurrency: number): Promise<Figures> {
   const agent = new Agent({ keepAlive: true, maxSockets: concurrency });
   const headers = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) };
   const one = () =>
     new Promise<number>((resolve) => {
-      const req = httpRequest({ host: '127.0.0.1', port, method: 'POST', path, headers, agent }, (res) => {
+      const req = httpRequest({ host: '127.0.0.1', port: target.port, method: 'POST', path, headers, agent }, (res) => {
         res.resume();
         res.on('end', () => resolve(res.statusCode ?? 0));
       });
@@ -134,6 +170,7 @@ async function load(port: number, path: string, body: string, total: number, con
   let next = 0;
   let errors = 0;
   const latencies: number[] = [];
+  const [targetCpu, upstreamCpu] = [await target.cpu(), await upstream.cpu()];
   const started = performance.now();
   await Promise.all(
     Array.from({ length: concurrency }, async () => {
@@ -147,10 +184,18 @@ async function load(port: number, path: string, body: string, total: number, con
     }),
   );
   const seconds = (performance.now() - started) / 1000;
+  const [targetCpuAfter, upstreamCpuAfter] = [await target.cpu(), await upstream.cpu()];
   agent.destroy();
   latencies.sort((a, b) => a - b);
-  const round = (n: number) => Math.round(n * 100) / 100;
-  return { requests: total, errors, rps: Math.round(total / seconds), p50_ms: round(percentile(latencies, 50)), p99_ms: round(percentile(latencies, 99)) };
+  return {
+    requests: total,
+    errors,
+    rps: Math.round(total / seconds),
+    p50_ms: round2(percentile(latencies, 50)),
+    p99_ms: round2(percentile(latencies, 99)),
+    cpu_us_per_request: Math.round((targetCpuAfter - targetCpu) / total),
+    upstream_cpu_us_per_request: Math.round((upstreamCpuAfter - upstreamCpu) / total),
+  };
 }
 
 const median = (rounds: Figures[]): Figures => [...rounds].sort((a, b) => a.rps - b.rps)[Math.floor(rounds.length / 2)]!;
@@ -166,8 +211,7 @@ async function main(): Promise<void> {
   const concurrency = arg('concurrency', 32);
   const rounds = arg('rounds', 3);
   const upstream = await spawn('upstream');
-  const bare = await spawn('bare', upstream.port);
-  const relay = await spawn('relay', upstream.port);
+  const servers: Record<Target, Child> = { bare: await spawn('bare', upstream.port), proxy: await spawn('proxy', upstream.port), entry: await spawn('entry', upstream.port) };
 
   const merge = JSON.stringify({
     people: Array.from({ length: 10 }, (_, i) => ({ fields: { 'str::email': `person${i}@example.com`, 'str::first': `First${i}`, 'str::last': `Last${i}` }, tags: ['bench'] })),
@@ -177,43 +221,42 @@ async function main(): Promise<void> {
     { name: 'person/get', path: '/v1/person/get', body: JSON.stringify({ limit: 50, fields: ['str::email', 'str::first'] }) },
     { name: 'person/merge (10 people)', path: '/v1/person/merge', body: merge },
   ];
-  const results: Record<string, { bare: Figures; relay: Figures; ratio: number }> = {};
+  const results: Record<string, Record<Target, Figures> & { ratio: number; entry_ratio: number }> = {};
   for (const { name, path, body } of cases) {
-    // Warm both up (JIT, sockets) before measuring; then alternate so neither gets a warmer machine.
-    await load(bare.port, path, body, 500, concurrency);
-    await load(relay.port, path, body, 500, concurrency);
-    // Rounds alternate bare and relay so a busy moment on the machine hits both; the median round counts.
-    const bareRounds: Figures[] = [];
-    const relayRounds: Figures[] = [];
+    const measured: Record<Target, Figures[]> = { bare: [], proxy: [], entry: [] };
+    for (const target of TARGETS) await load(servers[target], upstream, path, body, 500, concurrency); // warm-up: JIT, sockets
     for (let round = 0; round < rounds; round++) {
-      bareRounds.push(await load(bare.port, path, body, total, concurrency));
-      relayRounds.push(await load(relay.port, path, body, total, concurrency));
+      for (const target of TARGETS) measured[target].push(await load(servers[target], upstream, path, body, total, concurrency));
     }
-    const bareFigures = median(bareRounds);
-    const relayFigures = median(relayRounds);
-    results[name] = { bare: bareFigures, relay: relayFigures, ratio: Math.round((relayFigures.rps / bareFigures.rps) * 100) / 100 };
+    const [bare, proxy, entry] = TARGETS.map((target) => median(measured[target])) as [Figures, Figures, Figures];
+    results[name] = { bare, proxy, entry, ratio: round2(proxy.rps / bare.rps), entry_ratio: round2(entry.rps / bare.rps) };
   }
-  for (const { child } of [upstream, bare, relay]) child.kill();
+  for (const { child } of [upstream, ...Object.values(servers)]) child.kill();
 
   const report = {
     benchmark: 'relay-proxy',
     date: new Date().toISOString(),
     node: process.version,
+    cpus: availableParallelism(),
     requests_per_round: total,
     rounds,
     concurrency,
-    cpus: availableParallelism(),
     target_ratio: 0.7,
+    ratio: 'proxy rps / bare rps (medians); entry_ratio: the whole relay Node entry / bare',
     results,
   };
   mkdirSync(new URL('./results/', import.meta.url), { recursive: true });
   writeFileSync(new URL('./results/relay-proxy.json', import.meta.url), `${JSON.stringify(report, null, 2)}\n`);
 
-  const row = (cells: (string | number)[]) => cells.map((cell, i) => String(cell).padStart(i === 0 ? 26 : 10)).join(' ');
+  const row = (cells: (string | number)[]) => cells.map((cell, i) => String(cell).padStart(i === 0 ? 26 : 9)).join(' ');
   console.log(`relay proxy vs bare pass-through: median of ${rounds} rounds of ${total} requests, concurrency ${concurrency}, loopback, ${availableParallelism()} CPUs`);
-  console.log(row(['case', 'bare rps', 'relay rps', 'ratio', 'bare p50', 'relay p50', 'bare p99', 'relay p99', 'errors']));
-  for (const [name, { bare: b, relay: r, ratio }] of Object.entries(results)) {
-    console.log(row([name, b.rps, r.rps, `${ratio}${ratio >= 0.7 ? '' : ' (<0.7)'}`, `${b.p50_ms}ms`, `${r.p50_ms}ms`, `${b.p99_ms}ms`, `${r.p99_ms}ms`, b.errors + r.errors]));
+  console.log(row(['case / target', 'rps', 'p50', 'p99', 'cpu/req', 'errors', 'vs bare']));
+  for (const [name, figures] of Object.entries(results)) {
+    for (const target of TARGETS) {
+      const f = figures[target];
+      const ratio = target === 'bare' ? '' : String(target === 'proxy' ? figures.ratio : figures.entry_ratio);
+      console.log(row([`${name} ${target}`, f.rps, `${f.p50_ms}ms`, `${f.p99_ms}ms`, `${f.cpu_us_per_request}µs`, f.errors, ratio]));
+    }
   }
   console.log('figures written to bench/results/relay-proxy.json');
 }

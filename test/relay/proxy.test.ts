@@ -131,3 +131,39 @@ describe('relay proxy on Node: raw request targets and early refusals', () => {
     expect(upstream.received).toHaveLength(0);
   });
 });
+
+describe('relay proxy: one 429 window shared with the relay\'s other forwarders', () => {
+  it('holds calls while a shared backoff is in force, and pushes it out on a 429 for everyone holding it', async () => {
+    const upstream = createTestUpstream();
+    const token = 'rt_backoff_token_0000000000000000000000000000';
+    const backoff = { until: 0 };
+    let clock = 1_000_000;
+    const make = async () =>
+      createProxyRoutes({
+        tokens: [{ name: 'b', sha256: await hashToken(token), scopes: ['admin'] }],
+        upstream: { baseUrl: 'https://platform.test', apiKey: API_KEY },
+        fetch: async (input, init) => upstream.fetch(new Request(input, init)),
+        logger: () => {},
+        now: () => clock,
+        backoff,
+      });
+    const [a, b] = [await make(), await make()];
+    const call = (proxy: typeof a) => proxy.request('/v1/tags/get', { method: 'POST', headers: { authorization: `Bearer ${token}` }, body: '{}' });
+
+    // Another forwarder (e.g. /collect) met a 429 that asked for 4 seconds.
+    backoff.until = clock + 4_000;
+    const held = await call(a);
+    expect(held.status).toBe(429);
+    expect(held.headers.get('retry-after')).toBe('4');
+    expect(upstream.received).toHaveLength(0);
+
+    clock += 4_000;
+    upstream.on('/v1/tags/get', (_request, count) => (count === 0 ? Response.json({ error: { code: 'rate-limit', message: 'rate limit', 'try-in-seconds': 9 } }, { status: 429 }) : Response.json([])));
+    expect((await call(a)).status).toBe(429);
+    expect(backoff.until).toBe(clock + 9_000);
+    const heldToo = await call(b);
+    expect(heldToo.status).toBe(429);
+    expect(heldToo.headers.get('retry-after')).toBe('9');
+    expect(upstream.received).toHaveLength(1);
+  });
+});

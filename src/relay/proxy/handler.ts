@@ -36,7 +36,7 @@ const invalid = (endpoint: Endpoint<EndpointId>, issues: { path: string; message
 
 export function createHandler(config: ProxyConfig): ProxyHandler {
   const verify = createTokenVerifier(config.tokens);
-  const hold = new RateHold(config.now);
+  const hold = new RateHold(config.now, config.backoff);
   const upstream = createUpstream(config, hold);
   const pacer = new Pacer(config);
 

@@ -20,18 +20,25 @@ export function retryAfterSeconds(body: string, header: string | null): number {
   return Number.isFinite(seconds) && seconds > 0 ? Math.ceil(seconds) : FALLBACK_SECONDS;
 }
 
+/** When calls may go upstream again (ms since epoch); one object may be shared by every caller of a platform. */
+export interface Backoff {
+  until: number;
+}
+
 export class RateHold {
-  #until = 0;
-  constructor(private readonly now: () => number) {}
+  constructor(
+    private readonly now: () => number,
+    private readonly backoff: Backoff = { until: 0 },
+  ) {}
 
   /** Holds calls for `seconds` from now (never shortens a longer hold already in force). */
   hold(seconds: number): void {
-    this.#until = Math.max(this.#until, this.now() + seconds * 1000);
+    this.backoff.until = Math.max(this.backoff.until, this.now() + seconds * 1000);
   }
 
   /** Milliseconds left in the hold, 0 when calls may go upstream. */
   remainingMs(): number {
-    return Math.max(0, this.#until - this.now());
+    return Math.max(0, this.backoff.until - this.now());
   }
 
   /** Throws the relay's own 429 (with `Retry-After`) while a hold is in force. */

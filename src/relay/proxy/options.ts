@@ -2,6 +2,7 @@
 import { LIMITS, RATE_LIMITS } from '../../api/index.js';
 import { checkTokens, type TokenConfig } from '../tokens.js';
 import { consoleAudit, type AuditEntry } from './audit.js';
+import type { Backoff } from './hold.js';
 
 export interface ProxyOptions {
   /** the tokens allowed to call the proxy (from `parseTokens(env.RELAY_TOKENS)`) */
@@ -18,6 +19,12 @@ export interface ProxyOptions {
   sleep?: (ms: number) => Promise<void>;
   /** how long to wait for the platform's response headers, in ms @default 30_000 */
   timeoutMs?: number;
+  /**
+   * the platform's 429 window: `until` (ms since epoch) is read before each call and pushed out
+   * by each 429. Pass the object the relay's other forwarders use, so one 429 holds them all.
+   * @default a window of this proxy's own
+   */
+  backoff?: Backoff;
   /** calls per second a chunked request may make upstream @default RATE_LIMITS.professional (10) */
   ratePerSecond?: number;
   /** most items one `?chunk=true` request may carry @default 5_000 */
@@ -37,6 +44,7 @@ export interface ProxyConfig {
   now: () => number;
   sleep: (ms: number) => Promise<void>;
   timeoutMs: number;
+  backoff: Backoff;
   ratePerSecond: number;
   maxBytes: number;
   maxChunkedItems: number;
@@ -71,6 +79,7 @@ export function resolveOptions(options: ProxyOptions): ProxyConfig {
     now: options.now ?? Date.now,
     sleep: options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms))),
     timeoutMs: positive('timeoutMs', options.timeoutMs ?? 30_000),
+    backoff: options.backoff ?? { until: 0 },
     ratePerSecond: positive('ratePerSecond', options.ratePerSecond ?? RATE_LIMITS.professional),
     maxBytes: LIMITS.payloadBytes,
     maxChunkedItems: positive('maxChunkedItems', options.maxChunkedItems ?? 5_000),
