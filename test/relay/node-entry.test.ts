@@ -53,6 +53,21 @@ describe('the Node entry', () => {
     expect(await sourceIpFor(relay, {})).toBe('127.0.0.1');
   });
 
+  it('refuses a streamed body over 512 KB with 413 as soon as it passes the limit (no Content-Length to trust)', async () => {
+    const relay = await relayWith();
+    const chunk = new TextEncoder().encode('x'.repeat(64 * 1024));
+    let sent = 0;
+    const body = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        if (sent++ < 10) controller.enqueue(chunk);
+        else controller.close();
+      },
+    });
+    const response = await fetch(`${relay.url}/collect`, { method: 'POST', headers: { origin: ORIGIN, 'content-type': 'text/plain' }, body, duplex: 'half' } as RequestInit);
+    expect(response.status).toBe(413);
+    expect(((await response.json()) as { error: { code: string } }).error.code).toBe('body_too_large');
+  });
+
   it('serves the snippet at /cdp.js and at the alias with long cache headers and an ETag', async () => {
     const relay = await relayWith({ RELAY_SCRIPT_PATH: '/assets/app.js' });
     for (const path of ['/cdp.js', '/assets/app.js']) {

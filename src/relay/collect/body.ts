@@ -5,6 +5,8 @@
  * @module
  */
 import { RelayHttpError } from '../errors.js';
+import { readBody } from '../proxy/body.js';
+import { ProxyError } from '../proxy/errors.js';
 
 export const MAX_BODY_BYTES = 512 * 1024;
 export const MAX_ITEMS = 100;
@@ -21,29 +23,15 @@ export interface CollectBody {
 const tooLarge = (bytes: number | string) =>
   new RelayHttpError(413, 'body_too_large', `The body is ${bytes} bytes; /collect takes at most ${MAX_BODY_BYTES} bytes (512 KB). Send fewer or smaller items per request.`);
 
-/** Reads at most `max` bytes of `body`; throws 413 beyond. */
-async function readCapped(request: Request, max: number): Promise<Uint8Array> {
-  if (!request.body) return new Uint8Array();
-  const reader = request.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > max) {
-      await reader.cancel().catch(() => {});
-      throw tooLarge(`over ${max}`);
-    }
-    chunks.push(value);
+/** The body's text within {@link MAX_BODY_BYTES}, read by the proxy's capped reader; its refusals in /collect's words. */
+async function readText(request: Request): Promise<{ text: string; size: number }> {
+  try {
+    return await readBody(request, MAX_BODY_BYTES);
+  } catch (error) {
+    if (!(error instanceof ProxyError)) throw error;
+    if (error.status === 413) throw tooLarge(request.headers.get('content-length') ?? `over ${MAX_BODY_BYTES}`);
+    throw new RelayHttpError(400, 'malformed_body', 'The body is not UTF-8 text; send the batch as JSON.', { cause: error });
   }
-  const out = new Uint8Array(size);
-  let offset = 0;
-  for (const chunk of chunks) {
-    out.set(chunk, offset);
-    offset += chunk.byteLength;
-  }
-  return out;
 }
 
 /** Parses and checks the envelope of a /collect request; throws {@link RelayHttpError} for whole-request failures. */
@@ -52,14 +40,10 @@ export async function readCollectBody(request: Request): Promise<CollectBody> {
   if (type !== 'text/plain' && type !== 'application/json') {
     throw new RelayHttpError(415, 'unsupported_media_type', `Content-Type ${JSON.stringify(type)} is not accepted; send text/plain or application/json.`);
   }
-  const declared = Number(request.headers.get('content-length') ?? NaN);
-  if (declared > MAX_BODY_BYTES) throw tooLarge(declared);
-  // With a declared length within the limit the runtime reads the body in one go; otherwise it is read capped.
-  const bytes = Number.isFinite(declared) && request.body ? new Uint8Array(await request.arrayBuffer()) : await readCapped(request, MAX_BODY_BYTES);
-  if (bytes.byteLength > MAX_BODY_BYTES) throw tooLarge(bytes.byteLength);
+  const { text, size } = await readText(request);
   let body: unknown;
   try {
-    body = JSON.parse(new TextDecoder().decode(bytes));
+    body = JSON.parse(text);
   } catch (cause) {
     throw new RelayHttpError(400, 'malformed_body', `The body is not valid JSON (${(cause as Error).message}).`, { cause });
   }
@@ -75,5 +59,5 @@ export async function readCollectBody(request: Request): Promise<CollectBody> {
   if ((batch as unknown[]).length > MAX_ITEMS) {
     throw new RelayHttpError(413, 'too_many_items', `The batch has ${(batch as unknown[]).length} items; /collect takes at most ${MAX_ITEMS} per request. Split it.`);
   }
-  return { key: key as string, batch: batch as unknown[], identity: typeof identity === 'string' ? identity : undefined, bytes: bytes.byteLength };
+  return { key: key as string, batch: batch as unknown[], identity: typeof identity === 'string' ? identity : undefined, bytes: size };
 }
