@@ -66,9 +66,16 @@ export function createRelay(config: RelayConfig, deps: RelayDeps = {}): Hono {
   const sites = [...config.sites.values()];
   const app = new Hono();
 
+  const known = new Set([...config.scriptPaths, '/healthz', config.collectPath]);
   app.use('*', async (c, next) => {
+    const started = clock.now();
     await next();
     if (!c.res.headers.has('Cache-Control')) c.res.headers.set('Cache-Control', NO_STORE);
+    // POST /collect logs its own richer line and the proxy its audit line; every other answer gets
+    // a short one. Unknown paths are logged as "*": a path may carry anything.
+    const pathname = new URL(c.req.url).pathname;
+    if (pathname.startsWith('/v1/') || pathname === '/v1' || (c.req.method === 'POST' && pathname === config.collectPath)) return;
+    logger({ ts: new Date(started).toISOString(), kind: 'http', method: c.req.method, path: known.has(pathname) ? pathname : '*', status: c.res.status, ms: clock.now() - started });
   });
 
   const path = config.collectPath;

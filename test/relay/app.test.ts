@@ -44,6 +44,19 @@ describe('the relay app', () => {
     for (const secret of [KEY, 'secret.person', 'Zelda', '198.51.100.77', 'ab'.repeat(32), 'i-1', 't-1']) expect(text).not.toContain(secret);
   });
 
+  it('logs one short line for every other answer, with unknown paths as "*"', async () => {
+    const lines: LogLine[] = [];
+    const app = createRelay(config, { fetch: platform().fetch, store: createMemoryStore(), logger: (line) => lines.push(line) });
+    await app.request('/collect', { method: 'OPTIONS', headers: { origin: ORIGIN } });
+    await app.request('/healthz');
+    await app.request('/users/ann@example.com');
+    expect(lines.map((line) => [line.kind, line.method, line.path, line.status])).toEqual([
+      ['http', 'OPTIONS', '/collect', 204],
+      ['http', 'GET', '/healthz', 200],
+      ['http', 'GET', '*', 404],
+    ]);
+  });
+
   it('forwards an item sent twice at the same moment only once (the second is told to retry, then is a duplicate)', async () => {
     const upstream = platform(100);
     const app = createRelay(config, { fetch: upstream.fetch, store: createMemoryStore(), logger: () => {} });
