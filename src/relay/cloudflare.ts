@@ -23,7 +23,8 @@ import { queueProducer, consumeQueue } from './workers/queue.js';
 import { createDurableStore } from './workers/state.js';
 import type { ExecutionContext, MessageBatch, RelayEnv } from './workers/types.js';
 
-export { RelayState } from './workers/state.js';
+export { RelayState, createDurableStore } from './workers/state.js';
+export { queueProducer, consumeQueue } from './workers/queue.js';
 export type { RelayEnv } from './workers/types.js';
 
 interface Built {

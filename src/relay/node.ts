@@ -17,6 +17,8 @@ import { parseConfig, type RelayConfig } from './config.js';
 import { createFileStore } from './file-store.js';
 import { createMemoryStore } from './memory.js';
 
+export { createFileStore, filePersistence } from './file-store.js';
+
 export interface StartRelayOptions extends Omit<RelayDeps, 'clientInfo'> {
   /** @default 8787; 0 picks a free port */
   port?: number;

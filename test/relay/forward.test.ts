@@ -17,7 +17,7 @@ function fakeClock(start = 1_000_000): Clock & { sleeps: number[] } {
   return { sleeps, now: () => now, sleep: async (ms) => void (sleeps.push(ms), (now += ms)) };
 }
 
-function context(answer: (call: Call, index: number) => Response | Promise<Response>, clock = fakeClock(), budgetMs = 10_000) {
+function context(answer: (call: Call, index: number) => Response | Promise<Response>, clock = fakeClock(), budgetMs = 10_000, timeout = 10_000) {
   const calls: Call[] = [];
   const fetchImpl = (async (input: RequestInfo | URL, init?: RequestInit) => {
     const request = new Request(input, init);
@@ -25,7 +25,7 @@ function context(answer: (call: Call, index: number) => Response | Promise<Respo
     calls.push(call);
     return answer(call, calls.length - 1);
   }) as typeof fetch;
-  const client = createClient({ apiKey: 'k', baseUrl: 'http://upstream.test', fetch: fetchImpl, retry: false, validate: false });
+  const client = createClient({ apiKey: 'k', baseUrl: 'http://upstream.test', fetch: fetchImpl, retry: false, validate: false, timeout });
   const ctx: SendContext = { client, clock, backoff: { until: 0 }, deadline: clock.now() + budgetMs, random: () => 0.5, statuses: [] };
   return { ctx, calls, clock };
 }
@@ -94,6 +94,14 @@ describe('forward', () => {
     const failed = await forward(down.ctx, [activities(1)]);
     expect(failed.results.get('a0')!.status).toBe('retry');
     expect(down.calls.length).toBeLessThanOrEqual(4);
+  });
+
+  it('treats a call that times out like a 5xx: retried, then forwarded', async () => {
+    const { ctx, calls } = context((call, index) => (index === 0 ? new Promise<Response>(() => {}) : ok(call)), fakeClock(), 10_000, 50);
+    const out = await forward(ctx, [activities(1)]);
+    expect(out.results.get('a0')!.status).toBe('accepted');
+    expect(calls).toHaveLength(2);
+    expect(ctx.statuses).toEqual([0, 200]);
   });
 
   it('keeps items (retry) when the platform refuses the key, without retrying', async () => {
