@@ -276,7 +276,8 @@ export function createTracker(options: TrackerOptions): Tracker {
     meta = old?.a ? merge(old, {}) : { a: uuid(), m: {} };
     consent = blocked ? 'denied' : meta.c ?? consent;
     // Privacy signals work like `denied` without recording a choice: nothing is kept.
-    await (blocked ? store.clear() : store.put([['meta', meta]]));
+    // Atomic across tabs: two first pages agree on one anonymous id instead of each keeping its own.
+    await (blocked ? store.clear() : store.update('meta', (o) => ((o as Meta)?.a ? (meta = merge(o as Meta, {})) : meta)));
     plan(0);
   });
 

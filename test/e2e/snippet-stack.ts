@@ -1,0 +1,90 @@
+/**
+ * What the snippet's end-to-end tests run against: the real emulator, the real Node relay
+ * in front of it (serving dist/cdp.js), and a page server on another loopback origin whose
+ * pages load the snippet with the inline stub of Contract 4 under a strict CSP.
+ */
+import { createHash } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { startEmulator, type RunningEmulator } from '../../src/emulator/node.js';
+import { startRelay, type RunningRelay } from '../../src/relay/node.js';
+
+export const SITE_KEY = 'pk_e2e';
+export const PLATFORM_KEY = 'e2e-platform-key';
+/** The activity the tests send; its text attribute `n` (`str:cm:n`) numbers each event. */
+export const ACTIVITY = 'act:cm:e2e';
+
+export interface Stack {
+  emulator: RunningEmulator;
+  relay: RunningRelay;
+  /** the relay's log lines (one per request) */
+  relayLog: unknown[];
+  /** the page origin, e.g. http://127.0.0.1:PORT */
+  site: string;
+  /** a page with the snippet; `init` is merged into cdp('init', …) */
+  pageUrl(init?: Record<string, unknown>): string;
+  /** the `n` attributes of every e2e event the emulator holds for `email` */
+  received(email: string): string[];
+  close(): Promise<void>;
+}
+
+function listen(server: Server): Promise<string> {
+  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(`http://127.0.0.1:${(server.address() as AddressInfo).port}`)));
+}
+
+export async function startStack(): Promise<Stack> {
+  const emulator = await startEmulator({ port: 0, key: PLATFORM_KEY, plan: 'business' });
+  const seeded = await fetch(`${emulator.url}/v1/definitions/activity/create`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-api-key': PLATFORM_KEY },
+    body: JSON.stringify({ name: 'e2e', attributes: [{ name: 'n', display_type: 'text' }] }),
+  });
+  if (!seeded.ok) throw new Error(`seeding ${ACTIVITY}: ${seeded.status} ${await seeded.text()}`);
+
+  let relayUrl = '';
+  const pages = createServer((req, res) => {
+    const url = new URL(req.url ?? '/', 'http://x');
+    if (url.pathname !== '/') return void res.writeHead(404).end();
+    const init = { relay: relayUrl, key: SITE_KEY, ...JSON.parse(url.searchParams.get('init') ?? '{}') };
+    const stub = `window.cdp=window.cdp||function(){(cdp.q=cdp.q||[]).push(arguments)};cdp('init',${JSON.stringify(init)});`;
+    const hash = createHash('sha256').update(stub).digest('base64');
+    res.writeHead(200, {
+      'content-type': 'text/html; charset=utf-8',
+      // Strict: no eval, no inline script but the stub itself.
+      'content-security-policy': `default-src 'none'; script-src 'sha256-${hash}' ${relayUrl}; connect-src ${relayUrl}`,
+    });
+    res.end(`<!doctype html><html><head><title>e2e</title><script>${stub}</script><script async src="${relayUrl}/cdp.js"></script></head><body>e2e</body></html>`);
+  });
+  const site = await listen(pages);
+
+  const relayLog: unknown[] = [];
+  const relay = await startRelay({
+    port: 0,
+    logger: (entry) => void relayLog.push(entry),
+    env: {
+      CDP_API_KEY: PLATFORM_KEY,
+      CDP_BASE_URL: emulator.url,
+      RELAY_BUDGET_MS: '1500',
+      RELAY_SITES: JSON.stringify([{ key: SITE_KEY, origins: [site], rate_limit: { per_second: 1000, burst: 1000 } }]),
+    },
+  });
+  relayUrl = relay.url;
+
+  return {
+    emulator,
+    relay,
+    relayLog,
+    site,
+    pageUrl: (init = {}) => `${site}/?init=${encodeURIComponent(JSON.stringify(init))}`,
+    received(email) {
+      const person = emulator.emulator.snapshot().people.find((p) => p.fields?.['str::email'] === email);
+      return (person?.events ?? []).filter((e) => e.activity_id === ACTIVITY).map((e) => String(e.attributes['str:cm:n']));
+    },
+    async close() {
+      await new Promise((resolve) => pages.close(resolve));
+      pages.closeAllConnections();
+      await relay.close();
+      await emulator.close();
+    },
+  };
+}

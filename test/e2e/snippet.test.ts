@@ -1,0 +1,154 @@
+/**
+ * The snippet in real Chromium against the real relay and emulator: every event sent from
+ * a script-tag page is counted at the emulator — 0 lost, 0 duplicated — through going
+ * offline, reloading mid-flush, closing the tab, two tabs at once, consent and a 503.
+ */
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { chromiumAvailable, launchChromium } from './chromium.js';
+import { ACTIVITY, startStack, type Stack } from './snippet-stack.js';
+
+const available = chromiumAvailable('snippet end-to-end (test/e2e/snippet.test.ts)');
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe.runIf(available)('the snippet in Chromium, against the relay and emulator', () => {
+  let stack: Stack;
+  let browser: Browser;
+  let person = 0;
+
+  beforeAll(async () => {
+    stack = await startStack();
+    browser = await launchChromium();
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await stack?.close();
+  });
+
+  const newPerson = () => `e2e-${++person}-${Date.now()}@example.com`;
+
+  async function open(context: BrowserContext, init: Record<string, unknown> = {}): Promise<Page> {
+    const page = await context.newPage();
+    const problems: string[] = [];
+    page.on('pageerror', (e) => problems.push(String(e)));
+    page.on('console', (m) => m.type() === 'error' && !m.text().includes('Failed to load resource') && problems.push(m.text()));
+    (page as Page & { problems?: string[] }).problems = problems;
+    await page.goto(stack.pageUrl({ flushInterval: 100, ...init }));
+    await page.waitForFunction(() => (window as unknown as { cdp?: { loaded?: boolean } }).cdp?.loaded === true);
+    return page;
+  }
+
+  /** identify (when `email`) and track events `from`…`from+count-1`; resolves once all are stored. */
+  const send = (page: Page, email: string | undefined, from: number, count: number) =>
+    page.evaluate(
+      async ({ email, from, count, activity }) => {
+        const cdp = (window as unknown as { cdp: Record<string, (...a: unknown[]) => Promise<void>> }).cdp;
+        if (email) await cdp['identify']!({ 'str::email': email });
+        await Promise.all(Array.from({ length: count }, (_, i) => cdp['track']!(activity, { 'str:cm:n': String(from + i) })));
+      },
+      { email, from, count, activity: ACTIVITY },
+    );
+
+  const range = (from: number, count: number) => Array.from({ length: count }, (_, i) => String(from + i));
+
+  /** Waits until the emulator holds `expected` for `email`, then a while longer: exactly those, once each. */
+  async function arrivesExactlyOnce(email: string, expected: string[]) {
+    await expect.poll(() => stack.received(email).length, { timeout: 45_000, interval: 100 }).toBeGreaterThanOrEqual(expected.length);
+    await sleep(1500);
+    expect(stack.received(email).sort()).toEqual([...expected].sort());
+  }
+
+  it('events from a script-tag page arrive once (strict CSP, no eval)', async () => {
+    const context = await browser.newContext();
+    const page = await open(context);
+    const email = newPerson();
+    await send(page, email, 0, 20);
+    await arrivesExactlyOnce(email, range(0, 20));
+    expect((page as Page & { problems?: string[] }).problems).toEqual([]);
+    await context.close();
+  });
+
+  it('offline, then online: nothing sent while offline, everything once after', async () => {
+    const context = await browser.newContext();
+    const page = await open(context);
+    const email = newPerson();
+    await context.setOffline(true);
+    await send(page, email, 0, 15);
+    await sleep(1500);
+    expect(stack.received(email)).toEqual([]);
+    await context.setOffline(false);
+    await arrivesExactlyOnce(email, range(0, 15));
+    await context.close();
+  });
+
+  it('reload in the middle of a flush loses and duplicates nothing', async () => {
+    const context = await browser.newContext();
+    const page = await open(context, { flushInterval: 3_600_000 });
+    const email = newPerson();
+    await send(page, email, 0, 40);
+    await page.evaluate(() => {
+      void (window as unknown as { cdp: { flush(): Promise<void> } }).cdp.flush();
+      location.reload();
+    });
+    await page.waitForLoadState('load');
+    await page.waitForFunction(() => (window as unknown as { cdp?: { loaded?: boolean } }).cdp?.loaded === true);
+    await send(page, undefined, 40, 5);
+    await page.evaluate(() => (window as unknown as { cdp: { flush(): Promise<void> } }).cdp.flush());
+    await arrivesExactlyOnce(email, range(0, 45));
+    await context.close();
+  });
+
+  it('closing a tab with queued events: the exit beacon delivers them', async () => {
+    const context = await browser.newContext();
+    const page = await open(context, { flushInterval: 3_600_000 });
+    const email = newPerson();
+    await send(page, email, 0, 12);
+    await sleep(300);
+    expect(stack.received(email)).toEqual([]);
+    await page.close({ runBeforeUnload: true });
+    await arrivesExactlyOnce(email, range(0, 12));
+    await context.close();
+  });
+
+  it('two tabs sending at once: each event exactly once', async () => {
+    const context = await browser.newContext();
+    const a = await open(context);
+    const b = await open(context);
+    const email = newPerson();
+    await send(a, email, 0, 1);
+    await send(b, email, 1, 0);
+    await Promise.all([send(a, undefined, 1, 24), send(b, email, 25, 24)]);
+    await arrivesExactlyOnce(email, range(0, 49));
+    await context.close();
+  });
+
+  it('consent pending stores without sending; granted sends it all once', async () => {
+    const context = await browser.newContext();
+    const page = await open(context, { consent: 'pending' });
+    const email = newPerson();
+    await send(page, email, 0, 10);
+    await sleep(1500);
+    expect(stack.received(email)).toEqual([]);
+    await page.evaluate(() => (window as unknown as { cdp: { consent(c: string): Promise<void> } }).cdp.consent('granted'));
+    await arrivesExactlyOnce(email, range(0, 10));
+    await context.close();
+  });
+
+  it('the relay answering 503, then recovering: everything arrives once', async () => {
+    const context = await browser.newContext();
+    stack.emulator.emulator.setFaults({ '*': { status: 503 } });
+    try {
+      const page = await open(context);
+      const email = newPerson();
+      const unavailable = page.waitForResponse((r) => r.url().endsWith('/collect') && r.status() === 503, { timeout: 20_000 });
+      await send(page, email, 0, 10);
+      await unavailable;
+      expect(stack.received(email)).toEqual([]);
+      stack.emulator.emulator.setFaults({});
+      await arrivesExactlyOnce(email, range(0, 10));
+    } finally {
+      stack.emulator.emulator.setFaults({});
+      await context.close();
+    }
+  });
+});
