@@ -167,3 +167,19 @@ describe('relay proxy: one 429 window shared with the relay\'s other forwarders'
     expect(upstream.received).toHaveLength(1);
   });
 });
+
+describe('relay proxy: a platform that never answers', () => {
+  it('answers 504 upstream_timeout once timeoutMs has passed without response headers', async () => {
+    const token = 'rt_timeout_token_000000000000000000000000000';
+    const proxy = createProxyRoutes({
+      tokens: [{ name: 't', sha256: await hashToken(token), scopes: ['admin'] }],
+      upstream: { baseUrl: 'https://platform.test', apiKey: API_KEY },
+      fetch: () => new Promise<Response>(() => {}),
+      logger: () => {},
+      timeoutMs: 50,
+    });
+    const response = await proxy.request('/v1/tags/get', { method: 'POST', headers: { authorization: `Bearer ${token}` }, body: '{}' });
+    expect(response.status).toBe(504);
+    expect(await response.json()).toMatchObject({ error: { code: 'upstream_timeout', message: expect.stringContaining('tags/get') } });
+  });
+});

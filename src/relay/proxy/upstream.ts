@@ -14,15 +14,17 @@ export type Upstream = (endpoint: Endpoint<EndpointId>, body: string) => Promise
 
 const TIMED_OUT = Symbol('timed out');
 
-/** A 429 body is small; more than this is not a rate-limit answer worth reading whole. */
-const MAX_429_BODY = 64 * 1024;
-
 export function createUpstream(config: ProxyConfig, hold: RateHold): Upstream {
   const urls = new Map(ENDPOINT_LIST.map((endpoint) => [endpoint.id, `${config.baseUrl}${endpoint.path}`]));
   const headers = { 'content-type': 'application/json', accept: 'application/json', 'x-api-key': config.apiKey };
   return async (endpoint, body) => {
-    // redirect 'manual': fetch keeps custom headers across origins, so following one could hand the key elsewhere.
-    const sent = config.fetch(urls.get(endpoint.id) as string, { method: endpoint.method, headers, body, redirect: 'manual' });
+    let sent: Promise<Response>;
+    try {
+      // redirect 'manual': fetch keeps custom headers across origins, so following one could hand the key elsewhere.
+      sent = config.fetch(urls.get(endpoint.id) as string, { method: endpoint.method, headers, body, redirect: 'manual' });
+    } catch (cause) {
+      sent = Promise.reject(cause);
+    }
     // A timer race rather than an AbortSignal: signals cost more per call than the rest of the
     // upstream call on Node, and a late answer is simply dropped.
     let timer: ReturnType<typeof setTimeout> | undefined;
@@ -43,7 +45,8 @@ export function createUpstream(config: ProxyConfig, hold: RateHold): Upstream {
       clearTimeout(timer);
     }
     if (response.status !== 429) return response;
-    const text = (await response.text()).slice(0, MAX_429_BODY);
+    // A 429 body is a few bytes (`try-in-seconds` is in it): read it, hold, and pass it on.
+    const text = await response.text();
     const seconds = retryAfterSeconds(text, response.headers.get('retry-after'));
     hold.hold(seconds);
     return new Response(text, { status: 429, headers: { 'content-type': response.headers.get('content-type') ?? 'application/json', 'retry-after': String(seconds) } });
