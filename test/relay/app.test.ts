@@ -57,6 +57,15 @@ describe('the relay app', () => {
     ]);
   });
 
+  it('serves the browser endpoint at RELAY_COLLECT_PATH instead of /collect when set', async () => {
+    const custom = parseConfig({ CDP_API_KEY: KEY, CDP_BASE_URL: 'https://upstream.test', RELAY_COLLECT_PATH: '/e', RELAY_SITES: JSON.stringify([{ key: 'pk_app', origins: [ORIGIN] }]) });
+    const app = createRelay(custom, { fetch: platform().fetch, store: createMemoryStore(), logger: () => {} });
+    const batch = [{ id: 'c-1', type: 'track', activity_id: 'act:cm:signed-up', person: { 'str::email': 'path@example.com' } }];
+    const response = await app.request('/e', { method: 'POST', headers: { origin: ORIGIN }, body: JSON.stringify({ key: 'pk_app', batch }) });
+    expect(((await response.json()) as any).results[0].status).toBe('accepted');
+    expect((await app.request('/collect', { method: 'POST', headers: { origin: ORIGIN }, body: '{}' })).status).toBe(404);
+  });
+
   it('forwards an item sent twice at the same moment only once (the second is told to retry, then is a duplicate)', async () => {
     const upstream = platform(100);
     const app = createRelay(config, { fetch: upstream.fetch, store: createMemoryStore(), logger: () => {} });
