@@ -22,7 +22,7 @@ export interface Stack {
   /** the page origin, e.g. http://127.0.0.1:PORT */
   site: string;
   /** a page with the snippet; `init` is merged into cdp('init', …) */
-  pageUrl(init?: Record<string, unknown>): string;
+  pageUrl(init?: Record<string, unknown>, isolated?: boolean): string;
   /** the `n` attributes of every e2e event the emulator holds for `email` */
   received(email: string): string[];
   close(): Promise<void>;
@@ -50,6 +50,8 @@ export async function startStack(): Promise<Stack> {
     const hash = createHash('sha256').update(stub).digest('base64');
     res.writeHead(200, {
       'content-type': 'text/html; charset=utf-8',
+      // ?isolated=1: cross-origin isolated, so performance.now() is precise enough for the benchmark.
+      ...(url.searchParams.has('isolated') ? { 'cross-origin-opener-policy': 'same-origin', 'cross-origin-embedder-policy': 'credentialless' } : {}),
       // Strict: no eval, no inline script but the stub itself.
       'content-security-policy': `default-src 'none'; script-src 'sha256-${hash}' ${relayUrl}; connect-src ${relayUrl}`,
     });
@@ -75,7 +77,7 @@ export async function startStack(): Promise<Stack> {
     relay,
     relayLog,
     site,
-    pageUrl: (init = {}) => `${site}/?init=${encodeURIComponent(JSON.stringify(init))}`,
+    pageUrl: (init = {}, isolated = false) => `${site}/?init=${encodeURIComponent(JSON.stringify(init))}${isolated ? '&isolated=1' : ''}`,
     received(email) {
       const person = emulator.emulator.snapshot().people.find((p) => p.fields?.['str::email'] === email);
       return (person?.events ?? []).filter((e) => e.activity_id === ACTIVITY).map((e) => String(e.attributes['str:cm:n']));
