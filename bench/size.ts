@@ -1,0 +1,277 @@
+/**
+ * Benchmark: bytes a site pays for cdp-edge beside the analytics SDKs people use today.
+ *
+ *   npx tsx bench/size.ts            (after `npm run build`, which makes dist/cdp.js and dist/browser.js)
+ *
+ * For each SDK, two figures, each raw / gzip (level 9) / brotli (quality 11), from node:zlib:
+ *  - script: the file the SDK ships for the script-tag (CDN) use, as found in its npm package; a file
+ *    the package ships unminified is minified with esbuild first (said in `note`), and Plausible,
+ *    whose npm package has no script-tag file, is bundled to a minified IIFE from its ESM entry.
+ *  - app:    an ESM "init + one track" app importing the SDK from npm, bundled by esbuild
+ *    (minified, browser platform, production), i.e. what an SPA ships.
+ * Plus whether the SDK keeps a durable queue (events survive a reload/close before they are sent):
+ * read from its source, and the evidence string is checked in the installed package on each run.
+ * Prints a table with ratios against cdp-edge and writes bench/results/size.json.
+ */
+import { build } from 'esbuild';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { brotliCompressSync, constants, gzipSync } from 'node:zlib';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+
+interface Sizes {
+  raw: number;
+  gzip: number;
+  brotli: number;
+}
+
+interface Queue {
+  durable: boolean;
+  storage: string;
+  /** a string whose presence in `file` (relative to the package) shows the storage in use */
+  evidence: { file: string; contains: string };
+  how: string;
+}
+
+interface Sdk {
+  name: string;
+  pkg: string;
+  /** the script-tag file inside the package, or `bundle` when the package ships none */
+  script: { file: string; minify?: boolean } | { bundle: string };
+  app: string;
+  queue: Queue;
+}
+
+const SDKS: Sdk[] = [
+  {
+    name: 'cdp-edge',
+    pkg: 'cdp-edge',
+    script: { file: 'dist/cdp.js' },
+    app: `import { createTracker } from 'cdp-edge/browser';
+const cdp = createTracker({ relay: 'https://t.example.com', key: 'pk_live_123' });
+cdp.track('act:cm:signed-up', { 'str:cm:plan': 'pro' });`,
+    queue: {
+      durable: true,
+      storage: 'IndexedDB (idb-keyval)',
+      evidence: { file: 'dist/cdp.js', contains: 'indexedDB' },
+      how: 'our own design: every call is written to IndexedDB before its Promise resolves',
+    },
+  },
+  {
+    name: 'Segment',
+    pkg: '@segment/analytics-next',
+    script: { file: 'dist/umd/standalone.js' },
+    app: `import { AnalyticsBrowser } from '@segment/analytics-next';
+const analytics = AnalyticsBrowser.load({ writeKey: 'wk_123' });
+analytics.track('Signed Up', { plan: 'pro' });`,
+    queue: {
+      durable: true,
+      storage: 'localStorage',
+      evidence: { file: 'dist/pkg/lib/priority-queue/persisted.js', contains: 'window.localStorage' },
+      how: 'PersistedPriorityQueue keeps undelivered events in localStorage (persisted-queue:v1:*) and reloads them',
+    },
+  },
+  {
+    name: 'PostHog',
+    pkg: 'posthog-js',
+    script: { file: 'dist/array.js' },
+    app: `import posthog from 'posthog-js';
+posthog.init('phc_123', { api_host: 'https://t.example.com' });
+posthog.capture('signed up', { plan: 'pro' });`,
+    queue: {
+      durable: false,
+      storage: 'memory (+ sendBeacon on unload)',
+      evidence: { file: 'lib/src/retry-queue.js', contains: 'this._queue = [];' },
+      how: 'RequestQueue and RetryQueue hold requests in an array; on unload they are beaconed once, never stored',
+    },
+  },
+  {
+    name: 'RudderStack',
+    pkg: '@rudderstack/analytics-js',
+    script: { file: 'dist/npm/modern/umd/index.js', minify: true },
+    app: `import { RudderAnalytics } from '@rudderstack/analytics-js';
+const rudder = new RudderAnalytics();
+rudder.load('wk_123', 'https://dp.example.com');
+rudder.track('Signed Up', { plan: 'pro' });`,
+    queue: {
+      durable: true,
+      storage: 'localStorage (XhrQueue plugin, fetched from the CDN at run time by the modern build)',
+      evidence: { file: 'dist/npm/modern/bundled/esm/index.mjs', contains: 'globalThis.localStorage' },
+      how: 'the XhrQueue plugin’s RetryQueue writes queue/batch entries to the localStorage engine',
+    },
+  },
+  {
+    name: 'Snowplow',
+    pkg: '@snowplow/browser-tracker',
+    script: { file: 'dist/index.umd.min.js' },
+    app: `import { newTracker, trackStructEvent } from '@snowplow/browser-tracker';
+newTracker('sp', 'https://c.example.com', { appId: 'site' });
+trackStructEvent({ category: 'account', action: 'signed-up', label: 'pro' });`,
+    queue: {
+      durable: true,
+      storage: 'localStorage',
+      evidence: { file: 'dist/index.umd.min.js', contains: 'snowplowOutQueue_' },
+      how: 'the out-queue is mirrored to localStorage (useLocalStorage defaults to true, 1,000 events max)',
+    },
+  },
+  {
+    name: 'Mixpanel',
+    pkg: 'mixpanel-browser',
+    script: { file: 'dist/mixpanel.min.js' },
+    app: `import mixpanel from 'mixpanel-browser';
+mixpanel.init('tok_123');
+mixpanel.track('Signed Up', { plan: 'pro' });`,
+    queue: {
+      durable: true,
+      storage: 'localStorage',
+      evidence: { file: 'dist/mixpanel.min.js', contains: '__mpq_' },
+      how: 'batch_requests (default on) keeps the request batcher’s queue in localStorage under __mpq_*',
+    },
+  },
+  {
+    name: 'Amplitude',
+    pkg: '@amplitude/analytics-browser',
+    script: { file: 'lib/scripts/amplitude-min.js' },
+    app: `import { init, track } from '@amplitude/analytics-browser';
+init('key_123');
+track('Signed Up', { plan: 'pro' });`,
+    queue: {
+      durable: true,
+      storage: 'localStorage',
+      evidence: { file: 'lib/scripts/amplitude-min.js', contains: '_unsent' },
+      how: 'the destination plugin saves unsent events through storageProvider (LocalStorage by default) as AMP_unsent_*',
+    },
+  },
+  {
+    name: 'Plausible',
+    pkg: 'plausible-tracker',
+    script: { bundle: 'build/module/index.js' },
+    app: `import Plausible from 'plausible-tracker';
+const plausible = Plausible({ domain: 'example.com' });
+plausible.trackEvent('signup', { props: { plan: 'pro' } });`,
+    queue: {
+      durable: false,
+      storage: 'none (one XMLHttpRequest per event)',
+      evidence: { file: 'build/module/lib/request.js', contains: 'XMLHttpRequest' },
+      how: 'sendEvent opens one XHR per event and forgets it; there is no queue or retry',
+    },
+  },
+];
+
+const measure = (bytes: Uint8Array): Sizes => ({
+  raw: bytes.byteLength,
+  gzip: gzipSync(bytes, { level: 9 }).byteLength,
+  brotli: brotliCompressSync(bytes, {
+    params: { [constants.BROTLI_PARAM_QUALITY]: 11, [constants.BROTLI_PARAM_SIZE_HINT]: bytes.byteLength },
+  }).byteLength,
+});
+
+// every peer is a top-level devDependency; some export maps hide package.json from require.resolve
+const packageDir = (pkg: string) => (pkg === 'cdp-edge' ? root : join(root, 'node_modules', pkg));
+
+const version = (pkg: string) => (JSON.parse(readFileSync(join(packageDir(pkg), 'package.json'), 'utf8')) as { version: string }).version;
+
+const ESBUILD = {
+  bundle: true,
+  minify: true,
+  write: false,
+  platform: 'browser',
+  target: 'es2020',
+  logLevel: 'silent',
+  define: { 'process.env.NODE_ENV': '"production"' },
+  // cdp-edge is measured as a user installs it: the built ESM file the exports map points to
+  alias: { 'cdp-edge/browser': join(root, 'dist/browser.js') },
+} as const;
+
+async function scriptBytes(sdk: Sdk): Promise<{ file: string; bytes: Uint8Array; note?: string }> {
+  const dir = packageDir(sdk.pkg);
+  if ('bundle' in sdk.script) {
+    const out = await build({ ...ESBUILD, entryPoints: [join(dir, sdk.script.bundle)], format: 'iife', globalName: 'Plausible' });
+    return { file: sdk.script.bundle, bytes: out.outputFiles[0]!.contents, note: 'no script-tag file in the npm package: its ESM entry bundled to a minified IIFE by esbuild' };
+  }
+  const path = join(dir, sdk.script.file);
+  if (!existsSync(path)) throw new Error(`${sdk.pkg}: ${sdk.script.file} not found (run npm run build for cdp-edge)`);
+  if (!sdk.script.minify) return { file: sdk.script.file, bytes: readFileSync(path) };
+  const out = await build({ ...ESBUILD, entryPoints: [path], format: 'iife' });
+  return { file: sdk.script.file, bytes: out.outputFiles[0]!.contents, note: 'shipped unminified in npm: minified by esbuild as its CDN build would be' };
+}
+
+async function appBytes(sdk: Sdk): Promise<Uint8Array> {
+  const out = await build({ ...ESBUILD, stdin: { contents: sdk.app, resolveDir: root, loader: 'js' }, format: 'esm' });
+  return out.outputFiles[0]!.contents;
+}
+
+function queueEvidence(sdk: Sdk): boolean {
+  const path = join(packageDir(sdk.pkg), sdk.queue.evidence.file);
+  return existsSync(path) && readFileSync(path, 'utf8').includes(sdk.queue.evidence.contains);
+}
+
+interface Row {
+  name: string;
+  pkg: string;
+  version: string;
+  script: Sizes & { file: string; note?: string };
+  app: Sizes;
+  queue: Queue & { evidenceFound: boolean };
+  error?: string;
+}
+
+const rows: Row[] = [];
+const failures: string[] = [];
+for (const sdk of SDKS) {
+  try {
+    const script = await scriptBytes(sdk);
+    const app = await appBytes(sdk);
+    rows.push({
+      name: sdk.name,
+      pkg: sdk.pkg,
+      version: version(sdk.pkg),
+      script: { file: script.file, ...(script.note ? { note: script.note } : {}), ...measure(script.bytes) },
+      app: measure(app),
+      queue: { ...sdk.queue, evidenceFound: queueEvidence(sdk) },
+    });
+  } catch (error) {
+    failures.push(`${sdk.name}: ${(error as Error).message.split('\n')[0]}`);
+  }
+}
+
+const ours = rows.find((row) => row.name === 'cdp-edge');
+const ratio = (value: number, base: number | undefined) => (base ? Math.round((value / base) * 10) / 10 : null);
+const kb = (bytes: number) => (bytes / 1024).toFixed(1);
+
+const table = rows.map((row) => ({
+  sdk: `${row.name} ${row.version}`,
+  'script gzip KB': kb(row.script.gzip),
+  'script brotli KB': kb(row.script.brotli),
+  'script raw KB': kb(row.script.raw),
+  '× cdp (gzip)': ratio(row.script.gzip, ours?.script.gzip),
+  'app gzip KB': kb(row.app.gzip),
+  '× cdp app': ratio(row.app.gzip, ours?.app.gzip),
+  'durable queue': row.queue.durable ? row.queue.storage.split(' ')[0] : 'no',
+}));
+console.table(table);
+for (const row of rows) if (!row.queue.evidenceFound) console.warn(`! ${row.name}: queue evidence "${row.queue.evidence.contains}" not found in ${row.queue.evidence.file}; recheck the claim`);
+for (const failure of failures) console.error(`! ${failure}`);
+
+const results = {
+  bench: 'size',
+  date: new Date().toISOString(),
+  compression: { gzip: 'node:zlib level 9', brotli: 'node:zlib quality 11' },
+  budget: { 'dist/cdp.js gzip': 4096 },
+  withinBudget: ours ? ours.script.gzip <= 4096 : null,
+  rows: rows.map((row) => ({
+    ...row,
+    ratioToCdpEdge: {
+      scriptGzip: ratio(row.script.gzip, ours?.script.gzip),
+      scriptBrotli: ratio(row.script.brotli, ours?.script.brotli),
+      appGzip: ratio(row.app.gzip, ours?.app.gzip),
+    },
+  })),
+  failures,
+};
+mkdirSync(join(root, 'bench/results'), { recursive: true });
+writeFileSync(join(root, 'bench/results/size.json'), JSON.stringify(results, null, 2) + '\n');
+console.log(`wrote ${relative(process.cwd(), join(root, 'bench/results/size.json'))}`);
+if (failures.length > 0) process.exitCode = 1;
