@@ -35,9 +35,12 @@ export async function readBody(request: Request, limit: number): Promise<{ text:
   return decode(bytes);
 }
 
+// Stateless when not streaming, so one decoder serves every call.
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
 function decode(bytes: Uint8Array): { text: string; size: number } {
   try {
-    return { text: new TextDecoder('utf-8', { fatal: true }).decode(bytes), size: bytes.byteLength };
+    return { text: utf8.decode(bytes), size: bytes.byteLength };
   } catch (cause) {
     throw new ProxyError(400, 'malformed_json', 'request body is not UTF-8 text; send a JSON object', { cause });
   }

@@ -12,6 +12,13 @@ import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { Readable } from 'node:stream';
 import { RAW_ANSWER, type WithRawAnswer } from './raw-answer.js';
 
+interface Target {
+  secure: boolean;
+  hostname: string;
+  port: string;
+  path: string;
+}
+
 export interface NodeFetchOptions {
   /** sockets per upstream host @default 64 */
   maxSockets?: number;
@@ -43,6 +50,18 @@ export function createNodeFetch(options: NodeFetchOptions = {}): typeof fetch {
   const maxSockets = options.maxSockets ?? 64;
   const http = new HttpAgent({ keepAlive: true, maxSockets });
   const https = new HttpsAgent({ keepAlive: true, maxSockets });
+  // The proxy calls a few dozen fixed URLs: parse each once, not on every call.
+  const targets = new Map<string, Target>();
+  const target = (href: string): Target => {
+    let found = targets.get(href);
+    if (found === undefined) {
+      const url = new URL(href);
+      if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new TypeError(`createNodeFetch: only http and https URLs; got ${url.protocol}`);
+      found = { secure: url.protocol === 'https:', hostname: url.hostname.replace(/^\[|\]$/g, ''), port: url.port, path: `${url.pathname}${url.search}` };
+      if (targets.size < 1000) targets.set(href, found);
+    }
+    return found;
+  };
   const nodeFetch = async (input: string | URL | Request, init: RequestInit = {}): Promise<Response> => {
     if (input instanceof Request) {
       // What ky and other clients send: read the Request into the URL + init form below.
@@ -51,7 +70,7 @@ export function createNodeFetch(options: NodeFetchOptions = {}): typeof fetch {
       delete rest.body;
       return nodeFetch(input.url, { method: input.method, headers: input.headers, signal: input.signal, ...rest, ...(body === undefined ? {} : { body }) });
     }
-    const url = new URL(input);
+    const url = target(String(input));
     const method = (init.method ?? 'GET').toUpperCase();
     const body = typeof init.body === 'string' ? init.body : init.body instanceof Uint8Array ? Buffer.from(init.body) : undefined;
     if (init.body != null && body === undefined) throw new TypeError('createNodeFetch: the body must be a string or bytes');
@@ -59,9 +78,9 @@ export function createNodeFetch(options: NodeFetchOptions = {}): typeof fetch {
     if (init.headers instanceof Headers || Array.isArray(init.headers)) new Headers(init.headers).forEach((value, name) => (headers[name] = value));
     else Object.assign(headers, init.headers);
     if (body !== undefined) headers['content-length'] = String(Buffer.byteLength(body));
-    const secure = url.protocol === 'https:';
+    const secure = url.secure;
     return new Promise<Response>((resolve, reject) => {
-      const request = (secure ? httpsRequest : httpRequest)(url, { method, headers, agent: secure ? https : http, ...(init.signal ? { signal: init.signal } : {}) }, (res: IncomingMessage) => {
+      const request = (secure ? httpsRequest : httpRequest)({ hostname: url.hostname, port: url.port, path: url.path, method, headers, agent: secure ? https : http, ...(init.signal ? { signal: init.signal } : {}) }, (res: IncomingMessage) => {
         const status = res.statusCode ?? 502;
         const init = { status, statusText: res.statusMessage ?? '', headers: toPairs(res.rawHeaders) };
         if (bodyless(status, method)) {
