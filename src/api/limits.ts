@@ -26,10 +26,25 @@ export const LIMITS = {
 export const RATE_LIMITS = { professional: 10, business: 30 } as const;
 export type Plan = keyof typeof RATE_LIMITS;
 
-const encoder = new TextEncoder();
+/** UTF-8 length of `text` without encoding it (what TextEncoder would give, lone surrogates as U+FFFD). */
+export function utf8Length(text: string): number {
+  // ASCII is the common case: one byte per character.
+  if (/^[\x00-\x7f]*$/.test(text)) return text.length;
+  let bytes = text.length;
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    if (code < 0x80) continue;
+    if (code < 0x800) bytes += 1;
+    else if (code >= 0xd800 && code <= 0xdbff && (text.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
+      bytes += 2; // a surrogate pair: 4 bytes for 2 UTF-16 units
+      i++;
+    } else bytes += 2;
+  }
+  return bytes;
+}
 
 /** Bytes of `value` as UTF-8 JSON: how the platform measures payloads. */
 export function jsonBytes(value: unknown): number {
-  // One shared encoder: this runs once per activity in hot paths (the relay, the emulator).
-  return encoder.encode(JSON.stringify(value)).byteLength;
+  // Counted, not encoded: this runs once per activity in hot paths (the relay, the emulator).
+  return utf8Length(JSON.stringify(value) ?? '');
 }
