@@ -79,14 +79,13 @@ export function createTracker(options: TrackerOptions): Tracker {
   const store = new Proxy({} as Store, {
     get: (_, op: keyof Store) => {
       const call = (a: unknown[]) => (s[op] as (...a: unknown[]) => Promise<never>)(...a);
+      // A synchronous throw (no indexedDB at all) becomes a rejection like any other failure.
       return (...a: unknown[]) =>
-        Promise.resolve()
-          .then(() => call(a))
-          .catch((e) => {
-            if (s != primary) throw e;
-            emit('storage-error', e);
-            return (s = memoryStore()).put([['meta', meta], ...mirror]).then(() => call(a));
-          });
+        new Promise((r) => r(call(a))).catch((e) => {
+          if (s != primary) throw e;
+          emit('storage-error', e);
+          return (s = memoryStore()).put([['meta', meta], ...mirror]).then(() => call(a));
+        });
     },
   });
   const withLock = lock('cdp-edge:' + key, options.locks ?? nav?.locks, store, now, uuid());
@@ -156,17 +155,17 @@ export function createTracker(options: TrackerOptions): Tracker {
       if (!Array.isArray(results)) return failed(answer);
       const byId = new Map(batch.map((it) => [it.id, it]));
       const done: string[] = [];
-      let retry = false;
+      let retry: string | undefined;
       for (const r of results) {
         const item = byId.get(r?.id);
         if (!item) continue;
-        if (r.status == 'retry') retry = true;
+        if (r.status == 'retry') retry = r.error || 'retry';
         else done.push(r.id), mirror.delete(r.id);
         if (r.status == 'rejected') emit('reject', { item, error: r.error ?? 'rejected' });
       }
       await store.del(done);
-      if (retry) return failed(answer, 'retry');
-      attempt = 0;
+      if (retry) return failed(answer, retry);
+      attempt = until = 0;
     }
   };
 
@@ -236,7 +235,7 @@ export function createTracker(options: TrackerOptions): Tracker {
       checkFields('identify', fields);
       const p: Fields = {};
       for (const k of PERSON_KEYS) if (fields[k]) p[k] = fields[k];
-      if (!Object.keys(p).length) fail('identify', `fields need ${PERSON_KEYS.join(' or ')} to name the person`);
+      if (!Object.keys(p).length) fail('identify', 'fields need str::email, str::ei or str::person_id to name the person');
       const it = item('identify', { fields, ...opts });
       return ready.then(() => {
         if (consent != 'denied') {
