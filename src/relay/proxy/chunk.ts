@@ -9,7 +9,8 @@ import type { RateHold } from './hold.js';
 import type { ProxyConfig } from './options.js';
 import type { Upstream } from './upstream.js';
 
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+/** A JSON object (not an array, not null). */
+export const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
 export interface Chunk {
   /** index of the chunk's first item in the caller's array */

@@ -4,7 +4,7 @@ import { createTokenVerifier, type TokenConfig } from '../tokens.js';
 import type { AuditEntry } from './audit.js';
 import { authenticate, authorize } from './auth.js';
 import { parseJson, readBody } from './body.js';
-import { Pacer, sendChunks, splitBody, validateChunks } from './chunk.js';
+import { isObject, Pacer, sendChunks, splitBody, validateChunks } from './chunk.js';
 import { jsonResponse, ProxyError } from './errors.js';
 import { RateHold } from './hold.js';
 import type { ProxyConfig } from './options.js';
@@ -26,8 +26,6 @@ function splitUrl(url: string): { path: string; query: string } {
   if (start === -1) return { path: '/', query: '' };
   return mark === -1 ? { path: url.slice(start), query: '' } : { path: url.slice(start, mark), query: url.slice(mark + 1) };
 }
-
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
 const invalid = (endpoint: Endpoint<EndpointId>, issues: { path: string; message: string }[]) => {
   const more = issues.length > 1 ? ` (and ${issues.length - 1} more in details)` : '';
