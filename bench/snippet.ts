@@ -49,7 +49,7 @@ try {
   const page = await browser.newPage();
   let collects = 0;
   page.on('request', (r) => void (r.url().endsWith('/collect') && collects++));
-  await page.goto(stack.pageUrl({ flushInterval: 1000, maxItems: EVENTS * 2 }, true));
+  await page.goto(stack.pageUrl({ flushInterval: 1000, maxItems: EVENTS * 2 }, { isolated: true }));
   await page.waitForFunction(() => (window as unknown as { cdp?: { loaded?: boolean } }).cdp?.loaded === true);
   const isolated = await page.evaluate(() => crossOriginIsolated);
 

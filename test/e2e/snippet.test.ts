@@ -27,13 +27,13 @@ describe.runIf(available)('the snippet in Chromium, against the relay and emulat
 
   const newPerson = () => `e2e-${++person}-${Date.now()}@example.com`;
 
-  async function open(context: BrowserContext, init: Record<string, unknown> = {}): Promise<Page> {
+  async function open(context: BrowserContext, init: Record<string, unknown> = {}, flags: { twice?: boolean; esm?: boolean } = {}): Promise<Page> {
     const page = await context.newPage();
     const problems: string[] = [];
     page.on('pageerror', (e) => problems.push(String(e)));
     page.on('console', (m) => m.type() === 'error' && !m.text().includes('Failed to load resource') && problems.push(m.text()));
     (page as Page & { problems?: string[] }).problems = problems;
-    await page.goto(stack.pageUrl({ flushInterval: 100, ...init }));
+    await page.goto(stack.pageUrl({ flushInterval: 100, ...init }, flags));
     await page.waitForFunction(() => (window as unknown as { cdp?: { loaded?: boolean } }).cdp?.loaded === true);
     return page;
   }
@@ -131,6 +131,46 @@ describe.runIf(available)('the snippet in Chromium, against the relay and emulat
     expect(stack.received(email)).toEqual([]);
     await page.evaluate(() => (window as unknown as { cdp: { consent(c: string): Promise<void> } }).cdp.consent('granted'));
     await arrivesExactlyOnce(email, range(0, 10));
+    await context.close();
+  });
+
+  it('loaded twice on one page: one tracker, each event once', async () => {
+    const context = await browser.newContext();
+    const page = await open(context, {}, { twice: true });
+    await page.waitForLoadState('load');
+    const email = newPerson();
+    await send(page, email, 0, 10);
+    await arrivesExactlyOnce(email, range(0, 10));
+    expect((page as Page & { problems?: string[] }).problems).toEqual([]);
+    await context.close();
+  });
+
+  it('two tabs without Web Locks (the lease fallback): each event exactly once', async () => {
+    const context = await browser.newContext();
+    const a = await open(context, { locks: false });
+    const b = await open(context, { locks: false });
+    const email = newPerson();
+    await send(a, email, 0, 1);
+    await send(b, email, 1, 0);
+    await Promise.all([send(a, undefined, 1, 24), send(b, email, 25, 24)]);
+    await arrivesExactlyOnce(email, range(0, 49));
+    await context.close();
+  });
+
+  it('the ESM build in an SPA: createTracker, page views on history changes, events once', async () => {
+    const context = await browser.newContext();
+    const page = await open(context, { spa: true, consent: 'pending' }, { esm: true });
+    const email = newPerson();
+    await send(page, email, 0, 5);
+    await page.evaluate(() => {
+      history.pushState(null, '', '/pricing');
+      history.pushState(null, '', '/signup');
+      history.back();
+    });
+    await expect.poll(() => page.evaluate(() => location.pathname)).toBe('/pricing');
+    await page.evaluate(() => (window as unknown as { cdp: { consent(c: string): Promise<void> } }).cdp.consent('granted'));
+    await arrivesExactlyOnce(email, range(0, 5));
+    await expect.poll(() => stack.views(email).sort(), { timeout: 20_000 }).toEqual(['/esm', '/pricing', '/pricing', '/signup']);
     await context.close();
   });
 
