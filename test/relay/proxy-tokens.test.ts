@@ -1,5 +1,6 @@
 /** Relay tokens: RELAY_TOKENS parsing, hashing, constant-time lookup, scopes, and `cdp-edge token create`. */
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { main } from '../../src/cli.js';
 import tokenCommand from '../../src/cli/token.js';
 import { createProxyRoutes } from '../../src/relay/proxy/index.js';
 import { createTokenVerifier, hashToken, parseTokens, tokenAllows, TokenConfigError, type TokenConfig } from '../../src/relay/tokens.js';
@@ -111,6 +112,16 @@ describe('cdp-edge token create', () => {
     expect(code).toBe(0);
     const { token, entry } = JSON.parse(out) as { token: string; entry: TokenConfig };
     expect(entry).toEqual({ name: 'reporting', sha256: await hashToken(token), scopes: ['read'], endpoints: ['person/get', 'organizations/get'] });
+  });
+
+  it('is registered as `cdp-edge token`', async () => {
+    const out: string[] = [];
+    vi.spyOn(console, 'log').mockImplementation((line: string) => void out.push(line));
+    const code = await main(['token', 'create', '--name', 'via-cli', '--scopes', 'delete', '--json']);
+    vi.restoreAllMocks();
+    expect(code).toBe(0);
+    const { token, entry } = JSON.parse(out.join('')) as { token: string; entry: TokenConfig };
+    expect(entry).toEqual({ name: 'via-cli', sha256: await hashToken(token), scopes: ['delete'] });
   });
 
   it('exits 2 naming the problem for missing options, unknown scopes or endpoints', async () => {
