@@ -102,9 +102,8 @@ async function verifyIdentities(site: SiteConfig, items: Item[], token: string |
   return verified;
 }
 
-/** Why `item` may not go under the site's verify policy; undefined when it may. */
-async function identityProblem(site: SiteConfig, item: Item, verified: Verified, identity: Identity | undefined): Promise<string | undefined> {
-  if (site.verify !== 'required' || !identity) return undefined;
+/** Why `item` is not a verified identity of this browser; undefined when it is. */
+async function identityProblem(site: SiteConfig, item: Item, verified: Verified, identity: Identity): Promise<string | undefined> {
   if (item.type === 'identify') {
     return verified.items.has(item.id) ? undefined : 'identity not verified: send user_hash = hex HMAC-SHA256 of the email (or external ID) under the site\'s secret';
   }
@@ -118,6 +117,13 @@ async function identityProblem(site: SiteConfig, item: Item, verified: Verified,
   }
   return undefined;
 }
+
+/** The track's person reduced to its identifiers: what an unverified browser may name but not change. */
+const identifiersOnly = (item: Item & { type: 'track' }, mergeBy: readonly string[]): Item => {
+  const person = item.input.person ?? {};
+  const kept = Object.fromEntries(Object.entries(person).filter(([field]) => mergeBy.includes(field)));
+  return { ...item, input: { ...item.input, person: kept } };
+};
 
 function entryOf(item: Item, location: Record<string, unknown> | undefined): Record<string, unknown> {
   const entry: Record<string, unknown> = {};
@@ -165,24 +171,28 @@ export async function collect(ctx: CollectContext, request: Request, info: Clien
   const verified = await verifyIdentities(site, items, body.identity, identity, started);
   const enrichment = enrichmentOf(info, config.addressLookup);
   const pending: { item: Item; entry: Record<string, unknown>; strategy: 1 | 2 }[] = [];
-  for (const item of items) {
-    const problem = site.verify === 'required' ? await identityProblem(site, item, verified, identity) : undefined;
-    if (problem) {
+  for (const original of items) {
+    let item = original;
+    const problem = site.verify !== 'off' && identity ? await identityProblem(site, item, verified, identity) : undefined;
+    if (problem && site.verify === 'required') {
       results.set(item.index, { id: item.id, status: 'rejected', error: problem });
       continue;
     }
+    // Under "optional" an unverified track still goes, but may only name its person, not change it.
+    if (problem && item.type === 'track') item = identifiersOnly(item, site.mergeBy);
     const entry = entryOf(item, enrichLocation(item.input.location, enrichment));
     const invalid = checkEntry(item.type, entry);
     if (invalid) results.set(item.index, { id: item.id, status: 'rejected', error: invalid });
     // Unverified identifies under "optional" may create people but never overwrite one.
-    else pending.push({ item, entry, strategy: site.verify === 'optional' && item.type === 'identify' && !verified.items.has(item.id) ? 1 : 2 });
+    else pending.push({ item, entry, strategy: site.verify === 'optional' && item.type === 'identify' && problem !== undefined ? 1 : 2 });
   }
 
   const leaseMs = config.budgetMs + 30_000;
   const claim = pending.length > 0 ? await store.begin(site.key, pending.map((p) => p.item.id), started, leaseMs) : { fresh: [], duplicate: [], busy: [] };
   const fresh = new Set(claim.fresh);
+  const duplicate = new Set(claim.duplicate);
   for (const p of pending) {
-    if (claim.duplicate.includes(p.item.id)) results.set(p.item.index, { id: p.item.id, status: 'duplicate' });
+    if (duplicate.has(p.item.id)) results.set(p.item.index, { id: p.item.id, status: 'duplicate' });
     else if (!fresh.has(p.item.id)) results.set(p.item.index, { id: p.item.id, status: 'retry', error: 'another request is forwarding this item right now' });
   }
   const going = pending.filter((p) => fresh.has(p.item.id));

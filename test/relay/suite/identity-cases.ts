@@ -47,6 +47,17 @@ export function identityCases(target: () => RelayTarget): void {
       expect(byStrategy).toEqual({ 2: ['p@example.com'], 1: ['q@example.com', 'r@example.com'] });
     });
 
+    it('optional: an unverified track may name its person but not change their fields; a verified one may', async () => {
+      await target().upstream.reset();
+      const email = 'opt-track@example.com';
+      const unverified = await read(await relay.post({ key: optional, batch: [track('act:cm:viewed', { 'str::email': email, 'str::first': 'Mallory' })] }));
+      expect(unverified.body.results[0].status).toBe('accepted');
+      const verified = await read(await relay.post({ key: optional, batch: [identify({ 'str::email': email }, { user_hash: await hashOf(email) }), track('act:cm:viewed', { 'str::email': email, 'str::first': 'Olive' })] }));
+      expect(verified.body.results.map((r: { status: string }) => r.status)).toEqual(['accepted', 'accepted']);
+      const activities = (await target().upstream.received()).filter((call) => call.path === '/v1/activities/create').map((call) => call.body.activities[0].fields);
+      expect(activities).toEqual([{ 'str::email': email }, { 'str::email': email, 'str::first': 'Olive' }]);
+    });
+
     it('required: rejects identifies with a bad or missing hash, accepts a good one (email, or external ID)', async () => {
       await target().upstream.reset();
       const good = identify({ 'str::email': 's@example.com' }, { user_hash: await hashOf('s@example.com') });
