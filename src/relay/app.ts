@@ -139,7 +139,8 @@ export function createRelay(config: RelayConfig, deps: RelayDeps = {}): Hono {
   app.notFound((c) => c.json(relayError('not_found', `Nothing is served at ${c.req.method} ${new URL(c.req.url).pathname}; the relay serves POST ${path}, GET /cdp.js, GET /healthz and the /v1/ proxy.`), 404));
 
   app.onError((error, c) => {
-    logger({ ts: new Date(clock.now()).toISOString(), kind: 'error', method: c.req.method, path: new URL(c.req.url).pathname, status: 500, ms: 0, error: error.name });
+    const pathname = new URL(c.req.url).pathname;
+    logger({ ts: new Date(clock.now()).toISOString(), kind: 'error', method: c.req.method, path: known.has(pathname) ? pathname : '*', status: 500, ms: 0, error: error.name });
     return c.json(relayError('internal_error', 'The relay failed unexpectedly; nothing was lost, retry later.'), 500, { 'Cache-Control': NO_STORE });
   });
 
