@@ -1,7 +1,7 @@
 /**
  * Benchmark: the relay's proxy against a bare pass-through, in front of the same mock platform.
  *
- *   npx tsx bench/relay-proxy.ts [--requests 4000] [--concurrency 32] [--rounds 5]
+ *   npx tsx bench/relay-proxy.ts [--requests 3000] [--concurrency 32] [--rounds 5]
  *
  * Separate processes on loopback: the load generator (this one), the mock platform, and
  *  (a) bare   a node:http pass-through that only swaps the caller's Authorization for the key,
@@ -207,7 +207,7 @@ async function main(): Promise<void> {
     if (!Number.isInteger(value) || value <= 0) throw new RangeError(`--${name} must be a positive integer`);
     return value;
   };
-  const total = arg('requests', 4000);
+  const total = arg('requests', 3000);
   const concurrency = arg('concurrency', 32);
   const rounds = arg('rounds', 5);
   const upstream = await spawn('upstream');
