@@ -54,12 +54,14 @@ export function createRelay(config: RelayConfig, deps: RelayDeps = {}): Hono {
   const store = deps.store ?? createMemoryStore();
   const fetchImpl = deps.fetch ?? globalThis.fetch.bind(globalThis);
   const client = createClient({ apiKey: config.apiKey, baseUrl: config.baseUrl, fetch: fetchImpl, retry: false, validate: false, timeout: Math.max(500, Math.min(5_000, config.budgetMs)) });
+  // One 429 window per upstream, shared by /collect and the proxy: the platform limits the key, not the route.
+  const backoff = deps.backoff ?? sharedBackoff(config.baseUrl);
   const context = {
     config,
     store,
     clock,
     client,
-    backoff: deps.backoff ?? sharedBackoff(config.baseUrl),
+    backoff,
     random: deps.random ?? Math.random,
     enqueue: deps.enqueue,
   };
@@ -134,6 +136,7 @@ export function createRelay(config: RelayConfig, deps: RelayDeps = {}): Hono {
     logger: (entry) => logger(entry),
     now: () => clock.now(),
     sleep: (ms) => clock.sleep(ms),
+    backoff,
   }));
 
   app.notFound((c) => c.json(relayError('not_found', `Nothing is served at ${c.req.method} ${new URL(c.req.url).pathname}; the relay serves POST ${path}, GET /cdp.js, GET /healthz and the /v1/ proxy.`), 404));

@@ -114,3 +114,29 @@ describe('the relay app when its state store fails', () => {
     expect(lines[0]).toMatchObject({ status: 200, warning: 'state_commit_failed' });
   });
 });
+
+describe('one 429 window for the whole relay', () => {
+  it('holds /collect back after the proxy saw the platform ask to slow down', async () => {
+    let calls = 0;
+    const fetchImpl = (async () => {
+      calls++;
+      return Response.json({ error: { code: 'rate-limit', message: 'rate limit', 'try-in-seconds': 60 } }, { status: 429 });
+    }) as typeof fetch;
+    const { hashToken } = await import('../../src/relay/tokens.js');
+    const token = 'rt_app_test_token_0123456789abcdefghij';
+    const withTokens = parseConfig({
+      CDP_API_KEY: KEY,
+      CDP_BASE_URL: 'https://upstream-429.test',
+      RELAY_SITES: JSON.stringify([{ key: 'pk_app', origins: [ORIGIN] }]),
+      RELAY_TOKENS: JSON.stringify([{ name: 'crm', sha256: await hashToken(token), scopes: ['read'] }]),
+    });
+    const app = createRelay(withTokens, { fetch: fetchImpl, store: createMemoryStore(), logger: () => {}, backoff: { until: 0 } });
+    const proxied = await app.request('/v1/tags/get', { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: '{}' });
+    expect(proxied.status).toBe(429);
+    const before = calls;
+    const response = await post(app, [{ id: 'held-1', type: 'track', activity_id: 'act:cm:signed-up', person: { 'str::email': 'held@example.com' } }]);
+    expect(response.status).toBe(503);
+    expect(Number(response.headers.get('retry-after'))).toBeGreaterThan(50);
+    expect(calls).toBe(before);
+  });
+});
