@@ -40,3 +40,18 @@ describe('identity verification', () => {
     expect(await identity.read('pk_a', undefined, now)).toEqual([]);
   });
 });
+
+describe('identity tokens cannot be forged from user hashes', () => {
+  it('signs with a key no user_hash reveals, even for strings shaped like token payloads', async () => {
+    const identity = createIdentity(SECRET, 3600);
+    const now = Date.UTC(2026, 10, 23, 9);
+    const subject = await identity.subject('pk_a', 'str::email', 'victim@example.com');
+    const payload = `v1.${Math.floor(now / 1000 + 3600).toString(36)}.${subject}`;
+    // A site server would hand out HMACs of these if a visitor chose them as an external ID.
+    for (const chosen of [`token\npk_a\n${payload}`, `identity-token\npk_a\n${payload}`, payload]) {
+      const hex = await userHash(SECRET, chosen);
+      const b64 = Buffer.from(hex, 'hex').toString('base64url');
+      expect(await identity.read('pk_a', `${payload}.${b64}`, now)).toEqual([]);
+    }
+  });
+});

@@ -46,16 +46,21 @@ const MAX_SUBJECTS = 4;
 
 /** Identity checks under `secret`, issuing tokens valid for `ttlSeconds`. */
 export function createIdentity(secret: string, ttlSeconds: number): Identity {
-  const key = crypto.subtle.importKey('raw', encoder.encode(secret), { name: 'HMAC', hash: 'SHA-256' }, false, ['sign']);
-  const mac = async (message: string) => new Uint8Array(await crypto.subtle.sign('HMAC', await key, encoder.encode(message)));
-  const sign = async (site: string, payload: string) => toB64url(await mac(`identity-token\n${site}\n${payload}`));
+  const hmacKey = (bytes: BufferSource) => crypto.subtle.importKey('raw', bytes, { name: 'HMAC', hash: 'SHA-256' }, false, ['sign']);
+  const userKey = hmacKey(encoder.encode(secret));
+  // Tokens are signed with a key derived by SHA-256, not by HMAC under the secret: a site's server
+  // hands out HMACs of strings a visitor chooses (user_hash of an external ID), so no token key may
+  // be an HMAC of anything.
+  const tokenKey = crypto.subtle.digest('SHA-256', encoder.encode(`cdp-edge identity token v1\u0000${secret}`)).then(hmacKey);
+  const mac = async (key: Promise<CryptoKey>, message: string) => new Uint8Array(await crypto.subtle.sign('HMAC', await key, encoder.encode(message)));
+  const sign = async (site: string, payload: string) => toB64url(await mac(tokenKey, `token\n${site}\n${payload}`));
 
   return {
     async hashMatches(value, hash) {
-      return timingSafeEqual(toHex(await mac(value)), hash.toLowerCase());
+      return timingSafeEqual(toHex(await mac(userKey, value)), hash.toLowerCase());
     },
     async subject(site, field, value) {
-      return toB64url((await mac(`subject\n${site}\n${field}\n${value}`)).slice(0, 16));
+      return toB64url((await mac(tokenKey, `subject\n${site}\n${field}\n${value}`)).slice(0, 16));
     },
     async issue(site, subjects, now) {
       const unique = [...new Set(subjects)].slice(-MAX_SUBJECTS);
