@@ -17,3 +17,21 @@ describe('dist/cdp.js', () => {
     expect(text.startsWith('!function(){')).toBe(true);
   });
 });
+
+describe('dist/browser.js (ESM)', () => {
+  const bundle = async (code: string) => {
+    const { build } = await import('esbuild');
+    const out = await build({ stdin: { contents: code, resolveDir: process.cwd(), loader: 'js' }, bundle: true, minify: true, format: 'esm', write: false, logLevel: 'silent' });
+    return out.outputFiles[0]!.text;
+  };
+
+  it('has no side effects on import: importing it for nothing bundles to nothing', async () => {
+    expect((await bundle("import './dist/browser.js';")).trim()).toBe('');
+  });
+
+  it('tree-shakes: an app using only createTracker does not carry the script-tag stub', async () => {
+    const text = await bundle("import { createTracker } from './dist/browser.js'; createTracker({ relay: 'https://t.example.com', key: 'pk' }).track('act:cm:x');");
+    expect(text).toContain('cdp-edge');
+    expect(text).not.toContain('unknown command');
+  });
+});
