@@ -140,3 +140,21 @@ describe('one 429 window for the whole relay', () => {
     expect(calls).toBe(before);
   });
 });
+
+describe('event times', () => {
+  it('corrects ts by the browser clock\'s error (from sent_at) when it is off by minutes, and keeps it exact otherwise', async () => {
+    const T = Date.UTC(2026, 10, 23, 12);
+    const upstream = platform();
+    const app = createRelay(config, { fetch: upstream.fetch, store: createMemoryStore(), logger: () => {}, clock: { now: () => T, sleep: async () => {} } });
+    const send = (sentAt: number, ts: number, id: string) =>
+      app.request('/collect', {
+        method: 'POST',
+        headers: { origin: ORIGIN },
+        body: JSON.stringify({ key: 'pk_app', sent_at: new Date(sentAt).toISOString(), batch: [{ id, type: 'track', ts: new Date(ts).toISOString(), activity_id: 'act:cm:signed-up', person: { 'str::email': 'clock@example.com' } }] }),
+      });
+    await send(T - 3600_000, T - 3600_000 - 10_000, 'skewed'); // the browser's clock is an hour slow
+    await send(T - 30_000, T - 40_000, 'close'); // 30 s off: latency or a small drift, left alone
+    const created = upstream.calls.map((call) => call.body.activities[0].created);
+    expect(created).toEqual([new Date(T - 10_000).toISOString(), new Date(T - 40_000).toISOString()]);
+  });
+});

@@ -18,6 +18,8 @@ export interface CollectBody {
   identity: string | undefined;
   /** size of the raw body */
   bytes: number;
+  /** `sent_at` as ms since epoch (the browser's clock when it sent), when given and valid */
+  sentAt: number | undefined;
 }
 
 const tooLarge = (bytes: number | string) =>
@@ -50,7 +52,7 @@ export async function readCollectBody(request: Request): Promise<CollectBody> {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
     throw new RelayHttpError(400, 'invalid_body', 'The body must be a JSON object {"key","batch":[…]}.');
   }
-  const { key, batch, identity } = body as Record<string, unknown>;
+  const { key, batch, identity, sent_at: sentAt } = body as Record<string, unknown>;
   const details: string[] = [];
   if (typeof key !== 'string' || key === '') details.push('key: the site key is missing (a non-empty string)');
   if (!Array.isArray(batch)) details.push('batch: must be an array of items');
@@ -59,5 +61,5 @@ export async function readCollectBody(request: Request): Promise<CollectBody> {
   if ((batch as unknown[]).length > MAX_ITEMS) {
     throw new RelayHttpError(413, 'too_many_items', `The batch has ${(batch as unknown[]).length} items; /collect takes at most ${MAX_ITEMS} per request. Split it.`);
   }
-  return { key: key as string, batch: batch as unknown[], identity: typeof identity === 'string' ? identity : undefined, bytes: size };
+  return { key: key as string, batch: batch as unknown[], identity: typeof identity === 'string' ? identity : undefined, bytes: size, sentAt: typeof sentAt === 'string' && Number.isFinite(Date.parse(sentAt)) ? Date.parse(sentAt) : undefined };
 }

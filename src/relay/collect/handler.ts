@@ -125,7 +125,15 @@ const identifiersOnly = (item: Item & { type: 'track' }, mergeBy: readonly strin
   return { ...item, input: { ...item.input, person: kept } };
 };
 
-function entryOf(item: Item, location: Record<string, unknown> | undefined): Record<string, unknown> {
+/** Browser clocks further off than this are corrected (nearer ones are left exact). */
+const MAX_CLOCK_SKEW_MS = 2 * 60_000;
+
+/** The item's `ts` on the relay's clock: shifted by how far the browser's clock was off when it sent (`sent_at`). */
+function eventTime(ts: string, skewMs: number): string {
+  return skewMs === 0 ? ts : new Date(Date.parse(ts) + skewMs).toISOString();
+}
+
+function entryOf(item: Item, location: Record<string, unknown> | undefined, skewMs: number): Record<string, unknown> {
   const entry: Record<string, unknown> = {};
   if (item.type === 'identify') {
     entry['fields'] = item.input.fields;
@@ -135,7 +143,7 @@ function entryOf(item: Item, location: Record<string, unknown> | undefined): Rec
     entry['activity_id'] = item.input.activity_id;
     if (item.input.person !== undefined) entry['fields'] = item.input.person;
     if (item.input.attributes !== undefined) entry['attributes'] = item.input.attributes;
-    if (item.input.ts !== undefined) entry['created'] = item.input.ts;
+    if (item.input.ts !== undefined) entry['created'] = eventTime(item.input.ts, skewMs);
   }
   if (location !== undefined) entry['location'] = location;
   return entry;
@@ -170,6 +178,8 @@ export async function collect(ctx: CollectContext, request: Request, info: Clien
   const identity = identityFor(config);
   const verified = await verifyIdentities(site, items, body.identity, identity, started);
   const enrichment = enrichmentOf(info, config.addressLookup);
+  const skew = body.sentAt === undefined ? 0 : started - body.sentAt;
+  const skewMs = Math.abs(skew) > MAX_CLOCK_SKEW_MS ? skew : 0;
   const pending: { item: Item; entry: Record<string, unknown>; strategy: 1 | 2 }[] = [];
   for (const original of items) {
     let item = original;
@@ -180,7 +190,7 @@ export async function collect(ctx: CollectContext, request: Request, info: Clien
     }
     // Under "optional" an unverified track still goes, but may only name its person, not change it.
     if (problem && item.type === 'track') item = identifiersOnly(item, site.mergeBy);
-    const entry = entryOf(item, enrichLocation(item.input.location, enrichment));
+    const entry = entryOf(item, enrichLocation(item.input.location, enrichment), skewMs);
     const invalid = checkEntry(item.type, entry);
     if (invalid) results.set(item.index, { id: item.id, status: 'rejected', error: invalid });
     // Unverified identifies under "optional" may create people but never overwrite one.
