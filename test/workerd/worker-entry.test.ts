@@ -11,10 +11,10 @@ import { CF, CF_CUSTOM, VISITOR_IP } from './target.js';
 const upstream = upstreamControl(env['TEST_UPSTREAM'] as string);
 const calls = async () => (await upstream.received()).filter((call) => call.path.startsWith('/v1/'));
 
-function post(vars: Record<string, unknown>, body: unknown, cf: unknown = CF) {
+function post(vars: Record<string, unknown>, body: unknown, cf: unknown = CF, headers: Record<string, string> = {}) {
   const request = new Request('https://relay.example.com/collect', {
     method: 'POST',
-    headers: { origin: ORIGIN, 'content-type': 'text/plain', 'cf-connecting-ip': VISITOR_IP },
+    headers: { origin: ORIGIN, 'content-type': 'text/plain', 'cf-connecting-ip': VISITOR_IP, ...headers },
     body: JSON.stringify(body),
     cf,
   } as RequestInit);
@@ -34,6 +34,16 @@ describe('the Worker entry', () => {
       { source_ip: VISITOR_IP, custom: CF_CUSTOM },
       { source_ip: VISITOR_IP, custom: { city_name: 'Lyon' } },
     ]);
+  });
+
+  it('ignores X-Forwarded-For and a browser-sent source_ip: the address is Cloudflare\'s CF-Connecting-IP', async () => {
+    const key = siteKey('xff');
+    await upstream.reset();
+    const item = track('act:cm:viewed', { 'str::email': 'xff@example.com' }, { location: { source_ip: '6.6.6.6' } });
+    const response = await post({ RELAY_SITES: sites({ key, origins: [ORIGIN] }) }, { key, batch: [item] }, CF, { 'x-forwarded-for': '198.51.100.1' });
+    expect(((await response.json()) as any).results[0].status).toBe('accepted');
+    const [call] = await calls();
+    expect(call!.body.activities[0].location.source_ip).toBe(VISITOR_IP);
   });
 
   it('answers a misconfiguration with 500 naming the variable, never the key', async () => {
