@@ -31,8 +31,8 @@ const fail = (where: string, what: string): never => {
   throw new CdpInputError(`cdp.${where}(): ${what}`);
 };
 
-/** UTF-8 bytes of `s`. */
-export const utf8Bytes = (s: string): number => new Blob([s]).size;
+/** UTF-8 bytes of `s` (not `new Blob([s]).size`: each Blob is a round trip to Chrome's blob registry, 100× slower). */
+export const utf8Bytes = (s: string): number => new TextEncoder().encode(s).length;
 
 /** Throws `CdpInputError` unless `fields` is an object of at most `max` valid field IDs. */
 export function checkFields(where: string, fields: unknown, max = 1 / 0): asserts fields is Fields {
