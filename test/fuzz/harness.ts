@@ -1,0 +1,150 @@
+/**
+ * Shared by the fuzz suites: the seed and run count (reproducible, printed), raw HTTP on
+ * loopback (no client-side path normalisation, any bytes, any header), the two documented
+ * error shapes, a heap probe after GC, and the case counter bench/run.js reads.
+ */
+import { Agent, request } from 'node:http';
+import { connect } from 'node:net';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import { expect } from 'vitest';
+
+/** `FUZZ_SEED` reproduces a run; npm test uses a fixed seed so it is the same run every time. */
+export const SEED = Number(process.env['FUZZ_SEED'] ?? 20261123);
+/** fast-check runs per property: 150 in npm test, more when the bench sets `FUZZ_RUNS`. */
+export const RUNS = Math.max(1, Number(process.env['FUZZ_RUNS'] ?? 150));
+
+export const fcOptions = (salt: number) => ({ seed: SEED + salt, numRuns: RUNS, endOnFailure: true });
+
+export interface Reply {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  text: string;
+}
+
+const agent = new Agent({ keepAlive: true, maxSockets: 8 });
+
+/** One request exactly as given: path unnormalised, body any bytes. */
+export function send(base: string, method: string, path: string, headers: Record<string, string>, body?: string | Uint8Array): Promise<Reply> {
+  const url = new URL(base);
+  return new Promise((resolve, reject) => {
+    let replied = false;
+    const large = body !== undefined && body.length > 1024 * 1024;
+    const length = body === undefined ? {} : { 'content-length': String(typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength) };
+    // Large bodies on their own connection: the server may answer early and drop it.
+    const req = request({ host: url.hostname, port: url.port, method, path, headers: { ...length, ...headers }, agent: large ? false : agent }, (res) => {
+      replied = true;
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(chunks).toString('utf8') }));
+      res.on('error', reject);
+    });
+    // A server may answer 413 and close before a large body is written: the answer is what counts.
+    req.on('error', (error) => {
+      if (!replied) reject(error);
+    });
+    req.on('socket', (socket) => socket.on('error', () => {})); // EPIPE after an early answer is expected
+    req.setTimeout(15_000, () => req.destroy(new Error(`no answer to ${method} ${path} within 15 s`)));
+    if (body !== undefined) req.write(body);
+    req.end();
+  });
+}
+
+/** Bytes on a fresh socket, for what node:http refuses to send (CR/LF in headers, smuggling). Resolves the status line's code. */
+export function sendRaw(base: string, bytes: string): Promise<{ status: number; text: string }> {
+  const url = new URL(base);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(url.port), url.hostname);
+    let text = '';
+    const timer = setTimeout(() => socket.destroy(new Error('no answer within 10 s')), 10_000);
+    socket.on('data', (chunk) => {
+      text += chunk.toString('latin1');
+    });
+    socket.on('error', (error) => {
+      clearTimeout(timer);
+      if (text) resolve({ status: Number(/^HTTP\/1\.1 (\d{3})/.exec(text)?.[1] ?? 0), text });
+      else reject(error);
+    });
+    socket.on('close', () => {
+      clearTimeout(timer);
+      resolve({ status: Number(/^HTTP\/1\.1 (\d{3})/.exec(text)?.[1] ?? 0), text });
+    });
+    socket.write(bytes, 'latin1');
+    // The server answers and closes (or keeps alive); stop reading once an answer is complete.
+    setTimeout(() => socket.end(), 300);
+  });
+}
+
+const SNAKE = /^[a-z][a-z0-9_]*$/;
+
+/** The relay's documented error: `{"error":{"code","message","details"}}` with a 4xx status. */
+export function expectRelayError(reply: Reply, statuses?: number[]): { code: string; message: string } {
+  const context = `${reply.status} ${reply.text.slice(0, 300)}`;
+  expect(reply.status, context).toBeGreaterThanOrEqual(400);
+  expect(reply.status, context).toBeLessThan(500);
+  if (statuses) expect(statuses, context).toContain(reply.status);
+  expect(String(reply.headers['content-type']), context).toMatch(/^application\/json/);
+  const body = JSON.parse(reply.text) as { error?: { code?: unknown; message?: unknown; details?: unknown } };
+  expect(Object.keys(body), context).toEqual(['error']);
+  expect(body.error?.code, context).toMatch(SNAKE);
+  expect(typeof body.error?.message === 'string' && body.error.message.length > 10, context).toBe(true);
+  expect(Array.isArray(body.error?.details), context).toBe(true);
+  return body.error as { code: string; message: string };
+}
+
+/** The emulator's (the platform's) general error: `{request_id, code, error, details?}`, `code` = the status. */
+export function expectEmulatorError(reply: Reply, statuses?: number[]): void {
+  const context = `${reply.status} ${reply.text.slice(0, 300)}`;
+  expect(reply.status, context).toBeGreaterThanOrEqual(400);
+  expect(reply.status, context).toBeLessThan(500);
+  if (statuses) expect(statuses, context).toContain(reply.status);
+  expect(String(reply.headers['content-type']), context).toMatch(/^application\/json/);
+  const body = JSON.parse(reply.text) as Record<string, unknown>;
+  expect(typeof body['request_id'], context).toBe('string');
+  expect(body['code'], context).toBe(reply.status);
+  expect(typeof body['error'] === 'string' && (body['error'] as string).length > 0, context).toBe(true);
+}
+
+setFlagsFromString('--expose-gc');
+const collectGarbage = runInNewContext('gc') as () => void;
+
+/** Lets closing sockets finish, so the heap is measured between requests, not inside one. */
+export const settle = () => new Promise((resolve) => setTimeout(resolve, 250));
+
+/** Heap in use after two full collections. */
+export function heapAfterGc(): number {
+  collectGarbage();
+  collectGarbage();
+  return process.memoryUsage().heapUsed;
+}
+
+/** Heap may grow by this much over a pass after warm-up (vitest's own bookkeeping); keeping the 10 MB bodies alone would be 30 MB. */
+export const HEAP_SLACK = 8 * 1024 * 1024;
+
+/** Counts cases and prints the line bench/run.js collects into bench/results/fuzz.json. */
+export function caseCounter(target: string) {
+  let cases = 0;
+  console.log(`fuzz ${target}: seed ${SEED}, ${RUNS} runs per property (reproduce with FUZZ_SEED=${SEED} FUZZ_RUNS=${RUNS})`);
+  return {
+    add(n = 1) {
+      cases += n;
+    },
+    get cases() {
+      return cases;
+    },
+    report() {
+      process.stdout.write(`\nFUZZ-REPORT ${JSON.stringify({ target, cases, seed: SEED, runs: RUNS })}\n`);
+    },
+  };
+}
+
+/** Nothing our suites send may leave a key on Object.prototype. */
+export function expectPrototypeClean(): void {
+  expect(Object.keys(Object.prototype)).toEqual([]);
+  expect(({} as Record<string, unknown>)['polluted']).toBeUndefined();
+}
+
+/** Deeply nested JSON text (arrays or objects) without building it recursively. */
+export function nested(depth: number, kind: 'array' | 'object'): string {
+  return kind === 'array' ? '['.repeat(depth) + ']'.repeat(depth) : '{"a":'.repeat(depth) + '1' + '}'.repeat(depth);
+}
