@@ -1,45 +1,62 @@
 /**
- * A `fetch` for the proxy's upstream calls on Node, on node:http(s) with keep-alive sockets.
- * Node's global `fetch` (undici) costs more per call than the whole proxy around it; the
- * relay's Node entry passes this one as `fetch` instead. Never imported by the Worker build.
+ * A `fetch` for the proxy's upstream calls on Node, on undici's `request` with a keep-alive pool.
+ * Node's global `fetch` (undici's WHATWG layer) costs more per call than the whole proxy around
+ * it; the relay's Node entry passes this one as `fetch` instead. Never imported by the Worker build.
  *
  * @example
  * createProxyRoutes({ tokens, upstream, fetch: createNodeFetch() })
  * @module
  */
-import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from 'node:http';
-import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
-import { Readable } from 'node:stream';
+import { Agent, request } from 'undici';
+import type { IncomingHttpHeaders } from 'undici/types/header.js';
 import { RAW_ANSWER, type WithRawAnswer } from './raw-answer.js';
 
-interface Target {
-  secure: boolean;
-  hostname: string;
-  port: string;
-  path: string;
-}
-
 export interface NodeFetchOptions {
-  /** sockets per upstream host @default 64 */
+  /** connections per upstream origin @default 64 */
   maxSockets?: number;
 }
-
-/** Header pairs as received (a plain list: building a Headers object per call costs on Node). */
-const toPairs = (raw: string[]): [string, string][] => {
-  const pairs: [string, string][] = [];
-  for (let i = 0; i + 1 < raw.length; i += 2) pairs.push([raw[i]!, raw[i + 1]!]);
-  return pairs;
-};
-
-const header = (res: IncomingMessage, name: string): string | undefined => {
-  const value = res.headers[name];
-  return Array.isArray(value) ? value.join(', ') : value;
-};
 
 /** Answers up to this size are collected whole (the proxy would read them whole anyway). */
 const SMALL_BODY = 64 * 1024;
 
 const bodyless = (status: number, method: string) => method === 'HEAD' || status === 204 || status === 304;
+
+const header = (headers: IncomingHttpHeaders, name: string): string | undefined => {
+  const value = headers[name];
+  return Array.isArray(value) ? value.join(', ') : value;
+};
+
+/** Hop-by-hop headers describe the connection to the platform, not the answer: never passed on. */
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'proxy-authenticate', 'proxy-authorization']);
+
+const toPairs = (headers: IncomingHttpHeaders): [string, string][] =>
+  Object.entries(headers).flatMap(([name, value]) =>
+    value === undefined || HOP_BY_HOP.has(name) ? [] : Array.isArray(value) ? value.map((one): [string, string] => [name, one]) : [[name, value] as [string, string]],
+  );
+
+/** Reads up to 64 kB; past that, a stream that replays what was read and then the rest. */
+async function collect(body: AsyncIterable<Buffer>): Promise<Uint8Array<ArrayBuffer> | ReadableStream<Uint8Array>> {
+  const iterator = body[Symbol.asyncIterator]();
+  const parts: Buffer[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await iterator.next();
+    if (done) return new Uint8Array(Buffer.concat(parts, size));
+    parts.push(value);
+    size += value.byteLength;
+    if (size > SMALL_BODY) break;
+  }
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      const buffered = parts.shift();
+      if (buffered !== undefined) return controller.enqueue(new Uint8Array(buffered));
+      const { done, value } = await iterator.next();
+      if (done) controller.close();
+      else controller.enqueue(new Uint8Array(value));
+    },
+    cancel: async (reason) => void (await iterator.return?.(reason)),
+  });
+}
 
 /**
  * `fetch` for calls to the platform: a URL (or a Request, as ky sends), a method, headers, a
@@ -47,21 +64,7 @@ const bodyless = (status: number, method: string) => method === 'HEAD' || status
  * Redirects are never followed (the platform sends none, and following one could leak the key).
  */
 export function createNodeFetch(options: NodeFetchOptions = {}): typeof fetch {
-  const maxSockets = options.maxSockets ?? 64;
-  const http = new HttpAgent({ keepAlive: true, maxSockets });
-  const https = new HttpsAgent({ keepAlive: true, maxSockets });
-  // The proxy calls a few dozen fixed URLs: parse each once, not on every call.
-  const targets = new Map<string, Target>();
-  const target = (href: string): Target => {
-    let found = targets.get(href);
-    if (found === undefined) {
-      const url = new URL(href);
-      if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new TypeError(`createNodeFetch: only http and https URLs; got ${url.protocol}`);
-      found = { secure: url.protocol === 'https:', hostname: url.hostname.replace(/^\[|\]$/g, ''), port: url.port, path: `${url.pathname}${url.search}` };
-      if (targets.size < 1000) targets.set(href, found);
-    }
-    return found;
-  };
+  const dispatcher = new Agent({ connections: options.maxSockets ?? 64, keepAliveTimeout: 10_000 });
   const nodeFetch = async (input: string | URL | Request, init: RequestInit = {}): Promise<Response> => {
     if (input instanceof Request) {
       // What ky and other clients send: read the Request into the URL + init form below.
@@ -70,66 +73,26 @@ export function createNodeFetch(options: NodeFetchOptions = {}): typeof fetch {
       delete rest.body;
       return nodeFetch(input.url, { method: input.method, headers: input.headers, signal: input.signal, ...rest, ...(body === undefined ? {} : { body }) });
     }
-    const url = target(String(input));
+    const url = String(input);
+    if (!/^https?:\/\//.test(url)) throw new TypeError(`createNodeFetch: only http and https URLs; got ${url.slice(0, 40)}`);
     const method = (init.method ?? 'GET').toUpperCase();
-    const body = typeof init.body === 'string' ? init.body : init.body instanceof Uint8Array ? Buffer.from(init.body) : undefined;
+    const body = typeof init.body === 'string' ? init.body : init.body instanceof Uint8Array ? init.body : undefined;
     if (init.body != null && body === undefined) throw new TypeError('createNodeFetch: the body must be a string or bytes');
     const headers: Record<string, string> = {};
     if (init.headers instanceof Headers || Array.isArray(init.headers)) new Headers(init.headers).forEach((value, name) => (headers[name] = value));
     else Object.assign(headers, init.headers);
-    if (body !== undefined) headers['content-length'] = String(Buffer.byteLength(body));
-    const secure = url.secure;
-    return new Promise<Response>((resolve, reject) => {
-      const request = (secure ? httpsRequest : httpRequest)({ hostname: url.hostname, port: url.port, path: url.path, method, headers, agent: secure ? https : http, ...(init.signal ? { signal: init.signal } : {}) }, (res: IncomingMessage) => {
-        const status = res.statusCode ?? 502;
-        const init = { status, statusText: res.statusMessage ?? '', headers: toPairs(res.rawHeaders) };
-        if (bodyless(status, method)) {
-          res.resume();
-          resolve(new Response(null, init));
-          return;
-        }
-        // Collect up to 64 kB: a small answer becomes one byte array (a web stream costs more than
-        // it does); past that, what arrived is replayed and the rest streams through unbuffered.
-        const parts: Buffer[] = [];
-        let size = 0;
-        const onData = (part: Buffer) => {
-          parts.push(part);
-          size += part.byteLength;
-          if (size <= SMALL_BODY) return;
-          res.off('data', onData).off('end', onEnd);
-          res.pause();
-          const rest = (Readable.toWeb(res) as ReadableStream<Uint8Array>).getReader();
-          let replayed = 0;
-          const stream = new ReadableStream<Uint8Array>({
-            async pull(controller) {
-              const buffered = parts[replayed];
-              if (buffered !== undefined) {
-                replayed += 1;
-                return controller.enqueue(new Uint8Array(buffered));
-              }
-              const { done, value } = await rest.read();
-              if (done) controller.close();
-              else controller.enqueue(value);
-            },
-            cancel: (reason) => rest.cancel(reason),
-          });
-          resolve(new Response(stream, init));
-        };
-        const onEnd = () => {
-          const all = parts.length === 1 ? parts[0]! : Buffer.concat(parts);
-          const bytes = new Uint8Array(all.buffer, all.byteOffset, all.byteLength) as Uint8Array<ArrayBuffer>;
-          // The whole body is here: its length is known and it is no longer chunked.
-          init.headers = init.headers.filter(([name]) => !/^(content-length|transfer-encoding)$/i.test(name));
-          init.headers.push(['content-length', String(bytes.byteLength)]);
-          const response: WithRawAnswer = new Response(bytes, init);
-          response[RAW_ANSWER] = { bytes, contentType: header(res, 'content-type'), retryAfter: header(res, 'retry-after') };
-          resolve(response);
-        };
-        res.on('data', onData).on('end', onEnd).on('error', reject);
-      });
-      request.on('error', reject);
-      request.end(body);
-    });
+    const answer = await request(url, { method: method as 'GET', headers, body: body ?? null, dispatcher, signal: init.signal ?? null });
+    const status = answer.statusCode;
+    const responseInit = { status, headers: toPairs(answer.headers) };
+    if (bodyless(status, method)) {
+      await answer.body.dump();
+      return new Response(null, responseInit);
+    }
+    const collected = await collect(answer.body);
+    if (collected instanceof ReadableStream) return new Response(collected, responseInit);
+    const response: WithRawAnswer = new Response(collected, responseInit);
+    response[RAW_ANSWER] = { bytes: collected, contentType: header(answer.headers, 'content-type'), retryAfter: header(answer.headers, 'retry-after') };
+    return response;
   };
   return nodeFetch as typeof fetch;
 }
