@@ -190,7 +190,7 @@ export function createTracker(options: TrackerOptions): Tracker {
     store.put(b.map(([e]) => [e.item.id, e])).then(
       () => {
         for (const [, done] of b) done();
-        plan(mirror.size >= 100 ? 0 : interval);
+        plan(mirror.size >= 100 && consent == 'granted' ? 0 : interval);
       },
       // Even the memory fallback failed: nothing is stored, so say so rather than resolve.
       (err) => b.forEach(([e, , no]) => (mirror.delete(e.item.id), no(err))),
