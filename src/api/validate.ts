@@ -37,6 +37,27 @@ export function toIssues(issues: readonly v.BaseIssue<unknown>[]): ValidationIss
   });
 }
 
+/** Keys that name an object's prototype: JSON.parse makes them own keys, and they carry no data. */
+export const FORBIDDEN_KEYS: ReadonlySet<string> = new Set(['__proto__', 'constructor', 'prototype']);
+
+/** The first prototype-named key anywhere in `value` (depth-bounded), as an issue naming its path. */
+export function forbiddenKey(value: unknown, path = '', depth = 0): ValidationIssue | undefined {
+  if (typeof value !== 'object' || value === null || depth > 64) return undefined;
+  if (Array.isArray(value)) {
+    for (const [index, item] of value.entries()) {
+      const found = forbiddenKey(item, `${path}[${index}]`, depth + 1);
+      if (found) return found;
+    }
+    return undefined;
+  }
+  for (const key of Object.keys(value)) {
+    if (FORBIDDEN_KEYS.has(key)) return { path, message: `${path ? `${path}: ` : ''}key ${JSON.stringify(key)} is not allowed` };
+    const found = forbiddenKey((value as Record<string, unknown>)[key], path ? `${path}.${key}` : key, depth + 1);
+    if (found) return found;
+  }
+  return undefined;
+}
+
 /**
  * Checks `body` for endpoint `id`: its shape, the spec's limits and every field value.
  * `bytes` is the size of the raw body when known (else it is measured as JSON).
@@ -50,6 +71,8 @@ export function validateRequest<Id extends EndpointId>(id: Id, body: unknown, by
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
     return { ok: false, issues: [{ path: '', message: 'request body must be a JSON object' }] };
   }
+  const forbidden = forbiddenKey(body);
+  if (forbidden) return { ok: false, issues: [forbidden] };
   const result = v.safeParse(endpoint.schema, body);
   if (result.success) return { ok: true, value: result.output as v.InferOutput<(typeof ENDPOINTS)[Id]['schema']> };
   return { ok: false, issues: toIssues(result.issues) };

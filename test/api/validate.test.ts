@@ -88,6 +88,27 @@ describe('request validators', () => {
   });
 });
 
+describe('bodies that JSON allows but the platform does not', () => {
+  it('refuses an array where an object belongs, instead of reading it as {"0": …}', () => {
+    expect(messages('person/merge', { people: [{ fields: [] }] })).toEqual(['people[0].fields: fields must be an object keyed by field ID']);
+    expect(messages('activities/create', { activities: [{ activity_id: 'act:cm:x', fields: { 'str::email': 'a@b.c' }, attributes: ['a'] }] })).toEqual([
+      'activities[0].attributes: attributes must be an object keyed by attribute field ID',
+    ]);
+    expect(messages('person/merge', { people: [{ fields: { 'str::email': 'a@b.c' }, clear_fields: [true] }] })[0]).toMatch(/clear_fields must be an object/);
+  });
+
+  it('refuses prototype-named keys anywhere, naming where, rather than dropping their data silently', () => {
+    const parsed = (json: string) => JSON.parse(json) as unknown;
+    expect(messages('person/merge', parsed('{"people":[{"fields":{"str::email":"a@b.c","__proto__":{"x":1}}}]}'))).toEqual(['people[0].fields: key "__proto__" is not allowed']);
+    expect(messages('activities/create', parsed('{"activities":[{"activity_id":"act:cm:x","fields":{"str::email":"a@b.c"},"attributes":{"constructor":"x"}}]}'))).toEqual([
+      'activities[0].attributes: key "constructor" is not allowed',
+    ]);
+    expect(messages('tags/get', parsed('{"prototype":1}'))).toEqual(['key "prototype" is not allowed']);
+    expect(({} as Record<string, unknown>)['x']).toBeUndefined();
+  });
+
+});
+
 describe('error shapes', () => {
   it('builds and recognises the platform, rate-limit and relay bodies', () => {
     const general = platformError(400, 'Bad request', [{ status: 'invalid', error: 'x' }], 'req-1');

@@ -9,6 +9,13 @@ export const fieldId = v.pipe(
   v.check<string, (issue: v.CheckIssue<string>) => string>((value) => isFieldId(value), (issue) => `${JSON.stringify(issue.input)} is not a field ID of the form type:namespace:name`),
 );
 
+/**
+ * A JSON object keyed by `key` (valibot's `record` alone also takes arrays, as `{"0": …}`):
+ * an array where an object belongs is refused with `message`.
+ */
+export const record = <K extends v.GenericSchema<string>, V extends v.GenericSchema>(key: K, value: V, message: string) =>
+  v.pipe(v.custom<Record<string, unknown>>((input) => typeof input === 'object' && input !== null && !Array.isArray(input), message), v.record(key, value, message));
+
 const kindOf = (id: string) => parseFieldId(canonicalFieldId(id))?.kind;
 
 /** A field ID of the given kind; `accounts_id` is accepted for accounts (the spec's own spelling). */
@@ -24,7 +31,7 @@ export const fieldIdOf = (kind: 'person' | 'account') =>
 /** `fields` of a merge: keys are field IDs of `kind`, values valid for the field's type (or null). */
 export const fieldsOf = (kind: 'person' | 'account') =>
   v.pipe(
-    v.record(v.string(), v.unknown(), 'fields must be an object keyed by field ID'),
+    record(v.string(), v.unknown(), 'fields must be an object keyed by field ID'),
     v.rawCheck(({ dataset, addIssue }) => {
       if (!dataset.typed) return;
       for (const [id, value] of Object.entries(dataset.value)) {

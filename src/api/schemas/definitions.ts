@@ -2,7 +2,7 @@
 import * as v from 'valibot';
 import { isFieldId, parseFieldId } from '../fields.js';
 import { jsonBytes, LIMITS } from '../limits.js';
-import { fieldsOf, id, location } from './common.js';
+import { fieldsOf, id, location, record } from './common.js';
 import { items } from './people.js';
 
 export const CUSTOM_FIELD_TYPES = [
@@ -90,7 +90,7 @@ export const activityEvent = v.pipe(
     person_id: v.optional(id),
     attributes: v.optional(
       v.pipe(
-        v.record(v.string(), v.unknown(), 'attributes must be an object'),
+        record(v.string(), v.unknown(), 'attributes must be an object keyed by attribute field ID'),
         v.check((attrs) => Object.keys(attrs).length <= LIMITS.attributesPerActivity, `attributes: at most ${LIMITS.attributesPerActivity} per activity`),
       ),
     ),

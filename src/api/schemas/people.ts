@@ -2,7 +2,7 @@
 import * as v from 'valibot';
 import { isSelectableField } from '../fields.js';
 import { LIMITS } from '../limits.js';
-import { fieldIdOf, fieldsOf, findStrategy, id, location, mergeStrategy, paging, tagList } from './common.js';
+import { fieldIdOf, fieldsOf, findStrategy, id, location, mergeStrategy, paging, record, tagList } from './common.js';
 import { filterOf, PERSON_FILTER_OPERATORS } from './filter.js';
 
 const items = <T extends v.GenericSchema>(item: T, what: string) =>
@@ -13,11 +13,12 @@ const items = <T extends v.GenericSchema>(item: T, what: string) =>
   );
 
 export const mergedPerson = v.looseObject({
+  // An empty `fields` is the platform's per-person `invalid` (no identifier), not a bad request.
   fields: fieldsOf('person'),
   location: v.optional(location),
   tags: v.optional(tagList),
   unset_tags: v.optional(tagList),
-  clear_fields: v.optional(v.record(fieldIdOf('person'), v.boolean('clear_fields values must be true or false'))),
+  clear_fields: v.optional(record(fieldIdOf('person'), v.boolean('clear_fields values must be true or false'), 'clear_fields must be an object of {"<field id>": true}')),
 });
 
 export const personMerge = v.pipe(
@@ -32,7 +33,7 @@ export const personMerge = v.pipe(
         v.check((keys) => !keys.includes('str::person_id') || keys.length === 1, 'merge_by: str::person_id must be the only entry'),
       ),
     ),
-    merge_by_alt_fields: v.optional(v.record(fieldIdOf('person'), v.array(fieldIdOf('person')))),
+    merge_by_alt_fields: v.optional(record(fieldIdOf('person'), v.array(fieldIdOf('person')), 'merge_by_alt_fields must map a merge field ID to an array of field IDs')),
     merge_strategy: mergeStrategy,
     find_strategy: findStrategy,
     skip_non_existing: v.optional(v.boolean('skip_non_existing must be true or false')),
