@@ -10,7 +10,28 @@ import { mergedPerson } from '../../api/schemas/people.js';
 import { activityEvent } from '../../api/schemas/definitions.js';
 import type { SiteConfig } from '../config.js';
 
-const record = (what: string) => v.record(v.string(), v.unknown(), `${what} must be an object`);
+const isPlainObject = (input: unknown): input is Record<string, unknown> => typeof input === 'object' && input !== null && !Array.isArray(input);
+
+// valibot's record takes arrays and silently drops prototype keys: refuse both instead.
+const record = (what: string) =>
+  v.pipe(v.custom<Record<string, unknown>>(isPlainObject, `${what} must be an object, not an array or a value`), v.record(v.string(), v.unknown(), `${what} must be an object`));
+
+/** Keys that never belong in an item: they only ever serve prototype pollution. */
+const FORBIDDEN_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
+const MAX_DEPTH = 16;
+
+/** The path of the first forbidden key, or of nesting deeper than any item needs; undefined when clean. */
+function unsafePath(value: unknown, path: string, depth: number): string | undefined {
+  if (typeof value !== 'object' || value === null) return undefined;
+  if (depth > MAX_DEPTH) return `${path} (nested more than ${MAX_DEPTH} levels)`;
+  for (const key of Object.keys(value)) {
+    const here = path ? `${path}.${key}` : key;
+    if (FORBIDDEN_KEYS.has(key)) return `${here} (the key ${JSON.stringify(key)} is not allowed)`;
+    const found = unsafePath((value as Record<string, unknown>)[key], here, depth + 1);
+    if (found) return found;
+  }
+  return undefined;
+}
 
 const base = {
   id: v.pipe(v.string('id must be a string'), v.minLength(1, 'id must not be empty'), v.maxLength(128, 'id is at most 128 characters')),
@@ -51,6 +72,8 @@ export function checkItem(raw: unknown, index: number, site: SiteConfig): Checke
   const id = typeof raw === 'object' && raw !== null && typeof (raw as { id?: unknown }).id === 'string' ? (raw as { id: string }).id : `#${index}`;
   const type = typeof raw === 'object' && raw !== null ? (raw as { type?: unknown }).type : undefined;
   if (type !== 'identify' && type !== 'track') return { ok: false, id, error: `item ${index}: type must be "identify" or "track"` };
+  const unsafe = unsafePath(raw, '', 0);
+  if (unsafe) return { ok: false, id, error: `item ${index}: ${unsafe}` };
   const parsed = v.safeParse(type === 'identify' ? identifySchema : trackSchema, raw);
   if (!parsed.success) return { ok: false, id, error: message(parsed.issues) };
   const item = { index, id: parsed.output.id, type, input: parsed.output } as Item;

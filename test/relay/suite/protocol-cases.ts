@@ -100,6 +100,22 @@ export function protocolCases(target: () => RelayTarget): void {
       expect(received[0]!.body.activities).toHaveLength(1);
     });
 
+    it('rejects arrays where objects belong and prototype keys anywhere in an item', async () => {
+      await target().upstream.reset();
+      const batch = [
+        { ...track('act:cm:signed-up', { 'str::email': 'arr@example.com' }), attributes: ['a'] },
+        { ...identify({ 'str::email': 'arr@example.com' }), location: ['x'] },
+        { id: uid(), type: 'identify', fields: [] },
+        JSON.parse(`{"id":"${uid()}","type":"track","activity_id":"act:cm:signed-up","person":{"str::email":"arr@example.com"},"attributes":{"__proto__":{"polluted":1}}}`),
+        identify({ 'str::email': 'arr@example.com', constructor: { polluted: true } }),
+      ];
+      const response = await read(await relay.post({ key, batch }));
+      expect(response.body.results.map((r: { status: string }) => r.status)).toEqual(['rejected', 'rejected', 'rejected', 'rejected', 'rejected']);
+      expect(response.body.results[3].error).toContain('__proto__');
+      expect(await calls()).toEqual([]);
+      expect(({} as Record<string, unknown>)['polluted']).toBeUndefined();
+    });
+
     it('maps the platform\'s per-entry refusals back to the items', async () => {
       await target().upstream.reset();
       const ok = identify({ 'str::email': 'dee@example.com' });
