@@ -127,6 +127,18 @@ describe('backoff', () => {
     expect(events.error.at(-1)!.retryIn).toBe(1000);
   });
 
+  it('going online ends the wait and sends at once', async () => {
+    let down = true;
+    const relay = fakeRelay(() => (down ? Response.json({ error: { message: 'down' } }, { status: 503, headers: { 'retry-after': '600' } }) : {}));
+    const { t, events } = await tracker({}, relay);
+    await t.identify(ann);
+    await t.flush();
+    expect(events.error[0]!.retryIn).toBeGreaterThanOrEqual(600_000);
+    down = false;
+    dispatchEvent(new Event('online'));
+    await expect.poll(async () => (await queued()).length).toBe(0);
+  });
+
   it('retries on its own after the wait, without a call to flush', async () => {
     let down = true;
     const relay = fakeRelay(() => (down ? Response.json({ error: { message: 'down' } }, { status: 503, headers: { 'retry-after': '0' } }) : {}));
@@ -205,6 +217,26 @@ describe('page exit', () => {
     await t.flush();
     expect(relay.items()).toHaveLength(2);
     expect(await queued()).toEqual([]);
+  });
+
+  it('beacons when the page is hidden, once until it is visible again, each beacon under 64 kB', async () => {
+    const beacons: string[] = [];
+    const { t } = await tracker({ sendBeacon: (_u, b) => (beacons.push(b), true) });
+    await t.identify(ann);
+    await Promise.all(Array.from({ length: 20 }, () => t.track('act:cm:viewed', { 'str:cm:blob': 'x'.repeat(5_000) })));
+    const show = (state: string) => {
+      Object.defineProperty(document, 'visibilityState', { value: state, configurable: true });
+      document.dispatchEvent(new Event('visibilitychange'));
+    };
+    show('hidden');
+    show('hidden');
+    expect(beacons).toHaveLength(1);
+    show('visible');
+    show('hidden');
+    expect(beacons).toHaveLength(2);
+    for (const b of beacons) expect(new TextEncoder().encode(b).length).toBeLessThanOrEqual(64 * 1024);
+    expect(JSON.parse(beacons[0]!).batch[0].type).toBe('identify');
+    Object.defineProperty(document, 'visibilityState', { value: 'visible', configurable: true });
   });
 
   it('sends no beacon without consent', async () => {
