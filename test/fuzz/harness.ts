@@ -4,7 +4,7 @@
  * error shapes, a heap probe after GC, and the case counter bench/run.js reads.
  */
 import { Agent, request } from 'node:http';
-import { connect } from 'node:net';
+import { connect, type Socket } from 'node:net';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { expect } from 'vitest';
@@ -24,13 +24,25 @@ export interface Reply {
 
 const agent = new Agent({ keepAlive: true, maxSockets: 8 });
 
+const quieted = new WeakSet<Socket>();
+/** EPIPE after an early answer is expected; one module-level listener per socket (a per-request closure would pin each body to the kept-alive socket). */
+function quietOnce(socket: Socket): void {
+  if (quieted.has(socket)) return;
+  quieted.add(socket);
+  socket.on('error', ignore);
+}
+const ignore = () => {};
+
 /** One request exactly as given: path unnormalised, body any bytes. */
 export function send(base: string, method: string, path: string, headers: Record<string, string>, body?: string | Uint8Array): Promise<Reply> {
   const url = new URL(base);
   return new Promise((resolve, reject) => {
     let replied = false;
-    const large = body !== undefined && body.length > 1024 * 1024;
-    const length = body === undefined ? {} : { 'content-length': String(typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength) };
+    // Bytes, not strings: node:http keeps written strings alive past the request on a kept-alive socket,
+    // which would read as a leak of the server under test.
+    const bytes = typeof body === 'string' ? Buffer.from(body) : body;
+    const large = bytes !== undefined && bytes.byteLength > 1024 * 1024;
+    const length = bytes === undefined ? {} : { 'content-length': String(bytes.byteLength) };
     // Large bodies on their own connection: the server may answer early and drop it.
     const req = request({ host: url.hostname, port: url.port, method, path, headers: { ...length, ...headers }, agent: large ? false : agent }, (res) => {
       replied = true;
@@ -43,9 +55,9 @@ export function send(base: string, method: string, path: string, headers: Record
     req.on('error', (error) => {
       if (!replied) reject(error);
     });
-    req.on('socket', (socket) => socket.on('error', () => {})); // EPIPE after an early answer is expected
+    req.on('socket', quietOnce);
     req.setTimeout(15_000, () => req.destroy(new Error(`no answer to ${method} ${path} within 15 s`)));
-    if (body !== undefined) req.write(body);
+    if (bytes !== undefined) req.write(bytes);
     req.end();
   });
 }
