@@ -136,16 +136,21 @@ export const HEAP_SLACK = 8 * 1024 * 1024;
 /** Counts cases and prints the line bench/run.js collects into bench/results/fuzz.json. */
 export function caseCounter(target: string) {
   let cases = 0;
+  const outcomes: Record<string, number> = {};
   console.log(`fuzz ${target}: seed ${SEED}, ${RUNS} runs per property (reproduce with FUZZ_SEED=${SEED} FUZZ_RUNS=${RUNS})`);
   return {
     add(n = 1) {
       cases += n;
     },
+    /** counts an outcome of an oracle case (e.g. forwarded / refused), so a run shows both branches were taken */
+    tally(outcome: string) {
+      outcomes[outcome] = (outcomes[outcome] ?? 0) + 1;
+    },
     get cases() {
       return cases;
     },
     report() {
-      process.stdout.write(`\nFUZZ-REPORT ${JSON.stringify({ target, cases, seed: SEED, runs: RUNS })}\n`);
+      process.stdout.write(`\nFUZZ-REPORT ${JSON.stringify({ target, cases, seed: SEED, runs: RUNS, outcomes })}\n`);
     },
   };
 }

@@ -194,6 +194,7 @@ describe('proxy fuzz: properties', () => {
     await fc.assert(
       fc.asyncProperty(cases, async ([e, text]) => {
         const { result, arrived } = await upstreamDuring(() => call(e.method, e.path, text));
+        counter.tally(`mutated: ${expected(e.id, text)}`);
         if (expected(e.id, text) === 'refuse') {
           expectRelayError(result, [400, 413]);
           expect(arrived).toEqual([]);
@@ -213,6 +214,7 @@ describe('proxy fuzz: properties', () => {
         const text = typeof body === 'string' ? body : Buffer.from(body).toString('utf8');
         const { result, arrived } = await upstreamDuring(() => call(e.method, e.path, body));
         const validUtf8 = typeof body === 'string' || Buffer.from(text, 'utf8').equals(Buffer.from(body));
+        counter.tally(`garbage: ${!validUtf8 ? 'refuse' : expected(e.id, text)}`);
         if (!validUtf8 || expected(e.id, text) === 'refuse') {
           expectRelayError(result, [400, 413]);
           expect(arrived).toEqual([]);
