@@ -1,0 +1,143 @@
+/**
+ * The demo site's server (what `cdp-edge dev` runs next to the emulator and the relay): the
+ * shop page of demo/site with the script tag of the README, the SPA of demo/spa with the ESM
+ * build, and `POST /api/user-hash`, which plays the site's own server computing `user_hash`.
+ *
+ * @example
+ * const demo = await startDemoServer({ port: 0, config: () => ({ relay, key: 'pk_demo', identitySecret }) });
+ * @module
+ */
+import { createHash, createHmac } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import type { AddressInfo } from 'node:net';
+import { extname, join, normalize, sep } from 'node:path';
+import { serve } from '@hono/node-server';
+import { Hono } from 'hono';
+import { CONTENT_TYPES, packageRoot } from './files.js';
+
+/** What the pages need to know; read on every request because the relay starts after the demo. */
+export interface DemoConfig {
+  /** the relay's base address */
+  relay: string;
+  /** the site key the relay knows */
+  key: string;
+  /** `RELAY_IDENTITY_SECRET`, for `user_hash` */
+  identitySecret: string;
+  /** the emulator's dashboard, linked from the page when there is one */
+  dashboard?: string;
+}
+
+export interface DemoServerOptions {
+  /** @default 8080; 0 picks a free port */
+  port?: number;
+  /** @default '127.0.0.1' */
+  hostname?: string;
+  config: () => DemoConfig;
+  /** folder holding site/ and spa/ @default the package's demo/ */
+  dir?: string;
+  /** folder holding browser.js @default the package's dist/ */
+  dist?: string;
+}
+
+export interface RunningDemo {
+  url: string;
+  port: number;
+  close(): Promise<void>;
+}
+
+/** A plausible email: one @, a dot in the domain, no spaces, at most 254 characters. */
+const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+
+/** The hex HMAC-SHA256 of `value` under `secret`: what the relay checks `user_hash` against. */
+export const userHashOf = (secret: string, value: string): string => createHmac('sha256', secret).update(value).digest('hex');
+
+const SAFE = /^[\w.:/[\]-]+$/;
+const inlineScripts = (html: string) => [...html.matchAll(/<script>([\s\S]*?)<\/script>/g)].map((m) => m[1]!);
+const sha256 = (text: string) => `'sha256-${createHash('sha256').update(text).digest('base64')}'`;
+// Values go into a JS string inside HTML: JSON quoting plus no way out of the <script>.
+const jsString = (value: string) => JSON.stringify(value).replace(/</g, '\\u003c');
+
+/** The demo's routes as a Hono app (a `fetch` handler). */
+export function createDemoApp(options: DemoServerOptions): Hono {
+  const dir = options.dir ?? join(packageRoot(), 'demo');
+  const dist = options.dist ?? join(packageRoot(), 'dist');
+  const app = new Hono();
+
+  const file = async (folder: string, path: string) => {
+    const full = normalize(join(folder, path));
+    if (!full.startsWith(normalize(folder) + sep)) return undefined; // no way out of the folder with ../
+    try {
+      return { body: await readFile(full), type: CONTENT_TYPES[extname(full)] ?? 'application/octet-stream' };
+    } catch {
+      return undefined;
+    }
+  };
+
+  // The page's own inline stub is allowed by its hash; scripts only from here and the relay.
+  const page = async (path: string) => {
+    const { relay, key } = options.config();
+    // Both go into the page as written (the README's script tag): only URL and key characters.
+    if (!SAFE.test(relay) || !SAFE.test(key)) throw new TypeError(`demo: relay ${JSON.stringify(relay)} or key ${JSON.stringify(key)} has characters that do not belong in a script tag`);
+    const html = (await readFile(join(dir, path), 'utf8')).replaceAll('%RELAY%', relay).replaceAll('%KEY%', key);
+    const csp = [
+      "default-src 'self'",
+      `script-src 'self' ${inlineScripts(html).map(sha256).join(' ')} ${relay}`,
+      `connect-src 'self' ${relay}`,
+      "style-src 'self'",
+      "img-src 'self' data:",
+    ].join('; ');
+    return new Response(html, { headers: { 'Content-Type': CONTENT_TYPES['.html']!, 'Content-Security-Policy': csp, 'Cache-Control': 'no-store' } });
+  };
+
+  app.get('/', () => page('site/index.html'));
+  app.get('/spa', (c) => c.redirect('/spa/'));
+  app.get('/config.js', (c) => {
+    const { relay, key, dashboard = '' } = options.config();
+    return c.body(`export const relay = ${jsString(relay)};\nexport const key = ${jsString(key)};\nexport const dashboard = ${jsString(dashboard)};\n`, 200, { 'Content-Type': CONTENT_TYPES['.js']!, 'Cache-Control': 'no-store' });
+  });
+  app.get('/browser.js', async (c) => {
+    const found = await file(dist, 'browser.js');
+    if (!found) return c.text('dist/browser.js is missing: run `npm run build` first', 404);
+    return c.body(found.body, 200, { 'Content-Type': found.type, 'Cache-Control': 'no-store' });
+  });
+  app.post('/api/user-hash', async (c) => {
+    const body = (await c.req.json().catch(() => undefined)) as { email?: unknown } | undefined;
+    const email = typeof body?.email === 'string' ? body.email.trim().toLowerCase() : '';
+    if (email.length > 254 || !EMAIL.test(email)) return c.json({ error: { code: 'invalid_email', message: 'Send {"email": "you@example.com"} with a valid email address.' } }, 400);
+    return c.json({ email, user_hash: userHashOf(options.config().identitySecret, email) });
+  });
+  // The SPA: its files, and its index.html for every client-side route.
+  app.get('/spa/*', async (c) => {
+    const rest = c.req.path.slice('/spa/'.length);
+    if (rest.includes('.')) {
+      const found = await file(join(dir, 'spa'), rest);
+      return found ? c.body(found.body, 200, { 'Content-Type': found.type, 'Cache-Control': 'no-store' }) : c.notFound();
+    }
+    return page('spa/index.html');
+  });
+  app.get('/*', async (c) => {
+    const found = await file(join(dir, 'site'), c.req.path);
+    return found ? c.body(found.body, 200, { 'Content-Type': found.type, 'Cache-Control': 'no-store' }) : c.notFound();
+  });
+  return app;
+}
+
+/** Serves the demo site on loopback; resolves once it listens. */
+export async function startDemoServer(options: DemoServerOptions): Promise<RunningDemo> {
+  const app = createDemoApp(options);
+  const hostname = options.hostname ?? '127.0.0.1';
+  const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
+    const s = serve({ fetch: app.fetch, port: options.port ?? 8080, hostname }, () => resolve(s));
+    s.once('error', reject);
+  });
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://${hostname}:${port}`,
+    port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        (server as { closeAllConnections?: () => void }).closeAllConnections?.();
+      }),
+  };
+}
