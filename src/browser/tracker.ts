@@ -90,7 +90,10 @@ export function createTracker(options: TrackerOptions): Tracker {
   });
   const withLock = lock('cdp-edge:' + key, options.locks ?? nav?.locks, store, now, uuid());
 
+  // Counts this page's own changes, so a flush may adopt what other tabs did meanwhile.
+  let version = 0;
   const saveMeta = (patch: Partial<Meta>) => {
+    version++;
     meta = merge(meta, patch);
     return store.update('meta', (old) => merge(old as Meta, patch));
   };
@@ -121,6 +124,7 @@ export function createTracker(options: TrackerOptions): Tracker {
 
   const pass = async () => {
     const t0 = now();
+    const v0 = version;
     const rows = await store.all();
     let m = meta;
     const live: Entry[] = [];
@@ -131,6 +135,8 @@ export function createTracker(options: TrackerOptions): Tracker {
       if (k == 'meta') (v as Meta)?.a && (m = merge(v as Meta, {}));
       else if (k != 'lock') ids.add(k), (v as Entry)?.item?.ts ? live.push(v as Entry) : (gone.push(k as string), dropped(v as Item, 'corrupt'));
     }
+    // Another tab's reset or identify (unless this page changed its own since the read began).
+    if (v0 == version) meta = m;
     // Gone from the store but written before the read: another tab has sent them.
     for (const [id, e] of mirror) if (e.n < t0 * 1000 && !ids.has(id)) mirror.delete(id);
     live.sort((x, y) => x.n - y.n);
@@ -258,6 +264,7 @@ export function createTracker(options: TrackerOptions): Tracker {
         if (c != 'denied') return saveMeta({ c }).then(() => void (consent == 'granted' && plan(0)));
         for (const [e, done] of buf.splice(0)) dropped(e.item, 'consent'), done();
         mirror.clear();
+        version++;
         const m = (meta = { a: uuid(), m: {}, c });
         return store.clear().then(() => store.update('meta', () => m));
       });
@@ -270,13 +277,11 @@ export function createTracker(options: TrackerOptions): Tracker {
     },
   };
 
-  const ready = store.all().then(async (rows) => {
-    const old = new Map(rows).get('meta') as Meta | undefined;
-    meta = old?.a ? merge(old, {}) : { a: uuid(), m: {} };
+  // Atomic across tabs: two first pages agree on one anonymous id instead of each making its own.
+  const ready = store.update('meta', (o) => (meta = (o as Meta)?.a ? merge(o as Meta, {}) : { a: uuid(), m: {} })).then(async () => {
     consent = blocked ? 'denied' : meta.c ?? consent;
     // Privacy signals work like `denied` without recording a choice: nothing is kept.
-    // Atomic across tabs: two first pages agree on one anonymous id instead of each keeping its own.
-    await (blocked ? store.clear() : store.update('meta', (o) => ((o as Meta)?.a ? (meta = merge(o as Meta, {})) : meta)));
+    if (blocked) await store.clear();
     plan(0);
   });
 

@@ -71,6 +71,22 @@ describe('identify', () => {
     expect(events.drop).toEqual([{ item: expect.objectContaining({ activity_id: 'act:cm:landed' }), reason: 'reset' }]);
   });
 
+  it('a tab picks up a reset done in another tab at its next flush, so its anonymous events wait for the next person', async () => {
+    const relay = fakeRelay();
+    const a = await tracker({}, relay);
+    const b = await tracker({}, relay);
+    await a.t.identify(ann);
+    await a.t.reset();
+    await b.t.flush();
+    await b.t.track('act:cm:after-logout');
+    await a.t.identify(bob);
+    await a.t.flush();
+    await b.t.flush();
+    expect(a.events.drop).toEqual([]);
+    expect(b.events.drop).toEqual([]);
+    expect(relay.items().find((i) => i.type === 'track')).toMatchObject({ activity_id: 'act:cm:after-logout', person: bob });
+  });
+
   it("stores the relay's identity token and sends it back with later batches", async () => {
     const relay = fakeRelay((s) => (s.body.batch.some((i) => i.type === 'identify') ? { identity: 'tok.v1.abc' } : {}));
     const { t } = await tracker({}, relay);
