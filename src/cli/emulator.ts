@@ -5,6 +5,7 @@
  */
 import { parseArgs } from 'node:util';
 import type { Command } from '../cli.js';
+import { untilStopped } from './signals.js';
 
 const USAGE = `Usage: cdp-edge emulator [options]
 
@@ -77,15 +78,7 @@ const emulator: Command = {
       return 1;
     }
     console.log(`cdp-edge emulator listening on ${running.url} (key ${running.emulator.options.key}, region ${running.emulator.options.region}, plan ${running.emulator.options.plan}${values.data ? `, data ${values.data}` : ''})`);
-    await new Promise<void>((resolve) => {
-      const stop = () => {
-        process.off('SIGINT', stop);
-        process.off('SIGTERM', stop);
-        resolve();
-      };
-      process.on('SIGINT', stop);
-      process.on('SIGTERM', stop);
-    });
+    await untilStopped();
     await running.close();
     return 0;
   },

@@ -6,6 +6,7 @@
 import { parseArgs } from 'node:util';
 import type { Command } from '../cli.js';
 import { RelayConfigError } from '../relay/errors.js';
+import { untilStopped } from './signals.js';
 
 const USAGE = `Usage: cdp-edge relay [--port 8787] [--host 127.0.0.1] [--state-file .cdp-edge/relay-state.jsonl]
 
@@ -61,15 +62,7 @@ const relay: Command = {
       return 1;
     }
     console.log(`cdp-edge relay listening on ${running.url} (POST ${running.url}/collect)`);
-    await new Promise<void>((resolve) => {
-      const stop = () => {
-        process.off('SIGINT', stop);
-        process.off('SIGTERM', stop);
-        resolve();
-      };
-      process.on('SIGINT', stop);
-      process.on('SIGTERM', stop);
-    });
+    await untilStopped();
     await running.close();
     return 0;
   },
