@@ -5,6 +5,7 @@
  */
 import ky, { isHTTPError, isNetworkError, isTimeoutError, type KyInstance } from 'ky';
 import type { Endpoint } from '../api/index.js';
+import { CdpError } from './errors/cdp-error.js';
 import { HTTPError } from './errors/http-error.js';
 import { NetworkError } from './errors/network-error.js';
 import { RateLimitError } from './errors/rate-limit-error.js';
@@ -67,6 +68,10 @@ function toClientError(error: unknown, method: string, url: string, timeout: num
   }
   if (isTimeoutError(error)) return new TimeoutError(method, url, timeout, error);
   if (isNetworkError(error)) return new NetworkError(method, url, error.cause ?? error);
-  if (error instanceof TypeError) return new NetworkError(method, url, error);
-  return error instanceof Error ? error : new NetworkError(method, url, error);
+  // A 2xx whose body is not JSON: the base address points at something that is not the platform.
+  if (error instanceof SyntaxError) return new CdpError(`${method} ${url} answered with a body that is not JSON; check baseUrl`, { cause: error });
+  if (error instanceof CdpError) return error;
+  // Anything else was thrown by fetch itself: Node throws TypeError('fetch failed'), workerd a
+  // plain Error('Network connection lost'). Either way no answer arrived.
+  return new NetworkError(method, url, error);
 }

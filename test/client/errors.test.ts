@@ -91,6 +91,20 @@ describe('errors are typed and carry what the platform said', () => {
     await expect(client.tags.get()).rejects.toBeInstanceOf(NetworkError);
   });
 
+  it('a fetch that throws a plain Error (as workerd does on a lost connection) is a NetworkError', async () => {
+    const failing = (() => Promise.reject(new Error('Network connection lost'))) as unknown as typeof fetch;
+    const client = createClient({ apiKey: 'k', baseUrl: 'http://127.0.0.1:9', fetch: failing, retry: false });
+    const error = await client.tags.get().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(NetworkError);
+    expect((error as Error).message).toBe('POST http://127.0.0.1:9/v1/tags/get failed: no response (Network connection lost)');
+  });
+
+  it('a 200 whose body is not JSON says the base address is wrong', async () => {
+    stub.on('/v1/accounts/contacts/add', () => ({ body: undefined }));
+    const client = createClient({ apiKey: 'k', baseUrl: stub.url, retry: false });
+    await expect(client.accounts.addContacts({ accounts_id: '10ab', inclusion_ids: ['00ab'] })).rejects.toThrow(/not JSON; check baseUrl/);
+  });
+
   it('no answer within timeout is a TimeoutError', async () => {
     stub.on('/v1/person/subscriptions', () => new Promise((resolve) => setTimeout(() => resolve({ body: { people: [] } }), 500)));
     const client = createClient({ apiKey: 'k', baseUrl: stub.url, timeout: 100, retry: false });
