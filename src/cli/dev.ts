@@ -138,6 +138,17 @@ const dev: Command = {
       return 2;
     }
 
+    // Listen for Ctrl-C before starting anything: a signal during start-up still stops cleanly.
+    let onStop = () => {};
+    const stopped = new Promise<void>((resolve) => (onStop = resolve));
+    const stop = () => {
+      process.off('SIGINT', stop);
+      process.off('SIGTERM', stop);
+      onStop();
+    };
+    process.on('SIGINT', stop);
+    process.on('SIGTERM', stop);
+
     const { startDevStack } = await import('../demo/stack.js');
     let stack: DevStack;
     try {
@@ -150,21 +161,14 @@ const dev: Command = {
         ...(values['quiet'] ? {} : { logger: (line: LogLine) => console.log(formatRelayLine(line)) }),
       });
     } catch (error) {
+      stop();
       const message = error instanceof PortTakenError ? error.message : `could not start: ${(error as Error).message}`;
       console.error(`cdp-edge dev: ${message}`);
       return error instanceof PortTakenError ? 2 : 1;
     }
     console.log(banner(stack, upstream));
 
-    await new Promise<void>((resolve) => {
-      const stop = () => {
-        process.off('SIGINT', stop);
-        process.off('SIGTERM', stop);
-        resolve();
-      };
-      process.on('SIGINT', stop);
-      process.on('SIGTERM', stop);
-    });
+    await stopped;
     console.log('\ncdp-edge dev: stopping the relay, the demo site and the emulator…');
     await stack.close();
     console.log('cdp-edge dev: stopped.');
