@@ -7,8 +7,10 @@
  * for await (const person of client.person.all({ fields: ['str::email'] })) console.log(person.id);
  * @module
  */
-import { ENDPOINT_LIST, ENDPOINTS, validateRequest, type EndpointId, type Record_, type RequestOf, type ResponseOf } from '../api/index.js';
-import { joinResults, splitBody } from './chunk.js';
+import {
+  ENDPOINT_LIST, ENDPOINTS, failedEntries, joinAnswers, splitBody, validateChunks,
+  type Chunk, type Chunking, type Endpoint, type EndpointId, type Record_, type RequestOf, type ResponseOf,
+} from '../api/index.js';
 import { HTTPError } from './errors/http-error.js';
 import { ValidationError } from './errors/validation-error.js';
 import { resolveOptions, type ClientOptions } from './options.js';
@@ -61,36 +63,27 @@ export function createClient(options: ClientOptions): Client {
     if (!endpoint) throw new TypeError(`Unknown endpoint ${JSON.stringify(id)}`);
     const payload: Record<string, unknown> = body === undefined ? {} : (body as Record<string, unknown>);
     if (!isObject(payload)) throw new ValidationError(id, [{ path: '', message: 'request body must be an object' }]);
-    const bodies = 'chunking' in endpoint && endpoint.chunking ? splitBody(payload, endpoint.chunking) : [payload];
+    const chunking = 'chunking' in endpoint ? endpoint.chunking : undefined;
+    const chunks: Chunk[] = chunking ? splitBody(payload, chunking) : [{ from: 0, count: 0, body: payload }];
     // Every chunk is checked before the first is sent: bad input sends nothing.
     if (resolved.validate) {
-      for (const [index, chunk] of bodies.entries()) {
-        const result = validateRequest(id, chunk);
-        if (!result.ok) {
-          const offset = index * (endpoint.chunking?.max ?? 0);
-          throw new ValidationError(id, offset === 0 ? result.issues : result.issues.map((issue) => ({ ...issue, message: `${issue.message} (chunk starting at item ${offset})` })));
-        }
-      }
+      const issues = validateChunks(id, chunks);
+      if (issues.length > 0) throw new ValidationError(id, issues);
     }
-    if (bodies.length === 1) return send<ResponseOf<Id>>(http, resolved, endpoint, bodies[0]);
-    const results: unknown[] = [];
-    for (const chunk of bodies) results.push(await sendChunk(id, chunk));
-    return joinResults(results, endpoint.chunking!) as ResponseOf<Id>;
+    if (chunks.length === 1 || !chunking) return send<ResponseOf<Id>>(http, resolved, endpoint, chunks[0]!.body);
+    const answers: unknown[] = [];
+    for (const chunk of chunks) answers.push(await sendChunk(endpoint, chunking, chunk));
+    return joinAnswers(chunking, answers) as ResponseOf<Id>;
   }
 
-  /** One chunk of a larger call. A merge chunk whose entries all failed answers 400 with
-   *  per-entry `details`; inside a larger call those become that chunk's results. */
-  async function sendChunk(id: EndpointId, chunk: Record<string, unknown>): Promise<unknown> {
-    const endpoint = ENDPOINTS[id];
+  /** One chunk of a larger call; a merge chunk whose entries all failed becomes that chunk's results. */
+  async function sendChunk(endpoint: Endpoint, chunking: Chunking, chunk: Chunk): Promise<unknown> {
     try {
-      return await send(http, resolved, endpoint, chunk);
+      return await send(http, resolved, endpoint, chunk.body);
     } catch (error) {
-      const chunking = endpoint.chunking;
-      const items = chunking ? chunk[chunking.items] : undefined;
-      if (error instanceof HTTPError && error.status === 400 && chunking?.join.kind === 'concat' && Array.isArray(items) && error.details.length === items.length) {
-        return { [chunking.join.result]: error.details };
-      }
-      throw error;
+      const entries = error instanceof HTTPError ? failedEntries(chunking, chunk, error.status, error.body) : undefined;
+      if (entries === undefined) throw error;
+      return entries;
     }
   }
 

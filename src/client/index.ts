@@ -12,5 +12,4 @@ export { RateLimitError } from './errors/rate-limit-error.js';
 export { NetworkError } from './errors/network-error.js';
 export { TimeoutError } from './errors/timeout-error.js';
 export { ValidationError } from './errors/validation-error.js';
-export { splitBody, joinResults } from './chunk.js';
 export { tryInSeconds } from './transport.js';

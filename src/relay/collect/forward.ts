@@ -4,8 +4,7 @@
  * platform's per-entry answers mapped back to per-item results.
  * @module
  */
-import { ENDPOINTS, LIMITS, type EndpointId } from '../../api/index.js';
-import { splitBody } from '../../client/index.js';
+import { ENDPOINTS, LIMITS, splitBody, type EndpointId } from '../../api/index.js';
 import { sendOnce, type Outcome, type SendContext } from './upstream.js';
 
 export type ResultStatus = 'accepted' | 'duplicate' | 'rejected' | 'retry';
@@ -89,7 +88,7 @@ export async function forward(ctx: SendContext, groups: Group[]): Promise<Forwar
     // splitBody cuts by count and bytes (measuring {id, entry} pairs slightly overestimates, which is safe);
     // a group known to be far below 2 MB skips the measuring, which is most of the CPU it costs.
     const small = group.entries.length <= chunking.max && group.maxBytes !== undefined && group.maxBytes < LIMITS.payloadBytes / 2;
-    const chunks = small ? [group.entries] : splitBody({ ...group.envelope, [chunking.items]: group.entries }, chunking).map((body) => body[chunking.items] as Group['entries']);
+    const chunks = small ? [group.entries] : splitBody({ ...group.envelope, [chunking.items]: group.entries }, chunking).map((chunk) => chunk.body[chunking.items] as Group['entries']);
     for (const chunk of chunks) await sendChunk(ctx, group, chunk, out);
   }
   return out;

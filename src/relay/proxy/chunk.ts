@@ -3,7 +3,7 @@
  * most `chunking.max` items, every chunk is validated before the first is sent, the chunks go
  * upstream one after another within the rate limit, and the answers are joined in order.
  */
-import { validateRequest, type Chunking, type Endpoint, type EndpointId, type ValidationIssue } from '../../api/index.js';
+import { failedEntries, joinAnswers, splitBody, type Chunk, type Chunking, type Endpoint, type EndpointId } from '../../api/index.js';
 import { ProxyError } from './errors.js';
 import type { RateHold } from './hold.js';
 import type { ProxyConfig } from './options.js';
@@ -12,63 +12,16 @@ import type { Upstream } from './upstream.js';
 /** A JSON object (not an array, not null). */
 export const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
-export interface Chunk {
-  /** index of the chunk's first item in the caller's array */
-  from: number;
-  count: number;
-  body: Record<string, unknown>;
-}
-
-/** Splits `body` along the endpoint's chunked array (one chunk when it already fits). */
-export function splitBody(chunking: Chunking, body: Record<string, unknown>, maxItems: number): Chunk[] {
+/**
+ * Splits `body` along the endpoint's chunked array (one chunk when it already fits), refusing
+ * more items than one chunked request may carry.
+ */
+export function chunksOf(chunking: Chunking, body: Record<string, unknown>, maxItems: number): Chunk[] {
   const items = body[chunking.items];
-  if (!Array.isArray(items) || items.length <= chunking.max) return [{ from: 0, count: Array.isArray(items) ? items.length : 0, body }];
-  if (items.length > maxItems) {
+  if (Array.isArray(items) && items.length > maxItems) {
     throw new ProxyError(413, 'too_many_items', `${chunking.items}: ${items.length} entries is over the ${maxItems} one chunked request may carry; send several requests`);
   }
-  const chunks: Chunk[] = [];
-  for (let from = 0; from < items.length; from += chunking.max) {
-    const slice = items.slice(from, from + chunking.max);
-    chunks.push({ from, count: slice.length, body: { ...body, [chunking.items]: slice } });
-  }
-  return chunks;
-}
-
-/** Issues of every chunk, their paths renumbered to the caller's array (`people[3]` of chunk 2 is `people[103]`). */
-export function validateChunks(endpoint: Endpoint<EndpointId>, chunks: readonly Chunk[]): ValidationIssue[] {
-  const key = endpoint.chunking?.items ?? '';
-  const renumber = (text: string, from: number) => text.replace(new RegExp(`^${key}\\[(\\d+)\\]`), (_, index: string) => `${key}[${Number(index) + from}]`);
-  return chunks.flatMap((chunk) => {
-    const result = validateRequest(endpoint.id, chunk.body);
-    return result.ok ? [] : result.issues.map((issue) => ({ path: renumber(issue.path, chunk.from), message: renumber(issue.message, chunk.from) }));
-  });
-}
-
-/** Adds integers, concatenates the `result` array in order; anything else keeps the first chunk's value. */
-export function joinAnswers(chunking: Chunking, answers: readonly unknown[]): Record<string, unknown> {
-  const joined: Record<string, unknown> = {};
-  const result = chunking.join.kind === 'concat' ? chunking.join.result : undefined;
-  for (const answer of answers) {
-    if (!isObject(answer)) continue;
-    for (const [key, value] of Object.entries(answer)) {
-      const before = joined[key];
-      if (key === result && Array.isArray(value)) joined[key] = Array.isArray(before) ? [...before, ...value] : [...value];
-      else if (typeof value === 'number' && typeof before === 'number') joined[key] = before + value;
-      else if (!(key in joined)) joined[key] = value;
-    }
-  }
-  return joined;
-}
-
-/**
- * A merge where every entry failed is a 400 whose `details` hold one `{status, error}` per
- * entry (upstream-facts): inside a chunked call that is a chunk of per-entry results, not a failure.
- */
-function perEntryFailures(chunking: Chunking, chunk: Chunk, status: number, answer: unknown): unknown {
-  if (status !== 400 || chunking.join.kind !== 'concat' || !isObject(answer)) return undefined;
-  const details = answer['details'];
-  if (!Array.isArray(details) || details.length !== chunk.count) return undefined;
-  return { [chunking.join.result]: details };
+  return splitBody(body, chunking);
 }
 
 /** Spaces upstream calls of chunked requests `1 / ratePerSecond` apart, across all callers of this proxy. */
@@ -134,7 +87,7 @@ export async function sendChunks(
     }
     const answer = parse(await response.text());
     sent.push({ chunk: index + 1, from: chunk.from, to: chunk.from + chunk.count - 1, status: response.status, body: answer });
-    const ok = response.ok ? answer : perEntryFailures(chunking, chunk, response.status, answer);
+    const ok = response.ok ? answer : failedEntries(chunking, chunk, response.status, answer);
     if (ok === undefined) throw failure(response.status, index, chunk, chunks.length, sent);
     answers.push(ok);
   }

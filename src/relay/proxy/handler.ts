@@ -1,10 +1,10 @@
 /** One proxy call from arrival to answer: route check, token, scope, body, then the platform. */
-import { validateRequest, type Chunking, type Endpoint, type EndpointId } from '../../api/index.js';
+import { validateChunks, validateRequest, type Chunking, type Endpoint, type EndpointId } from '../../api/index.js';
 import { createTokenVerifier, type TokenConfig } from '../tokens.js';
 import type { AuditEntry } from './audit.js';
 import { authenticate, authorize } from './auth.js';
 import { parseJson, readBody } from './body.js';
-import { isObject, Pacer, sendChunks, splitBody, validateChunks } from './chunk.js';
+import { chunksOf, isObject, Pacer, sendChunks } from './chunk.js';
 import { jsonResponse, ProxyError } from './errors.js';
 import { RateHold } from './hold.js';
 import type { ProxyConfig } from './options.js';
@@ -53,8 +53,8 @@ export function createHandler(config: ProxyConfig): ProxyHandler {
     const body = parseJson(text);
     if (chunked && isObject(body)) {
       const chunkable = endpoint as Endpoint<EndpointId> & { chunking: Chunking };
-      const chunks = splitBody(chunkable.chunking, body, config.maxChunkedItems);
-      const issues = validateChunks(endpoint, chunks);
+      const chunks = chunksOf(chunkable.chunking, body, config.maxChunkedItems);
+      const issues = validateChunks(endpoint.id, chunks);
       if (issues.length > 0) throw invalid(endpoint, issues);
       const result = await sendChunks({ config, upstream, hold, pacer }, chunkable, chunks);
       seen.calls = result.calls;
