@@ -14,6 +14,9 @@ export const SEED = Number(process.env['FUZZ_SEED'] ?? 20261123);
 /** fast-check runs per property: 150 in npm test, more when the bench sets `FUZZ_RUNS`. */
 export const RUNS = Math.max(1, Number(process.env['FUZZ_RUNS'] ?? 150));
 
+/** Per-test time for the property tests: they scale with RUNS. */
+export const TIMEOUT = 20_000 + RUNS * 60;
+
 export const fcOptions = (salt: number) => ({ seed: SEED + salt, numRuns: RUNS, endOnFailure: true });
 
 export interface Reply {
@@ -128,6 +131,19 @@ export function heapAfterGc(): number {
   collectGarbage();
   collectGarbage();
   return process.memoryUsage().heapUsed;
+}
+
+/**
+ * Heap growth over the second of two identical passes: the first warms every cache the inputs
+ * touch (compiled regexes, router tables, fast-check's own), so what remains is what a pass leaks.
+ */
+export async function heapGrowthOfRepeat(pass: () => Promise<void>): Promise<number> {
+  await pass();
+  await settle();
+  const baseline = heapAfterGc();
+  await pass();
+  await settle();
+  return heapAfterGc() - baseline;
 }
 
 /** Heap may grow by this much over a pass after warm-up (vitest's own bookkeeping); keeping the 10 MB bodies alone would be 30 MB. */

@@ -1,0 +1,83 @@
+/**
+ * One line of figures and the targets of the issues for each bench's results JSON, for the
+ * summary of bench/run.js. Each reader is tolerant: a shape it does not know gives a note,
+ * never a crash, so one bench changing its JSON cannot hide the others.
+ */
+
+const round = (n, digits = 1) => (typeof n === 'number' ? Math.round(n * 10 ** digits) / 10 ** digits : n);
+const target = (what, value, wanted, met) => ({ what, value, target: wanted, met: typeof value === 'number' ? met : null });
+
+const READERS = {
+  size(r) {
+    const ours = r.rows.find((row) => row.name === 'cdp-edge');
+    const peers = r.rows.filter((row) => row.name !== 'cdp-edge');
+    const ratios = peers.map((p) => `${p.name} ${p.ratioToCdpEdge.scriptGzip}×`).join(', ');
+    return {
+      headline: `dist/cdp.js ${ours.script.gzip} B gzip / ${ours.script.brotli} B brotli; app bundle ${ours.app.gzip} B gzip; peers' script gzip vs ours: ${ratios}`,
+      targets: [target('dist/cdp.js gzip bytes', ours.script.gzip, '≤ 4096', ours.script.gzip <= 4096)],
+    };
+  },
+  emulator(r) {
+    const gets = Object.entries(r.person_get).map(([name, q]) => `${name} p50 ${q.p50_ms} ms`);
+    const worst = Math.max(...Object.values(r.person_get).map((q) => q.p50_ms));
+    return {
+      headline: `${r.people} people; person/get ${gets.join(', ')}; ${r.load.merges_per_second} merges/s`,
+      targets: [target('worst person/get p50 ms', worst, '≤ 50', worst <= (r.target_p50_ms ?? 50))],
+    };
+  },
+  'relay-proxy'(r) {
+    const parts = Object.entries(r.results).map(([name, x]) => `${name}: relay ${x.proxy.rps} rps vs bare ${x.bare.rps} (${x.ratio}×), p99 ${x.proxy.p99_ms} vs ${x.bare.p99_ms} ms`);
+    return {
+      headline: parts.join('; '),
+      targets: Object.entries(r.results).map(([name, x]) => target(`proxy/bare rps ${name}`, x.ratio, `≥ ${r.target_ratio}`, x.ratio >= r.target_ratio)),
+    };
+  },
+  'relay-cpu'(r) {
+    const parts = r.results.map((x) => `${x.items} items ${x.msPerRequest} ms`);
+    const hundred = r.results.find((x) => x.items === 100);
+    return {
+      headline: `workerd CPU per /collect: ${parts.join(', ')}`,
+      targets: [target('CPU ms per 100-item /collect in workerd', hundred?.msPerRequest, `≤ ${r.target?.maxMsPerRequest ?? 2}`, hundred?.msPerRequest <= (r.target?.maxMsPerRequest ?? 2))],
+    };
+  },
+  snippet(r) {
+    return {
+      headline: `track() median ${r.track.median_us} µs, p99 ${r.track.p99_us} µs (mean per call ${r.track.mean_per_call_in_blocks_of_100?.median_us} µs); drain ${r.drain.received}/${r.drain.events} events in ${r.drain.requests} requests, ${r.drain.events_per_second} events/s`,
+      targets: [
+        target('track() median µs', r.track.median_us, `≤ ${r.track.target_median_us ?? 20}`, r.track.median_us <= (r.track.target_median_us ?? 20)),
+        target('drain requests for 10,000 events', r.drain.requests, `≤ ${r.drain.target_requests ?? 100}`, r.drain.requests <= (r.drain.target_requests ?? 100)),
+      ],
+    };
+  },
+  collect(r) {
+    const parts = r.results.map((x) => `${x.items} items: relay→emulator ${x.relay_emulator.rps} rps, relay→no-op ${x.relay_noop.rps} rps (p99 ${x.relay_noop.p99_ms} ms), bare ${x.bare.rps} rps (${x.ratio}×)`);
+    return {
+      headline: parts.join('; '),
+      targets: r.results.map((x) => target(`relay/bare rps, ${x.items}-item batches (no-op upstream)`, x.ratio, `≥ ${r.target_ratio}`, x.ratio >= r.target_ratio)),
+    };
+  },
+  chaos(r) {
+    const parts = r.scenarios.map((s) => `${s.name} ${s.arrived}/${s.sent}${s.lost ? ` lost ${s.lost}` : ''}${s.duplicated ? ` dup ${s.duplicated}` : ''}`);
+    return {
+      headline: `${r.totals.sent} events: ${parts.join(', ')}`,
+      targets: [target('events lost', r.totals.lost, '0', r.totals.lost === 0), target('events duplicated', r.totals.duplicated, '0', r.totals.duplicated === 0)],
+    };
+  },
+  fuzz(r) {
+    return {
+      headline: `${r.cases} cases (FUZZ_RUNS=${r.fuzz_runs}, seed ${r.seed}) over ${r.targets.map((t) => `${t.target} ${t.cases}`).join(', ')}; ${r.passed ? 'every case met its oracle (refused: 4xx in the documented shape, nothing forwarded, state unchanged; accepted: forwarded once at the fixed path), no 5xx, heap flat' : 'FAILURES, see the vitest output'}`,
+      targets: [target('fuzz cases failing', r.passed ? 0 : 1, '0', r.passed)],
+    };
+  },
+};
+
+/** `{ headline, targets }` for a bench's results JSON. */
+export function summarise(name, result) {
+  const read = READERS[name];
+  if (!read) return { headline: `results in bench/results/${name}.json`, targets: [] };
+  try {
+    return read(result);
+  } catch (error) {
+    return { headline: `results in bench/results/${name}.json (summary could not read them: ${error.message})`, targets: [] };
+  }
+}
