@@ -50,7 +50,7 @@ const READERS = {
     };
   },
   collect(r) {
-    const parts = r.results.map((x) => `${x.items} items: relay→emulator ${x.relay_emulator.rps} rps, relay→no-op ${x.relay_noop.rps} rps (p99 ${x.relay_noop.p99_ms} ms), bare ${x.bare.rps} rps (${x.ratio}×)`);
+    const parts = r.results.map((x) => `${x.items} items: relay ${x.relay_noop.rps} rps vs bare ${x.bare_noop.rps} (${x.ratio}×), p99 ${x.relay_noop.p99_ms} vs ${x.bare_noop.p99_ms} ms; via emulator ${x.relay_emulator.rps} vs ${x.bare_emulator.rps} rps (${x.ratio_emulator}×)`);
     return {
       headline: parts.join('; '),
       targets: r.results.map((x) => target(`relay/bare rps, ${x.items}-item batches (no-op upstream)`, x.ratio, `≥ ${r.target_ratio}`, x.ratio >= r.target_ratio)),
