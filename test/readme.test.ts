@@ -1,0 +1,260 @@
+// README.md as a new user follows it: every fenced block is run (or, where it needs the outside
+// world, mirrored against what the repository really has). Blocks for the browser (html, js)
+// run in Chromium in test/e2e/demo-readme.test.ts.
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createClient } from '../src/client/index.js';
+import { startEmulator, type RunningEmulator } from '../src/emulator/node.js';
+import { startRelay, type RunningRelay } from '../src/relay/node.js';
+import { createToken, parseTokens } from '../src/relay/tokens.js';
+import { userHash } from '../src/relay/collect/identity.js';
+import { readmeBlocks, type Block } from './readme-blocks.js';
+
+const root = join(import.meta.dirname, '..');
+const bin = join(root, 'bin', 'cdp-edge.js');
+const tsx = pathToFileURL(join(root, 'node_modules', 'tsx', 'dist', 'loader.mjs')).href;
+const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { name: string; scripts: Record<string, string> };
+const wrangler = readFileSync(join(root, 'wrangler.toml'), 'utf8');
+const blocks = readmeBlocks();
+const KEY = 'dev-key';
+const SECRET = 'readme-identity-secret-0123456789';
+
+interface Proc {
+  out(): string;
+  exit: Promise<number | null>;
+  stop(): void;
+  /** resolves when `pattern` appears in the output */
+  waitFor(pattern: RegExp): Promise<RegExpExecArray>;
+}
+
+function run(command: string, args: string[], env: Record<string, string>, cwd = root): Proc {
+  const child = spawn(command, args, { cwd, env: { PATH: process.env['PATH'] ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  const listeners = new Set<() => void>();
+  const onData = (chunk: Buffer) => {
+    out += chunk;
+    for (const fn of listeners) fn();
+  };
+  child.stdout.on('data', onData);
+  child.stderr.on('data', onData);
+  const exit = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return {
+    out: () => out,
+    exit,
+    stop: () => void child.kill('SIGINT'),
+    waitFor: (pattern) =>
+      new Promise((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`waited 30 s for ${pattern}:\n${out}`)), 30_000);
+        const check = () => {
+          const match = pattern.exec(out);
+          if (match) clearTimeout(timer), listeners.delete(check), resolve(match);
+        };
+        listeners.add(check);
+        check();
+        void exit.then(() => setTimeout(() => (clearTimeout(timer), reject(new Error(`exited before ${pattern}:\n${out}`))), 50));
+      }),
+  };
+}
+
+/** Splits a shell line into words (quotes '…' and "…", no expansions), dropping a trailing # comment. */
+function words(line: string): string[] {
+  const out: string[] = [];
+  let word: string | undefined;
+  let quote: string | undefined;
+  for (const ch of line) {
+    if (quote) {
+      if (ch === quote) quote = undefined;
+      else word += ch;
+    } else if (ch === "'" || ch === '"') {
+      quote = ch;
+      word ??= '';
+    } else if (/\s/.test(ch)) {
+      if (word !== undefined) out.push(word), (word = undefined);
+    } else if (ch === '#' && word === undefined) {
+      break;
+    } else {
+      word = (word ?? '') + ch;
+    }
+  }
+  if (quote) throw new Error(`unclosed ${quote} in: ${line}`);
+  if (word !== undefined) out.push(word);
+  return out;
+}
+
+let emulator: RunningEmulator;
+let relay: RunningRelay;
+let readWriteToken: string;
+beforeAll(async () => {
+  emulator = await startEmulator({ port: 0, key: KEY });
+  const made = await createToken({ name: 'readme', scopes: ['read', 'write'] });
+  readWriteToken = made.token;
+  relay = await startRelay({
+    port: 0,
+    logger: () => {},
+    env: {
+      CDP_API_KEY: KEY,
+      CDP_BASE_URL: emulator.url,
+      RELAY_SITES: JSON.stringify([{ key: 'pk_live_123', origins: ['https://www.example.com'] }]),
+      RELAY_TOKENS: JSON.stringify([made.entry]),
+      RELAY_IDENTITY_SECRET: SECRET,
+    },
+  });
+});
+afterAll(async () => {
+  await relay?.close();
+  await emulator?.close();
+});
+
+/** Writes a TypeScript block (with `extra` lines after it) into the package and runs it with tsx. */
+async function runTs(block: Block, extra: string, env: Record<string, string> = {}): Promise<string> {
+  const dir = join(root, 'test-results', 'readme');
+  mkdirSync(dir, { recursive: true });
+  // Inside the package, so `cdp-edge/...` resolves to the build through the exports map.
+  const file = join(dir, `block-${block.line}.mts`);
+  const code = block.code.replaceAll('https://t.example.com', relay.url);
+  writeFileSync(file, `${code}\n${extra}\n`);
+  const proc = run(process.execPath, ['--import', tsx, file], env);
+  const code_ = await proc.exit;
+  expect(code_, `README.md:${block.line} exited ${code_}:\n${proc.out()}`).toBe(0);
+  return proc.out();
+}
+
+/** Runs one command line of a `sh` block; `env` collects `export`s. */
+async function shell(line: string, env: Record<string, string>, block: Block): Promise<void> {
+  const argv = words(line);
+  if (argv.length === 0) return;
+  const where = `README.md:${block.line}: ${line}`;
+  const [cmd, ...args] = argv;
+  if (cmd === 'export') {
+    for (const assignment of args) {
+      const eq = assignment.indexOf('=');
+      // The emulator of the README runs on 8790; here it is wherever port 0 put it.
+      env[assignment.slice(0, eq)] = assignment.slice(eq + 1).replace('http://127.0.0.1:8790', emulator.url);
+    }
+    return;
+  }
+  if (line.startsWith('npm install && npm start')) {
+    // npm start = build, then `cdp-edge dev`; run that on free ports (the defaults may be taken here).
+    expect(pkg.scripts['prestart']).toBe('npm run build');
+    expect(pkg.scripts['start']).toBe('node bin/cdp-edge.js dev');
+    const dev = run(process.execPath, [bin, 'dev', '--demo-port', '0', '--relay-port', '0', '--emulator-port', '0', '--quiet'], {});
+    const [, demo] = await dev.waitFor(/Demo site\s+(http:\/\/\S+?)\/?\s/);
+    await dev.waitFor(/Press Ctrl-C/);
+    expect((await fetch(`${demo}/`)).status).toBe(200);
+    dev.stop();
+    expect(await dev.exit).toBe(0);
+    return;
+  }
+  if (line.startsWith('npm test')) {
+    // Not run from inside `npm test`; what it runs is checked instead.
+    expect(pkg.scripts['pretest']).toBe('npm run build');
+    expect(pkg.scripts['test']).toContain('vitest run');
+    return;
+  }
+  if (cmd === 'npm' && args.join(' ') === 'install cdp-edge') return void expect(pkg.name).toBe('cdp-edge');
+  if (cmd === 'npx' && args[0] === 'wrangler') {
+    // Offline: check that wrangler.toml has what the command relies on.
+    if (args[1] === 'secret' && args[2] === 'put') {
+      expect(wrangler, where).toMatch(new RegExp(`secret put ${args[3]}\\b`));
+      expect(['CDP_API_KEY', 'RELAY_IDENTITY_SECRET']).toContain(args[3]);
+      return;
+    }
+    if (args[1] === 'deploy') {
+      const main = /^main = "node_modules\/cdp-edge\/(.+)"$/m.exec(wrangler)?.[1];
+      expect(main && existsSync(join(root, main)), `${where}: wrangler.toml main must be a built file`).toBe(true);
+      expect(wrangler).toMatch(/\[\[durable_objects\.bindings\]\]\s*\nname = "RELAY_STATE"\s*\nclass_name = "RelayState"/);
+      expect(wrangler).toMatch(/new_sqlite_classes = \["RelayState"\]/);
+      return;
+    }
+  }
+  if (cmd === 'npx' && args[0] === 'cdp-edge') {
+    const cliArgs = args.slice(1).map((arg, i, all) => (all[i - 1] === '--port' ? '0' : arg));
+    const cwd = mkdtempSync(join(tmpdir(), 'cdp-readme-'));
+    const proc = run(process.execPath, [bin, ...cliArgs], { ...env, RELAY_LOG: 'off' }, cwd);
+    if (args[1] === 'relay' || args[1] === 'emulator') {
+      const [, url] = await proc.waitFor(/listening on (http:\/\/[^\s(]+)/);
+      if (args[1] === 'relay') {
+        expect(await (await fetch(`${url}/healthz`)).json()).toMatchObject({ ok: true });
+        // The site of the README's RELAY_SITES is there: its origin may post, others may not.
+        const collect = (origin: string) => fetch(`${url}/collect`, { method: 'POST', headers: { origin, 'content-type': 'text/plain' }, body: JSON.stringify({ key: 'pk_live_123', batch: [] }) });
+        expect((await collect('https://evil.example.org')).status).toBe(403);
+        expect((await collect('https://www.example.com')).status).not.toBe(403);
+      } else {
+        const answer = await fetch(`${url}/v1/tags/get`, { method: 'POST', headers: { 'x-api-key': 'dev-key', 'content-type': 'application/json' }, body: '{}' });
+        expect(answer.status).toBe(200);
+        expect((await fetch(`${url}/`)).status).toBe(200);
+      }
+      proc.stop();
+      expect(await proc.exit, proc.out()).toBe(0);
+      return;
+    }
+    expect(await proc.exit, `${where}\n${proc.out()}`).toBe(0);
+    if (args[1] === 'token') {
+      const token = /^\s+(rt_\S+)$/m.exec(proc.out())?.[1];
+      const entry = /^\s+(\{"name".*\})$/m.exec(proc.out())?.[1];
+      expect(token).toBeDefined();
+      const [parsed] = parseTokens(`[${entry}]`);
+      expect(parsed).toMatchObject({ name: 'crm-sync', scopes: ['read', 'write'] });
+    }
+    return;
+  }
+  throw new Error(`${where}: no test knows this command; add one to test/readme.test.ts`);
+}
+
+describe('README.md', () => {
+  it('has only blocks that a test runs: sh, ts, text here; html and js in Chromium', () => {
+    expect(blocks.length).toBeGreaterThan(8);
+    for (const block of blocks) expect(['sh', 'ts', 'text', 'html', 'js'], `README.md:${block.line}`).toContain(block.lang);
+    expect(existsSync(join(root, 'test', 'e2e', 'demo-readme.test.ts'))).toBe(true);
+  });
+
+  it('the diagram names real routes', async () => {
+    const diagram = blocks.find((b) => b.lang === 'text')!;
+    for (const path of ['/v1/person/merge', '/v1/activities/create']) expect(diagram.code).toContain(path);
+    const { ENDPOINT_LIST } = await import('../src/api/index.js');
+    expect(ENDPOINT_LIST.map((e: { path: string }) => e.path)).toEqual(expect.arrayContaining(['/v1/person/merge', '/v1/activities/create']));
+    expect((await fetch(`${relay.url}/collect`, { method: 'POST', body: '{}' })).status).toBe(400); // the route exists
+  });
+
+  it('every shell command works as written (ports become free ones; wrangler is checked offline)', async () => {
+    for (const block of blocks.filter((b) => b.lang === 'sh')) {
+      const env: Record<string, string> = {};
+      for (const line of block.code.split('\n')) await shell(line, env, block);
+    }
+  }, 120_000);
+
+  it('the user_hash example computes what the relay checks', async () => {
+    const block = blocks.find((b) => b.lang === 'ts' && b.code.includes('createHmac'))!;
+    const out = await runTs(block, 'console.log(userHash);', { RELAY_IDENTITY_SECRET: SECRET });
+    expect(out.trim()).toBe(await userHash(SECRET, 'ann@example.com'));
+  });
+
+  it('the Worker entry exports the fetch handler and the Durable Object class', async () => {
+    const block = blocks.find((b) => b.lang === 'ts' && b.code.includes('cdp-edge/relay/cloudflare'))!;
+    const out = await runTs(block, `import * as entry from 'cdp-edge/relay/cloudflare';\nconsole.log(typeof entry.default.fetch, typeof entry.RelayState);`);
+    expect(out.trim()).toBe('function function');
+  });
+
+  it('the typed client example merges and pages through the relay with a token', async () => {
+    const block = blocks.find((b) => b.lang === 'ts' && b.code.includes("from 'cdp-edge/client'") && b.code.includes('RELAY_TOKEN'))!;
+    const out = await runTs(block, '', { RELAY_TOKEN: readWriteToken });
+    expect(out).toMatch(/^[0-9a-f]{24} ann@example\.com$/m);
+    const client = createClient({ apiKey: KEY, baseUrl: emulator.url });
+    const found = await client.person.get({ filter: { '$str::is': { field_id: 'str::email', value: 'ann@example.com' } }, fields: ['str::first'] });
+    expect(found.contacts?.[0]?.fields).toEqual({ 'str::first': 'Ann' });
+  });
+
+  it('the emulator example runs as a test would use it', async () => {
+    const block = blocks.find((b) => b.lang === 'ts' && b.code.includes("from 'cdp-edge/emulator'"))!;
+    expect((await runTs(block, '')).trim()).toBe('1');
+  });
+
+  it('every ts block is one of the above', () => {
+    const known = ['createHmac', 'cdp-edge/relay/cloudflare', 'RELAY_TOKEN', "from 'cdp-edge/emulator'"];
+    for (const block of blocks.filter((b) => b.lang === 'ts')) expect(known.some((k) => block.code.includes(k)), `README.md:${block.line}`).toBe(true);
+  });
+});
