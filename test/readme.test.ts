@@ -6,6 +6,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient } from '../src/client/index.js';
 import { startEmulator, type RunningEmulator } from '../src/emulator/node.js';
@@ -251,6 +252,20 @@ describe('README.md', () => {
   it('the emulator example runs as a test would use it', async () => {
     const block = blocks.find((b) => b.lang === 'ts' && b.code.includes("from 'cdp-edge/emulator'"))!;
     expect((await runTs(block, '')).trim()).toBe('1');
+  });
+
+  it('the size comparison quotes bench/results/size.json, and cdp.js is within the 4 KB it claims', () => {
+    const results = JSON.parse(readFileSync(join(root, 'bench', 'results', 'size.json'), 'utf8')) as { rows: Array<{ name: string; script: { gzip: number } }> };
+    const readme = readFileSync(join(root, 'README.md'), 'utf8');
+    const rows = [...readme.matchAll(/^\| ([A-Za-z][^|]*?) \| ([\d.]+) KB \|/gm)];
+    expect(rows.length).toBe(7);
+    for (const [, name, kb] of rows) {
+      const row = results.rows.find((r) => name!.startsWith(r.name));
+      expect(row, name).toBeDefined();
+      expect(Number(kb), name).toBe(Math.round(row!.script.gzip / 100) / 10);
+    }
+    expect(readme).toContain('| cdp-edge `cdp.js` | ≤ 4 KB |');
+    expect(gzipSync(readFileSync(join(root, 'dist', 'cdp.js')), { level: 9 }).length).toBeLessThanOrEqual(4096);
   });
 
   it('every ts block is one of the above', () => {
