@@ -81,17 +81,19 @@ export function formatRelayLine(line: LogLine): string {
 
 function banner(stack: DevStack, upstream: (Upstream & { why: string }) | undefined): string {
   const { demo, relay, emulator } = stack;
+  const addresses: Array<[string, string, string]> = [
+    ['Demo site', `${demo.url}/`, 'a shop page with the script tag: open this'],
+    ['', `${demo.url}/spa/`, 'a single-page app importing createTracker'],
+    ['Relay', relay.url, 'POST /collect, GET /cdp.js, the /v1/… proxy'],
+    emulator ? ['Emulator', `${emulator.url}/`, 'the platform API (X-Api-Key: dev-key) and its dashboard'] : ['Upstream', stack.upstream, 'the real platform'],
+  ];
+  const width = Math.max(...addresses.map(([, url]) => url.length));
   const rows = [
     upstream
       ? `cdp-edge dev: the relay forwards to the REAL platform at ${stack.upstream} (because of ${upstream.why}).\nEvents and people you send from the demo are created there for real. No emulator is started.`
       : 'cdp-edge dev: everything runs on this machine (loopback); no key, nothing leaves it.',
     '',
-    `  Demo site   ${demo.url}/        a shop page with the script tag: open this`,
-    `              ${demo.url}/spa/    a single-page app importing createTracker`,
-    `  Relay       ${relay.url}        POST /collect, GET /cdp.js, the /v1/… proxy`,
-    emulator
-      ? `  Emulator    ${emulator.url}        the platform API (X-Api-Key: dev-key); its dashboard is at /`
-      : `  Upstream    ${stack.upstream}`,
+    ...addresses.map(([label, url, what]) => `  ${label.padEnd(10)}  ${url.padEnd(width)}  ${what}`),
     ...stack.notes.map((note) => `  (${note})`),
     '',
     'What to click:',

@@ -4,7 +4,11 @@
 import { createServer, type Server } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listenOn, PortTakenError } from '../../src/demo/ports.js';
-import { startDevStack } from '../../src/demo/stack.js';
+import { EMULATOR_KEY, startDevStack } from '../../src/demo/stack.js';
+import { createClient } from '../../src/client/index.js';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createDemoApp } from '../../src/demo/server.js';
 
 let blocker: Server;
@@ -41,6 +45,24 @@ describe('ports', () => {
     expect(calls).toBe(1);
     // Other failures are not taken for a busy port.
     await expect(listenOn({ port: 1234 }, 'relay', async () => { throw new Error('EACCES'); })).rejects.toThrow('EACCES');
+  });
+});
+
+describe('--data', () => {
+  it('keeps the emulator state across runs: seeded once, then what arrived is still there', async () => {
+    const data = join(mkdtempSync(join(tmpdir(), 'cdp-dev-data-')), 'emulator.json');
+    const ports = { emulatorPort: { port: 0 }, relayPort: { port: 0 }, demoPort: { port: 0 }, data };
+    const first = await startDevStack(ports);
+    const client = createClient({ apiKey: EMULATOR_KEY, baseUrl: first.emulator!.url });
+    await client.person.merge({ people: [{ fields: { 'str::email': 'kept@example.com' } }] });
+    await first.close();
+    const second = await startDevStack(ports); // would fail if it seeded the activity definitions again
+    try {
+      const people = second.emulator!.emulator.snapshot().people.map((p) => p.fields?.['str::email']);
+      expect(people.sort()).toEqual(['ada@example.com', 'alan@example.com', 'grace@example.com', 'kept@example.com']);
+    } finally {
+      await second.close();
+    }
   });
 });
 

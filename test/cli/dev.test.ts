@@ -35,8 +35,8 @@ function dev(args: string[], env: Record<string, string> = {}): Run {
       if (!out.includes('Press Ctrl-C')) return;
       clearTimeout(timer);
       const find = (re: RegExp) => re.exec(out)?.[1];
-      const emulator = find(/Emulator\s+(http:\/\/\S+)/);
-      resolve({ demo: find(/Demo site\s+(http:\/\/\S+?)\/?\s/)!, relay: find(/Relay\s+(http:\/\/\S+)/)!, ...(emulator ? { emulator } : {}), token: find(/^\s+(rt_\S+)$/m)! });
+      const emulator = find(/Emulator\s+(http:\/\/\S+?)\/?\s/);
+      resolve({ demo: find(/Demo site\s+(http:\/\/\S+?)\/?\s/)!, relay: find(/Relay\s+(http:\/\/\S+?)\/?\s/)!, ...(emulator ? { emulator } : {}), token: find(/^\s+(rt_\S+)$/m)! });
     });
     void exit.then(() => {
       clearTimeout(timer);
