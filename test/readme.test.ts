@@ -268,6 +268,23 @@ describe('README.md', () => {
     expect(gzipSync(readFileSync(join(root, 'dist', 'cdp.js')), { level: 9 }).length).toBeLessThanOrEqual(4096);
   });
 
+  it('the first-party path setup it describes works: /t/collect and /t/cdp.js', async () => {
+    const readme = readFileSync(join(root, 'README.md'), 'utf8');
+    expect(readme).toContain('set `RELAY_COLLECT_PATH=/t/collect` and `RELAY_SCRIPT_PATH=/t/cdp.js`');
+    const pathRelay = await startRelay({
+      port: 0,
+      logger: () => {},
+      env: { CDP_API_KEY: KEY, CDP_BASE_URL: emulator.url, RELAY_COLLECT_PATH: '/t/collect', RELAY_SCRIPT_PATH: '/t/cdp.js', RELAY_SITES: JSON.stringify([{ key: 'pk_live_123', origins: ['https://www.example.com'] }]) },
+    });
+    try {
+      expect((await fetch(`${pathRelay.url}/t/cdp.js`)).status).toBe(200);
+      const answer = await fetch(`${pathRelay.url}/t/collect`, { method: 'POST', headers: { origin: 'https://www.example.com', 'content-type': 'text/plain' }, body: JSON.stringify({ key: 'pk_live_123', batch: [] }) });
+      expect(answer.status).toBe(200);
+    } finally {
+      await pathRelay.close();
+    }
+  });
+
   it('every ts block is one of the above', () => {
     const known = ['createHmac', 'cdp-edge/relay/cloudflare', 'RELAY_TOKEN', "from 'cdp-edge/emulator'"];
     for (const block of blocks.filter((b) => b.lang === 'ts')) expect(known.some((k) => block.code.includes(k)), `README.md:${block.line}`).toBe(true);
