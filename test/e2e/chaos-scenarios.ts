@@ -1,0 +1,244 @@
+/**
+ * The chaos scenarios: each opens pages of the script-tag snippet, identifies one person, tracks
+ * events numbered 0…n-1 while something goes wrong, and counts at the emulator what arrived.
+ * `sent` counts events whose track() Promise resolved (stored durably, the snippet's promise);
+ * `lost` = sent but never arrived, `duplicated` = arrivals beyond the first of an event.
+ */
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { activityOf, type ChaosStack } from './chaos-stack.js';
+
+export interface ScenarioResult {
+  name: string;
+  what: string;
+  sent: number;
+  arrived: number;
+  lost: number;
+  duplicated: number;
+  /** arrivals of events never confirmed as sent (should be 0) */
+  unexpected: number;
+  seconds: number;
+  /** seconds from the last send until everything arrived (or the deadline) */
+  drain_seconds: number;
+  /** what the pages saw of /collect: answers, answers not 200 or carrying `retry` items, requests that failed on the network */
+  collect: { answers: number; not_ok: number; failed: number };
+  /** platform calls the emulator's fault mode failed during the scenario */
+  faults_injected: number;
+}
+
+interface Context {
+  /** a fresh browser context, closed when the scenario ends */
+  newContext(): Promise<BrowserContext>;
+  stack: ChaosStack;
+  email: string;
+  /** events this scenario sends */
+  n: number;
+  /** record events confirmed stored */
+  sent: Set<string>;
+  collect: ScenarioResult['collect'];
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const CHUNK = 20;
+
+type Cdp = { track(a: string, attrs: Record<string, string>): Promise<void>; identify(f: Record<string, string>): Promise<void>; flush(): Promise<void>; consent(c: string): Promise<void>; loaded?: boolean };
+
+async function open(context: BrowserContext, ctx: Context, init: Record<string, unknown> = {}): Promise<Page> {
+  const { stack } = ctx;
+  const page = await context.newPage();
+  // The disturbance really happened: count what the page saw of /collect.
+  page.on('response', (response) => {
+    if (!response.url().endsWith('/collect') || response.request().method() !== 'POST') return;
+    ctx.collect.answers++;
+    if (response.status() !== 200) return void ctx.collect.not_ok++;
+    response.text().then((text) => text.includes('"retry"') && ctx.collect.not_ok++, () => {});
+  });
+  page.on('requestfailed', (request) => request.url().endsWith('/collect') && ctx.collect.failed++);
+  await page.goto(stack.pageUrl({ flushInterval: 100, ...init }));
+  await page.waitForFunction(() => (window as unknown as { cdp?: Cdp }).cdp?.loaded === true, undefined, { timeout: 15_000 });
+  return page;
+}
+
+/** Identifies (when `email`) and tracks events `from…to-1`; records each one whose Promise resolved. */
+async function track(page: Page, ctx: Context, from: number, to: number, email?: string): Promise<void> {
+  const events = Array.from({ length: Math.max(0, to - from) }, (_, i) => ({ n: String(from + i), activity: activityOf(from + i) }));
+  const stored = await page.evaluate(
+    async ({ email, events }) => {
+      const cdp = (window as unknown as { cdp: Cdp }).cdp;
+      if (email) await cdp.identify({ 'str::email': email });
+      const settled = await Promise.allSettled(events.map((e) => cdp.track(e.activity, { 'str:cm:n': e.n })));
+      return events.filter((_, i) => settled[i]!.status === 'fulfilled').map((e) => e.n);
+    },
+    { email, events },
+  );
+  for (const n of stored) ctx.sent.add(n);
+}
+
+/** Tracks `from…to-1` in chunks, calling `between` after each chunk. */
+async function inChunks(from: number, to: number, each: (start: number, end: number, index: number) => Promise<void>): Promise<void> {
+  for (let start = from, index = 0; start < to; start += CHUNK, index++) await each(start, Math.min(to, start + CHUNK), index);
+}
+
+export interface Scenario {
+  name: string;
+  what: string;
+  /** where the disturbance must show, so a run proves it happened: failed /collect requests in the page, or faults at the platform */
+  disturbs?: 'page' | 'platform';
+  run(ctx: Context): Promise<void>;
+  /** undone once the scenario has drained (faults off, relay up) */
+  cleanup?(ctx: Context): Promise<void> | void;
+}
+
+const faulty = (name: string, what: string, spec: { status: number; delayMs?: number }): Scenario => ({
+  disturbs: 'platform',
+  name,
+  what,
+  async run(ctx) {
+    const context = await ctx.newContext();
+    const page = await open(context, ctx);
+    // The first chunk meets a platform failing every call (so even a short run sees the fault), then 20%.
+    ctx.stack.setFaults({ ...spec, rate: 1 });
+    await inChunks(0, ctx.n, async (a, b, i) => {
+      await track(page, ctx, a, b, i === 0 ? ctx.email : undefined);
+      if (i === 0) {
+        await sleep(300);
+        ctx.stack.setFaults({ ...spec, rate: 0.2 });
+      }
+      await sleep(50);
+    });
+  },
+  cleanup: (ctx) => ctx.stack.setFaults(undefined),
+});
+
+export const SCENARIOS: Scenario[] = [
+  {
+    name: 'offline',
+    disturbs: 'page',
+    what: 'the network goes offline for 1.5 s in the middle of tracking',
+    async run(ctx) {
+      const context = await ctx.newContext();
+      const page = await open(context, ctx);
+      const third = Math.ceil(ctx.n / 3);
+      await track(page, ctx, 0, third, ctx.email);
+      await context.setOffline(true);
+      await track(page, ctx, third, 2 * third);
+      await sleep(1500);
+      await context.setOffline(false);
+      await track(page, ctx, 2 * third, ctx.n);
+    },
+  },
+  {
+    name: 'reloads',
+    what: `the page reloads after every ${CHUNK} events (0–300 ms after they are stored, flushes in flight)`,
+    async run(ctx) {
+      const context = await ctx.newContext();
+      const page = await open(context, ctx);
+      await inChunks(0, ctx.n, async (a, b, i) => {
+        await track(page, ctx, a, b, i === 0 ? ctx.email : undefined);
+        await sleep((i * 97) % 300);
+        await page.reload();
+        await page.waitForFunction(() => (window as unknown as { cdp?: Cdp }).cdp?.loaded === true, undefined, { timeout: 15_000 });
+      });
+    },
+  },
+  {
+    name: 'tab-close',
+    what: `a tab tracks ${CHUNK} events, starts a flush and is closed at once; the next tab carries on`,
+    async run(ctx) {
+      const context = await ctx.newContext();
+      await inChunks(0, ctx.n, async (a, b, i) => {
+        const page = await open(context, ctx);
+        await track(page, ctx, a, b, i === 0 ? ctx.email : undefined);
+        await page.evaluate(() => void (window as unknown as { cdp: Cdp }).cdp.flush());
+        await page.close({ runBeforeUnload: true });
+      });
+      await open(context, ctx); // one tab stays to send what the beacons did not
+    },
+  },
+  {
+    name: 'three-tabs',
+    what: 'three tabs of one site track at once (one flushes at a time)',
+    async run(ctx) {
+      const context = await ctx.newContext();
+      const tabs = [await open(context, ctx), await open(context, ctx), await open(context, ctx)];
+      await track(tabs[0]!, ctx, 0, 1, ctx.email);
+      const share = Math.ceil((ctx.n - 1) / 3);
+      await Promise.all(tabs.map((tab, t) => inChunks(1 + t * share, Math.min(ctx.n, 1 + (t + 1) * share), (a, b) => track(tab, ctx, a, b))));
+    },
+  },
+  {
+    name: 'relay-restart',
+    disturbs: 'page',
+    what: 'the relay process is SIGKILLed mid-traffic and restarted 1.5 s later on the same port',
+    async run(ctx) {
+      const context = await ctx.newContext();
+      const page = await open(context, ctx);
+      const third = Math.ceil(ctx.n / 3);
+      await inChunks(0, third, (a, b, i) => track(page, ctx, a, b, i === 0 ? ctx.email : undefined));
+      ctx.stack.killRelay();
+      await inChunks(third, 2 * third, (a, b) => track(page, ctx, a, b));
+      await sleep(1500);
+      await ctx.stack.startRelay();
+      await inChunks(2 * third, ctx.n, (a, b) => track(page, ctx, a, b));
+    },
+    cleanup: async (ctx) => {
+      await fetch(`${ctx.stack.relayUrl}/healthz`).catch(() => ctx.stack.startRelay());
+    },
+  },
+  faulty('upstream-429', 'the platform answers 429 with try-in-seconds to 20% of calls', { status: 429 }),
+  faulty('upstream-500', 'the platform answers 500 to 20% of calls', { status: 500 }),
+  faulty('upstream-timeout', 'the platform stays silent for 2.5 s (past the relay\'s timeout) on 20% of calls', { status: 504, delayMs: 2500 }),
+  {
+    name: 'consent',
+    what: 'consent flips pending ↔ granted every chunk: stored while pending, sent once granted',
+    async run(ctx) {
+      const context = await ctx.newContext();
+      const page = await open(context, ctx, { consent: 'pending' });
+      await inChunks(0, ctx.n, async (a, b, i) => {
+        await track(page, ctx, a, b, i === 0 ? ctx.email : undefined);
+        await page.evaluate((state) => (window as unknown as { cdp: Cdp }).cdp.consent(state), i % 2 === 0 ? 'granted' : 'pending');
+      });
+      await page.evaluate(() => (window as unknown as { cdp: Cdp }).cdp.consent('granted'));
+    },
+  },
+];
+
+/** Runs one scenario with `n` events and waits (at most `deadlineMs`) for them at the emulator. */
+export async function runScenario(browser: Browser, stack: ChaosStack, scenario: Scenario, n: number, deadlineMs: number): Promise<ScenarioResult> {
+  const contexts: BrowserContext[] = [];
+  const newContext = async () => {
+    const context = await browser.newContext();
+    contexts.push(context);
+    return context;
+  };
+  const ctx: Context = { newContext, stack, email: `chaos-${scenario.name}-${Date.now()}@example.com`, n, sent: new Set(), collect: { answers: 0, not_ok: 0, failed: 0 } };
+  const started = Date.now();
+  const faultsBefore = stack.faultsInjected;
+  let sentAt = started;
+  try {
+    await scenario.run(ctx);
+    sentAt = Date.now();
+    const until = sentAt + deadlineMs;
+    while (Date.now() < until && new Set(stack.received(ctx.email)).size < ctx.sent.size) await sleep(200);
+    await scenario.cleanup?.(ctx);
+    await sleep(1500); // late duplicates would land now
+  } finally {
+    await scenario.cleanup?.(ctx);
+    for (const context of contexts) await context.close().catch(() => {});
+  }
+  const arrivals = stack.received(ctx.email);
+  const unique = new Set(arrivals);
+  const lost = [...ctx.sent].filter((n) => !unique.has(n)).length;
+  return {
+    name: scenario.name,
+    what: scenario.what,
+    sent: ctx.sent.size,
+    arrived: [...unique].filter((n) => ctx.sent.has(n)).length,
+    lost,
+    duplicated: arrivals.length - unique.size,
+    unexpected: [...unique].filter((n) => !ctx.sent.has(n)).length,
+    seconds: Math.round((Date.now() - started) / 100) / 10,
+    drain_seconds: Math.round((Date.now() - sentAt - 1500) / 100) / 10,
+    collect: ctx.collect,
+    faults_injected: stack.faultsInjected - faultsBefore,
+  };
+}

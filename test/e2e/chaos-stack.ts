@@ -1,0 +1,162 @@
+/**
+ * The chaos rig: the real emulator (faults on demand), the real relay as `cdp-edge relay` in its
+ * own process with a state file (so it can be SIGKILLed and restarted on the same port), and a
+ * page server on another loopback origin serving dist/cdp.js with the inline stub. Events are
+ * counted at the emulator. Shared by test/e2e/chaos.test.ts (short) and bench/chaos.ts (full).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { startEmulator, type RunningEmulator } from '../../src/emulator/node.js';
+
+export const SITE_KEY = 'pk_chaos';
+const PLATFORM_KEY = 'chaos-platform-key';
+/** The emulator takes 50 events per activity per person a day: each scenario spreads its events. */
+export const PER_ACTIVITY = 45;
+export const activityOf = (n: number) => `act:cm:chaos-${Math.floor(n / PER_ACTIVITY)}`;
+
+const root = fileURLToPath(new URL('../../', import.meta.url));
+
+export interface ChaosStack {
+  emulator: RunningEmulator;
+  /** the relay's base address; stays the same across restarts */
+  relayUrl: string;
+  site: string;
+  pageUrl(init?: Record<string, unknown>): string;
+  /** SIGKILL: no graceful close, whatever was in flight is cut */
+  killRelay(): void;
+  startRelay(): Promise<void>;
+  /** makes the platform fail on purpose (the emulator's fault mode), one spec for its two endpoints; `undefined` heals it */
+  setFaults(spec: { status: number; rate: number; delayMs?: number } | undefined): void;
+  /** how many platform calls the fault mode has failed so far */
+  readonly faultsInjected: number;
+  /** `n` of every chaos event the emulator holds for `email`, duplicates included */
+  received(email: string): string[];
+  close(): Promise<void>;
+}
+
+const listen = (server: Server) => new Promise<number>((resolve) => server.listen(0, '127.0.0.1', () => resolve((server.address() as AddressInfo).port)));
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Starts everything; `events` is the most one person will send (sizes the activity definitions). */
+export async function startChaosStack(events: number): Promise<ChaosStack> {
+  // The fault mode draws one number per call; drawing below the rate is a fault. Counting them proves a scenario's fault hit.
+  let rate = 0;
+  let faultsInjected = 0;
+  const random = () => {
+    const draw = Math.random();
+    if (draw < rate) faultsInjected++;
+    return draw;
+  };
+  const emulator = await startEmulator({ port: 0, key: PLATFORM_KEY, plan: 'business', random });
+  for (let i = 0; i <= Math.floor(events / PER_ACTIVITY); i++) {
+    const created = await fetch(`${emulator.url}/v1/definitions/activity/create`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': PLATFORM_KEY },
+      body: JSON.stringify({ name: `chaos-${i}`, attributes: [{ name: 'n', display_type: 'text' }] }),
+    });
+    if (!created.ok) throw new Error(`seeding act:cm:chaos-${i}: ${created.status} ${await created.text()}`);
+  }
+
+  const snippet = readFileSync(join(root, 'dist/cdp.js'));
+  let relayUrl = '';
+  const pages = createServer((req, res) => {
+    const url = new URL(req.url ?? '/', 'http://x');
+    if (url.pathname === '/cdp.js') return void res.writeHead(200, { 'content-type': 'text/javascript' }).end(snippet);
+    if (url.pathname !== '/') return void res.writeHead(404).end();
+    const init = { relay: relayUrl, key: SITE_KEY, ...(JSON.parse(url.searchParams.get('init') ?? '{}') as object) };
+    res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
+    // The script comes from the page's own server, so a page still loads while the relay is down.
+    res.end(`<!doctype html><title>chaos</title><script>window.cdp=window.cdp||function(){(cdp.q=cdp.q||[]).push(arguments)};cdp('init',${JSON.stringify(init)});</script><script src="/cdp.js"></script>`);
+  });
+  const site = `http://127.0.0.1:${await listen(pages)}`;
+
+  const state = mkdtempSync(join(tmpdir(), 'cdp-edge-chaos-'));
+  let port = 0;
+  let child: ChildProcess | undefined;
+  const env = {
+    ...process.env,
+    CDP_API_KEY: PLATFORM_KEY,
+    CDP_BASE_URL: emulator.url,
+    RELAY_BUDGET_MS: '1500',
+    RELAY_LOG: 'off',
+    RELAY_STATE_FILE: join(state, 'relay-state.jsonl'),
+    RELAY_SITES: JSON.stringify([{ key: SITE_KEY, origins: [site], rate_limit: { per_second: 10_000, burst: 10_000 } }]),
+  };
+
+  async function startRelay(): Promise<void> {
+    const started = spawn(process.execPath, [join(root, 'bin/cdp-edge.js'), 'relay', '--port', String(port)], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    child = started;
+    let output = '';
+    const address = await new Promise<string>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`cdp-edge relay did not start within 15 s: ${output}`)), 15_000);
+      const read = (chunk: Buffer) => {
+        output += chunk.toString();
+        const match = /listening on (http:\/\/[^\s]+)/.exec(output);
+        if (match) {
+          clearTimeout(timer);
+          resolve(match[1]!);
+        }
+      };
+      started.stdout!.on('data', read);
+      started.stderr!.on('data', read);
+      started.once('exit', (code) => {
+        clearTimeout(timer);
+        reject(new Error(`cdp-edge relay exited with ${code}: ${output}`));
+      });
+    });
+    started.stdout!.resume();
+    started.stderr!.resume();
+    relayUrl = address;
+    port = Number(new URL(address).port);
+  }
+
+  function killRelay(): void {
+    child?.kill('SIGKILL');
+    child = undefined;
+  }
+
+  await startRelay();
+  return {
+    emulator,
+    get relayUrl() {
+      return relayUrl;
+    },
+    site,
+    pageUrl: (init = {}) => `${site}/?init=${encodeURIComponent(JSON.stringify(init))}`,
+    killRelay,
+    setFaults(spec) {
+      rate = spec?.rate ?? 0;
+      emulator.emulator.setFaults(spec ? { 'activities/create': spec, 'person/merge': spec } : {});
+    },
+    get faultsInjected() {
+      return faultsInjected;
+    },
+    async startRelay() {
+      // The killed process's socket can take a moment to free the port.
+      for (let attempt = 0; ; attempt++) {
+        try {
+          return await startRelay();
+        } catch (error) {
+          if (attempt >= 10) throw error;
+          await sleep(200);
+        }
+      }
+    },
+    received(email) {
+      const person = emulator.emulator.snapshot().people.find((p) => p.fields?.['str::email'] === email);
+      return (person?.events ?? []).filter((e) => e.activity_id.startsWith('act:cm:chaos-')).map((e) => String(e.attributes['str:cm:n']));
+    },
+    async close() {
+      killRelay();
+      await new Promise((resolve) => pages.close(resolve));
+      pages.closeAllConnections();
+      await emulator.close();
+      rmSync(state, { recursive: true, force: true });
+    },
+  };
+}

@@ -1,0 +1,37 @@
+/**
+ * The chaos suite, short form (the full N = 2,000 runs in `npm run bench`, bench/chaos.ts): real
+ * Chromium, the real relay process and the emulator; per scenario the events whose track()
+ * resolved must each arrive at the emulator exactly once — 0 lost, 0 duplicated.
+ */
+import type { Browser } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { chromiumAvailable, launchChromium } from './chromium.js';
+import { SCENARIOS, runScenario } from './chaos-scenarios.js';
+import { startChaosStack, type ChaosStack } from './chaos-stack.js';
+
+/** ~30 events per scenario: a few hundred in all. */
+const PER_SCENARIO = 30;
+const available = chromiumAvailable('chaos suite (test/e2e/chaos.test.ts)');
+
+describe.runIf(available)('chaos, short form: every stored event arrives exactly once', () => {
+  let stack: ChaosStack;
+  let browser: Browser;
+
+  beforeAll(async () => {
+    stack = await startChaosStack(PER_SCENARIO);
+    browser = await launchChromium();
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await stack?.close();
+  });
+
+  it.each(SCENARIOS.map((s) => [s.name, s] as const))('%s', async (_name, scenario) => {
+    const result = await runScenario(browser, stack, scenario, PER_SCENARIO, 40_000);
+    console.log(`chaos ${result.name}: sent ${result.sent}, arrived ${result.arrived}, lost ${result.lost}, duplicated ${result.duplicated} (${result.seconds} s; /collect ${JSON.stringify(result.collect)}, platform faults ${result.faults_injected})`);
+    expect(result.sent, 'every track() resolved (stored)').toBe(PER_SCENARIO);
+    expect({ lost: result.lost, duplicated: result.duplicated, unexpected: result.unexpected }).toEqual({ lost: 0, duplicated: 0, unexpected: 0 });
+    if (scenario.disturbs === 'page') expect(result.collect.failed, `no /collect request failed in the page: ${JSON.stringify(result.collect)}`).toBeGreaterThan(0);
+    if (scenario.disturbs === 'platform') expect(result.faults_injected, 'the platform never failed a call').toBeGreaterThan(0);
+  });
+});
