@@ -32,12 +32,12 @@ const TOTAL_MS = Number(values['total-seconds']) * 1000;
  */
 const PLAN = [
   { name: 'size', budget: 45 },
-  { name: 'emulator', budget: 60 },
-  { name: 'relay-proxy', budget: 100 },
-  { name: 'relay-cpu', budget: 60 },
-  { name: 'collect', budget: 75 },
+  { name: 'emulator', budget: 80 },
+  { name: 'relay-proxy', budget: 110 },
+  { name: 'relay-cpu', budget: 80 },
+  { name: 'collect', budget: 80 },
   { name: 'snippet', budget: 60 },
-  { name: 'chaos', budget: 90 },
+  { name: 'chaos', budget: 150 },
   { name: 'fuzz', budget: 75, command: 'fuzz' },
 ];
 const DEFAULT_BUDGET = 45;
