@@ -116,7 +116,7 @@ for (const [id, state] of [['#accept', 'granted'], ['#decline', 'denied']]) {
   });
 }
 showConsent(localStorage.getItem('demo-consent') ?? 'pending');
-$('#consent-state').addEventListener('click', () => showConsent('pending'));
+$('#consent-change').addEventListener('click', () => ($('#banner').hidden = false));
 
 $('#offline').addEventListener('change', (event) => {
   offline = event.target.checked;

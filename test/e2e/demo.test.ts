@@ -71,7 +71,7 @@ describe.runIf(available)('the demo in Chromium (what npm start serves)', () => 
     await page.click('#signup button[type=submit]');
     await expect.poll(() => logText(page)).toContain('stored signed-up');
     // Consent is pending: everything is kept in the browser and nothing was sent.
-    expect(await logText(page)).not.toContain('sent');
+    expect(await logText(page)).not.toMatch(/sent\s+\d+ items? to the relay/);
     expect(await happened('act:cm:signed-up')).toEqual([]);
 
     await page.click('#accept');
@@ -115,6 +115,25 @@ describe.runIf(available)('the demo in Chromium (what npm start serves)', () => 
     await page.click('#flush'); // one more send: nothing is left to go twice
     await new Promise((r) => setTimeout(r, 500));
     expect(teapots()).toEqual(['Blue teapot']);
+  });
+
+  it('declining consent deletes what was kept and sends nothing; the choice can be changed', async () => {
+    const page = await browser.newPage();
+    await page.goto(`${stack.demo.url}/`);
+    await page.waitForFunction(() => (window as unknown as { cdp?: { loaded?: boolean } }).cdp?.loaded === true);
+    const declined = `declined-${Date.now()}@example.com`;
+    await page.fill('input[name=email]', declined);
+    await page.click('#signup button[type=submit]');
+    await expect.poll(() => logText(page)).toContain('stored signed-up');
+    await page.click('#decline');
+    expect(await page.locator('#consent-state').innerText()).toBe('denied');
+    await expect.poll(() => logText(page)).toContain('consent denied');
+    await page.click('#consent-change');
+    expect(await page.locator('#banner').isVisible()).toBe(true);
+    await page.click('#accept'); // nothing was kept, so nothing is sent now either
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(await logText(page)).not.toMatch(/sent\s+\d+ items? to the relay/);
+    expect(stack.emulator!.emulator.snapshot().people.some((p) => p.fields?.['str::email'] === declined)).toBe(false);
   });
 
   it('the SPA tracks client-side route changes as page views with the ESM build', async () => {
