@@ -2,8 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { ENDPOINTS, failedEntries, joinAnswers, splitBody, validateChunks } from '../../src/api/index.js';
 import { createClient, ValidationError } from '../../src/client/index.js';
 
-const merge = ENDPOINTS['person/merge'].chunking;
-const archive = ENDPOINTS['person/archive'].chunking;
+const merge = ENDPOINTS['person/merge'].chunking!;
+const archive = ENDPOINTS['person/archive'].chunking!;
 const people = (n: number) => Array.from({ length: n }, (_, i) => ({ fields: { 'str::email': `p${i}@example.com` } }));
 
 describe('splitBody', () => {
