@@ -28,6 +28,13 @@ describe('the package', () => {
     }
   });
 
+  it('ships what users copy or run: the built code, the CLI, the demo and the wrangler.toml template', () => {
+    const [packed] = JSON.parse(execFileSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { encoding: 'utf8', timeout: 60_000 })) as [{ files: { path: string }[] }];
+    const paths = packed.files.map((file) => file.path);
+    for (const file of ['wrangler.toml', 'bin/cdp-edge.js', 'dist/cdp.js', 'dist/cli.js', 'demo/site/index.html', 'README.md']) expect(paths, file).toContain(file);
+    expect(paths.some((path) => path.startsWith('src/') || path.startsWith('test/'))).toBe(false);
+  });
+
   it('`import { createClient } from "cdp-edge/client"` works from the built output', () => {
     const out = importInNode(`
       import { createClient, HTTPError } from 'cdp-edge/client';
