@@ -15,12 +15,13 @@
  * without calling the platform) and every person distinct (the emulator caps 50 events per
  * activity per person a day). Prints a table and writes bench/results/collect.json.
  */
-import { fork, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { Agent, createServer, request as httpRequest, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { availableParallelism, loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
+import { serveRole, spawnRole, type Child } from './lib/children.js';
 
 const PLATFORM_KEY = 'bench-platform-key';
 const SITE_KEY = 'pk_bench';
@@ -96,25 +97,7 @@ async function startBare(upstreamPort: number): Promise<number> {
   );
 }
 
-interface Child {
-  port: number;
-  child: ChildProcess;
-  cpu(): Promise<number>;
-}
-
-function spawn(which: Role, upstreamPort = 0): Promise<Child> {
-  const child = fork(new URL(import.meta.url).pathname, [which, String(upstreamPort)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-  const cpu = () =>
-    new Promise<number>((resolve) => {
-      child.once('message', (message) => resolve((message as { cpu: number }).cpu));
-      child.send('cpu');
-    });
-  return new Promise((resolve, reject) => {
-    child.once('message', (message) => resolve({ port: (message as { port: number }).port, child, cpu }));
-    child.once('error', reject);
-    child.once('exit', (code) => reject(new Error(`bench ${which} process exited with ${code} before listening`)));
-  });
-}
+const spawn = (which: Role, upstreamPort = 0) => spawnRole(new URL(import.meta.url).pathname, [which, String(upstreamPort)]);
 
 interface Figures {
   requests: number;
@@ -285,12 +268,7 @@ const role = process.argv[2] as Role | undefined;
 if (role === 'noop' || role === 'emulator' || role === 'relay' || role === 'bare') {
   const upstreamPort = Number(process.argv[3] ?? 0);
   const start = { noop: startNoop, emulator: startEmulatorRole, relay: startRelayRole, bare: startBare }[role];
-  process.send?.({ port: await start(upstreamPort) });
-  process.on('message', () => {
-    const { user, system } = process.cpuUsage();
-    process.send?.({ cpu: user + system });
-  });
-  process.on('disconnect', () => process.exit(0));
+  await serveRole(() => start(upstreamPort));
 } else {
   await main();
 }

@@ -37,6 +37,7 @@ const PLAN = [
   { name: 'relay-cpu', budget: 80 },
   { name: 'collect', budget: 80 },
   { name: 'snippet', budget: 60 },
+  { name: 'peers', budget: 150 },
   { name: 'chaos', budget: 150 },
   { name: 'fuzz', budget: 75, command: 'fuzz' },
 ];

@@ -49,6 +49,14 @@ const READERS = {
       ],
     };
   },
+  peers(r) {
+    const ours = r.rows.find((row) => row.sdk === 'cdp-edge');
+    const parts = r.rows.map((row) => (row.ok ? `${row.sdk} ${row.block_mean_median_us} µs` : `${row.sdk} failed (${row.error})`));
+    return {
+      headline: `track() mean per call in Chromium (blocks of 100; median per call ${ours?.median_us} µs for cdp-edge at a 5 µs timer): ${parts.join(', ')}`,
+      targets: [target('cdp-edge track() median µs (ESM app)', ours?.median_us, `≤ ${r.target_median_us}`, ours?.median_us <= r.target_median_us)],
+    };
+  },
   collect(r) {
     const parts = r.results.map((x) => `${x.items} items: relay ${x.relay_noop.rps} rps vs bare ${x.bare_noop.rps} (${x.ratio}×), p99 ${x.relay_noop.p99_ms} vs ${x.bare_noop.p99_ms} ms; via emulator ${x.relay_emulator.rps} vs ${x.bare_emulator.rps} rps (${x.ratio_emulator}×)`);
     return {

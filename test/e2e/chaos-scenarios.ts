@@ -109,22 +109,25 @@ const faulty = (name: string, what: string, spec: { status: number; delayMs?: nu
   cleanup: (ctx) => ctx.stack.setFaults(undefined),
 });
 
+/** Tracks the first third, breaks something, tracks the second third, waits 1.5 s, heals it, tracks the rest. */
+async function breakInTheMiddle(ctx: Context, down: (context: BrowserContext) => Promise<void> | void, up: (context: BrowserContext) => Promise<void> | void): Promise<void> {
+  const context = await ctx.newContext();
+  const page = await open(context, ctx);
+  const third = Math.ceil(ctx.n / 3);
+  await inChunks(0, third, (a, b, i) => track(page, ctx, a, b, i === 0 ? ctx.email : undefined));
+  await down(context);
+  await inChunks(third, 2 * third, (a, b) => track(page, ctx, a, b));
+  await sleep(1500);
+  await up(context);
+  await inChunks(2 * third, ctx.n, (a, b) => track(page, ctx, a, b));
+}
+
 export const SCENARIOS: Scenario[] = [
   {
     name: 'offline',
     disturbs: 'page',
     what: 'the network goes offline for 1.5 s in the middle of tracking',
-    async run(ctx) {
-      const context = await ctx.newContext();
-      const page = await open(context, ctx);
-      const third = Math.ceil(ctx.n / 3);
-      await track(page, ctx, 0, third, ctx.email);
-      await context.setOffline(true);
-      await track(page, ctx, third, 2 * third);
-      await sleep(1500);
-      await context.setOffline(false);
-      await track(page, ctx, 2 * third, ctx.n);
-    },
+    run: (ctx) => breakInTheMiddle(ctx, (context) => context.setOffline(true), (context) => context.setOffline(false)),
   },
   {
     name: 'reloads',
@@ -169,17 +172,7 @@ export const SCENARIOS: Scenario[] = [
     name: 'relay-restart',
     disturbs: 'page',
     what: 'the relay process is SIGKILLed mid-traffic and restarted 1.5 s later on the same port',
-    async run(ctx) {
-      const context = await ctx.newContext();
-      const page = await open(context, ctx);
-      const third = Math.ceil(ctx.n / 3);
-      await inChunks(0, third, (a, b, i) => track(page, ctx, a, b, i === 0 ? ctx.email : undefined));
-      ctx.stack.killRelay();
-      await inChunks(third, 2 * third, (a, b) => track(page, ctx, a, b));
-      await sleep(1500);
-      await ctx.stack.startRelay();
-      await inChunks(2 * third, ctx.n, (a, b) => track(page, ctx, a, b));
-    },
+    run: (ctx) => breakInTheMiddle(ctx, () => ctx.stack.killRelay(), () => ctx.stack.startRelay()),
     cleanup: async (ctx) => {
       await fetch(`${ctx.stack.relayUrl}/healthz`).catch(() => ctx.stack.startRelay());
     },
