@@ -233,7 +233,7 @@ async function main(): Promise<void> {
     rounds,
     target_ratio: 0.7,
     load_average_1m: { before: round2(loadBefore), after: round2(loadavg()[0]!) },
-    what: 'relay = startRelay (Node entry, default fetch) handling POST /collect of track items; bare = node:http pass-through adding X-Api-Key to the same events already shaped for activities/create. ratio = relay rps / bare rps against the no-op platform (medians of alternating rounds); ratio_emulator the same against the emulator.',
+    what: 'relay = startRelay (Node entry, its default undici-pool fetch) handling POST /collect of track items; bare = node:http pass-through adding X-Api-Key to the same events already shaped for activities/create. ratio = relay rps / bare rps against the no-op platform (medians of alternating rounds); ratio_emulator the same against the emulator.',
     results,
   };
   mkdirSync(new URL('./results/', import.meta.url), { recursive: true });

@@ -84,7 +84,7 @@ async function tokenEntry() {
 async function startProxy(upstreamPort: number): Promise<number> {
   const { serve } = await import('@hono/node-server');
   const { createProxyRoutes } = await import('../src/relay/proxy/index.js');
-  const { createNodeFetch } = await import('../src/relay/proxy/node-fetch.js');
+  const { createNodeFetch } = await import('../src/relay/node-fetch.js');
   const proxy = createProxyRoutes({
     tokens: [await tokenEntry()],
     upstream: { baseUrl: `http://127.0.0.1:${upstreamPort}`, apiKey: API_KEY },
@@ -97,7 +97,7 @@ async function startProxy(upstreamPort: number): Promise<number> {
 /** (c) The whole relay on Node, configured from Contract 3's variables. */
 async function startEntry(upstreamPort: number): Promise<number> {
   const { startRelay } = await import('../src/relay/node.js');
-  const { createNodeFetch } = await import('../src/relay/proxy/node-fetch.js');
+  const { createNodeFetch } = await import('../src/relay/node-fetch.js');
   const env = { CDP_API_KEY: API_KEY, CDP_BASE_URL: `http://127.0.0.1:${upstreamPort}`, RELAY_TOKENS: JSON.stringify([await tokenEntry()]), RELAY_LOG: 'off' };
   const relay = await startRelay({ port: 0, env, fetch: createNodeFetch() });
   return relay.port;

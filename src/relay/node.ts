@@ -16,8 +16,10 @@ import { resolveClientIp } from './client-ip.js';
 import { parseConfig, type RelayConfig } from './config.js';
 import { createFileStore } from './file-store.js';
 import { createMemoryStore } from './memory.js';
+import { createNodeFetch } from './node-fetch.js';
 
 export { createFileStore, filePersistence } from './file-store.js';
+export { createNodeFetch } from './node-fetch.js';
 
 export interface StartRelayOptions extends Omit<RelayDeps, 'clientInfo'> {
   /** @default 8787; 0 picks a free port */
@@ -59,6 +61,8 @@ export async function startRelay(options: StartRelayOptions = {}): Promise<Runni
   await (store as { ready?: Promise<void> }).ready;
   const app = createRelay(config, {
     ...options,
+    // Node's global fetch costs more per upstream call than the whole relay around it.
+    fetch: options.fetch ?? createNodeFetch(),
     store,
     snippet: options.snippet ?? readSnippet,
     clientInfo: (c) => {

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient } from '../../src/client/index.js';
 import { startEmulator, type RunningEmulator } from '../../src/emulator/index.js';
 import { createProxyRoutes } from '../../src/relay/proxy/index.js';
-import { createNodeFetch } from '../../src/relay/proxy/node-fetch.js';
+import { createNodeFetch } from '../../src/relay/node-fetch.js';
 import { RAW_ANSWER, type WithRawAnswer } from '../../src/relay/proxy/raw-answer.js';
 import { hashToken } from '../../src/relay/tokens.js';
 import { listen } from './proxy-http.js';

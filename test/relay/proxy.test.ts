@@ -5,7 +5,7 @@
 import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createProxyRoutes } from '../../src/relay/proxy/index.js';
-import { createNodeFetch } from '../../src/relay/proxy/node-fetch.js';
+import { createNodeFetch } from '../../src/relay/node-fetch.js';
 import { hashToken } from '../../src/relay/tokens.js';
 import { listen } from './proxy-http.js';
 import { createTestUpstream } from './proxy-upstream.js';

@@ -1,5 +1,5 @@
 /**
- * A `fetch` for the proxy's upstream calls on Node, on undici's `request` with a keep-alive pool.
+ * A `fetch` for the relay's upstream calls on Node (`/collect` and the proxy), on undici's `request` with a keep-alive pool.
  * Node's global `fetch` (undici's WHATWG layer) costs more per call than the whole proxy around
  * it; the relay's Node entry passes this one as `fetch` instead. Never imported by the Worker build.
  *
@@ -9,7 +9,7 @@
  */
 import { Agent, request } from 'undici';
 import type { IncomingHttpHeaders } from 'undici/types/header.js';
-import { RAW_ANSWER, type WithRawAnswer } from './raw-answer.js';
+import { RAW_ANSWER, type WithRawAnswer } from './proxy/raw-answer.js';
 
 export interface NodeFetchOptions {
   /** connections per upstream origin @default 64 */
