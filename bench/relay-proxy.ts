@@ -12,7 +12,7 @@
  * targets so a busy moment on the machine hits all of them; the median round counts. Prints a
  * table and writes bench/results/relay-proxy.json.
  */
-import { fork, type ChildProcess } from 'node:child_process';
+import { serveRole, spawnRole, type Child } from './lib/children.js';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { Agent, createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -109,36 +109,11 @@ const isChild = role === 'upstream' || (TARGETS as readonly string[]).includes(r
 if (isChild) {
   const upstreamPort = Number(process.argv[3] ?? 0);
   const start = { upstream: startUpstream, bare: startBare, proxy: startProxy, entry: startEntry }[role!];
-  process.send?.({ port: await start(upstreamPort) });
-  // Asked for CPU time, answers with microseconds used so far (user + system).
-  process.on('message', () => {
-    const { user, system } = process.cpuUsage();
-    process.send?.({ cpu: user + system });
-  });
-  // Ends with the parent: the IPC channel closes when the load generator exits.
-  process.on('disconnect', () => process.exit(0));
+  await serveRole(() => start(upstreamPort));
 }
 
-interface Child {
-  port: number;
-  child: ChildProcess;
-  cpu(): Promise<number>;
-}
-
-/** Starts `which` in a child process (it inherits tsx's loader through execArgv) and resolves once it listens. */
-function spawn(which: Role, upstreamPort = 0): Promise<Child> {
-  const child = fork(new URL(import.meta.url).pathname, [which, String(upstreamPort)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-  const cpu = () =>
-    new Promise<number>((resolve) => {
-      child.once('message', (message) => resolve((message as { cpu: number }).cpu));
-      child.send('cpu');
-    });
-  return new Promise((resolve, reject) => {
-    child.once('message', (message) => resolve({ port: (message as { port: number }).port, child, cpu }));
-    child.once('error', reject);
-    child.once('exit', (code) => reject(new Error(`bench ${which} process exited with ${code} before listening`)));
-  });
-}
+/** Starts `which` in a child process and resolves once it listens. */
+const spawn = (which: Role, upstreamPort = 0): Promise<Child> => spawnRole(new URL(import.meta.url).pathname, [which, String(upstreamPort)]);
 
 interface Figures {
   requests: number;
