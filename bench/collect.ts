@@ -17,11 +17,11 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { Agent, createServer, request as httpRequest, type IncomingMessage } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { Agent, createServer, request as httpRequest } from 'node:http';
 import { availableParallelism, loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import { serveRole, spawnRole, type Child } from './lib/children.js';
+import { listen, readBody } from './lib/http.js';
 
 const PLATFORM_KEY = 'bench-platform-key';
 const SITE_KEY = 'pk_bench';
@@ -33,20 +33,11 @@ const REQUESTS: Record<(typeof BATCHES)[number], number> = { 1: 1500, 10: 600, 1
 
 type Role = 'noop' | 'emulator' | 'relay' | 'bare';
 
-const listen = (server: ReturnType<typeof createServer>) =>
-  new Promise<number>((resolve) => server.listen(0, '127.0.0.1', () => resolve((server.address() as AddressInfo).port)));
-
-const drain = async (req: IncomingMessage) => {
-  const parts: Buffer[] = [];
-  for await (const part of req) parts.push(part as Buffer);
-  return Buffer.concat(parts).toString('utf8');
-};
-
 /** A platform that does nothing: one `queued` result per activity, at once. */
 async function startNoop(): Promise<number> {
   return listen(
     createServer(async (req, res) => {
-      const text = await drain(req);
+      const text = await readBody(req);
       if (req.headers['x-api-key'] !== PLATFORM_KEY) return void res.writeHead(401, { 'content-type': 'application/json' }).end('{"code":401,"error":"bad key"}');
       const count = req.url === '/v1/activities/create' ? ((JSON.parse(text) as { activities?: unknown[] }).activities?.length ?? 0) : 0;
       res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ activities: Array.from({ length: count }, () => ({ status: 'queued', person_status: 'queued' })) }));
@@ -144,7 +135,7 @@ async function load(target: 'relay' | 'bare', server: Child, items: number, tota
   const one = (body: string) =>
     new Promise<{ status: number; text: string }>((resolve) => {
       const headers = { 'content-type': target === 'relay' ? 'text/plain' : 'application/json', origin: ORIGIN, 'content-length': Buffer.byteLength(body) };
-      const req = httpRequest({ host: '127.0.0.1', port: server.port, method: 'POST', path: '/collect', headers, agent }, async (res) => resolve({ status: res.statusCode ?? 0, text: await drain(res) }));
+      const req = httpRequest({ host: '127.0.0.1', port: server.port, method: 'POST', path: '/collect', headers, agent }, async (res) => resolve({ status: res.statusCode ?? 0, text: await readBody(res) }));
       req.setTimeout(30_000, () => req.destroy());
       req.on('error', () => resolve({ status: 0, text: '' }));
       req.end(body);

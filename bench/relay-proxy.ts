@@ -15,23 +15,14 @@
 import { serveRole, spawnRole, type Child } from './lib/children.js';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { Agent, createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { availableParallelism, loadavg } from 'node:os';
+import { listen, readBody } from './lib/http.js';
 
 const API_KEY = 'bench-platform-key';
 const TOKEN = 'rt_bench_token_0123456789abcdefghijklmnopqrstu';
 const TARGETS = ['bare', 'proxy', 'entry'] as const;
 type Target = (typeof TARGETS)[number];
 type Role = 'upstream' | Target;
-
-const listen = (server: ReturnType<typeof createServer>) =>
-  new Promise<number>((resolve) => server.listen(0, '127.0.0.1', () => resolve((server.address() as AddressInfo).port)));
-
-const readAll = async (req: IncomingMessage) => {
-  const parts: Buffer[] = [];
-  for await (const part of req) parts.push(part as Buffer);
-  return Buffer.concat(parts).toString('utf8');
-};
 
 /** The mock platform: a 50-person page for person/get, one result per person for person/merge. */
 async function startUpstream(): Promise<number> {
@@ -44,7 +35,7 @@ async function startUpstream(): Promise<number> {
     has_more: false,
   });
   const server = createServer(async (req: IncomingMessage, res: ServerResponse) => {
-    const text = await readAll(req);
+    const text = await readBody(req);
     if (req.headers['x-api-key'] !== API_KEY) {
       res.writeHead(401, { 'content-type': 'application/json' }).end('{"code":401,"error":"bad key"}');
       return;
