@@ -9,8 +9,7 @@ import terser from '@rollup/plugin-terser';
 import pkg from './package.json' with { type: 'json' };
 
 const dependencies = Object.keys(pkg.dependencies ?? {});
-const isExternal = (id) =>
-  id.startsWith('node:') || dependencies.some((dep) => id === dep || id.startsWith(`${dep}/`));
+const isExternal = (id) => id.startsWith('node:') || dependencies.some((dep) => id === dep || id.startsWith(`${dep}/`));
 
 const serverEntries = Object.fromEntries(
   [
@@ -58,7 +57,12 @@ if (existsSync('src/browser/index.ts')) {
         nodeResolve({ browser: true }),
         typescript(tsOptions({ declaration: true, declarationDir: 'dist', outDir: 'dist' }, ['src/browser/**/*.ts'])),
         // package.json points `cdp-edge/browser` types at dist/browser.d.ts.
-        { name: 'browser-types', generateBundle() { this.emitFile({ type: 'asset', fileName: 'browser.d.ts', source: "export * from './browser/index.js';\n" }); } },
+        {
+          name: 'browser-types',
+          generateBundle() {
+            this.emitFile({ type: 'asset', fileName: 'browser.d.ts', source: "export * from './browser/index.js';\n" });
+          },
+        },
       ],
       output: { dir: 'dist', format: 'es', entryFileNames: '[name].js', sourcemap: true },
     },

@@ -45,7 +45,8 @@ const report = {
   events: EVENTS,
   per_scenario: perScenario,
   deadline_seconds_per_scenario: DEADLINE_MS / 1000,
-  setup: 'script-tag snippet (dist/cdp.js, flushInterval 100 ms) in headless Chromium → `cdp-edge relay` (own process, state file, RELAY_BUDGET_MS 1500) → emulator; sent = track() Promises that resolved',
+  setup:
+    'script-tag snippet (dist/cdp.js, flushInterval 100 ms) in headless Chromium → `cdp-edge relay` (own process, state file, RELAY_BUDGET_MS 1500) → emulator; sent = track() Promises that resolved',
   goal: { lost: 0, duplicated: 0 },
   met: totals.lost === 0 && totals.duplicated === 0 && totals.sent === results.length * perScenario,
   seconds: Math.round((Date.now() - started) / 1000),
@@ -54,6 +55,18 @@ const report = {
 };
 mkdirSync(new URL('./results/', import.meta.url), { recursive: true });
 writeFileSync(new URL('./results/chaos.json', import.meta.url), `${JSON.stringify(report, null, 2)}\n`);
-console.table(results.map((r) => ({ scenario: r.name, sent: r.sent, arrived: r.arrived, lost: r.lost, duplicated: r.duplicated, s: r.seconds, 'drain s': r.drain_seconds, 'platform faults': r.faults_injected, '/collect failed': r.collect.failed })));
+console.table(
+  results.map((r) => ({
+    scenario: r.name,
+    sent: r.sent,
+    arrived: r.arrived,
+    lost: r.lost,
+    duplicated: r.duplicated,
+    s: r.seconds,
+    'drain s': r.drain_seconds,
+    'platform faults': r.faults_injected,
+    '/collect failed': r.collect.failed,
+  })),
+);
 console.log(`totals: ${JSON.stringify(totals)}; wrote bench/results/chaos.json`);
 if (!report.met) process.exitCode = 1;

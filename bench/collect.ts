@@ -38,9 +38,12 @@ async function startNoop(): Promise<number> {
   return listen(
     createServer(async (req, res) => {
       const text = await readBody(req);
-      if (req.headers['x-api-key'] !== PLATFORM_KEY) return void res.writeHead(401, { 'content-type': 'application/json' }).end('{"code":401,"error":"bad key"}');
+      if (req.headers['x-api-key'] !== PLATFORM_KEY)
+        return void res.writeHead(401, { 'content-type': 'application/json' }).end('{"code":401,"error":"bad key"}');
       const count = req.url === '/v1/activities/create' ? ((JSON.parse(text) as { activities?: unknown[] }).activities?.length ?? 0) : 0;
-      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ activities: Array.from({ length: count }, () => ({ status: 'queued', person_status: 'queued' })) }));
+      res
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ activities: Array.from({ length: count }, () => ({ status: 'queued', person_status: 'queued' })) }));
     }),
   );
 }
@@ -110,13 +113,32 @@ let serial = 0;
 function events(items: number) {
   return Array.from({ length: items }, () => {
     const n = serial++;
-    return { id: `b${process.pid}-${n}`, ts: new Date().toISOString(), activity_id: ACTIVITY, attributes: { 'str:cm:plan': 'pro' }, email: `u${n}@bench.example.com` };
+    return {
+      id: `b${process.pid}-${n}`,
+      ts: new Date().toISOString(),
+      activity_id: ACTIVITY,
+      attributes: { 'str:cm:plan': 'pro' },
+      email: `u${n}@bench.example.com`,
+    };
   });
 }
 const collectBody = (items: number) =>
-  JSON.stringify({ key: SITE_KEY, sent_at: new Date().toISOString(), batch: events(items).map((e) => ({ id: e.id, type: 'track', ts: e.ts, activity_id: e.activity_id, attributes: e.attributes, person: { 'str::email': e.email } })) });
+  JSON.stringify({
+    key: SITE_KEY,
+    sent_at: new Date().toISOString(),
+    batch: events(items).map((e) => ({
+      id: e.id,
+      type: 'track',
+      ts: e.ts,
+      activity_id: e.activity_id,
+      attributes: e.attributes,
+      person: { 'str::email': e.email },
+    })),
+  });
 const platformBody = (items: number) =>
-  JSON.stringify({ activities: events(items).map((e) => ({ activity_id: e.activity_id, fields: { 'str::email': e.email }, attributes: e.attributes, created: e.ts })) });
+  JSON.stringify({
+    activities: events(items).map((e) => ({ activity_id: e.activity_id, fields: { 'str::email': e.email }, attributes: e.attributes, created: e.ts })),
+  });
 
 function countNotAccepted(target: 'relay' | 'bare', status: number, text: string, items: number): number {
   if (status !== 200) return items;
@@ -135,7 +157,9 @@ async function load(target: 'relay' | 'bare', server: Child, items: number, tota
   const one = (body: string) =>
     new Promise<{ status: number; text: string }>((resolve) => {
       const headers = { 'content-type': target === 'relay' ? 'text/plain' : 'application/json', origin: ORIGIN, 'content-length': Buffer.byteLength(body) };
-      const req = httpRequest({ host: '127.0.0.1', port: server.port, method: 'POST', path: '/collect', headers, agent }, async (res) => resolve({ status: res.statusCode ?? 0, text: await readBody(res) }));
+      const req = httpRequest({ host: '127.0.0.1', port: server.port, method: 'POST', path: '/collect', headers, agent }, async (res) =>
+        resolve({ status: res.statusCode ?? 0, text: await readBody(res) }),
+      );
       req.setTimeout(30_000, () => req.destroy());
       req.on('error', () => resolve({ status: 0, text: '' }));
       req.end(body);
@@ -177,11 +201,14 @@ async function load(target: 'relay' | 'bare', server: Child, items: number, tota
 const median = (rounds: Figures[]): Figures => [...rounds].sort((a, b) => a.rps - b.rps)[Math.floor(rounds.length / 2)]!;
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { concurrency: { type: 'string', default: '16' }, rounds: { type: 'string', default: '3' }, scale: { type: 'string', default: '1' } } });
+  const { values } = parseArgs({
+    options: { concurrency: { type: 'string', default: '16' }, rounds: { type: 'string', default: '3' }, scale: { type: 'string', default: '1' } },
+  });
   const concurrency = Number(values.concurrency);
   const rounds = Number(values.rounds);
   const scale = Number(values.scale);
-  if (![concurrency, rounds, scale].every((n) => Number.isFinite(n) && n > 0)) throw new RangeError('--concurrency, --rounds and --scale must be positive numbers');
+  if (![concurrency, rounds, scale].every((n) => Number.isFinite(n) && n > 0))
+    throw new RangeError('--concurrency, --rounds and --scale must be positive numbers');
   const loadBefore = loadavg()[0]!;
   const children: ChildProcess[] = [];
   const results: Record<string, unknown>[] = [];
@@ -247,7 +274,9 @@ async function main(): Promise<void> {
     })),
   );
   console.log('wrote bench/results/collect.json');
-  const failed = results.some((row) => f(row['relay_noop']).errors + f(row['relay_emulator']).errors + f(row['bare_noop']).errors + f(row['bare_emulator']).errors > 0);
+  const failed = results.some(
+    (row) => f(row['relay_noop']).errors + f(row['relay_emulator']).errors + f(row['bare_noop']).errors + f(row['bare_emulator']).errors > 0,
+  );
   if (failed) {
     console.error('! some requests failed; see errors in bench/results/collect.json');
     process.exitCode = 1;

@@ -24,7 +24,11 @@ const CITIES = ['Paris', 'London', 'Berlin', 'Sydney', 'Tokyo', 'New York'];
 
 const running = await startEmulator({ port: 0, key: KEY });
 const call = async (path: string, body: unknown) => {
-  const res = await fetch(`${running.url}${path}`, { method: 'POST', headers: { 'X-Api-Key': KEY, 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+  const res = await fetch(`${running.url}${path}`, {
+    method: 'POST',
+    headers: { 'X-Api-Key': KEY, 'Content-Type': 'application/json' },
+    body: JSON.stringify(body),
+  });
   if (!res.ok) throw new Error(`${path} answered ${res.status}: ${await res.text()}`);
   return res.json() as Promise<Record<string, unknown>>;
 };
@@ -60,12 +64,21 @@ try {
       filter: {
         $andgroup: [
           { '$str::ends': { field_id: 'str::email', value: `example${i % 7}.com` } },
-          { $orgroup: [{ '$int::greater_than': { field_id: 'int:cm:score', value: ((i * 13) % 1000) * 1000 } }, { '$geo::is': { field_id: 'geo::city', value: CITIES[i % CITIES.length] } }] },
+          {
+            $orgroup: [
+              { '$int::greater_than': { field_id: 'int:cm:score', value: ((i * 13) % 1000) * 1000 } },
+              { '$geo::is': { field_id: 'geo::city', value: CITIES[i % CITIES.length] } },
+            ],
+          },
         ],
       },
     }),
     sort: (i) => ({ sort_by_field_id: 'str::last', sort_order: i % 2 ? 'asc' : 'desc', offset: (i * 997) % (PEOPLE - 50) }),
-    'filter + sort': (i) => ({ filter: { '$str::is': { field_id: 'str::first', value: FIRST[i % FIRST.length] } }, sort_by_field_id: 'int:cm:score', sort_order: 'desc' }),
+    'filter + sort': (i) => ({
+      filter: { '$str::is': { field_id: 'str::first', value: FIRST[i % FIRST.length] } },
+      sort_by_field_id: 'int:cm:score',
+      sort_order: 'desc',
+    }),
   };
 
   const results: Record<string, { queries: number; p50_ms: number; p95_ms: number; max_ms: number; matches_sample: number }> = {};
@@ -79,7 +92,13 @@ try {
       matches = (page['meta'] as { total_matches: number }).total_matches;
     }
     times.sort((a, b) => a - b);
-    results[name] = { queries: QUERIES, p50_ms: round(percentile(times, 50)), p95_ms: round(percentile(times, 95)), max_ms: round(times.at(-1)!), matches_sample: matches };
+    results[name] = {
+      queries: QUERIES,
+      p50_ms: round(percentile(times, 50)),
+      p95_ms: round(percentile(times, 95)),
+      max_ms: round(times.at(-1)!),
+      matches_sample: matches,
+    };
   }
 
   const report = {
@@ -90,14 +109,19 @@ try {
     load: { merges_per_request: 100, seconds: round(loadSeconds), merges_per_second: mergesPerSecond },
     target_p50_ms: TARGET_P50_MS,
     person_get: results,
-    meets_target: Object.entries(results).filter(([name]) => name.includes('filter')).every(([, r]) => r.p50_ms <= TARGET_P50_MS),
+    meets_target: Object.entries(results)
+      .filter(([name]) => name.includes('filter'))
+      .every(([, r]) => r.p50_ms <= TARGET_P50_MS),
   };
   mkdirSync('bench/results', { recursive: true });
   writeFileSync('bench/results/emulator.json', `${JSON.stringify(report, null, 2)}\n`);
 
   console.log(`emulator, ${PEOPLE} people: loaded in ${round(loadSeconds)} s = ${mergesPerSecond} merges/s (100 per request)\n`);
   console.log(`${'person/get (limit 50)'.padEnd(24)}${'p50 ms'.padStart(9)}${'p95 ms'.padStart(9)}${'max ms'.padStart(9)}${'matches'.padStart(10)}`);
-  for (const [name, r] of Object.entries(results)) console.log(`${name.padEnd(24)}${String(r.p50_ms).padStart(9)}${String(r.p95_ms).padStart(9)}${String(r.max_ms).padStart(9)}${String(r.matches_sample).padStart(10)}`);
+  for (const [name, r] of Object.entries(results))
+    console.log(
+      `${name.padEnd(24)}${String(r.p50_ms).padStart(9)}${String(r.p95_ms).padStart(9)}${String(r.max_ms).padStart(9)}${String(r.matches_sample).padStart(10)}`,
+    );
   console.log(`\ntarget p50 ≤ ${TARGET_P50_MS} ms for filtered pages: ${report.meets_target ? 'met' : 'NOT met'}; written to bench/results/emulator.json`);
 } finally {
   await running.close();

@@ -100,10 +100,16 @@ const scripts = new Map<string, Uint8Array>();
 let sinkHits = 0;
 const server = createServer((req, res) => {
   const url = new URL(req.url ?? '/', 'http://x');
-  const isolation = { 'cross-origin-opener-policy': 'same-origin', 'cross-origin-embedder-policy': 'require-corp', 'cross-origin-resource-policy': 'same-origin' };
+  const isolation = {
+    'cross-origin-opener-policy': 'same-origin',
+    'cross-origin-embedder-policy': 'require-corp',
+    'cross-origin-resource-policy': 'same-origin',
+  };
   if (url.pathname === '/page') {
     const name = url.searchParams.get('sdk') ?? '';
-    return void res.writeHead(200, { 'content-type': 'text/html', ...isolation }).end(`<!doctype html><title>${name}</title><script src="/app.js?sdk=${encodeURIComponent(name)}"></script>`);
+    return void res
+      .writeHead(200, { 'content-type': 'text/html', ...isolation })
+      .end(`<!doctype html><title>${name}</title><script src="/app.js?sdk=${encodeURIComponent(name)}"></script>`);
   }
   if (url.pathname === '/app.js') {
     const script = scripts.get(url.searchParams.get('sdk') ?? '');
@@ -144,10 +150,25 @@ try {
       await page.waitForFunction(() => typeof (window as unknown as { __track?: unknown }).__track === 'function', undefined, { timeout: 10_000 });
       await page.waitForTimeout(1000);
       // Bounded: an SDK that blocks for long (or takes the tab down) is reported, not waited for.
-      const deadline = new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`did not finish ${CALLS * 2} calls within ${SDK_SECONDS} s`)), SDK_SECONDS * 1000).unref());
-      const figures = (await Promise.race([page.evaluate(`(${MEASURE})(${CALLS})`), deadline]).finally(() => context?.close().catch(() => {}))) as Record<string, number | boolean>;
+      const deadline = new Promise<never>((_, reject) =>
+        setTimeout(() => reject(new Error(`did not finish ${CALLS * 2} calls within ${SDK_SECONDS} s`)), SDK_SECONDS * 1000).unref(),
+      );
+      const figures = (await Promise.race([page.evaluate(`(${MEASURE})(${CALLS})`), deadline]).finally(() => context?.close().catch(() => {}))) as Record<
+        string,
+        number | boolean
+      >;
       const round = (key: string) => Math.round((figures[key] as number) * 10) / 10;
-      rows.push({ sdk, ok: true, median_us: round('median_us'), p99_us: round('p99_us'), block_mean_median_us: round('block_mean_median_us'), block_mean_p99_us: round('block_mean_p99_us'), script_ms: round('script_ms'), script_bytes: figures['script_bytes'] as number, seconds: Math.round((Date.now() - t0) / 100) / 10 });
+      rows.push({
+        sdk,
+        ok: true,
+        median_us: round('median_us'),
+        p99_us: round('p99_us'),
+        block_mean_median_us: round('block_mean_median_us'),
+        block_mean_p99_us: round('block_mean_p99_us'),
+        script_ms: round('script_ms'),
+        script_bytes: figures['script_bytes'] as number,
+        seconds: Math.round((Date.now() - t0) / 100) / 10,
+      });
       if (!figures['isolated']) console.warn(`! ${sdk}: page not cross-origin isolated; per-call times are 100 µs coarse`);
     } catch (error) {
       rows.push({ sdk, ok: false, error: (error as Error).message.split('\n')[0]!, seconds: Math.round((Date.now() - t0) / 100) / 10 });
@@ -169,10 +190,24 @@ const report = {
   what: 'main-thread time of track() per call (5 µs timer, cross-origin isolated page) and mean per call over blocks of 100, for an esbuild IIFE of each SDK\'s "init + track" app against a local sink answering 200 {}',
   target_median_us: 20,
   sink_requests: sinkHits,
-  rows: rows.map((r) => ({ ...r, ratio_block_mean_to_cdp_edge: r.ok && ours?.block_mean_median_us ? Math.round((r.block_mean_median_us! / ours.block_mean_median_us) * 10) / 10 : null })),
+  rows: rows.map((r) => ({
+    ...r,
+    ratio_block_mean_to_cdp_edge: r.ok && ours?.block_mean_median_us ? Math.round((r.block_mean_median_us! / ours.block_mean_median_us) * 10) / 10 : null,
+  })),
 };
 mkdirSync(join(root, 'bench/results'), { recursive: true });
 writeFileSync(join(root, 'bench/results/peers.json'), `${JSON.stringify(report, null, 2)}\n`);
-console.table(report.rows.map((r) => ({ sdk: r.sdk, 'median µs': r.median_us, 'p99 µs': r.p99_us, 'mean/call µs (blocks)': r.block_mean_median_us, '× cdp-edge': r.ratio_block_mean_to_cdp_edge, 'script ms': r.script_ms, s: r.seconds, error: r.error ?? '' })));
+console.table(
+  report.rows.map((r) => ({
+    sdk: r.sdk,
+    'median µs': r.median_us,
+    'p99 µs': r.p99_us,
+    'mean/call µs (blocks)': r.block_mean_median_us,
+    '× cdp-edge': r.ratio_block_mean_to_cdp_edge,
+    'script ms': r.script_ms,
+    s: r.seconds,
+    error: r.error ?? '',
+  })),
+);
 console.log('wrote bench/results/peers.json');
 if (!ours?.ok) process.exitCode = 1;

@@ -103,7 +103,10 @@ async function bundle(): Promise<string> {
   const virtual = '\0bench-worker';
   const build = await rollup({
     input: virtual,
-    plugins: [{ name: 'bench-worker', resolveId: (id) => (id === virtual ? id : null), load: (id) => (id === virtual ? WORKER : null) }, nodeResolve({ browser: true, exportConditions: ['workerd', 'worker', 'browser'] })],
+    plugins: [
+      { name: 'bench-worker', resolveId: (id) => (id === virtual ? id : null), load: (id) => (id === virtual ? WORKER : null) },
+      nodeResolve({ browser: true, exportConditions: ['workerd', 'worker', 'browser'] }),
+    ],
     onwarn: () => {},
   });
   const { output } = await build.generate({ format: 'es', inlineDynamicImports: true });
@@ -159,7 +162,15 @@ async function main() {
       if (mode === 'handler' && accepted !== items * count) throw new Error(`expected ${items * count} accepted items, got ${accepted}`);
       return { wall: performance.now() - started, cpu: cpuMs(pids) - cpu };
     };
-    const rows: { items: number; requests: number; msPerRequest: number; msPerItem: number; medianMsPerRequest: number; wallMsPerRequest: number; rounds: number[] }[] = [];
+    const rows: {
+      items: number;
+      requests: number;
+      msPerRequest: number;
+      msPerItem: number;
+      medianMsPerRequest: number;
+      wallMsPerRequest: number;
+      rounds: number[];
+    }[] = [];
     for (const { items, perDispatch } of BATCHES) {
       await time('handler', items, perDispatch); // warm up the isolate and the JIT
       const cpuRounds: number[] = [];
@@ -195,14 +206,18 @@ async function main() {
     };
     mkdirSync(fileURLToPath(new URL('./results/', import.meta.url)), { recursive: true });
     writeFileSync(fileURLToPath(new URL('./results/relay-cpu.json', import.meta.url)), `${JSON.stringify(result, null, 2)}\n`);
-    console.log(`relay /collect handler CPU per request in workerd (best of ${ROUNDS} rounds; load average ${loadavg()[0]!.toFixed(1)} on ${availableParallelism()} CPUs)`);
+    console.log(
+      `relay /collect handler CPU per request in workerd (best of ${ROUNDS} rounds; load average ${loadavg()[0]!.toFixed(1)} on ${availableParallelism()} CPUs)`,
+    );
     console.log('items | CPU ms/request | median | CPU ms/item | wall ms/request | requests');
     for (const row of rows) {
       console.log(
         `${String(row.items).padStart(5)} | ${row.msPerRequest.toFixed(3).padStart(14)} | ${row.medianMsPerRequest.toFixed(3).padStart(6)} | ${row.msPerItem.toFixed(4).padStart(11)} | ${row.wallMsPerRequest.toFixed(3).padStart(15)} | ${row.requests}`,
       );
     }
-    console.log(`target: 100 items ≤ ${TARGET_MS} ms → ${result.target.met ? 'met' : 'NOT met'} (${hundred.msPerRequest} ms); wrote bench/results/relay-cpu.json`);
+    console.log(
+      `target: 100 items ≤ ${TARGET_MS} ms → ${result.target.met ? 'met' : 'NOT met'} (${hundred.msPerRequest} ms); wrote bench/results/relay-cpu.json`,
+    );
   } finally {
     await mf.dispose();
   }

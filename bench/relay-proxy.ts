@@ -27,7 +27,10 @@ type Role = 'upstream' | Target;
 /** The mock platform: a 50-person page for person/get, one result per person for person/merge. */
 async function startUpstream(): Promise<number> {
   const page = JSON.stringify({
-    contacts: Array.from({ length: 50 }, (_, i) => ({ id: i.toString(16).padStart(24, '0'), fields: { 'str::email': `p${i}@example.com`, 'str::first': `P${i}` } })),
+    contacts: Array.from({ length: 50 }, (_, i) => ({
+      id: i.toString(16).padStart(24, '0'),
+      fields: { 'str::email': `p${i}@example.com`, 'str::first': `P${i}` },
+    })),
     meta: { total_contacts: 50, total_organizations: 0, total_matches: 50, total_subscribers: 50 },
     offset: 0,
     next_offset: 50,
@@ -42,7 +45,9 @@ async function startUpstream(): Promise<number> {
     }
     if (req.url === '/v1/person/merge') {
       const { people } = JSON.parse(text) as { people: unknown[] };
-      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ people: people.map((_, i) => ({ person_id: i.toString(16).padStart(24, '0'), status: 'merged' })) }));
+      res
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ people: people.map((_, i) => ({ person_id: i.toString(16).padStart(24, '0'), status: 'merged' })) }));
       return;
     }
     res.writeHead(200, { 'content-type': 'application/json' }).end(page);
@@ -177,10 +182,17 @@ async function main(): Promise<void> {
   const concurrency = arg('concurrency', 32);
   const rounds = arg('rounds', 5);
   const upstream = await spawn('upstream');
-  const servers: Record<Target, Child> = { bare: await spawn('bare', upstream.port), proxy: await spawn('proxy', upstream.port), entry: await spawn('entry', upstream.port) };
+  const servers: Record<Target, Child> = {
+    bare: await spawn('bare', upstream.port),
+    proxy: await spawn('proxy', upstream.port),
+    entry: await spawn('entry', upstream.port),
+  };
 
   const merge = JSON.stringify({
-    people: Array.from({ length: 10 }, (_, i) => ({ fields: { 'str::email': `person${i}@example.com`, 'str::first': `First${i}`, 'str::last': `Last${i}` }, tags: ['bench'] })),
+    people: Array.from({ length: 10 }, (_, i) => ({
+      fields: { 'str::email': `person${i}@example.com`, 'str::first': `First${i}`, 'str::last': `Last${i}` },
+      tags: ['bench'],
+    })),
     merge_by: ['str::email'],
   });
   const cases = [
@@ -219,7 +231,9 @@ async function main(): Promise<void> {
   writeFileSync(new URL('./results/relay-proxy.json', import.meta.url), `${JSON.stringify(report, null, 2)}\n`);
 
   const row = (cells: (string | number)[]) => cells.map((cell, i) => String(cell).padStart(i === 0 ? 32 : i === 6 ? 18 : 9)).join(' ');
-  console.log(`relay proxy vs bare pass-through: median of ${rounds} rounds of ${total} requests, concurrency ${concurrency}, loopback, ${availableParallelism()} CPUs, load average ${report.load_average_1m.before} → ${report.load_average_1m.after}`);
+  console.log(
+    `relay proxy vs bare pass-through: median of ${rounds} rounds of ${total} requests, concurrency ${concurrency}, loopback, ${availableParallelism()} CPUs, load average ${report.load_average_1m.before} → ${report.load_average_1m.after}`,
+  );
   console.log(row(['case / target', 'rps', 'p50', 'p99', 'cpu/req', 'errors', 'vs bare']));
   for (const [name, figures] of Object.entries(results)) {
     for (const target of TARGETS) {

@@ -46,7 +46,11 @@ const DEFAULT_BUDGET = 45;
 const FUZZ_RUNS = process.env.FUZZ_RUNS ?? '1000';
 const FUZZ_SEED = process.env.FUZZ_SEED ?? String(Math.floor(Math.random() * 2 ** 31));
 
-const onDisk = existsSync(join(root, 'bench')) ? readdirSync(join(root, 'bench')).filter((f) => f.endsWith('.ts')).map((f) => f.slice(0, -3)) : [];
+const onDisk = existsSync(join(root, 'bench'))
+  ? readdirSync(join(root, 'bench'))
+      .filter((f) => f.endsWith('.ts'))
+      .map((f) => f.slice(0, -3))
+  : [];
 let plan = [...PLAN, ...onDisk.filter((name) => !PLAN.some((p) => p.name === name)).map((name) => ({ name, budget: DEFAULT_BUDGET }))];
 if (values.only) {
   const only = values.only.split(',');
@@ -89,7 +93,13 @@ function runProcess(args, env, timeoutMs) {
   });
 }
 
-const lastLine = (text) => text.trim().split('\n').filter((l) => l.trim() && !/npm warn/i.test(l)).slice(-1)[0]?.slice(0, 200) ?? '';
+const lastLine = (text) =>
+  text
+    .trim()
+    .split('\n')
+    .filter((l) => l.trim() && !/npm warn/i.test(l))
+    .slice(-1)[0]
+    ?.slice(0, 200) ?? '';
 
 /** The JSON a bench wrote during this run, or null. */
 function freshResult(name, since) {
@@ -109,7 +119,23 @@ async function runFuzz(timeoutMs) {
   const targets = [...run.out.matchAll(/^FUZZ-REPORT (\{.*\})$/gm)].map((m) => JSON.parse(m[1]));
   if (targets.length > 0) {
     const cases = targets.reduce((n, t) => n + t.cases, 0);
-    writeFileSync(join(results, 'fuzz.json'), JSON.stringify({ benchmark: 'fuzz', date: new Date().toISOString(), fuzz_runs: Number(FUZZ_RUNS), seed: Number(FUZZ_SEED), reproduce: `FUZZ_SEED=${FUZZ_SEED} FUZZ_RUNS=${FUZZ_RUNS} npx vitest run --project node test/fuzz`, cases, passed: run.code === 0, targets }, null, 2) + '\n');
+    writeFileSync(
+      join(results, 'fuzz.json'),
+      JSON.stringify(
+        {
+          benchmark: 'fuzz',
+          date: new Date().toISOString(),
+          fuzz_runs: Number(FUZZ_RUNS),
+          seed: Number(FUZZ_SEED),
+          reproduce: `FUZZ_SEED=${FUZZ_SEED} FUZZ_RUNS=${FUZZ_RUNS} npx vitest run --project node test/fuzz`,
+          cases,
+          passed: run.code === 0,
+          targets,
+        },
+        null,
+        2,
+      ) + '\n',
+    );
   }
   return { ...run, since };
 }
@@ -193,6 +219,9 @@ function updateReadme(report, misses) {
     end,
   ].join('\n');
   const old = existsSync(path) ? readFileSync(path, 'utf8') : `# Benchmarks\n\n${start}\n${end}\n`;
-  const next = old.includes(start) && old.includes(end) ? old.slice(0, old.indexOf(start)) + section + old.slice(old.indexOf(end) + end.length) : `${old.trimEnd()}\n\n${section}\n`;
+  const next =
+    old.includes(start) && old.includes(end)
+      ? old.slice(0, old.indexOf(start)) + section + old.slice(old.indexOf(end) + end.length)
+      : `${old.trimEnd()}\n\n${section}\n`;
   writeFileSync(path, next);
 }

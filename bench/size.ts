@@ -189,7 +189,11 @@ async function scriptBytes(sdk: Sdk): Promise<{ file: string; bytes: Uint8Array;
   const dir = packageDir(sdk.pkg);
   if ('bundle' in sdk.script) {
     const out = await build({ ...ESBUILD, entryPoints: [join(dir, sdk.script.bundle)], format: 'iife', globalName: 'Plausible' });
-    return { file: sdk.script.bundle, bytes: out.outputFiles[0]!.contents, note: 'no script-tag file in the npm package: its ESM entry bundled to a minified IIFE by esbuild' };
+    return {
+      file: sdk.script.bundle,
+      bytes: out.outputFiles[0]!.contents,
+      note: 'no script-tag file in the npm package: its ESM entry bundled to a minified IIFE by esbuild',
+    };
   }
   const path = join(dir, sdk.script.file);
   if (!existsSync(path)) throw new Error(`${sdk.pkg}: ${sdk.script.file} not found (run npm run build for cdp-edge)`);
@@ -252,7 +256,9 @@ const table = rows.map((row) => ({
   'durable queue': row.queue.durable ? row.queue.storage.split(' ')[0] : 'no',
 }));
 console.table(table);
-for (const row of rows) if (!row.queue.evidenceFound) console.warn(`! ${row.name}: queue evidence "${row.queue.evidence.contains}" not found in ${row.queue.evidence.file}; recheck the claim`);
+for (const row of rows)
+  if (!row.queue.evidenceFound)
+    console.warn(`! ${row.name}: queue evidence "${row.queue.evidence.contains}" not found in ${row.queue.evidence.file}; recheck the claim`);
 for (const failure of failures) console.error(`! ${failure}`);
 
 const results = {

@@ -79,7 +79,14 @@ try {
       const loop = performance.now() - t0;
       // The burst's one IndexedDB write runs on microtasks right after the loop: main-thread time too.
       // (in an array: tsx would wrap a named arrow in a helper the page does not have)
-      const [nextTask] = [() => new Promise<number>((r) => { const c = new MessageChannel(); c.port1.onmessage = () => r(performance.now()); c.port2.postMessage(0); })];
+      const [nextTask] = [
+        () =>
+          new Promise<number>((r) => {
+            const c = new MessageChannel();
+            c.port1.onmessage = () => r(performance.now());
+            c.port2.postMessage(0);
+          }),
+      ];
       const blocked = (await nextTask()) - t0 - loop;
       await Promise.all(stored);
       const durable = performance.now() - t0;
@@ -104,7 +111,14 @@ try {
     const cdp = (window as unknown as { cdp: Record<string, (...a: unknown[]) => Promise<void>> }).cdp;
     await cdp['consent']!('pending');
     // (in an array: tsx would wrap a named arrow in a helper the page does not have)
-      const [nextTask] = [() => new Promise<number>((r) => { const c = new MessageChannel(); c.port1.onmessage = () => r(performance.now()); c.port2.postMessage(0); })];
+    const [nextTask] = [
+      () =>
+        new Promise<number>((r) => {
+          const c = new MessageChannel();
+          c.port1.onmessage = () => r(performance.now());
+          c.port2.postMessage(0);
+        }),
+    ];
     const out: number[] = [];
     for (let i = 0; i < 500; i++) {
       const a = performance.now();
@@ -139,7 +153,14 @@ try {
       timer_resolution_note: 'performance.now() is 5 µs in a cross-origin isolated page; per-call figures are multiples of it',
       target_median_us: TARGETS.track_median_us,
     },
-    drain: { events: EVENTS, received, ms: Math.round(drainMs), requests, events_per_second: Math.round((received / drainMs) * 1000), target_requests: TARGETS.drain_requests },
+    drain: {
+      events: EVENTS,
+      received,
+      ms: Math.round(drainMs),
+      requests,
+      events_per_second: Math.round((received / drainMs) * 1000),
+      target_requests: TARGETS.drain_requests,
+    },
     size: { file: 'dist/cdp.js', ...size, budget_gzip: 4096 },
   };
   mkdirSync(new URL('./results/', import.meta.url), { recursive: true });
@@ -147,11 +168,26 @@ try {
 
   const ok = (b: boolean) => (b ? 'ok' : 'MISSED');
   console.table([
-    { measure: 'track() median (µs)', value: result.track.median_us, target: `≤ ${TARGETS.track_median_us}`, ok: ok(result.track.median_us <= TARGETS.track_median_us) },
+    {
+      measure: 'track() median (µs)',
+      value: result.track.median_us,
+      target: `≤ ${TARGETS.track_median_us}`,
+      ok: ok(result.track.median_us <= TARGETS.track_median_us),
+    },
     { measure: 'track() p99 (µs)', value: result.track.p99_us, target: '', ok: '' },
-    { measure: 'track() mean per call, blocks of 100: median / p99 (µs)', value: `${result.track.mean_per_call_in_blocks_of_100.median_us} / ${result.track.mean_per_call_in_blocks_of_100.p99_us}`, target: '', ok: '' },
+    {
+      measure: 'track() mean per call, blocks of 100: median / p99 (µs)',
+      value: `${result.track.mean_per_call_in_blocks_of_100.median_us} / ${result.track.mean_per_call_in_blocks_of_100.p99_us}`,
+      target: '',
+      ok: '',
+    },
     { measure: 'track() amortized incl. the burst write (µs)', value: result.track.amortized_us, target: '', ok: '' },
-    { measure: 'one track() per task incl. its write: median / p99 (µs)', value: `${result.track.one_call_per_task_incl_write.median_us} / ${result.track.one_call_per_task_incl_write.p99_us}`, target: '', ok: '' },
+    {
+      measure: 'one track() per task incl. its write: median / p99 (µs)',
+      value: `${result.track.one_call_per_task_incl_write.median_us} / ${result.track.one_call_per_task_incl_write.p99_us}`,
+      target: '',
+      ok: '',
+    },
     { measure: `all ${EVENTS} in IndexedDB (ms)`, value: result.track.all_durable_ms, target: '', ok: '' },
     { measure: `drain ${EVENTS} → emulator (ms)`, value: result.drain.ms, target: '', ok: ok(received === EVENTS) },
     { measure: 'drain requests', value: requests, target: `≤ ${TARGETS.drain_requests}`, ok: ok(requests <= TARGETS.drain_requests) },

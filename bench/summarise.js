@@ -26,7 +26,9 @@ const READERS = {
     };
   },
   'relay-proxy'(r) {
-    const parts = Object.entries(r.results).map(([name, x]) => `${name}: relay ${x.proxy.rps} rps vs bare ${x.bare.rps} (${x.ratio}×), p99 ${x.proxy.p99_ms} vs ${x.bare.p99_ms} ms`);
+    const parts = Object.entries(r.results).map(
+      ([name, x]) => `${name}: relay ${x.proxy.rps} rps vs bare ${x.bare.rps} (${x.ratio}×), p99 ${x.proxy.p99_ms} vs ${x.bare.p99_ms} ms`,
+    );
     return {
       headline: parts.join('; '),
       targets: Object.entries(r.results).map(([name, x]) => target(`proxy/bare rps ${name}`, x.ratio, `≥ ${r.target_ratio}`, x.ratio >= r.target_ratio)),
@@ -37,7 +39,14 @@ const READERS = {
     const hundred = r.results.find((x) => x.items === 100);
     return {
       headline: `workerd CPU per /collect: ${parts.join(', ')}`,
-      targets: [target('CPU ms per 100-item /collect in workerd', hundred?.msPerRequest, `≤ ${r.target?.maxMsPerRequest ?? 2}`, hundred?.msPerRequest <= (r.target?.maxMsPerRequest ?? 2))],
+      targets: [
+        target(
+          'CPU ms per 100-item /collect in workerd',
+          hundred?.msPerRequest,
+          `≤ ${r.target?.maxMsPerRequest ?? 2}`,
+          hundred?.msPerRequest <= (r.target?.maxMsPerRequest ?? 2),
+        ),
+      ],
     };
   },
   snippet(r) {
@@ -45,7 +54,12 @@ const READERS = {
       headline: `track() median ${r.track.median_us} µs, p99 ${r.track.p99_us} µs (mean per call ${r.track.mean_per_call_in_blocks_of_100?.median_us} µs); drain ${r.drain.received}/${r.drain.events} events in ${r.drain.requests} requests, ${r.drain.events_per_second} events/s`,
       targets: [
         target('track() median µs', r.track.median_us, `≤ ${r.track.target_median_us ?? 20}`, r.track.median_us <= (r.track.target_median_us ?? 20)),
-        target('drain requests for 10,000 events', r.drain.requests, `≤ ${r.drain.target_requests ?? 100}`, r.drain.requests <= (r.drain.target_requests ?? 100)),
+        target(
+          'drain requests for 10,000 events',
+          r.drain.requests,
+          `≤ ${r.drain.target_requests ?? 100}`,
+          r.drain.requests <= (r.drain.target_requests ?? 100),
+        ),
       ],
     };
   },
@@ -58,17 +72,25 @@ const READERS = {
     };
   },
   collect(r) {
-    const parts = r.results.map((x) => `${x.items} items: relay ${x.relay_noop.rps} rps vs bare ${x.bare_noop.rps} (${x.ratio}×), p99 ${x.relay_noop.p99_ms} vs ${x.bare_noop.p99_ms} ms; via emulator ${x.relay_emulator.rps} vs ${x.bare_emulator.rps} rps (${x.ratio_emulator}×)`);
+    const parts = r.results.map(
+      (x) =>
+        `${x.items} items: relay ${x.relay_noop.rps} rps vs bare ${x.bare_noop.rps} (${x.ratio}×), p99 ${x.relay_noop.p99_ms} vs ${x.bare_noop.p99_ms} ms; via emulator ${x.relay_emulator.rps} vs ${x.bare_emulator.rps} rps (${x.ratio_emulator}×)`,
+    );
     return {
       headline: parts.join('; '),
-      targets: r.results.map((x) => target(`relay/bare rps, ${x.items}-item batches (no-op upstream)`, x.ratio, `≥ ${r.target_ratio}`, x.ratio >= r.target_ratio)),
+      targets: r.results.map((x) =>
+        target(`relay/bare rps, ${x.items}-item batches (no-op upstream)`, x.ratio, `≥ ${r.target_ratio}`, x.ratio >= r.target_ratio),
+      ),
     };
   },
   chaos(r) {
     const parts = r.scenarios.map((s) => `${s.name} ${s.arrived}/${s.sent}${s.lost ? ` lost ${s.lost}` : ''}${s.duplicated ? ` dup ${s.duplicated}` : ''}`);
     return {
       headline: `${r.totals.sent} events: ${parts.join(', ')}`,
-      targets: [target('events lost', r.totals.lost, '0', r.totals.lost === 0), target('events duplicated', r.totals.duplicated, '0', r.totals.duplicated === 0)],
+      targets: [
+        target('events lost', r.totals.lost, '0', r.totals.lost === 0),
+        target('events duplicated', r.totals.duplicated, '0', r.totals.duplicated === 0),
+      ],
     };
   },
   fuzz(r) {

@@ -6,7 +6,13 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 
-const pkg = JSON.parse(readFileSync('package.json', 'utf8')) as { name: string; type: string; exports: Record<string, unknown>; bin: Record<string, string>; sideEffects: boolean };
+const pkg = JSON.parse(readFileSync('package.json', 'utf8')) as {
+  name: string;
+  type: string;
+  exports: Record<string, unknown>;
+  bin: Record<string, string>;
+  sideEffects: boolean;
+};
 
 const importInNode = (code: string): string =>
   execFileSync(process.execPath, ['--input-type=module', '-e', code], { encoding: 'utf8', timeout: 20_000 }).trim();
@@ -29,9 +35,12 @@ describe('the package', () => {
   });
 
   it('ships what users copy or run: the built code, the CLI, the demo and the wrangler.toml template', () => {
-    const [packed] = JSON.parse(execFileSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { encoding: 'utf8', timeout: 60_000 })) as [{ files: { path: string }[] }];
+    const [packed] = JSON.parse(execFileSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { encoding: 'utf8', timeout: 60_000 })) as [
+      { files: { path: string }[] },
+    ];
     const paths = packed.files.map((file) => file.path);
-    for (const file of ['wrangler.toml', 'bin/cdp-edge.js', 'dist/cdp.js', 'dist/cli.js', 'demo/site/index.html', 'README.md']) expect(paths, file).toContain(file);
+    for (const file of ['wrangler.toml', 'bin/cdp-edge.js', 'dist/cdp.js', 'dist/cli.js', 'demo/site/index.html', 'README.md'])
+      expect(paths, file).toContain(file);
     expect(paths.some((path) => path.startsWith('src/') || path.startsWith('test/'))).toBe(false);
   });
 

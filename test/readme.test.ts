@@ -181,11 +181,20 @@ async function shell(line: string, env: Record<string, string>, block: Block): P
       if (args[1] === 'relay') {
         expect(await (await fetch(`${url}/healthz`)).json()).toMatchObject({ ok: true });
         // The site of the README's RELAY_SITES is there: its origin may post, others may not.
-        const collect = (origin: string) => fetch(`${url}/collect`, { method: 'POST', headers: { origin, 'content-type': 'text/plain' }, body: JSON.stringify({ key: 'pk_live_123', batch: [] }) });
+        const collect = (origin: string) =>
+          fetch(`${url}/collect`, {
+            method: 'POST',
+            headers: { origin, 'content-type': 'text/plain' },
+            body: JSON.stringify({ key: 'pk_live_123', batch: [] }),
+          });
         expect((await collect('https://evil.example.org')).status).toBe(403);
         expect((await collect('https://www.example.com')).status).not.toBe(403);
       } else {
-        const answer = await fetch(`${url}/v1/tags/get`, { method: 'POST', headers: { 'x-api-key': 'dev-key', 'content-type': 'application/json' }, body: '{}' });
+        const answer = await fetch(`${url}/v1/tags/get`, {
+          method: 'POST',
+          headers: { 'x-api-key': 'dev-key', 'content-type': 'application/json' },
+          body: '{}',
+        });
         expect(answer.status).toBe(200);
         expect((await fetch(`${url}/`)).status).toBe(200);
       }
@@ -255,7 +264,9 @@ describe('README.md', () => {
   });
 
   it('the size comparison quotes bench/results/size.json, and cdp.js is within the 4 KB it claims', () => {
-    const results = JSON.parse(readFileSync(join(root, 'bench', 'results', 'size.json'), 'utf8')) as { rows: Array<{ name: string; script: { gzip: number } }> };
+    const results = JSON.parse(readFileSync(join(root, 'bench', 'results', 'size.json'), 'utf8')) as {
+      rows: Array<{ name: string; script: { gzip: number } }>;
+    };
     const readme = readFileSync(join(root, 'README.md'), 'utf8');
     const rows = [...readme.matchAll(/^\| ([A-Za-z][^|]*?) \| ([\d.]+) KB \|/gm)];
     expect(rows.length).toBe(7);
@@ -274,11 +285,21 @@ describe('README.md', () => {
     const pathRelay = await startRelay({
       port: 0,
       logger: () => {},
-      env: { CDP_API_KEY: KEY, CDP_BASE_URL: emulator.url, RELAY_COLLECT_PATH: '/t/collect', RELAY_SCRIPT_PATH: '/t/cdp.js', RELAY_SITES: JSON.stringify([{ key: 'pk_live_123', origins: ['https://www.example.com'] }]) },
+      env: {
+        CDP_API_KEY: KEY,
+        CDP_BASE_URL: emulator.url,
+        RELAY_COLLECT_PATH: '/t/collect',
+        RELAY_SCRIPT_PATH: '/t/cdp.js',
+        RELAY_SITES: JSON.stringify([{ key: 'pk_live_123', origins: ['https://www.example.com'] }]),
+      },
     });
     try {
       expect((await fetch(`${pathRelay.url}/t/cdp.js`)).status).toBe(200);
-      const answer = await fetch(`${pathRelay.url}/t/collect`, { method: 'POST', headers: { origin: 'https://www.example.com', 'content-type': 'text/plain' }, body: JSON.stringify({ key: 'pk_live_123', batch: [] }) });
+      const answer = await fetch(`${pathRelay.url}/t/collect`, {
+        method: 'POST',
+        headers: { origin: 'https://www.example.com', 'content-type': 'text/plain' },
+        body: JSON.stringify({ key: 'pk_live_123', batch: [] }),
+      });
       expect(answer.status).toBe(200);
     } finally {
       await pathRelay.close();
@@ -287,6 +308,10 @@ describe('README.md', () => {
 
   it('every ts block is one of the above', () => {
     const known = ['createHmac', 'cdp-edge/relay/cloudflare', 'RELAY_TOKEN', "from 'cdp-edge/emulator'"];
-    for (const block of blocks.filter((b) => b.lang === 'ts')) expect(known.some((k) => block.code.includes(k)), `README.md:${block.line}`).toBe(true);
+    for (const block of blocks.filter((b) => b.lang === 'ts'))
+      expect(
+        known.some((k) => block.code.includes(k)),
+        `README.md:${block.line}`,
+      ).toBe(true);
   });
 });

@@ -44,15 +44,23 @@ window.fetch = async (input, init) => {
     throw new TypeError('Failed to fetch (demo: offline)');
   }
   const response = await realFetch(input, init);
-  response.clone().json().then(
-    (body) => {
-      const counts = {};
-      for (const r of body.results ?? []) counts[r.status] = (counts[r.status] ?? 0) + 1;
-      const summary = Object.entries(counts).map(([s, n]) => `${s} ${n}`).join(', ') || body.error?.message || '';
-      note(response.ok ? 'answer' : 'problem', `${response.status} ${summary}`);
-    },
-    () => note('answer', String(response.status)),
-  );
+  response
+    .clone()
+    .json()
+    .then(
+      (body) => {
+        const counts = {};
+        for (const r of body.results ?? []) counts[r.status] = (counts[r.status] ?? 0) + 1;
+        const summary =
+          Object.entries(counts)
+            .map(([s, n]) => `${s} ${n}`)
+            .join(', ') ||
+          body.error?.message ||
+          '';
+        note(response.ok ? 'answer' : 'problem', `${response.status} ${summary}`);
+      },
+      () => note('answer', String(response.status)),
+    );
   return response;
 };
 if (navigator.sendBeacon) {
@@ -91,7 +99,11 @@ for (const button of document.querySelectorAll('.add')) {
 $('#signup').addEventListener('submit', async (event) => {
   event.preventDefault();
   const form = new FormData(event.target);
-  const answer = await realFetch('/api/user-hash', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: form.get('email') }) });
+  const answer = await realFetch('/api/user-hash', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ email: form.get('email') }),
+  });
   const signed = await answer.json();
   if (!answer.ok) return note('problem', signed.error?.message ?? `user-hash: ${answer.status}`);
   const fields = { 'str::email': signed.email };
@@ -107,7 +119,10 @@ function showConsent(state) {
   $('#consent-state').textContent = state;
   $('#banner').hidden = state !== 'pending';
 }
-for (const [id, state] of [['#accept', 'granted'], ['#decline', 'denied']]) {
+for (const [id, state] of [
+  ['#accept', 'granted'],
+  ['#decline', 'denied'],
+]) {
   $(id).addEventListener('click', async () => {
     localStorage.setItem('demo-consent', state);
     showConsent(state);

@@ -43,7 +43,10 @@ addEventListener('popstate', render);
 
 document.addEventListener('click', (event) => {
   if (event.target.id !== 'add') return;
-  cdp.track('act:cm:added-to-cart', { 'str:cm:product': 'Sencha', 'int:cm:price': 6 }).then(() => note('added-to-cart Sencha'), (e) => note(e.message));
+  cdp.track('act:cm:added-to-cart', { 'str:cm:product': 'Sencha', 'int:cm:price': 6 }).then(
+    () => note('added-to-cart Sencha'),
+    (e) => note(e.message),
+  );
 });
 document.addEventListener('submit', async (event) => {
   if (event.target.id !== 'signin') return;

@@ -58,7 +58,11 @@ export const activityFieldId = (name: string): string => buildFieldId('act', 'cm
 
 /** The field ID of a custom field named `name` (kebab-cased, as the platform does). */
 export function customFieldId(type: FieldType, kind: 'person' | 'account', name: string): string {
-  const slug = name.trim().toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '');
+  const slug = name
+    .trim()
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-+|-+$/g, '');
   return buildFieldId(type, kind === 'person' ? 'cm' : 'oc', slug || 'field');
 }
 
@@ -108,8 +112,7 @@ export const ACCOUNT_ID_ALIASES = ['str:o:account_id', 'str:o:accounts_id', 'str
 export const ACCOUNT_ID_FIELD = 'str:o:account_id';
 
 /** Maps any spelling of the account identifier to `str:o:account_id`; other IDs pass unchanged. */
-export const canonicalFieldId = (id: string): string =>
-  (ACCOUNT_ID_ALIASES as readonly string[]).includes(id) ? ACCOUNT_ID_FIELD : id;
+export const canonicalFieldId = (id: string): string => ((ACCOUNT_ID_ALIASES as readonly string[]).includes(id) ? ACCOUNT_ID_FIELD : id);
 
 /** Unique identifiers a person merge uses when `merge_by` is omitted, in order. */
 export const DEFAULT_PERSON_MERGE_BY = ['str::email', 'str::ei'] as const;

@@ -7,8 +7,7 @@ export const REGIONS = {
 
 export type Region = keyof typeof REGIONS;
 
-export const isRegion = (value: unknown): value is Region =>
-  typeof value === 'string' && Object.hasOwn(REGIONS, value);
+export const isRegion = (value: unknown): value is Region => typeof value === 'string' && Object.hasOwn(REGIONS, value);
 
 /** The base address for `region`; throws `RangeError` naming the option for an unknown one. */
 export function baseUrlFor(region: Region | undefined = 'default'): string {

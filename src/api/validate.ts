@@ -62,7 +62,11 @@ export function forbiddenKey(value: unknown, path = '', depth = 0): ValidationIs
  * Checks `body` for endpoint `id`: its shape, the spec's limits and every field value.
  * `bytes` is the size of the raw body when known (else it is measured as JSON).
  */
-export function validateRequest<Id extends EndpointId>(id: Id, body: unknown, bytes?: number): ValidationResult<v.InferOutput<(typeof ENDPOINTS)[Id]['schema']>> {
+export function validateRequest<Id extends EndpointId>(
+  id: Id,
+  body: unknown,
+  bytes?: number,
+): ValidationResult<v.InferOutput<(typeof ENDPOINTS)[Id]['schema']>> {
   const endpoint = ENDPOINTS[id];
   const size = bytes ?? jsonBytes(body ?? {});
   if (size > endpoint.maxBytes) {

@@ -48,8 +48,7 @@ const CALLING_CODES = new Set(
 );
 
 const typeName = (value: unknown): string => (value === null ? 'null' : Array.isArray(value) ? 'array' : typeof value);
-const isPlainObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
+const isPlainObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 const digits = (value: unknown): string => String(value).replace(/[^0-9]/g, '');
 
 /** Splits `+CC NNN…` digits into calling code and national number. */
@@ -122,7 +121,8 @@ function checkByType(id: string, type: FieldType, value: unknown, custom: boolea
       if (typeof value !== 'string') return { ok: false, error: `${id}: expected a string, got ${typeName(value)}` };
       const max = custom ? LIMITS.textChars : LIMITS.stringChars;
       if (value.length > max) return { ok: false, error: `${id}: string of ${value.length} characters is longer than ${max}` };
-      if (id === 'str::email' && value !== '' && !/^[^\s@]+@[^\s@]+$/.test(value)) return { ok: false, error: `${id}: ${JSON.stringify(value.slice(0, 80))} is not an email address` };
+      if (id === 'str::email' && value !== '' && !/^[^\s@]+@[^\s@]+$/.test(value))
+        return { ok: false, error: `${id}: ${JSON.stringify(value.slice(0, 80))} is not an email address` };
       return { ok: true, value };
     }
     case 'int': {
@@ -183,7 +183,9 @@ export function checkFields(
   for (const [id, value] of Object.entries(fields)) {
     const parts = parseFieldId(id === 'accounts_id' ? 'str:o:account_id' : id);
     if (!parts || parts.kind !== kind) {
-      errors.push(`${JSON.stringify(id)} is not a ${kind} field ID (expected ${kind === 'person' ? 'type::name or type:cm:name' : 'type:o:name or type:oc:name'})`);
+      errors.push(
+        `${JSON.stringify(id)} is not a ${kind} field ID (expected ${kind === 'person' ? 'type::name or type:cm:name' : 'type:o:name or type:oc:name'})`,
+      );
       continue;
     }
     const result = checkFieldValue(id === 'accounts_id' ? 'str:o:account_id' : id, value, options);

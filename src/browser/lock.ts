@@ -19,9 +19,7 @@ export function lock(name: string, locks: LockManager | false | undefined, store
   if (locks) return (fn) => locks.request(name, { ifAvailable: true }, async (held) => !!held && (await fn(), true)) as unknown as Promise<boolean>;
   const lease = (take: boolean) => {
     let mine = false;
-    return store
-      .update('lock', (l: any) => ((mine = !l || l.o == me || l.x < now()) ? take && { o: me, x: now() + LEASE_MS } : l))
-      .then(() => mine);
+    return store.update('lock', (l: any) => ((mine = !l || l.o == me || l.x < now()) ? take && { o: me, x: now() + LEASE_MS } : l)).then(() => mine);
   };
   return async (fn) => {
     if (!(await lease(true))) return false;

@@ -14,14 +14,19 @@ export function idbStore(db = 'cdp-edge', name = 'queue'): Store {
   let use: UseStore | undefined;
   // Opened on first use, so that importing or creating a tracker touches nothing.
   const read = <T>(fn: (s: IDBObjectStore) => Promise<T>) => (use ??= createStore(db, name))('readonly', fn);
-  const write = (fn: (s: IDBObjectStore) => unknown) =>
-    (use ??= createStore(db, name))('readwrite', (s) => (fn(s), done(s.transaction) as Promise<void>));
+  const write = (fn: (s: IDBObjectStore) => unknown) => (use ??= createStore(db, name))('readwrite', (s) => (fn(s), done(s.transaction) as Promise<void>));
   return {
     all: () => read((s) => Promise.all([done(s.getAllKeys()), done(s.getAll())]).then(([k, v]) => k.map((x, i) => [x, v[i]]))),
     put: (e) => write((s) => e.map(([k, v]) => s.put(v, k))),
     del: (k) => write((s) => k.map((x) => s.delete(x))),
     clear: () => write((s) => s.clear()),
-    update: (k, fn) => write((s) => (s.get(k).onsuccess = function () { s.put(fn(this.result), k); })),
+    update: (k, fn) =>
+      write(
+        (s) =>
+          (s.get(k).onsuccess = function () {
+            s.put(fn(this.result), k);
+          }),
+      ),
   };
 }
 

@@ -9,7 +9,9 @@ import type { Tracker } from './types.js';
 const METHODS = ['track', 'identify', 'page', 'flush', 'reset', 'consent', 'on'];
 
 /** The global `cdp`: a function taking commands, with the tracker's methods on it. */
-export type Cdp = ((command: string, ...args: unknown[]) => unknown) & { [M in keyof Tracker]?: (...a: Parameters<Tracker[M]>) => Promise<Awaited<ReturnType<Tracker[M]>>> } & { q?: IArguments[]; loaded?: boolean };
+export type Cdp = ((command: string, ...args: unknown[]) => unknown) & {
+  [M in keyof Tracker]?: (...a: Parameters<Tracker[M]>) => Promise<Awaited<ReturnType<Tracker[M]>>>;
+} & { q?: IArguments[]; loaded?: boolean };
 
 /**
  * Installs `cdp` on `w` unless a loaded copy is there already (the script included twice).

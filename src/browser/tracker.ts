@@ -105,7 +105,11 @@ export function createTracker(options: TrackerOptions): Tracker {
     return who ? { ...item, person: who.p, user_hash: who.h } : a == m.a ? undefined : null;
   };
   // Room for the envelope and an identity token beside the items.
-  const fit = (items: Item[]) => batches(items.map((it) => [it, utf8Bytes(JSON.stringify(it))]), MAX_BATCH_BYTES - 2048);
+  const fit = (items: Item[]) =>
+    batches(
+      items.map((it) => [it, utf8Bytes(JSON.stringify(it))]),
+      MAX_BATCH_BYTES - 2048,
+    );
 
   const plan = (ms: number) => {
     const at = Math.max(now() + ms, until);
@@ -157,7 +161,8 @@ export function createTracker(options: TrackerOptions): Tracker {
       const [status, body] = answer;
       if (body.identity) await saveMeta({ i: (m.i = body.identity) });
       // A malformed or oversized body will never be accepted as it is: reject rather than loop.
-      const results = status == 400 || status == 413 ? batch.map(({ id }) => ({ id, status: 'rejected', error: body.error?.message })) : status == 200 && body.results;
+      const results =
+        status == 400 || status == 413 ? batch.map(({ id }) => ({ id, status: 'rejected', error: body.error?.message })) : status == 200 && body.results;
       if (!Array.isArray(results)) return failed(answer);
       const byId = new Map(batch.map((it) => [it.id, it]));
       const done: string[] = [];
@@ -178,7 +183,7 @@ export function createTracker(options: TrackerOptions): Tracker {
   function run(): Promise<void> {
     clearTimeout(timer);
     timer = undefined;
-    if (running) return (again = true), running;
+    if (running) return ((again = true), running);
     return (running = withLock(pass)
       .then(
         (got) => void (got || plan(interval)),
@@ -204,7 +209,7 @@ export function createTracker(options: TrackerOptions): Tracker {
   };
 
   const enqueue = (item: Item): Promise<void> => {
-    if (consent == 'denied') return dropped(item, 'consent'), Promise.resolve();
+    if (consent == 'denied') return (dropped(item, 'consent'), Promise.resolve());
     const who = meta.m[meta.a];
     if (item.type == 'track' && who) (item.person = who.p), (item.user_hash = who.h);
     const e: Entry = { item, a: meta.a, n: now() * 1000 + (seq++ % 1000) };
@@ -278,12 +283,14 @@ export function createTracker(options: TrackerOptions): Tracker {
   };
 
   // Atomic across tabs: two first pages agree on one anonymous id instead of each making its own.
-  const ready = store.update('meta', (o) => (meta = (o as Meta)?.a ? merge(o as Meta, {}) : { a: uuid(), m: {} })).then(async () => {
-    consent = blocked ? 'denied' : meta.c ?? consent;
-    // Privacy signals work like `denied` without recording a choice: nothing is kept.
-    if (blocked) await store.clear();
-    plan(0);
-  });
+  const ready = store
+    .update('meta', (o) => (meta = (o as Meta)?.a ? merge(o as Meta, {}) : { a: uuid(), m: {} }))
+    .then(async () => {
+      consent = blocked ? 'denied' : (meta.c ?? consent);
+      // Privacy signals work like `denied` without recording a choice: nothing is kept.
+      if (blocked) await store.clear();
+      plan(0);
+    });
 
   if (typeof addEventListener == 'function') {
     addEventListener('online', () => ((until = attempt = 0), run()));

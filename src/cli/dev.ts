@@ -72,7 +72,11 @@ export function chooseUpstream(values: Values, env: Record<string, string | unde
 
 /** One short line per relay request, without personal data (the log line has none). */
 export function formatRelayLine(line: LogLine): string {
-  const results = line.results ? ` → ${Object.entries(line.results).map(([status, n]) => `${status} ${n}`).join(', ')}` : '';
+  const results = line.results
+    ? ` → ${Object.entries(line.results)
+        .map(([status, n]) => `${status} ${n}`)
+        .join(', ')}`
+    : '';
   const items = line.items !== undefined ? `  ${line.items} item${line.items === 1 ? '' : 's'}${results}` : '';
   const upstream = line.upstream?.length ? `  upstream ${line.upstream.join(' ')}` : '';
   const error = line.error ? `  ${line.error}` : '';
@@ -99,7 +103,7 @@ function banner(stack: DevStack, upstream: (Upstream & { why: string }) | undefi
     'What to click:',
     '  1. Open the demo site. The consent banner starts "pending": events are kept in the browser, not sent.',
     '  2. Add something to the cart and sign up with any email (the demo server signs it: user_hash).',
-    '  3. Accept on the banner: the queue goes to the relay; the page\'s live log shows each answer.',
+    "  3. Accept on the banner: the queue goes to the relay; the page's live log shows each answer.",
     emulator
       ? `  4. Open the emulator dashboard (${emulator.url}/): your person and events are there within seconds.`
       : '  4. Look the person up on the platform (or with the read token below).',
@@ -124,8 +128,13 @@ const dev: Command = {
       ({ values } = parseArgs({
         args: argv,
         options: {
-          'demo-port': { type: 'string' }, 'relay-port': { type: 'string' }, 'emulator-port': { type: 'string' },
-          data: { type: 'string' }, upstream: { type: 'string' }, quiet: { type: 'boolean' }, help: { type: 'boolean', short: 'h' },
+          'demo-port': { type: 'string' },
+          'relay-port': { type: 'string' },
+          'emulator-port': { type: 'string' },
+          data: { type: 'string' },
+          upstream: { type: 'string' },
+          quiet: { type: 'boolean' },
+          help: { type: 'boolean', short: 'h' },
         },
       }));
       if (values['help']) {
@@ -134,7 +143,8 @@ const dev: Command = {
       }
       choices = { emulator: port(values, 'emulator-port', 8790), relay: port(values, 'relay-port', 8787), demo: port(values, 'demo-port', 8080) };
       upstream = chooseUpstream(values, process.env);
-      if (upstream && values['data'] !== undefined) throw new UsageError('--data keeps the emulator\'s state, but with a real upstream no emulator runs; drop one of them');
+      if (upstream && values['data'] !== undefined)
+        throw new UsageError("--data keeps the emulator's state, but with a real upstream no emulator runs; drop one of them");
     } catch (error) {
       console.error(`cdp-edge dev: ${(error as Error).message}\n\nRun \`cdp-edge dev --help\` for the options.`);
       return 2;

@@ -35,8 +35,15 @@ const emulator: Command = {
       ({ values } = parseArgs({
         args,
         options: {
-          port: { type: 'string' }, host: { type: 'string' }, key: { type: 'string' }, region: { type: 'string' }, plan: { type: 'string' },
-          data: { type: 'string' }, 'rate-limit': { type: 'string' }, faults: { type: 'string' }, help: { type: 'boolean', short: 'h' },
+          port: { type: 'string' },
+          host: { type: 'string' },
+          key: { type: 'string' },
+          region: { type: 'string' },
+          plan: { type: 'string' },
+          data: { type: 'string' },
+          'rate-limit': { type: 'string' },
+          faults: { type: 'string' },
+          help: { type: 'boolean', short: 'h' },
         },
       }));
     } catch (error) {
@@ -50,7 +57,8 @@ const emulator: Command = {
     if (!Number.isInteger(port) || port < 0 || port > 65535) return fault(`--port must be a port number (0–65535); got ${JSON.stringify(values.port)}`);
     const rate = values['rate-limit'];
     const rateLimit = rate === undefined ? false : rate === 'plan' ? true : Number(rate);
-    if (typeof rateLimit === 'number' && !(Number.isFinite(rateLimit) && rateLimit > 0)) return fault(`--rate-limit must be a number of requests per second; got ${JSON.stringify(rate)}`);
+    if (typeof rateLimit === 'number' && !(Number.isFinite(rateLimit) && rateLimit > 0))
+      return fault(`--rate-limit must be a number of requests per second; got ${JSON.stringify(rate)}`);
     let faults;
     if (values.faults !== undefined) {
       try {
@@ -77,7 +85,9 @@ const emulator: Command = {
       console.error(`cdp-edge emulator: could not start: ${(error as Error).message}`);
       return 1;
     }
-    console.log(`cdp-edge emulator listening on ${running.url} (key ${running.emulator.options.key}, region ${running.emulator.options.region}, plan ${running.emulator.options.plan}${values.data ? `, data ${values.data}` : ''})`);
+    console.log(
+      `cdp-edge emulator listening on ${running.url} (key ${running.emulator.options.key}, region ${running.emulator.options.region}, plan ${running.emulator.options.plan}${values.data ? `, data ${values.data}` : ''})`,
+    );
     await untilStopped();
     await running.close();
     return 0;

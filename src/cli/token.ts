@@ -18,7 +18,11 @@ goes into RELAY_TOKENS, so the relay never holds the token itself.
   --endpoints  optional: limit the token to these endpoints, e.g. person/get,person/merge
   --json       print {"token","entry"} as one JSON line instead of text`;
 
-const list = (value: string | undefined) => (value ?? '').split(',').map((item) => item.trim()).filter((item) => item !== '');
+const list = (value: string | undefined) =>
+  (value ?? '')
+    .split(',')
+    .map((item) => item.trim())
+    .filter((item) => item !== '');
 
 const token: Command = {
   summary: 'create a relay proxy token (prints the token once and its RELAY_TOKENS entry)',
@@ -28,7 +32,13 @@ const token: Command = {
       parsed = parseArgs({
         args: argv,
         allowPositionals: true,
-        options: { name: { type: 'string' }, scopes: { type: 'string' }, endpoints: { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+        options: {
+          name: { type: 'string' },
+          scopes: { type: 'string' },
+          endpoints: { type: 'string' },
+          json: { type: 'boolean' },
+          help: { type: 'boolean', short: 'h' },
+        },
       });
     } catch (error) {
       console.error(`cdp-edge token: ${(error as Error).message}\n\n${USAGE}`);

@@ -8,8 +8,19 @@
  * @module
  */
 import {
-  ENDPOINT_LIST, ENDPOINTS, failedEntries, joinAnswers, splitBody, validateChunks,
-  type Chunk, type Chunking, type Endpoint, type EndpointId, type Record_, type RequestOf, type ResponseOf,
+  ENDPOINT_LIST,
+  ENDPOINTS,
+  failedEntries,
+  joinAnswers,
+  splitBody,
+  validateChunks,
+  type Chunk,
+  type Chunking,
+  type Endpoint,
+  type EndpointId,
+  type Record_,
+  type RequestOf,
+  type ResponseOf,
 } from '../api/index.js';
 import { HTTPError } from './errors/http-error.js';
 import { ValidationError } from './errors/validation-error.js';
@@ -21,9 +32,8 @@ type Endpoints = typeof ENDPOINTS;
 type Group = Endpoints[EndpointId]['group'];
 
 /** Endpoints whose body may be left out (every member optional). */
-type Caller<Id extends EndpointId> = {} extends RequestOf<Id>
-  ? (body?: RequestOf<Id>) => Promise<ResponseOf<Id>>
-  : (body: RequestOf<Id>) => Promise<ResponseOf<Id>>;
+type Caller<Id extends EndpointId> =
+  {} extends RequestOf<Id> ? (body?: RequestOf<Id>) => Promise<ResponseOf<Id>> : (body: RequestOf<Id>) => Promise<ResponseOf<Id>>;
 
 type GroupMethods<G extends Group> = {
   [Id in EndpointId as Endpoints[Id]['group'] extends G ? Endpoints[Id]['action'] : never]: Caller<Id>;
@@ -94,10 +104,17 @@ export function createClient(options: ClientOptions): Client {
   }
   const person = client['person'] as Record<string, unknown>;
   person['pages'] = (body?: RequestOf<'person/get'>) => pages((b) => call('person/get', b), body);
-  person['all'] = (body?: RequestOf<'person/get'>) => records(pages((b) => call('person/get', b), body), (page) => page.contacts);
+  person['all'] = (body?: RequestOf<'person/get'>) =>
+    records(
+      pages((b) => call('person/get', b), body),
+      (page) => page.contacts,
+    );
   const organizations = client['organizations'] as Record<string, unknown>;
   organizations['pages'] = (body?: RequestOf<'organizations/get'>) => pages((b) => call('organizations/get', b), body);
   organizations['all'] = (body?: RequestOf<'organizations/get'>) =>
-    records(pages((b) => call('organizations/get', b), body), (page) => page.organizations);
+    records(
+      pages((b) => call('organizations/get', b), body),
+      (page) => page.organizations,
+    );
   return client as unknown as Client;
 }

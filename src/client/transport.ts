@@ -41,7 +41,10 @@ export function createTransport(options: ResolvedOptions): KyInstance {
       afterResponse: [
         async ({ response, retryCount }) => {
           if (response.status !== 429 || retryCount >= retry.limit) return;
-          const body: unknown = await response.clone().json().catch(() => undefined);
+          const body: unknown = await response
+            .clone()
+            .json()
+            .catch(() => undefined);
           const seconds = tryInSeconds(body, response.headers);
           if (seconds > retry.maxTryInSeconds) return;
           return ky.retry({ delay: seconds * 1000, code: 'RATE_LIMIT' });
@@ -64,7 +67,9 @@ export async function send<T>(http: KyInstance, options: ResolvedOptions, endpoi
 function toClientError(error: unknown, method: string, url: string, timeout: number): Error {
   if (isHTTPError(error)) {
     const init = { method, url, status: error.response.status, body: error.data, cause: error };
-    return error.response.status === 429 ? new RateLimitError({ ...init, tryInSeconds: tryInSeconds(error.data, error.response.headers) }) : new HTTPError(init);
+    return error.response.status === 429
+      ? new RateLimitError({ ...init, tryInSeconds: tryInSeconds(error.data, error.response.headers) })
+      : new HTTPError(init);
   }
   if (isTimeoutError(error)) return new TimeoutError(method, url, timeout, error);
   if (isNetworkError(error)) return new NetworkError(method, url, error.cause ?? error);

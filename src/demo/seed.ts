@@ -29,8 +29,16 @@ const DEFINITIONS: Array<RequestOf<'definitions/activity/create'>> = [
 const PEOPLE: RequestOf<'person/merge'> = {
   merge_by: ['str::email'],
   people: [
-    { fields: { 'str::email': 'ada@example.com', 'str::first': 'Ada', 'str::last': 'Lovelace' }, tags: ['customer', 'newsletter'], location: { custom: { city_name: 'London', country_name: 'United Kingdom' } } },
-    { fields: { 'str::email': 'grace@example.com', 'str::first': 'Grace', 'str::last': 'Hopper' }, tags: ['customer'], location: { custom: { city_name: 'New York', country_name: 'United States' } } },
+    {
+      fields: { 'str::email': 'ada@example.com', 'str::first': 'Ada', 'str::last': 'Lovelace' },
+      tags: ['customer', 'newsletter'],
+      location: { custom: { city_name: 'London', country_name: 'United Kingdom' } },
+    },
+    {
+      fields: { 'str::email': 'grace@example.com', 'str::first': 'Grace', 'str::last': 'Hopper' },
+      tags: ['customer'],
+      location: { custom: { city_name: 'New York', country_name: 'United States' } },
+    },
     { fields: { 'str::email': 'alan@example.com', 'str::first': 'Alan', 'str::last': 'Turing' }, tags: ['trial'] },
   ],
 };
@@ -39,7 +47,10 @@ const PEOPLE: RequestOf<'person/merge'> = {
 export async function seedDemo(client: Client): Promise<void> {
   for (const definition of DEFINITIONS) await client.definitions.createActivity(definition);
   const people = await client.person.merge(PEOPLE);
-  const merged = await client.accounts.merge({ merge_by: ['str:o:name'], accounts: [{ fields: { 'str:o:name': 'Analytical Engines Ltd' }, tags: ['enterprise'] }] });
+  const merged = await client.accounts.merge({
+    merge_by: ['str:o:name'],
+    accounts: [{ fields: { 'str:o:name': 'Analytical Engines Ltd' }, tags: ['enterprise'] }],
+  });
   const accountId = merged.accounts?.[0]?.account_id;
   if (accountId === undefined) throw new Error('seeding the demo: accounts/merge answered without an account_id');
   // Ada and Grace work there; Alan is on a trial of his own.

@@ -77,7 +77,8 @@ export function createDemoApp(options: DemoServerOptions): Hono {
   const page = async (path: string) => {
     const { relay, key } = options.config();
     // Both go into the page as written (the README's script tag): only URL and key characters.
-    if (!SAFE.test(relay) || !SAFE.test(key)) throw new TypeError(`demo: relay ${JSON.stringify(relay)} or key ${JSON.stringify(key)} has characters that do not belong in a script tag`);
+    if (!SAFE.test(relay) || !SAFE.test(key))
+      throw new TypeError(`demo: relay ${JSON.stringify(relay)} or key ${JSON.stringify(key)} has characters that do not belong in a script tag`);
     const html = (await readFile(join(dir, path), 'utf8')).replaceAll('%RELAY%', relay).replaceAll('%KEY%', key);
     const csp = [
       "default-src 'self'",
@@ -93,7 +94,10 @@ export function createDemoApp(options: DemoServerOptions): Hono {
   app.get('/spa', (c) => c.redirect('/spa/'));
   app.get('/config.js', (c) => {
     const { relay, key, dashboard = '' } = options.config();
-    return c.body(`export const relay = ${jsString(relay)};\nexport const key = ${jsString(key)};\nexport const dashboard = ${jsString(dashboard)};\n`, 200, { 'Content-Type': CONTENT_TYPES['.js']!, 'Cache-Control': 'no-store' });
+    return c.body(`export const relay = ${jsString(relay)};\nexport const key = ${jsString(key)};\nexport const dashboard = ${jsString(dashboard)};\n`, 200, {
+      'Content-Type': CONTENT_TYPES['.js']!,
+      'Cache-Control': 'no-store',
+    });
   });
   app.get('/browser.js', async (c) => {
     const found = await file(dist, 'browser.js');
@@ -103,7 +107,8 @@ export function createDemoApp(options: DemoServerOptions): Hono {
   app.post('/api/user-hash', async (c) => {
     const body = (await c.req.json().catch(() => undefined)) as { email?: unknown } | undefined;
     const email = typeof body?.email === 'string' ? body.email.trim().toLowerCase() : '';
-    if (email.length > 254 || !EMAIL.test(email)) return c.json({ error: { code: 'invalid_email', message: 'Send {"email": "you@example.com"} with a valid email address.' } }, 400);
+    if (email.length > 254 || !EMAIL.test(email))
+      return c.json({ error: { code: 'invalid_email', message: 'Send {"email": "you@example.com"} with a valid email address.' } }, 400);
     return c.json({ email, user_hash: userHashOf(options.config().identitySecret, email) });
   });
   // The SPA: its files, and its index.html for every client-side route.

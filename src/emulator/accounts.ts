@@ -5,8 +5,13 @@
  * @module
  */
 import {
-  ACCOUNT_ID_FIELD, CONTACTS_LINK_FILTER_OPERATORS, LIMITS, ORGANIZATION_FILTER_OPERATORS, canonicalFieldId,
-  type AccountMergeResult, type ResponseMap,
+  ACCOUNT_ID_FIELD,
+  CONTACTS_LINK_FILTER_OPERATORS,
+  LIMITS,
+  ORGANIZATION_FILTER_OPERATORS,
+  canonicalFieldId,
+  type AccountMergeResult,
+  type ResponseMap,
 } from '../api/index.js';
 import { fail } from './errors.js';
 import { checkRecordFields, isMultiSelect } from './fields.js';
@@ -72,7 +77,14 @@ export function accountsMerge(store: Store, body: Record<string, unknown>): Resp
     }
     if (strategy !== 3) {
       const target = existing;
-      applyFields(target.fields, fields, strategy, undefined, (id, value) => (value === null || value === undefined ? delete target.fields[id] : (target.fields[id] = value)), (id) => isMultiSelect(store, 'account', id));
+      applyFields(
+        target.fields,
+        fields,
+        strategy,
+        undefined,
+        (id, value) => (value === null || value === undefined ? delete target.fields[id] : (target.fields[id] = value)),
+        (id) => isMultiSelect(store, 'account', id),
+      );
       store.applyTags(target, 'organization', input.tags, input.unset_tags);
       target.updated_at = store.nowIso();
     }
@@ -81,7 +93,11 @@ export function accountsMerge(store: Store, body: Record<string, unknown>): Resp
   if (results.some((r) => r.status !== 'invalid')) store.touch();
   if (body['async'] === true) return { status: 'queued', queued: results.length };
   if (results.every((r) => r.status === 'invalid')) {
-    fail(results.length === 1 ? `The account was not merged: ${results[0]!.error}` : `None of the ${results.length} accounts were merged`, 400, results.map((r) => ({ status: r.status, error: r.error ?? '' })));
+    fail(
+      results.length === 1 ? `The account was not merged: ${results[0]!.error}` : `None of the ${results.length} accounts were merged`,
+      400,
+      results.map((r) => ({ status: r.status, error: r.error ?? '' })),
+    );
   }
   return { accounts: results };
 }
@@ -94,7 +110,13 @@ function linkTargets(store: Store, body: Record<string, unknown>): Person[] {
   }
   const ids = body['inclusion_ids'] as string[];
   const missing = ids.filter((id) => !store.people.get(id) || store.people.get(id)!.archived);
-  if (missing.length > 0) fail(`No active person has ID ${missing.slice(0, 5).map((id) => JSON.stringify(id)).join(', ')}${missing.length > 5 ? ` (and ${missing.length - 5} more)` : ''}`);
+  if (missing.length > 0)
+    fail(
+      `No active person has ID ${missing
+        .slice(0, 5)
+        .map((id) => JSON.stringify(id))
+        .join(', ')}${missing.length > 5 ? ` (and ${missing.length - 5} more)` : ''}`,
+    );
   return [...new Set(ids)].map((id) => store.people.get(id)!);
 }
 
@@ -112,7 +134,8 @@ export function contactsAdd(store: Store, body: Record<string, unknown>): Record
   const account = linkAccount(store, body);
   const people = linkTargets(store, body);
   const after = new Set([...account.members, ...people.map((p) => p.id)]).size;
-  if (after > LIMITS.peoplePerAccount) fail(`Account ${account.id} would have ${after} people; at most ${LIMITS.peoplePerAccount} can be linked to one account`);
+  if (after > LIMITS.peoplePerAccount)
+    fail(`Account ${account.id} would have ${after} people; at most ${LIMITS.peoplePerAccount} can be linked to one account`);
   for (const person of people) store.link(person, account);
   if (people.length > 0) store.touch();
   return {};
@@ -155,7 +178,12 @@ export function organizationsGet(store: Store, body: Record<string, unknown>): R
   const exclude = new Set((body['exclusion_ids'] as string[] | undefined) ?? []);
   if (exclude.size > 0) list = list.filter((a) => !exclude.has(a.id));
   const q = typeof body['q'] === 'string' ? body['q'].trim().toLowerCase() : '';
-  if (q !== '') list = list.filter((a) => String(a.fields['str:o:name'] ?? '').toLowerCase().includes(q));
+  if (q !== '')
+    list = list.filter((a) =>
+      String(a.fields['str:o:name'] ?? '')
+        .toLowerCase()
+        .includes(q),
+    );
   if (body['filter'] !== undefined) list = list.filter(compileFilter(body['filter'], accountEnv(store), ORGANIZATION_FILTER_OPERATORS));
   const sortField = body['sort_by_field_id'] as string | undefined;
   if (sortField !== undefined) list = sortBy(list, (a) => accountValue(store, a, sortField), (body['sort_order'] as 'asc' | 'desc' | undefined) ?? 'desc');

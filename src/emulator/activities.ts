@@ -5,7 +5,17 @@
  * (which the `$act::*` filters read). At most 50 events per activity per person in 24 h.
  * @module
  */
-import { DEFAULT_PERSON_MERGE_BY, LIMITS, checkFieldValue, jsonBytes, scaleInt, parseFieldId, type ActivityResult, type Location, type ResponseMap } from '../api/index.js';
+import {
+  DEFAULT_PERSON_MERGE_BY,
+  LIMITS,
+  checkFieldValue,
+  jsonBytes,
+  scaleInt,
+  parseFieldId,
+  type ActivityResult,
+  type Location,
+  type ResponseMap,
+} from '../api/index.js';
 import { fail } from './errors.js';
 import { resolveLocation } from './location.js';
 import type { ResolvedOptions } from './options.js';
@@ -45,7 +55,12 @@ function personFor(store: Store, options: ResolvedOptions, event: EventInput, me
     person.location = location.value;
     return { ok: true, person };
   }
-  const merged = mergeOne(store, options, { fields: event.fields ?? {}, ...(event.location ? { location: event.location } : {}) }, { rules: { mergeBy, alt: {}, findStrategy: 0 }, strategy: 2, skipNonExisting: false });
+  const merged = mergeOne(
+    store,
+    options,
+    { fields: event.fields ?? {}, ...(event.location ? { location: event.location } : {}) },
+    { rules: { mergeBy, alt: {}, findStrategy: 0 }, strategy: 2, skipNonExisting: false },
+  );
   return merged.person ? { ok: true, person: merged.person } : { ok: false, error: merged.error ?? 'the person could not be merged' };
 }
 
@@ -62,7 +77,10 @@ export function activitiesCreate(store: Store, options: ResolvedOptions, body: R
     const attributes: Record<string, unknown> = {};
     for (const [id, value] of Object.entries(event.attributes ?? {})) {
       const attribute = definition.attributes.find((a) => a.field_id === id);
-      if (!attribute) return invalid(`${id} is not an attribute of ${event.activity_id} (its attributes: ${definition.attributes.map((a) => a.field_id).join(', ') || 'none'})`);
+      if (!attribute)
+        return invalid(
+          `${id} is not an attribute of ${event.activity_id} (its attributes: ${definition.attributes.map((a) => a.field_id).join(', ') || 'none'})`,
+        );
       const checked = checkFieldValue(id, value);
       if (!checked.ok) return invalid(checked.error);
       attributes[id] = parseFieldId(id)?.type === 'int' && typeof checked.value === 'number' ? scaleInt(checked.value) : checked.value;
@@ -73,7 +91,9 @@ export function activitiesCreate(store: Store, options: ResolvedOptions, body: R
     changed = true;
     const recent = person.events.filter((e) => e.activity_id === event.activity_id && e.received > now - DAY_MS).length;
     if (recent >= LIMITS.eventsPerActivityPerPersonPerDay) {
-      return invalid(`Person ${person.id} already has ${LIMITS.eventsPerActivityPerPersonPerDay} ${event.activity_id} events in the last 24 hours, the most allowed`);
+      return invalid(
+        `Person ${person.id} already has ${LIMITS.eventsPerActivityPerPersonPerDay} ${event.activity_id} events in the last 24 hours, the most allowed`,
+      );
     }
     for (const attribute of definition.attributes) {
       if (attribute.cdp_field_id && attributes[attribute.field_id] === undefined) {
@@ -92,7 +112,11 @@ export function activitiesCreate(store: Store, options: ResolvedOptions, body: R
   });
   if (changed) store.touch();
   if (results.every((r) => r.status === 'invalid')) {
-    fail(results.length === 1 ? `The activity was not recorded: ${results[0]!.error}` : `None of the ${results.length} activities were recorded`, 400, results.map((r) => ({ status: 'invalid', error: r.error ?? '' })));
+    fail(
+      results.length === 1 ? `The activity was not recorded: ${results[0]!.error}` : `None of the ${results.length} activities were recorded`,
+      400,
+      results.map((r) => ({ status: 'invalid', error: r.error ?? '' })),
+    );
   }
   return { activities: results };
 }

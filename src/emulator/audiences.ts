@@ -26,14 +26,22 @@ type SubscribeEntry = ResponseMap['audience/subscribe']['people'][number];
 
 export function audienceSubscribe(store: Store, body: Record<string, unknown>): ResponseMap['audience/subscribe'] {
   const audienceId = body['audience_id'] as string;
-  if (!store.audiences.has(audienceId)) fail(`No audience has ID ${JSON.stringify(audienceId)}; audiences are created in the product (declare them in the emulator's --data file)`);
+  if (!store.audiences.has(audienceId))
+    fail(`No audience has ID ${JSON.stringify(audienceId)}; audiences are created in the product (declare them in the emulator's --data file)`);
   const now = store.nowIso();
   let changed = false;
   const people = (body['people'] as Array<PersonRef & { subscribed?: boolean; sms_opted_in?: boolean }>).map((ref): SubscribeEntry => {
     const person = findByRef(store, ref);
-    if (!person || person.archived) return { person_status: 'not_found', status: 'not_member', error: 'No active person matches this email, person_id or external_id' };
+    if (!person || person.archived)
+      return { person_status: 'not_found', status: 'not_member', error: 'No active person matches this email, person_id or external_id' };
     const membership = person.audiences[audienceId];
-    if (!membership) return { person_status: 'merged', status: 'not_member', person_id: person.id, error: `Person is not a member of audience ${audienceId}; only members' permissions can be set` };
+    if (!membership)
+      return {
+        person_status: 'merged',
+        status: 'not_member',
+        person_id: person.id,
+        error: `Person is not a member of audience ${audienceId}; only members' permissions can be set`,
+      };
     if (ref.subscribed !== undefined && ref.subscribed !== membership.subscribed) {
       membership.subscribed = ref.subscribed;
       membership.subscribed_from = now;
@@ -54,7 +62,12 @@ export function personSubscriptions(store: Store, body: Record<string, unknown>)
     people: (body['people'] as PersonRef[]).map((ref) => {
       const person = findByRef(store, ref);
       if (!person) {
-        const out: ResponseMap['person/subscriptions']['people'][number] = { person_status: 'not_found', subscriptions: [], email_permissions: false, sms_permissions: false };
+        const out: ResponseMap['person/subscriptions']['people'][number] = {
+          person_status: 'not_found',
+          subscriptions: [],
+          email_permissions: false,
+          sms_permissions: false,
+        };
         if (ref.email !== undefined) out.email = ref.email;
         return out;
       }

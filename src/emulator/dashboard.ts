@@ -15,7 +15,10 @@ const show = (value: unknown): string => (value === undefined || value === null 
 
 function table(title: string, total: number, headers: string[], rows: unknown[][]): string {
   const head = headers.map((h) => `<th>${escapeHtml(h)}</th>`).join('');
-  const body = rows.length === 0 ? `<tr><td colspan="${headers.length}" class="empty">none yet</td></tr>` : rows.map((row) => `<tr>${row.map((cell) => `<td>${escapeHtml(show(cell))}</td>`).join('')}</tr>`).join('');
+  const body =
+    rows.length === 0
+      ? `<tr><td colspan="${headers.length}" class="empty">none yet</td></tr>`
+      : rows.map((row) => `<tr>${row.map((cell) => `<td>${escapeHtml(show(cell))}</td>`).join('')}</tr>`).join('');
   return `<section><h2>${escapeHtml(title)} <small>${total}</small></h2><table><thead><tr>${head}</tr></thead><tbody>${body}</tbody></table></section>`;
 }
 
@@ -23,8 +26,23 @@ const latest = <T>(items: Iterable<T>, n: number): T[] => [...items].slice(-n).r
 
 /** The dashboard page. */
 export function dashboard(store: Store, options: ResolvedOptions): string {
-  const people = latest(store.people.values(), 50).map((p) => [p.id, p.fields['str::email'], p.fields['str::ei'], [p.fields['str::first'], p.fields['str::last']].filter(Boolean).join(' '), store.tagNames(p.tags).join(', '), p.location?.city_name ?? p.location?.ip?.city_name ?? '', p.archived ? 'archived' : 'active', p.updated_at]);
-  const accounts = latest(store.accounts.values(), 20).map((a) => [a.id, a.fields['str:o:name'], a.members.size, store.tagNames(a.tags).join(', '), a.archived ? 'archived' : 'active']);
+  const people = latest(store.people.values(), 50).map((p) => [
+    p.id,
+    p.fields['str::email'],
+    p.fields['str::ei'],
+    [p.fields['str::first'], p.fields['str::last']].filter(Boolean).join(' '),
+    store.tagNames(p.tags).join(', '),
+    p.location?.city_name ?? p.location?.ip?.city_name ?? '',
+    p.archived ? 'archived' : 'active',
+    p.updated_at,
+  ]);
+  const accounts = latest(store.accounts.values(), 20).map((a) => [
+    a.id,
+    a.fields['str:o:name'],
+    a.members.size,
+    store.tagNames(a.tags).join(', '),
+    a.archived ? 'archived' : 'active',
+  ]);
   const tags = [...store.tags.values()].map((t) => [t.id, t.name, t.type || 'person', t.last_used]);
   const activities = [...store.activities.values()].map((d) => [d.activity_field_id, d.name, d.state, d.attributes.map((a) => a.field_id).join(', ')]);
   const events = latest(store.recentEvents, 30).map((e) => [e.created, e.activity_id, e.person_id, e.attributes]);

@@ -3,7 +3,16 @@
  * "Public API"), modify, and delete (which archives: events for it are then refused).
  * @module
  */
-import { activityFieldId, customFieldId, isFieldId, parseFieldId, type ActivityAttributeDefinition, type ActivityDefinition, type CustomFieldType, type ResponseMap } from '../api/index.js';
+import {
+  activityFieldId,
+  customFieldId,
+  isFieldId,
+  parseFieldId,
+  type ActivityAttributeDefinition,
+  type ActivityDefinition,
+  type CustomFieldType,
+  type ResponseMap,
+} from '../api/index.js';
 import { fail, PlatformHttpError } from './errors.js';
 import { FIELD_TYPE_OF } from './fields.js';
 import type { Store } from './store.js';
@@ -36,7 +45,12 @@ function attributes(activitySlug: string, inputs: AttributeInput[]): ActivityAtt
     const fieldId = customFieldId(FIELD_TYPE_OF[input.display_type], 'person', input.name);
     if (seen.has(fieldId)) fail(`attributes: two attributes are named ${JSON.stringify(input.name)}; names must be unique within an activity`);
     seen.add(fieldId);
-    const out: ActivityAttributeDefinition = { name: input.name, field_id: fieldId, display_type: input.display_type, liquid_name: `activity.custom.${snake(activitySlug)}.${snake(slugOf(input.name))}` };
+    const out: ActivityAttributeDefinition = {
+      name: input.name,
+      field_id: fieldId,
+      display_type: input.display_type,
+      liquid_name: `activity.custom.${snake(activitySlug)}.${snake(slugOf(input.name))}`,
+    };
     // '' = no value, 'do-not-map' = not mapped; a field ID fills the attribute from that person field
     if (input.field_id && input.field_id !== 'do-not-map' && isFieldId(input.field_id)) out.cdp_field_id = input.field_id;
     return out;
@@ -53,7 +67,10 @@ function displayMode(style: DefinitionInput['display_style']): ActivityDefinitio
 function assertUniqueName(store: Store, name: string, except?: string): void {
   for (const definition of store.activities.values()) {
     if (definition.activity_field_id !== except && definition.name.toLowerCase() === name.toLowerCase()) {
-      throw new PlatformHttpError(409, `An activity named ${JSON.stringify(definition.name)} already exists (${definition.activity_field_id}); names must be unique`);
+      throw new PlatformHttpError(
+        409,
+        `An activity named ${JSON.stringify(definition.name)} already exists (${definition.activity_field_id}); names must be unique`,
+      );
     }
   }
 }

@@ -4,17 +4,38 @@
  * @module
  */
 import {
-  ACCOUNT_FIELDS, LIMITS, PERSON_FIELDS, canonicalFieldId, checkFieldValue, customFieldId, parseFieldId, scaleInt,
-  type CustomFieldType, type FieldType, type ResponseMap,
+  ACCOUNT_FIELDS,
+  LIMITS,
+  PERSON_FIELDS,
+  canonicalFieldId,
+  checkFieldValue,
+  customFieldId,
+  parseFieldId,
+  scaleInt,
+  type CustomFieldType,
+  type FieldType,
+  type ResponseMap,
 } from '../api/index.js';
 import { fail, PlatformHttpError } from './errors.js';
 import type { CustomField, Store } from './store.js';
 
 /** The type abbreviation a custom field of `display_type` gets in its field ID. */
 export const FIELD_TYPE_OF: Record<CustomFieldType | 'email', FieldType> = {
-  text: 'str', large_text: 'str', link: 'str', email: 'str', single_select: 'str', multi_select: 'str',
-  integer: 'int', decimal: 'int', currency: 'int', price: 'int',
-  date: 'dtz', time: 'dtz', bool: 'bol', phone: 'phn', object: 'obj',
+  text: 'str',
+  large_text: 'str',
+  link: 'str',
+  email: 'str',
+  single_select: 'str',
+  multi_select: 'str',
+  integer: 'int',
+  decimal: 'int',
+  currency: 'int',
+  price: 'int',
+  date: 'dtz',
+  time: 'dtz',
+  bool: 'bol',
+  phone: 'phn',
+  object: 'obj',
 };
 
 const kebabToSnake = (name: string) => name.replace(/-/g, '_');
@@ -23,7 +44,11 @@ type Kind = 'person' | 'account';
 const registry = (store: Store, kind: Kind) => (kind === 'person' ? store.personFields : store.accountFields);
 
 /** The custom-field create endpoints: 100 per instance (people and accounts together), names unique. */
-export function createCustomField(store: Store, kind: Kind, body: { type: CustomFieldType; name: string; values?: string[] | undefined; track_changes?: boolean | undefined }): ResponseMap['person/custom-field/create'] {
+export function createCustomField(
+  store: Store,
+  kind: Kind,
+  body: { type: CustomFieldType; name: string; values?: string[] | undefined; track_changes?: boolean | undefined },
+): ResponseMap['person/custom-field/create'] {
   const fields = registry(store, kind);
   if (store.personFields.size + store.accountFields.size >= LIMITS.customFieldsPerInstance) {
     fail(`This instance already has ${LIMITS.customFieldsPerInstance} custom fields, the most allowed; reuse one instead`);
@@ -52,7 +77,12 @@ export function createCustomField(store: Store, kind: Kind, body: { type: Custom
 }
 
 const definition = (field: CustomField) => {
-  const out: { id: string; name: string; display_type: string; liquid_name: string; dic_items?: string[] } = { id: field.id, name: field.name, display_type: field.display_type, liquid_name: field.liquid_name };
+  const out: { id: string; name: string; display_type: string; liquid_name: string; dic_items?: string[] } = {
+    id: field.id,
+    name: field.name,
+    display_type: field.display_type,
+    liquid_name: field.liquid_name,
+  };
   if (field.dic_items) out.dic_items = field.dic_items;
   return out;
 };
@@ -71,10 +101,13 @@ function checkSelect(id: string, field: CustomField, value: unknown): { ok: true
   const items = field.dic_items ?? [];
   const allowed = (item: unknown) => typeof item === 'string' && items.includes(item);
   if (field.display_type === 'single_select') {
-    return allowed(value) ? { ok: true, value } : { ok: false, error: `${id}: ${JSON.stringify(value)} is not one of the field's values (${items.join(', ')})` };
+    return allowed(value)
+      ? { ok: true, value }
+      : { ok: false, error: `${id}: ${JSON.stringify(value)} is not one of the field's values (${items.join(', ')})` };
   }
   const list = typeof value === 'string' ? [value] : value;
-  if (!Array.isArray(list) || !list.every(allowed)) return { ok: false, error: `${id}: expected values from ${items.join(', ')} (a string or an array of them)` };
+  if (!Array.isArray(list) || !list.every(allowed))
+    return { ok: false, error: `${id}: expected values from ${items.join(', ')} (a string or an array of them)` };
   return { ok: true, value: [...new Set(list as string[])] };
 }
 
@@ -96,10 +129,18 @@ export function checkRecordFields(store: Store, kind: Kind, fields: unknown): { 
     let checked: { ok: true; value: unknown } | { ok: false; error: string };
     if (parts.custom) {
       const field = registry(store, kind).get(id);
-      if (!field) return { ok: false, error: `${id} is not a defined custom field; create it with ${kind === 'person' ? 'person' : 'accounts'}/custom-field/create first` };
-      checked = value !== null && (field.display_type === 'single_select' || field.display_type === 'multi_select') ? checkSelect(id, field, value) : checkFieldValue(id, value);
+      if (!field)
+        return {
+          ok: false,
+          error: `${id} is not a defined custom field; create it with ${kind === 'person' ? 'person' : 'accounts'}/custom-field/create first`,
+        };
+      checked =
+        value !== null && (field.display_type === 'single_select' || field.display_type === 'multi_select')
+          ? checkSelect(id, field, value)
+          : checkFieldValue(id, value);
     } else {
-      if (!Object.hasOwn(builtIn, id)) return { ok: false, error: `${id} is not a built-in ${kind} field (custom fields use the ${kind === 'person' ? 'cm' : 'oc'} namespace)` };
+      if (!Object.hasOwn(builtIn, id))
+        return { ok: false, error: `${id} is not a built-in ${kind} field (custom fields use the ${kind === 'person' ? 'cm' : 'oc'} namespace)` };
       checked = checkFieldValue(id, value);
     }
     if (!checked.ok) return checked;

@@ -28,9 +28,15 @@ export type Handler = (ctx: HandlerContext, body: unknown, bytes: number) => unk
 
 type Loose = any;
 
-const selection = (id: EndpointId, kind: 'person' | 'account', operation: Operation): Handler => ({ store }, body, bytes) => lifecycle(store, kind, operation, checkBody(id, body, bytes));
+const selection =
+  (id: EndpointId, kind: 'person' | 'account', operation: Operation): Handler =>
+  ({ store }, body, bytes) =>
+    lifecycle(store, kind, operation, checkBody(id, body, bytes));
 
-const customField = (id: EndpointId, kind: 'person' | 'account'): Handler => ({ store }, body, bytes) => createCustomField(store, kind, checkBody(id, body, bytes) as Loose);
+const customField =
+  (id: EndpointId, kind: 'person' | 'account'): Handler =>
+  ({ store }, body, bytes) =>
+    createCustomField(store, kind, checkBody(id, body, bytes) as Loose);
 
 export const HANDLERS: Record<EndpointId, Handler> = {
   'person/archive': selection('person/archive', 'person', 'archive'),
@@ -61,5 +67,6 @@ export const HANDLERS: Record<EndpointId, Handler> = {
   'definitions/activity/delete': ({ store }, body, bytes) => deleteDefinition(store, checkBody('definitions/activity/delete', body, bytes) as Loose),
   'tags/get': ({ store, options }, body, bytes) => tagsGet(store, options.instanceId, checkBody('tags/get', body, bytes)),
   'audience/subscribe': ({ store }, body, bytes) => audienceSubscribe(store, checkBody('audience/subscribe', body, bytes)),
-  'activities/create': ({ store, options }, body, bytes) => activitiesCreate(store, options, checkBodyExceptItemFields('activities/create', body, 'activities', bytes)),
+  'activities/create': ({ store, options }, body, bytes) =>
+    activitiesCreate(store, options, checkBodyExceptItemFields('activities/create', body, 'activities', bytes)),
 };

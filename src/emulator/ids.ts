@@ -6,7 +6,9 @@ const hex = (value: number, width: number) => (value >>> 0).toString(16).padStar
 
 function randomHex(width: number): string {
   const bytes = crypto.getRandomValues(new Uint8Array(Math.ceil(width / 2)));
-  return Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('').slice(0, width);
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, '0'))
+    .join('')
+    .slice(0, width);
 }
 
 /** A new 24-hex ID: prefix, seconds, random, counter (unique within a process, like an ObjectId). */

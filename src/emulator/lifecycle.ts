@@ -37,12 +37,23 @@ export function lifecycle(store: Store, kind: Kind, operation: Operation, body: 
   } else {
     const ids = [...new Set(body.inclusion_ids ?? [])].filter((id) => !exclude.has(id));
     const missing = ids.filter((id) => !records.has(id));
-    if (missing.length > 0) fail(`No ${noun} has ID ${missing.slice(0, 5).map((id) => JSON.stringify(id)).join(', ')}`);
+    if (missing.length > 0)
+      fail(
+        `No ${noun} has ID ${missing
+          .slice(0, 5)
+          .map((id) => JSON.stringify(id))
+          .join(', ')}`,
+      );
     selected = ids.map((id) => records.get(id)!);
     if (wantArchived) {
       const active = selected.filter((r) => !r.archived);
       if (active.length > 0) {
-        fail(`Cannot ${operation} ${noun} ${active.slice(0, 5).map((r) => r.id).join(', ')}: only archived records can be ${PAST[operation]}; archive ${active.length === 1 ? 'it' : 'them'} first`);
+        fail(
+          `Cannot ${operation} ${noun} ${active
+            .slice(0, 5)
+            .map((r) => r.id)
+            .join(', ')}: only archived records can be ${PAST[operation]}; archive ${active.length === 1 ? 'it' : 'them'} first`,
+        );
       }
     } else {
       selected = selected.filter((r) => !r.archived);

@@ -21,7 +21,8 @@ const CITIES: Array<Required<GeoPoint>> = [
 
 export const ADDRESS_LOOKUP_REFUSED = 'Address lookup needs the business plan or higher; send custom location data or source_ip instead';
 
-const defined = <T extends object>(value: T): { [K in keyof T]: Exclude<T[K], undefined> } => Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as { [K in keyof T]: Exclude<T[K], undefined> };
+const defined = <T extends object>(value: T): { [K in keyof T]: Exclude<T[K], undefined> } =>
+  Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as { [K in keyof T]: Exclude<T[K], undefined> };
 
 /** A place name the offline geocoder knows, for proximity on people located by city name only. */
 export function cityPoint(name: string | undefined): Required<GeoPoint> | undefined {
@@ -34,7 +35,12 @@ export function cityPoint(name: string | undefined): Required<GeoPoint> | undefi
  * Works out the person's location; `undefined` when nothing changes. Returns an error sentence
  * (and changes nothing) when an address lookup is refused on this plan.
  */
-export function resolveLocation(store: Store, options: ResolvedOptions, current: PersonLocation | null, location: Location | undefined): { ok: true; value: PersonLocation | null } | { ok: false; error: string } {
+export function resolveLocation(
+  store: Store,
+  options: ResolvedOptions,
+  current: PersonLocation | null,
+  location: Location | undefined,
+): { ok: true; value: PersonLocation | null } | { ok: false; error: string } {
   if (!location) return { ok: true, value: current };
   let next: PersonLocation | null = current;
   if (location.source_ip) {

@@ -86,7 +86,8 @@ export function resolveOptions(options: EmulatorOptions = {}): ResolvedOptions {
   const plan = options.plan ?? 'business';
   if (!Object.hasOwn(RATE_LIMITS, plan)) throw new RangeError(`createEmulator(options): plan must be professional or business; got ${JSON.stringify(plan)}`);
   const rateLimit = options.rateLimit === true ? RATE_LIMITS[plan] : options.rateLimit === false || options.rateLimit === undefined ? 0 : options.rateLimit;
-  if (!Number.isFinite(rateLimit) || rateLimit < 0) throw new RangeError('createEmulator(options): rateLimit must be a number of requests per second ≥ 0, or true');
+  if (!Number.isFinite(rateLimit) || rateLimit < 0)
+    throw new RangeError('createEmulator(options): rateLimit must be a number of requests per second ≥ 0, or true');
   const faults = options.faults ?? {};
   checkFaults(faults);
   return {
@@ -105,12 +106,14 @@ export function resolveOptions(options: EmulatorOptions = {}): ResolvedOptions {
 
 /** Refuses a faults object that would not work, naming the entry. */
 export function checkFaults(faults: unknown): asserts faults is Faults {
-  if (typeof faults !== 'object' || faults === null || Array.isArray(faults)) throw new TypeError('faults must be an object keyed by endpoint ID (e.g. "person/merge") or "*"');
+  if (typeof faults !== 'object' || faults === null || Array.isArray(faults))
+    throw new TypeError('faults must be an object keyed by endpoint ID (e.g. "person/merge") or "*"');
   for (const [id, spec] of Object.entries(faults)) {
     const s = spec as Partial<FaultSpec> | null;
     if (typeof s !== 'object' || s === null || !Number.isInteger(s.status) || s.status! < 400 || s.status! > 599) {
       throw new TypeError(`faults[${JSON.stringify(id)}].status must be an HTTP error status (400–599)`);
     }
-    if (s.rate !== undefined && (typeof s.rate !== 'number' || s.rate < 0 || s.rate > 1)) throw new RangeError(`faults[${JSON.stringify(id)}].rate must be between 0 and 1`);
+    if (s.rate !== undefined && (typeof s.rate !== 'number' || s.rate < 0 || s.rate > 1))
+      throw new RangeError(`faults[${JSON.stringify(id)}].rate must be between 0 and 1`);
   }
 }

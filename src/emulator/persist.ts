@@ -53,7 +53,10 @@ export function createDataWriter(path: string, snapshot: () => EmulatorSnapshot,
   return {
     schedule() {
       pending = true;
-      timer ??= setTimeout(() => void write().catch((error) => console.error(`cdp-edge emulator: could not write ${path}: ${(error as Error).message}`)), debounceMs);
+      timer ??= setTimeout(
+        () => void write().catch((error) => console.error(`cdp-edge emulator: could not write ${path}: ${(error as Error).message}`)),
+        debounceMs,
+      );
     },
     async flush() {
       if (timer) clearTimeout(timer);

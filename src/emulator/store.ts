@@ -210,7 +210,16 @@ export class Store {
 
   createAccount(id?: string): Account {
     const now = this.nowIso();
-    const account: Account = { id: id ?? newId('10', this.now()), seq: this.nextSeq(), fields: {}, tags: [], archived: false, members: new Set(), created_at: now, updated_at: now };
+    const account: Account = {
+      id: id ?? newId('10', this.now()),
+      seq: this.nextSeq(),
+      fields: {},
+      tags: [],
+      archived: false,
+      members: new Set(),
+      created_at: now,
+      updated_at: now,
+    };
     this.accounts.set(account.id, account);
     return account;
   }

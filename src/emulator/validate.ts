@@ -10,7 +10,11 @@ import { fail } from './errors.js';
 export function checkBody(id: EndpointId, body: unknown, bytes?: number): Record<string, unknown> {
   const result = validateRequest(id, body, bytes);
   if (result.ok) return result.value as Record<string, unknown>;
-  fail(result.issues.map((issue) => issue.message).join('; '), 400, result.issues.map((issue) => ({ status: 'invalid', error: issue.message, path: issue.path })));
+  fail(
+    result.issues.map((issue) => issue.message).join('; '),
+    400,
+    result.issues.map((issue) => ({ status: 'invalid', error: issue.message, path: issue.path })),
+  );
 }
 
 /**
@@ -21,7 +25,9 @@ export function checkBodyExceptItemFields(id: EndpointId, body: unknown, items: 
   if (typeof body === 'object' && body !== null && !Array.isArray(body)) {
     const list = (body as Record<string, unknown>)[items];
     if (Array.isArray(list)) {
-      const blanked = list.map((item) => (typeof item === 'object' && item !== null && !Array.isArray(item) && 'fields' in item ? { ...item, fields: {} } : item));
+      const blanked = list.map((item) =>
+        typeof item === 'object' && item !== null && !Array.isArray(item) && 'fields' in item ? { ...item, fields: {} } : item,
+      );
       // activities need identifying fields; a placeholder keeps that check from firing on the blanked copy
       const placeholder = items === 'activities' ? blanked.map((item, i) => (hasFields(list[i]) ? { ...item, fields: { 'str::ei': 'x' } } : item)) : blanked;
       checkBody(id, { ...body, [items]: placeholder }, bytes);
@@ -31,4 +37,8 @@ export function checkBodyExceptItemFields(id: EndpointId, body: unknown, items: 
   return checkBody(id, body, bytes);
 }
 
-const hasFields = (item: unknown) => typeof item === 'object' && item !== null && typeof (item as { fields?: unknown }).fields === 'object' && Object.keys((item as { fields: object }).fields ?? {}).length > 0;
+const hasFields = (item: unknown) =>
+  typeof item === 'object' &&
+  item !== null &&
+  typeof (item as { fields?: unknown }).fields === 'object' &&
+  Object.keys((item as { fields: object }).fields ?? {}).length > 0;

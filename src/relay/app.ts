@@ -53,7 +53,14 @@ export function createRelay(config: RelayConfig, deps: RelayDeps = {}): Hono {
   const logger = deps.logger ?? (config.log ? consoleLogger : silentLogger);
   const store = deps.store ?? createMemoryStore();
   const fetchImpl = deps.fetch ?? globalThis.fetch.bind(globalThis);
-  const client = createClient({ apiKey: config.apiKey, baseUrl: config.baseUrl, fetch: fetchImpl, retry: false, validate: false, timeout: Math.max(500, Math.min(5_000, config.budgetMs)) });
+  const client = createClient({
+    apiKey: config.apiKey,
+    baseUrl: config.baseUrl,
+    fetch: fetchImpl,
+    retry: false,
+    validate: false,
+    timeout: Math.max(500, Math.min(5_000, config.budgetMs)),
+  });
   // One 429 window per upstream, shared by /collect and the proxy: the platform limits the key, not the route.
   const backoff = deps.backoff ?? sharedBackoff(config.baseUrl);
   const context = {
@@ -77,14 +84,25 @@ export function createRelay(config: RelayConfig, deps: RelayDeps = {}): Hono {
     // a short one. Unknown paths are logged as "*": a path may carry anything.
     const pathname = new URL(c.req.url).pathname;
     if (pathname.startsWith('/v1/') || pathname === '/v1' || (c.req.method === 'POST' && pathname === config.collectPath)) return;
-    logger({ ts: new Date(started).toISOString(), kind: 'http', method: c.req.method, path: known.has(pathname) ? pathname : '*', status: c.res.status, ms: clock.now() - started });
+    logger({
+      ts: new Date(started).toISOString(),
+      kind: 'http',
+      method: c.req.method,
+      path: known.has(pathname) ? pathname : '*',
+      status: c.res.status,
+      ms: clock.now() - started,
+    });
   });
 
   const path = config.collectPath;
   app.options(path, (c) => {
     const origin = c.req.header('origin');
     if (origin !== undefined && anySiteAllows(origin, sites)) return c.body(null, 204, preflightHeaders(origin));
-    return c.json(relayError('origin_not_allowed', 'This origin may not send to the relay; add it to a site\'s "origins" in RELAY_SITES.'), 403, corsHeaders(origin, false));
+    return c.json(
+      relayError('origin_not_allowed', 'This origin may not send to the relay; add it to a site\'s "origins" in RELAY_SITES.'),
+      403,
+      corsHeaders(origin, false),
+    );
   });
 
   app.post(path, async (c) => {
@@ -97,7 +115,15 @@ export function createRelay(config: RelayConfig, deps: RelayDeps = {}): Hono {
     } catch (caught) {
       // Anything unexpected (the state store unreachable, say) happened before an item was final:
       // 503 + Retry-After keeps every item in the browser.
-      const error = caught instanceof RelayHttpError ? caught : new RelayHttpError(503, 'relay_unavailable', 'The relay could not handle the batch right now; nothing was lost: retry after the Retry-After seconds.', { retryAfter: 5, cause: caught });
+      const error =
+        caught instanceof RelayHttpError
+          ? caught
+          : new RelayHttpError(
+              503,
+              'relay_unavailable',
+              'The relay could not handle the batch right now; nothing was lost: retry after the Retry-After seconds.',
+              { retryAfter: 5, cause: caught },
+            );
       outcome = { status: error.status, body: error.body, ...(error.retryAfter === undefined ? {} : { retryAfter: error.retryAfter }) };
       if (!(caught instanceof RelayHttpError)) outcome.warning = caught instanceof Error ? caught.name : 'error';
     }
@@ -129,21 +155,40 @@ export function createRelay(config: RelayConfig, deps: RelayDeps = {}): Hono {
 
   app.get('/healthz', (c) => c.json({ ok: true }));
 
-  app.route('/', createProxyRoutes({
-    tokens: config.tokens,
-    upstream: { baseUrl: config.baseUrl, apiKey: config.apiKey },
-    fetch: fetchImpl,
-    logger: (entry) => logger(entry),
-    now: () => clock.now(),
-    sleep: (ms) => clock.sleep(ms),
-    backoff,
-  }));
+  app.route(
+    '/',
+    createProxyRoutes({
+      tokens: config.tokens,
+      upstream: { baseUrl: config.baseUrl, apiKey: config.apiKey },
+      fetch: fetchImpl,
+      logger: (entry) => logger(entry),
+      now: () => clock.now(),
+      sleep: (ms) => clock.sleep(ms),
+      backoff,
+    }),
+  );
 
-  app.notFound((c) => c.json(relayError('not_found', `Nothing is served at ${c.req.method} ${new URL(c.req.url).pathname}; the relay serves POST ${path}, GET /cdp.js, GET /healthz and the /v1/ proxy.`), 404));
+  app.notFound((c) =>
+    c.json(
+      relayError(
+        'not_found',
+        `Nothing is served at ${c.req.method} ${new URL(c.req.url).pathname}; the relay serves POST ${path}, GET /cdp.js, GET /healthz and the /v1/ proxy.`,
+      ),
+      404,
+    ),
+  );
 
   app.onError((error, c) => {
     const pathname = new URL(c.req.url).pathname;
-    logger({ ts: new Date(clock.now()).toISOString(), kind: 'error', method: c.req.method, path: known.has(pathname) ? pathname : '*', status: 500, ms: 0, error: error.name });
+    logger({
+      ts: new Date(clock.now()).toISOString(),
+      kind: 'error',
+      method: c.req.method,
+      path: known.has(pathname) ? pathname : '*',
+      status: 500,
+      ms: 0,
+      error: error.name,
+    });
     return c.json(relayError('internal_error', 'The relay failed unexpectedly; nothing was lost, retry later.'), 500, { 'Cache-Control': NO_STORE });
   });
 

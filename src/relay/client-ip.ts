@@ -6,7 +6,11 @@
  */
 
 /** `::ffff:203.0.113.7` → `203.0.113.7`; other addresses unchanged. */
-export const normaliseIp = (ip: string): string => ip.trim().replace(/^::ffff:(\d+\.\d+\.\d+\.\d+)$/i, '$1').replace(/^\[|\]$/g, '');
+export const normaliseIp = (ip: string): string =>
+  ip
+    .trim()
+    .replace(/^::ffff:(\d+\.\d+\.\d+\.\d+)$/i, '$1')
+    .replace(/^\[|\]$/g, '');
 
 const ipv4 = (ip: string): number | undefined => {
   const parts = ip.split('.');
@@ -34,7 +38,7 @@ export function isTrusted(ip: string, trusted: readonly string[]): boolean {
     const n = Number(bits);
     if (a === undefined || r === undefined || n < 0 || n > 32) continue;
     const mask = n === 0 ? 0 : (0xffffffff << (32 - n)) >>> 0;
-    if (((a & mask) >>> 0) === ((r & mask) >>> 0)) return true;
+    if ((a & mask) >>> 0 === (r & mask) >>> 0) return true;
   }
   return false;
 }

@@ -57,7 +57,9 @@ function build(env: RelayEnv): Built {
 
 function misconfigured(error: unknown): Response {
   const message = error instanceof RelayConfigError ? error.message : 'the relay could not start';
-  console.log(JSON.stringify({ ts: new Date().toISOString(), kind: 'config', status: 500, error: error instanceof RelayConfigError ? error.variable : 'startup' }));
+  console.log(
+    JSON.stringify({ ts: new Date().toISOString(), kind: 'config', status: 500, error: error instanceof RelayConfigError ? error.variable : 'startup' }),
+  );
   return Response.json(relayError('relay_misconfigured', `The relay is misconfigured: ${message}.`), { status: 500, headers: { 'Cache-Control': 'no-store' } });
 }
 
@@ -75,6 +77,10 @@ export default {
   async queue(batch: MessageBatch<QueuedEntry>, env: RelayEnv): Promise<void> {
     const { config } = build(env);
     const client = createClient({ apiKey: config.apiKey, baseUrl: config.baseUrl, retry: false, validate: false, timeout: 10_000 });
-    await consumeQueue(batch, { client, clock: systemClock, backoff: sharedBackoff(config.baseUrl), deadline: Date.now() + 25_000, random: Math.random }, consoleLogger);
+    await consumeQueue(
+      batch,
+      { client, clock: systemClock, backoff: sharedBackoff(config.baseUrl), deadline: Date.now() + 25_000, random: Math.random },
+      consoleLogger,
+    );
   },
 };

@@ -112,10 +112,12 @@ function idList(value: unknown, where: string, check: (id: string) => boolean, w
 
 function parseSite(raw: unknown, index: number): SiteConfig {
   const where = `site ${index}`;
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new RelayConfigError('RELAY_SITES', `${where} must be an object {"key","origins",…}`);
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw))
+    throw new RelayConfigError('RELAY_SITES', `${where} must be an object {"key","origins",…}`);
   const site = raw as Record<string, unknown>;
   const key = site['key'];
-  if (typeof key !== 'string' || !/^[A-Za-z0-9_.-]{1,128}$/.test(key)) throw new RelayConfigError('RELAY_SITES', `${where}: key must be 1–128 letters, digits, "_", "." or "-"`);
+  if (typeof key !== 'string' || !/^[A-Za-z0-9_.-]{1,128}$/.test(key))
+    throw new RelayConfigError('RELAY_SITES', `${where}: key must be 1–128 letters, digits, "_", "." or "-"`);
   const origins = site['origins'] ?? [];
   if (!Array.isArray(origins)) throw new RelayConfigError('RELAY_SITES', `${where} (${key}): origins must be an array`);
   const verify = site['verify'] ?? 'off';
@@ -135,7 +137,12 @@ function parseSite(raw: unknown, index: number): SiteConfig {
     name: typeof site['name'] === 'string' ? site['name'] : key,
     origins: origins.map((origin, i) => normaliseOrigin(origin, `${where} (${key}) origins[${i}]`)),
     allowNoOrigin: site['allow_no_origin'] === true,
-    activities: idList(site['activities'], `${where} (${key}): activities`, (id) => parseFieldId(id)?.kind === 'activity', 'activity IDs like "act:cm:signed-up"'),
+    activities: idList(
+      site['activities'],
+      `${where} (${key}): activities`,
+      (id) => parseFieldId(id)?.kind === 'activity',
+      'activity IDs like "act:cm:signed-up"',
+    ),
     fields: idList(site['fields'], `${where} (${key}): fields`, (id) => parseFieldId(id)?.kind === 'person', 'person field IDs like "str::email"'),
     verify: verify as Verify,
     mergeBy: mergeBy as string[],
@@ -164,7 +171,8 @@ export function parseSites(json: string | undefined): Map<string, SiteConfig> {
 
 function path(env: Env, name: string, fallback: string | undefined): string | undefined {
   const value = str(env, name) ?? fallback;
-  if (value !== undefined && !/^\/[A-Za-z0-9/_.-]*$/.test(value)) throw new RelayConfigError(name, `must be a path starting with "/", got ${JSON.stringify(value)}`);
+  if (value !== undefined && !/^\/[A-Za-z0-9/_.-]*$/.test(value))
+    throw new RelayConfigError(name, `must be a path starting with "/", got ${JSON.stringify(value)}`);
   return value;
 }
 
@@ -175,21 +183,29 @@ export function parseConfig(env: Env): RelayConfig {
   const region = str(env, 'CDP_REGION') ?? 'default';
   if (!isRegion(region)) throw new RelayConfigError('CDP_REGION', `must be "default", "au" or "eu", got ${JSON.stringify(region)}`);
   const explicit = str(env, 'CDP_BASE_URL');
-  if (explicit !== undefined && !/^https?:\/\/[^/]+/.test(explicit)) throw new RelayConfigError('CDP_BASE_URL', `must be an http(s) URL, got ${JSON.stringify(explicit)}`);
+  if (explicit !== undefined && !/^https?:\/\/[^/]+/.test(explicit))
+    throw new RelayConfigError('CDP_BASE_URL', `must be an http(s) URL, got ${JSON.stringify(explicit)}`);
   const sites = parseSites(str(env, 'RELAY_SITES'));
   const identitySecret = str(env, 'RELAY_IDENTITY_SECRET');
   for (const site of sites.values()) {
     if (site.verify !== 'off' && identitySecret === undefined) {
-      throw new RelayConfigError('RELAY_IDENTITY_SECRET', `is not set, but site ${site.name} has verify "${site.verify}"; set the HMAC secret or use verify "off"`);
+      throw new RelayConfigError(
+        'RELAY_IDENTITY_SECRET',
+        `is not set, but site ${site.name} has verify "${site.verify}"; set the HMAC secret or use verify "off"`,
+      );
     }
   }
   if (identitySecret !== undefined && identitySecret.length < 16) throw new RelayConfigError('RELAY_IDENTITY_SECRET', 'must be at least 16 characters');
   const lookup = str(env, 'RELAY_ADDRESS_LOOKUP') ?? 'off';
   if (lookup !== 'on' && lookup !== 'off') throw new RelayConfigError('RELAY_ADDRESS_LOOKUP', `must be "on" or "off", got ${JSON.stringify(lookup)}`);
   const limit = positive(env, 'RELAY_ADDRESS_LOOKUP_MONTHLY_LIMIT', Infinity);
-  const trustProxy = (str(env, 'RELAY_TRUST_PROXY') ?? '').split(',').map((entry) => entry.trim()).filter(Boolean);
+  const trustProxy = (str(env, 'RELAY_TRUST_PROXY') ?? '')
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter(Boolean);
   for (const entry of trustProxy) {
-    if (!/^[0-9a-fA-F:.]+(\/\d{1,3})?$/.test(entry)) throw new RelayConfigError('RELAY_TRUST_PROXY', `${JSON.stringify(entry)} is not an IP address or IPv4 CIDR range`);
+    if (!/^[0-9a-fA-F:.]+(\/\d{1,3})?$/.test(entry))
+      throw new RelayConfigError('RELAY_TRUST_PROXY', `${JSON.stringify(entry)} is not an IP address or IPv4 CIDR range`);
   }
   const alias = path(env, 'RELAY_SCRIPT_PATH', undefined);
   let tokens: TokenConfig[];

@@ -14,9 +14,7 @@ export interface Persistence {
   append(entries: PersistedEntry[]): Promise<void>;
 }
 
-export type PersistedEntry =
-  | { kind: 'forwarded'; scope: string; id: string; until: number }
-  | { kind: 'counter'; scope: string; name: string; value: number };
+export type PersistedEntry = { kind: 'forwarded'; scope: string; id: string; until: number } | { kind: 'counter'; scope: string; name: string; value: number };
 
 export interface MemoryStore extends RelayStore {
   /** resolves once persisted state is loaded */

@@ -31,7 +31,11 @@ const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'te
 
 const toPairs = (headers: IncomingHttpHeaders): [string, string][] =>
   Object.entries(headers).flatMap(([name, value]) =>
-    value === undefined || HOP_BY_HOP.has(name) ? [] : Array.isArray(value) ? value.map((one): [string, string] => [name, one]) : [[name, value] as [string, string]],
+    value === undefined || HOP_BY_HOP.has(name)
+      ? []
+      : Array.isArray(value)
+        ? value.map((one): [string, string] => [name, one])
+        : [[name, value] as [string, string]],
   );
 
 /** Reads up to 64 kB; past that, a stream that replays what was read and then the rest. */

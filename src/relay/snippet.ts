@@ -32,7 +32,10 @@ export function createSnippetHandler(source: SnippetSource | undefined): (reques
     const snippet = await loaded;
     if (!snippet) {
       loaded = undefined; // a build may appear later: try again next time
-      return Response.json(relayError('snippet_not_built', 'The snippet is not available; build it with `npm run build` (it becomes dist/cdp.js).'), { status: 404, headers: { 'Cache-Control': 'no-store' } });
+      return Response.json(relayError('snippet_not_built', 'The snippet is not available; build it with `npm run build` (it becomes dist/cdp.js).'), {
+        status: 404,
+        headers: { 'Cache-Control': 'no-store' },
+      });
     }
     if (request.headers.get('if-none-match') === snippet.etag) return new Response(null, { status: 304, headers: { ...HEADERS, ETag: snippet.etag } });
     return new Response(snippet.bytes, { headers: { ...HEADERS, ETag: snippet.etag } });

@@ -55,7 +55,8 @@ export function checkToken(entry: unknown, where: string): TokenConfig {
   if (!Array.isArray(endpoints)) throw problem(label, 'endpoints must be an array of endpoint IDs such as "person/get"');
   token.endpoints = endpoints.map((id: unknown) => {
     const bare = typeof id === 'string' ? id.replace(/^\/v1\//, '') : id;
-    if (typeof bare !== 'string' || !Object.hasOwn(ENDPOINTS, bare)) throw problem(label, `unknown endpoint ${JSON.stringify(id)} in endpoints; use IDs such as "person/get"`);
+    if (typeof bare !== 'string' || !Object.hasOwn(ENDPOINTS, bare))
+      throw problem(label, `unknown endpoint ${JSON.stringify(id)} in endpoints; use IDs such as "person/get"`);
     return bare as EndpointId;
   });
   return token;
@@ -68,7 +69,8 @@ export function checkTokens(entries: readonly unknown[], where = 'tokens'): Toke
   const hashes = new Map<string, number>();
   tokens.forEach((token, index) => {
     const sameName = names.get(token.name);
-    if (sameName !== undefined) throw problem(`${where}[${index}]`, `name ${JSON.stringify(token.name)} is already used by ${where}[${sameName}]; names must be unique`);
+    if (sameName !== undefined)
+      throw problem(`${where}[${index}]`, `name ${JSON.stringify(token.name)} is already used by ${where}[${sameName}]; names must be unique`);
     const sameHash = hashes.get(token.sha256);
     if (sameHash !== undefined) throw problem(`${where}[${index}]`, `sha256 is the same as ${where}[${sameHash}]'s; give each holder its own token`);
     names.set(token.name, index);
@@ -121,7 +123,11 @@ export function generateToken(): string {
  * @example
  * const { token, entry } = await createToken({ name: 'crm-sync', scopes: ['read', 'write'] });
  */
-export async function createToken(options: { name: string; scopes: readonly string[]; endpoints?: readonly string[] }): Promise<{ token: string; entry: TokenConfig }> {
+export async function createToken(options: {
+  name: string;
+  scopes: readonly string[];
+  endpoints?: readonly string[];
+}): Promise<{ token: string; entry: TokenConfig }> {
   const token = generateToken();
   const raw: Record<string, unknown> = { name: options.name, sha256: await hashToken(token), scopes: [...options.scopes] };
   if (options.endpoints !== undefined) raw['endpoints'] = [...options.endpoints];

@@ -10,7 +10,11 @@ describe('splitBody', () => {
   it('leaves a body that fits alone, and cuts 250 items into 100 + 100 + 50 keeping the envelope', () => {
     expect(splitBody({ people: people(100) }, merge)).toHaveLength(1);
     const chunks = splitBody({ people: people(250), merge_by: ['str::email'] }, merge);
-    expect(chunks.map((c) => [c.from, c.count])).toEqual([[0, 100], [100, 100], [200, 50]]);
+    expect(chunks.map((c) => [c.from, c.count])).toEqual([
+      [0, 100],
+      [100, 100],
+      [200, 50],
+    ]);
     expect(chunks.every((c) => (c.body['merge_by'] as string[])[0] === 'str::email')).toBe(true);
     expect(chunks.flatMap((c) => c.body['people'] as unknown[])).toEqual(people(250));
   });
@@ -26,13 +30,23 @@ describe('splitBody', () => {
 
 describe('joinAnswers and failedEntries', () => {
   it('concatenates results in order and adds up counts', () => {
-    expect(joinAnswers(merge, [{ people: [{ status: 'created' }] }, { people: [{ status: 'merged' }] }])).toEqual({ people: [{ status: 'created' }, { status: 'merged' }] });
-    expect(joinAnswers(archive, [{ scheduled_contacts: 0, archived_contacts: 100 }, { scheduled_contacts: 2, archived_contacts: 30 }])).toEqual({ scheduled_contacts: 2, archived_contacts: 130 });
+    expect(joinAnswers(merge, [{ people: [{ status: 'created' }] }, { people: [{ status: 'merged' }] }])).toEqual({
+      people: [{ status: 'created' }, { status: 'merged' }],
+    });
+    expect(
+      joinAnswers(archive, [
+        { scheduled_contacts: 0, archived_contacts: 100 },
+        { scheduled_contacts: 2, archived_contacts: 30 },
+      ]),
+    ).toEqual({ scheduled_contacts: 2, archived_contacts: 130 });
   });
 
   it('turns an all-failed merge chunk (400 with one detail per entry) into that chunk’s results, and nothing else', () => {
     const chunk = { from: 100, count: 2, body: {} };
-    const details = [{ status: 'suppressed', error: 'Email is suppressed' }, { status: 'invalid', error: 'x' }];
+    const details = [
+      { status: 'suppressed', error: 'Email is suppressed' },
+      { status: 'invalid', error: 'x' },
+    ];
     expect(failedEntries(merge, chunk, 400, { code: 400, error: 'all failed', details })).toEqual({ people: details });
     expect(failedEntries(merge, chunk, 400, { code: 400, error: 'bad', details: details.slice(1) })).toBeUndefined();
     expect(failedEntries(merge, chunk, 500, { details })).toBeUndefined();
@@ -46,7 +60,9 @@ describe('validateChunks', () => {
     list[203] = { fields: { 'str::email': 5 } } as never;
     const issues = validateChunks('person/merge', splitBody({ people: list }, merge));
     expect(issues).toEqual([{ path: 'people[203].fields', message: 'people[203].fields: str::email: expected a string, got number' }]);
-    const error = await createClient({ apiKey: 'k', baseUrl: 'http://127.0.0.1:9' }).person.merge({ people: list }).catch((e: unknown) => e);
+    const error = await createClient({ apiKey: 'k', baseUrl: 'http://127.0.0.1:9' })
+      .person.merge({ people: list })
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ValidationError);
     expect((error as ValidationError).issues[0]!.path).toBe('people[203].fields');
   });

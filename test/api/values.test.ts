@@ -48,7 +48,10 @@ describe('field values are checked against the type in their ID', () => {
   });
 
   it('dtz: real calendar dates with an optional time zone name', () => {
-    expect(ok('dtz::b', { year: 1990, month: 2, day: 28, timezone: 'Europe/Paris' })).toEqual({ ok: true, value: { year: 1990, month: 2, day: 28, timezone: 'Europe/Paris' } });
+    expect(ok('dtz::b', { year: 1990, month: 2, day: 28, timezone: 'Europe/Paris' })).toEqual({
+      ok: true,
+      value: { year: 1990, month: 2, day: 28, timezone: 'Europe/Paris' },
+    });
     expect(ok('dtz::b', { year: 2024, month: 2, day: 29 }).ok).toBe(true);
     expect(ok('dtz::b', { year: 2023, month: 2, day: 29 })).toMatchObject({ ok: false, error: expect.stringContaining('is not a valid date') });
     expect(ok('dtz::b', { year: 1990, month: 13, day: 1 }).ok).toBe(false);

@@ -1,10 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { ann, queued, tracker } from './support.js';
 
-const pages = async () =>
-  (await queued())
-    .sort((x, y) => x.n - y.n)
-    .flatMap((e) => (e.item.type === 'track' ? [e.item] : []));
+const pages = async () => (await queued()).sort((x, y) => x.n - y.n).flatMap((e) => (e.item.type === 'track' ? [e.item] : []));
 
 describe('page()', () => {
   afterEach(() => history.replaceState(null, '', '/'));

@@ -89,7 +89,10 @@ describe('per-item results', () => {
     const { t, events } = await tracker({}, relay);
     await t.identify(ann);
     for (const n of [1, 2, 3, 4]) await t.track('act:cm:viewed', { 'int:cm:n': n });
-    const [a, b, c, d] = (await queued()).filter((e) => e.item.type === 'track').sort((x, y) => x.n - y.n).map((e) => e.item.id);
+    const [a, b, c, d] = (await queued())
+      .filter((e) => e.item.type === 'track')
+      .sort((x, y) => x.n - y.n)
+      .map((e) => e.item.id);
     Object.assign(answers, { [a!]: 'accepted', [b!]: 'duplicate', [c!]: 'rejected', [d!]: 'retry' });
     await t.flush();
     expect((await queued()).map((e) => e.item.id)).toEqual([d]);

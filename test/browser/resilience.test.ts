@@ -25,7 +25,10 @@ describe('storage failures', () => {
     const real = memoryStore();
     let fail = false;
     const flaky = Object.fromEntries(
-      (['all', 'put', 'del', 'clear', 'update'] as const).map((op) => [op, (...a: never[]) => (fail ? Promise.reject(new Error('blocked')) : (real[op] as (...a: never[]) => Promise<unknown>)(...a))]),
+      (['all', 'put', 'del', 'clear', 'update'] as const).map((op) => [
+        op,
+        (...a: never[]) => (fail ? Promise.reject(new Error('blocked')) : (real[op] as (...a: never[]) => Promise<unknown>)(...a)),
+      ]),
     ) as unknown as Store;
     const { t, relay, events } = await tracker({ store: flaky, consent: 'pending' });
     await t.identify(ann);
@@ -108,7 +111,11 @@ describe('backoff', () => {
 
   it('waits longer after each failure in a row, honours Retry-After, and resets after a success', async () => {
     let status = 503;
-    const relay = fakeRelay(() => (status === 200 ? {} : Response.json({ error: { code: 'upstream_unavailable', message: 'down' } }, { status, headers: { 'retry-after': status === 429 ? '30' : '1' } })));
+    const relay = fakeRelay(() =>
+      status === 200
+        ? {}
+        : Response.json({ error: { code: 'upstream_unavailable', message: 'down' } }, { status, headers: { 'retry-after': status === 429 ? '30' : '1' } }),
+    );
     const { t, events } = await tracker({ random: () => 1 }, relay);
     await t.identify(ann);
     await t.flush();

@@ -21,7 +21,14 @@ describe('dist/cdp.js', () => {
 describe('dist/browser.js (ESM)', () => {
   const bundle = async (code: string) => {
     const { build } = await import('esbuild');
-    const out = await build({ stdin: { contents: code, resolveDir: process.cwd(), loader: 'js' }, bundle: true, minify: true, format: 'esm', write: false, logLevel: 'silent' });
+    const out = await build({
+      stdin: { contents: code, resolveDir: process.cwd(), loader: 'js' },
+      bundle: true,
+      minify: true,
+      format: 'esm',
+      write: false,
+      logLevel: 'silent',
+    });
     return out.outputFiles[0]!.text;
   };
 
@@ -30,7 +37,9 @@ describe('dist/browser.js (ESM)', () => {
   });
 
   it('tree-shakes: an app using only createTracker does not carry the script-tag stub', async () => {
-    const text = await bundle("import { createTracker } from './dist/browser.js'; createTracker({ relay: 'https://t.example.com', key: 'pk' }).track('act:cm:x');");
+    const text = await bundle(
+      "import { createTracker } from './dist/browser.js'; createTracker({ relay: 'https://t.example.com', key: 'pk' }).track('act:cm:x');",
+    );
     expect(text).toContain('cdp-edge');
     expect(text).not.toContain('unknown command');
   });

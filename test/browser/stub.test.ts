@@ -9,7 +9,14 @@ function stub(): { cdp?: Cdp } {
   return w;
 }
 
-const options = (relay: ReturnType<typeof fakeRelay>) => ({ relay: 'https://t.example.com', key: 'pk_test', fetch: relay.fetch, locks: false, sendBeacon: false, flushInterval: 3_600_000 });
+const options = (relay: ReturnType<typeof fakeRelay>) => ({
+  relay: 'https://t.example.com',
+  key: 'pk_test',
+  fetch: relay.fetch,
+  locks: false,
+  sendBeacon: false,
+  flushInterval: 3_600_000,
+});
 
 afterEach(() => vi.restoreAllMocks());
 

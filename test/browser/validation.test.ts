@@ -28,7 +28,9 @@ describe('validation', () => {
 
   it('identify needs an email, external ID or person ID', async () => {
     const { t } = await tracker({ consent: 'pending' });
-    await expect(t.identify({ 'str::first': 'Ann' })).rejects.toThrow(/cdp\.identify\(\): fields need str::email, str::ei or str::person_id to name the person/);
+    await expect(t.identify({ 'str::first': 'Ann' })).rejects.toThrow(
+      /cdp\.identify\(\): fields need str::email, str::ei or str::person_id to name the person/,
+    );
     await expect(t.identify({ first: 'Ann' })).rejects.toThrow(/"first" is not a field ID/);
     await expect(t.identify(null as never)).rejects.toBeInstanceOf(CdpInputError);
     await t.identify(ann);

@@ -33,18 +33,28 @@ describe('ports', () => {
   });
 
   it('a port chosen by flag that is taken is a PortTakenError naming the flag, tried once', async () => {
-    const error = await startDevStack({ emulatorPort: { port: 0 }, demoPort: { port: 0 }, relayPort: { port: taken, flag: '--relay-port' } }).catch((e: unknown) => e);
+    const error = await startDevStack({ emulatorPort: { port: 0 }, demoPort: { port: 0 }, relayPort: { port: taken, flag: '--relay-port' } }).catch(
+      (e: unknown) => e,
+    );
     expect(error).toBeInstanceOf(PortTakenError);
-    expect((error as PortTakenError).message).toBe(`--relay-port ${taken} is already in use; stop what runs there, pick another port, or pass --relay-port 0 for any free port`);
+    expect((error as PortTakenError).message).toBe(
+      `--relay-port ${taken} is already in use; stop what runs there, pick another port, or pass --relay-port 0 for any free port`,
+    );
     // listenOn never retries an explicit port.
     let calls = 0;
-    await expect(listenOn({ port: taken, flag: '--demo-port' }, 'demo site', async () => {
-      calls++;
-      throw Object.assign(new Error('busy'), { code: 'EADDRINUSE' });
-    })).rejects.toThrow(PortTakenError);
+    await expect(
+      listenOn({ port: taken, flag: '--demo-port' }, 'demo site', async () => {
+        calls++;
+        throw Object.assign(new Error('busy'), { code: 'EADDRINUSE' });
+      }),
+    ).rejects.toThrow(PortTakenError);
     expect(calls).toBe(1);
     // Other failures are not taken for a busy port.
-    await expect(listenOn({ port: 1234 }, 'relay', async () => { throw new Error('EACCES'); })).rejects.toThrow('EACCES');
+    await expect(
+      listenOn({ port: 1234 }, 'relay', async () => {
+        throw new Error('EACCES');
+      }),
+    ).rejects.toThrow('EACCES');
   });
 });
 
@@ -67,7 +77,9 @@ describe('--data', () => {
 });
 
 describe('the demo server', () => {
-  const app = createDemoApp({ config: () => ({ relay: 'http://127.0.0.1:8787', key: 'pk_demo', identitySecret: 'x'.repeat(32), dashboard: 'http://127.0.0.1:8790/' }) });
+  const app = createDemoApp({
+    config: () => ({ relay: 'http://127.0.0.1:8787', key: 'pk_demo', identitySecret: 'x'.repeat(32), dashboard: 'http://127.0.0.1:8790/' }),
+  });
 
   it('serves the shop page with the script tag and a CSP that allows only its stub, itself and the relay', async () => {
     const response = await app.request('/');
@@ -79,7 +91,9 @@ describe('the demo server', () => {
 
   it('answers client-side routes of the SPA with its page, and its config as a module', async () => {
     expect(await (await app.request('/spa/teas')).text()).toContain('/spa/app.js');
-    expect(await (await app.request('/config.js')).text()).toBe('export const relay = "http://127.0.0.1:8787";\nexport const key = "pk_demo";\nexport const dashboard = "http://127.0.0.1:8790/";\n');
+    expect(await (await app.request('/config.js')).text()).toBe(
+      'export const relay = "http://127.0.0.1:8787";\nexport const key = "pk_demo";\nexport const dashboard = "http://127.0.0.1:8790/";\n',
+    );
   });
 
   it('serves nothing outside demo/', async () => {

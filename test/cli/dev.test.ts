@@ -24,7 +24,11 @@ interface Run {
 
 /** Spawns `node bin/cdp-edge.js dev …` with an environment free of platform keys plus `env`. */
 function dev(args: string[], env: Record<string, string> = {}): Run {
-  const child = spawn(process.execPath, [bin, 'dev', ...args], { cwd: root, env: { PATH: process.env['PATH'] ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [bin, 'dev', ...args], {
+    cwd: root,
+    env: { PATH: process.env['PATH'] ?? '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   child.stdout.on('data', (chunk) => (out += chunk));
   child.stderr.on('data', (chunk) => (out += chunk));
@@ -36,7 +40,12 @@ function dev(args: string[], env: Record<string, string> = {}): Run {
       clearTimeout(timer);
       const find = (re: RegExp) => re.exec(out)?.[1];
       const emulator = find(/Emulator\s+(http:\/\/\S+?)\/?\s/);
-      resolve({ demo: find(/Demo site\s+(http:\/\/\S+?)\/?\s/)!, relay: find(/Relay\s+(http:\/\/\S+?)\/?\s/)!, ...(emulator ? { emulator } : {}), token: find(/^\s+(rt_\S+)$/m)! });
+      resolve({
+        demo: find(/Demo site\s+(http:\/\/\S+?)\/?\s/)!,
+        relay: find(/Relay\s+(http:\/\/\S+?)\/?\s/)!,
+        ...(emulator ? { emulator } : {}),
+        token: find(/^\s+(rt_\S+)$/m)!,
+      });
     });
     void exit.then(() => {
       clearTimeout(timer);
@@ -48,7 +57,11 @@ function dev(args: string[], env: Record<string, string> = {}): Run {
 }
 
 const post = (url: string, body: unknown, token?: string) =>
-  fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) }, body: JSON.stringify(body) });
+  fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+    body: JSON.stringify(body),
+  });
 
 describe('cdp-edge dev', () => {
   it('prints three working addresses and what to click; Ctrl-C stops all three with exit 0', async () => {
@@ -71,7 +84,9 @@ describe('cdp-edge dev', () => {
     // The printed token reads through the proxy, and only reads.
     const people = await post(`${relay}/v1/person/get`, { limit: 5, fields: ['str::email'] }, token);
     expect(people.status).toBe(200);
-    expect(((await people.json()) as { contacts: Array<{ fields: Record<string, string> }> }).contacts.map((p) => p.fields['str::email'])).toContain('grace@example.com');
+    expect(((await people.json()) as { contacts: Array<{ fields: Record<string, string> }> }).contacts.map((p) => p.fields['str::email'])).toContain(
+      'grace@example.com',
+    );
     expect((await post(`${relay}/v1/person/merge`, { people: [{ fields: { 'str::email': 'x@example.com' } }] }, token)).status).toBe(403);
     // The demo server signs emails the way the relay checks them.
     const signed = await post(`${demo}/api/user-hash`, { email: ' Ann@Example.COM ' });
@@ -152,7 +167,7 @@ describe('cdp-edge dev', () => {
       expect(await run.exit).toBe(0);
     });
 
-    it('CDP_API_KEY and CDP_REGION in the environment: the region\'s address, said clearly', async () => {
+    it("CDP_API_KEY and CDP_REGION in the environment: the region's address, said clearly", async () => {
       const run = dev(['--relay-port', '0', '--demo-port', '0', '--quiet'], { CDP_API_KEY: 'k', CDP_REGION: 'eu' });
       await run.ready;
       expect(run.output()).toContain(`REAL platform at ${baseUrlFor('eu')} (because of CDP_API_KEY and CDP_REGION=eu in the environment)`);

@@ -7,9 +7,16 @@ beforeAll(async () => {
   stub = await startPlatformStub();
   // Answers like the platform: one result per person, in input order, echoing the email as the id.
   stub.on('/v1/person/merge', (request) => ({
-    body: { people: (request.body as { people: Array<{ fields: Record<string, string> }> }).people.map((p) => ({ person_id: p.fields['str::email'], status: 'created' })) },
+    body: {
+      people: (request.body as { people: Array<{ fields: Record<string, string> }> }).people.map((p) => ({
+        person_id: p.fields['str::email'],
+        status: 'created',
+      })),
+    },
   }));
-  stub.on('/v1/person/archive', (request) => ({ body: { scheduled_contacts: 0, archived_contacts: (request.body as { inclusion_ids: string[] }).inclusion_ids.length } }));
+  stub.on('/v1/person/archive', (request) => ({
+    body: { scheduled_contacts: 0, archived_contacts: (request.body as { inclusion_ids: string[] }).inclusion_ids.length },
+  }));
 });
 afterAll(() => stub.close());
 
@@ -17,7 +24,11 @@ const people = (n: number) => Array.from({ length: n }, (_, i) => ({ fields: { '
 const mergeCalls = () => stub.received.filter((r) => r.path === '/v1/person/merge');
 
 describe('calls over 100 items are split and joined in order', () => {
-  for (const [count, requests] of [[100, 1], [101, 2], [250, 3]] as const) {
+  for (const [count, requests] of [
+    [100, 1],
+    [101, 2],
+    [250, 3],
+  ] as const) {
     it(`${count} people → ${requests} request(s), ${count} results in input order`, async () => {
       const before = mergeCalls().length;
       const client = createClient({ apiKey: 'k', baseUrl: stub.url });
@@ -53,7 +64,10 @@ describe('calls over 100 items are split and joined in order', () => {
     local.on('/v1/person/merge', (request, n) => {
       const batch = (request.body as { people: unknown[] }).people;
       return n === 1
-        ? { status: 400, body: { request_id: 'r', code: 400, error: 'All failed', details: batch.map(() => ({ status: 'suppressed', error: 'Email is suppressed' })) } }
+        ? {
+            status: 400,
+            body: { request_id: 'r', code: 400, error: 'All failed', details: batch.map(() => ({ status: 'suppressed', error: 'Email is suppressed' })) },
+          }
         : { body: { people: batch.map(() => ({ person_id: 'x', status: 'merged' })) } };
     });
     const result = await createClient({ apiKey: 'k', baseUrl: local.url }).person.merge({ people: people(150) });

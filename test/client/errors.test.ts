@@ -39,7 +39,9 @@ describe('errors are typed and carry what the platform said', () => {
   });
 
   it('500 then success: retried with backoff and resolves', async () => {
-    stub.on('/v1/person/custom-field/get', (_r, n) => (n === 0 ? { status: 500, body: { request_id: 'r', code: 500, error: 'boom' } } : { body: { fields: [] } }));
+    stub.on('/v1/person/custom-field/get', (_r, n) =>
+      n === 0 ? { status: 500, body: { request_id: 'r', code: 500, error: 'boom' } } : { body: { fields: [] } },
+    );
     const client = createClient({ apiKey: 'k', baseUrl: stub.url, retry: fast });
     await expect(client.person.getCustomFields()).resolves.toEqual({ fields: [] });
     expect(countTo('/v1/person/custom-field/get')).toBe(2);
@@ -78,8 +80,12 @@ describe('errors are typed and carry what the platform said', () => {
     const error = await client.person.merge({ people: [{ fields: { 'str::email': 42 } }] } as never).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ValidationError);
     expect((error as ValidationError).issues[0]!.message).toContain('str::email: expected a string, got number');
-    await expect(client.person.get({ filter: { '$str::sounds_like': { field_id: 'str::first', value: 'x' } } })).rejects.toThrow(/unknown filter operator "\$str::sounds_like"/);
-    await expect(client.activities.create({ activities: [{ activity_id: 'signed-up', fields: { 'str::email': 'a@b.c' } }] })).rejects.toThrow(/not an activity field ID/);
+    await expect(client.person.get({ filter: { '$str::sounds_like': { field_id: 'str::first', value: 'x' } } })).rejects.toThrow(
+      /unknown filter operator "\$str::sounds_like"/,
+    );
+    await expect(client.activities.create({ activities: [{ activity_id: 'signed-up', fields: { 'str::email': 'a@b.c' } }] })).rejects.toThrow(
+      /not an activity field ID/,
+    );
     expect(stub.received.length).toBe(before);
   });
 

@@ -18,7 +18,14 @@ beforeAll(async () => {
     const meta = { total_contacts: TOTAL, total_organizations: 0, total_matches: TOTAL, total_subscribers: 0 };
     if (page.length === 0) return { body: { contacts: null, meta, offset: start, next_offset: start, cursor_id: ZERO, has_more: false } };
     return {
-      body: { contacts: page.map((id) => ({ id, fields: {} })), meta, offset: start, next_offset: start + page.length, cursor_id: page.at(-1), has_more: start + page.length < TOTAL },
+      body: {
+        contacts: page.map((id) => ({ id, fields: {} })),
+        meta,
+        offset: start,
+        next_offset: start + page.length,
+        cursor_id: page.at(-1),
+        has_more: start + page.length < TOTAL,
+      },
     };
   });
 });
@@ -48,7 +55,16 @@ describe('paging helpers', () => {
       const offset = (request.body as { offset?: number }).offset ?? 0;
       const all = ['10a', '10b', '10c'].map((id) => `${id}${'0'.repeat(21)}`);
       const page = all.slice(offset, offset + 2);
-      return { body: { organizations: page.map((id) => ({ id })), meta: {}, offset, next_offset: offset + page.length, cursor_id: ZERO, has_more: offset + page.length < all.length } };
+      return {
+        body: {
+          organizations: page.map((id) => ({ id })),
+          meta: {},
+          offset,
+          next_offset: offset + page.length,
+          cursor_id: ZERO,
+          has_more: offset + page.length < all.length,
+        },
+      };
     });
     const client = createClient({ apiKey: 'k', baseUrl: stub.url });
     const seen: string[] = [];

@@ -40,7 +40,13 @@ interface Context {
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const CHUNK = 20;
 
-type Cdp = { track(a: string, attrs: Record<string, string>): Promise<void>; identify(f: Record<string, string>): Promise<void>; flush(): Promise<void>; consent(c: string): Promise<void>; loaded?: boolean };
+type Cdp = {
+  track(a: string, attrs: Record<string, string>): Promise<void>;
+  identify(f: Record<string, string>): Promise<void>;
+  flush(): Promise<void>;
+  consent(c: string): Promise<void>;
+  loaded?: boolean;
+};
 
 async function open(context: BrowserContext, ctx: Context, init: Record<string, unknown> = {}): Promise<Page> {
   const { stack } = ctx;
@@ -50,7 +56,10 @@ async function open(context: BrowserContext, ctx: Context, init: Record<string, 
     if (!response.url().endsWith('/collect') || response.request().method() !== 'POST') return;
     ctx.collect.answers++;
     if (response.status() !== 200) return void ctx.collect.not_ok++;
-    response.text().then((text) => text.includes('"retry"') && ctx.collect.not_ok++, () => {});
+    response.text().then(
+      (text) => text.includes('"retry"') && ctx.collect.not_ok++,
+      () => {},
+    );
   });
   page.on('requestfailed', (request) => request.url().endsWith('/collect') && ctx.collect.failed++);
   await page.goto(stack.pageUrl({ flushInterval: 100, ...init }));
@@ -110,7 +119,11 @@ const faulty = (name: string, what: string, spec: { status: number; delayMs?: nu
 });
 
 /** Tracks the first third, breaks something, tracks the second third, waits 1.5 s, heals it, tracks the rest. */
-async function breakInTheMiddle(ctx: Context, down: (context: BrowserContext) => Promise<void> | void, up: (context: BrowserContext) => Promise<void> | void): Promise<void> {
+async function breakInTheMiddle(
+  ctx: Context,
+  down: (context: BrowserContext) => Promise<void> | void,
+  up: (context: BrowserContext) => Promise<void> | void,
+): Promise<void> {
   const context = await ctx.newContext();
   const page = await open(context, ctx);
   const third = Math.ceil(ctx.n / 3);
@@ -127,7 +140,12 @@ export const SCENARIOS: Scenario[] = [
     name: 'offline',
     disturbs: 'page',
     what: 'the network goes offline for 1.5 s in the middle of tracking',
-    run: (ctx) => breakInTheMiddle(ctx, (context) => context.setOffline(true), (context) => context.setOffline(false)),
+    run: (ctx) =>
+      breakInTheMiddle(
+        ctx,
+        (context) => context.setOffline(true),
+        (context) => context.setOffline(false),
+      ),
   },
   {
     name: 'reloads',
@@ -172,14 +190,19 @@ export const SCENARIOS: Scenario[] = [
     name: 'relay-restart',
     disturbs: 'page',
     what: 'the relay process is SIGKILLed mid-traffic and restarted 1.5 s later on the same port',
-    run: (ctx) => breakInTheMiddle(ctx, () => ctx.stack.killRelay(), () => ctx.stack.startRelay()),
+    run: (ctx) =>
+      breakInTheMiddle(
+        ctx,
+        () => ctx.stack.killRelay(),
+        () => ctx.stack.startRelay(),
+      ),
     cleanup: async (ctx) => {
       await fetch(`${ctx.stack.relayUrl}/healthz`).catch(() => ctx.stack.startRelay());
     },
   },
   faulty('upstream-429', 'the platform answers 429 with try-in-seconds to 20% of calls', { status: 429 }),
   faulty('upstream-500', 'the platform answers 500 to 20% of calls', { status: 500 }),
-  faulty('upstream-timeout', 'the platform stays silent for 2.5 s (past the relay\'s timeout) on 20% of calls', { status: 504, delayMs: 2500 }),
+  faulty('upstream-timeout', "the platform stays silent for 2.5 s (past the relay's timeout) on 20% of calls", { status: 504, delayMs: 2500 }),
   {
     name: 'consent',
     what: 'consent flips pending ↔ granted every chunk: stored while pending, sent once granted',
@@ -203,7 +226,14 @@ export async function runScenario(browser: Browser, stack: ChaosStack, scenario:
     contexts.push(context);
     return context;
   };
-  const ctx: Context = { newContext, stack, email: `chaos-${scenario.name}-${Date.now()}@example.com`, n, sent: new Set(), collect: { answers: 0, not_ok: 0, failed: 0 } };
+  const ctx: Context = {
+    newContext,
+    stack,
+    email: `chaos-${scenario.name}-${Date.now()}@example.com`,
+    n,
+    sent: new Set(),
+    collect: { answers: 0, not_ok: 0, failed: 0 },
+  };
   const started = Date.now();
   const faultsBefore = stack.faultsInjected;
   let sentAt = started;

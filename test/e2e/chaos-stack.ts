@@ -71,7 +71,9 @@ export async function startChaosStack(events: number): Promise<ChaosStack> {
     const init = { relay: relayUrl, key: SITE_KEY, ...(JSON.parse(url.searchParams.get('init') ?? '{}') as object) };
     res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
     // The script comes from the page's own server, so a page still loads while the relay is down.
-    res.end(`<!doctype html><title>chaos</title><script>window.cdp=window.cdp||function(){(cdp.q=cdp.q||[]).push(arguments)};cdp('init',${JSON.stringify(init)});</script><script src="/cdp.js"></script>`);
+    res.end(
+      `<!doctype html><title>chaos</title><script>window.cdp=window.cdp||function(){(cdp.q=cdp.q||[]).push(arguments)};cdp('init',${JSON.stringify(init)});</script><script src="/cdp.js"></script>`,
+    );
   });
   const site = `http://127.0.0.1:${await listen(pages)}`;
 

@@ -28,10 +28,13 @@ describe.runIf(available)('chaos, short form: every stored event arrives exactly
 
   it.each(SCENARIOS.map((s) => [s.name, s] as const))('%s', async (_name, scenario) => {
     const result = await runScenario(browser, stack, scenario, PER_SCENARIO, 40_000);
-    console.log(`chaos ${result.name}: sent ${result.sent}, arrived ${result.arrived}, lost ${result.lost}, duplicated ${result.duplicated} (${result.seconds} s; /collect ${JSON.stringify(result.collect)}, platform faults ${result.faults_injected})`);
+    console.log(
+      `chaos ${result.name}: sent ${result.sent}, arrived ${result.arrived}, lost ${result.lost}, duplicated ${result.duplicated} (${result.seconds} s; /collect ${JSON.stringify(result.collect)}, platform faults ${result.faults_injected})`,
+    );
     expect(result.sent, 'every track() resolved (stored)').toBe(PER_SCENARIO);
     expect({ lost: result.lost, duplicated: result.duplicated, unexpected: result.unexpected }).toEqual({ lost: 0, duplicated: 0, unexpected: 0 });
-    if (scenario.disturbs === 'page') expect(result.collect.failed, `no /collect request failed in the page: ${JSON.stringify(result.collect)}`).toBeGreaterThan(0);
+    if (scenario.disturbs === 'page')
+      expect(result.collect.failed, `no /collect request failed in the page: ${JSON.stringify(result.collect)}`).toBeGreaterThan(0);
     if (scenario.disturbs === 'platform') expect(result.faults_injected, 'the platform never failed a call').toBeGreaterThan(0);
   });
 });

@@ -40,9 +40,17 @@ describe.runIf(available)("README's browser blocks in Chromium", () => {
     const head = `<meta name="user-hash" content="${userHashOf(SECRET, EMAIL)}">`;
     pages = createServer((req, res) => {
       const send = (type: string, body: string) => res.writeHead(200, { 'content-type': type }).end(body);
-      if (req.url === '/') return send('text/html', `<!doctype html><html><head><title>readme</title>${head}${fill(html[0]!.code)}<script src="/calls.js"></script></head><body>tag</body></html>`);
+      if (req.url === '/')
+        return send(
+          'text/html',
+          `<!doctype html><html><head><title>readme</title>${head}${fill(html[0]!.code)}<script src="/calls.js"></script></head><body>tag</body></html>`,
+        );
       if (req.url === '/calls.js') return send('text/javascript', fill(js[0]!.code));
-      if (req.url === '/esm') return send('text/html', `<!doctype html><html><head><title>esm</title>${head}<script type="module" src="/app.js"></script></head><body>esm</body></html>`);
+      if (req.url === '/esm')
+        return send(
+          'text/html',
+          `<!doctype html><html><head><title>esm</title>${head}<script type="module" src="/app.js"></script></head><body>esm</body></html>`,
+        );
       if (req.url === '/app.js') return send('text/javascript', fill(js[1]!.code));
       if (req.url === '/browser.js') return send('text/javascript', readFileSync(join(import.meta.dirname, '..', '..', 'dist', 'browser.js'), 'utf8'));
       res.writeHead(404).end();
@@ -72,7 +80,12 @@ describe.runIf(available)("README's browser blocks in Chromium", () => {
     (
       await client.person.get({
         fields: ['str::first'],
-        filter: { $andgroup: [{ '$str::is': { field_id: 'str::email', value: EMAIL } }, { '$act::has_occurred': { field_id: activity, ...(attributes ? { value: { attributes } } : {}) } }] },
+        filter: {
+          $andgroup: [
+            { '$str::is': { field_id: 'str::email', value: EMAIL } },
+            { '$act::has_occurred': { field_id: activity, ...(attributes ? { value: { attributes } } : {}) } },
+          ],
+        },
       })
     ).contacts ?? [];
 

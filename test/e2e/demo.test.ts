@@ -57,7 +57,9 @@ describe.runIf(available)('the demo in Chromium (what npm start serves)', () => 
     page.on('pageerror', (e) => problems.push(String(e)));
     // The page carries the README's script tag, pointed at this run's relay.
     const html = await (await fetch(`${stack.demo.url}/`)).text();
-    expect(html).toContain(`cdp('init',{relay:'${stack.relay.url}',key:'${stack.siteKey}',consent:'pending'});</script>\n<script async src="${stack.relay.url}/cdp.js"></script>`);
+    expect(html).toContain(
+      `cdp('init',{relay:'${stack.relay.url}',key:'${stack.siteKey}',consent:'pending'});</script>\n<script async src="${stack.relay.url}/cdp.js"></script>`,
+    );
     await page.goto(`${stack.demo.url}/`);
     await page.waitForFunction(() => (window as unknown as { cdp?: { loaded?: boolean } }).cdp?.loaded === true);
     await expect.poll(() => logText(page)).toContain('page view');
@@ -79,7 +81,9 @@ describe.runIf(available)('the demo in Chromium (what npm start serves)', () => 
     await expect.poll(() => logText(page), { timeout: 15_000 }).toMatch(/answer\s+200 accepted \d/);
 
     for (const activity of ['act:cm:page-view', 'act:cm:added-to-cart', 'act:cm:signed-up']) {
-      await expect.poll(() => happened(activity), { timeout: 15_000 }).toEqual([expect.objectContaining({ fields: { 'str::email': email, 'str::first': 'Eve' } })]);
+      await expect
+        .poll(() => happened(activity), { timeout: 15_000 })
+        .toEqual([expect.objectContaining({ fields: { 'str::email': email, 'str::first': 'Eve' } })]);
     }
     expect(await logText(page)).not.toMatch(/rejected/);
     expect(problems).toEqual([]);

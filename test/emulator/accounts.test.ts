@@ -12,16 +12,22 @@ async function people(n: number, offset = 0): Promise<string[]> {
   return ids;
 }
 
-const account = async (name: string, extra: object = {}) => (await h.client.accounts.merge({ merge_by: ['str:o:name'], accounts: [{ fields: { 'str:o:name': name, ...extra } }] })).accounts![0]!.account_id!;
+const account = async (name: string, extra: object = {}) =>
+  (await h.client.accounts.merge({ merge_by: ['str:o:name'], accounts: [{ fields: { 'str:o:name': name, ...extra } }] })).accounts![0]!.account_id!;
 
 describe('accounts/merge', () => {
   it('creates accounts with IDs starting 10 and merges by name; merge_by is mandatory', async () => {
-    const created = await h.client.accounts.merge({ merge_by: ['str:o:name'], accounts: [{ fields: { 'str:o:name': 'Acme', 'int:o:employees': 12 }, tags: ['customer'] }] });
+    const created = await h.client.accounts.merge({
+      merge_by: ['str:o:name'],
+      accounts: [{ fields: { 'str:o:name': 'Acme', 'int:o:employees': 12 }, tags: ['customer'] }],
+    });
     expect(created.accounts).toEqual([{ account_id: expect.stringMatching(/^10[0-9a-f]{22}$/), status: 'created' }]);
     const merged = await h.client.accounts.merge({ merge_by: ['str:o:name'], accounts: [{ fields: { 'str:o:name': 'acme', 'str:o:industry': 'Anvils' } }] });
     expect(merged.accounts).toEqual([{ account_id: created.accounts![0]!.account_id, status: 'merged' }]);
     const org = await h.client.organizations.get({ fields: ['str:o:name', 'int:o:employees', 'str:o:industry', 'tags'] });
-    expect(org.organizations).toEqual([{ id: created.accounts![0]!.account_id, fields: { 'str:o:name': 'acme', 'int:o:employees': 12000, 'str:o:industry': 'Anvils', tags: ['customer'] } }]);
+    expect(org.organizations).toEqual([
+      { id: created.accounts![0]!.account_id, fields: { 'str:o:name': 'acme', 'int:o:employees': 12000, 'str:o:industry': 'Anvils', tags: ['customer'] } },
+    ]);
     expect((await h.client.tags.get({ q: 'customer' }))[0]).toMatchObject({ name: 'customer', type: 'organization' });
     const missing = await h.call('/v1/accounts/merge', { accounts: [{ fields: { 'str:o:name': 'X' } }] });
     expect(missing.status).toBe(400);
@@ -34,7 +40,10 @@ describe('accounts/merge', () => {
     const over = await h.call('/v1/accounts/merge', { merge_by: ['str:o:name'], accounts: accounts(101) });
     expect(over.status).toBe(400);
     expect(over.body.error).toContain('at most 100');
-    expect(await h.client.accounts.merge({ async: true, merge_by: ['str:o:name'], accounts: [{ fields: { 'str:o:name': 'Later' } }] })).toEqual({ status: 'queued', queued: 1 });
+    expect(await h.client.accounts.merge({ async: true, merge_by: ['str:o:name'], accounts: [{ fields: { 'str:o:name': 'Later' } }] })).toEqual({
+      status: 'queued',
+      queued: 1,
+    });
     expect(h.running.emulator.state.accounts.size).toBe(101);
   });
 
@@ -51,12 +60,27 @@ describe('accounts/merge', () => {
 
   it('strategy 1 fills only empty fields, 3 ignores existing; find_strategy 1 does not fall back', async () => {
     const id = await account('Strat', { 'str:o:industry': 'Old' });
-    await h.client.accounts.merge({ merge_by: ['str:o:name'], merge_strategy: 1, accounts: [{ fields: { 'str:o:name': 'Strat', 'str:o:industry': 'New', 'str:o:postal': '75001' } }] });
+    await h.client.accounts.merge({
+      merge_by: ['str:o:name'],
+      merge_strategy: 1,
+      accounts: [{ fields: { 'str:o:name': 'Strat', 'str:o:industry': 'New', 'str:o:postal': '75001' } }],
+    });
     await h.client.accounts.merge({ merge_by: ['str:o:name'], merge_strategy: 3, accounts: [{ fields: { 'str:o:name': 'Strat', 'str:o:postal': '99999' } }] });
-    expect((await h.client.organizations.get({ fields: ['str:o:industry', 'str:o:postal'] })).organizations![0]!.fields).toEqual({ 'str:o:industry': 'Old', 'str:o:postal': '75001' });
-    const next = await h.client.accounts.merge({ merge_by: ['str:o:website', 'str:o:name'], find_strategy: 1, accounts: [{ fields: { 'str:o:website': 'https://nomatch.example', 'str:o:name': 'Strat' } }] });
+    expect((await h.client.organizations.get({ fields: ['str:o:industry', 'str:o:postal'] })).organizations![0]!.fields).toEqual({
+      'str:o:industry': 'Old',
+      'str:o:postal': '75001',
+    });
+    const next = await h.client.accounts.merge({
+      merge_by: ['str:o:website', 'str:o:name'],
+      find_strategy: 1,
+      accounts: [{ fields: { 'str:o:website': 'https://nomatch.example', 'str:o:name': 'Strat' } }],
+    });
     expect(next.accounts![0]!.status).toBe('created');
-    const any = await h.client.accounts.merge({ merge_by: ['str:o:website', 'str:o:name'], find_strategy: 0, accounts: [{ fields: { 'str:o:website': 'https://other.example', 'str:o:name': 'Strat' } }] });
+    const any = await h.client.accounts.merge({
+      merge_by: ['str:o:website', 'str:o:name'],
+      find_strategy: 0,
+      accounts: [{ fields: { 'str:o:website': 'https://other.example', 'str:o:name': 'Strat' } }],
+    });
     expect(any.accounts![0]).toEqual({ account_id: id, status: 'merged' });
   });
 });
@@ -93,18 +117,31 @@ describe('accounts/contacts/add and remove', () => {
   it('refuses unknown people and accounts with a clear message', async () => {
     const [a] = await people(1);
     const acc = await account('Known');
-    expect((await rejection(h.client.accounts.addContacts({ accounts_id: '10aaaaaaaaaaaaaaaaaaaaaa', inclusion_ids: [a!] }))).message).toContain('No account has ID');
-    expect((await rejection(h.client.accounts.addContacts({ accounts_id: acc, inclusion_ids: ['00bbbbbbbbbbbbbbbbbbbbbb'] }))).message).toContain('No active person');
+    expect((await rejection(h.client.accounts.addContacts({ accounts_id: '10aaaaaaaaaaaaaaaaaaaaaa', inclusion_ids: [a!] }))).message).toContain(
+      'No account has ID',
+    );
+    expect((await rejection(h.client.accounts.addContacts({ accounts_id: acc, inclusion_ids: ['00bbbbbbbbbbbbbbbbbbbbbb'] }))).message).toContain(
+      'No active person',
+    );
   });
 });
 
 describe('organizations/get', () => {
   it('filters, q on the name, inclusion/exclusion, organization_id, sort and paging', async () => {
     const ids = [];
-    for (const [name, industry] of [['Alpha', 'Tech'], ['Beta', ''], ['Gamma', 'Tech']] as const) ids.push(await account(name, industry ? { 'str:o:industry': industry } : {}));
-    const names = async (body: object) => ((await h.client.organizations.get({ ...body, fields: ['str:o:name'] })).organizations ?? []).map((o) => o.fields!['str:o:name']);
-    expect(await names({ filter: { '$str::is': { field_id: 'str:o:industry', value: 'tech' } }, sort_by_field_id: 'str:o:name', sort_order: 'asc' })).toEqual(['Alpha', 'Gamma']);
-    expect(await names({ filter: { '$has_no_value': { field_id: 'str:o:industry' } } })).toEqual(['Beta']);
+    for (const [name, industry] of [
+      ['Alpha', 'Tech'],
+      ['Beta', ''],
+      ['Gamma', 'Tech'],
+    ] as const)
+      ids.push(await account(name, industry ? { 'str:o:industry': industry } : {}));
+    const names = async (body: object) =>
+      ((await h.client.organizations.get({ ...body, fields: ['str:o:name'] })).organizations ?? []).map((o) => o.fields!['str:o:name']);
+    expect(await names({ filter: { '$str::is': { field_id: 'str:o:industry', value: 'tech' } }, sort_by_field_id: 'str:o:name', sort_order: 'asc' })).toEqual([
+      'Alpha',
+      'Gamma',
+    ]);
+    expect(await names({ filter: { $has_no_value: { field_id: 'str:o:industry' } } })).toEqual(['Beta']);
     expect(await names({ q: 'amm' })).toEqual(['Gamma']);
     expect(await names({ inclusion_ids: [ids[0], ids[1]], exclusion_ids: [ids[1]] })).toEqual(['Alpha']);
     expect(await names({ organization_id: ids[2] })).toEqual(['Gamma']);
@@ -135,7 +172,7 @@ describe('archive, restore, delete', () => {
 
   it('people: 100 IDs per call pass, 101 are refused', async () => {
     const ids = await people(101);
-    expect((await h.client.person.archive({ inclusion_ids: ids.slice(0, 100) })).archived_contacts).toBe(100);
+    expect((await h.client.person.archive({ inclusion_ids: ids.slice(0, 100) }))['archived_contacts']).toBe(100);
     const over = await h.call('/v1/person/archive', { inclusion_ids: ids }, { method: 'PUT' });
     expect(over.status).toBe(400);
     expect(over.body.error).toContain('at most 100');

@@ -35,13 +35,14 @@ function start(args: string[]): Promise<{ child: ChildProcess; url: string; exit
   });
 }
 
-const run = (args: string[]) => new Promise<{ code: number | null; out: string }>((resolve) => {
-  const child = spawn(process.execPath, [bin, 'emulator', ...args], { cwd: root });
-  let out = '';
-  child.stdout.on('data', (c) => (out += c));
-  child.stderr.on('data', (c) => (out += c));
-  child.once('exit', (code) => resolve({ code, out }));
-});
+const run = (args: string[]) =>
+  new Promise<{ code: number | null; out: string }>((resolve) => {
+    const child = spawn(process.execPath, [bin, 'emulator', ...args], { cwd: root });
+    let out = '';
+    child.stdout.on('data', (c) => (out += c));
+    child.stderr.on('data', (c) => (out += c));
+    child.once('exit', (code) => resolve({ code, out }));
+  });
 
 describe('cdp-edge emulator', () => {
   it('prints its address, serves, and on SIGINT finishes writing the data file and exits 0', async () => {

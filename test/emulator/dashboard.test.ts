@@ -19,7 +19,9 @@ describe.runIf(available)('dashboard in Chromium', () => {
 
   it('renders people, tags and events, runs no injected markup, and shows new clicks after refreshing', async () => {
     await h.client.definitions.createActivity({ name: 'Clicked' });
-    await h.client.person.merge({ people: [{ fields: { 'str::email': 'shown@example.com', 'str::first': '<img src=x onerror="window.__pwned=1">' }, tags: ['demo'] }] });
+    await h.client.person.merge({
+      people: [{ fields: { 'str::email': 'shown@example.com', 'str::first': '<img src=x onerror="window.__pwned=1">' }, tags: ['demo'] }],
+    });
     const page = await browser.newPage();
     try {
       await page.goto(`${h.running.url}/`);

@@ -9,23 +9,63 @@ describe('custom fields', () => {
     const created = await h.client.person.createCustomField({ type: 'single_select', name: 'Plan Tier', values: ['free', 'pro'], track_changes: true });
     expect(created).toEqual({ name: 'Plan Tier', field_id: 'str:cm:plan-tier', display_type: 'single_select', values: ['free', 'pro'], track_changes: true });
     expect(await h.client.person.getCustomFields()).toEqual({
-      fields: [{ field: { id: 'str:cm:plan-tier', name: 'Plan Tier', display_type: 'single_select', liquid_name: 'people.custom.plan_tier', dic_items: ['free', 'pro'] }, tracked_value: true }],
+      fields: [
+        {
+          field: {
+            id: 'str:cm:plan-tier',
+            name: 'Plan Tier',
+            display_type: 'single_select',
+            liquid_name: 'people.custom.plan_tier',
+            dic_items: ['free', 'pro'],
+          },
+          tracked_value: true,
+        },
+      ],
     });
-    const merged = await h.client.person.merge({ people: [{ fields: { 'str::email': 'a@example.com', 'str:cm:plan-tier': 'pro' } }, { fields: { 'str::email': 'b@example.com', 'str:cm:plan-tier': 'gold' } }] });
+    const merged = await h.client.person.merge({
+      people: [
+        { fields: { 'str::email': 'a@example.com', 'str:cm:plan-tier': 'pro' } },
+        { fields: { 'str::email': 'b@example.com', 'str:cm:plan-tier': 'gold' } },
+      ],
+    });
     expect(merged.people!.map((p) => p.status)).toEqual(['created', 'invalid']);
   });
 
   it('types map to field ID prefixes; account and organization fields share one list in the account shape', async () => {
-    const types = { text: 'str', large_text: 'str', integer: 'int', decimal: 'int', currency: 'int', price: 'int', date: 'dtz', time: 'dtz', bool: 'bol', phone: 'phn', link: 'str', object: 'obj' } as const;
+    const types = {
+      text: 'str',
+      large_text: 'str',
+      integer: 'int',
+      decimal: 'int',
+      currency: 'int',
+      price: 'int',
+      date: 'dtz',
+      time: 'dtz',
+      bool: 'bol',
+      phone: 'phn',
+      link: 'str',
+      object: 'obj',
+    } as const;
     for (const [type, prefix] of Object.entries(types)) {
-      expect((await h.client.accounts.createCustomField({ type: type as 'text', name: `F ${type}` })).field_id).toBe(`${prefix}:oc:f-${type.replace('_', '-')}`);
+      expect((await h.client.accounts.createCustomField({ type: type as 'text', name: `F ${type}` })).field_id).toBe(
+        `${prefix}:oc:f-${type.replace('_', '-')}`,
+      );
     }
     await h.client.organizations.createCustomField({ type: 'multi_select', name: 'Regions', values: ['eu', 'us'] });
     const accounts = await h.client.accounts.getCustomFields();
     const organizations = await h.client.organizations.getCustomFields();
     expect(organizations).toEqual(accounts);
-    expect(accounts.fields.at(-1)).toEqual({ id: 'str:oc:regions', name: 'Regions', display_type: 'multi_select', liquid_name: 'accounts.custom.regions', dic_items: ['eu', 'us'] });
-    const merged = await h.client.accounts.merge({ merge_by: ['str:o:name'], accounts: [{ fields: { 'str:o:name': 'Acme', 'int:oc:f-decimal': 1.25, 'str:oc:regions': ['eu'] } }] });
+    expect(accounts.fields.at(-1)).toEqual({
+      id: 'str:oc:regions',
+      name: 'Regions',
+      display_type: 'multi_select',
+      liquid_name: 'accounts.custom.regions',
+      dic_items: ['eu', 'us'],
+    });
+    const merged = await h.client.accounts.merge({
+      merge_by: ['str:o:name'],
+      accounts: [{ fields: { 'str:o:name': 'Acme', 'int:oc:f-decimal': 1.25, 'str:oc:regions': ['eu'] } }],
+    });
     expect(merged.accounts![0]!.status).toBe('created');
   });
 
@@ -51,7 +91,11 @@ describe('activity definitions and events', () => {
       touch: true,
       visible_in_feeds: false,
       display_style: { type: 'activity_attribute', attribute_name: 'Plan', attribute_field_id: 'str:cm:plan' },
-      attributes: [{ name: 'Plan', display_type: 'text' }, { name: 'Seats', display_type: 'integer' }, { name: 'First name', display_type: 'text', field_id: 'str::first' }],
+      attributes: [
+        { name: 'Plan', display_type: 'text' },
+        { name: 'Seats', display_type: 'integer' },
+        { name: 'First name', display_type: 'text', field_id: 'str::first' },
+      ],
     });
     expect(created.custom_activity).toMatchObject({
       name: 'Viewed Pricing',
@@ -65,7 +109,13 @@ describe('activity definitions and events', () => {
       attributes: [
         { name: 'Plan', field_id: 'str:cm:plan', display_type: 'text', liquid_name: 'activity.custom.viewed_pricing.plan' },
         { name: 'Seats', field_id: 'int:cm:seats', display_type: 'integer', liquid_name: 'activity.custom.viewed_pricing.seats' },
-        { name: 'First name', field_id: 'str:cm:first-name', cdp_field_id: 'str::first', display_type: 'text', liquid_name: 'activity.custom.viewed_pricing.first_name' },
+        {
+          name: 'First name',
+          field_id: 'str:cm:first-name',
+          cdp_field_id: 'str::first',
+          display_type: 'text',
+          liquid_name: 'activity.custom.viewed_pricing.first_name',
+        },
       ],
     });
     expect(Date.parse(created.custom_activity.created_at)).not.toBeNaN();
@@ -75,16 +125,29 @@ describe('activity definitions and events', () => {
     expect(modified.custom_activity).toMatchObject({ name: 'Saw Pricing', activity_field_id: 'act:cm:viewed-pricing', state: 'live' });
     expect(await h.client.definitions.deleteActivity({ activity_field_id: 'act:cm:viewed-pricing' })).toEqual({ archived_activity: 'act:cm:viewed-pricing' });
     expect((await rejection(h.client.definitions.modifyActivity({ activity_field_id: 'act:cm:nope' }))).status).toBe(404);
-    const refused = await rejection(h.client.activities.create({ activities: [{ activity_id: 'act:cm:viewed-pricing', fields: { 'str::email': 'a@example.com' } }] }));
+    const refused = await rejection(
+      h.client.activities.create({ activities: [{ activity_id: 'act:cm:viewed-pricing', fields: { 'str::email': 'a@example.com' } }] }),
+    );
     expect(refused.details[0].error).toContain('archived');
   });
 
   it('events find or create the person, go live, fill mapped attributes, and answer the recorded shape', async () => {
-    await h.client.definitions.createActivity({ name: 'Signed up', attributes: [{ name: 'Plan', display_type: 'text' }, { name: 'First', display_type: 'text', field_id: 'str::first' }] });
+    await h.client.definitions.createActivity({
+      name: 'Signed up',
+      attributes: [
+        { name: 'Plan', display_type: 'text' },
+        { name: 'First', display_type: 'text', field_id: 'str::first' },
+      ],
+    });
     const [ann] = (await h.client.person.merge({ people: [{ fields: { 'str::email': 'ann@example.com', 'str::first': 'Ann' } }] })).people!;
     const result = await h.client.activities.create({
       activities: [
-        { activity_id: 'act:cm:signed-up', fields: { 'str::email': 'new@example.com' }, attributes: { 'str:cm:plan': 'pro' }, location: { source_ip: '192.0.2.10' } },
+        {
+          activity_id: 'act:cm:signed-up',
+          fields: { 'str::email': 'new@example.com' },
+          attributes: { 'str:cm:plan': 'pro' },
+          location: { source_ip: '192.0.2.10' },
+        },
         { activity_id: 'act:cm:signed-up', person_id: ann!.person_id!, attributes: { 'str:cm:plan': 'free' } },
         { activity_id: 'act:cm:signed-up', person_id: ann!.person_id!, attributes: { 'str:cm:unknown': 1 } },
         { activity_id: 'act:cm:never-defined', fields: { 'str::email': 'x@example.com' } },
@@ -110,8 +173,19 @@ describe('activity definitions and events', () => {
     expect((await h.client.activities.create({ activities: events(100) })).activities).toHaveLength(100);
     expect((await h.call('/v1/activities/create', { activities: events(101) })).status).toBe(400);
     const many = Object.fromEntries(Array.from({ length: 16 }, (_, i) => [`str:cm:a${i}`, 'x']));
-    expect((await h.call('/v1/activities/create', { activities: [{ activity_id: 'act:cm:click', fields: { 'str::email': 'a@example.com' }, attributes: many }] })).body.error).toContain('at most 15');
-    const huge = await h.call('/v1/activities/create', { activities: [{ activity_id: 'act:cm:click', fields: { 'str::email': 'a@example.com', 'str::first': 'z'.repeat(200) }, attributes: Object.fromEntries(Array.from({ length: 5 }, (_, i) => [`str:cm:n${i}`, 'x'.repeat(3990)])) }] });
+    expect(
+      (await h.call('/v1/activities/create', { activities: [{ activity_id: 'act:cm:click', fields: { 'str::email': 'a@example.com' }, attributes: many }] }))
+        .body.error,
+    ).toContain('at most 15');
+    const huge = await h.call('/v1/activities/create', {
+      activities: [
+        {
+          activity_id: 'act:cm:click',
+          fields: { 'str::email': 'a@example.com', 'str::first': 'z'.repeat(200) },
+          attributes: Object.fromEntries(Array.from({ length: 5 }, (_, i) => [`str:cm:n${i}`, 'x'.repeat(3990)])),
+        },
+      ],
+    });
     expect(huge.status).toBe(400);
     expect(huge.body.error).toContain('16 kB');
   });
@@ -152,7 +226,12 @@ describe('tags/get and audience/subscribe', () => {
     member.audiences['aud-1'] = { member_from: '2026-01-01T00:00:00Z', subscribed: true, subscribed_from: '2026-01-01T00:00:00Z', sms_opted_in: false };
     const result = await h.client.audience.subscribe({
       audience_id: 'aud-1',
-      people: [{ email: 'm@example.com', subscribed: false }, { external_id: 'ext-m', sms_opted_in: true }, { email: 'n@example.com', subscribed: true }, { email: 'ghost@example.com', subscribed: true }],
+      people: [
+        { email: 'm@example.com', subscribed: false },
+        { external_id: 'ext-m', sms_opted_in: true },
+        { email: 'n@example.com', subscribed: true },
+        { email: 'ghost@example.com', subscribed: true },
+      ],
     });
     expect(result.audience_id).toBe('aud-1');
     expect(result.people).toEqual([
@@ -162,6 +241,8 @@ describe('tags/get and audience/subscribe', () => {
       { person_status: 'not_found', status: 'not_member', error: expect.any(String) },
     ]);
     expect(member.audiences['aud-1']).toMatchObject({ subscribed: false, sms_opted_in: true });
-    expect((await rejection(h.client.audience.subscribe({ audience_id: 'nope', people: [{ email: 'm@example.com', subscribed: true }] }))).message).toContain('No audience');
+    expect((await rejection(h.client.audience.subscribe({ audience_id: 'nope', people: [{ email: 'm@example.com', subscribed: true }] }))).message).toContain(
+      'No audience',
+    );
   });
 });

@@ -9,7 +9,14 @@ const h = useEmulator({
     custom_fields: {
       person: [
         { id: 'int:cm:age', name: 'Age', display_type: 'integer', liquid_name: 'people.custom.age', track_changes: false },
-        { id: 'str:cm:colors', name: 'Colors', display_type: 'multi_select', liquid_name: 'people.custom.colors', dic_items: ['red', 'green', 'blue'], track_changes: false },
+        {
+          id: 'str:cm:colors',
+          name: 'Colors',
+          display_type: 'multi_select',
+          liquid_name: 'people.custom.colors',
+          dic_items: ['red', 'green', 'blue'],
+          track_changes: false,
+        },
       ],
       account: [],
     },
@@ -20,16 +27,40 @@ beforeEach(async () => {
   await h.client.person.merge({
     people: [
       {
-        fields: { 'str::email': 'ann@example.com', 'str::first': 'Ann', 'str::last': 'Lee', 'int:cm:age': 30, 'bol::gdpr': true, 'dtz::b': { year: 1990, month: 6, day: 15 }, 'geo::city': { name: 'Paris' }, 'phn::phone': { c: '33', n: '612345678' }, 'str:cm:colors': ['red', 'green'], 'bol::sp': true },
+        fields: {
+          'str::email': 'ann@example.com',
+          'str::first': 'Ann',
+          'str::last': 'Lee',
+          'int:cm:age': 30,
+          'bol::gdpr': true,
+          'dtz::b': { year: 1990, month: 6, day: 15 },
+          'geo::city': { name: 'Paris' },
+          'phn::phone': { c: '33', n: '612345678' },
+          'str:cm:colors': ['red', 'green'],
+          'bol::sp': true,
+        },
         tags: ['vip', 'trial'],
         location: { custom: { city_name: 'Paris', lat: 48.8566, lng: 2.3522 } },
       },
       {
-        fields: { 'str::email': 'bob@test.org', 'str::first': 'Bob', 'int:cm:age': 45, 'bol::gdpr': false, 'dtz::b': { year: 1981, month: 6, day: 20 }, 'geo::city': { name: 'London' }, 'phn::phone': { c: '44', n: '2079460000' }, 'str:cm:colors': ['blue'], 'bol::p': false },
+        fields: {
+          'str::email': 'bob@test.org',
+          'str::first': 'Bob',
+          'int:cm:age': 45,
+          'bol::gdpr': false,
+          'dtz::b': { year: 1981, month: 6, day: 20 },
+          'geo::city': { name: 'London' },
+          'phn::phone': { c: '44', n: '2079460000' },
+          'str:cm:colors': ['blue'],
+          'bol::p': false,
+        },
         tags: ['trial'],
         location: { source_ip: '198.51.100.7' },
       },
-      { fields: { 'str::email': 'cat@example.com', 'str::first': '', 'dtz::b': { year: 2020, month: 1, day: 1 }, 'int:cm:age': 0 }, location: { source_ip: '203.0.113.5' } },
+      {
+        fields: { 'str::email': 'cat@example.com', 'str::first': '', 'dtz::b': { year: 2020, month: 1, day: 1 }, 'int:cm:age': 0 },
+        location: { source_ip: '203.0.113.5' },
+      },
       { fields: { 'str::email': 'dan@example.com', 'str::last': null } },
     ],
   });
@@ -46,7 +77,9 @@ async function who(filter: object): Promise<string[]> {
   return (page.contacts ?? []).map((c) => String(c.fields!['str::email']).split('@')[0]!).sort();
 }
 
-const f = (op: string, field_id: string | undefined, value?: unknown) => ({ [op]: { ...(field_id ? { field_id } : {}), ...(value !== undefined ? { value } : {}) } });
+const f = (op: string, field_id: string | undefined, value?: unknown) => ({
+  [op]: { ...(field_id ? { field_id } : {}), ...(value !== undefined ? { value } : {}) },
+});
 
 const CASES: Array<[string, object, string[]]> = [
   // string
@@ -139,7 +172,11 @@ const CASES: Array<[string, object, string[]]> = [
   ['$is_push_opted_out', f('$is_push_opted_out', undefined), ['ann', 'bob', 'cat', 'dan']],
   // groups nest
   ['$andgroup', { $andgroup: [f('$str::contains', 'str::email', 'example'), f('$has_any_value', 'int:cm:age')] }, ['ann', 'cat']],
-  ['$orgroup in $andgroup', { $andgroup: [f('$has_any_value', 'str::email'), { $orgroup: [f('$str::is', 'str::first', 'Bob'), f('$int::is', 'int:cm:age', 0)] }] }, ['bob', 'cat']],
+  [
+    '$orgroup in $andgroup',
+    { $andgroup: [f('$has_any_value', 'str::email'), { $orgroup: [f('$str::is', 'str::first', 'Bob'), f('$int::is', 'int:cm:age', 0)] }] },
+    ['bob', 'cat'],
+  ],
 ];
 
 describe('person/get filters, operator by operator', () => {
@@ -162,7 +199,12 @@ describe('person/get filters, operator by operator', () => {
     await h.client.definitions.createActivity({ name: 'Signed up', attributes: [{ name: 'Plan', display_type: 'text' }] });
     await h.client.activities.create({
       activities: [
-        { activity_id: 'act:cm:signed-up', fields: { 'str::email': 'ann@example.com' }, attributes: { 'str:cm:plan': 'free' }, created: '2026-06-01T00:00:00Z' },
+        {
+          activity_id: 'act:cm:signed-up',
+          fields: { 'str::email': 'ann@example.com' },
+          attributes: { 'str:cm:plan': 'free' },
+          created: '2026-06-01T00:00:00Z',
+        },
         { activity_id: 'act:cm:signed-up', fields: { 'str::email': 'ann@example.com' }, attributes: { 'str:cm:plan': 'pro' }, created: '2026-06-14T00:00:00Z' },
         { activity_id: 'act:cm:signed-up', fields: { 'str::email': 'bob@test.org' }, attributes: { 'str:cm:plan': 'pro' }, created: '2026-05-01T00:00:00Z' },
       ],
@@ -186,8 +228,17 @@ describe('person/get filters, operator by operator', () => {
   });
 
   it('a filter combines with q, fields and sort', async () => {
-    const page = await h.client.person.get({ filter: f('$has_any_value', 'int:cm:age'), q: 'example', sort_by_field_id: 'int:cm:age', sort_order: 'desc', fields: ['str::email', 'int:cm:age'] });
-    expect(page.contacts!.map((c) => c.fields)).toEqual([{ 'str::email': 'ann@example.com', 'int:cm:age': 30000 }, { 'str::email': 'cat@example.com', 'int:cm:age': 0 }]);
+    const page = await h.client.person.get({
+      filter: f('$has_any_value', 'int:cm:age'),
+      q: 'example',
+      sort_by_field_id: 'int:cm:age',
+      sort_order: 'desc',
+      fields: ['str::email', 'int:cm:age'],
+    });
+    expect(page.contacts!.map((c) => c.fields)).toEqual([
+      { 'str::email': 'ann@example.com', 'int:cm:age': 30000 },
+      { 'str::email': 'cat@example.com', 'int:cm:age': 0 },
+    ]);
     expect(page.meta.total_matches).toBe(2);
   });
 });

@@ -25,7 +25,13 @@ describe('HTTP surface', () => {
   });
 
   it('unknown paths and methods are 404 Unknown endpoint or method', async () => {
-    for (const [path, method] of [['/v1/person/list', 'POST'], ['/v1/person/get', 'GET'], ['/v1/person/delete', 'POST'], ['/v1/person/get/', 'POST'], ['/v2/person/get', 'POST']] as const) {
+    for (const [path, method] of [
+      ['/v1/person/list', 'POST'],
+      ['/v1/person/get', 'GET'],
+      ['/v1/person/delete', 'POST'],
+      ['/v1/person/get/', 'POST'],
+      ['/v2/person/get', 'POST'],
+    ] as const) {
       const res = await h.call(path, method === 'GET' ? undefined : {}, { method });
       expect(res.status, `${method} ${path}`).toBe(404);
       expect(res.body).toMatchObject({ code: 404, error: 'Unknown endpoint or method' });
@@ -55,7 +61,10 @@ describe('HTTP surface', () => {
   });
 
   it('answers a CORS preflight without a key', async () => {
-    const res = await fetch(`${h.running.url}/v1/person/merge`, { method: 'OPTIONS', headers: { Origin: 'http://site.test', 'Access-Control-Request-Method': 'POST' } });
+    const res = await fetch(`${h.running.url}/v1/person/merge`, {
+      method: 'OPTIONS',
+      headers: { Origin: 'http://site.test', 'Access-Control-Request-Method': 'POST' },
+    });
     expect(res.status).toBe(204);
     expect(res.headers.get('access-control-allow-origin')).toBe('*');
     expect(res.headers.get('access-control-allow-headers')).toContain('X-Api-Key');
@@ -81,7 +90,9 @@ describe('HTTP surface', () => {
   });
 
   it('renders a dashboard that escapes user data and refreshes itself', async () => {
-    await h.client.person.merge({ people: [{ fields: { 'str::email': 'x@example.com', 'str::first': '<script>alert(1)</script>' }, tags: ['"><img src=x>'] }] });
+    await h.client.person.merge({
+      people: [{ fields: { 'str::email': 'x@example.com', 'str::first': '<script>alert(1)</script>' }, tags: ['"><img src=x>'] }],
+    });
     const res = await fetch(`${h.running.url}/`);
     expect(res.headers.get('content-type')).toContain('text/html');
     const html = await res.text();
@@ -95,7 +106,12 @@ describe('HTTP surface', () => {
 
 describe('rate limit and faults (the runtime-neutral core, through the client)', () => {
   const clientFor = (emulator: ReturnType<typeof createEmulator>) =>
-    createClient({ apiKey: KEY, baseUrl: 'http://emulator.test', retry: false, fetch: (input, init) => emulator.fetch(new Request(input as RequestInfo, init)) });
+    createClient({
+      apiKey: KEY,
+      baseUrl: 'http://emulator.test',
+      retry: false,
+      fetch: (input, init) => emulator.fetch(new Request(input as RequestInfo, init)),
+    });
 
   it('answers 429 with the try-in-seconds body once the per-second budget is used', async () => {
     let clock = 10_000;
@@ -130,7 +146,8 @@ describe('rate limit and faults (the runtime-neutral core, through the client)',
   it('uses the plan rate for rateLimit: true (10 professional)', async () => {
     const emulator = createEmulator({ key: KEY, rateLimit: true, plan: 'professional', now: () => 5_000 });
     const statuses = [];
-    for (let i = 0; i < 11; i++) statuses.push((await emulator.fetch(new Request('http://e/v1/tags/get', { method: 'POST', headers: { 'X-Api-Key': KEY } }))).status);
+    for (let i = 0; i < 11; i++)
+      statuses.push((await emulator.fetch(new Request('http://e/v1/tags/get', { method: 'POST', headers: { 'X-Api-Key': KEY } }))).status);
     expect(statuses).toEqual([...Array(10).fill(200), 429]);
   });
 

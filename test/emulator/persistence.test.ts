@@ -35,7 +35,10 @@ describe('--data persistence', () => {
       const again = clientOf(second.url);
       const page = await again.person.get({ fields: ['str::email', 'str:cm:plan', 'tags'] });
       expect(page.contacts).toEqual([{ id: ann!.person_id, fields: { 'str::email': 'ann@example.com', 'str:cm:plan': 'pro', tags: ['vip'] } }]);
-      expect((await again.person.merge({ people: [{ fields: { 'str::email': 'ANN@example.com' } }] })).people![0]).toEqual({ person_id: ann!.person_id, status: 'merged' });
+      expect((await again.person.merge({ people: [{ fields: { 'str::email': 'ANN@example.com' } }] })).people![0]).toEqual({
+        person_id: ann!.person_id,
+        status: 'merged',
+      });
       expect((await again.definitions.modifyActivity({ activity_field_id: 'act:cm:signed-up' })).custom_activity.state).toBe('live');
       expect(second.emulator.state.accounts.get(acc)!.members.has(ann!.person_id!)).toBe(true);
       expect(second.emulator.state.people.get(ann!.person_id!)!.events).toHaveLength(1);
@@ -46,18 +49,24 @@ describe('--data persistence', () => {
 
   it('loads a hand-written seed: people without IDs, tag names, audiences with members, a suppression list', async () => {
     const data = join(dir, 'seed.json');
-    writeFileSync(data, JSON.stringify({
-      people: [{ fields: { 'str::email': 'member@example.com' }, tags: ['seeded'] }],
-      audiences: [{ id: 'aud-9', name: 'Seeded', members: [{ email: 'member@example.com', subscribed: true }] }],
-      suppression_list: ['no@example.com'],
-    }));
+    writeFileSync(
+      data,
+      JSON.stringify({
+        people: [{ fields: { 'str::email': 'member@example.com' }, tags: ['seeded'] }],
+        audiences: [{ id: 'aud-9', name: 'Seeded', members: [{ email: 'member@example.com', subscribed: true }] }],
+        suppression_list: ['no@example.com'],
+      }),
+    );
     const running = await startEmulator({ port: 0, key: KEY, data });
     try {
       const client = clientOf(running.url);
       const members = await client.person.get({ audience_id: 'aud-9', fields: ['str::email', 'tags'] });
       expect(members.contacts![0]!.fields).toEqual({ 'str::email': 'member@example.com', tags: ['seeded'] });
       expect(members.contacts![0]!.id).toMatch(/^00[0-9a-f]{22}$/);
-      const suppressed = await client.person.merge({ suppression_list_field_id: 'str::email', people: [{ fields: { 'str::email': 'no@example.com' } }, { fields: { 'str::email': 'yes@example.com' } }] });
+      const suppressed = await client.person.merge({
+        suppression_list_field_id: 'str::email',
+        people: [{ fields: { 'str::email': 'no@example.com' } }, { fields: { 'str::email': 'yes@example.com' } }],
+      });
       expect(suppressed.people!.map((p) => p.status)).toEqual(['suppressed', 'created']);
     } finally {
       await running.close();

@@ -25,7 +25,9 @@ const h = useEmulator({
 
 async function seedPeople(n: number) {
   for (let start = 0; start < n; start += 100) {
-    const people = Array.from({ length: Math.min(100, n - start) }, (_, i) => ({ fields: { 'str::email': email(start + i), 'str::first': `First${String(start + i).padStart(4, '0')}` } }));
+    const people = Array.from({ length: Math.min(100, n - start) }, (_, i) => ({
+      fields: { 'str::email': email(start + i), 'str::first': `First${String(start + i).padStart(4, '0')}` },
+    }));
     await h.client.person.merge({ people });
   }
 }
@@ -72,7 +74,14 @@ describe('person/get', () => {
     await seedPeople(10);
     const first = await h.client.person.get({ limit: 5, sort_by_field_id: 'str::email', sort_order: 'asc', fields: ['str::email'] });
     await h.client.person.merge({ people: [{ fields: { 'str::email': 'aaa@example.com' } }] });
-    const second = await h.client.person.get({ limit: 5, sort_by_field_id: 'str::email', sort_order: 'asc', cursor_id: first.cursor_id, offset: first.next_offset, fields: ['str::email'] });
+    const second = await h.client.person.get({
+      limit: 5,
+      sort_by_field_id: 'str::email',
+      sort_order: 'asc',
+      cursor_id: first.cursor_id,
+      offset: first.next_offset,
+      fields: ['str::email'],
+    });
     const emails = [...first.contacts!, ...second.contacts!].map((c) => c.fields!['str::email']);
     expect(new Set(emails).size).toBe(10);
   });
@@ -98,17 +107,20 @@ describe('person/get', () => {
 
   it('q searches name and email; type archived lists only archived people and refuses filters', async () => {
     const merged = await h.client.person.merge({ people: [{ fields: { 'str::email': 'jane.doe@example.com', 'str::first': 'Jane', 'str::last': 'Doe' } }] });
-    expect((await h.client.person.get({ q: 'jane doe', fields: ['str::email'] })).contacts!.map((c) => c.fields!['str::email'])).toEqual(['jane.doe@example.com']);
+    expect((await h.client.person.get({ q: 'jane doe', fields: ['str::email'] })).contacts!.map((c) => c.fields!['str::email'])).toEqual([
+      'jane.doe@example.com',
+    ]);
     await h.client.person.archive({ inclusion_ids: [merged.people![0]!.person_id!] });
     const archived = await h.client.person.get({ type: 'archived', fields: ['str::email'] });
     expect(archived.contacts!.map((c) => c.id)).toEqual([merged.people![0]!.person_id]);
     expect((await h.client.person.get({ q: 'jane' })).contacts).toBeNull();
-    const refused = await h.call('/v1/person/get', { type: 'archived', filter: { '$has_any_value': { field_id: 'str::email' } } });
+    const refused = await h.call('/v1/person/get', { type: 'archived', filter: { $has_any_value: { field_id: 'str::email' } } });
     expect(refused.status).toBe(400);
   });
 
   it('audience_id limits to members; audience_filter picks subscribers, unsubscribed, SMS subscribers', async () => {
-    const emails = async (body: object) => ((await h.client.person.get({ ...body, fields: ['str::email'] })).contacts ?? []).map((c) => c.fields!['str::email']).sort();
+    const emails = async (body: object) =>
+      ((await h.client.person.get({ ...body, fields: ['str::email'] })).contacts ?? []).map((c) => c.fields!['str::email']).sort();
     expect(await emails({ audience_id: 'aud-1' })).toEqual(['sms@example.com', 'sub@example.com', 'unsub@example.com']);
     expect(await emails({ audience_id: 'aud-1', audience_filter: 'subscribers' })).toEqual(['sub@example.com']);
     expect(await emails({ audience_id: 'aud-1', audience_filter: 'unsubscribed' })).toEqual(['sms@example.com', 'unsub@example.com']);
@@ -121,7 +133,10 @@ describe('person/get', () => {
 describe('person/get-by-ids and person/subscriptions', () => {
   it('answers an object keyed by ID, leaving unknown IDs out; 150 field IDs pass, 151 are refused', async () => {
     const [a] = (await h.client.person.merge({ people: [{ fields: { 'str::email': 'g@example.com', 'str::first': 'G' } }] })).people!;
-    const result = await h.client.person.getByIds({ contact_ids: [a!.person_id!, '00aaaaaaaaaaaaaaaaaaaaaa'], fields: ['str::first', 'str::person_id', 'tags'] });
+    const result = await h.client.person.getByIds({
+      contact_ids: [a!.person_id!, '00aaaaaaaaaaaaaaaaaaaaaa'],
+      fields: ['str::first', 'str::person_id', 'tags'],
+    });
     expect(result).toEqual({ contacts: { [a!.person_id!]: { id: a!.person_id, fields: { 'str::first': 'G', 'str::person_id': a!.person_id, tags: [] } } } });
     const fields = Array.from({ length: 150 }, (_, i) => `str:cm:f${i}`);
     expect(Object.keys((await h.client.person.getByIds({ contact_ids: [a!.person_id!], fields })).contacts)).toHaveLength(1);
@@ -137,7 +152,16 @@ describe('person/get-by-ids and person/subscriptions', () => {
       email: 'sms@example.com',
       email_permissions: true,
       sms_permissions: true,
-      subscriptions: [{ audience_id: 'aud-1', audience_name: 'Newsletter', subscribed: false, sms_opted_in: true, member_from: expect.any(String), subscribed_from: expect.any(String) }],
+      subscriptions: [
+        {
+          audience_id: 'aud-1',
+          audience_name: 'Newsletter',
+          subscribed: false,
+          sms_opted_in: true,
+          member_from: expect.any(String),
+          subscribed_from: expect.any(String),
+        },
+      ],
     });
     expect(result.people[0]!.person_id).toMatch(/^00[0-9a-f]{22}$/);
     expect(result.people[1]).toMatchObject({ person_status: 'not_found', subscriptions: [] });

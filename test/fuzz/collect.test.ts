@@ -9,7 +9,20 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRelay, type RunningRelay } from '../../src/relay/node.js';
 import { startPlatformStub, type PlatformStub } from '../fixtures/platform-stub.js';
-import { caseCounter, expectPrototypeClean, expectRelayError, fcOptions, HEAP_SLACK, heapGrowthOfRepeat, nested, RUNS, send, TIMEOUT, sendRaw, type Reply } from './harness.js';
+import {
+  caseCounter,
+  expectPrototypeClean,
+  expectRelayError,
+  fcOptions,
+  HEAP_SLACK,
+  heapGrowthOfRepeat,
+  nested,
+  RUNS,
+  send,
+  TIMEOUT,
+  sendRaw,
+  type Reply,
+} from './harness.js';
 import { brokenItem, foreignOrigin, garbageBody, warmArbitraries, WRONG_CONTENT_TYPES } from './arbitraries.js';
 
 const KEY = 'pk_fuzz';
@@ -20,7 +33,14 @@ let stub: PlatformStub;
 let relay: RunningRelay;
 const counter = caseCounter('collect');
 let nextId = 0;
-const validTrack = () => ({ id: `valid-${process.pid}-${nextId++}`, type: 'track', ts: new Date().toISOString(), activity_id: 'act:cm:fuzz', attributes: { 'str:cm:plan': 'pro' }, person: { 'str::email': 'ann@example.com' } });
+const validTrack = () => ({
+  id: `valid-${process.pid}-${nextId++}`,
+  type: 'track',
+  ts: new Date().toISOString(),
+  activity_id: 'act:cm:fuzz',
+  attributes: { 'str:cm:plan': 'pro' },
+  person: { 'str::email': 'ann@example.com' },
+});
 
 const post = async (body: string | Uint8Array, headers: Record<string, string> = TEXT, path = '/collect'): Promise<Reply> => {
   counter.add();
@@ -36,7 +56,9 @@ async function nothingForwarded<T>(act: () => Promise<T>): Promise<T> {
 }
 
 beforeAll(async () => {
-  stub = await startPlatformStub((request) => ({ body: request.path === '/v1/person/merge' ? { people: [] } : { activities: [{ status: 'queued', person_status: 'queued' }] } }));
+  stub = await startPlatformStub((request) => ({
+    body: request.path === '/v1/person/merge' ? { people: [] } : { activities: [{ status: 'queued', person_status: 'queued' }] },
+  }));
   relay = await startRelay({
     port: 0,
     logger: () => {},
@@ -106,9 +128,17 @@ describe('/collect fuzz: corpus of nasty requests', () => {
     ['attributes as an array', { ...validTrack(), attributes: ['a'] }],
     ['identify fields as an empty array', { id: 'arr-fields', type: 'identify', fields: [] }],
     ['location as an array', { id: 'arr-location', type: 'identify', fields: { 'str::email': 'ann@example.com' }, location: ['x'] }],
-    ['__proto__ key in attributes', JSON.parse(`{"id":"proto-attr","type":"track","activity_id":"act:cm:fuzz","person":{"str::email":"ann@example.com"},"attributes":{"__proto__":{"polluted":1}}}`) as Record<string, unknown>],
+    [
+      '__proto__ key in attributes',
+      JSON.parse(
+        `{"id":"proto-attr","type":"track","activity_id":"act:cm:fuzz","person":{"str::email":"ann@example.com"},"attributes":{"__proto__":{"polluted":1}}}`,
+      ) as Record<string, unknown>,
+    ],
     ['constructor key in attributes', { ...validTrack(), attributes: { constructor: 'x' } }],
-    ['constructor key in identify fields', { id: 'ctor-fields', type: 'identify', fields: { 'str::email': 'ann@example.com', constructor: { polluted: true } } }],
+    [
+      'constructor key in identify fields',
+      { id: 'ctor-fields', type: 'identify', fields: { 'str::email': 'ann@example.com', constructor: { polluted: true } } },
+    ],
   ];
   it.each(shapeBreakers)('an item with %s is rejected with a reason, not forwarded (nor silently emptied)', async (_name, item) => {
     const reply = await nothingForwarded(() => post(JSON.stringify({ key: KEY, batch: [item] })));
@@ -124,7 +154,15 @@ describe('/collect fuzz: corpus of nasty requests', () => {
     expectRelayError(reply, [415]);
   });
 
-  const origins = ['https://shop.example.com.evil.test', 'null', 'http://shop.example.com', 'https://evil.test', 'https://shop.example.com@evil.test', 'https://shop.example.com/', 'https://shop.example.com:443.evil.test'];
+  const origins = [
+    'https://shop.example.com.evil.test',
+    'null',
+    'http://shop.example.com',
+    'https://evil.test',
+    'https://shop.example.com@evil.test',
+    'https://shop.example.com/',
+    'https://shop.example.com:443.evil.test',
+  ];
   it.each(origins)('a valid batch from Origin %j → 403, nothing forwarded', async (origin) => {
     const reply = await nothingForwarded(() => post(JSON.stringify({ key: KEY, batch: [validTrack()] }), { 'content-type': 'text/plain', origin }));
     expectRelayError(reply, [403]);
@@ -137,19 +175,33 @@ describe('/collect fuzz: corpus of nasty requests', () => {
 
   it.each(['GET', 'PUT', 'DELETE', 'PATCH'])('%s /collect → 405 in the error shape', async (method) => {
     counter.add();
-    const reply = await nothingForwarded(() => send(relay.url, method, '/collect', TEXT, method === 'GET' ? undefined : JSON.stringify({ key: KEY, batch: [validTrack()] })));
+    const reply = await nothingForwarded(() =>
+      send(relay.url, method, '/collect', TEXT, method === 'GET' ? undefined : JSON.stringify({ key: KEY, batch: [validTrack()] })),
+    );
     expectRelayError(reply, [405]);
   });
 
-  it.each(['/collect/', '/COLLECT', '/collect%00', '//collect', '/collect%2f', '/x/../../collect/x', '/collect;x'])('POST %s (a path trick) → 404, nothing forwarded', async (path) => {
-    const reply = await nothingForwarded(() => post(JSON.stringify({ key: KEY, batch: [validTrack()] }), TEXT, path));
-    expectRelayError(reply, [404]);
-  });
+  it.each(['/collect/', '/COLLECT', '/collect%00', '//collect', '/collect%2f', '/x/../../collect/x', '/collect;x'])(
+    'POST %s (a path trick) → 404, nothing forwarded',
+    async (path) => {
+      const reply = await nothingForwarded(() => post(JSON.stringify({ key: KEY, batch: [validTrack()] }), TEXT, path));
+      expectRelayError(reply, [404]);
+    },
+  );
 
   const smuggled: [string, string][] = [
-    ['CR inside a header value', `POST /collect HTTP/1.1\r\nHost: x\r\nOrigin: ${ORIGIN}\rX-Api-Key: stolen\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\n{}`],
-    ['Content-Length and Transfer-Encoding together', `POST /collect HTTP/1.1\r\nHost: x\r\nOrigin: ${ORIGIN}\r\nContent-Type: text/plain\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n`],
-    ['two Content-Lengths', `POST /collect HTTP/1.1\r\nHost: x\r\nOrigin: ${ORIGIN}\r\nContent-Type: text/plain\r\nContent-Length: 2\r\nContent-Length: 40\r\n\r\n{}`],
+    [
+      'CR inside a header value',
+      `POST /collect HTTP/1.1\r\nHost: x\r\nOrigin: ${ORIGIN}\rX-Api-Key: stolen\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\n{}`,
+    ],
+    [
+      'Content-Length and Transfer-Encoding together',
+      `POST /collect HTTP/1.1\r\nHost: x\r\nOrigin: ${ORIGIN}\r\nContent-Type: text/plain\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n`,
+    ],
+    [
+      'two Content-Lengths',
+      `POST /collect HTTP/1.1\r\nHost: x\r\nOrigin: ${ORIGIN}\r\nContent-Type: text/plain\r\nContent-Length: 2\r\nContent-Length: 40\r\n\r\n{}`,
+    ],
     ['NUL in a header', `POST /collect HTTP/1.1\r\nHost: x\r\nOrigin: ${ORIGIN}\u0000evil\r\nContent-Length: 2\r\n\r\n{}`],
     ['a 40 KB header', `POST /collect HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(40_000)}\r\nContent-Length: 2\r\n\r\n{}`],
   ];
@@ -163,10 +215,14 @@ describe('/collect fuzz: corpus of nasty requests', () => {
 describe('/collect fuzz: properties', { timeout: TIMEOUT }, () => {
   it('any garbage body (random bytes, random JSON, envelopes of the wrong types) → 4xx in the error shape, nothing forwarded', async () => {
     await fc.assert(
-      fc.asyncProperty(garbageBody(KEY), fc.constantFrom('text/plain', 'application/json', 'text/plain;charset=UTF-8', 'Application/JSON; charset=utf-8'), async (body, type) => {
-        const reply = await nothingForwarded(() => post(body, { 'content-type': type, origin: ORIGIN }));
-        expectRelayError(reply, [400, 401, 413]);
-      }),
+      fc.asyncProperty(
+        garbageBody(KEY),
+        fc.constantFrom('text/plain', 'application/json', 'text/plain;charset=UTF-8', 'Application/JSON; charset=utf-8'),
+        async (body, type) => {
+          const reply = await nothingForwarded(() => post(body, { 'content-type': type, origin: ORIGIN }));
+          expectRelayError(reply, [400, 401, 413]);
+        },
+      ),
       fcOptions(1),
     );
   });
@@ -209,10 +265,16 @@ describe('/collect fuzz: properties', { timeout: TIMEOUT }, () => {
     // A leak shows as growth over a repeat of the same inputs once the first pass warmed the caches.
     const growth = await heapGrowthOfRepeat(async () => {
       await fc.assert(
-        fc.asyncProperty(fc.oneof(garbageBody(KEY), fc.array(brokenItem(), { minLength: 1, maxLength: 4 }).map((items) => `{"key":"${KEY}","batch":[${items.join(',')}]}`)), async (body) => {
-          const answer = await nothingForwarded(() => post(body));
-          expect(answer.status).toBeLessThan(500);
-        }),
+        fc.asyncProperty(
+          fc.oneof(
+            garbageBody(KEY),
+            fc.array(brokenItem(), { minLength: 1, maxLength: 4 }).map((items) => `{"key":"${KEY}","batch":[${items.join(',')}]}`),
+          ),
+          async (body) => {
+            const answer = await nothingForwarded(() => post(body));
+            expect(answer.status).toBeLessThan(500);
+          },
+        ),
         fcOptions(4),
       );
       for (let i = 0; i < 3; i++) expectRelayError(await post('x'.repeat(10 * 1024 * 1024)), [413]);

@@ -10,7 +10,19 @@ import { ENDPOINT_LIST, validateRequest, type EndpointId } from '../../src/api/i
 import { startEmulator, type RunningEmulator } from '../../src/emulator/node.js';
 import { SAMPLE_BODIES } from '../fixtures/bodies.js';
 import { garbageBody, headerText, warmArbitraries, WRONG_CONTENT_TYPES } from './arbitraries.js';
-import { caseCounter, expectEmulatorError, expectPrototypeClean, fcOptions, HEAP_SLACK, heapGrowthOfRepeat, nested, RUNS, send, TIMEOUT, type Reply } from './harness.js';
+import {
+  caseCounter,
+  expectEmulatorError,
+  expectPrototypeClean,
+  fcOptions,
+  HEAP_SLACK,
+  heapGrowthOfRepeat,
+  nested,
+  RUNS,
+  send,
+  TIMEOUT,
+  type Reply,
+} from './harness.js';
 import { mutated } from './mutate.js';
 
 const KEY = 'fuzz-emulator-key';
@@ -45,7 +57,11 @@ function refusedBySpec(id: EndpointId, text: string): boolean {
 beforeAll(async () => {
   emulator = await startEmulator({ port: 0, key: KEY, plan: 'business' });
   // Something to overwrite, so a half-write would show.
-  const seeded = await call('POST', '/v1/person/merge', JSON.stringify({ people: [{ fields: { 'str::email': 'ann@example.com', 'str::first': 'Ann' }, tags: ['trial'] }] }));
+  const seeded = await call(
+    'POST',
+    '/v1/person/merge',
+    JSON.stringify({ people: [{ fields: { 'str::email': 'ann@example.com', 'str::first': 'Ann' }, tags: ['trial'] }] }),
+  );
   expect(seeded.status, seeded.text).toBe(200);
   warmArbitraries(garbageBody('x'), mutated(SAMPLE_BODIES['person/merge']), headerText());
 });
@@ -85,7 +101,11 @@ describe('emulator fuzz: corpus', () => {
     ['invalid UTF-8', Uint8Array.from([0x7b, 0x22, 0xff, 0xfe, 0x22, 0x3a, 0x31, 0x7d]), [400]],
     ['a lone surrogate in UTF-8', Uint8Array.from([0x7b, 0x22, 0xed, 0xa0, 0x80, 0x22, 0x3a, 0x31, 0x7d]), [400]],
     ['10 MB of "x"', 'x'.repeat(10 * 1024 * 1024), [400, 413]],
-    ['10 MB of valid JSON', JSON.stringify({ people: [{ fields: { 'str::email': 'ann@example.com', 'str::first': 'z'.repeat(10 * 1024 * 1024) } }] }), [400, 413]],
+    [
+      '10 MB of valid JSON',
+      JSON.stringify({ people: [{ fields: { 'str::email': 'ann@example.com', 'str::first': 'z'.repeat(10 * 1024 * 1024) } }] }),
+      [400, 413],
+    ],
     ['101 people', JSON.stringify({ people: Array.from({ length: 101 }, (_, i) => ({ fields: { 'str::email': `p${i}@example.com` } })) }), [400]],
     ['a field value of 1 MB', JSON.stringify({ people: [{ fields: { 'str::email': 'ann@example.com', 'str::first': 'z'.repeat(1024 * 1024) } }] }), [400]],
   ];
@@ -94,14 +114,28 @@ describe('emulator fuzz: corpus', () => {
     expectEmulatorError(reply, statuses);
   });
 
-  const paths = ['/v1/person/get/../../x', '/v1/person%2fget', '//v1/person/get', '/v1//person/get', '/v1/person/get/', '/v1/PERSON/get', '/v1/person/get%00', '/v1/unknown', '/v2/person/get', '/_emulator/../v1/x', '/v1/person/get;x'];
+  const paths = [
+    '/v1/person/get/../../x',
+    '/v1/person%2fget',
+    '//v1/person/get',
+    '/v1//person/get',
+    '/v1/person/get/',
+    '/v1/PERSON/get',
+    '/v1/person/get%00',
+    '/v1/unknown',
+    '/v2/person/get',
+    '/_emulator/../v1/x',
+    '/v1/person/get;x',
+  ];
   it.each(paths)('POST %s → 404 in the general shape', async (path) => {
     expectEmulatorError(await noHalfWrite(() => call('POST', path, '{}')), [404]);
   });
 
   it.each(['/_emulator/state', '/_emulator/reset'])('%s without the key → 401, state unchanged', async (path) => {
     counter.add();
-    const reply = await noHalfWrite(() => send(emulator.url, path.endsWith('reset') ? 'POST' : 'GET', path, { 'content-type': 'application/json' }, path.endsWith('reset') ? '{}' : undefined));
+    const reply = await noHalfWrite(() =>
+      send(emulator.url, path.endsWith('reset') ? 'POST' : 'GET', path, { 'content-type': 'application/json' }, path.endsWith('reset') ? '{}' : undefined),
+    );
     expectEmulatorError(reply, [401]);
   });
 });
@@ -111,12 +145,15 @@ describe('emulator fuzz: properties', { timeout: TIMEOUT }, () => {
 
   it('mutated bodies for every endpoint: what the spec refuses gets a 4xx in the general shape; no answer is 5xx; no 4xx changes the state', async () => {
     await fc.assert(
-      fc.asyncProperty(endpoint.chain((e) => fc.tuple(fc.constant(e), mutated(SAMPLE_BODIES[e.id]))), async ([e, text]) => {
-        const reply = await noHalfWrite(() => call(e.method, e.path, text));
-        counter.tally(`mutated: ${refusedBySpec(e.id, text) ? 'refused by spec' : `accepted by spec, ${reply.status}`}`);
-        if (refusedBySpec(e.id, text)) expectEmulatorError(reply, [400, 413]);
-        else if (reply.status >= 400) expectEmulatorError(reply);
-      }),
+      fc.asyncProperty(
+        endpoint.chain((e) => fc.tuple(fc.constant(e), mutated(SAMPLE_BODIES[e.id]))),
+        async ([e, text]) => {
+          const reply = await noHalfWrite(() => call(e.method, e.path, text));
+          counter.tally(`mutated: ${refusedBySpec(e.id, text) ? 'refused by spec' : `accepted by spec, ${reply.status}`}`);
+          if (refusedBySpec(e.id, text)) expectEmulatorError(reply, [400, 413]);
+          else if (reply.status >= 400) expectEmulatorError(reply);
+        },
+      ),
       fcOptions(21),
     );
   });

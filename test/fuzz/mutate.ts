@@ -10,7 +10,7 @@ type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 /** Every path to a value inside `value`, root excluded. */
 function paths(value: Json, prefix: (string | number)[] = [], out: (string | number)[][] = []): (string | number)[][] {
   if (Array.isArray(value)) value.forEach((v, i) => (out.push([...prefix, i]), paths(v, [...prefix, i], out)));
-  else if (value !== null && typeof value === 'object') for (const [k, v] of Object.entries(value)) (out.push([...prefix, k]), paths(v, [...prefix, k], out));
+  else if (value !== null && typeof value === 'object') for (const [k, v] of Object.entries(value)) out.push([...prefix, k]), paths(v, [...prefix, k], out);
   return out;
 }
 
@@ -34,7 +34,10 @@ const odd: fc.Arbitrary<Json> = fc.oneof(
 export function mutated(sample: unknown): fc.Arbitrary<string> {
   const all = paths(sample as Json);
   const key = fc.oneof(fc.constantFrom('__proto__', 'constructor', 'prototype', 'filter', 'limit'), fc.string({ maxLength: 10 }));
-  const replace = all.length === 0 ? fc.constant(JSON.stringify(sample)) : fc.tuple(fc.integer({ min: 0, max: all.length - 1 }), odd).map(([i, v]) => JSON.stringify(setAt(sample as Json, all[i]!, v)));
+  const replace =
+    all.length === 0
+      ? fc.constant(JSON.stringify(sample))
+      : fc.tuple(fc.integer({ min: 0, max: all.length - 1 }), odd).map(([i, v]) => JSON.stringify(setAt(sample as Json, all[i]!, v)));
   const add = fc.tuple(key, odd).map(([k, v]) => {
     const text = JSON.stringify(sample);
     return text === '{}' ? `{${JSON.stringify(k)}:${JSON.stringify(v)}}` : `{${JSON.stringify(k)}:${JSON.stringify(v)},${text.slice(1)}`;

@@ -13,7 +13,20 @@ import { startRelay, type RunningRelay } from '../../src/relay/node.js';
 import { SAMPLE_BODIES } from '../fixtures/bodies.js';
 import { startPlatformStub, type PlatformStub, type Received } from '../fixtures/platform-stub.js';
 import { garbageBody, headerText, warmArbitraries } from './arbitraries.js';
-import { caseCounter, expectPrototypeClean, expectRelayError, fcOptions, HEAP_SLACK, heapGrowthOfRepeat, nested, RUNS, send, TIMEOUT, sendRaw, type Reply } from './harness.js';
+import {
+  caseCounter,
+  expectPrototypeClean,
+  expectRelayError,
+  fcOptions,
+  HEAP_SLACK,
+  heapGrowthOfRepeat,
+  nested,
+  RUNS,
+  send,
+  TIMEOUT,
+  sendRaw,
+  type Reply,
+} from './harness.js';
 import { mutated } from './mutate.js';
 
 const PLATFORM_KEY = 'fuzz-platform-key';
@@ -40,7 +53,8 @@ async function upstreamDuring<T>(act: () => Promise<T>): Promise<{ result: T; ar
 
 function expectOnlyPlatformCredentials(request: Received): void {
   expect(request.headers['x-api-key']).toBe(PLATFORM_KEY);
-  for (const name of ['authorization', 'cookie', 'proxy-authorization', 'x-forwarded-for', 'x-forwarded-host', 'x-real-ip']) expect(request.headers[name], name).toBeUndefined();
+  for (const name of ['authorization', 'cookie', 'proxy-authorization', 'x-forwarded-for', 'x-forwarded-host', 'x-real-ip'])
+    expect(request.headers[name], name).toBeUndefined();
 }
 
 /** The oracle: what the proxy must do with `text` sent to `id`. */
@@ -87,9 +101,29 @@ describe('proxy fuzz: corpus', () => {
   });
 
   const paths = [
-    '/v1/person/get/../../x', '/v1/person%2fget', '/v1/person%2Fget', '//v1/person/get', '/v1//person/get', '/v1/person/get/', '/v1/PERSON/get',
-    '/v1/person/get%00', '/v1/%2e%2e/x', '/v1/person/get;x', '/v1/person/get%20', '/v1/', '/v1', '/v1/unknown', '/v1/person/get/x', '/v1/person/merge/../../../etc/passwd',
-    '/v1/person/get%23x', '/v1/person/get%5c..%5cx', '/v1/person/%67et', '/%761/person/get', '/v1/person/get/.', '/v1/person/get..', '/v2/person/get',
+    '/v1/person/get/../../x',
+    '/v1/person%2fget',
+    '/v1/person%2Fget',
+    '//v1/person/get',
+    '/v1//person/get',
+    '/v1/person/get/',
+    '/v1/PERSON/get',
+    '/v1/person/get%00',
+    '/v1/%2e%2e/x',
+    '/v1/person/get;x',
+    '/v1/person/get%20',
+    '/v1/',
+    '/v1',
+    '/v1/unknown',
+    '/v1/person/get/x',
+    '/v1/person/merge/../../../etc/passwd',
+    '/v1/person/get%23x',
+    '/v1/person/get%5c..%5cx',
+    '/v1/person/%67et',
+    '/%761/person/get',
+    '/v1/person/get/.',
+    '/v1/person/get..',
+    '/v2/person/get',
   ];
   it.each(paths)('POST %s → 404 in the error shape, nothing forwarded', async (path) => {
     const { result, arrived } = await upstreamDuring(() => call('POST', path, '{}'));
@@ -107,11 +141,14 @@ describe('proxy fuzz: corpus', () => {
     },
   );
 
-  it.each(ENDPOINT_LIST.map((e) => [e.id, e.method === 'POST' ? 'PUT' : 'POST', e.path] as const))('%s with the wrong method (%s) → 404 or 405, nothing forwarded', async (_id, method, path) => {
-    const { result, arrived } = await upstreamDuring(() => call(method, path, '{}'));
-    expectRelayError(result, [404, 405]);
-    expect(arrived).toEqual([]);
-  });
+  it.each(ENDPOINT_LIST.map((e) => [e.id, e.method === 'POST' ? 'PUT' : 'POST', e.path] as const))(
+    '%s with the wrong method (%s) → 404 or 405, nothing forwarded',
+    async (_id, method, path) => {
+      const { result, arrived } = await upstreamDuring(() => call(method, path, '{}'));
+      expectRelayError(result, [404, 405]);
+      expect(arrived).toEqual([]);
+    },
+  );
 
   const auth: [string, Record<string, string>][] = [
     ['no Authorization', { authorization: '' }],
@@ -121,7 +158,7 @@ describe('proxy fuzz: corpus', () => {
     ['Basic auth', { authorization: `Basic ${Buffer.from(`x:${ADMIN}`).toString('base64')}` }],
     ['the platform key as X-Api-Key', { authorization: '', 'x-api-key': PLATFORM_KEY }],
     ['the token in a cookie', { authorization: '', cookie: `token=${ADMIN}` }],
-    ['the token\'s hash', { authorization: 'Bearer 0000000000000000000000000000000000000000000000000000000000000000' }],
+    ["the token's hash", { authorization: 'Bearer 0000000000000000000000000000000000000000000000000000000000000000' }],
   ];
   it.each(auth)('%s → 401, nothing forwarded', async (_name, headers) => {
     const { result, arrived } = await upstreamDuring(() => call('POST', '/v1/person/get', '{}', headers));
@@ -130,7 +167,9 @@ describe('proxy fuzz: corpus', () => {
   });
 
   it('a read token on a write endpoint → 403, nothing forwarded', async () => {
-    const { result, arrived } = await upstreamDuring(() => call('POST', '/v1/person/merge', JSON.stringify(SAMPLE_BODIES['person/merge']), { authorization: `Bearer ${READER}` }));
+    const { result, arrived } = await upstreamDuring(() =>
+      call('POST', '/v1/person/merge', JSON.stringify(SAMPLE_BODIES['person/merge']), { authorization: `Bearer ${READER}` }),
+    );
     expectRelayError(result, [403]);
     expect(arrived).toEqual([]);
   });
@@ -174,7 +213,10 @@ describe('proxy fuzz: corpus', () => {
 
   const smuggled: [string, string][] = [
     ['CR inside a header value', `POST /v1/person/get HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${ADMIN}\rX-Api-Key: stolen\r\nContent-Length: 2\r\n\r\n{}`],
-    ['Content-Length with Transfer-Encoding', `POST /v1/person/get HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${ADMIN}\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n`],
+    [
+      'Content-Length with Transfer-Encoding',
+      `POST /v1/person/get HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${ADMIN}\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n`,
+    ],
     ['a backslash path', `POST /v1/person/get\\..\\x HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${ADMIN}\r\nContent-Length: 2\r\n\r\n{}`],
     ['a request line with spaces in the path', `POST /v1/person/get HTTP/1.1 /v1/person/delete HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}`],
   ];
@@ -228,7 +270,10 @@ describe('proxy fuzz: properties', { timeout: TIMEOUT }, () => {
   });
 
   it('any path: a 404 in the error shape, or one of the 29 fixed method+paths upstream — nothing else ever arrives', async () => {
-    const segment = fc.oneof(fc.constantFrom('person', 'get', 'merge', 'accounts', 'v1', '..', '.', '', '%2f', '%2e%2e', '%00', 'delete', '~', '%5c'), fc.string({ unit: fc.constantFrom('a', '/', '.', '%', '2', 'f', 'v', '1', '?', '#', ';', '&', '='), maxLength: 8 }));
+    const segment = fc.oneof(
+      fc.constantFrom('person', 'get', 'merge', 'accounts', 'v1', '..', '.', '', '%2f', '%2e%2e', '%00', 'delete', '~', '%5c'),
+      fc.string({ unit: fc.constantFrom('a', '/', '.', '%', '2', 'f', 'v', '1', '?', '#', ';', '&', '='), maxLength: 8 }),
+    );
     const path = fc.array(segment, { minLength: 1, maxLength: 6 }).map((parts) => `/v1/${parts.join('/')}`);
     await fc.assert(
       fc.asyncProperty(fc.constantFrom('POST', 'DELETE', 'PUT', 'GET'), path, async (method, p) => {
@@ -243,12 +288,19 @@ describe('proxy fuzz: properties', { timeout: TIMEOUT }, () => {
 
   it('any Authorization value but the tokens → 401, nothing forwarded', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.oneof(headerText(), headerText().map((t) => `Bearer ${t}`), fc.string({ unit: fc.constantFrom(...'abcdef0123456789'), minLength: 64, maxLength: 64 }).map((t) => `Bearer ${t}`)), async (value) => {
-        fc.pre(value.trim() !== `Bearer ${ADMIN}` && value.trim() !== `Bearer ${READER}`);
-        const { result, arrived } = await upstreamDuring(() => call('POST', '/v1/person/get', '{}', { authorization: value }));
-        expectRelayError(result, [401]);
-        expect(arrived).toEqual([]);
-      }),
+      fc.asyncProperty(
+        fc.oneof(
+          headerText(),
+          headerText().map((t) => `Bearer ${t}`),
+          fc.string({ unit: fc.constantFrom(...'abcdef0123456789'), minLength: 64, maxLength: 64 }).map((t) => `Bearer ${t}`),
+        ),
+        async (value) => {
+          fc.pre(value.trim() !== `Bearer ${ADMIN}` && value.trim() !== `Bearer ${READER}`);
+          const { result, arrived } = await upstreamDuring(() => call('POST', '/v1/person/get', '{}', { authorization: value }));
+          expectRelayError(result, [401]);
+          expect(arrived).toEqual([]);
+        },
+      ),
       { ...fcOptions(14), numRuns: Math.ceil(RUNS / 2) },
     );
   });
@@ -259,9 +311,12 @@ describe('proxy fuzz: properties', { timeout: TIMEOUT }, () => {
     // A leak shows as growth over a repeat of the same inputs once the first pass warmed the caches.
     const growth = await heapGrowthOfRepeat(async () => {
       await fc.assert(
-        fc.asyncProperty(endpoint.chain((e) => fc.tuple(fc.constant(e), mutated(SAMPLE_BODIES[e.id]))), async ([e, text]) => {
-          expect((await upstreamDuring(() => call(e.method, e.path, text))).result.status).toBeLessThan(500);
-        }),
+        fc.asyncProperty(
+          endpoint.chain((e) => fc.tuple(fc.constant(e), mutated(SAMPLE_BODIES[e.id]))),
+          async ([e, text]) => {
+            expect((await upstreamDuring(() => call(e.method, e.path, text))).result.status).toBeLessThan(500);
+          },
+        ),
         fcOptions(15),
       );
       for (let i = 0; i < 3; i++) expectRelayError(await call('POST', merge.path, 'x'.repeat(10 * 1024 * 1024)), [413]);

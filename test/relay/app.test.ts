@@ -8,7 +8,11 @@ import { createMemoryStore } from '../../src/relay/memory.js';
 
 const KEY = 'sk_app_test_platform_key';
 const ORIGIN = 'https://shop.example.com';
-const config = parseConfig({ CDP_API_KEY: KEY, CDP_BASE_URL: 'https://upstream.test', RELAY_SITES: JSON.stringify([{ key: 'pk_app', name: 'shop', origins: [ORIGIN] }]) });
+const config = parseConfig({
+  CDP_API_KEY: KEY,
+  CDP_BASE_URL: 'https://upstream.test',
+  RELAY_SITES: JSON.stringify([{ key: 'pk_app', name: 'shop', origins: [ORIGIN] }]),
+});
 
 function platform(delayMs = 0) {
   const calls: { path: string; body: any; headers: Headers }[] = [];
@@ -17,18 +21,31 @@ function platform(delayMs = 0) {
     const body = await request.json();
     calls.push({ path: new URL(request.url).pathname, body, headers: request.headers });
     if (delayMs) await new Promise((resolve) => setTimeout(resolve, delayMs));
-    return Response.json(body.people ? { people: body.people.map(() => ({ person_id: '00'.repeat(12), status: 'created' })) } : { activities: body.activities.map(() => ({ status: 'queued' })) });
+    return Response.json(
+      body.people
+        ? { people: body.people.map(() => ({ person_id: '00'.repeat(12), status: 'created' })) }
+        : { activities: body.activities.map(() => ({ status: 'queued' })) },
+    );
   }) as typeof fetch;
   return { calls, fetch: fetchImpl };
 }
 
 const post = (app: ReturnType<typeof createRelay>, batch: unknown[]) =>
-  app.request('/collect', { method: 'POST', headers: { origin: ORIGIN, 'content-type': 'text/plain', cookie: 'sid=1' }, body: JSON.stringify({ key: 'pk_app', batch }) });
+  app.request('/collect', {
+    method: 'POST',
+    headers: { origin: ORIGIN, 'content-type': 'text/plain', cookie: 'sid=1' },
+    body: JSON.stringify({ key: 'pk_app', batch }),
+  });
 
 describe('the relay app', () => {
   it('logs one JSON line per request with counts and statuses, and nothing personal, and never the key', async () => {
     const lines: LogLine[] = [];
-    const app = createRelay(config, { fetch: platform().fetch, store: createMemoryStore(), logger: (line) => lines.push(line), clientInfo: () => ({ ip: '198.51.100.77' }) });
+    const app = createRelay(config, {
+      fetch: platform().fetch,
+      store: createMemoryStore(),
+      logger: (line) => lines.push(line),
+      clientInfo: () => ({ ip: '198.51.100.77' }),
+    });
     const batch = [
       { id: 'i-1', type: 'identify', fields: { 'str::email': 'secret.person@example.com', 'str::first': 'Zelda' }, user_hash: 'ab'.repeat(32) },
       { id: 't-1', type: 'track', activity_id: 'act:cm:signed-up', person: { 'str::email': 'secret.person@example.com' } },
@@ -37,7 +54,16 @@ describe('the relay app', () => {
     expect((await post(app, batch)).status).toBe(200);
     expect((await app.request('/collect', { method: 'POST', headers: { origin: ORIGIN }, body: '{"key":"pk_unknown","batch":[]}' })).status).toBe(401);
     expect(lines).toHaveLength(2);
-    expect(lines[0]).toMatchObject({ kind: 'collect', method: 'POST', path: '/collect', status: 200, site: 'shop', items: 3, results: { accepted: 2, rejected: 1 }, upstream: [200, 200] });
+    expect(lines[0]).toMatchObject({
+      kind: 'collect',
+      method: 'POST',
+      path: '/collect',
+      status: 200,
+      site: 'shop',
+      items: 3,
+      results: { accepted: 2, rejected: 1 },
+      upstream: [200, 200],
+    });
     expect(lines[0]!.ms).toEqual(expect.any(Number));
     expect(lines[1]).toMatchObject({ status: 401, error: 'unknown_site_key' });
     const text = JSON.stringify(lines);
@@ -50,7 +76,7 @@ describe('the relay app', () => {
     await app.request('/collect', { method: 'OPTIONS', headers: { origin: ORIGIN } });
     await app.request('/healthz');
     await app.request('/users/ann@example.com');
-    expect(lines.map((line) => [line.kind, line.method, line.path, line.status])).toEqual([
+    expect(lines.map((line) => [line['kind'], line.method, line.path, line.status])).toEqual([
       ['http', 'OPTIONS', '/collect', 204],
       ['http', 'GET', '/healthz', 200],
       ['http', 'GET', '*', 404],
@@ -58,7 +84,12 @@ describe('the relay app', () => {
   });
 
   it('serves the browser endpoint at RELAY_COLLECT_PATH instead of /collect when set', async () => {
-    const custom = parseConfig({ CDP_API_KEY: KEY, CDP_BASE_URL: 'https://upstream.test', RELAY_COLLECT_PATH: '/e', RELAY_SITES: JSON.stringify([{ key: 'pk_app', origins: [ORIGIN] }]) });
+    const custom = parseConfig({
+      CDP_API_KEY: KEY,
+      CDP_BASE_URL: 'https://upstream.test',
+      RELAY_COLLECT_PATH: '/e',
+      RELAY_SITES: JSON.stringify([{ key: 'pk_app', origins: [ORIGIN] }]),
+    });
     const app = createRelay(custom, { fetch: platform().fetch, store: createMemoryStore(), logger: () => {} });
     const batch = [{ id: 'c-1', type: 'track', activity_id: 'act:cm:signed-up', person: { 'str::email': 'path@example.com' } }];
     const response = await app.request('/e', { method: 'POST', headers: { origin: ORIGIN }, body: JSON.stringify({ key: 'pk_app', batch }) });
@@ -131,7 +162,11 @@ describe('one 429 window for the whole relay', () => {
       RELAY_TOKENS: JSON.stringify([{ name: 'crm', sha256: await hashToken(token), scopes: ['read'] }]),
     });
     const app = createRelay(withTokens, { fetch: fetchImpl, store: createMemoryStore(), logger: () => {}, backoff: { until: 0 } });
-    const proxied = await app.request('/v1/tags/get', { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: '{}' });
+    const proxied = await app.request('/v1/tags/get', {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: '{}',
+    });
     expect(proxied.status).toBe(429);
     const before = calls;
     const response = await post(app, [{ id: 'held-1', type: 'track', activity_id: 'act:cm:signed-up', person: { 'str::email': 'held@example.com' } }]);
@@ -142,7 +177,7 @@ describe('one 429 window for the whole relay', () => {
 });
 
 describe('event times', () => {
-  it('corrects ts by the browser clock\'s error (from sent_at) when it is off by minutes, and keeps it exact otherwise', async () => {
+  it("corrects ts by the browser clock's error (from sent_at) when it is off by minutes, and keeps it exact otherwise", async () => {
     const T = Date.UTC(2026, 10, 23, 12);
     const upstream = platform();
     const app = createRelay(config, { fetch: upstream.fetch, store: createMemoryStore(), logger: () => {}, clock: { now: () => T, sleep: async () => {} } });
@@ -150,7 +185,11 @@ describe('event times', () => {
       app.request('/collect', {
         method: 'POST',
         headers: { origin: ORIGIN },
-        body: JSON.stringify({ key: 'pk_app', sent_at: new Date(sentAt).toISOString(), batch: [{ id, type: 'track', ts: new Date(ts).toISOString(), activity_id: 'act:cm:signed-up', person: { 'str::email': 'clock@example.com' } }] }),
+        body: JSON.stringify({
+          key: 'pk_app',
+          sent_at: new Date(sentAt).toISOString(),
+          batch: [{ id, type: 'track', ts: new Date(ts).toISOString(), activity_id: 'act:cm:signed-up', person: { 'str::email': 'clock@example.com' } }],
+        }),
       });
     await send(T - 3600_000, T - 3600_000 - 10_000, 'skewed'); // the browser's clock is an hour slow
     await send(T - 30_000, T - 40_000, 'close'); // 30 s off: latency or a small drift, left alone

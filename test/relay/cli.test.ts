@@ -19,7 +19,11 @@ const ORIGIN = 'https://shop.example.com';
 let emulator: RunningEmulator;
 beforeAll(async () => {
   emulator = await startEmulator({ port: 0, key: KEY });
-  const response = await fetch(`${emulator.url}/v1/definitions/activity/create`, { method: 'POST', headers: { 'x-api-key': KEY, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'signed-up' }) });
+  const response = await fetch(`${emulator.url}/v1/definitions/activity/create`, {
+    method: 'POST',
+    headers: { 'x-api-key': KEY, 'content-type': 'application/json' },
+    body: JSON.stringify({ name: 'signed-up' }),
+  });
   expect(response.status).toBe(200);
 });
 afterAll(() => emulator?.close());
@@ -59,7 +63,11 @@ describe('cdp-edge relay', () => {
       { id: crypto.randomUUID(), type: 'identify', ts: new Date().toISOString(), fields: { 'str::email': 'cli@example.com', 'str::first': 'Cleo' } },
       { id: crypto.randomUUID(), type: 'track', ts: new Date().toISOString(), activity_id: 'act:cm:signed-up', person: { 'str::email': 'cli@example.com' } },
     ];
-    const response = await fetch(`${url}/collect`, { method: 'POST', headers: { origin: ORIGIN, 'content-type': 'text/plain' }, body: JSON.stringify({ key: 'pk_cli', batch }) });
+    const response = await fetch(`${url}/collect`, {
+      method: 'POST',
+      headers: { origin: ORIGIN, 'content-type': 'text/plain' },
+      body: JSON.stringify({ key: 'pk_cli', batch }),
+    });
     expect(response.status).toBe(200);
     expect(((await response.json()) as { results: { status: string }[] }).results.map((r) => r.status)).toEqual(['accepted', 'accepted']);
 

@@ -31,13 +31,20 @@ function context(answer: (call: Call, index: number) => Response | Promise<Respo
 }
 
 const ok = (call: Call) =>
-  Response.json(call.path.endsWith('merge') ? { people: call.body.people.map(() => ({ person_id: '00'.repeat(12), status: 'created' })) } : { activities: call.body.activities.map(() => ({ status: 'queued' })) });
+  Response.json(
+    call.path.endsWith('merge')
+      ? { people: call.body.people.map(() => ({ person_id: '00'.repeat(12), status: 'created' })) }
+      : { activities: call.body.activities.map(() => ({ status: 'queued' })) },
+  );
 const rateLimited = (seconds: number) => Response.json({ error: { code: 'rate-limit', message: 'rate limit', 'try-in-seconds': seconds } }, { status: 429 });
 
 const activities = (count: number, pad = 0): Group => ({
   endpoint: 'activities/create',
   envelope: {},
-  entries: Array.from({ length: count }, (_, n) => ({ id: `a${n}`, entry: { activity_id: 'act:cm:x', fields: { 'str::email': `p${n}@example.com` }, attributes: { 'str:cm:pad': 'x'.repeat(pad) } } })),
+  entries: Array.from({ length: count }, (_, n) => ({
+    id: `a${n}`,
+    entry: { activity_id: 'act:cm:x', fields: { 'str::email': `p${n}@example.com` }, attributes: { 'str:cm:pad': 'x'.repeat(pad) } },
+  })),
 });
 
 describe('forward', () => {
@@ -113,8 +120,30 @@ describe('forward', () => {
   });
 
   it('maps a merge refused as a whole with per-entry details back to each item', async () => {
-    const { ctx } = context(() => Response.json({ request_id: 'r', code: 400, error: 'No people merged', details: [{ status: 'invalid', error: 'bad email' }, { status: 'suppressed', error: 'Email is suppressed' }] }, { status: 400 }));
-    const out = await forward(ctx, [{ endpoint: 'person/merge', envelope: {}, entries: [{ id: 'p1', entry: { fields: {} } }, { id: 'p2', entry: { fields: {} } }] }]);
+    const { ctx } = context(() =>
+      Response.json(
+        {
+          request_id: 'r',
+          code: 400,
+          error: 'No people merged',
+          details: [
+            { status: 'invalid', error: 'bad email' },
+            { status: 'suppressed', error: 'Email is suppressed' },
+          ],
+        },
+        { status: 400 },
+      ),
+    );
+    const out = await forward(ctx, [
+      {
+        endpoint: 'person/merge',
+        envelope: {},
+        entries: [
+          { id: 'p1', entry: { fields: {} } },
+          { id: 'p2', entry: { fields: {} } },
+        ],
+      },
+    ]);
     expect(out.results.get('p1')).toEqual({ id: 'p1', status: 'rejected', error: expect.stringContaining('bad email') });
     expect(out.results.get('p2')).toEqual({ id: 'p2', status: 'rejected', error: expect.stringContaining('Email is suppressed') });
   });

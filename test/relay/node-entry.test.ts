@@ -35,7 +35,11 @@ async function relayWith(env: Record<string, string> = {}) {
 async function sourceIpFor(relay: RunningRelay, headers: Record<string, string>) {
   await upstream.reset();
   const item = { id: crypto.randomUUID(), type: 'identify', fields: { 'str::email': 'xff@example.com' } };
-  const response = await fetch(`${relay.url}/collect`, { method: 'POST', headers: { origin: ORIGIN, 'content-type': 'text/plain', ...headers }, body: JSON.stringify({ key: 'pk_node', batch: [item] }) });
+  const response = await fetch(`${relay.url}/collect`, {
+    method: 'POST',
+    headers: { origin: ORIGIN, 'content-type': 'text/plain', ...headers },
+    body: JSON.stringify({ key: 'pk_node', batch: [item] }),
+  });
   expect((await response.json()).results[0].status).toBe('accepted');
   const [call] = (await upstream.received()).filter((c) => c.path.startsWith('/v1/'));
   return call!.body.people[0].location.source_ip as string;
@@ -63,7 +67,12 @@ describe('the Node entry', () => {
         else controller.close();
       },
     });
-    const response = await fetch(`${relay.url}/collect`, { method: 'POST', headers: { origin: ORIGIN, 'content-type': 'text/plain' }, body, duplex: 'half' } as RequestInit);
+    const response = await fetch(`${relay.url}/collect`, {
+      method: 'POST',
+      headers: { origin: ORIGIN, 'content-type': 'text/plain' },
+      body,
+      duplex: 'half',
+    } as RequestInit);
     expect(response.status).toBe(413);
     expect(((await response.json()) as { error: { code: string } }).error.code).toBe('body_too_large');
   });

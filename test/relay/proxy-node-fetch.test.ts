@@ -18,9 +18,14 @@ describe('createNodeFetch', () => {
   beforeAll(async () => {
     server = await listen(async (request) => {
       const path = new URL(request.url).pathname;
-      if (path === '/small') return new Response(JSON.stringify({ echo: await request.text(), key: request.headers.get('x-api-key') }), { headers: { 'content-type': 'application/json', 'retry-after': '3' } });
+      if (path === '/small')
+        return new Response(JSON.stringify({ echo: await request.text(), key: request.headers.get('x-api-key') }), {
+          headers: { 'content-type': 'application/json', 'retry-after': '3' },
+        });
       if (path === '/chunked-small') {
-        const stream = new ReadableStream({ start: (c) => (c.enqueue(new TextEncoder().encode('{"a":')), c.enqueue(new TextEncoder().encode('1}')), c.close()) });
+        const stream = new ReadableStream({
+          start: (c) => (c.enqueue(new TextEncoder().encode('{"a":')), c.enqueue(new TextEncoder().encode('1}')), c.close()),
+        });
         return new Response(stream, { headers: { 'content-type': 'application/json' } });
       }
       if (path.startsWith('/redirect')) return new Response(null, { status: 302, headers: { location: 'http://127.0.0.1:1/elsewhere' } });
@@ -43,7 +48,11 @@ describe('createNodeFetch', () => {
   });
 
   it('hands a small answer over whole, with its length and the raw answer for the proxy', async () => {
-    const response = (await nodeFetch(`${server.url}/small`, { method: 'POST', headers: { 'x-api-key': 'k1', 'content-type': 'application/json' }, body: '{"n":1}' })) as WithRawAnswer;
+    const response = (await nodeFetch(`${server.url}/small`, {
+      method: 'POST',
+      headers: { 'x-api-key': 'k1', 'content-type': 'application/json' },
+      body: '{"n":1}',
+    })) as WithRawAnswer;
     expect(response.status).toBe(200);
     expect(response.headers.get('content-length')).toBe(String((await response.clone().arrayBuffer()).byteLength));
     expect(await response.json()).toEqual({ echo: '{"n":1}', key: 'k1' });
@@ -80,7 +89,12 @@ describe('createNodeFetch', () => {
     const response = await nodeFetch(`${server.url}/redirect`, { method: 'POST', body: '{}' });
     expect(response.status).toBe(302);
     const token = 'rt_node_fetch_token_0000000000000000000000000';
-    const proxy = createProxyRoutes({ tokens: [{ name: 'nf', sha256: await hashToken(token), scopes: ['admin'] }], upstream: { baseUrl: `${server.url}/redirect`, apiKey: 'k' }, fetch: nodeFetch, logger: () => {} });
+    const proxy = createProxyRoutes({
+      tokens: [{ name: 'nf', sha256: await hashToken(token), scopes: ['admin'] }],
+      upstream: { baseUrl: `${server.url}/redirect`, apiKey: 'k' },
+      fetch: nodeFetch,
+      logger: () => {},
+    });
     const answer = await proxy.request('/v1/tags/get', { method: 'POST', headers: { authorization: `Bearer ${token}` }, body: '{}' });
     expect(answer.status).toBe(502);
     expect(await answer.json()).toMatchObject({ error: { code: 'upstream_bad_response' } });

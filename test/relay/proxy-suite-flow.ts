@@ -20,7 +20,10 @@ export function flowCases({ upstream, audit, call, advance }: FlowContext): void
   describe("the platform's answers", () => {
     it('passes status, body and Content-Type of an error through unchanged', async () => {
       const error = { request_id: 'r-1', code: 400, error: 'Unknown filter operator $nope', details: [{ status: 'invalid', error: 'x' }] };
-      upstream.on('/v1/person/get', () => new Response(JSON.stringify(error), { status: 400, headers: { 'content-type': 'application/json; charset=utf-8', 'set-cookie': 'upstream=1' } }));
+      upstream.on(
+        '/v1/person/get',
+        () => new Response(JSON.stringify(error), { status: 400, headers: { 'content-type': 'application/json; charset=utf-8', 'set-cookie': 'upstream=1' } }),
+      );
       const response = await call('/v1/person/get', 'read', {});
       expect(response.status).toBe(400);
       expect(response.headers.get('content-type')).toBe('application/json; charset=utf-8');
@@ -67,7 +70,9 @@ export function flowCases({ upstream, audit, call, advance }: FlowContext): void
 
     it('passes a 429 on with Retry-After from try-in-seconds, then holds calls for that window without calling the platform', async () => {
       const limited = { error: { code: 'rate-limit', message: 'rate limit', 'try-in-seconds': 7 } };
-      upstream.on('/v1/person/get', (_request, count) => (count === 0 ? new Response(JSON.stringify(limited), { status: 429, headers: { 'content-type': 'application/json' } }) : Response.json({ contacts: [] })));
+      upstream.on('/v1/person/get', (_request, count) =>
+        count === 0 ? new Response(JSON.stringify(limited), { status: 429, headers: { 'content-type': 'application/json' } }) : Response.json({ contacts: [] }),
+      );
       const first = await call('/v1/person/get', 'read', {});
       expect(first.status).toBe(429);
       expect(first.headers.get('retry-after')).toBe('7');
@@ -97,7 +102,9 @@ export function flowCases({ upstream, audit, call, advance }: FlowContext): void
       expect(response.headers.get('x-relay-chunks')).toBe('3');
       const answer = (await response.json()) as { people: { person_id: string; status: string }[] };
       expect(upstream.received.map((r) => (r.body as { people: unknown[] }).people.length)).toEqual([100, 100, 50]);
-      const sent = upstream.received.flatMap((r) => (r.body as { people: { fields: Record<string, string> }[]; merge_by: string[] }).people.map((p) => p.fields['str::email']));
+      const sent = upstream.received.flatMap((r) =>
+        (r.body as { people: { fields: Record<string, string> }[]; merge_by: string[] }).people.map((p) => p.fields['str::email']),
+      );
       expect(sent).toEqual(body.people.map((p) => p.fields['str::email']));
       expect(upstream.received.every((r) => JSON.stringify((r.body as { merge_by: unknown }).merge_by) === '["str::email"]')).toBe(true);
       expect(answer.people).toHaveLength(250);
@@ -116,7 +123,7 @@ export function flowCases({ upstream, audit, call, advance }: FlowContext): void
 
     it('refuses the whole call, naming the item, when any chunk is invalid: nothing is sent', async () => {
       const body = { people: people(250) };
-      body.people[203]!.fields = { 'str::first': 'no email or external id', 'nope': 'x' } as never;
+      body.people[203]!.fields = { 'str::first': 'no email or external id', nope: 'x' } as never;
       const response = await call('/v1/person/merge?chunk=true', 'write', body);
       expect(response.status).toBe(400);
       const error = ((await response.json()) as { error: { message: string; details: { path: string }[] } }).error;
@@ -153,7 +160,10 @@ export function flowCases({ upstream, audit, call, advance }: FlowContext): void
       const error = ((await response.json()) as { error: { code: string; message: string; details: { chunk: number; status: number }[] } }).error;
       expect(error.code).toBe('chunk_failed');
       expect(error.message).toContain('accounts[100..199]');
-      expect(error.details.map((d) => [d.chunk, d.status])).toEqual([[1, 200], [2, 500]]);
+      expect(error.details.map((d) => [d.chunk, d.status])).toEqual([
+        [1, 200],
+        [2, 500],
+      ]);
       expect(upstream.received).toHaveLength(2);
     });
 

@@ -94,7 +94,12 @@ export function proxySuite(name: string, makeTarget: MakeTarget): void {
       const headers = new Headers(init.headers);
       if (token !== null) headers.set('authorization', `Bearer ${TOKENS[token]}`);
       if (body !== undefined) headers.set('content-type', 'application/json');
-      return target.request(path, { method: 'POST', ...init, headers, body: typeof body === 'string' ? body : body === undefined ? null : JSON.stringify(body) });
+      return target.request(path, {
+        method: 'POST',
+        ...init,
+        headers,
+        body: typeof body === 'string' ? body : body === undefined ? null : JSON.stringify(body),
+      });
     };
     const send = (endpoint: Endpoint, token: keyof typeof TOKENS | null, body: unknown = SAMPLE_BODIES[endpoint.id as EndpointId], init: RequestInit = {}) =>
       call(endpoint.path, token, body, { method: endpoint.method, ...init });
@@ -238,14 +243,25 @@ export function proxySuite(name: string, makeTarget: MakeTarget): void {
           ['/v1/person/get', { limit: 'ten' }, 'limit'],
           ['/v1/person/get-by-ids', { contact_ids: ['00a1b2c3d4e5f60718293a4b'], fields: Array.from({ length: 151 }, () => 'str::email') }, 'fields'],
           ['/v1/person/merge', { people: people(1), merge_by: ['str::email', 'str::first', 'str::last', 'str::ei'] }, 'merge_by'],
-          ['/v1/activities/create', { activities: [{ activity_id: 'act:cm:x', person_id: 'p1', attributes: Object.fromEntries(Array.from({ length: 16 }, (_, i) => [`str:cm:a${i}`, 'v'])) }] }, 'attributes'],
+          [
+            '/v1/activities/create',
+            {
+              activities: [
+                { activity_id: 'act:cm:x', person_id: 'p1', attributes: Object.fromEntries(Array.from({ length: 16 }, (_, i) => [`str:cm:a${i}`, 'v'])) },
+              ],
+            },
+            'attributes',
+          ],
           ['/v1/tags/get', [1, 2], ''],
         ];
         for (const [path, invalid, field] of cases) {
           const refused = await call(path, 'admin', invalid);
           expect(refused.status, path).toBe(400);
           const error = ((await refused.json()) as { error: { message: string; details: { path: string }[] } }).error;
-          expect(error.details.some((issue) => (field === '' ? issue.path === '' : issue.path.includes(field))), `${path} ${JSON.stringify(error.details)}`).toBe(true);
+          expect(
+            error.details.some((issue) => (field === '' ? issue.path === '' : issue.path.includes(field))),
+            `${path} ${JSON.stringify(error.details)}`,
+          ).toBe(true);
         }
         expect(upstream.received).toHaveLength(0);
       });

@@ -11,7 +11,9 @@ describe('parseTokens(RELAY_TOKENS)', () => {
   it('reads entries, lower-cases hashes, accepts /v1/ paths as endpoint IDs, and treats empty as no tokens', () => {
     expect(parseTokens(undefined)).toEqual([]);
     expect(parseTokens('  ')).toEqual([]);
-    const tokens = parseTokens(JSON.stringify([{ name: 'crm', sha256: 'A'.repeat(64), scopes: ['read', 'write'], endpoints: ['/v1/person/get', 'person/merge'] }]));
+    const tokens = parseTokens(
+      JSON.stringify([{ name: 'crm', sha256: 'A'.repeat(64), scopes: ['read', 'write'], endpoints: ['/v1/person/get', 'person/merge'] }]),
+    );
     expect(tokens).toEqual([{ name: 'crm', sha256: HASH, scopes: ['read', 'write'], endpoints: ['person/get', 'person/merge'] }]);
   });
 
@@ -19,13 +21,22 @@ describe('parseTokens(RELAY_TOKENS)', () => {
     ['not json', /RELAY_TOKENS is not valid JSON/],
     ['{"name":"x"}', /RELAY_TOKENS must be a JSON array/],
     ['[1]', /RELAY_TOKENS\[0\]: is not an object/],
-    [`[{"name":"ok","sha256":"${HASH}","scopes":["read"]},{"name":"","sha256":"${HASH}","scopes":["read"]}]`, /RELAY_TOKENS\[1\]: name must be a non-empty string/],
+    [
+      `[{"name":"ok","sha256":"${HASH}","scopes":["read"]},{"name":"","sha256":"${HASH}","scopes":["read"]}]`,
+      /RELAY_TOKENS\[1\]: name must be a non-empty string/,
+    ],
     ['[{"name":"crm","sha256":"rt_plain_token","scopes":["read"]}]', /RELAY_TOKENS\[0\] \("crm"\): sha256 must be the 64 hex digits/],
     [`[{"name":"crm","sha256":"${HASH}","scopes":[]}]`, /RELAY_TOKENS\[0\] \("crm"\): scopes must be a non-empty array/],
     [`[{"name":"crm","sha256":"${HASH}","scopes":["read","superuser"]}]`, /unknown scope "superuser"/],
     [`[{"name":"crm","sha256":"${HASH}","scopes":["read"],"endpoints":["person/nope"]}]`, /unknown endpoint "person\/nope"/],
-    [`[{"name":"crm","sha256":"${HASH}","scopes":["read"]},{"name":"crm","sha256":"${'b'.repeat(64)}","scopes":["read"]}]`, /RELAY_TOKENS\[1\]: name "crm" is already used by RELAY_TOKENS\[0\]/],
-    [`[{"name":"a","sha256":"${HASH}","scopes":["read"]},{"name":"b","sha256":"${HASH}","scopes":["read"]}]`, /RELAY_TOKENS\[1\]: sha256 is the same as RELAY_TOKENS\[0\]'s/],
+    [
+      `[{"name":"crm","sha256":"${HASH}","scopes":["read"]},{"name":"crm","sha256":"${'b'.repeat(64)}","scopes":["read"]}]`,
+      /RELAY_TOKENS\[1\]: name "crm" is already used by RELAY_TOKENS\[0\]/,
+    ],
+    [
+      `[{"name":"a","sha256":"${HASH}","scopes":["read"]},{"name":"b","sha256":"${HASH}","scopes":["read"]}]`,
+      /RELAY_TOKENS\[1\]: sha256 is the same as RELAY_TOKENS\[0\]'s/,
+    ],
   ];
   for (const [json, message] of bad) {
     it(`refuses ${json.slice(0, 60)} with a TokenConfigError naming RELAY_TOKENS and the entry`, () => {
@@ -35,7 +46,9 @@ describe('parseTokens(RELAY_TOKENS)', () => {
   }
 
   it('refuses bad token options in createProxyRoutes the same way', () => {
-    expect(() => createProxyRoutes({ tokens: [{ name: 'x', sha256: 'short', scopes: ['read'] }], upstream: { baseUrl: 'http://127.0.0.1:1', apiKey: 'k' } })).toThrow(/tokens\[0\] \("x"\): sha256/);
+    expect(() =>
+      createProxyRoutes({ tokens: [{ name: 'x', sha256: 'short', scopes: ['read'] }], upstream: { baseUrl: 'http://127.0.0.1:1', apiKey: 'k' } }),
+    ).toThrow(/tokens\[0\] \("x"\): sha256/);
     expect(() => createProxyRoutes({ tokens: [], upstream: { baseUrl: 'not a url', apiKey: 'k' } })).toThrow(/upstream.baseUrl/);
     expect(() => createProxyRoutes({ tokens: [], upstream: { baseUrl: 'http://127.0.0.1:1', apiKey: '' } })).toThrow(/upstream.apiKey/);
   });
@@ -72,7 +85,12 @@ describe('hashes and scopes', () => {
   });
 
   it('grants by scope, admin grants all, and an endpoint list narrows', () => {
-    const token = (scopes: TokenConfig['scopes'], endpoints?: TokenConfig['endpoints']): TokenConfig => ({ name: 't', sha256: HASH, scopes, ...(endpoints ? { endpoints } : {}) });
+    const token = (scopes: TokenConfig['scopes'], endpoints?: TokenConfig['endpoints']): TokenConfig => ({
+      name: 't',
+      sha256: HASH,
+      scopes,
+      ...(endpoints ? { endpoints } : {}),
+    });
     expect(tokenAllows(token(['read']), 'person/get')).toBe(true);
     expect(tokenAllows(token(['read']), 'person/merge')).toBe(false);
     expect(tokenAllows(token(['write']), 'person/delete')).toBe(false);
@@ -129,7 +147,10 @@ describe('cdp-edge token create', () => {
     expect(await run(['create', '--scopes', 'read'])).toMatchObject({ code: 2, err: expect.stringContaining('--name required') });
     expect(await run(['create', '--name', 'x'])).toMatchObject({ code: 2, err: expect.stringContaining('--scopes required') });
     expect(await run(['create', '--name', 'x', '--scopes', 'read,root'])).toMatchObject({ code: 2, err: expect.stringContaining('unknown scope "root"') });
-    expect(await run(['create', '--name', 'x', '--scopes', 'read', '--endpoints', 'person/nope'])).toMatchObject({ code: 2, err: expect.stringContaining('person/nope') });
+    expect(await run(['create', '--name', 'x', '--scopes', 'read', '--endpoints', 'person/nope'])).toMatchObject({
+      code: 2,
+      err: expect.stringContaining('person/nope'),
+    });
     expect(await run(['revoke'])).toMatchObject({ code: 2 });
     expect(await run(['create', '--name', 'x', '--scopes', 'read', '--bogus'])).toMatchObject({ code: 2 });
   });

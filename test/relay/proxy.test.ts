@@ -11,18 +11,27 @@ import { listen } from './proxy-http.js';
 import { createTestUpstream } from './proxy-upstream.js';
 import { API_KEY, proxySuite, type MakeTarget } from './proxy-suite.js';
 
-const nodeTarget = (upstreamFetch?: typeof fetch): MakeTarget => async ({ tokens, apiKey, upstream, logger, now, sleep }) => {
-  const platform = await listen((request) => upstream.fetch(request));
-  const proxy = createProxyRoutes({ tokens, upstream: { baseUrl: platform.url, apiKey }, logger, now, sleep, ...(upstreamFetch ? { fetch: upstreamFetch } : {}) });
-  const relay = await listen(proxy.fetch);
-  return {
-    request: (path, init) => fetch(`${relay.url}${path}`, init),
-    close: async () => {
-      await relay.close();
-      await platform.close();
-    },
+const nodeTarget =
+  (upstreamFetch?: typeof fetch): MakeTarget =>
+  async ({ tokens, apiKey, upstream, logger, now, sleep }) => {
+    const platform = await listen((request) => upstream.fetch(request));
+    const proxy = createProxyRoutes({
+      tokens,
+      upstream: { baseUrl: platform.url, apiKey },
+      logger,
+      now,
+      sleep,
+      ...(upstreamFetch ? { fetch: upstreamFetch } : {}),
+    });
+    const relay = await listen(proxy.fetch);
+    return {
+      request: (path, init) => fetch(`${relay.url}${path}`, init),
+      close: async () => {
+        await relay.close();
+        await platform.close();
+      },
+    };
   };
-};
 
 proxySuite('Node, real HTTP, global fetch upstream', nodeTarget());
 proxySuite('Node, real HTTP, node:http upstream (createNodeFetch)', nodeTarget(createNodeFetch()));
@@ -87,7 +96,13 @@ describe('relay proxy on Node: raw request targets and early refusals', () => {
 
   it('takes an absolute-form target as its path only: the call goes to the configured platform, not the named host', async () => {
     upstream.reset();
-    const response = await raw(relay.url, 'POST', 'http://evil.example/v1/person/get', { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, '{}');
+    const response = await raw(
+      relay.url,
+      'POST',
+      'http://evil.example/v1/person/get',
+      { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      '{}',
+    );
     expect(response.status).toBe(200);
     expect(upstream.received.map((r) => [r.path, r.headers['host']])).toEqual([['/v1/person/get', new URL(platform.url).host]]);
   });
@@ -107,7 +122,14 @@ describe('relay proxy on Node: raw request targets and early refusals', () => {
 
   it('answers 413 from Content-Length alone, before the body has been sent', async () => {
     upstream.reset();
-    const response = await raw(relay.url, 'POST', '/v1/person/merge', { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'content-length': 3 * 1024 * 1024 }, '{"people":[', false);
+    const response = await raw(
+      relay.url,
+      'POST',
+      '/v1/person/merge',
+      { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'content-length': 3 * 1024 * 1024 },
+      '{"people":[',
+      false,
+    );
     expect(response.status).toBe(413);
     expect(JSON.parse(response.body)).toMatchObject({ error: { code: 'payload_too_large' } });
     expect(upstream.received).toHaveLength(0);
@@ -117,11 +139,14 @@ describe('relay proxy on Node: raw request targets and early refusals', () => {
     upstream.reset();
     const { hostname, port } = new URL(relay.url);
     const result = await new Promise<number>((resolve, reject) => {
-      const req = httpRequest({ hostname, port, method: 'POST', path: '/v1/person/merge', headers: { authorization: `Bearer ${token}`, 'transfer-encoding': 'chunked' } }, (res) => {
-        res.resume();
-        resolve(res.statusCode ?? 0);
-        req.destroy();
-      });
+      const req = httpRequest(
+        { hostname, port, method: 'POST', path: '/v1/person/merge', headers: { authorization: `Bearer ${token}`, 'transfer-encoding': 'chunked' } },
+        (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+          req.destroy();
+        },
+      );
       req.on('error', (error) => (req.destroyed ? undefined : reject(error)));
       // 3 MB in 64 kB writes, and the request is never ended: only an early answer resolves.
       const piece = 'x'.repeat(64 * 1024);
@@ -132,7 +157,7 @@ describe('relay proxy on Node: raw request targets and early refusals', () => {
   });
 });
 
-describe('relay proxy: one 429 window shared with the relay\'s other forwarders', () => {
+describe("relay proxy: one 429 window shared with the relay's other forwarders", () => {
   it('holds calls while a shared backoff is in force, and pushes it out on a 429 for everyone holding it', async () => {
     const upstream = createTestUpstream();
     const token = 'rt_backoff_token_0000000000000000000000000000';
@@ -158,7 +183,9 @@ describe('relay proxy: one 429 window shared with the relay\'s other forwarders'
     expect(upstream.received).toHaveLength(0);
 
     clock += 4_000;
-    upstream.on('/v1/tags/get', (_request, count) => (count === 0 ? Response.json({ error: { code: 'rate-limit', message: 'rate limit', 'try-in-seconds': 9 } }, { status: 429 }) : Response.json([])));
+    upstream.on('/v1/tags/get', (_request, count) =>
+      count === 0 ? Response.json({ error: { code: 'rate-limit', message: 'rate limit', 'try-in-seconds': 9 } }, { status: 429 }) : Response.json([]),
+    );
     expect((await call(a)).status).toBe(429);
     expect(backoff.until).toBe(clock + 9_000);
     const heldToo = await call(b);

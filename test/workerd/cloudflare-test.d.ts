@@ -6,6 +6,18 @@ declare module 'cloudflare:test' {
   export function createExecutionContext(): { waitUntil(promise: Promise<unknown>): void };
   export function waitOnExecutionContext(ctx: unknown): Promise<void>;
   export function abortAllDurableObjects(): Promise<void>;
-  export function createMessageBatch<Body = unknown>(queueName: string, messages: { id: string; timestamp: Date | number; attempts: number; body: Body }[]): any;
-  export function getQueueResult(batch: unknown, ctx: unknown): Promise<{ outcome: string; ackAll: boolean; retryBatch: { retry: boolean }; explicitAcks: string[]; retryMessages: { msgId: string; delaySeconds?: number }[] }>;
+  export function createMessageBatch<Body = unknown>(
+    queueName: string,
+    messages: { id: string; timestamp: Date | number; attempts: number; body: Body }[],
+  ): any;
+  export function getQueueResult(
+    batch: unknown,
+    ctx: unknown,
+  ): Promise<{
+    outcome: string;
+    ackAll: boolean;
+    retryBatch: { retry: boolean };
+    explicitAcks: string[];
+    retryMessages: { msgId: string; delaySeconds?: number }[];
+  }>;
 }

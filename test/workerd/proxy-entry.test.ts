@@ -15,9 +15,14 @@ const upstream = upstreamControl(env['TEST_UPSTREAM'] as string);
 const tokens = { read: '', write: '' };
 let vars: Record<string, unknown>;
 
-const send = (path: string, init: RequestInit = {}) => worker.fetch(new Request(`https://relay.example.com${path}`, init), vars as never, createExecutionContext());
+const send = (path: string, init: RequestInit = {}) =>
+  worker.fetch(new Request(`https://relay.example.com${path}`, init), vars as never, createExecutionContext());
 const clientWith = (token: string) =>
-  createClient({ baseUrl: 'https://relay.example.com', token, fetch: async (input, init) => worker.fetch(new Request(input, init), vars as never, createExecutionContext()) });
+  createClient({
+    baseUrl: 'https://relay.example.com',
+    token,
+    fetch: async (input, init) => worker.fetch(new Request(input, init), vars as never, createExecutionContext()),
+  });
 
 describe('the proxy through the Worker entry', () => {
   beforeAll(async () => {
@@ -33,7 +38,12 @@ describe('the proxy through the Worker entry', () => {
     await upstream.reset();
     const response = await send('/v1/tags/get', {
       method: 'POST',
-      headers: { authorization: `Bearer ${tokens.read}`, cookie: 'session=worker-cookie', 'content-type': 'application/json', 'x-forwarded-for': '198.51.100.7' },
+      headers: {
+        authorization: `Bearer ${tokens.read}`,
+        cookie: 'session=worker-cookie',
+        'content-type': 'application/json',
+        'x-forwarded-for': '198.51.100.7',
+      },
       body: '{}',
     });
     expect(response.status).toBe(200);
@@ -51,7 +61,15 @@ describe('the proxy through the Worker entry', () => {
   it('refuses without a token (401), a missing scope (403) and unknown paths (404), calling nothing', async () => {
     await upstream.reset();
     expect((await send('/v1/person/get', { method: 'POST', body: '{}' })).status).toBe(401);
-    expect((await send('/v1/person/delete', { method: 'DELETE', headers: { authorization: `Bearer ${tokens.write}` }, body: '{"inclusion_ids":["00a1b2c3d4e5f60718293a4b"]}' })).status).toBe(403);
+    expect(
+      (
+        await send('/v1/person/delete', {
+          method: 'DELETE',
+          headers: { authorization: `Bearer ${tokens.write}` },
+          body: '{"inclusion_ids":["00a1b2c3d4e5f60718293a4b"]}',
+        })
+      ).status,
+    ).toBe(403);
     const unknown = await send('/v1/person/get/../../admin', { method: 'POST', headers: { authorization: `Bearer ${tokens.read}` }, body: '{}' });
     expect(unknown.status).toBe(404);
     expect(await unknown.json()).toMatchObject({ error: { code: 'unknown_endpoint' } });

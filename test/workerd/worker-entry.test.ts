@@ -36,7 +36,7 @@ describe('the Worker entry', () => {
     ]);
   });
 
-  it('ignores X-Forwarded-For and a browser-sent source_ip: the address is Cloudflare\'s CF-Connecting-IP', async () => {
+  it("ignores X-Forwarded-For and a browser-sent source_ip: the address is Cloudflare's CF-Connecting-IP", async () => {
     const key = siteKey('xff');
     await upstream.reset();
     const item = track('act:cm:viewed', { 'str::email': 'xff@example.com' }, { location: { source_ip: '6.6.6.6' } });

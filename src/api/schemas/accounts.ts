@@ -25,7 +25,9 @@ export const contactsLink = v.pipe(
   v.looseObject({
     accounts_id: v.optional(id),
     account_id: v.optional(v.union([id, v.pipe(v.array(id), v.length(1, 'account_id: exactly one account'))])),
-    inclusion_ids: v.optional(v.pipe(v.array(id), v.maxLength(LIMITS.peoplePerAccount, `inclusion_ids: at most ${LIMITS.peoplePerAccount} people per account`))),
+    inclusion_ids: v.optional(
+      v.pipe(v.array(id), v.maxLength(LIMITS.peoplePerAccount, `inclusion_ids: at most ${LIMITS.peoplePerAccount} people per account`)),
+    ),
     filter: v.optional(filterOf(CONTACTS_LINK_FILTER_OPERATORS)),
   }),
   v.check((body) => body.accounts_id !== undefined || body.account_id !== undefined, 'accounts_id is required: the account to link people to'),

@@ -6,7 +6,10 @@ import { checkFieldValue } from '../values.js';
 
 export const fieldId = v.pipe(
   v.string('expected a field ID string'),
-  v.check<string, (issue: v.CheckIssue<string>) => string>((value) => isFieldId(value), (issue) => `${JSON.stringify(issue.input)} is not a field ID of the form type:namespace:name`),
+  v.check<string, (issue: v.CheckIssue<string>) => string>(
+    (value) => isFieldId(value),
+    (issue) => `${JSON.stringify(issue.input)} is not a field ID of the form type:namespace:name`,
+  ),
 );
 
 /**
@@ -14,7 +17,10 @@ export const fieldId = v.pipe(
  * an array where an object belongs is refused with `message`.
  */
 export const record = <K extends v.GenericSchema<string>, V extends v.GenericSchema>(key: K, value: V, message: string) =>
-  v.pipe(v.custom<Record<string, unknown>>((input) => typeof input === 'object' && input !== null && !Array.isArray(input), message), v.record(key, value, message));
+  v.pipe(
+    v.custom<Record<string, unknown>>((input) => typeof input === 'object' && input !== null && !Array.isArray(input), message),
+    v.record(key, value, message),
+  );
 
 const kindOf = (id: string) => parseFieldId(canonicalFieldId(id))?.kind;
 
@@ -24,7 +30,8 @@ export const fieldIdOf = (kind: 'person' | 'account') =>
     v.string('expected a field ID string'),
     v.check(
       (id) => kindOf(id) === kind,
-      (issue) => `${JSON.stringify(issue.input)} is not a ${kind} field ID (${kind === 'person' ? 'type::name or type:cm:name' : 'type:o:name or type:oc:name'})`,
+      (issue) =>
+        `${JSON.stringify(issue.input)} is not a ${kind} field ID (${kind === 'person' ? 'type::name or type:cm:name' : 'type:o:name or type:oc:name'})`,
     ),
   );
 
@@ -47,7 +54,13 @@ export const fieldsOf = (kind: 'person' | 'account') =>
   );
 
 export const tagList = v.pipe(
-  v.array(v.pipe(v.string('a tag must be a string'), v.minLength(1, 'a tag must not be empty'), v.maxLength(LIMITS.stringChars, `a tag is at most ${LIMITS.stringChars} characters`))),
+  v.array(
+    v.pipe(
+      v.string('a tag must be a string'),
+      v.minLength(1, 'a tag must not be empty'),
+      v.maxLength(LIMITS.stringChars, `a tag is at most ${LIMITS.stringChars} characters`),
+    ),
+  ),
   v.maxLength(100, 'at most 100 tags per record'),
 );
 
@@ -85,17 +98,16 @@ export const selection = v.pipe(
     exclusion_ids: v.optional(v.array(id)),
     all_rows_selected: v.optional(v.boolean('all_rows_selected must be true or false')),
   }),
-  v.check(
-    (body) => body.all_rows_selected === true || (body.inclusion_ids?.length ?? 0) > 0,
-    'select records with inclusion_ids or all_rows_selected: true',
-  ),
+  v.check((body) => body.all_rows_selected === true || (body.inclusion_ids?.length ?? 0) > 0, 'select records with inclusion_ids or all_rows_selected: true'),
 );
 
 /** `limit` 1–500 (else taken as 50 by the platform); we refuse what is not an integer at all. */
 export const paging = {
   limit: v.optional(v.pipe(v.number('limit must be a number'), v.integer('limit must be an integer'))),
   offset: v.optional(v.pipe(v.number('offset must be a number'), v.integer('offset must be an integer'), v.minValue(0, 'offset must be 0 or more'))),
-  cursor_id: v.optional(v.pipe(v.string('cursor_id must be a string'), v.regex(/^[0-9a-f]{24}$/i, 'cursor_id must be the 24-hex cursor of a previous response'))),
+  cursor_id: v.optional(
+    v.pipe(v.string('cursor_id must be a string'), v.regex(/^[0-9a-f]{24}$/i, 'cursor_id must be the 24-hex cursor of a previous response')),
+  ),
   sort_order: v.optional(v.picklist(['asc', 'desc'], 'sort_order must be "asc" or "desc"')),
   q: v.optional(v.pipe(v.string('q must be a string'), v.maxLength(LIMITS.stringChars))),
 };

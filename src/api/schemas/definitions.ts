@@ -6,18 +6,41 @@ import { fieldsOf, id, location, record } from './common.js';
 import { items } from './people.js';
 
 export const CUSTOM_FIELD_TYPES = [
-  'text', 'large_text', 'integer', 'decimal', 'currency', 'price', 'date', 'time', 'bool', 'phone',
-  'single_select', 'multi_select', 'link', 'object',
+  'text',
+  'large_text',
+  'integer',
+  'decimal',
+  'currency',
+  'price',
+  'date',
+  'time',
+  'bool',
+  'phone',
+  'single_select',
+  'multi_select',
+  'link',
+  'object',
 ] as const;
 export type CustomFieldType = (typeof CUSTOM_FIELD_TYPES)[number];
 
 export const ATTRIBUTE_TYPES = ['email', ...CUSTOM_FIELD_TYPES] as const;
 
 export const ICON_IDS = [
-  'calendar-illustration-icon', 'caution-illustration-icon', 'clicked-illustration-icon', 'coupon-illustration-icon',
-  'download-illustration-icon', 'email-illustration-icon', 'eye-illustration-icon', 'flag-activities-illustration-icon',
-  'happy-illustration-icon', 'moneys-illustration-icon', 'page-illustration-icon', 'phone-illustration-icon',
-  'reload-illustration-icon', 'tag-illustration-icon', 'time-illustration-icon',
+  'calendar-illustration-icon',
+  'caution-illustration-icon',
+  'clicked-illustration-icon',
+  'coupon-illustration-icon',
+  'download-illustration-icon',
+  'email-illustration-icon',
+  'eye-illustration-icon',
+  'flag-activities-illustration-icon',
+  'happy-illustration-icon',
+  'moneys-illustration-icon',
+  'page-illustration-icon',
+  'phone-illustration-icon',
+  'reload-illustration-icon',
+  'tag-illustration-icon',
+  'time-illustration-icon',
 ] as const;
 
 const name = v.pipe(v.string('name must be a string'), v.trim(), v.minLength(1, 'name must not be empty'), v.maxLength(LIMITS.stringChars));
@@ -37,7 +60,10 @@ export const customFieldCreate = v.pipe(
 
 const activityFieldId = v.pipe(
   v.string('activity_field_id must be a string'),
-  v.check((value) => parseFieldId(value)?.kind === 'activity', (issue) => `${JSON.stringify(issue.input)} is not an activity field ID (act:cm:<name>)`),
+  v.check(
+    (value) => parseFieldId(value)?.kind === 'activity',
+    (issue) => `${JSON.stringify(issue.input)} is not an activity field ID (act:cm:<name>)`,
+  ),
 );
 
 const attribute = v.looseObject({
@@ -97,7 +123,10 @@ export const activityEvent = v.pipe(
     location: v.optional(location),
     created: v.optional(v.union([v.pipe(v.string(), v.isoTimestamp('created must be an ISO 8601 timestamp')), v.pipe(v.number(), v.integer())])),
   }),
-  v.check((event) => event.person_id !== undefined || (event.fields !== undefined && Object.keys(event.fields).length > 0), 'each activity needs fields that identify the person, or person_id'),
+  v.check(
+    (event) => event.person_id !== undefined || (event.fields !== undefined && Object.keys(event.fields).length > 0),
+    'each activity needs fields that identify the person, or person_id',
+  ),
   v.check((event) => jsonBytes(event) <= LIMITS.activityBytes, `an activity is at most ${LIMITS.activityBytes / 1024} kB`),
 );
 

@@ -18,7 +18,9 @@ export const mergedPerson = v.looseObject({
   location: v.optional(location),
   tags: v.optional(tagList),
   unset_tags: v.optional(tagList),
-  clear_fields: v.optional(record(fieldIdOf('person'), v.boolean('clear_fields values must be true or false'), 'clear_fields must be an object of {"<field id>": true}')),
+  clear_fields: v.optional(
+    record(fieldIdOf('person'), v.boolean('clear_fields values must be true or false'), 'clear_fields must be an object of {"<field id>": true}'),
+  ),
 });
 
 export const personMerge = v.pipe(
@@ -33,22 +35,24 @@ export const personMerge = v.pipe(
         v.check((keys) => !keys.includes('str::person_id') || keys.length === 1, 'merge_by: str::person_id must be the only entry'),
       ),
     ),
-    merge_by_alt_fields: v.optional(record(fieldIdOf('person'), v.array(fieldIdOf('person')), 'merge_by_alt_fields must map a merge field ID to an array of field IDs')),
+    merge_by_alt_fields: v.optional(
+      record(fieldIdOf('person'), v.array(fieldIdOf('person')), 'merge_by_alt_fields must map a merge field ID to an array of field IDs'),
+    ),
     merge_strategy: mergeStrategy,
     find_strategy: findStrategy,
     skip_non_existing: v.optional(v.boolean('skip_non_existing must be true or false')),
     suppression_list_field_id: v.optional(fieldIdOf('person')),
   }),
-  v.check(
-    (body) => body.people.every((person) => !person.clear_fields || (body.merge_strategy ?? 2) === 2),
-    'clear_fields needs merge_strategy 2',
-  ),
+  v.check((body) => body.people.every((person) => !person.clear_fields || (body.merge_strategy ?? 2) === 2), 'clear_fields needs merge_strategy 2'),
 );
 
 const selectable = (kind: 'person' | 'account') =>
   v.pipe(
     v.string(),
-    v.check((field) => isSelectableField(field, kind), (issue) => `${JSON.stringify(issue.input)} is not a ${kind} field ID`),
+    v.check(
+      (field) => isSelectableField(field, kind),
+      (issue) => `${JSON.stringify(issue.input)} is not a ${kind} field ID`,
+    ),
   );
 
 const fieldList = (kind: 'person' | 'account') =>
@@ -66,18 +70,28 @@ export const personGet = v.pipe(
     audience_id: v.optional(id),
     audience_filter: v.optional(v.picklist(AUDIENCE_FILTERS, `audience_filter must be one of ${AUDIENCE_FILTERS.join(', ')}`)),
   }),
-  v.check((body) => body.type !== 'archived' || (body.filter === undefined && body.audience_id === undefined), 'with type "archived" only q is accepted (no filter or audience)'),
+  v.check(
+    (body) => body.type !== 'archived' || (body.filter === undefined && body.audience_id === undefined),
+    'with type "archived" only q is accepted (no filter or audience)',
+  ),
   v.check((body) => body.audience_filter === undefined || body.audience_id !== undefined, 'audience_filter needs audience_id'),
 );
 
 export const personGetByIds = v.looseObject({
-  contact_ids: v.pipe(v.array(id, 'contact_ids must be an array of person IDs'), v.minLength(1, 'contact_ids: at least one ID'), v.maxLength(500, 'contact_ids: at most 500 IDs')),
+  contact_ids: v.pipe(
+    v.array(id, 'contact_ids must be an array of person IDs'),
+    v.minLength(1, 'contact_ids: at least one ID'),
+    v.maxLength(500, 'contact_ids: at most 500 IDs'),
+  ),
   fields: v.optional(fieldList('person')),
 });
 
 const personRef = v.pipe(
   v.looseObject({ person_id: v.optional(id), email: v.optional(v.string()), external_id: v.optional(v.string()) }),
-  v.check((ref) => ref.person_id !== undefined || ref.email !== undefined || ref.external_id !== undefined, 'each person needs person_id, email or external_id'),
+  v.check(
+    (ref) => ref.person_id !== undefined || ref.email !== undefined || ref.external_id !== undefined,
+    'each person needs person_id, email or external_id',
+  ),
 );
 
 export const personSubscriptions = v.looseObject({ people: items(personRef, 'people') });

@@ -8,7 +8,10 @@ export class ValidationError extends CdpError {
   readonly issues: ValidationIssue[];
 
   constructor(endpoint: string, issues: ValidationIssue[]) {
-    const shown = issues.slice(0, 5).map((issue) => issue.message).join('; ');
+    const shown = issues
+      .slice(0, 5)
+      .map((issue) => issue.message)
+      .join('; ');
     super(`Invalid ${endpoint} request (nothing was sent): ${shown}${issues.length > 5 ? `; and ${issues.length - 5} more` : ''}`);
     this.endpoint = endpoint;
     this.issues = issues;

@@ -35,12 +35,14 @@ function eventTest(value: unknown, op: string, now: () => number): EventTest {
   };
 }
 
-const build = (pick: (events: readonly ActivityEvent[], test: EventTest) => boolean): OperatorBuilder => (c, env, op) => {
-  const activity = fieldOf(c, op);
-  if (!activity.startsWith('act:')) badValue(op, 'used with an activity field_id (act:cm:<name>)');
-  const test = eventTest(c.value, op, env.now);
-  return (r) => pick(env.events?.(r, activity) ?? [], test);
-};
+const build =
+  (pick: (events: readonly ActivityEvent[], test: EventTest) => boolean): OperatorBuilder =>
+  (c, env, op) => {
+    const activity = fieldOf(c, op);
+    if (!activity.startsWith('act:')) badValue(op, 'used with an activity field_id (act:cm:<name>)');
+    const test = eventTest(c.value, op, env.now);
+    return (r) => pick(env.events?.(r, activity) ?? [], test);
+  };
 
 export const ACTIVITY_OPERATORS: Record<string, OperatorBuilder> = {
   '$act::has_occurred': build((events, test) => events.some(test)),

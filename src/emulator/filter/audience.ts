@@ -31,18 +31,20 @@ const smsOptedIn: OperatorBuilder = (c, env, op) => {
   return (r) => env.value(r, 'bol::sp') === true && (audience === undefined || env.membership?.(r, audience)?.sms_opted_in === true);
 };
 
-const not = (builder: OperatorBuilder): OperatorBuilder => (c, env, op) => {
-  const inner = builder(c, env, op);
-  return (r) => !inner(r);
-};
+const not =
+  (builder: OperatorBuilder): OperatorBuilder =>
+  (c, env, op) => {
+    const inner = builder(c, env, op);
+    return (r) => !inner(r);
+  };
 
 export const AUDIENCE_OPERATORS: Record<string, OperatorBuilder> = {
-  '$is_member_of': member,
-  '$is_not_member_of': not(member),
-  '$is_subscriber_of': subscriber,
-  '$is_not_subscriber_of': not(subscriber),
-  '$is_opted_in': smsOptedIn,
-  '$is_opted_out': not(smsOptedIn),
-  '$is_push_opted_in': () => () => false,
-  '$is_push_opted_out': () => () => true,
+  $is_member_of: member,
+  $is_not_member_of: not(member),
+  $is_subscriber_of: subscriber,
+  $is_not_subscriber_of: not(subscriber),
+  $is_opted_in: smsOptedIn,
+  $is_opted_out: not(smsOptedIn),
+  $is_push_opted_in: () => () => false,
+  $is_push_opted_out: () => () => true,
 };

@@ -65,14 +65,16 @@ function relativeDays(value: unknown, op: string): number {
 
 type DayTest = (day: number, today: number, n: number) => boolean;
 
-const build = (read: (value: unknown, op: string) => number, test: DayTest): OperatorBuilder => (c, env, op) => {
-  const field = fieldOf(c, op);
-  const n = read(c.value, op);
-  return (r) => {
-    const day = dayNumber(env.value(r, field));
-    return day !== undefined && test(day, Math.floor(env.now() / DAY), n);
+const build =
+  (read: (value: unknown, op: string) => number, test: DayTest): OperatorBuilder =>
+  (c, env, op) => {
+    const field = fieldOf(c, op);
+    const n = read(c.value, op);
+    return (r) => {
+      const day = dayNumber(env.value(r, field));
+      return day !== undefined && test(day, Math.floor(env.now() / DAY), n);
+    };
   };
-};
 
 const years = (value: unknown, op: string) => numberValue({ value }, op);
 const none = () => 0;

@@ -17,19 +17,28 @@ export function distanceKm(a: { lat: number; lng: number }, b: { lat: number; ln
   return 2 * EARTH_KM * Math.asin(Math.min(1, Math.sqrt(h)));
 }
 
-const proximity = (inside: boolean): OperatorBuilder => (c, env, op) => {
-  fieldOf(c, op);
-  const v = c.value as { lat?: unknown; lng?: unknown; radius?: unknown; unit?: unknown } | undefined;
-  if (!v || typeof v.lat !== 'number' || typeof v.lng !== 'number' || typeof v.radius !== 'number' || v.radius < 0 || (v.unit !== undefined && v.unit !== 'km' && v.unit !== 'mi')) {
-    badValue(op, '{"lat": number, "lng": number, "radius": number, "unit": "km"|"mi"}');
-  }
-  const center = { lat: v.lat, lng: v.lng };
-  const radiusKm = v.unit === 'mi' ? v.radius * 1.609344 : v.radius;
-  return (r) => {
-    const point = env.point?.(r);
-    return point !== undefined && distanceKm(point, center) <= radiusKm === inside;
+const proximity =
+  (inside: boolean): OperatorBuilder =>
+  (c, env, op) => {
+    fieldOf(c, op);
+    const v = c.value as { lat?: unknown; lng?: unknown; radius?: unknown; unit?: unknown } | undefined;
+    if (
+      !v ||
+      typeof v.lat !== 'number' ||
+      typeof v.lng !== 'number' ||
+      typeof v.radius !== 'number' ||
+      v.radius < 0 ||
+      (v.unit !== undefined && v.unit !== 'km' && v.unit !== 'mi')
+    ) {
+      badValue(op, '{"lat": number, "lng": number, "radius": number, "unit": "km"|"mi"}');
+    }
+    const center = { lat: v.lat, lng: v.lng };
+    const radiusKm = v.unit === 'mi' ? v.radius * 1.609344 : v.radius;
+    return (r) => {
+      const point = env.point?.(r);
+      return point !== undefined && distanceKm(point, center) <= radiusKm === inside;
+    };
   };
-};
 
 export const GEO_OPERATORS: Record<string, OperatorBuilder> = {
   '$geo::is': (c, env, op) => {
@@ -48,6 +57,6 @@ export const GEO_OPERATORS: Record<string, OperatorBuilder> = {
       return name === undefined || !unwanted.has(name);
     };
   },
-  '$proximity_is_within': proximity(true),
-  '$proximity_is_not_within': proximity(false),
+  $proximity_is_within: proximity(true),
+  $proximity_is_not_within: proximity(false),
 };

@@ -16,17 +16,21 @@ function items<R>(env: FilterEnv<R>, r: R, field: string): string[] {
 
 type ListTest = (list: string[], wanted: string[], count: number) => boolean;
 
-const byValue = (test: ListTest): OperatorBuilder => <R>(c: Condition, env: FilterEnv<R>, op: string): Predicate<R> => {
-  const field = fieldOf(c, op);
-  const wanted = stringList(c.value, op);
-  return (r) => test(items(env, r, field), wanted, 0);
-};
+const byValue =
+  (test: ListTest): OperatorBuilder =>
+  <R>(c: Condition, env: FilterEnv<R>, op: string): Predicate<R> => {
+    const field = fieldOf(c, op);
+    const wanted = stringList(c.value, op);
+    return (r) => test(items(env, r, field), wanted, 0);
+  };
 
-const byCount = (test: (size: number, n: number) => boolean): OperatorBuilder => <R>(c: Condition, env: FilterEnv<R>, op: string): Predicate<R> => {
-  const field = fieldOf(c, op);
-  const n = numberValue(c, op);
-  return (r) => test(items(env, r, field).length, n);
-};
+const byCount =
+  (test: (size: number, n: number) => boolean): OperatorBuilder =>
+  <R>(c: Condition, env: FilterEnv<R>, op: string): Predicate<R> => {
+    const field = fieldOf(c, op);
+    const n = numberValue(c, op);
+    return (r) => test(items(env, r, field).length, n);
+  };
 
 const first = (list: string[]) => list[0];
 const last = (list: string[]) => list[list.length - 1];

@@ -8,14 +8,16 @@ import { fieldOf, rangeValue, stringList, text } from './util.js';
 
 const lower = (value: unknown) => text(value)?.toLowerCase();
 
-const compare = (test: (value: string, bound: string) => boolean): OperatorBuilder => (c, env, op) => {
-  const field = fieldOf(c, op);
-  const [bound] = stringList(c.value, op);
-  return (r) => {
-    const v = lower(env.value(r, field));
-    return v !== undefined && test(v, bound!);
+const compare =
+  (test: (value: string, bound: string) => boolean): OperatorBuilder =>
+  (c, env, op) => {
+    const field = fieldOf(c, op);
+    const [bound] = stringList(c.value, op);
+    return (r) => {
+      const v = lower(env.value(r, field));
+      return v !== undefined && test(v, bound!);
+    };
   };
-};
 
 export const STRING_OPERATORS: Record<string, OperatorBuilder> = {
   '$str::is': (c, env, op) => {

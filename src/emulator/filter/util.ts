@@ -24,7 +24,8 @@ export function numberValue(condition: Condition, operator: string): number {
 export function rangeValue(condition: Condition, operator: string): [unknown, unknown] {
   const value = condition.value as unknown;
   if (Array.isArray(value) && value.length === 2) return [value[0], value[1]];
-  if (typeof value === 'object' && value !== null && 'from' in value && 'to' in value) return [(value as { from: unknown }).from, (value as { to: unknown }).to];
+  if (typeof value === 'object' && value !== null && 'from' in value && 'to' in value)
+    return [(value as { from: unknown }).from, (value as { to: unknown }).to];
   badValue(operator, 'a pair: [from, to] or {"from": …, "to": …}');
 }
 

@@ -30,7 +30,8 @@ export interface MergeSettings {
 
 /** An email unsubscribe records its context message; the platform's default is "Unsubscribed via API". */
 function noteUnsubscribe(store: Store, person: Person, wasSubscribed: boolean, fields: Record<string, unknown>): void {
-  if (wasSubscribed && person.fields['bol::p'] === false && fields['str::u-ctx'] === undefined) store.setPersonField(person, 'str::u-ctx', 'Unsubscribed via API');
+  if (wasSubscribed && person.fields['bol::p'] === false && fields['str::u-ctx'] === undefined)
+    store.setPersonField(person, 'str::u-ctx', 'Unsubscribed via API');
 }
 
 /** Merges one person; the shared step of `person/merge` and of `activities/create`. */
@@ -41,14 +42,21 @@ export function mergeOne(store: Store, options: ResolvedOptions, input: MergeInp
   const { rules } = settings;
   if (suppliedKeys(rules, fields).length === 0) {
     const names = rules.mergeBy.join(' or ');
-    return { status: 'invalid', error: rules.mergeBy === DEFAULT_PERSON_MERGE_BY ? 'fields must include str::email or str::ei to identify the person' : `fields must include a merge_by field (${names})` };
+    return {
+      status: 'invalid',
+      error:
+        rules.mergeBy === DEFAULT_PERSON_MERGE_BY
+          ? 'fields must include str::email or str::ei to identify the person'
+          : `fields must include a merge_by field (${names})`,
+    };
   }
   const existing = findPerson(store, rules, fields);
   for (const id of READ_ONLY_PERSON_FIELDS) delete fields[id];
   if (existing?.archived) return { status: 'invalid', error: `Person ${existing.id} is archived and takes no updates; restore it first` };
   if (!existing) {
     if (settings.skipNonExisting) return { status: 'invalid', error: 'No existing person matched and skip_non_existing is true, so none was created' };
-    if (rules.mergeBy.includes('str::person_id')) return { status: 'invalid', error: `No person has ID ${JSON.stringify((input.fields as Record<string, unknown>)['str::person_id'])}` };
+    if (rules.mergeBy.includes('str::person_id'))
+      return { status: 'invalid', error: `No person has ID ${JSON.stringify((input.fields as Record<string, unknown>)['str::person_id'])}` };
     if (settings.suppressionField) {
       const email = fields[settings.suppressionField];
       if (typeof email === 'string' && store.suppressed.has(email.trim().toLowerCase())) return { status: 'suppressed', error: 'Email is suppressed' };
@@ -67,7 +75,14 @@ export function mergeOne(store: Store, options: ResolvedOptions, input: MergeInp
   }
   if (settings.strategy !== 3) {
     const wasSubscribed = existing.fields['bol::p'] !== false;
-    applyFields(existing.fields, fields, settings.strategy, input.clear_fields, (id, value) => store.setPersonField(existing, id, value), (id) => isMultiSelect(store, 'person', id));
+    applyFields(
+      existing.fields,
+      fields,
+      settings.strategy,
+      input.clear_fields,
+      (id, value) => store.setPersonField(existing, id, value),
+      (id) => isMultiSelect(store, 'person', id),
+    );
     noteUnsubscribe(store, existing, wasSubscribed, fields);
     existing.location = location.value;
     store.applyTags(existing, '', input.tags, input.unset_tags);
@@ -86,7 +101,11 @@ export function mergeSettings(body: Record<string, unknown>): MergeSettings {
     fail('merge_by str::person_id is read-only: send merge_strategy 2 (or leave it out) with skip_non_existing: true');
   }
   return {
-    rules: { mergeBy, alt: (body['merge_by_alt_fields'] as Record<string, string[]> | undefined) ?? {}, findStrategy: (body['find_strategy'] as 0 | 1 | 2 | undefined) ?? 0 },
+    rules: {
+      mergeBy,
+      alt: (body['merge_by_alt_fields'] as Record<string, string[]> | undefined) ?? {},
+      findStrategy: (body['find_strategy'] as 0 | 1 | 2 | undefined) ?? 0,
+    },
     strategy,
     skipNonExisting,
     suppressionField: body['suppression_list_field_id'] as string | undefined,
@@ -108,7 +127,11 @@ export function personMerge(store: Store, options: ResolvedOptions, body: Record
   if (results.some((r) => r.status === 'created' || r.status === 'merged')) store.touch();
   if (body['async'] === true) return { status: 'queued', queued: people.length };
   if (results.every((r) => r.status === 'invalid' || r.status === 'suppressed')) {
-    fail(results.length === 1 ? `The person was not merged: ${results[0]!.error}` : `None of the ${results.length} people were merged`, 400, results.map((r) => ({ status: r.status, error: r.error ?? '' })));
+    fail(
+      results.length === 1 ? `The person was not merged: ${results[0]!.error}` : `None of the ${results.length} people were merged`,
+      400,
+      results.map((r) => ({ status: r.status, error: r.error ?? '' })),
+    );
   }
   return { people: results };
 }

@@ -65,7 +65,13 @@ function searchTest(store: Store, q: string): (p: Person) => boolean {
   const words = q.toLowerCase().split(/\s+/).filter(Boolean);
   return (person) => {
     const phone = person.fields['phn::phone'] as { c?: string; n?: string } | undefined;
-    const haystack = [person.fields['str::first'], person.fields['str::last'], person.fields['str::email'], person.fields['str::ei'], phone ? `${phone.c}${phone.n}` : '']
+    const haystack = [
+      person.fields['str::first'],
+      person.fields['str::last'],
+      person.fields['str::email'],
+      person.fields['str::ei'],
+      phone ? `${phone.c}${phone.n}` : '',
+    ]
       .filter((v) => typeof v === 'string')
       .join(' ')
       .toLowerCase();
@@ -94,7 +100,12 @@ export function personGet(store: Store, body: Record<string, unknown>): Response
   const meta = totals(store);
   return {
     contacts: page.items && page.items.map((p) => ({ id: p.id, fields: projectPerson(store, p, fields) })),
-    meta: { total_contacts: meta.total_contacts, total_organizations: [...store.accounts.values()].filter((a) => !a.archived).length, total_matches: list.length, total_subscribers: meta.total_subscribers },
+    meta: {
+      total_contacts: meta.total_contacts,
+      total_organizations: [...store.accounts.values()].filter((a) => !a.archived).length,
+      total_matches: list.length,
+      total_subscribers: meta.total_subscribers,
+    },
     offset: page.offset,
     next_offset: page.next_offset,
     cursor_id: page.cursor_id,

@@ -7,7 +7,11 @@ import type { FilterEnv } from '../filter/index.js';
 import { cityPoint } from '../location.js';
 import type { Person, Store } from '../store.js';
 
-const GEO_FROM_LOCATION: Record<string, 'city_name' | 'region_name' | 'country_name'> = { 'geo::city': 'city_name', 'geo::region': 'region_name', 'geo::country': 'country_name' };
+const GEO_FROM_LOCATION: Record<string, 'city_name' | 'region_name' | 'country_name'> = {
+  'geo::city': 'city_name',
+  'geo::region': 'region_name',
+  'geo::country': 'country_name',
+};
 
 /** The value of `fieldId` on `person`, as retrieval and filters see it; undefined when empty. */
 export function personValue(store: Store, person: Person, fieldId: string): unknown {

@@ -23,7 +23,11 @@ export interface CollectBody {
 }
 
 const tooLarge = (bytes: number | string) =>
-  new RelayHttpError(413, 'body_too_large', `The body is ${bytes} bytes; /collect takes at most ${MAX_BODY_BYTES} bytes (512 KB). Send fewer or smaller items per request.`);
+  new RelayHttpError(
+    413,
+    'body_too_large',
+    `The body is ${bytes} bytes; /collect takes at most ${MAX_BODY_BYTES} bytes (512 KB). Send fewer or smaller items per request.`,
+  );
 
 /** The body's text within {@link MAX_BODY_BYTES}, read by the proxy's capped reader; its refusals in /collect's words. */
 async function readText(request: Request): Promise<{ text: string; size: number }> {
@@ -59,7 +63,17 @@ export async function readCollectBody(request: Request): Promise<CollectBody> {
   if (identity !== undefined && identity !== null && typeof identity !== 'string') details.push('identity: must be the string of an earlier answer');
   if (details.length > 0) throw new RelayHttpError(400, 'invalid_body', `The body is not a /collect batch: ${details.join('; ')}.`, { details });
   if ((batch as unknown[]).length > MAX_ITEMS) {
-    throw new RelayHttpError(413, 'too_many_items', `The batch has ${(batch as unknown[]).length} items; /collect takes at most ${MAX_ITEMS} per request. Split it.`);
+    throw new RelayHttpError(
+      413,
+      'too_many_items',
+      `The batch has ${(batch as unknown[]).length} items; /collect takes at most ${MAX_ITEMS} per request. Split it.`,
+    );
   }
-  return { key: key as string, batch: batch as unknown[], identity: typeof identity === 'string' ? identity : undefined, bytes: size, sentAt: typeof sentAt === 'string' && Number.isFinite(Date.parse(sentAt)) ? Date.parse(sentAt) : undefined };
+  return {
+    key: key as string,
+    batch: batch as unknown[],
+    identity: typeof identity === 'string' ? identity : undefined,
+    bytes: size,
+    sentAt: typeof sentAt === 'string' && Number.isFinite(Date.parse(sentAt)) ? Date.parse(sentAt) : undefined,
+  };
 }

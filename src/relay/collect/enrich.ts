@@ -42,7 +42,8 @@ function countryName(code: string): string {
 export function cfCustom(cf: CfGeo | undefined): Record<string, unknown> | undefined {
   if (!cf) return undefined;
   const custom: Record<string, unknown> = {};
-  if (typeof cf.country === 'string' && /^[A-Z]{2}$/.test(cf.country) && cf.country !== 'XX' && cf.country !== 'T1') custom['country_name'] = countryName(cf.country);
+  if (typeof cf.country === 'string' && /^[A-Z]{2}$/.test(cf.country) && cf.country !== 'XX' && cf.country !== 'T1')
+    custom['country_name'] = countryName(cf.country);
   if (typeof cf.region === 'string' && cf.region) custom['region_name'] = cf.region.slice(0, 255);
   if (typeof cf.city === 'string' && cf.city) custom['city_name'] = cf.city.slice(0, 255);
   const lat = Number(cf.latitude);

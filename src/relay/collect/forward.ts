@@ -39,9 +39,13 @@ function entryResult(endpoint: Group['endpoint'], answer: unknown): { ok: boolea
   const status = answer['status'];
   const error = typeof answer['error'] === 'string' ? answer['error'] : undefined;
   if (endpoint === 'person/merge') {
-    return status === 'created' || status === 'merged' || status === undefined ? { ok: true } : { ok: false, error: error ?? `the platform answered ${String(status)}` };
+    return status === 'created' || status === 'merged' || status === undefined
+      ? { ok: true }
+      : { ok: false, error: error ?? `the platform answered ${String(status)}` };
   }
-  return status === 'invalid' || status === 'error' || (error !== undefined && status !== 'queued') ? { ok: false, error: error ?? 'invalid activity' } : { ok: true };
+  return status === 'invalid' || status === 'error' || (error !== undefined && status !== 'queued')
+    ? { ok: false, error: error ?? 'invalid activity' }
+    : { ok: true };
 }
 
 async function sendChunk(ctx: SendContext, group: Group, chunk: Group['entries'], out: Forwarded): Promise<void> {
@@ -88,7 +92,9 @@ export async function forward(ctx: SendContext, groups: Group[]): Promise<Forwar
     // splitBody cuts by count and bytes (measuring {id, entry} pairs slightly overestimates, which is safe);
     // a group known to be far below 2 MB skips the measuring, which is most of the CPU it costs.
     const small = group.entries.length <= chunking.max && group.maxBytes !== undefined && group.maxBytes < LIMITS.payloadBytes / 2;
-    const chunks = small ? [group.entries] : splitBody({ ...group.envelope, [chunking.items]: group.entries }, chunking).map((chunk) => chunk.body[chunking.items] as Group['entries']);
+    const chunks = small
+      ? [group.entries]
+      : splitBody({ ...group.envelope, [chunking.items]: group.entries }, chunking).map((chunk) => chunk.body[chunking.items] as Group['entries']);
     for (const chunk of chunks) await sendChunk(ctx, group, chunk, out);
   }
   return out;

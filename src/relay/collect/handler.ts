@@ -59,7 +59,12 @@ function identityFor(config: RelayConfig): Identity | undefined {
 
 function checkOrigin(site: SiteConfig, origin: string | undefined): void {
   if (origin === undefined) {
-    if (!site.allowNoOrigin) throw new RelayHttpError(403, 'origin_required', 'This site accepts requests from browsers only (no Origin header was sent); set "allow_no_origin": true on the site to accept server calls.');
+    if (!site.allowNoOrigin)
+      throw new RelayHttpError(
+        403,
+        'origin_required',
+        'This site accepts requests from browsers only (no Origin header was sent); set "allow_no_origin": true on the site to accept server calls.',
+      );
     return;
   }
   if (!originAllowed(origin, site.origins)) {
@@ -105,7 +110,9 @@ async function verifyIdentities(site: SiteConfig, items: Item[], token: string |
 /** Why `item` is not a verified identity of this browser; undefined when it is. */
 async function identityProblem(site: SiteConfig, item: Item, verified: Verified, identity: Identity): Promise<string | undefined> {
   if (item.type === 'identify') {
-    return verified.items.has(item.id) ? undefined : 'identity not verified: send user_hash = hex HMAC-SHA256 of the email (or external ID) under the site\'s secret';
+    return verified.items.has(item.id)
+      ? undefined
+      : "identity not verified: send user_hash = hex HMAC-SHA256 of the email (or external ID) under the site's secret";
   }
   const person = item.input.person ?? {};
   const named = site.mergeBy.filter((field) => typeof person[field] === 'string' && person[field] !== '');
@@ -157,10 +164,14 @@ export async function collect(ctx: CollectContext, request: Request, info: Clien
   const origin = request.headers.get('origin') ?? undefined;
   const body = await readCollectBody(request);
   const site = config.sites.get(body.key);
-  if (!site) throw new RelayHttpError(401, 'unknown_site_key', 'The key does not name a site of this relay; check the key given to cdp("init", …) against RELAY_SITES.');
+  if (!site)
+    throw new RelayHttpError(401, 'unknown_site_key', 'The key does not name a site of this relay; check the key given to cdp("init", …) against RELAY_SITES.');
   checkOrigin(site, origin);
   const rate = await store.take(site.key, site.rateLimit, started);
-  if (!rate.ok) throw new RelayHttpError(429, 'rate_limited', 'Too many requests for this site; retry after the Retry-After seconds.', { retryAfter: Math.max(1, Math.ceil(rate.retryAfterMs / 1000)) });
+  if (!rate.ok)
+    throw new RelayHttpError(429, 'rate_limited', 'Too many requests for this site; retry after the Retry-After seconds.', {
+      retryAfter: Math.max(1, Math.ceil(rate.retryAfterMs / 1000)),
+    });
 
   const results = new Map<number, ItemResult>();
   const items: Item[] = [];
@@ -198,7 +209,15 @@ export async function collect(ctx: CollectContext, request: Request, info: Clien
   }
 
   const leaseMs = config.budgetMs + 30_000;
-  const claim = pending.length > 0 ? await store.begin(site.key, pending.map((p) => p.item.id), started, leaseMs) : { fresh: [], duplicate: [], busy: [] };
+  const claim =
+    pending.length > 0
+      ? await store.begin(
+          site.key,
+          pending.map((p) => p.item.id),
+          started,
+          leaseMs,
+        )
+      : { fresh: [], duplicate: [], busy: [] };
   const fresh = new Set(claim.fresh);
   const duplicate = new Set(claim.duplicate);
   for (const p of pending) {
@@ -236,11 +255,20 @@ export async function collect(ctx: CollectContext, request: Request, info: Clien
   let warning: string | undefined;
   if (ctx.enqueue && going.length > 0) {
     try {
-      await ctx.enqueue(groups.flatMap((group) => group.entries.map(({ id, entry }) => ({ site: site.key, id, endpoint: group.endpoint, envelope: group.envelope, entry }))));
-      await store.commit(site.key, going.map((p) => p.item.id), started + config.dedupeTtlMs);
+      await ctx.enqueue(
+        groups.flatMap((group) => group.entries.map(({ id, entry }) => ({ site: site.key, id, endpoint: group.endpoint, envelope: group.envelope, entry }))),
+      );
+      await store.commit(
+        site.key,
+        going.map((p) => p.item.id),
+        started + config.dedupeTtlMs,
+      );
       for (const p of going) results.set(p.item.index, { id: p.item.id, status: 'accepted' });
     } catch {
-      await store.release(site.key, going.map((p) => p.item.id));
+      await store.release(
+        site.key,
+        going.map((p) => p.item.id),
+      );
       retryAfter = 5;
       for (const p of going) results.set(p.item.index, { id: p.item.id, status: 'retry', error: 'the queue did not take the item; it was kept for later' });
     }
@@ -270,7 +298,12 @@ export async function collect(ctx: CollectContext, request: Request, info: Clien
   const log = { site: site.name, items: body.batch.length, results: ordered, upstream: statuses, ...(warning ? { warning } : {}) };
   const gotThrough = ordered.some((result) => result.status === 'accepted' || result.status === 'duplicate');
   if (retryAfter > 0 && !gotThrough) {
-    const error = new RelayHttpError(503, 'upstream_unavailable', `The platform did not take the items within the relay's time budget; none were lost: retry after ${retryAfter} s.`, { details: ordered, retryAfter });
+    const error = new RelayHttpError(
+      503,
+      'upstream_unavailable',
+      `The platform did not take the items within the relay's time budget; none were lost: retry after ${retryAfter} s.`,
+      { details: ordered, retryAfter },
+    );
     return { status: 503, body: error.body, retryAfter, ...log };
   }
   return { status: 200, body: token === undefined ? { results: ordered } : { results: ordered, identity: token }, ...log };

@@ -14,7 +14,10 @@ const isPlainObject = (input: unknown): input is Record<string, unknown> => type
 
 // valibot's record takes arrays and silently drops prototype keys: refuse both instead.
 const record = (what: string) =>
-  v.pipe(v.custom<Record<string, unknown>>(isPlainObject, `${what} must be an object, not an array or a value`), v.record(v.string(), v.unknown(), `${what} must be an object`));
+  v.pipe(
+    v.custom<Record<string, unknown>>(isPlainObject, `${what} must be an object, not an array or a value`),
+    v.record(v.string(), v.unknown(), `${what} must be an object`),
+  );
 
 /** Keys that never belong in an item: they only ever serve prototype pollution. */
 const FORBIDDEN_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
@@ -59,13 +62,14 @@ const trackSchema = v.looseObject({
 export type IdentifyInput = v.InferOutput<typeof identifySchema>;
 export type TrackInput = v.InferOutput<typeof trackSchema>;
 
-export type Item =
-  | { index: number; id: string; type: 'identify'; input: IdentifyInput }
-  | { index: number; id: string; type: 'track'; input: TrackInput };
+export type Item = { index: number; id: string; type: 'identify'; input: IdentifyInput } | { index: number; id: string; type: 'track'; input: TrackInput };
 
 export type Checked = { ok: true; item: Item } | { ok: false; id: string; error: string };
 
-const message = (issues: readonly v.BaseIssue<unknown>[]) => toIssues(issues).map((issue) => issue.message).join('; ');
+const message = (issues: readonly v.BaseIssue<unknown>[]) =>
+  toIssues(issues)
+    .map((issue) => issue.message)
+    .join('; ');
 
 /** Checks the envelope of item `index` and the site's allow-lists. */
 export function checkItem(raw: unknown, index: number, site: SiteConfig): Checked {
@@ -80,7 +84,12 @@ export function checkItem(raw: unknown, index: number, site: SiteConfig): Checke
   const people = item.type === 'identify' ? item.input.fields : (item.input.person ?? {});
   if (site.fields) {
     const refused = Object.keys(people).filter((field) => !site.fields!.has(field));
-    if (refused.length > 0) return { ok: false, id, error: `field${refused.length > 1 ? 's' : ''} ${refused.join(', ')} may not be sent from a browser to this site (not in its "fields" list)` };
+    if (refused.length > 0)
+      return {
+        ok: false,
+        id,
+        error: `field${refused.length > 1 ? 's' : ''} ${refused.join(', ')} may not be sent from a browser to this site (not in its "fields" list)`,
+      };
   }
   if (item.type === 'track' && site.activities && !site.activities.has(item.input.activity_id)) {
     return { ok: false, id, error: `activity ${item.input.activity_id} may not be sent from a browser to this site (not in its "activities" list)` };

@@ -73,17 +73,32 @@ export async function sendOnce(ctx: SendContext, id: EndpointId, body: Record<st
         ctx.statuses.push(429);
         const until = ctx.clock.now() + error.tryInSeconds * 1000;
         ctx.backoff.until = Math.max(ctx.backoff.until, until);
-        last = { kind: 'unavailable', status: 429, message: 'the platform asked the relay to slow down', retryAfter: Math.max(1, Math.ceil(error.tryInSeconds)) };
+        last = {
+          kind: 'unavailable',
+          status: 429,
+          message: 'the platform asked the relay to slow down',
+          retryAfter: Math.max(1, Math.ceil(error.tryInSeconds)),
+        };
         continue;
       }
       if (error instanceof HTTPError) {
         ctx.statuses.push(error.status);
         if (error.status === 401 || error.status === 403) {
           // The key itself was refused: retrying cannot help, and the items must not be lost.
-          return { kind: 'unavailable', status: error.status, message: 'the platform refused the relay\'s key (check CDP_API_KEY and CDP_REGION)', retryAfter: 60 };
+          return {
+            kind: 'unavailable',
+            status: error.status,
+            message: "the platform refused the relay's key (check CDP_API_KEY and CDP_REGION)",
+            retryAfter: 60,
+          };
         }
         if (error.status < 500 && error.status !== 408) {
-          return { kind: 'refused', status: error.status, message: /failed with \d+: (.*)$/s.exec(error.message)?.[1] ?? error.message, details: error.details };
+          return {
+            kind: 'refused',
+            status: error.status,
+            message: /failed with \d+: (.*)$/s.exec(error.message)?.[1] ?? error.message,
+            details: error.details,
+          };
         }
         last = { kind: 'unavailable', status: error.status, message: `the platform answered ${error.status}`, retryAfter: 5 };
       } else {

@@ -12,11 +12,15 @@ export function authenticate(request: Request, verify: (token: string) => TokenC
   const header = request.headers.get('authorization');
   const match = header === null ? null : /^Bearer +(\S+) *$/i.exec(header);
   if (match?.[1] === undefined) {
-    throw new ProxyError(401, 'missing_token', 'send the relay token as `Authorization: Bearer <token>` (create one with `cdp-edge token create`)', { headers: CHALLENGE });
+    throw new ProxyError(401, 'missing_token', 'send the relay token as `Authorization: Bearer <token>` (create one with `cdp-edge token create`)', {
+      headers: CHALLENGE,
+    });
   }
   const token = match[1].length <= MAX_TOKEN_CHARS ? verify(match[1]) : undefined;
   if (token === undefined) {
-    throw new ProxyError(401, 'invalid_token', 'the bearer token is not one of RELAY_TOKENS (revoked, mistyped, or from another relay)', { headers: CHALLENGE });
+    throw new ProxyError(401, 'invalid_token', 'the bearer token is not one of RELAY_TOKENS (revoked, mistyped, or from another relay)', {
+      headers: CHALLENGE,
+    });
   }
   return token;
 }

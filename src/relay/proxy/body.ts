@@ -2,7 +2,11 @@
 import { ProxyError } from './errors.js';
 
 const tooLarge = (limit: number, size?: number) =>
-  new ProxyError(413, 'payload_too_large', `request body${size === undefined ? '' : ` of ${size} bytes`} is over the ${limit}-byte limit; send fewer items per request`);
+  new ProxyError(
+    413,
+    'payload_too_large',
+    `request body${size === undefined ? '' : ` of ${size} bytes`} is over the ${limit}-byte limit; send fewer items per request`,
+  );
 
 /** The body as text and its size, or a 413 {@link ProxyError} as soon as more than `limit` bytes arrive. */
 export async function readBody(request: Request, limit: number): Promise<{ text: string; size: number }> {

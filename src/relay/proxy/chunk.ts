@@ -19,7 +19,11 @@ export const isObject = (value: unknown): value is Record<string, unknown> => ty
 export function chunksOf(chunking: Chunking, body: Record<string, unknown>, maxItems: number): Chunk[] {
   const items = body[chunking.items];
   if (Array.isArray(items) && items.length > maxItems) {
-    throw new ProxyError(413, 'too_many_items', `${chunking.items}: ${items.length} entries is over the ${maxItems} one chunked request may carry; send several requests`);
+    throw new ProxyError(
+      413,
+      'too_many_items',
+      `${chunking.items}: ${items.length} entries is over the ${maxItems} one chunked request may carry; send several requests`,
+    );
   }
   return splitBody(body, chunking);
 }

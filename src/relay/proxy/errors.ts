@@ -3,7 +3,10 @@ import { relayError } from '../../api/index.js';
 
 /** JSON response with `Cache-Control: no-store` (nothing the proxy answers may sit in a shared cache). */
 export function jsonResponse(body: unknown, status: number, headers: Record<string, string> = {}): Response {
-  return new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store', ...headers } });
+  return new Response(JSON.stringify(body), {
+    status,
+    headers: { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store', ...headers },
+  });
 }
 
 export interface ProxyErrorOptions {
@@ -28,7 +31,12 @@ export class ProxyError extends Error {
   readonly retryAfter: number | undefined;
   readonly headers: Record<string, string>;
 
-  constructor(readonly status: number, readonly code: string, message: string, options: ProxyErrorOptions = {}) {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    options: ProxyErrorOptions = {},
+  ) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.details = options.details ?? [];
     this.retryAfter = options.retryAfter;

@@ -14,7 +14,11 @@ import { createUpstream, passThrough } from './upstream.js';
 export type ProxyHandler = (request: Request, endpoint?: Endpoint<EndpointId>) => Promise<Response>;
 
 const notFound = (request: Request) =>
-  new ProxyError(404, 'unknown_endpoint', `${request.method} ${new URL(request.url).pathname.slice(0, 200)} is not a platform endpoint; the relay serves exactly the spec's method+path pairs (e.g. POST /v1/person/get)`);
+  new ProxyError(
+    404,
+    'unknown_endpoint',
+    `${request.method} ${new URL(request.url).pathname.slice(0, 200)} is not a platform endpoint; the relay serves exactly the spec's method+path pairs (e.g. POST /v1/person/get)`,
+  );
 
 /**
  * Path and query of an absolute request URL as the runtime normalised it (Request.url always is),
@@ -29,7 +33,9 @@ function splitUrl(url: string): { path: string; query: string } {
 
 const invalid = (endpoint: Endpoint<EndpointId>, issues: { path: string; message: string }[]) => {
   const more = issues.length > 1 ? ` (and ${issues.length - 1} more in details)` : '';
-  return new ProxyError(400, 'invalid_request', `${endpoint.id}: ${issues[0]?.message ?? 'invalid body'}${more}; nothing was sent to the platform`, { details: issues });
+  return new ProxyError(400, 'invalid_request', `${endpoint.id}: ${issues[0]?.message ?? 'invalid body'}${more}; nothing was sent to the platform`, {
+    details: issues,
+  });
 };
 
 export function createHandler(config: ProxyConfig): ProxyHandler {
@@ -76,7 +82,10 @@ export function createHandler(config: ProxyConfig): ProxyHandler {
     try {
       response = await answer(request, endpoint, seen);
     } catch (caught) {
-      const failure = caught instanceof ProxyError ? caught : new ProxyError(500, 'internal_error', 'the relay failed while handling this call; it has been logged', { cause: caught });
+      const failure =
+        caught instanceof ProxyError
+          ? caught
+          : new ProxyError(500, 'internal_error', 'the relay failed while handling this call; it has been logged', { cause: caught });
       error = failure.code;
       response = failure.toResponse();
     }

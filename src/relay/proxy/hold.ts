@@ -46,6 +46,11 @@ export class RateHold {
     const ms = this.remainingMs();
     if (ms === 0) return;
     const seconds = Math.ceil(ms / 1000);
-    throw new ProxyError(429, 'rate_limited', `the platform asked to slow down; the relay holds calls for ${seconds} more second(s): retry after the Retry-After header`, { retryAfter: seconds });
+    throw new ProxyError(
+      429,
+      'rate_limited',
+      `the platform asked to slow down; the relay holds calls for ${seconds} more second(s): retry after the Retry-After header`,
+      { retryAfter: seconds },
+    );
   }
 }

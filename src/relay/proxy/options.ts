@@ -61,14 +61,16 @@ const positive = (name: string, value: number): number => {
 export function resolveOptions(options: ProxyOptions): ProxyConfig {
   const { upstream } = options;
   if (!Array.isArray(options.tokens)) throw new TypeError('createProxyRoutes: tokens must be an array (use parseTokens(env.RELAY_TOKENS))');
-  if (typeof upstream?.apiKey !== 'string' || upstream.apiKey === '') throw new TypeError('createProxyRoutes: upstream.apiKey must be the platform key (CDP_API_KEY)');
+  if (typeof upstream?.apiKey !== 'string' || upstream.apiKey === '')
+    throw new TypeError('createProxyRoutes: upstream.apiKey must be the platform key (CDP_API_KEY)');
   let base: URL;
   try {
     base = new URL(upstream.baseUrl);
   } catch (cause) {
     throw new TypeError(`createProxyRoutes: upstream.baseUrl must be an absolute http(s) URL; got ${JSON.stringify(upstream.baseUrl)}`, { cause });
   }
-  if (base.protocol !== 'http:' && base.protocol !== 'https:') throw new TypeError(`createProxyRoutes: upstream.baseUrl must be http or https; got ${base.protocol}`);
+  if (base.protocol !== 'http:' && base.protocol !== 'https:')
+    throw new TypeError(`createProxyRoutes: upstream.baseUrl must be http or https; got ${base.protocol}`);
   const fetchImpl = options.fetch ?? globalThis.fetch.bind(globalThis);
   return {
     tokens: checkTokens(options.tokens),

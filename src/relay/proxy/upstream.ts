@@ -36,7 +36,12 @@ export function createUpstream(config: ProxyConfig, hold: RateHold): Upstream {
       response = await Promise.race([sent, late]);
     } catch (cause) {
       if (cause === TIMED_OUT) {
-        sent.then((answer) => answer.body?.cancel(), () => undefined).catch(() => undefined);
+        sent
+          .then(
+            (answer) => answer.body?.cancel(),
+            () => undefined,
+          )
+          .catch(() => undefined);
         throw new ProxyError(504, 'upstream_timeout', `the platform did not answer ${endpoint.id} within ${config.timeoutMs} ms; retry later`);
       }
       throw new ProxyError(502, 'upstream_unreachable', `the platform could not be reached for ${endpoint.id}; retry later`, { cause });
@@ -49,7 +54,10 @@ export function createUpstream(config: ProxyConfig, hold: RateHold): Upstream {
     const text = await response.text();
     const seconds = retryAfterSeconds(text, response.headers.get('retry-after'));
     hold.hold(seconds);
-    return new Response(text, { status: 429, headers: { 'content-type': response.headers.get('content-type') ?? 'application/json', 'retry-after': String(seconds) } });
+    return new Response(text, {
+      status: 429,
+      headers: { 'content-type': response.headers.get('content-type') ?? 'application/json', 'retry-after': String(seconds) },
+    });
   };
 }
 

@@ -57,5 +57,15 @@ export async function consumeQueue(batch: MessageBatch<QueuedEntry>, ctx: Omit<S
     if (status === 'retry') message.retry({ delaySeconds: Math.max(5, forwarded.retryAfter) });
     else message.ack();
   }
-  logger({ ts: new Date(started).toISOString(), kind: 'queue', method: 'QUEUE', path: batch.queue, status: 200, ms: ctx.clock.now() - started, items: batch.messages.length, results: counts, upstream: statuses });
+  logger({
+    ts: new Date(started).toISOString(),
+    kind: 'queue',
+    method: 'QUEUE',
+    path: batch.queue,
+    status: 200,
+    ms: ctx.clock.now() - started,
+    items: batch.messages.length,
+    results: counts,
+    upstream: statuses,
+  });
 }

@@ -38,11 +38,17 @@ export class RelayState {
         sql.exec('DELETE FROM items WHERE rowid IN (SELECT rowid FROM items WHERE forwarded_until < ? AND lease_until < ? LIMIT 200)', op.now, op.now);
         const claim: Claim = { fresh: [], duplicate: [], busy: [] };
         for (const id of op.ids) {
-          const row = sql.exec<{ forwarded_until: number; lease_until: number }>('SELECT forwarded_until, lease_until FROM items WHERE id = ?', id).toArray()[0];
+          const row = sql
+            .exec<{ forwarded_until: number; lease_until: number }>('SELECT forwarded_until, lease_until FROM items WHERE id = ?', id)
+            .toArray()[0];
           if (row && row.forwarded_until > op.now) claim.duplicate.push(id);
           else if (row && row.lease_until > op.now) claim.busy.push(id);
           else {
-            sql.exec('INSERT INTO items (id, lease_until) VALUES (?, ?) ON CONFLICT(id) DO UPDATE SET lease_until = excluded.lease_until', id, op.now + op.leaseMs);
+            sql.exec(
+              'INSERT INTO items (id, lease_until) VALUES (?, ?) ON CONFLICT(id) DO UPDATE SET lease_until = excluded.lease_until',
+              id,
+              op.now + op.leaseMs,
+            );
             claim.fresh.push(id);
           }
         }
@@ -50,7 +56,11 @@ export class RelayState {
       }
       case 'commit':
         for (const id of op.ids) {
-          sql.exec('INSERT INTO items (id, forwarded_until, lease_until) VALUES (?, ?, 0) ON CONFLICT(id) DO UPDATE SET forwarded_until = excluded.forwarded_until, lease_until = 0', id, op.until);
+          sql.exec(
+            'INSERT INTO items (id, forwarded_until, lease_until) VALUES (?, ?, 0) ON CONFLICT(id) DO UPDATE SET forwarded_until = excluded.forwarded_until, lease_until = 0',
+            id,
+            op.until,
+          );
         }
         return null;
       case 'release':
@@ -59,14 +69,19 @@ export class RelayState {
       case 'take': {
         const row = sql.exec<{ tokens: number; at: number }>("SELECT tokens, at FROM buckets WHERE name = 'rate'").toArray()[0];
         const result = refill(row, op.rate, op.now);
-        sql.exec("INSERT INTO buckets (name, tokens, at) VALUES ('rate', ?, ?) ON CONFLICT(name) DO UPDATE SET tokens = excluded.tokens, at = excluded.at", result.bucket.tokens, result.bucket.at);
+        sql.exec(
+          "INSERT INTO buckets (name, tokens, at) VALUES ('rate', ?, ?) ON CONFLICT(name) DO UPDATE SET tokens = excluded.tokens, at = excluded.at",
+          result.bucket.tokens,
+          result.bucket.at,
+        );
         return { ok: result.ok, retryAfterMs: result.retryAfterMs };
       }
       case 'add': {
         const value = sql.exec<{ value: number }>('SELECT value FROM counters WHERE name = ?', op.name).toArray()[0]?.value ?? 0;
         const limit = op.limit ?? Infinity;
         const added = Math.max(0, Math.min(op.amount, limit - value));
-        if (added > 0) sql.exec('INSERT INTO counters (name, value) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET value = excluded.value', op.name, value + added);
+        if (added > 0)
+          sql.exec('INSERT INTO counters (name, value) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET value = excluded.value', op.name, value + added);
         return added;
       }
     }

@@ -23,7 +23,7 @@ export function enrichmentCases(target: () => RelayTarget): void {
         .filter((call) => call.path.startsWith('/v1/'))
         .flatMap((call) => (call.body.people ?? call.body.activities).map((entry: { location?: Record<string, unknown> }) => entry.location));
 
-    it('replaces a browser-sent source_ip with the visitor\'s address', async () => {
+    it("replaces a browser-sent source_ip with the visitor's address", async () => {
       const key = siteKey('ip');
       const relay = await start({ RELAY_SITES: sites({ key, origins: [ORIGIN] }) });
       await target().upstream.reset();

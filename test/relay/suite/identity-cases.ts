@@ -18,7 +18,11 @@ export function identityCases(target: () => RelayTarget): void {
     beforeAll(async () => {
       relay = await target().start({
         RELAY_IDENTITY_SECRET: IDENTITY_SECRET,
-        RELAY_SITES: sites({ key: off, origins: [ORIGIN] }, { key: optional, origins: [ORIGIN], verify: 'optional' }, { key: required, origins: [ORIGIN], verify: 'required' }),
+        RELAY_SITES: sites(
+          { key: off, origins: [ORIGIN] },
+          { key: optional, origins: [ORIGIN], verify: 'optional' },
+          { key: required, origins: [ORIGIN], verify: 'required' },
+        ),
       });
     });
     afterAll(() => relay.close());
@@ -43,7 +47,9 @@ export function identityCases(target: () => RelayTarget): void {
       expect(response.body.results.map((r: { status: string }) => r.status)).toEqual(['accepted', 'accepted', 'accepted']);
       expect(response.body.identity).toEqual(expect.any(String));
       const calls = await merges();
-      const byStrategy = Object.fromEntries(calls.map((call) => [call.body.merge_strategy, call.body.people.map((p: { fields: Record<string, string> }) => p.fields['str::email'])]));
+      const byStrategy = Object.fromEntries(
+        calls.map((call) => [call.body.merge_strategy, call.body.people.map((p: { fields: Record<string, string> }) => p.fields['str::email'])]),
+      );
       expect(byStrategy).toEqual({ 2: ['p@example.com'], 1: ['q@example.com', 'r@example.com'] });
     });
 
@@ -52,9 +58,19 @@ export function identityCases(target: () => RelayTarget): void {
       const email = 'opt-track@example.com';
       const unverified = await read(await relay.post({ key: optional, batch: [track('act:cm:viewed', { 'str::email': email, 'str::first': 'Mallory' })] }));
       expect(unverified.body.results[0].status).toBe('accepted');
-      const verified = await read(await relay.post({ key: optional, batch: [identify({ 'str::email': email }, { user_hash: await hashOf(email) }), track('act:cm:viewed', { 'str::email': email, 'str::first': 'Olive' })] }));
+      const verified = await read(
+        await relay.post({
+          key: optional,
+          batch: [
+            identify({ 'str::email': email }, { user_hash: await hashOf(email) }),
+            track('act:cm:viewed', { 'str::email': email, 'str::first': 'Olive' }),
+          ],
+        }),
+      );
       expect(verified.body.results.map((r: { status: string }) => r.status)).toEqual(['accepted', 'accepted']);
-      const activities = (await target().upstream.received()).filter((call) => call.path === '/v1/activities/create').map((call) => call.body.activities[0].fields);
+      const activities = (await target().upstream.received())
+        .filter((call) => call.path === '/v1/activities/create')
+        .map((call) => call.body.activities[0].fields);
       expect(activities).toEqual([{ 'str::email': email }, { 'str::email': email, 'str::first': 'Olive' }]);
     });
 
@@ -68,13 +84,20 @@ export function identityCases(target: () => RelayTarget): void {
       const response = await read(await relay.post({ key: required, batch: [good, goodUpper, byExternalId, bad, missing] }));
       expect(response.body.results.map((r: { status: string }) => r.status)).toEqual(['accepted', 'accepted', 'accepted', 'rejected', 'rejected']);
       expect(response.body.results[3].error).toMatch(/user_hash/);
-      const forwarded = (await merges()).flatMap((call) => call.body.people.map((p: { fields: Record<string, string> }) => p.fields['str::email'] ?? p.fields['str::ei']));
+      const forwarded = (await merges()).flatMap((call) =>
+        call.body.people.map((p: { fields: Record<string, string> }) => p.fields['str::email'] ?? p.fields['str::ei']),
+      );
       expect(forwarded.sort()).toEqual(['s2@example.com', 's@example.com', 'user-42']);
     });
 
     it('required: a track must name a person verified in the same request or by the token of an earlier one', async () => {
       const email = 'v@example.com';
-      const sameRequest = await read(await relay.post({ key: required, batch: [track('act:cm:viewed', { 'str::email': email }), identify({ 'str::email': email }, { user_hash: await hashOf(email) })] }));
+      const sameRequest = await read(
+        await relay.post({
+          key: required,
+          batch: [track('act:cm:viewed', { 'str::email': email }), identify({ 'str::email': email }, { user_hash: await hashOf(email) })],
+        }),
+      );
       expect(sameRequest.body.results.map((r: { status: string }) => r.status)).toEqual(['accepted', 'accepted']);
       const token = sameRequest.body.identity as string;
       expect(token).toEqual(expect.any(String));

@@ -12,7 +12,12 @@ export function protocolCases(target: () => RelayTarget): void {
     beforeAll(async () => {
       relay = await target().start({
         RELAY_SITES: sites(
-          { key, origins: [ORIGIN, 'https://*.example.org'], activities: ['act:cm:signed-up', 'act:cm:viewed'], fields: ['str::email', 'str::first', 'str::ei'] },
+          {
+            key,
+            origins: [ORIGIN, 'https://*.example.org'],
+            activities: ['act:cm:signed-up', 'act:cm:viewed'],
+            fields: ['str::email', 'str::first', 'str::ei'],
+          },
           { key: `${key}_srv`, origins: [], allow_no_origin: true },
           { key: `${key}_slow`, origins: [ORIGIN], rate_limit: { per_second: 0.01, burst: 2 } },
         ),
@@ -25,7 +30,12 @@ export function protocolCases(target: () => RelayTarget): void {
       await target().upstream.reset();
       const t = track('act:cm:signed-up', { 'str::email': 'ann@example.com' }, { attributes: { 'str:cm:plan': 'pro' } });
       const i = identify({ 'str::email': 'ann@example.com', 'str::first': 'Ann' }, { tags: ['trial'] });
-      const response = await read(await relay.post({ key, sent_at: new Date().toISOString(), batch: [t, i] }, { headers: { cookie: 'session=abc', authorization: 'Bearer browser-token' } }));
+      const response = await read(
+        await relay.post(
+          { key, sent_at: new Date().toISOString(), batch: [t, i] },
+          { headers: { cookie: 'session=abc', authorization: 'Bearer browser-token' } },
+        ),
+      );
       expect(response.status).toBe(200);
       expect(response.body.results).toEqual([
         { id: t.id, status: 'accepted' },
@@ -39,7 +49,11 @@ export function protocolCases(target: () => RelayTarget): void {
         expect(call.headers['cookie']).toBeUndefined();
         expect(call.headers['authorization']).toBeUndefined();
       }
-      expect(merge!.body.people[0]).toMatchObject({ fields: { 'str::email': 'ann@example.com', 'str::first': 'Ann' }, tags: ['trial'], location: { source_ip: relay.visitorIp } });
+      expect(merge!.body.people[0]).toMatchObject({
+        fields: { 'str::email': 'ann@example.com', 'str::first': 'Ann' },
+        tags: ['trial'],
+        location: { source_ip: relay.visitorIp },
+      });
       expect(merge!.body.merge_by).toEqual(['str::email', 'str::ei']);
       expect(activity!.body.activities[0]).toMatchObject({
         activity_id: 'act:cm:signed-up',
@@ -106,7 +120,9 @@ export function protocolCases(target: () => RelayTarget): void {
         { ...track('act:cm:signed-up', { 'str::email': 'arr@example.com' }), attributes: ['a'] },
         { ...identify({ 'str::email': 'arr@example.com' }), location: ['x'] },
         { id: uid(), type: 'identify', fields: [] },
-        JSON.parse(`{"id":"${uid()}","type":"track","activity_id":"act:cm:signed-up","person":{"str::email":"arr@example.com"},"attributes":{"__proto__":{"polluted":1}}}`),
+        JSON.parse(
+          `{"id":"${uid()}","type":"track","activity_id":"act:cm:signed-up","person":{"str::email":"arr@example.com"},"attributes":{"__proto__":{"polluted":1}}}`,
+        ),
         identify({ 'str::email': 'arr@example.com', constructor: { polluted: true } }),
       ];
       const response = await read(await relay.post({ key, batch }));
@@ -116,11 +132,21 @@ export function protocolCases(target: () => RelayTarget): void {
       expect(({} as Record<string, unknown>)['polluted']).toBeUndefined();
     });
 
-    it('maps the platform\'s per-entry refusals back to the items', async () => {
+    it("maps the platform's per-entry refusals back to the items", async () => {
       await target().upstream.reset();
       const ok = identify({ 'str::email': 'dee@example.com' });
       const suppressed = identify({ 'str::email': 'eve@example.com' });
-      await target().upstream.faults([{ status: 200, body: { people: [{ person_id: '00aa00aa00aa00aa00aa00aa', status: 'created' }, { status: 'suppressed', error: 'Email is suppressed' }] } }]);
+      await target().upstream.faults([
+        {
+          status: 200,
+          body: {
+            people: [
+              { person_id: '00aa00aa00aa00aa00aa00aa', status: 'created' },
+              { status: 'suppressed', error: 'Email is suppressed' },
+            ],
+          },
+        },
+      ]);
       const response = await read(await relay.post({ key, batch: [ok, suppressed] }));
       expect(response.body.results).toEqual([
         { id: ok.id, status: 'accepted' },
@@ -134,9 +160,17 @@ export function protocolCases(target: () => RelayTarget): void {
 
     it('finds the bad entries when the platform refuses a whole call, and forwards the rest', async () => {
       await target().upstream.reset();
-      const batch = [track('act:cm:viewed', { 'str::email': 'f1@example.com' }), track('act:cm:viewed', { 'str::email': 'f2@example.com' }), track('act:cm:viewed', { 'str::email': 'f3@example.com' })];
+      const batch = [
+        track('act:cm:viewed', { 'str::email': 'f1@example.com' }),
+        track('act:cm:viewed', { 'str::email': 'f2@example.com' }),
+        track('act:cm:viewed', { 'str::email': 'f3@example.com' }),
+      ];
       // The whole call fails, then the halves: [f1, f2] fails, f1 alone fails, f2 alone and f3 go.
-      await target().upstream.faults([{ status: 400, body: { request_id: 'r', code: 400, error: 'bad activity' } }, { status: 400 }, { status: 400, body: { request_id: 'r', code: 400, error: 'f1 is bad' } }]);
+      await target().upstream.faults([
+        { status: 400, body: { request_id: 'r', code: 400, error: 'bad activity' } },
+        { status: 400 },
+        { status: 400, body: { request_id: 'r', code: 400, error: 'f1 is bad' } },
+      ]);
       const response = await read(await relay.post({ key, batch }));
       expect(response.body.results.map((r: { status: string }) => r.status)).toEqual(['rejected', 'accepted', 'accepted']);
       expect(response.body.results[0].error).toContain('f1 is bad');
@@ -162,7 +196,12 @@ export function protocolCases(target: () => RelayTarget): void {
         ['unknown key', relay.post({ key: 'pk_nobody', batch: [] }), 401, 'unknown_site_key'],
         ['foreign origin', relay.post({ key, batch: [] }, { origin: 'https://evil.example.net' }), 403, 'origin_not_allowed'],
         ['no origin', relay.post({ key, batch: [] }, { origin: null }), 403, 'origin_required'],
-        ['101 items', relay.post({ key, batch: Array.from({ length: 101 }, () => track('act:cm:viewed', { 'str::email': 'h@example.com' })) }), 413, 'too_many_items'],
+        [
+          '101 items',
+          relay.post({ key, batch: Array.from({ length: 101 }, () => track('act:cm:viewed', { 'str::email': 'h@example.com' })) }),
+          413,
+          'too_many_items',
+        ],
         ['513 KB', relay.post(JSON.stringify({ key, batch: [], pad: 'x'.repeat(513 * 1024) })), 413, 'body_too_large'],
         ['GET', relay.fetch('/collect'), 405, 'method_not_allowed'],
       ];
@@ -201,7 +240,12 @@ export function protocolCases(target: () => RelayTarget): void {
 
     describe('CORS', () => {
       it('answers a preflight from an allowed origin with that origin, never * and never credentials', async () => {
-        const response = await read(await relay.fetch('/collect', { method: 'OPTIONS', headers: { origin: ORIGIN, 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type' } }));
+        const response = await read(
+          await relay.fetch('/collect', {
+            method: 'OPTIONS',
+            headers: { origin: ORIGIN, 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type' },
+          }),
+        );
         expect(response.status).toBe(204);
         expect(response.headers.get('access-control-allow-origin')).toBe(ORIGIN);
         expect(response.headers.get('access-control-allow-methods')).toContain('POST');
@@ -212,7 +256,9 @@ export function protocolCases(target: () => RelayTarget): void {
       });
 
       it('refuses a preflight from a foreign origin without CORS headers', async () => {
-        const response = await read(await relay.fetch('/collect', { method: 'OPTIONS', headers: { origin: 'https://evil.example.net', 'access-control-request-method': 'POST' } }));
+        const response = await read(
+          await relay.fetch('/collect', { method: 'OPTIONS', headers: { origin: 'https://evil.example.net', 'access-control-request-method': 'POST' } }),
+        );
         expect(response.status).toBe(403);
         expect(response.headers.get('access-control-allow-origin')).toBeNull();
         expect(response.headers.get('vary')).toContain('Origin');

@@ -72,7 +72,13 @@ export const siteKey = (label: string) => `pk_${label}_${Date.now().toString(36)
 
 export const uid = () => crypto.randomUUID();
 
-export const identify = (fields: Record<string, unknown>, extra: Record<string, unknown> = {}) => ({ id: uid(), type: 'identify', ts: new Date().toISOString(), fields, ...extra });
+export const identify = (fields: Record<string, unknown>, extra: Record<string, unknown> = {}) => ({
+  id: uid(),
+  type: 'identify',
+  ts: new Date().toISOString(),
+  fields,
+  ...extra,
+});
 export const track = (activityId: string, person: Record<string, unknown> | undefined, extra: Record<string, unknown> = {}) => ({
   id: uid(),
   type: 'track',

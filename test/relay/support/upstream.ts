@@ -30,10 +30,12 @@ function fakePlatform(key: string) {
         people.set(idKey, id);
         return { person_id: id, status: 'created' };
       });
-      if (results.every((r: any) => r.status === 'suppressed')) return { status: 400, body: { request_id: hex24(), code: 400, error: 'No people merged', details: results } };
+      if (results.every((r: any) => r.status === 'suppressed'))
+        return { status: 400, body: { request_id: hex24(), code: 400, error: 'No people merged', details: results } };
       return { status: 200, body: { people: results } };
     }
-    if (path === '/v1/activities/create') return { status: 200, body: { activities: (body.activities ?? []).map(() => ({ status: 'queued', person_status: 'queued' })) } };
+    if (path === '/v1/activities/create')
+      return { status: 200, body: { activities: (body.activities ?? []).map(() => ({ status: 'queued', person_status: 'queued' })) } };
     return { status: 404, body: { request_id: hex24(), code: 404, error: 'Unknown endpoint or method' } };
   };
 }
