@@ -5,8 +5,7 @@
  * @module
  */
 
-/** Field values keyed by field ID (`type:namespace:name`). */
-export type Fields = Record<string, unknown>;
+import type { Fields } from './types.js';
 
 /** Limits of one `/collect` request. */
 export const COLLECT_LIMITS = {
