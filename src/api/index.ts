@@ -12,6 +12,7 @@ export * from './endpoints.js';
 export * from './chunking.js';
 export * from './collect.js';
 export * from './objects.js';
+export * from './retry.js';
 export * from './validate.js';
 export * from './types.js';
 export { PERSON_FILTER_OPERATORS, ORGANIZATION_FILTER_OPERATORS, CONTACTS_LINK_FILTER_OPERATORS, GROUP_OPERATORS, filterProblem } from './schemas/filter.js';
