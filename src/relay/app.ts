@@ -13,11 +13,12 @@ import { relayError } from '../api/index.js';
 import { createClient } from '../client/index.js';
 import type { RelayConfig } from './config.js';
 import { anySiteAllows, corsHeaders, preflightHeaders } from './cors.js';
-import { collect, type CollectOutcome, type QueuedEntry } from './collect/handler.js';
+import { collect, type CollectOutcome, type Enqueue } from './collect/handler.js';
 import type { ClientInfo } from './collect/enrich.js';
 import { sharedBackoff, systemClock, type Backoff, type Clock } from './collect/upstream.js';
 import { RelayHttpError } from './errors.js';
 import { consoleLogger, silentLogger, type Logger } from './logging.js';
+import { createMemoryLimiter, type RateLimiter } from './limits.js';
 import { createMemoryStore } from './memory.js';
 import { createProxyRoutes } from './proxy/index.js';
 import { createSnippetHandler, type SnippetSource } from './snippet.js';
@@ -29,8 +30,10 @@ export interface RelayDeps {
   fetch?: typeof fetch;
   /** @default the system clock */
   clock?: Clock;
-  /** dedupe ids, rate-limit buckets, counters @default an in-memory store (forgets on restart) */
+  /** dedupe ids and counters @default an in-memory store (forgets on restart) */
   store?: RelayStore;
+  /** per-visitor and site-wide request limits @default buckets in this process or isolate */
+  limiter?: RateLimiter;
   /** @default one JSON line per request on stdout */
   logger?: Logger;
   /** the built snippet (dist/cdp.js): bytes, text, or a loader @default none (404) */
@@ -42,7 +45,7 @@ export interface RelayDeps {
   /** the upstream's 429 backoff @default one per upstream base URL in this process/isolate */
   backoff?: Backoff;
   /** hands accepted entries to a queue instead of the platform (Workers Queues) */
-  enqueue?: (entries: QueuedEntry[]) => Promise<void>;
+  enqueue?: Enqueue;
 }
 
 const NO_STORE = 'no-store';
@@ -52,6 +55,7 @@ export function createRelay(config: RelayConfig, deps: RelayDeps = {}): Hono {
   const clock = deps.clock ?? systemClock;
   const logger = deps.logger ?? (config.log ? consoleLogger : silentLogger);
   const store = deps.store ?? createMemoryStore();
+  const limiter = deps.limiter ?? createMemoryLimiter();
   const fetchImpl = deps.fetch ?? globalThis.fetch.bind(globalThis);
   const client = createClient({
     apiKey: config.apiKey,
@@ -66,6 +70,7 @@ export function createRelay(config: RelayConfig, deps: RelayDeps = {}): Hono {
   const context = {
     config,
     store,
+    limiter,
     clock,
     client,
     backoff,

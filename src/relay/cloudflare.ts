@@ -18,6 +18,7 @@ import type { CfGeo } from './collect/enrich.js';
 import { sharedBackoff, systemClock } from './collect/upstream.js';
 import { parseConfig, type RelayConfig } from './config.js';
 import { RelayConfigError } from './errors.js';
+import { createBindingLimiter, createMemoryLimiter } from './limits.js';
 import { consoleLogger } from './logging.js';
 import { queueProducer, consumeQueue } from './workers/queue.js';
 import { createDurableStore } from './workers/state.js';
@@ -40,8 +41,13 @@ function build(env: RelayEnv): Built {
   if (entry) return entry;
   const config = parseConfig(env);
   if (!env.RELAY_STATE) throw new RelayConfigError('RELAY_STATE', 'the Durable Object binding is missing; add it to wrangler.toml (see the template)');
+  const period = Number(env['RELAY_RATE_LIMIT_PERIOD'] ?? 10);
+  if (!(period === 10 || period === 60))
+    throw new RelayConfigError('RELAY_RATE_LIMIT_PERIOD', 'must be 10 or 60 (seconds), the period of the [[ratelimits]] binding');
   const app = createRelay(config, {
     store: createDurableStore(env.RELAY_STATE),
+    // The Rate Limiting binding when bound (no Durable Object call); else buckets per isolate.
+    limiter: env.RELAY_RATE_LIMIT ? createBindingLimiter(env.RELAY_RATE_LIMIT, period) : createMemoryLimiter(),
     ...(env.RELAY_QUEUE ? { enqueue: queueProducer(env.RELAY_QUEUE) } : {}),
     snippet: async () => {
       const response = await env.ASSETS?.fetch('https://assets.local/cdp.js');
@@ -79,7 +85,15 @@ export default {
     const client = createClient({ apiKey: config.apiKey, baseUrl: config.baseUrl, retry: false, validate: false, timeout: 10_000 });
     await consumeQueue(
       batch,
-      { client, clock: systemClock, backoff: sharedBackoff(config.baseUrl), deadline: Date.now() + 25_000, random: Math.random },
+      {
+        client,
+        store: createDurableStore(env.RELAY_STATE),
+        dedupeTtlMs: config.dedupeTtlMs,
+        clock: systemClock,
+        backoff: sharedBackoff(config.baseUrl),
+        deadline: Date.now() + 25_000,
+        random: Math.random,
+      },
       consoleLogger,
     );
   },

@@ -7,8 +7,9 @@
  * config.sites.get('pk_demo')?.origins // ['https://shop.example.com']
  * @module
  */
-import { baseUrlFor, DEFAULT_PERSON_MERGE_BY, isRegion, parseFieldId } from '../api/index.js';
+import { baseUrlFor, DEFAULT_PERSON_MERGE_BY, isRecord, isRegion, parseFieldId } from '../api/index.js';
 import { RelayConfigError } from './errors.js';
+import type { Rate } from './limits.js';
 import { parseTokens, type TokenConfig } from './tokens.js';
 
 export type Verify = 'off' | 'optional' | 'required';
@@ -31,8 +32,10 @@ export interface SiteConfig {
   verify: Verify;
   /** person/merge `merge_by` @default ['str::email', 'str::ei'] */
   mergeBy: string[];
-  /** token bucket per site: requests per second and burst @default {perSecond: 20, burst: 100} */
-  rateLimit: { perSecond: number; burst: number };
+  /** `visitor_rate_limit`: a token bucket per visitor (client address) @default {perSecond: 10, burst: 50} */
+  visitorRateLimit: Rate;
+  /** `rate_limit`: an explicit cap on the whole site's requests, across all its visitors @default none */
+  rateLimit: Rate | undefined;
 }
 
 export interface RelayConfig {
@@ -110,6 +113,24 @@ function idList(value: unknown, where: string, check: (id: string) => boolean, w
   return new Set(value as string[]);
 }
 
+/**
+ * What one visitor may send: the snippet posts at most once per flush interval (1 s) plus a beacon
+ * on page hide, and a page that tracks in a burst still needs only a few requests; 10/s with a
+ * burst of 50 leaves wide headroom for several tabs behind one address (an office, a NAT).
+ */
+export const DEFAULT_VISITOR_RATE: Rate = { perSecond: 10, burst: 50 };
+
+function parseRate(raw: unknown, fallback: Rate | undefined, where: string): Rate {
+  if (raw === undefined && fallback) return fallback;
+  const rate = isRecord(raw) ? raw : {};
+  const perSecond = rate['per_second'];
+  const burst = rate['burst'] ?? (typeof perSecond === 'number' ? Math.max(1, Math.ceil(perSecond)) : undefined);
+  if (typeof perSecond !== 'number' || !(perSecond > 0) || typeof burst !== 'number' || !(burst >= 1)) {
+    throw new RelayConfigError('RELAY_SITES', `${where} must be {"per_second": >0, "burst": ≥1}`);
+  }
+  return { perSecond, burst };
+}
+
 function parseSite(raw: unknown, index: number): SiteConfig {
   const where = `site ${index}`;
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw))
@@ -126,12 +147,8 @@ function parseSite(raw: unknown, index: number): SiteConfig {
   if (!Array.isArray(mergeBy) || mergeBy.length < 1 || mergeBy.length > 3 || !mergeBy.every((id) => parseFieldId(id)?.kind === 'person')) {
     throw new RelayConfigError('RELAY_SITES', `${where} (${key}): merge_by must be 1 to 3 person field IDs`);
   }
-  const rate = (site['rate_limit'] ?? {}) as Record<string, unknown>;
-  const perSecond = rate['per_second'] ?? 20;
-  const burst = rate['burst'] ?? 100;
-  if (typeof perSecond !== 'number' || perSecond <= 0 || typeof burst !== 'number' || burst < 1) {
-    throw new RelayConfigError('RELAY_SITES', `${where} (${key}): rate_limit must be {"per_second": >0, "burst": ≥1}`);
-  }
+  const visitorRateLimit = parseRate(site['visitor_rate_limit'], DEFAULT_VISITOR_RATE, `${where} (${key}): visitor_rate_limit`);
+  const rateLimit = site['rate_limit'] === undefined ? undefined : parseRate(site['rate_limit'], undefined, `${where} (${key}): rate_limit`);
   return {
     key,
     name: typeof site['name'] === 'string' ? site['name'] : key,
@@ -146,7 +163,8 @@ function parseSite(raw: unknown, index: number): SiteConfig {
     fields: idList(site['fields'], `${where} (${key}): fields`, (id) => parseFieldId(id)?.kind === 'person', 'person field IDs like "str::email"'),
     verify: verify as Verify,
     mergeBy: mergeBy as string[],
-    rateLimit: { perSecond, burst },
+    visitorRateLimit,
+    rateLimit,
   };
 }
 

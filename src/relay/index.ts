@@ -6,14 +6,15 @@
 export { createRelay, type RelayDeps } from './app.js';
 export { parseConfig, parseSites, type RelayConfig, type SiteConfig, type Verify } from './config.js';
 export { RelayConfigError, RelayHttpError } from './errors.js';
-export { createMemoryStore, type MemoryStore, type Persistence, type PersistedEntry } from './memory.js';
-export { lookupCounter, type RelayStore, type Claim } from './store.js';
+export { createMemoryStore } from './memory.js';
+export { lookupCounter, type RelayStore, type Claim, type DedupeScope, type Settlement, type StoreStats } from './store.js';
+export { createMemoryLimiter, refill, type RateLimiter, type Rate, type LimitDecision } from './limits.js';
 export { consoleLogger, silentLogger, type Logger, type LogLine } from './logging.js';
 export { userHash, createIdentity, type Identity } from './collect/identity.js';
 export { resolveClientIp } from './client-ip.js';
 export { systemClock, type Clock, type Backoff } from './collect/upstream.js';
 export type { ClientInfo, CfGeo } from './collect/enrich.js';
-export type { QueuedEntry } from './collect/handler.js';
+export type { QueuedEntry, Enqueue, Enqueued } from './collect/handler.js';
 export type { ItemResult, ResultStatus } from './collect/forward.js';
 export { createProxyRoutes, type ProxyOptions } from './proxy/index.js';
 export { parseTokens, hashToken, createToken, type TokenConfig } from './tokens.js';

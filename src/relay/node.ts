@@ -14,11 +14,14 @@ import { serve, type HttpBindings } from '@hono/node-server';
 import { createRelay, type RelayDeps } from './app.js';
 import { resolveClientIp } from './client-ip.js';
 import { parseConfig, type RelayConfig } from './config.js';
-import { createFileStore } from './file-store.js';
+import { createMemoryLimiter } from './limits.js';
 import { createMemoryStore } from './memory.js';
+import { createNodeState } from './state/node.js';
 import { createNodeFetch } from './node-fetch.js';
 
-export { createFileStore, filePersistence } from './file-store.js';
+export { createNodeState, DEFAULT_STATE_FILE, type NodeState, type NodeStateOptions } from './state/node.js';
+export { createSqliteStore } from './state/sqlite.js';
+export { createRedisState, type RedisState } from './state/redis.js';
 export { createNodeFetch } from './node-fetch.js';
 
 export interface StartRelayOptions extends Omit<RelayDeps, 'clientInfo'> {
@@ -30,13 +33,17 @@ export interface StartRelayOptions extends Omit<RelayDeps, 'clientInfo'> {
   env?: Record<string, string | undefined>;
   /** a parsed configuration; wins over `env` */
   config?: RelayConfig;
-  /** file that keeps forwarded ids and counters across restarts @default env RELAY_STATE_FILE, else memory only */
+  /** SQLite file that keeps forwarded ids and counters across restarts (`:memory:` for none) @default env RELAY_STATE_FILE, else memory only */
   stateFile?: string;
+  /** Redis shared by every relay process; wins over `stateFile` @default env RELAY_REDIS_URL */
+  redisUrl?: string;
 }
 
 export interface RunningRelay {
   url: string;
   port: number;
+  /** which state it keeps, e.g. `SQLite .cdp-edge/relay-state.db` */
+  state: string;
   close(): Promise<void>;
 }
 
@@ -57,13 +64,20 @@ export async function startRelay(options: StartRelayOptions = {}): Promise<Runni
   const env = options.env ?? process.env;
   const config = options.config ?? parseConfig(env);
   const stateFile = options.stateFile ?? env['RELAY_STATE_FILE'];
-  const store = options.store ?? (stateFile ? createFileStore(stateFile) : createMemoryStore());
-  await (store as { ready?: Promise<void> }).ready;
+  const redisUrl = options.redisUrl ?? env['RELAY_REDIS_URL'];
+  const state =
+    options.store !== undefined
+      ? { store: options.store, limiter: options.limiter ?? createMemoryLimiter(), description: 'given' }
+      : stateFile === undefined && redisUrl === undefined
+        ? { store: createMemoryStore(), limiter: options.limiter ?? createMemoryLimiter(), description: 'memory (forgotten on restart)' }
+        : await createNodeState({ stateFile, redisUrl, log: (message) => console.log(`cdp-edge relay: ${message}`) });
+  const { store, limiter } = state;
   const app = createRelay(config, {
     ...options,
     // Node's global fetch costs more per upstream call than the whole relay around it.
     fetch: options.fetch ?? createNodeFetch(),
     store,
+    limiter,
     snippet: options.snippet ?? readSnippet,
     clientInfo: (c) => {
       const incoming = (c.env as HttpBindings | undefined)?.incoming;
@@ -71,19 +85,27 @@ export async function startRelay(options: StartRelayOptions = {}): Promise<Runni
     },
   });
   const hostname = options.hostname ?? '127.0.0.1';
+  // The store is closed with the relay only when the relay opened it.
+  const closeStore = options.store === undefined ? () => store.close() : async () => {};
   const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
     const s = serve({ fetch: app.fetch, port: options.port ?? 8787, hostname }, () => resolve(s));
     s.once('error', reject);
+  }).catch(async (error: unknown) => {
+    await closeStore();
+    throw error;
   });
   const { port } = server.address() as AddressInfo;
   const host = hostname.includes(':') ? `[${hostname}]` : hostname;
   return {
     url: `http://${host}:${port}`,
     port,
-    close: () =>
-      new Promise<void>((resolve, reject) => {
+    state: state.description,
+    close: async () => {
+      await new Promise<void>((resolve, reject) => {
         server.close((error) => (error ? reject(error) : resolve()));
         (server as { closeAllConnections?: () => void }).closeAllConnections?.();
-      }),
+      });
+      await closeStore();
+    },
   };
 }

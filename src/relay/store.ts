@@ -1,14 +1,23 @@
 /**
- * The relay's state, behind one small interface so each runtime picks its own:
- * memory (+ a file on Node) or a Durable Object with SQLite storage on Workers.
- * Every method is atomic for its scope: a site key (dedupe ids, rate limit and the site's
- * monthly address-lookup count all live with the site).
+ * The relay's state behind one small interface, so each runtime picks its own: memory (tests),
+ * SQLite or Redis on Node, Durable Objects on Workers. Each call is one round trip to the store
+ * (one transaction, one script, one object call), whatever the size of the batch.
  * @module
  */
 
-/** What `begin` found for the ids of one request. */
+/**
+ * Whose ids: ids are unique per site. `queue` is the envelope's stable browser-queue id
+ * (src/api/collect.ts): every item is only ever sent under the queue that stored it, so a
+ * sharded store may route by it.
+ */
+export interface DedupeScope {
+  site: string;
+  queue?: string | undefined;
+}
+
+/** What `claim` found for the ids of one request. */
 export interface Claim {
-  /** ids now leased to this request: forward them, then `commit` or `release` */
+  /** ids now leased to this request: forward them, then `settle` */
   fresh: string[];
   /** ids already forwarded (remembered until their expiry) */
   duplicate: string[];
@@ -16,30 +25,40 @@ export interface Claim {
   busy: string[];
 }
 
+/** The end of a request's leases. */
+export interface Settlement {
+  /** ids the platform (or the queue) took: remembered as forwarded until `until`, their leases dropped */
+  forwarded: readonly string[];
+  /** ms since epoch */
+  until: number;
+  /** ids leased but not forwarded: their leases are dropped so a later request may try them */
+  released: readonly string[];
+}
+
+export interface StoreStats {
+  /** ids remembered as forwarded */
+  remembered: number;
+  /** leases in force */
+  leased: number;
+}
+
 export interface RelayStore {
-  /** Leases `ids` of `scope` for `leaseMs` unless already forwarded or leased. */
-  begin(scope: string, ids: readonly string[], now: number, leaseMs: number): Promise<Claim>;
-  /** Marks `ids` forwarded until `until` (ms since epoch) and drops their leases. */
-  commit(scope: string, ids: readonly string[], until: number): Promise<void>;
-  /** Drops leases of `ids` that were not forwarded, so a later request may try them. */
-  release(scope: string, ids: readonly string[]): Promise<void>;
-  /** Token bucket: takes one token; `retryAfterMs` > 0 when none was left. */
-  take(scope: string, rate: { perSecond: number; burst: number }, now: number): Promise<{ ok: boolean; retryAfterMs: number }>;
-  /** Adds up to `amount` to counter `name` without passing `limit`; resolves to how much was added. */
-  add(scope: string, name: string, amount: number, limit: number): Promise<number>;
+  /** Leases `ids` for `leaseMs` unless already forwarded (duplicate) or leased by another request (busy). */
+  claim(scope: DedupeScope, ids: readonly string[], now: number, leaseMs: number): Promise<Claim>;
+  /** Marks forwarded ids and releases the rest, in one call. */
+  settle(scope: DedupeScope, settlement: Settlement): Promise<void>;
+  /** Adds up to `amount` to counter `name` of `site` without passing `limit`; resolves to how much was added. */
+  add(site: string, name: string, amount: number, limit: number): Promise<number>;
+  /** Resolves when the store answers; rejects with the cause otherwise (readiness). */
+  ping(): Promise<void>;
+  /** Gauges; undefined where counting costs too much. */
+  stats(): Promise<StoreStats | undefined>;
+  /** Releases connections and files. */
+  close(): Promise<void>;
 }
 
 /** Counter name of the address-lookup budget for the month of `now` (UTC), e.g. `address-lookup:2026-11`. */
 export const lookupCounter = (now: number): string => `address-lookup:${new Date(now).toISOString().slice(0, 7)}`;
 
-/** Token-bucket arithmetic shared by every store: refill, then take one token if there is one. */
-export function refill(
-  bucket: { tokens: number; at: number } | undefined,
-  rate: { perSecond: number; burst: number },
-  now: number,
-): { bucket: { tokens: number; at: number }; ok: boolean; retryAfterMs: number } {
-  const elapsed = Math.max(0, now - (bucket?.at ?? now));
-  const tokens = Math.min(rate.burst, (bucket?.tokens ?? rate.burst) + (elapsed / 1000) * rate.perSecond);
-  if (tokens >= 1) return { bucket: { tokens: tokens - 1, at: now }, ok: true, retryAfterMs: 0 };
-  return { bucket: { tokens, at: now }, ok: false, retryAfterMs: Math.ceil(((1 - tokens) / rate.perSecond) * 1000) };
-}
+/** How much of `amount` fits under `limit` when `value` is already counted. */
+export const cappedAmount = (value: number, amount: number, limit: number): number => Math.max(0, Math.min(amount, limit - value));

@@ -118,7 +118,7 @@ describe('the relay app when its state store fails', () => {
 
   it('answers 503 with Retry-After before anything is final, so the browser keeps every item', async () => {
     const store = createMemoryStore();
-    store.begin = async () => {
+    store.claim = async () => {
       throw new Error('state unreachable');
     };
     const upstream = platform();
@@ -134,7 +134,7 @@ describe('the relay app when its state store fails', () => {
 
   it('still answers accepted when remembering the ids fails after the platform took them', async () => {
     const store = createMemoryStore();
-    store.commit = async () => {
+    store.settle = async () => {
       throw new Error('state unreachable');
     };
     const lines: LogLine[] = [];
@@ -142,7 +142,7 @@ describe('the relay app when its state store fails', () => {
     const response = await post(app, [item()]);
     expect(response.status).toBe(200);
     expect(((await response.json()) as any).results[0].status).toBe('accepted');
-    expect(lines[0]).toMatchObject({ status: 200, warning: 'state_commit_failed' });
+    expect(lines[0]).toMatchObject({ status: 200, warning: 'state_settle_failed: Error: state unreachable' });
   });
 });
 

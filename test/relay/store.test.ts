@@ -1,76 +1,175 @@
-import { mkdtempSync, readFileSync, appendFileSync } from 'node:fs';
+// One conformance suite for every state store a relay can keep: memory, an SQLite file and a real
+// redis-server. Leases, marks, expiry, sites kept apart, capped counters, and atomic claims when
+// several processes share the file or the server.
+import { spawn } from 'node:child_process';
+import { mkdtempSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
-import { createFileStore } from '../../src/relay/file-store.js';
+import { pathToFileURL } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMemoryStore } from '../../src/relay/memory.js';
-import { lookupCounter } from '../../src/relay/store.js';
+import { createRedisState } from '../../src/relay/state/redis.js';
+import { createSqliteStore } from '../../src/relay/state/sqlite.js';
+import { lookupCounter, type RelayStore } from '../../src/relay/store.js';
+import { type RunningRedis, redisAvailable, startRedis } from '../support/redis.js';
 
-const T = Date.UTC(2026, 10, 23, 9);
-const tempFile = () => join(mkdtempSync(join(tmpdir(), 'cdp-store-')), 'state.jsonl');
+const root = join(import.meta.dirname, '..', '..');
+const tsx = pathToFileURL(join(root, 'node_modules', 'tsx', 'dist', 'loader.mjs')).href;
+const tempDir = () => mkdtempSync(join(tmpdir(), 'cdp-store-'));
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const site = (name: string) => ({ site: name });
 
-describe('memory store', () => {
+let redis: RunningRedis | undefined;
+const hasRedis = redisAvailable('relay state stores on Redis (test/relay/store.test.ts)');
+beforeAll(async () => {
+  if (hasRedis) redis = await startRedis();
+});
+afterAll(async () => {
+  await redis?.close();
+});
+
+interface Kind {
+  name: string;
+  open(): Promise<RelayStore>;
+}
+const kinds: Kind[] = [
+  { name: 'memory', open: async () => createMemoryStore() },
+  { name: 'SQLite', open: () => createSqliteStore(join(tempDir(), 'state.db')) },
+  ...(hasRedis ? [{ name: 'Redis', open: async () => (await createRedisState(redis!.url, { prefix: `t${Math.random()}:` })).store }] : []),
+];
+
+describe.each(kinds)('$name store', ({ open }) => {
   it('leases fresh ids, reports forwarded ones as duplicates and leased ones as busy', async () => {
-    const store = createMemoryStore();
-    expect(await store.begin('s', ['a', 'b'], T, 1000)).toEqual({ fresh: ['a', 'b'], duplicate: [], busy: [] });
-    expect(await store.begin('s', ['a', 'c'], T, 1000)).toEqual({ fresh: ['c'], duplicate: [], busy: ['a'] });
-    await store.commit('s', ['a'], T + 60_000);
-    await store.release('s', ['b']);
-    expect(await store.begin('s', ['a', 'b'], T + 10, 1000)).toEqual({ fresh: ['b'], duplicate: ['a'], busy: [] });
-    // Scopes never mix, and expiry frees an id again.
-    expect((await store.begin('other', ['a'], T, 1000)).fresh).toEqual(['a']);
-    expect((await store.begin('s', ['a'], T + 60_001, 1000)).fresh).toEqual(['a']);
-    // An abandoned lease (a crash mid-forward) expires so the item can go again.
-    expect((await store.begin('s', ['c'], T + 2000, 1000)).fresh).toEqual(['c']);
+    const store = await open();
+    const now = Date.now();
+    expect(await store.claim(site('s'), ['a', 'b'], now, 60_000)).toEqual({ fresh: ['a', 'b'], duplicate: [], busy: [] });
+    expect(await store.claim(site('s'), ['a', 'c'], now, 60_000)).toEqual({ fresh: ['c'], duplicate: [], busy: ['a'] });
+    await store.settle(site('s'), { forwarded: ['a'], until: now + 60_000, released: ['b'] });
+    expect(await store.claim(site('s'), ['a', 'b'], now + 10, 60_000)).toEqual({ fresh: ['b'], duplicate: ['a'], busy: [] });
+    // Releasing never unmarks a forwarded id.
+    await store.settle(site('s'), { forwarded: [], until: 0, released: ['a'] });
+    expect((await store.claim(site('s'), ['a'], now + 20, 60_000)).duplicate).toEqual(['a']);
+    // Sites never mix.
+    expect((await store.claim(site('other'), ['a'], now, 60_000)).fresh).toEqual(['a']);
+    await store.close();
   });
 
-  it('runs a token bucket per scope', async () => {
-    const store = createMemoryStore();
-    const rate = { perSecond: 1, burst: 2 };
-    expect((await store.take('s', rate, T)).ok).toBe(true);
-    expect((await store.take('s', rate, T)).ok).toBe(true);
-    const empty = await store.take('s', rate, T);
-    expect(empty).toEqual({ ok: false, retryAfterMs: 1000 });
-    expect((await store.take('t', rate, T)).ok).toBe(true);
-    expect((await store.take('s', rate, T + 1000)).ok).toBe(true);
+  it('forgets an abandoned lease and an expired mark, so the item can go again', async () => {
+    const store = await open();
+    const now = Date.now();
+    await store.claim(site('s'), ['crashed'], now, 150);
+    await store.claim(site('s'), ['done'], now, 60_000);
+    await store.settle(site('s'), { forwarded: ['done'], until: now + 150, released: [] });
+    await sleep(250);
+    expect(await store.claim(site('s'), ['crashed', 'done'], Date.now(), 60_000)).toEqual({ fresh: ['crashed', 'done'], duplicate: [], busy: [] });
+    await store.close();
   });
 
-  it('adds to a counter without passing its limit', async () => {
-    const store = createMemoryStore();
-    const name = lookupCounter(T);
+  it('adds to a counter without passing its limit, exactly', async () => {
+    const store = await open();
+    const name = lookupCounter(Date.UTC(2026, 10, 23));
     expect(name).toBe('address-lookup:2026-11');
     expect(await store.add('s', name, 2, 3)).toBe(2);
     expect(await store.add('s', name, 2, 3)).toBe(1);
     expect(await store.add('s', name, 2, 3)).toBe(0);
     expect(await store.add('s', lookupCounter(Date.UTC(2026, 11, 1)), 2, 3)).toBe(2);
+    expect(await store.add('s', 'unlimited', 5, Number.POSITIVE_INFINITY)).toBe(5);
+    // Concurrent adds never pass the limit together.
+    const added = await Promise.all(Array.from({ length: 20 }, () => store.add('t', name, 1, 7)));
+    expect(added.reduce((sum, n) => sum + n, 0)).toBe(7);
+    await store.close();
+  });
+
+  it('answers ping while it is reachable', async () => {
+    const store = await open();
+    await expect(store.ping()).resolves.toBeUndefined();
+    await store.close();
   });
 });
 
-describe('file-backed store', () => {
-  it('remembers forwarded ids and counters across a restart, and forgets expired ids', async () => {
-    const file = tempFile();
-    const first = createFileStore(file);
-    await first.begin('s', ['a', 'b'], Date.now(), 1000);
-    await first.commit('s', ['a'], Date.now() + 3600_000);
-    await first.commit('s', ['old'], Date.now() + 5);
+/** Runs `processes` claimers of the same ids at once; every id must be fresh for exactly one of them. */
+async function race(kind: 'sqlite' | 'redis', where: string, processes: number, count: number): Promise<string[][]> {
+  const worker = join(root, 'test', 'support', 'claim-worker.ts');
+  return Promise.all(
+    Array.from(
+      { length: processes },
+      () =>
+        new Promise<string[]>((resolve, reject) => {
+          const child = spawn(process.execPath, ['--import', tsx, worker, kind, where, String(count)], { stdio: ['ignore', 'pipe', 'pipe'] });
+          let out = '';
+          let err = '';
+          child.stdout.on('data', (chunk) => (out += chunk));
+          child.stderr.on('data', (chunk) => (err += chunk));
+          child.once('exit', (code) => (code === 0 ? resolve(JSON.parse(out) as string[]) : reject(new Error(`claim worker exited ${code}: ${err}`))));
+        }),
+    ),
+  );
+}
+
+describe('claims are atomic across processes', () => {
+  it('four processes on one SQLite file lease each id exactly once', async () => {
+    const results = await race('sqlite', join(tempDir(), 'shared.db'), 4, 300);
+    const all = results.flat();
+    expect(all).toHaveLength(300);
+    expect(new Set(all).size).toBe(300);
+  }, 60_000);
+
+  it.runIf(hasRedis)(
+    'four processes on one redis-server lease each id exactly once',
+    async () => {
+      const results = await race('redis', redis!.url, 4, 300);
+      const all = results.flat();
+      expect(all).toHaveLength(300);
+      expect(new Set(all).size).toBe(300);
+    },
+    60_000,
+  );
+});
+
+describe('SQLite state file', () => {
+  it('keeps forwarded ids and counters across a reopen, and deletes expired rows as it goes', async () => {
+    const file = join(tempDir(), 'state.db');
+    const first = await createSqliteStore(file);
+    const now = Date.now();
+    await first.claim(site('s'), ['kept', 'old'], now, 60_000);
+    await first.settle(site('s'), { forwarded: ['kept'], until: now + 3600_000, released: [] });
+    await first.settle(site('s'), { forwarded: ['old'], until: now + 50, released: [] });
     await first.add('s', 'address-lookup:2026-11', 4, 10);
-    await new Promise((resolve) => setTimeout(resolve, 10));
+    await first.close();
+    await sleep(100);
 
-    const second = createFileStore(file);
-    await second.ready;
-    const claim = await second.begin('s', ['a', 'b', 'old'], Date.now(), 1000);
-    expect(claim).toEqual({ fresh: ['b', 'old'], duplicate: ['a'], busy: [] });
+    const second = await createSqliteStore(file);
+    expect(await second.stats()).toEqual({ remembered: 1, leased: 0 });
+    expect(await second.claim(site('s'), ['kept', 'old', 'new'], Date.now(), 60_000)).toEqual({ fresh: ['old', 'new'], duplicate: ['kept'], busy: [] });
     expect(await second.add('s', 'address-lookup:2026-11', 10, 10)).toBe(6);
-    // Compaction at start dropped the expired id from the file.
-    expect(readFileSync(file, 'utf8')).not.toContain('"old"');
+    expect(statSync(file).size).toBeGreaterThan(0);
+    await second.close();
   });
+});
 
-  it('survives a line cut short by a crash', async () => {
-    const file = tempFile();
-    const first = createFileStore(file);
-    await first.commit('s', ['kept'], Date.now() + 3600_000);
-    appendFileSync(file, '{"kind":"forwarded","scope":"s","id":"ha');
-    const second = createFileStore(file);
-    expect((await second.begin('s', ['kept'], Date.now(), 1000)).duplicate).toEqual(['kept']);
-  });
+describe.runIf(hasRedis)('Redis state when the server goes away', () => {
+  it('fails calls at once while Redis is down, and works again once it is back', async () => {
+    const own = await startRedis();
+    const { store, limiter } = await createRedisState(own.url, { commandTimeoutMs: 500 });
+    expect((await store.claim(site('s'), ['before'], Date.now(), 60_000)).fresh).toEqual(['before']);
+    await own.stop({ kill: true });
+    const started = Date.now();
+    await expect(store.claim(site('s'), ['during'], Date.now(), 60_000)).rejects.toThrow();
+    await expect(store.ping()).rejects.toThrow();
+    expect(Date.now() - started).toBeLessThan(3000);
+    await own.restart();
+    let back = false;
+    for (let i = 0; i < 100 && !back; i++) {
+      back = await store.ping().then(
+        () => true,
+        () => false,
+      );
+      if (!back) await sleep(50);
+    }
+    expect(back).toBe(true);
+    expect((await store.claim(site('s'), ['after'], Date.now(), 60_000)).fresh).toEqual(['after']);
+    expect((await limiter.limit('visitor:s:1.2.3.4', { perSecond: 1, burst: 1 }, Date.now())).ok).toBe(true);
+    await store.close();
+    await own.close();
+  }, 30_000);
 });

@@ -1,5 +1,5 @@
 // The Durable Object store itself (SQLite inside workerd): the same promises as the memory
-// store — leases, forwarded ids until expiry, token buckets, capped counters — per site.
+// store: leases, forwarded ids until expiry, capped counters, per site.
 import { abortAllDurableObjects, env } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
 import { createDurableStore } from '../../src/relay/workers/state.js';
@@ -11,33 +11,22 @@ describe('the RelayState Durable Object', () => {
   const store = createDurableStore(env['RELAY_STATE']);
 
   it('leases fresh ids, reports forwarded ones as duplicates and leased ones as busy, and forgets both when they expire', async () => {
-    const site = scope();
-    expect(await store.begin(site, ['a', 'b'], T, 1000)).toEqual({ fresh: ['a', 'b'], duplicate: [], busy: [] });
-    expect(await store.begin(site, ['a', 'c'], T, 1000)).toEqual({ fresh: ['c'], duplicate: [], busy: ['a'] });
-    await store.commit(site, ['a'], T + 60_000);
-    await store.release(site, ['b']);
-    expect(await store.begin(site, ['a', 'b'], T + 10, 1000)).toEqual({ fresh: ['b'], duplicate: ['a'], busy: [] });
-    expect((await store.begin(scope(), ['a'], T, 1000)).fresh).toEqual(['a']);
-    expect((await store.begin(site, ['a', 'c'], T + 60_001, 1000)).fresh).toEqual(['a', 'c']);
+    const site = { site: scope() };
+    expect(await store.claim(site, ['a', 'b'], T, 1000)).toEqual({ fresh: ['a', 'b'], duplicate: [], busy: [] });
+    expect(await store.claim(site, ['a', 'c'], T, 1000)).toEqual({ fresh: ['c'], duplicate: [], busy: ['a'] });
+    await store.settle(site, { forwarded: ['a'], until: T + 60_000, released: ['b'] });
+    expect(await store.claim(site, ['a', 'b'], T + 10, 1000)).toEqual({ fresh: ['b'], duplicate: ['a'], busy: [] });
+    expect((await store.claim({ site: scope() }, ['a'], T, 1000)).fresh).toEqual(['a']);
+    expect((await store.claim(site, ['a', 'c'], T + 60_001, 1000)).fresh).toEqual(['a', 'c']);
   });
 
   it('keeps forwarded ids and counters when the object restarts', async () => {
     const site = scope();
-    await store.commit(site, ['kept'], T + 3600_000);
+    await store.settle({ site }, { forwarded: ['kept'], until: T + 3600_000, released: [] });
     expect(await store.add(site, 'address-lookup:2026-11', 2, 3)).toBe(2);
     await abortAllDurableObjects();
-    expect((await store.begin(site, ['kept'], T, 1000)).duplicate).toEqual(['kept']);
+    expect((await store.claim({ site }, ['kept'], T, 1000)).duplicate).toEqual(['kept']);
     expect(await store.add(site, 'address-lookup:2026-11', 2, 3)).toBe(1);
     expect(await store.add(site, 'address-lookup:2026-11', 1, Infinity)).toBe(1);
-  });
-
-  it('runs one token bucket per site', async () => {
-    const site = scope();
-    const rate = { perSecond: 1, burst: 2 };
-    expect((await store.take(site, rate, T)).ok).toBe(true);
-    expect((await store.take(site, rate, T)).ok).toBe(true);
-    expect(await store.take(site, rate, T)).toEqual({ ok: false, retryAfterMs: 1000 });
-    expect((await store.take(scope(), rate, T)).ok).toBe(true);
-    expect((await store.take(site, rate, T + 1000)).ok).toBe(true);
   });
 });

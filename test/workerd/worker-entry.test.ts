@@ -54,6 +54,19 @@ describe('the Worker entry', () => {
     expect(text).not.toContain(API_KEY);
   });
 
+  it('limits each visitor with the Rate Limiting binding, answering 429 with its period as Retry-After', async () => {
+    const key = siteKey('ratelimit');
+    const vars = { RELAY_SITES: sites({ key, origins: [ORIGIN] }), RELAY_RATE_LIMIT: env['TEST_RATE_LIMIT'] };
+    const statuses: number[] = [];
+    for (let i = 0; i < 4; i++) statuses.push((await post(vars, { key, batch: [] }, CF, { 'cf-connecting-ip': '203.0.113.77' })).status);
+    expect(statuses).toEqual([200, 200, 200, 429]);
+    const refused = await post(vars, { key, batch: [] }, CF, { 'cf-connecting-ip': '203.0.113.77' });
+    expect(refused.headers.get('retry-after')).toBe('10');
+    expect(((await refused.json()) as any).error.code).toBe('rate_limited');
+    // Another visitor of the same site is not held back.
+    expect((await post(vars, { key, batch: [] }, CF, { 'cf-connecting-ip': '203.0.113.78' })).status).toBe(200);
+  });
+
   it('serves /healthz through the deployed entry (SELF)', async () => {
     const response = await SELF.fetch('https://relay.example.com/healthz');
     expect(response.status).toBe(200);
@@ -81,6 +94,30 @@ describe('the Worker entry', () => {
       // Queued ids count as forwarded: a repeat is a duplicate.
       const again = await post({ RELAY_QUEUE: env['TEST_QUEUE'] }, { key: 'pk_queue', batch: [t] });
       expect(((await again.json()) as any).results[0].status).toBe('duplicate');
+    });
+
+    it('consumer: a redelivered message is acked without sending its item again', async () => {
+      await upstream.reset();
+      const id = crypto.randomUUID();
+      const message = {
+        id: `msg-${id}`,
+        timestamp: Date.now(),
+        attempts: 1,
+        body: {
+          site: 'pk_queue',
+          id,
+          endpoint: 'activities/create',
+          envelope: {},
+          entry: { activity_id: 'act:cm:viewed', fields: { 'str::email': 'redelivered@example.com' } },
+        },
+      };
+      for (const attempt of [1, 2]) {
+        const batch = createMessageBatch('relay-test-events', [{ ...message, attempts: attempt }]);
+        const ctx = createExecutionContext();
+        await worker.queue(batch, env as never);
+        expect((await getQueueResult(batch, ctx)).explicitAcks).toEqual([message.id]);
+      }
+      expect((await calls()).filter((call) => call.path === '/v1/activities/create')).toHaveLength(1);
     });
 
     it('consumer: acks what the platform took or refused, retries what it could not deliver', async () => {

@@ -4,12 +4,13 @@
  * preflight, `sendBeacon`) and `application/json` are both accepted.
  * @module
  */
+import { COLLECT_LIMITS } from '../../api/index.js';
 import { RelayHttpError } from '../errors.js';
 import { readBody } from '../proxy/body.js';
 import { ProxyError } from '../proxy/errors.js';
 
-export const MAX_BODY_BYTES = 512 * 1024;
-export const MAX_ITEMS = 100;
+export const MAX_BODY_BYTES = COLLECT_LIMITS.bodyBytes;
+export const MAX_ITEMS = COLLECT_LIMITS.items;
 
 export interface CollectBody {
   key: string;
@@ -20,6 +21,8 @@ export interface CollectBody {
   bytes: number;
   /** `sent_at` as ms since epoch (the browser's clock when it sent), when given and valid */
   sentAt: number | undefined;
+  /** the stable id of the browser's queue, when sent */
+  queue: string | undefined;
 }
 
 const tooLarge = (bytes: number | string) =>
@@ -56,11 +59,14 @@ export async function readCollectBody(request: Request): Promise<CollectBody> {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
     throw new RelayHttpError(400, 'invalid_body', 'The body must be a JSON object {"key","batch":[…]}.');
   }
-  const { key, batch, identity, sent_at: sentAt } = body as Record<string, unknown>;
+  const { key, batch, identity, sent_at: sentAt, queue } = body as Record<string, unknown>;
   const details: string[] = [];
   if (typeof key !== 'string' || key === '') details.push('key: the site key is missing (a non-empty string)');
   if (!Array.isArray(batch)) details.push('batch: must be an array of items');
   if (identity !== undefined && identity !== null && typeof identity !== 'string') details.push('identity: must be the string of an earlier answer');
+  if (queue !== undefined && queue !== null && (typeof queue !== 'string' || queue === '' || queue.length > COLLECT_LIMITS.queueChars)) {
+    details.push(`queue: must be the queue's id, a string of 1 to ${COLLECT_LIMITS.queueChars} characters`);
+  }
   if (details.length > 0) throw new RelayHttpError(400, 'invalid_body', `The body is not a /collect batch: ${details.join('; ')}.`, { details });
   if ((batch as unknown[]).length > MAX_ITEMS) {
     throw new RelayHttpError(
@@ -75,5 +81,6 @@ export async function readCollectBody(request: Request): Promise<CollectBody> {
     identity: typeof identity === 'string' ? identity : undefined,
     bytes: size,
     sentAt: typeof sentAt === 'string' && Number.isFinite(Date.parse(sentAt)) ? Date.parse(sentAt) : undefined,
+    queue: typeof queue === 'string' ? queue : undefined,
   };
 }

@@ -7,7 +7,8 @@ import type { Client } from '../../client/index.js';
 import type { RelayConfig, SiteConfig } from '../config.js';
 import { originAllowed } from '../cors.js';
 import { RelayHttpError } from '../errors.js';
-import { lookupCounter, type RelayStore } from '../store.js';
+import { type RateLimiter, siteKey, visitorKey } from '../limits.js';
+import { type DedupeScope, lookupCounter, type RelayStore } from '../store.js';
 import { readCollectBody } from './body.js';
 import { enrichLocation, enrichmentOf, wantsAddress, type ClientInfo } from './enrich.js';
 import { forward, type Group, type ItemResult } from './forward.js';
@@ -24,15 +25,25 @@ export interface QueuedEntry {
   entry: Record<string, unknown>;
 }
 
+/** What a queue producer took: the ids of every batch it sent, and why it stopped when it did not send them all. */
+export interface Enqueued {
+  taken: string[];
+  failure?: unknown;
+}
+
+/** Hands entries to a queue; never throws: a failure comes back as `failure`, beside what was taken before it. */
+export type Enqueue = (entries: QueuedEntry[]) => Promise<Enqueued>;
+
 export interface CollectContext {
   config: RelayConfig;
   store: RelayStore;
+  limiter: RateLimiter;
   clock: Clock;
   client: Client;
   backoff: Backoff;
   random: () => number;
   /** when set, accepted entries go here and the answer does not wait for the platform */
-  enqueue: ((entries: QueuedEntry[]) => Promise<void>) | undefined;
+  enqueue: Enqueue | undefined;
 }
 
 export interface CollectOutcome {
@@ -53,7 +64,10 @@ function identityFor(config: RelayConfig): Identity | undefined {
   if (config.identitySecret === undefined) return undefined;
   const cacheKey = `${config.identityTtlSeconds}\u0000${config.identitySecret}`;
   let identity = identities.get(cacheKey);
-  if (!identity) identities.set(cacheKey, (identity = createIdentity(config.identitySecret, config.identityTtlSeconds)));
+  if (!identity) {
+    identity = createIdentity(config.identitySecret, config.identityTtlSeconds);
+    identities.set(cacheKey, identity);
+  }
   return identity;
 }
 
@@ -156,6 +170,24 @@ function entryOf(item: Item, location: Record<string, unknown> | undefined, skew
   return entry;
 }
 
+/** A failure's class and message for the log line (never an item's contents). */
+const describe = (error: unknown): string => (error instanceof Error ? `${error.name}: ${error.message}` : String(error));
+
+/**
+ * Per-visitor limit (always), then the site-wide cap (only when the site sets `rate_limit`).
+ * A request whose client address is unknown (no socket, no trusted header) is limited site-wide only.
+ */
+async function checkRate(limiter: RateLimiter, site: SiteConfig, ip: string | undefined, now: number): Promise<void> {
+  const decisions = [
+    ...(ip === undefined ? [] : [limiter.limit(visitorKey(site.key, ip), site.visitorRateLimit, now)]),
+    ...(site.rateLimit === undefined ? [] : [limiter.limit(siteKey(site.key), site.rateLimit, now)]),
+  ];
+  const refused = (await Promise.all(decisions)).filter((decision) => !decision.ok);
+  if (refused.length === 0) return;
+  const retryAfter = Math.max(1, Math.ceil(Math.max(...refused.map((decision) => decision.retryAfterMs)) / 1000));
+  throw new RelayHttpError(429, 'rate_limited', 'Too many requests from this visitor or for this site; retry after the Retry-After seconds.', { retryAfter });
+}
+
 /** Handles one /collect request; throws {@link RelayHttpError} for whole-request failures. */
 export async function collect(ctx: CollectContext, request: Request, info: ClientInfo): Promise<CollectOutcome> {
   const { config, store, clock } = ctx;
@@ -167,11 +199,7 @@ export async function collect(ctx: CollectContext, request: Request, info: Clien
   if (!site)
     throw new RelayHttpError(401, 'unknown_site_key', 'The key does not name a site of this relay; check the key given to cdp("init", …) against RELAY_SITES.');
   checkOrigin(site, origin);
-  const rate = await store.take(site.key, site.rateLimit, started);
-  if (!rate.ok)
-    throw new RelayHttpError(429, 'rate_limited', 'Too many requests for this site; retry after the Retry-After seconds.', {
-      retryAfter: Math.max(1, Math.ceil(rate.retryAfterMs / 1000)),
-    });
+  await checkRate(ctx.limiter, site, info.ip, started);
 
   const results = new Map<number, ItemResult>();
   const items: Item[] = [];
@@ -209,10 +237,11 @@ export async function collect(ctx: CollectContext, request: Request, info: Clien
   }
 
   const leaseMs = config.budgetMs + 30_000;
+  const scope: DedupeScope = { site: site.key, queue: body.queue };
   const claim =
     pending.length > 0
-      ? await store.begin(
-          site.key,
+      ? await store.claim(
+          scope,
           pending.map((p) => p.item.id),
           started,
           leaseMs,
@@ -254,23 +283,30 @@ export async function collect(ctx: CollectContext, request: Request, info: Clien
   let retryAfter = 0;
   let warning: string | undefined;
   if (ctx.enqueue && going.length > 0) {
-    try {
-      await ctx.enqueue(
-        groups.flatMap((group) => group.entries.map(({ id, entry }) => ({ site: site.key, id, endpoint: group.endpoint, envelope: group.envelope, entry }))),
-      );
-      await store.commit(
-        site.key,
-        going.map((p) => p.item.id),
-        started + config.dedupeTtlMs,
-      );
-      for (const p of going) results.set(p.item.index, { id: p.item.id, status: 'accepted' });
-    } catch {
-      await store.release(
-        site.key,
-        going.map((p) => p.item.id),
-      );
+    // What the queue took is accepted, even when a later batch or the mark failed: the consumer
+    // delivers it, and skips an id it has delivered already. Only what the queue did not take is retried.
+    const entries = groups.flatMap((group) =>
+      group.entries.map(({ id, entry }) => ({ site: site.key, id, endpoint: group.endpoint, envelope: group.envelope, entry })),
+    );
+    const { taken, failure } = await ctx.enqueue(entries);
+    const takenIds = new Set(taken);
+    const released = going.filter((p) => !takenIds.has(p.item.id)).map((p) => p.item.id);
+    if (failure !== undefined) {
       retryAfter = 5;
-      for (const p of going) results.set(p.item.index, { id: p.item.id, status: 'retry', error: 'the queue did not take the item; it was kept for later' });
+      warning = `queue_send_failed: ${describe(failure)}`;
+    }
+    for (const p of going) {
+      results.set(
+        p.item.index,
+        takenIds.has(p.item.id)
+          ? { id: p.item.id, status: 'accepted' }
+          : { id: p.item.id, status: 'retry', error: 'the queue did not take the item; it was kept for later' },
+      );
+    }
+    try {
+      await store.settle(scope, { forwarded: taken, until: started + config.dedupeTtlMs, released });
+    } catch (error) {
+      warning = `state_settle_failed: ${describe(error)}`;
     }
   } else if (going.length > 0) {
     const forwarded = await forward({ client: ctx.client, clock, backoff: ctx.backoff, deadline, random: ctx.random, statuses }, groups);
@@ -282,13 +318,12 @@ export async function collect(ctx: CollectContext, request: Request, info: Clien
       results.set(p.item.index, result);
       (result.status === 'accepted' ? accepted : unsent).push(p.item.id);
     }
-    // Marked forwarded only now that the platform took them: a crash before this re-sends, never loses.
-    // The platform has them either way, so a failing store must not turn `accepted` into an error.
+    // Marked forwarded only now that the platform took them: a crash before this re-sends, never loses. The platform has them either way, so a failing
+    // store must not turn `accepted` into an error: the leases run out and the failure is logged.
     try {
-      if (accepted.length > 0) await store.commit(site.key, accepted, clock.now() + config.dedupeTtlMs);
-      if (unsent.length > 0) await store.release(site.key, unsent);
-    } catch {
-      warning = 'state_commit_failed';
+      await store.settle(scope, { forwarded: accepted, until: clock.now() + config.dedupeTtlMs, released: unsent });
+    } catch (error) {
+      warning = `state_settle_failed: ${describe(error)}`;
     }
   }
 

@@ -4,15 +4,16 @@
  * single-threaded, which dedupe needs; KV is eventually consistent and must not be used.
  * @module
  */
-import { refill, type Claim, type RelayStore } from '../store.js';
+import { cappedAmount, type Claim, type RelayStore } from '../store.js';
 import type { DurableObjectNamespace, DurableObjectState } from './types.js';
 
 type Op =
-  | { op: 'begin'; ids: string[]; now: number; leaseMs: number }
-  | { op: 'commit'; ids: string[]; until: number }
-  | { op: 'release'; ids: string[] }
-  | { op: 'take'; rate: { perSecond: number; burst: number }; now: number }
+  | { op: 'claim'; ids: string[]; now: number; leaseMs: number }
+  | { op: 'settle'; forwarded: string[]; until: number; released: string[] }
   | { op: 'add'; name: string; amount: number; limit: number | null };
+
+/** Expired rows deleted per claim: more than a claim adds, so the table shrinks back after a peak. */
+const EXPIRY_SLICE = 200;
 
 /** The Durable Object class (export it from the Worker; bind it as `RELAY_STATE`, SQLite migration). */
 export class RelayState {
@@ -21,7 +22,6 @@ export class RelayState {
   constructor(state: DurableObjectState, _env?: unknown) {
     this.storage = state.storage;
     this.storage.sql.exec(`CREATE TABLE IF NOT EXISTS items (id TEXT PRIMARY KEY, forwarded_until INTEGER NOT NULL DEFAULT 0, lease_until INTEGER NOT NULL DEFAULT 0);
-      CREATE TABLE IF NOT EXISTS buckets (name TEXT PRIMARY KEY, tokens REAL NOT NULL, at INTEGER NOT NULL);
       CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);`);
   }
 
@@ -33,9 +33,14 @@ export class RelayState {
   private run(op: Op): unknown {
     const sql = this.storage.sql;
     switch (op.op) {
-      case 'begin': {
+      case 'claim': {
         // Expired rows go a few at a time, so no request pays for a big sweep.
-        sql.exec('DELETE FROM items WHERE rowid IN (SELECT rowid FROM items WHERE forwarded_until < ? AND lease_until < ? LIMIT 200)', op.now, op.now);
+        sql.exec(
+          'DELETE FROM items WHERE rowid IN (SELECT rowid FROM items WHERE forwarded_until < ? AND lease_until < ? LIMIT ?)',
+          op.now,
+          op.now,
+          EXPIRY_SLICE,
+        );
         const claim: Claim = { fresh: [], duplicate: [], busy: [] };
         for (const id of op.ids) {
           const row = sql
@@ -54,32 +59,19 @@ export class RelayState {
         }
         return claim;
       }
-      case 'commit':
-        for (const id of op.ids) {
+      case 'settle':
+        for (const id of op.forwarded) {
           sql.exec(
             'INSERT INTO items (id, forwarded_until, lease_until) VALUES (?, ?, 0) ON CONFLICT(id) DO UPDATE SET forwarded_until = excluded.forwarded_until, lease_until = 0',
             id,
             op.until,
           );
         }
+        for (const id of op.released) sql.exec('UPDATE items SET lease_until = 0 WHERE id = ?', id);
         return null;
-      case 'release':
-        for (const id of op.ids) sql.exec('UPDATE items SET lease_until = 0 WHERE id = ?', id);
-        return null;
-      case 'take': {
-        const row = sql.exec<{ tokens: number; at: number }>("SELECT tokens, at FROM buckets WHERE name = 'rate'").toArray()[0];
-        const result = refill(row, op.rate, op.now);
-        sql.exec(
-          "INSERT INTO buckets (name, tokens, at) VALUES ('rate', ?, ?) ON CONFLICT(name) DO UPDATE SET tokens = excluded.tokens, at = excluded.at",
-          result.bucket.tokens,
-          result.bucket.at,
-        );
-        return { ok: result.ok, retryAfterMs: result.retryAfterMs };
-      }
       case 'add': {
         const value = sql.exec<{ value: number }>('SELECT value FROM counters WHERE name = ?', op.name).toArray()[0]?.value ?? 0;
-        const limit = op.limit ?? Infinity;
-        const added = Math.max(0, Math.min(op.amount, limit - value));
+        const added = cappedAmount(value, op.amount, op.limit ?? Number.POSITIVE_INFINITY);
         if (added > 0)
           sql.exec('INSERT INTO counters (name, value) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET value = excluded.value', op.name, value + added);
         return added;
@@ -88,20 +80,23 @@ export class RelayState {
   }
 }
 
-/** A {@link RelayStore} talking to the {@link RelayState} object of each scope. */
+/** A {@link RelayStore} talking to the {@link RelayState} object of each site. */
 export function createDurableStore(namespace: DurableObjectNamespace): RelayStore {
-  const call = async <T>(scope: string, op: Op): Promise<T> => {
-    const stub = namespace.get(namespace.idFromName(scope));
+  const call = async <T>(site: string, op: Op): Promise<T> => {
+    const stub = namespace.get(namespace.idFromName(site));
     const response = await stub.fetch('https://relay-state/', { method: 'POST', body: JSON.stringify(op) });
-    if (!response.ok) throw new Error(`relay state for ${scope} answered ${response.status}`);
+    if (!response.ok) throw new Error(`relay state for ${site} answered ${response.status}`);
     return (await response.json()) as T;
   };
   return {
-    begin: (scope, ids, now, leaseMs) => call(scope, { op: 'begin', ids: [...ids], now, leaseMs }),
-    commit: (scope, ids, until) => call(scope, { op: 'commit', ids: [...ids], until }),
-    release: (scope, ids) => call(scope, { op: 'release', ids: [...ids] }),
-    take: (scope, rate, now) => call(scope, { op: 'take', rate, now }),
+    claim: ({ site }, ids, now, leaseMs) => call(site, { op: 'claim', ids: [...ids], now, leaseMs }),
+    settle: ({ site }, { forwarded, until, released }) =>
+      forwarded.length + released.length === 0 ? Promise.resolve() : call(site, { op: 'settle', forwarded: [...forwarded], until, released: [...released] }),
     // Infinity does not survive JSON: null stands for "no limit".
-    add: (scope, name, amount, limit) => call(scope, { op: 'add', name, amount, limit: Number.isFinite(limit) ? limit : null }),
+    add: (site, name, amount, limit) => call(site, { op: 'add', name, amount, limit: Number.isFinite(limit) ? limit : null }),
+    // Each site has its own object: there is no one object to ask, and the binding itself cannot be down.
+    ping: async () => {},
+    stats: async () => undefined,
+    close: async () => {},
   };
 }

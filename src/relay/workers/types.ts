@@ -4,6 +4,8 @@
  * @module
  */
 
+import type { RateLimitBinding } from '../limits.js';
+
 export interface SqlCursor<T> {
   toArray(): T[];
 }
@@ -47,6 +49,8 @@ export interface RelayEnv {
   RELAY_STATE: DurableObjectNamespace;
   /** optional producer binding: accepted entries are queued, a consumer forwards them */
   RELAY_QUEUE?: Queue;
+  /** optional Workers Rate Limiting binding: limits each visitor without a Durable Object call */
+  RELAY_RATE_LIMIT?: RateLimitBinding;
   /** optional static assets holding cdp.js */
   ASSETS?: Fetcher;
   [name: string]: unknown;

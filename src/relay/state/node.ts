@@ -1,0 +1,101 @@
+/**
+ * Which state a Node relay keeps, from its options or environment:
+ * `RELAY_REDIS_URL` → Redis (every relay process shares it); else `RELAY_STATE_FILE` → SQLite
+ * (one machine; `--workers` processes share the file); `:memory:` → memory only (forgets on restart).
+ * @module
+ */
+import { createReadStream, existsSync, readFileSync, renameSync } from 'node:fs';
+import { createInterface } from 'node:readline';
+import { createMemoryLimiter, type RateLimiter } from '../limits.js';
+import { createMemoryStore } from '../memory.js';
+import type { RelayStore } from '../store.js';
+import { createRedisState } from './redis.js';
+import { createSqliteStore } from './sqlite.js';
+
+/** Where the CLI keeps its state when nothing is configured. */
+export const DEFAULT_STATE_FILE = '.cdp-edge/relay-state.db';
+/** The JSON-lines file that cdp-edge 0.1 kept; its ids are imported once into the SQLite file. */
+const LEGACY_STATE_FILE = '.cdp-edge/relay-state.jsonl';
+
+export interface NodeStateOptions {
+  /** SQLite file, or `:memory:` */
+  stateFile?: string | undefined;
+  /** `redis://` or `rediss://`: wins over `stateFile` */
+  redisUrl?: string | undefined;
+  /** told what was chosen and what was imported */
+  log?: (message: string) => void;
+}
+
+export interface NodeState {
+  store: RelayStore;
+  limiter: RateLimiter;
+  /** for the start-up line, e.g. `SQLite .cdp-edge/relay-state.db` (never a password) */
+  description: string;
+}
+
+/** Opens the state the options name (the caller closes `store`). */
+export async function createNodeState(options: NodeStateOptions): Promise<NodeState> {
+  if (options.redisUrl !== undefined) {
+    if (!/^rediss?:\/\//.test(options.redisUrl))
+      throw new Error(`RELAY_REDIS_URL must start with redis:// or rediss://, got ${JSON.stringify(options.redisUrl.slice(0, 12))}…`);
+    const { store, limiter } = await createRedisState(options.redisUrl);
+    return { store, limiter, description: `Redis ${new URL(options.redisUrl).host}` };
+  }
+  const path = options.stateFile ?? DEFAULT_STATE_FILE;
+  if (path === ':memory:') return { store: createMemoryStore(), limiter: createMemoryLimiter(), description: 'memory (forgotten on restart)' };
+  const legacy = isJsonLines(path) ? path : path === DEFAULT_STATE_FILE && !existsSync(path) && existsSync(LEGACY_STATE_FILE) ? LEGACY_STATE_FILE : undefined;
+  let backup: string | undefined;
+  if (legacy === path) {
+    backup = `${path}.jsonl-backup`;
+    renameSync(path, backup);
+  }
+  const store = await createSqliteStore(path);
+  if (legacy !== undefined) {
+    const imported = await importJsonLines(backup ?? legacy, store);
+    options.log?.(`imported ${imported} forwarded ids and counters from the old state file ${backup ?? legacy} into ${path}`);
+  }
+  // Buckets stay per process: with --workers N and no Redis, a visitor's allowance is up to N times the rate.
+  return { store, limiter: createMemoryLimiter(), description: `SQLite ${path}` };
+}
+
+function isJsonLines(path: string): boolean {
+  if (!existsSync(path)) return false;
+  const head = readFileSync(path, { encoding: 'utf8', flag: 'r' }).slice(0, 16);
+  return head.startsWith('{') || (head === '' && path.endsWith('.jsonl'));
+}
+
+/** Replays an 0.1 JSON-lines state file (forwarded ids, counters) into `store`; unreadable lines are skipped. */
+async function importJsonLines(path: string, store: RelayStore): Promise<number> {
+  const now = Date.now();
+  const counters = new Map<string, { site: string; name: string; value: number }>();
+  let forwarded: { site: string; id: string; until: number }[] = [];
+  let count = 0;
+  const flush = async () => {
+    const bySite = new Map<string, Map<number, string[]>>();
+    for (const entry of forwarded) {
+      const byUntil = bySite.get(entry.site) ?? new Map<number, string[]>();
+      bySite.set(entry.site, byUntil);
+      byUntil.set(entry.until, [...(byUntil.get(entry.until) ?? []), entry.id]);
+    }
+    for (const [site, byUntil] of bySite) for (const [until, ids] of byUntil) await store.settle({ site }, { forwarded: ids, until, released: [] });
+    forwarded = [];
+  };
+  for await (const line of createInterface({ input: createReadStream(path, 'utf8'), crlfDelay: Number.POSITIVE_INFINITY })) {
+    let entry: { kind?: string; scope?: string; id?: string; name?: string; until?: number; value?: number };
+    try {
+      entry = JSON.parse(line);
+    } catch {
+      continue; // a line cut short by a crash mid-write: the old store skipped it too
+    }
+    if (entry.kind === 'forwarded' && typeof entry.scope === 'string' && typeof entry.id === 'string' && typeof entry.until === 'number' && entry.until > now) {
+      forwarded.push({ site: entry.scope, id: entry.id, until: entry.until });
+      count++;
+      if (forwarded.length >= 1000) await flush();
+    } else if (entry.kind === 'counter' && typeof entry.scope === 'string' && typeof entry.name === 'string' && typeof entry.value === 'number') {
+      counters.set(`${entry.scope}\u0000${entry.name}`, { site: entry.scope, name: entry.name, value: entry.value });
+    }
+  }
+  await flush();
+  for (const { site, name, value } of counters.values()) await store.add(site, name, value, Number.POSITIVE_INFINITY);
+  return count + counters.size;
+}

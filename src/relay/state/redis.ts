@@ -1,0 +1,146 @@
+/**
+ * The relay's state in Redis or Valkey (ioredis, loaded only when used): every Node relay that
+ * names the same `RELAY_REDIS_URL` shares leases, forwarded ids, rate-limit buckets and counters.
+ * Each claim, settle, add and limit is one Lua script, so it is atomic across relays; expiry is
+ * Redis's own (leases `PX`, forwarded ids `PXAT` their end, buckets once full again).
+ *
+ * While Redis is unreachable, calls fail at once (no offline queue) and the relay answers 503 with
+ * `Retry-After`, so the browser keeps its items; the client reconnects by itself.
+ * @module
+ */
+import type { Redis, RedisOptions } from 'ioredis';
+import type { RateLimiter } from '../limits.js';
+import type { Claim, RelayStore } from '../store.js';
+import { loadOptional } from './optional.js';
+
+/** KEYS: one per id. ARGV: lease ms. Returns per id 0 = leased now, 1 = forwarded, 2 = leased by another request. */
+const CLAIM = `
+local out = {}
+for i, key in ipairs(KEYS) do
+  if redis.call('SET', key, 'l', 'NX', 'PX', ARGV[1]) then out[i] = 0
+  elseif redis.call('GET', key) == 'f' then out[i] = 1
+  else out[i] = 2 end
+end
+return out`;
+
+/** KEYS: forwarded ids then released ids. ARGV: how many are forwarded, until (ms since epoch). */
+const SETTLE = `
+local forwarded = tonumber(ARGV[1])
+for i, key in ipairs(KEYS) do
+  if i <= forwarded then redis.call('SET', key, 'f', 'PXAT', ARGV[2])
+  elseif redis.call('GET', key) == 'l' then redis.call('DEL', key) end
+end
+return 0`;
+
+/** KEYS: the counter. ARGV: amount, limit, ms to keep it. Returns how much was added. */
+const ADD = `
+local value = tonumber(redis.call('GET', KEYS[1]) or '0')
+local added = math.max(0, math.min(tonumber(ARGV[1]), tonumber(ARGV[2]) - value))
+if added > 0 then redis.call('INCRBY', KEYS[1], added) end
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return added`;
+
+/** KEYS: the bucket. ARGV: per second, burst, now. Returns {ok 0|1, retry after ms}. */
+const LIMIT = `
+local rate, burst, now = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local bucket = redis.call('HMGET', KEYS[1], 't', 'a')
+local tokens = tonumber(bucket[1]) or burst
+local at = tonumber(bucket[2]) or now
+tokens = math.min(burst, tokens + math.max(0, now - at) / 1000 * rate)
+local ok, wait = 0, 0
+if tokens >= 1 then tokens = tokens - 1; ok = 1 else wait = math.ceil((1 - tokens) / rate * 1000) end
+redis.call('HSET', KEYS[1], 't', tostring(tokens), 'a', tostring(now))
+redis.call('PEXPIRE', KEYS[1], math.ceil(burst / rate * 1000) + 1000)
+return {ok, wait}`;
+
+interface Scripts {
+  cdpClaim(...args: (string | number)[]): Promise<number[]>;
+  cdpSettle(...args: (string | number)[]): Promise<number>;
+  cdpAdd(...args: (string | number)[]): Promise<number>;
+  cdpLimit(...args: (string | number)[]): Promise<[number, number]>;
+}
+
+export interface RedisStateOptions {
+  /** prefix of every key @default 'cdp-edge:' */
+  prefix?: string;
+  /** ms a command may take before it fails @default 2000 */
+  commandTimeoutMs?: number;
+}
+
+export interface RedisState {
+  store: RelayStore;
+  limiter: RateLimiter;
+}
+
+/** Counters (monthly budgets) are kept a little over two months. */
+const COUNTER_KEEP_MS = 70 * 24 * 3600_000;
+/** Lua numbers are doubles: "no limit" travels as the largest safe integer. */
+const finite = (limit: number) => (Number.isFinite(limit) ? limit : Number.MAX_SAFE_INTEGER);
+
+/** Connects to `url` (`redis://` or `rediss://`); resolves once connected, or rejects naming the address. */
+export async function createRedisState(url: string, options: RedisStateOptions = {}): Promise<RedisState> {
+  const { Redis: RedisClient } = await loadOptional<{ Redis: new (url: string, options: RedisOptions) => Redis }>(
+    'ioredis',
+    'the Redis state store (RELAY_REDIS_URL)',
+  );
+  const prefix = options.prefix ?? 'cdp-edge:';
+  const redis = new RedisClient(url, {
+    lazyConnect: true,
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 1,
+    commandTimeout: options.commandTimeoutMs ?? 2000,
+    connectTimeout: 5000,
+    // Reconnect for ever, at most every 2 s: the relay answers 503 meanwhile.
+    retryStrategy: (attempt) => Math.min(2000, 50 * attempt),
+  });
+  // Connection errors surface through failed calls (503 + Retry-After); an unhandled 'error' event would crash the process.
+  redis.on('error', () => {});
+  redis.defineCommand('cdpClaim', { lua: CLAIM });
+  redis.defineCommand('cdpSettle', { lua: SETTLE });
+  redis.defineCommand('cdpAdd', { lua: ADD, numberOfKeys: 1 });
+  redis.defineCommand('cdpLimit', { lua: LIMIT, numberOfKeys: 1 });
+  try {
+    await redis.connect();
+  } catch (cause) {
+    redis.disconnect();
+    throw new Error(`RELAY_REDIS_URL: could not connect to ${new URL(url).host} (${(cause as Error).message})`, { cause });
+  }
+  const scripts = redis as unknown as Scripts;
+  const itemKey = (site: string, id: string) => `${prefix}i:${site}:${id}`;
+
+  const store: RelayStore = {
+    async claim({ site }, ids, _now, leaseMs) {
+      const claim: Claim = { fresh: [], duplicate: [], busy: [] };
+      if (ids.length === 0) return claim;
+      const states = await scripts.cdpClaim(ids.length, ...ids.map((id) => itemKey(site, id)), Math.max(1, Math.round(leaseMs)));
+      ids.forEach((id, i) => {
+        (states[i] === 0 ? claim.fresh : states[i] === 1 ? claim.duplicate : claim.busy).push(id);
+      });
+      return claim;
+    },
+    async settle({ site }, { forwarded, until, released }) {
+      const keys = [...forwarded, ...released].map((id) => itemKey(site, id));
+      if (keys.length > 0) await scripts.cdpSettle(keys.length, ...keys, forwarded.length, Math.round(until));
+    },
+    async add(site, name, amount, limit) {
+      return Number(await scripts.cdpAdd(`${prefix}c:${site}:${name}`, amount, finite(limit), COUNTER_KEEP_MS));
+    },
+    async ping() {
+      await redis.ping();
+    },
+    // Counting keys in a shared Redis means a SCAN of everything: not for a gauge.
+    async stats() {
+      return undefined;
+    },
+    async close() {
+      await redis.quit().catch(() => redis.disconnect());
+    },
+  };
+  const limiter: RateLimiter = {
+    async limit(key, rate, now) {
+      const [ok, wait] = await scripts.cdpLimit(`${prefix}b:${key}`, rate.perSecond, rate.burst, Math.round(now));
+      return { ok: ok === 1, retryAfterMs: Number(wait) };
+    },
+  };
+  return { store, limiter };
+}
