@@ -4,19 +4,10 @@
  * @module
  */
 
+import { COMMANDS } from './cli/commands.js';
+
 export interface Command {
-  summary: string;
   run(argv: string[]): Promise<number>;
-}
-
-type Loader = () => Promise<Command>;
-
-/** Commands by name. Each module default-exports a {@link Command}. */
-const COMMANDS: Record<string, { summary: string; load: Loader }> = {};
-
-/** Registers a command (used by the command modules' index below). */
-export function register(name: string, summary: string, load: Loader): void {
-  COMMANDS[name] = { summary, load };
 }
 
 function usage(): string {
@@ -26,7 +17,6 @@ function usage(): string {
 
 /** Runs the CLI with `argv` (without node and script); resolves to the exit code. */
 export async function main(argv: string[]): Promise<number> {
-  await import('./cli/commands.js');
   const [name, ...rest] = argv;
   if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
     console.log(usage());

@@ -1,7 +1,17 @@
-// The command table: one line per command, each module loaded on demand.
-import { register } from '../cli.js';
+// The command table: one line per command, each module loaded only when it runs.
+import type { Command } from '../cli.js';
 
-register('dev', 'start emulator, relay and demo site on loopback (what `npm start` runs)', async () => (await import('./dev.js')).default);
-register('relay', 'run the relay on Node (POST /collect, the /v1 proxy, /cdp.js), configured by environment', async () => (await import('./relay.js')).default);
-register('token', 'create a relay proxy token: printed once, with its RELAY_TOKENS entry', async () => (await import('./token.js')).default);
-register('emulator', 'run the platform API locally (all 29 endpoints, dashboard at /)', async () => (await import('./emulator.js')).default);
+export interface CommandEntry {
+  summary: string;
+  load: () => Promise<Command>;
+}
+
+export const COMMANDS: Readonly<Record<string, CommandEntry>> = {
+  dev: { summary: 'start emulator, relay and demo site on loopback (what `npm start` runs)', load: async () => (await import('./dev.js')).default },
+  relay: {
+    summary: 'run the relay on Node (POST /collect, the /v1 proxy, /cdp.js), configured by environment',
+    load: async () => (await import('./relay.js')).default,
+  },
+  token: { summary: 'create a relay proxy token: printed once, with its RELAY_TOKENS entry', load: async () => (await import('./token.js')).default },
+  emulator: { summary: 'run the platform API locally (all 29 endpoints, dashboard at /)', load: async () => (await import('./emulator.js')).default },
+};

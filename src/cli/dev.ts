@@ -119,7 +119,6 @@ function banner(stack: DevStack, upstream: (Upstream & { why: string }) | undefi
 }
 
 const dev: Command = {
-  summary: 'start emulator, relay and demo site on loopback (what `npm start` runs)',
   async run(argv) {
     let values: Values;
     let choices: { emulator: PortChoice; relay: PortChoice; demo: PortChoice };

@@ -26,7 +26,6 @@ const fault = (message: string) => {
 };
 
 const emulator: Command = {
-  summary: 'run the platform API locally (the embedded default upstream)',
   async run(argv) {
     // `--rate-limit` may stand alone (the plan's rate): give it the value `plan` before parsing
     const args = argv.flatMap((arg, i) => (arg === '--rate-limit' && (argv[i + 1] === undefined || argv[i + 1]!.startsWith('--')) ? [arg, 'plan'] : [arg]));

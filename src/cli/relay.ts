@@ -1,36 +1,48 @@
 /**
- * `cdp-edge relay [--port 8787] [--host 127.0.0.1] [--state-file path]`: the relay on Node,
- * configured by Contract 3's environment variables (the same names as the Worker's vars).
+ * `cdp-edge relay [--port 8787] [--host 127.0.0.1] [--state-file path] [--workers N]`: the relay on
+ * Node, configured by the same environment variables as the Worker's vars.
  * @module
  */
+import cluster from 'node:cluster';
 import { parseArgs } from 'node:util';
 import type { Command } from '../cli.js';
 import { RelayConfigError } from '../relay/errors.js';
+import { DEFAULT_STATE_FILE } from '../relay/state/node.js';
 import { untilStopped } from './signals.js';
 
-const USAGE = `Usage: cdp-edge relay [--port 8787] [--host 127.0.0.1] [--state-file .cdp-edge/relay-state.jsonl]
+const USAGE = `Usage: cdp-edge relay [--port 8787] [--host 127.0.0.1] [--state-file ${DEFAULT_STATE_FILE}] [--workers 1]
 
 Runs the relay: POST /collect for browsers, the /v1/... proxy for servers, GET /cdp.js.
 Configure it with environment variables (the same names as on Cloudflare Workers):
 
   CDP_API_KEY                          the platform key (required, secret)
   CDP_REGION | CDP_BASE_URL            default, au or eu | an explicit base (the emulator)
-  RELAY_SITES                          [{"key","origins":[…],"activities","fields","verify"}]
+  RELAY_SITES                          [{"key","origins":[…],"activities","fields","verify","visitor_rate_limit","rate_limit"}]
   RELAY_TOKENS                         [{"name","sha256","scopes":[…]}] for the proxy
   RELAY_IDENTITY_SECRET                HMAC secret for user_hash (verify optional/required)
   RELAY_ADDRESS_LOOKUP                 off (default) or on
   RELAY_ADDRESS_LOOKUP_MONTHLY_LIMIT   most address lookups per month
   RELAY_TRUST_PROXY                    addresses whose X-Forwarded-For is believed
-  RELAY_STATE_FILE                     where forwarded ids survive restarts (or --state-file)`;
+  RELAY_STATE_FILE                     the SQLite file of forwarded ids (or --state-file; ":memory:" keeps none)
+  RELAY_REDIS_URL                      redis:// or rediss://: every relay process shares its state there
+
+--workers N runs N processes on the port, sharing the SQLite file or Redis.`;
+
+const MAX_WORKERS = 64;
 
 const relay: Command = {
-  summary: 'run the relay on Node (POST /collect, the /v1 proxy, /cdp.js); configured by environment',
   async run(argv) {
     let values;
     try {
       ({ values } = parseArgs({
         args: argv,
-        options: { port: { type: 'string' }, host: { type: 'string' }, 'state-file': { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+        options: {
+          port: { type: 'string' },
+          host: { type: 'string' },
+          'state-file': { type: 'string' },
+          workers: { type: 'string' },
+          help: { type: 'boolean', short: 'h' },
+        },
       }));
     } catch (error) {
       console.error(`cdp-edge relay: ${(error as Error).message}\n\n${USAGE}`);
@@ -45,14 +57,17 @@ const relay: Command = {
       console.error(`cdp-edge relay: --port must be a port number (0–65535); got ${JSON.stringify(values.port)}`);
       return 2;
     }
+    const workers = Number(values.workers ?? 1);
+    if (!Number.isInteger(workers) || workers < 1 || workers > MAX_WORKERS) {
+      console.error(`cdp-edge relay: --workers must be a whole number from 1 to ${MAX_WORKERS}; got ${JSON.stringify(values.workers)}`);
+      return 2;
+    }
+    const stateFile = values['state-file'] ?? process.env['RELAY_STATE_FILE'] ?? DEFAULT_STATE_FILE;
+    if (workers > 1 && cluster.isPrimary) return runPrimary(workers);
     const { startRelay } = await import('../relay/node.js');
     let running;
     try {
-      running = await startRelay({
-        port,
-        hostname: values.host ?? '127.0.0.1',
-        stateFile: values['state-file'] ?? process.env['RELAY_STATE_FILE'] ?? '.cdp-edge/relay-state.jsonl',
-      });
+      running = await startRelay({ port, hostname: values.host ?? '127.0.0.1', stateFile });
     } catch (error) {
       if (error instanceof RelayConfigError) {
         console.error(`cdp-edge relay: ${error.message}\n\nRun \`cdp-edge relay --help\` for the variables.`);
@@ -61,10 +76,56 @@ const relay: Command = {
       console.error(`cdp-edge relay: could not start: ${(error as Error).message}`);
       return 1;
     }
-    console.log(`cdp-edge relay listening on ${running.url} (POST ${running.url}/collect)`);
+    if (cluster.isWorker) process.send?.({ listening: running.url, state: running.state });
+    else console.log(`cdp-edge relay listening on ${running.url} (POST ${running.url}/collect; state: ${running.state})`);
     await untilStopped();
     await running.close();
+    // A worker's channel to the primary would keep it alive: let go of it so the process ends.
+    if (cluster.isWorker) cluster.worker?.disconnect();
     return 0;
   },
 };
+
+/**
+ * Forks `count` relay processes that share the listening port (node:cluster) and the state. A
+ * process that dies is replaced; SIGINT or SIGTERM stops them all.
+ */
+async function runPrimary(count: number): Promise<number> {
+  let stopping = false;
+  let announced = false;
+  let failedAtStart = 0;
+  const fork = () => {
+    const worker = cluster.fork();
+    worker.on('message', (message: { listening?: string; state?: string }) => {
+      if (message.listening === undefined || announced) return;
+      announced = true;
+      console.log(`cdp-edge relay listening on ${message.listening} (POST ${message.listening}/collect; ${count} workers; state: ${message.state})`);
+    });
+  };
+  const exited = new Promise<number>((resolve) => {
+    cluster.on('exit', (worker, code, signal) => {
+      if (stopping) {
+        if (Object.keys(cluster.workers ?? {}).length === 0) resolve(0);
+        return;
+      }
+      if (!announced && ++failedAtStart >= count) {
+        // Every worker failed before listening: a configuration error, not a crash to retry.
+        stopping = true;
+        resolve(code === 2 ? 2 : 1);
+        return;
+      }
+      console.error(`cdp-edge relay: worker ${worker.process.pid} exited (${signal ?? code}); starting another`);
+      fork();
+    });
+  });
+  for (let i = 0; i < count; i++) fork();
+  const stopped = untilStopped().then(() => {
+    stopping = true;
+    // The signal itself, not worker.kill(): that disconnects first, and the worker must close its server and store.
+    for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill('SIGTERM');
+    return exited;
+  });
+  return Promise.race([stopped, exited]);
+}
+
 export default relay;

@@ -25,7 +25,6 @@ const list = (value: string | undefined) =>
     .filter((item) => item !== '');
 
 const token: Command = {
-  summary: 'create a relay proxy token (prints the token once and its RELAY_TOKENS entry)',
   async run(argv) {
     let parsed;
     try {

@@ -28,9 +28,9 @@ beforeAll(async () => {
 });
 afterAll(() => emulator?.close());
 
-function launch(env: Record<string, string>, args: string[] = []) {
+function launch(env: Record<string, string>, args: string[] = [], cwd = mkdtempSync(join(tmpdir(), 'cdp-relay-cli-'))) {
   const child = spawn(process.execPath, ['--import', tsx, entry, 'relay', '--port', '0', ...args], {
-    cwd: mkdtempSync(join(tmpdir(), 'cdp-relay-cli-')),
+    cwd,
     env: { PATH: process.env['PATH'] ?? '', RELAY_LOG: 'off', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -94,5 +94,62 @@ describe('cdp-edge relay', () => {
     await expect(relay.address).rejects.toThrow(/RELAY_SITES/);
     expect(await relay.exit).toBe(2);
     expect(relay.output()).not.toContain(KEY);
+  }, 40_000);
+
+  const site = JSON.stringify([{ key: 'pk_cli', origins: [ORIGIN] }]);
+  const send = async (url: string, batch: unknown[]) => {
+    const response = await fetch(`${url}/collect`, {
+      method: 'POST',
+      headers: { origin: ORIGIN, 'content-type': 'text/plain', connection: 'close' },
+      body: JSON.stringify({ key: 'pk_cli', batch }),
+    });
+    expect(response.status).toBe(200);
+    return ((await response.json()) as { results: { status: string }[] }).results.map((r) => r.status);
+  };
+  const trackOf = (email: string) => ({
+    id: crypto.randomUUID(),
+    type: 'track',
+    ts: new Date().toISOString(),
+    activity_id: 'act:cm:signed-up',
+    person: { 'str::email': email },
+  });
+  const eventsOf = (email: string) =>
+    [...emulator.emulator.state.people.values()].filter((person) => person.fields['str::email'] === email).flatMap((person) => person.events);
+
+  it('keeps forwarded ids in an SQLite file by default, so a restarted relay answers duplicate', async () => {
+    const cwd = mkdtempSync(join(tmpdir(), 'cdp-relay-cli-'));
+    const item = trackOf('restart-cli@example.com');
+    const first = launch({ CDP_API_KEY: KEY, CDP_BASE_URL: emulator.url, RELAY_SITES: site }, [], cwd);
+    expect(await send(await first.address, [item])).toEqual(['accepted']);
+    expect(first.output()).toContain('state: SQLite .cdp-edge/relay-state.db');
+    first.child.kill('SIGKILL');
+    await first.exit;
+    const second = launch({ CDP_API_KEY: KEY, CDP_BASE_URL: emulator.url, RELAY_SITES: site }, [], cwd);
+    expect(await send(await second.address, [item])).toEqual(['duplicate']);
+    expect(eventsOf('restart-cli@example.com')).toHaveLength(1);
+    second.child.kill('SIGTERM');
+    expect(await second.exit).toBe(0);
+  }, 60_000);
+
+  it('--workers 3 runs three processes on one port that forward each item once between them', async () => {
+    // One test client is one visitor sending 100 requests at once: lift its limit, the point here is dedupe.
+    const busySite = JSON.stringify([{ key: 'pk_cli', origins: [ORIGIN], visitor_rate_limit: { per_second: 1000, burst: 1000 } }]);
+    const relay = launch({ CDP_API_KEY: KEY, CDP_BASE_URL: emulator.url, RELAY_SITES: busySite }, ['--workers', '3']);
+    const url = await relay.address;
+    expect(relay.output()).toContain('3 workers');
+    const items = Array.from({ length: 20 }, (_, i) => trackOf(`workers-${i}@example.com`));
+    // Every item sent five times at once on fresh connections, spread over the processes.
+    const answers = await Promise.all(items.flatMap((item) => Array.from({ length: 5 }, () => send(url, [item]))));
+    const accepted = answers.flat().filter((status) => status === 'accepted');
+    expect(accepted).toHaveLength(20);
+    for (let i = 0; i < 20; i++) expect(eventsOf(`workers-${i}@example.com`)).toHaveLength(1);
+    relay.child.kill('SIGTERM');
+    expect(await relay.exit).toBe(0);
+  }, 60_000);
+
+  it('refuses a bad --workers with exit 2', async () => {
+    const relay = launch({ CDP_API_KEY: KEY, CDP_BASE_URL: emulator.url }, ['--workers', 'many']);
+    await expect(relay.address).rejects.toThrow(/--workers must be a whole number/);
+    expect(await relay.exit).toBe(2);
   }, 40_000);
 });

@@ -1,0 +1,135 @@
+// The queued path (Workers Queues) without workerd: what the queue took is accepted exactly once,
+// whatever fails after it, and the consumer never delivers an id twice. Each failure is injected.
+import { describe, expect, it } from 'vitest';
+import { createClient } from '../../src/client/index.js';
+import { createRelay } from '../../src/relay/app.js';
+import type { QueuedEntry } from '../../src/relay/collect/handler.js';
+import { systemClock } from '../../src/relay/collect/upstream.js';
+import { parseConfig } from '../../src/relay/config.js';
+import type { LogLine } from '../../src/relay/logging.js';
+import { createMemoryStore } from '../../src/relay/memory.js';
+import { consumeQueue, queueProducer } from '../../src/relay/workers/queue.js';
+import type { MessageBatch, QueueMessage } from '../../src/relay/workers/types.js';
+
+const ORIGIN = 'https://shop.example.com';
+const config = parseConfig({
+  CDP_API_KEY: 'sk_queue_test',
+  CDP_BASE_URL: 'https://upstream.test',
+  RELAY_SITES: JSON.stringify([{ key: 'pk_q', origins: [ORIGIN] }]),
+});
+const track = (n: number) => ({
+  id: `item-${n}-${crypto.randomUUID()}`,
+  type: 'track',
+  activity_id: 'act:cm:viewed',
+  person: { 'str::email': `q${n}@example.com` },
+});
+const post = (app: ReturnType<typeof createRelay>, batch: unknown[]) =>
+  app.request('/collect', { method: 'POST', headers: { origin: ORIGIN, 'content-type': 'text/plain' }, body: JSON.stringify({ key: 'pk_q', batch }) });
+const statuses = async (response: Response) => ((await response.json()) as { results: { status: string }[] }).results.map((r) => r.status);
+
+/** A queue whose sendBatch fails on the calls named in `failOn` (1-based), keeping what it took. */
+function flakyQueue(failOn: number[]) {
+  const taken: QueuedEntry[] = [];
+  let calls = 0;
+  return {
+    taken,
+    queue: {
+      async sendBatch(messages: { body: QueuedEntry }[]) {
+        calls++;
+        if (failOn.includes(calls)) throw new Error(`queue unavailable (call ${calls})`);
+        taken.push(...messages.map((message) => message.body));
+      },
+    },
+  };
+}
+
+describe('the producer', () => {
+  it('reports what earlier batches took when a later batch fails, instead of throwing it all away', async () => {
+    const { queue, taken } = flakyQueue([2]);
+    const entries = Array.from({ length: 150 }, (_, i) => ({ site: 'pk_q', id: `e${i}`, endpoint: 'activities/create' as const, envelope: {}, entry: {} }));
+    const result = await queueProducer(queue)(entries);
+    expect(result.taken).toEqual(entries.slice(0, 100).map((entry) => entry.id));
+    expect(String(result.failure)).toContain('queue unavailable (call 2)');
+    expect(taken).toHaveLength(100);
+  });
+});
+
+describe('/collect with a queue', () => {
+  it('answers accepted for what the queue took and retry for the rest; the resend queues only the rest', async () => {
+    const { queue, taken } = flakyQueue([1]);
+    // One entry per sendBatch, so the first fails and the second succeeds.
+    const enqueue = async (entries: QueuedEntry[]) => {
+      const ids: string[] = [];
+      for (const entry of entries) {
+        const result = await queueProducer(queue)([entry]);
+        if (result.failure !== undefined) continue;
+        ids.push(...result.taken);
+      }
+      return ids.length === entries.length ? { taken: ids } : { taken: ids, failure: new Error('one batch failed') };
+    };
+    const app = createRelay(config, { store: createMemoryStore(), enqueue, logger: () => {} });
+    const batch = [track(1), track(2)];
+    expect(await statuses(await post(app, batch))).toEqual(['retry', 'accepted']);
+    expect(await statuses(await post(app, batch))).toEqual(['accepted', 'duplicate']);
+    expect(await statuses(await post(app, batch))).toEqual(['duplicate', 'duplicate']);
+    expect(taken.map((entry) => entry.id).sort()).toEqual(batch.map((item) => item.id).sort());
+  });
+
+  it('answers accepted when marking fails after the queue took the items, and logs why', async () => {
+    const { queue, taken } = flakyQueue([]);
+    const store = createMemoryStore();
+    store.settle = async () => {
+      throw new Error('state unreachable');
+    };
+    const lines: LogLine[] = [];
+    const app = createRelay(config, { store, enqueue: queueProducer(queue), logger: (line) => lines.push(line) });
+    expect(await statuses(await post(app, [track(3)]))).toEqual(['accepted']);
+    expect(taken).toHaveLength(1);
+    expect(lines[0]).toMatchObject({ status: 200, warning: 'state_settle_failed: Error: state unreachable' });
+  });
+});
+
+describe('the consumer', () => {
+  function batchOf(entries: QueuedEntry[]) {
+    const acked: string[] = [];
+    const retried: string[] = [];
+    const messages: QueueMessage<QueuedEntry>[] = entries.map((body, i) => ({
+      id: `msg-${i}-${body.id}`,
+      body,
+      attempts: 1,
+      ack: () => acked.push(body.id),
+      retry: () => retried.push(body.id),
+    }));
+    return { batch: { queue: 'events', messages } as MessageBatch<QueuedEntry>, acked, retried };
+  }
+
+  it('delivers each id once, also when a message comes again or the same id was queued twice', async () => {
+    const sent: string[] = [];
+    const fetchImpl = (async (input: RequestInfo | URL, init?: RequestInit) => {
+      const body = JSON.parse(String(init?.body ?? (input instanceof Request ? await input.text() : '{}')));
+      for (const activity of body.activities ?? []) sent.push(activity.fields['str::email']);
+      return Response.json({ activities: (body.activities ?? []).map(() => ({ status: 'queued' })) });
+    }) as typeof fetch;
+    const client = createClient({ apiKey: 'sk', baseUrl: 'https://upstream.test', fetch: fetchImpl, retry: false, validate: false });
+    const store = createMemoryStore();
+    const ctx = { client, store, dedupeTtlMs: 3600_000, clock: systemClock, backoff: { until: 0 }, deadline: Date.now() + 10_000, random: () => 0 };
+    const entry = (id: string): QueuedEntry => ({
+      site: 'pk_q',
+      id,
+      endpoint: 'activities/create',
+      envelope: {},
+      entry: { activity_id: 'act:cm:viewed', fields: { 'str::email': `${id}@example.com` } },
+    });
+
+    const first = batchOf([entry('a'), entry('b'), entry('a')]);
+    await consumeQueue(first.batch, ctx, () => {});
+    expect(sent.sort()).toEqual(['a@example.com', 'b@example.com']);
+    expect(first.acked.sort()).toEqual(['a', 'b']);
+    expect(first.retried).toEqual(['a']); // the second copy waits, and is then found delivered
+
+    const redelivered = batchOf([entry('a'), entry('b')]);
+    await consumeQueue(redelivered.batch, ctx, () => {});
+    expect(redelivered.acked.sort()).toEqual(['a', 'b']);
+    expect(sent).toHaveLength(2);
+  });
+});
