@@ -4,7 +4,7 @@
  * @module
  */
 import { readFileSync } from 'node:fs';
-import { rename, writeFile } from 'node:fs/promises';
+import { rename, rm, writeFile } from 'node:fs/promises';
 import type { EmulatorSnapshot } from './snapshot.js';
 
 /** The seed in `path`, or undefined when the file does not exist yet. Throws naming the file when it is not JSON. */
@@ -43,9 +43,19 @@ export function createDataWriter(path: string, snapshot: () => EmulatorSnapshot,
     pending = false;
     const temp = `${path}.${process.pid}.${++serial}.tmp`;
     const text = JSON.stringify(snapshot());
-    writing = writing.then(async () => {
-      await writeFile(temp, text);
-      await rename(temp, path);
+    // Each write starts after the one before has settled, failed or not: one failed write (a full
+    // disk, a removed directory) is reported by its caller and never stops the writes after it.
+    const previous = writing.catch(() => {});
+    writing = previous.then(async () => {
+      try {
+        await writeFile(temp, text);
+        await rename(temp, path);
+      } catch (error) {
+        await rm(temp, { force: true });
+        // Pending again: the next change or flush retries with the then current state.
+        pending = true;
+        throw new Error(`could not write ${path}: ${(error as Error).message}`, { cause: error });
+      }
     });
     return writing;
   };
@@ -53,10 +63,7 @@ export function createDataWriter(path: string, snapshot: () => EmulatorSnapshot,
   return {
     schedule() {
       pending = true;
-      timer ??= setTimeout(
-        () => void write().catch((error) => console.error(`cdp-edge emulator: could not write ${path}: ${(error as Error).message}`)),
-        debounceMs,
-      );
+      timer ??= setTimeout(() => void write().catch((error) => console.error(`cdp-edge emulator: ${(error as Error).message}`)), debounceMs);
     },
     async flush() {
       if (timer) clearTimeout(timer);

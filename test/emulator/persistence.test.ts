@@ -87,3 +87,26 @@ describe('--data persistence', () => {
     expect(readdirSync(dir)).toEqual([]);
   });
 });
+
+describe('the data file writer', () => {
+  it('reports a failed write, keeps the change pending, and writes again once the cause is gone', async () => {
+    const { createDataWriter } = await import('../../src/emulator/persist.js');
+    const { mkdirSync } = await import('node:fs');
+    const folder = join(dir, 'not-yet');
+    const path = join(folder, 'state.json');
+    let version = 1;
+    const writer = createDataWriter(path, () => ({ version }) as never, 5);
+    writer.schedule();
+    await expect(writer.flush()).rejects.toThrow(/could not write .*state\.json: ENOENT/);
+    mkdirSync(folder);
+    version = 2;
+    // No new change: the failed one is still pending and goes with the next flush.
+    await writer.flush();
+    expect(JSON.parse(readFileSync(path, 'utf8'))).toEqual({ version: 2 });
+    version = 3;
+    writer.schedule();
+    await writer.flush();
+    expect(JSON.parse(readFileSync(path, 'utf8'))).toEqual({ version: 3 });
+    expect(readdirSync(folder)).toEqual(['state.json']);
+  });
+});
