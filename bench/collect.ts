@@ -69,7 +69,7 @@ async function startRelayRole(upstreamPort: number): Promise<number> {
       CDP_API_KEY: PLATFORM_KEY,
       CDP_BASE_URL: `http://127.0.0.1:${upstreamPort}`,
       RELAY_LOG: 'off',
-      RELAY_SITES: JSON.stringify([{ key: SITE_KEY, origins: [ORIGIN], rate_limit: { per_second: 1_000_000, burst: 1_000_000 } }]),
+      RELAY_SITES: JSON.stringify([{ key: SITE_KEY, origins: [ORIGIN], visitor_rate_limit: { per_second: 1_000_000, burst: 1_000_000 } }]),
     },
   });
   return relay.port;

@@ -39,6 +39,7 @@ const PLAN = [
   { name: 'snippet', budget: 60 },
   { name: 'peers', budget: 150 },
   { name: 'chaos', budget: 150 },
+  { name: 'state', budget: 150 },
   { name: 'fuzz', budget: 75, command: 'fuzz' },
 ];
 const DEFAULT_BUDGET = 45;

@@ -83,6 +83,23 @@ const READERS = {
       ),
     };
   },
+  state(r) {
+    const rates = r.throughput.map((x) => `${x.store} ${x.pairs_per_second} claim+settle/s`).join(', ');
+    const peak = r.sqlite.at_peak;
+    const after = r.sqlite.after_expiry;
+    return {
+      headline: `SQLite with ${peak.ids} ids: ${peak.megabytes} MB, reopen ${peak.reopen_ms} ms; after they expired and as many more came: ${after.megabytes} MB, reopen ${after.reopen_ms} ms; one process: ${rates}`,
+      targets: [
+        target('SQLite reopen ms at 1,000,000 ids', peak.reopen_ms, `≤ ${r.sqlite.target_reopen_ms}`, peak.reopen_ms <= r.sqlite.target_reopen_ms),
+        target(
+          'SQLite file after expiry vs at peak',
+          Math.round((after.bytes / peak.bytes) * 100) / 100,
+          '≤ 1.2× (bounded by the window)',
+          after.bytes <= peak.bytes * 1.2,
+        ),
+      ],
+    };
+  },
   chaos(r) {
     const parts = r.scenarios.map((s) => `${s.name} ${s.arrived}/${s.sent}${s.lost ? ` lost ${s.lost}` : ''}${s.duplicated ? ` dup ${s.duplicated}` : ''}`);
     return {

@@ -86,8 +86,9 @@ export async function startChaosStack(events: number): Promise<ChaosStack> {
     CDP_BASE_URL: emulator.url,
     RELAY_BUDGET_MS: '1500',
     RELAY_LOG: 'off',
-    RELAY_STATE_FILE: join(state, 'relay-state.jsonl'),
-    RELAY_SITES: JSON.stringify([{ key: SITE_KEY, origins: [site], rate_limit: { per_second: 10_000, burst: 10_000 } }]),
+    RELAY_STATE_FILE: join(state, 'relay-state.db'),
+    // Every tab and the load generator come from 127.0.0.1: one visitor, as far as limits go.
+    RELAY_SITES: JSON.stringify([{ key: SITE_KEY, origins: [site], visitor_rate_limit: { per_second: 10_000, burst: 10_000 } }]),
   };
 
   async function startRelay(): Promise<void> {

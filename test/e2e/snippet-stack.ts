@@ -91,7 +91,7 @@ export async function startStack(): Promise<Stack> {
       CDP_API_KEY: PLATFORM_KEY,
       CDP_BASE_URL: emulator.url,
       RELAY_BUDGET_MS: '1500',
-      RELAY_SITES: JSON.stringify([{ key: SITE_KEY, origins: [site], rate_limit: { per_second: 1000, burst: 1000 } }]),
+      RELAY_SITES: JSON.stringify([{ key: SITE_KEY, origins: [site], visitor_rate_limit: { per_second: 1000, burst: 1000 } }]),
     },
   });
   relayUrl = relay.url;

@@ -39,7 +39,7 @@ export interface RunningRedis {
   port: number;
   /** stops the server (SIGTERM, or SIGKILL with `kill: true`); `restart` starts it again */
   stop(options?: { kill?: boolean }): Promise<void>;
-  /** starts it again on the same port (its data is gone: no persistence) */
+  /** starts it again on the same port (its data is gone unless started with `persist`) */
   restart(): Promise<void>;
   /** stops it for good and removes its directory */
   close(): Promise<void>;
@@ -63,13 +63,17 @@ async function waitForPort(port: number, child: ChildProcess, timeoutMs = 10_000
   }
 }
 
-/** Starts redis-server on a free loopback port. */
-export async function startRedis(): Promise<RunningRedis> {
+/**
+ * Starts redis-server on a free loopback port. `persist` writes every command to an append-only
+ * file before answering (what a production Redis holding dedupe state needs), so a restart keeps the data.
+ */
+export async function startRedis(options: { persist?: boolean } = {}): Promise<RunningRedis> {
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'cdp-redis-'));
   let child: ChildProcess;
   const start = async () => {
-    child = spawn(REDIS_SERVER, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], {
+    const persistence = options.persist ? ['--appendonly', 'yes', '--appendfsync', 'always'] : ['--appendonly', 'no'];
+    child = spawn(REDIS_SERVER, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', ...persistence, '--dir', dir], {
       stdio: 'ignore',
     });
     await waitForPort(port, child);

@@ -236,7 +236,9 @@ export async function collect(ctx: CollectContext, request: Request, info: Clien
     else pending.push({ item, entry, strategy: site.verify === 'optional' && item.type === 'identify' && problem !== undefined ? 1 : 2 });
   }
 
-  const leaseMs = config.budgetMs + 30_000;
+  // A lease outlives the longest a request can hold it (its platform budget) with room for a slow
+  // settle; a relay that dies mid-forward holds its items back for no longer than this.
+  const leaseMs = config.budgetMs + 10_000;
   const scope: DedupeScope = { site: site.key, queue: body.queue };
   const claim =
     pending.length > 0

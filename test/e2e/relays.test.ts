@@ -1,0 +1,293 @@
+// Exactly once with several relays: three `cdp-edge relay` processes behind a round-robin balancer
+// (this test's own, on loopback) share one real redis-server. Real Chromium tabs and a direct
+// load generator send through the balancer while one relay is SIGKILLed mid-flush and restarted,
+// and redis-server itself is restarted once. Every event a tab stored, and every item the
+// balancer answered `accepted`, arrives at the emulator exactly once.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { createServer, request, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type RunningEmulator, startEmulator } from '../../src/emulator/node.js';
+import { type RunningRedis, redisAvailable, startRedis } from '../support/redis.js';
+import { chromiumAvailable, launchChromium } from './chromium.js';
+
+const root = fileURLToPath(new URL('../../', import.meta.url));
+const PLATFORM_KEY = 'relays-platform-key';
+const SITE_KEY = 'pk_relays';
+const PER_ACTIVITY = 45;
+const ACTIVITIES = 12;
+const activityOf = (n: number) => `act:cm:relays-${Math.floor(n / PER_ACTIVITY) % ACTIVITIES}`;
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const listen = (server: Server) => new Promise<number>((resolve) => server.listen(0, '127.0.0.1', () => resolve((server.address() as AddressInfo).port)));
+
+const ready =
+  chromiumAvailable('several relays sharing Redis (test/e2e/relays.test.ts)') && redisAvailable('several relays sharing Redis (test/e2e/relays.test.ts)');
+
+interface Relay {
+  port: number;
+  child: ChildProcess | undefined;
+}
+
+describe.runIf(ready)('three relays sharing one redis-server behind a balancer', () => {
+  let redis: RunningRedis;
+  let emulator: RunningEmulator;
+  let balancer: Server;
+  let pages: Server;
+  let browser: Browser;
+  let balancerUrl = '';
+  /** connections the balancer could not open to a relay (the killed one) */
+  let failovers = 0;
+  /** answers of 503 the generator saw (Redis away) */
+  let unavailable = 0;
+  let site = '';
+  const relays: Relay[] = [];
+
+  async function startRelay(relay: Relay): Promise<void> {
+    for (let attempt = 0; ; attempt++) {
+      const child = spawn(process.execPath, [join(root, 'bin/cdp-edge.js'), 'relay', '--port', String(relay.port)], {
+        env: {
+          PATH: process.env['PATH'] ?? '',
+          CDP_API_KEY: PLATFORM_KEY,
+          CDP_BASE_URL: emulator.url,
+          RELAY_BUDGET_MS: '1500',
+          RELAY_LOG: 'off',
+          RELAY_REDIS_URL: redis.url,
+          // Every tab and the generator reach the relays from the balancer's address: one visitor as far as limits go.
+          RELAY_SITES: JSON.stringify([{ key: SITE_KEY, origins: [site], visitor_rate_limit: { per_second: 100_000, burst: 100_000 } }]),
+        },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let output = '';
+      const started = await new Promise<boolean>((resolve) => {
+        const read = (chunk: Buffer) => {
+          output += chunk.toString();
+          const match = /listening on http:\/\/127\.0\.0\.1:(\d+)/.exec(output);
+          if (match) {
+            relay.port = Number(match[1]);
+            resolve(true);
+          }
+        };
+        child.stdout.on('data', read);
+        child.stderr.on('data', read);
+        child.once('exit', () => resolve(false));
+      });
+      if (started) {
+        relay.child = child;
+        return;
+      }
+      // The killed process's port can take a moment to free.
+      if (attempt >= 20) throw new Error(`relay did not start: ${output}`);
+      await sleep(200);
+    }
+  }
+
+  beforeAll(async () => {
+    redis = await startRedis({ persist: true });
+    emulator = await startEmulator({ port: 0, key: PLATFORM_KEY, plan: 'business' });
+    for (let i = 0; i < ACTIVITIES; i++) {
+      const created = await fetch(`${emulator.url}/v1/definitions/activity/create`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-api-key': PLATFORM_KEY },
+        body: JSON.stringify({ name: `relays-${i}`, attributes: [{ name: 'n', display_type: 'text' }] }),
+      });
+      expect(created.ok).toBe(true);
+    }
+    // Round robin over the relays; a relay that refuses the connection is skipped, as a load balancer's health check would.
+    let next = 0;
+    balancer = createServer((req, res) => {
+      const body: Buffer[] = [];
+      req.on('data', (chunk: Buffer) => body.push(chunk));
+      req.on('end', () => {
+        const attempt = (tries: number) => {
+          const relay = relays[next++ % relays.length]!;
+          const upstream = request({ host: '127.0.0.1', port: relay.port, method: req.method, path: req.url, headers: req.headers }, (answer) => {
+            res.writeHead(answer.statusCode ?? 502, answer.headers);
+            answer.pipe(res);
+          });
+          upstream.on('error', () => {
+            failovers++;
+            if (tries > 1) attempt(tries - 1);
+            else if (res.headersSent) res.destroy();
+            else res.writeHead(502).end();
+          });
+          upstream.end(Buffer.concat(body));
+        };
+        attempt(relays.length);
+      });
+    });
+    balancerUrl = `http://127.0.0.1:${await listen(balancer)}`;
+    const snippet = readFileSync(join(root, 'dist/cdp.js'));
+    pages = createServer((req, res) => {
+      if (req.url === '/cdp.js') return void res.writeHead(200, { 'content-type': 'text/javascript' }).end(snippet);
+      const init = { relay: balancerUrl, key: SITE_KEY, flushInterval: 100 };
+      res.writeHead(200, { 'content-type': 'text/html' });
+      res.end(
+        `<!doctype html><script>window.cdp=window.cdp||function(){(cdp.q=cdp.q||[]).push(arguments)};cdp('init',${JSON.stringify(init)});</script><script src="/cdp.js"></script>`,
+      );
+    });
+    site = `http://127.0.0.1:${await listen(pages)}`;
+    for (let i = 0; i < 3; i++) {
+      const relay: Relay = { port: 0, child: undefined };
+      relays.push(relay);
+      await startRelay(relay);
+    }
+    browser = await launchChromium();
+  }, 120_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    for (const relay of relays) relay.child?.kill('SIGKILL');
+    balancer?.closeAllConnections();
+    pages?.closeAllConnections();
+    await new Promise((resolve) => balancer?.close(resolve));
+    await new Promise((resolve) => pages?.close(resolve));
+    await emulator?.close();
+    await redis?.close();
+  });
+
+  /** Sends `count` items of its own in batches of 10, resending each batch until every item has a final answer. */
+  async function generator(email: string, from: number, count: number, accepted: Set<string>): Promise<void> {
+    for (let start = from; start < from + count; start += 10) {
+      let pending = Array.from({ length: Math.min(10, from + count - start) }, (_, i) => ({
+        id: `gen-${email}-${start + i}`,
+        type: 'track',
+        ts: new Date().toISOString(),
+        activity_id: activityOf(start + i),
+        attributes: { 'str:cm:n': String(start + i) },
+        person: { 'str::email': email },
+      }));
+      for (let round = 0; pending.length > 0 && round < 600; round++) {
+        try {
+          const response = await fetch(`${balancerUrl}/collect`, {
+            method: 'POST',
+            headers: { origin: site, 'content-type': 'text/plain' },
+            body: JSON.stringify({ key: SITE_KEY, queue: `generator-${email}`, batch: pending }),
+          });
+          if (response.status === 200) {
+            const { results } = (await response.json()) as { results: { id: string; status: string }[] };
+            for (const result of results) if (result.status === 'accepted') accepted.add(result.id);
+            const open = new Set(results.filter((result) => result.status === 'retry').map((result) => result.id));
+            pending = pending.filter((item) => open.has(item.id));
+          } else {
+            if (response.status === 503) unavailable++;
+            await response.arrayBuffer();
+          }
+        } catch {
+          // the balancer or a relay dropped the connection: send the same batch again
+        }
+        await sleep(pending.length > 0 ? 50 : 120);
+      }
+      expect(pending).toEqual([]);
+    }
+  }
+
+  async function tab(email: string, count: number, stored: Set<string>): Promise<Page> {
+    const page = await browser.newPage();
+    await page.goto(site);
+    await page.waitForFunction(() => (window as unknown as { cdp?: { loaded?: boolean } }).cdp?.loaded === true, undefined, { timeout: 15_000 });
+    const events = Array.from({ length: count }, (_, n) => ({ n: String(n), activity: activityOf(n) }));
+    // A tab tracks in small bursts, so flushes are in flight when things break.
+    for (let i = 0; i < events.length; i += 10) {
+      const done = await page.evaluate(
+        async ({ email, batch }) => {
+          const cdp = (window as unknown as { cdp: { identify(f: object): Promise<void>; track(a: string, b: object): Promise<void> } }).cdp;
+          await cdp.identify({ 'str::email': email });
+          const settled = await Promise.allSettled(batch.map((e) => cdp.track(e.activity, { 'str:cm:n': e.n })));
+          return batch.filter((_, j) => settled[j]!.status === 'fulfilled').map((e) => e.n);
+        },
+        { email, batch: events.slice(i, i + 10) },
+      );
+      for (const n of done) stored.add(n);
+      await sleep(150);
+    }
+    return page;
+  }
+
+  const arrivals = (email: string) => {
+    const person = emulator.emulator.snapshot().people.find((p) => p.fields?.['str::email'] === email);
+    return (person?.events ?? []).filter((event) => event.activity_id.startsWith('act:cm:relays-')).map((event) => String(event.attributes['str:cm:n']));
+  };
+  const counts = (values: string[]) => values.reduce((map, value) => map.set(value, (map.get(value) ?? 0) + 1), new Map<string, number>());
+
+  it('delivers every accepted item and every stored event exactly once through a relay crash and a Redis restart', async () => {
+    const accepted = new Set<string>();
+    const storedA = new Set<string>();
+    const storedB = new Set<string>();
+    const work = Promise.all([
+      tab('tab-a@example.com', 120, storedA),
+      tab('tab-b@example.com', 120, storedB),
+      generator('gen-1@example.com', 0, 200, accepted),
+      generator('gen-2@example.com', 0, 200, accepted),
+    ]);
+    // Mid-flush: kill one relay outright, bring it back, then take Redis away for 300 ms.
+    await sleep(800);
+    relays[1]!.child?.kill('SIGKILL');
+    await sleep(500);
+    await startRelay(relays[1]!);
+    await sleep(300);
+    await redis.stop();
+    await sleep(300);
+    await redis.restart();
+    const [pageA, pageB] = await work;
+    // Both faults hit traffic: connections to the dead relay, and requests while Redis was away.
+    expect(failovers).toBeGreaterThan(0);
+    expect(unavailable).toBeGreaterThan(0);
+
+    // Let the tabs drain what they still hold (items a killed relay had leased wait out the lease).
+    const expectedTabs = [...storedA].length + [...storedB].length;
+    for (let i = 0; i < 400; i++) {
+      if (arrivals('tab-a@example.com').length + arrivals('tab-b@example.com').length >= expectedTabs) break;
+      await sleep(100);
+    }
+    await pageA?.close();
+    await pageB?.close();
+
+    for (const [email, stored] of [
+      ['tab-a@example.com', storedA],
+      ['tab-b@example.com', storedB],
+    ] as const) {
+      const got = counts(arrivals(email));
+      expect(stored.size).toBe(120);
+      expect(
+        [...stored].filter((n) => got.get(n) !== 1),
+        `${email}: events not arrived exactly once`,
+      ).toEqual([]);
+      expect(
+        [...got.values()].every((times) => times === 1),
+        `${email}: duplicates`,
+      ).toBe(true);
+    }
+    for (const email of ['gen-1@example.com', 'gen-2@example.com']) {
+      const got = counts(arrivals(email));
+      const mine = [...accepted].filter((id) => id.startsWith(`gen-${email}-`)).map((id) => id.slice(`gen-${email}-`.length));
+      expect(mine).toHaveLength(200);
+      expect(
+        mine.filter((n) => got.get(n) !== 1),
+        `${email}: accepted items not arrived exactly once`,
+      ).toEqual([]);
+      expect(
+        [...got.values()].every((times) => times === 1),
+        `${email}: duplicates`,
+      ).toBe(true);
+    }
+    // Redis kept what was forwarded across its restart: an early batch sent again is all duplicates.
+    const again = await fetch(`${balancerUrl}/collect`, {
+      method: 'POST',
+      headers: { origin: site, 'content-type': 'text/plain' },
+      body: JSON.stringify({
+        key: SITE_KEY,
+        batch: [0, 1, 2].map((n) => ({
+          id: `gen-gen-1@example.com-${n}`,
+          type: 'track',
+          activity_id: activityOf(n),
+          person: { 'str::email': 'gen-1@example.com' },
+        })),
+      }),
+    });
+    expect(((await again.json()) as { results: { status: string }[] }).results.map((result) => result.status)).toEqual(['duplicate', 'duplicate', 'duplicate']);
+  }, 120_000);
+});
