@@ -9,7 +9,7 @@ import terser from '@rollup/plugin-terser';
 import pkg from './package.json' with { type: 'json' };
 
 const dependencies = Object.keys(pkg.dependencies ?? {});
-const isExternal = (id) => id.startsWith('node:') || dependencies.some((dep) => id === dep || id.startsWith(`${dep}/`));
+const isExternal = (id) => id.startsWith('node:') || id.startsWith('cloudflare:') || dependencies.some((dep) => id === dep || id.startsWith(`${dep}/`));
 
 const serverEntries = Object.fromEntries(
   [

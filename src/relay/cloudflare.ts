@@ -18,10 +18,11 @@ import type { CfGeo } from './collect/enrich.js';
 import { sharedBackoff, systemClock } from './collect/upstream.js';
 import { parseConfig, type RelayConfig } from './config.js';
 import { RelayConfigError } from './errors.js';
+import type { RelayStore } from './store.js';
 import { createBindingLimiter, createMemoryLimiter } from './limits.js';
 import { consoleLogger } from './logging.js';
 import { queueProducer, consumeQueue } from './workers/queue.js';
-import { createDurableStore } from './workers/state.js';
+import { createDurableStore, DEFAULT_SHARDS } from './workers/state.js';
 import type { ExecutionContext, MessageBatch, RelayEnv } from './workers/types.js';
 
 export { RelayState, createDurableStore } from './workers/state.js';
@@ -31,6 +32,7 @@ export type { RelayEnv } from './workers/types.js';
 interface Built {
   config: RelayConfig;
   app: Hono;
+  store: RelayStore;
 }
 
 // The env object is stable per isolate: parse and build once per env.
@@ -41,11 +43,15 @@ function build(env: RelayEnv): Built {
   if (entry) return entry;
   const config = parseConfig(env);
   if (!env.RELAY_STATE) throw new RelayConfigError('RELAY_STATE', 'the Durable Object binding is missing; add it to wrangler.toml (see the template)');
+  const shards = Number(env['RELAY_SHARDS'] ?? DEFAULT_SHARDS);
+  if (!Number.isInteger(shards) || shards < 1 || shards > 1024)
+    throw new RelayConfigError('RELAY_SHARDS', 'must be a whole number of shards per site from 1 to 1024');
   const period = Number(env['RELAY_RATE_LIMIT_PERIOD'] ?? 10);
   if (!(period === 10 || period === 60))
     throw new RelayConfigError('RELAY_RATE_LIMIT_PERIOD', 'must be 10 or 60 (seconds), the period of the [[ratelimits]] binding');
+  const store = createDurableStore(env.RELAY_STATE, shards);
   const app = createRelay(config, {
-    store: createDurableStore(env.RELAY_STATE),
+    store,
     // The Rate Limiting binding when bound (no Durable Object call); else buckets per isolate.
     limiter: env.RELAY_RATE_LIMIT ? createBindingLimiter(env.RELAY_RATE_LIMIT, period) : createMemoryLimiter(),
     ...(env.RELAY_QUEUE ? { enqueue: queueProducer(env.RELAY_QUEUE) } : {}),
@@ -56,7 +62,7 @@ function build(env: RelayEnv): Built {
     // Cloudflare sets CF-Connecting-IP itself; a visitor cannot forge it.
     clientInfo: (c) => ({ ip: c.req.header('cf-connecting-ip'), cf: (c.req.raw as Request & { cf?: CfGeo }).cf }),
   });
-  entry = { config, app };
+  entry = { config, app, store };
   built.set(env, entry);
   return entry;
 }
@@ -81,13 +87,13 @@ export default {
   },
 
   async queue(batch: MessageBatch<QueuedEntry>, env: RelayEnv): Promise<void> {
-    const { config } = build(env);
+    const { config, store } = build(env);
     const client = createClient({ apiKey: config.apiKey, baseUrl: config.baseUrl, retry: false, validate: false, timeout: 10_000 });
     await consumeQueue(
       batch,
       {
         client,
-        store: createDurableStore(env.RELAY_STATE),
+        store,
         dedupeTtlMs: config.dedupeTtlMs,
         clock: systemClock,
         backoff: sharedBackoff(config.baseUrl),

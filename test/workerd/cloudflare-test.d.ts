@@ -1,9 +1,10 @@
 // The parts of `cloudflare:test` these tests use (the plugin's own types need the full
 // @cloudflare/workers-types globals, which would clash with Node's and the DOM's here).
 declare module 'cloudflare:test' {
+  import type { ExecutionContext } from '@cloudflare/workers-types/index.ts';
   export const env: Record<string, any>;
   export const SELF: { fetch(input: string | Request, init?: RequestInit): Promise<Response> };
-  export function createExecutionContext(): { waitUntil(promise: Promise<unknown>): void };
+  export function createExecutionContext(): ExecutionContext;
   export function waitOnExecutionContext(ctx: unknown): Promise<void>;
   export function abortAllDurableObjects(): Promise<void>;
   export function createMessageBatch<Body = unknown>(

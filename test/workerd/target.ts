@@ -3,7 +3,7 @@
  * inside workerd with its Durable Object binding and per-test variables. Requests carry what
  * Cloudflare adds: CF-Connecting-IP and request.cf.
  */
-import { abortAllDurableObjects, env } from 'cloudflare:test';
+import { abortAllDurableObjects, createExecutionContext, env } from 'cloudflare:test';
 import worker from '../../src/relay/cloudflare.js';
 import { upstreamControl } from '../relay/support/control.js';
 import { API_KEY, ORIGIN, sites, type PostOptions, type RelayTarget, type RelayUnderTest } from '../relay/suite/target.js';
@@ -12,7 +12,7 @@ export const VISITOR_IP = '203.0.113.9';
 export const CF = { country: 'FR', region: 'Île-de-France', city: 'Paris', latitude: '48.85670', longitude: '2.35080' };
 export const CF_CUSTOM = { country_name: 'France', region_name: 'Île-de-France', city_name: 'Paris', lat: 48.8567, lng: 2.3508 };
 
-const ctx = { waitUntil: () => {} };
+const ctx = createExecutionContext();
 
 export function workerdTarget(): RelayTarget {
   const upstreamUrl = env['TEST_UPSTREAM'] as string;
