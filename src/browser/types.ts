@@ -53,6 +53,8 @@ export interface Who {
 export interface Meta {
   /** the current anonymous id */
   a: string;
+  /** this browser's queue id: made once, kept through identify and reset, sent with every batch so the relay can route by it */
+  q?: string | undefined;
   /** anonymous id -> the person who identified under it */
   m: Record<string, Who>;
   /** the relay's identity token */
