@@ -80,11 +80,11 @@ async function tokenEntry() {
 async function startProxy(upstreamPort: number): Promise<number> {
   const { serve } = await import('@hono/node-server');
   const { createProxyRoutes } = await import('../src/relay/proxy/index.js');
-  const { createNodeFetch } = await import('../src/relay/node-fetch.js');
+  const { createUndiciTransport } = await import('../src/relay/upstream/undici.js');
   const proxy = createProxyRoutes({
     tokens: [await tokenEntry()],
     upstream: { baseUrl: `http://127.0.0.1:${upstreamPort}`, apiKey: API_KEY },
-    fetch: createNodeFetch(),
+    transport: createUndiciTransport(),
     logger: () => {},
   });
   return new Promise((resolve) => void serve({ fetch: proxy.fetch, port: 0, hostname: '127.0.0.1' }, (info) => resolve(info.port)));
@@ -93,9 +93,9 @@ async function startProxy(upstreamPort: number): Promise<number> {
 /** (c) The whole relay on Node, configured from Contract 3's variables. */
 async function startEntry(upstreamPort: number): Promise<number> {
   const { startRelay } = await import('../src/relay/node.js');
-  const { createNodeFetch } = await import('../src/relay/node-fetch.js');
   const env = { CDP_API_KEY: API_KEY, CDP_BASE_URL: `http://127.0.0.1:${upstreamPort}`, RELAY_TOKENS: JSON.stringify([await tokenEntry()]), RELAY_LOG: 'off' };
-  const relay = await startRelay({ port: 0, env, fetch: createNodeFetch() });
+  // As the CLI starts it: the Node entry picks its own transport (undici's pool).
+  const relay = await startRelay({ port: 0, env });
   return relay.port;
 }
 

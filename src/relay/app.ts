@@ -10,24 +10,29 @@
  */
 import { Hono, type Context } from 'hono';
 import { relayError } from '../api/index.js';
-import { createClient } from '../client/index.js';
 import type { RelayConfig } from './config.js';
 import { anySiteAllows, corsHeaders, preflightHeaders } from './cors.js';
 import { collect, type CollectOutcome, type Enqueue } from './collect/handler.js';
 import type { ClientInfo } from './collect/enrich.js';
-import { sharedBackoff, systemClock, type Backoff, type Clock } from './collect/upstream.js';
-import { RelayHttpError } from './errors.js';
+import { systemClock, type Clock } from './collect/upstream.js';
+import { describeError, RelayHttpError } from './errors.js';
 import { consoleLogger, silentLogger, type Logger } from './logging.js';
 import { createMemoryLimiter, type RateLimiter } from './limits.js';
 import { createMemoryStore } from './memory.js';
 import { createProxyRoutes } from './proxy/index.js';
 import { createSnippetHandler, type SnippetSource } from './snippet.js';
 import type { RelayStore } from './store.js';
+import { createUpstream, sharedBackoff, type Backoff, type UpstreamCall } from './upstream/caller.js';
+import { fetchTransport, type Transport } from './upstream/transport.js';
 
 /** Everything that touches the outside world, injected; each has a default. */
 export interface RelayDeps {
   /** @default globalThis.fetch */
   fetch?: typeof fetch;
+  /** how calls reach the platform (the Node entry gives `createUndiciTransport()`); wins over `fetch` @default a transport on `fetch` */
+  transport?: Transport;
+  /** called once per upstream call of /collect and the proxy (metrics) */
+  onUpstreamCall?: (call: UpstreamCall) => void;
   /** @default the system clock */
   clock?: Clock;
   /** dedupe ids and counters @default an in-memory store (forgets on restart) */
@@ -56,24 +61,26 @@ export function createRelay(config: RelayConfig, deps: RelayDeps = {}): Hono {
   const logger = deps.logger ?? (config.log ? consoleLogger : silentLogger);
   const store = deps.store ?? createMemoryStore();
   const limiter = deps.limiter ?? createMemoryLimiter();
-  const fetchImpl = deps.fetch ?? globalThis.fetch.bind(globalThis);
-  const client = createClient({
-    apiKey: config.apiKey,
-    baseUrl: config.baseUrl,
-    fetch: fetchImpl,
-    retry: false,
-    validate: false,
-    timeout: Math.max(500, Math.min(5_000, config.budgetMs)),
-  });
+  const transport = deps.transport ?? fetchTransport(deps.fetch ?? globalThis.fetch.bind(globalThis));
   // One 429 window per upstream, shared by /collect and the proxy: the platform limits the key, not the route.
   const backoff = deps.backoff ?? sharedBackoff(config.baseUrl);
+  const upstream = createUpstream({
+    baseUrl: config.baseUrl,
+    apiKey: config.apiKey,
+    transport,
+    timeoutMs: Math.max(500, Math.min(5_000, config.budgetMs)),
+    backoff,
+    now: () => clock.now(),
+    onCall: deps.onUpstreamCall,
+  });
+  const logUnexpected = (error: unknown, path: string, method: string) =>
+    logger({ ts: new Date(clock.now()).toISOString(), kind: 'error', method, path, status: 500, ms: 0, error: 'unexpected', cause: describeError(error) });
   const context = {
     config,
     store,
     limiter,
     clock,
-    client,
-    backoff,
+    upstream,
     random: deps.random ?? Math.random,
     enqueue: deps.enqueue,
   };
@@ -130,7 +137,10 @@ export function createRelay(config: RelayConfig, deps: RelayDeps = {}): Hono {
               { retryAfter: 5, cause: caught },
             );
       outcome = { status: error.status, body: error.body, ...(error.retryAfter === undefined ? {} : { retryAfter: error.retryAfter }) };
-      if (!(caught instanceof RelayHttpError)) outcome.warning = caught instanceof Error ? caught.name : 'error';
+      if (!(caught instanceof RelayHttpError)) {
+        outcome.warning = caught instanceof Error ? caught.name : 'error';
+        logUnexpected(caught, path, 'POST');
+      }
     }
     const headers: Record<string, string> = { ...cors, 'Cache-Control': NO_STORE };
     if (outcome.retryAfter !== undefined) headers['Retry-After'] = String(outcome.retryAfter);
@@ -165,7 +175,9 @@ export function createRelay(config: RelayConfig, deps: RelayDeps = {}): Hono {
     createProxyRoutes({
       tokens: config.tokens,
       upstream: { baseUrl: config.baseUrl, apiKey: config.apiKey },
-      fetch: fetchImpl,
+      transport,
+      ...(deps.onUpstreamCall === undefined ? {} : { onCall: deps.onUpstreamCall }),
+      onError: (error) => logUnexpected(error, '/v1/*', 'POST'),
       logger: (entry) => logger(entry),
       now: () => clock.now(),
       sleep: (ms) => clock.sleep(ms),
@@ -193,6 +205,7 @@ export function createRelay(config: RelayConfig, deps: RelayDeps = {}): Hono {
       status: 500,
       ms: 0,
       error: error.name,
+      cause: describeError(error),
     });
     return c.json(relayError('internal_error', 'The relay failed unexpectedly; nothing was lost, retry later.'), 500, { 'Cache-Control': NO_STORE });
   });

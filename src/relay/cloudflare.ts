@@ -11,11 +11,12 @@
  */
 import type { Hono } from 'hono';
 import { relayError } from '../api/index.js';
-import { createClient } from '../client/index.js';
 import { createRelay } from './app.js';
 import type { QueuedEntry } from './collect/handler.js';
 import type { CfGeo } from './collect/enrich.js';
-import { sharedBackoff, systemClock } from './collect/upstream.js';
+import { systemClock } from './collect/upstream.js';
+import { createUpstream, sharedBackoff } from './upstream/caller.js';
+import { fetchTransport } from './upstream/transport.js';
 import { parseConfig, type RelayConfig } from './config.js';
 import { RelayConfigError } from './errors.js';
 import type { RelayStore } from './store.js';
@@ -88,15 +89,21 @@ export default {
 
   async queue(batch: MessageBatch<QueuedEntry>, env: RelayEnv): Promise<void> {
     const { config, store } = build(env);
-    const client = createClient({ apiKey: config.apiKey, baseUrl: config.baseUrl, retry: false, validate: false, timeout: 10_000 });
+    const upstream = createUpstream({
+      baseUrl: config.baseUrl,
+      apiKey: config.apiKey,
+      transport: fetchTransport(fetch.bind(globalThis)),
+      timeoutMs: 10_000,
+      backoff: sharedBackoff(config.baseUrl),
+      now: Date.now,
+    });
     await consumeQueue(
       batch,
       {
-        client,
+        upstream,
         store,
         dedupeTtlMs: config.dedupeTtlMs,
         clock: systemClock,
-        backoff: sharedBackoff(config.baseUrl),
         deadline: Date.now() + 25_000,
         random: Math.random,
       },

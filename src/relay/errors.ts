@@ -1,6 +1,6 @@
 /**
  * The relay's errors: one class for bad configuration (names the variable), one for
- * whole-request answers (mapped to the documented error body in one place, `app.ts`).
+ * whole-request answers of `/collect` and the proxy alike (the documented error body).
  * @module
  */
 import { relayError, type RelayErrorBody } from '../api/index.js';
@@ -15,7 +15,40 @@ export class RelayConfigError extends Error {
   }
 }
 
-/** A whole-request answer: 400, 401, 403, 413, 415, 429, 503 with `{"error":{code,message,details}}`. */
+/** An unexpected error for a log line: its name, message and stack (and its cause's), never only its name. */
+export function describeError(error: unknown): { name: string; message: string; stack?: string; cause?: unknown } {
+  if (!(error instanceof Error)) return { name: typeof error, message: String(error) };
+  const described: { name: string; message: string; stack?: string; cause?: unknown } = { name: error.name, message: error.message };
+  if (error.stack !== undefined) described.stack = error.stack;
+  if (error.cause !== undefined) described.cause = describeError(error.cause);
+  return described;
+}
+
+/** JSON response with `Cache-Control: no-store` (nothing the relay answers may sit in a shared cache). */
+export function jsonResponse(body: unknown, status: number, headers: Record<string, string> = {}): Response {
+  return new Response(JSON.stringify(body), {
+    status,
+    headers: { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store', ...headers },
+  });
+}
+
+export interface RelayHttpErrorOptions {
+  /** `details` of the error body, e.g. validation issues `{path, message}` */
+  details?: unknown[];
+  /** seconds; sets `Retry-After` (and, in the proxy's answer, `try-in-seconds` in the body) */
+  retryAfter?: number;
+  /** more response headers */
+  headers?: Record<string, string>;
+  cause?: unknown;
+}
+
+/**
+ * A whole-request answer (400, 401, 403, 404, 413, 415, 429, 502, 503, 504) with
+ * `{"error":{code,message,details}}`.
+ *
+ * @example
+ * throw new RelayHttpError(403, 'forbidden', 'token "crm-sync" lacks the delete scope needed by person/delete');
+ */
 export class RelayHttpError extends Error {
   override name = 'RelayHttpError' as const;
   readonly status: number;
@@ -23,15 +56,24 @@ export class RelayHttpError extends Error {
   readonly details: unknown[];
   /** seconds, sent as `Retry-After` (429 and 503) */
   readonly retryAfter: number | undefined;
-  constructor(status: number, code: string, message: string, options: { details?: unknown[]; retryAfter?: number; cause?: unknown } = {}) {
-    super(message, { cause: options.cause });
+  readonly headers: Record<string, string>;
+  constructor(status: number, code: string, message: string, options: RelayHttpErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.status = status;
     this.code = code;
     this.details = options.details ?? [];
     this.retryAfter = options.retryAfter;
+    this.headers = options.headers ?? {};
   }
 
   get body(): RelayErrorBody {
     return relayError(this.code, this.message, this.details);
+  }
+
+  /** The answer; with `retryAfter`, `try-in-seconds` too, so clients written for the platform's 429 body back off. */
+  toResponse(): Response {
+    const { error } = this.body;
+    if (this.retryAfter === undefined) return jsonResponse({ error }, this.status, this.headers);
+    return jsonResponse({ error: { ...error, 'try-in-seconds': this.retryAfter } }, this.status, { ...this.headers, 'retry-after': String(this.retryAfter) });
   }
 }

@@ -17,12 +17,12 @@ import { parseConfig, type RelayConfig } from './config.js';
 import { createMemoryLimiter } from './limits.js';
 import { createMemoryStore } from './memory.js';
 import { createNodeState } from './state/node.js';
-import { createNodeFetch } from './node-fetch.js';
+import { createUndiciTransport } from './upstream/undici.js';
 
 export { createNodeState, DEFAULT_STATE_FILE, type NodeState, type NodeStateOptions } from './state/node.js';
 export { createSqliteStore } from './state/sqlite.js';
 export { createRedisState, type RedisState } from './state/redis.js';
-export { createNodeFetch } from './node-fetch.js';
+export { createUndiciTransport, type UndiciTransport, type UndiciTransportOptions } from './upstream/undici.js';
 
 export interface StartRelayOptions extends Omit<RelayDeps, 'clientInfo'> {
   /** @default 8787; 0 picks a free port */
@@ -72,10 +72,11 @@ export async function startRelay(options: StartRelayOptions = {}): Promise<Runni
         ? { store: createMemoryStore(), limiter: options.limiter ?? createMemoryLimiter(), description: 'memory (forgotten on restart)' }
         : await createNodeState({ stateFile, redisUrl, log: (message) => console.log(`cdp-edge relay: ${message}`) });
   const { store, limiter } = state;
+  // Node's global fetch costs more per upstream call than the whole relay around it: undici's pooled request instead.
+  const pool = options.transport === undefined && options.fetch === undefined ? createUndiciTransport() : undefined;
   const app = createRelay(config, {
     ...options,
-    // Node's global fetch costs more per upstream call than the whole relay around it.
-    fetch: options.fetch ?? createNodeFetch(),
+    ...(pool === undefined ? {} : { transport: pool }),
     store,
     limiter,
     snippet: options.snippet ?? readSnippet,
@@ -106,6 +107,7 @@ export async function startRelay(options: StartRelayOptions = {}): Promise<Runni
         (server as { closeAllConnections?: () => void }).closeAllConnections?.();
       });
       await closeStore();
+      await pool?.close();
     },
   };
 }

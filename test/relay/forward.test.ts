@@ -1,9 +1,10 @@
 // Forwarding units with an injected fetch and clock: chunking, the 429 wait, the shared
 // backoff, retries within the budget. No sockets: what is checked is what was called when.
 import { describe, expect, it } from 'vitest';
-import { createClient } from '../../src/client/index.js';
 import { forward, type Group } from '../../src/relay/collect/forward.js';
 import type { Clock, SendContext } from '../../src/relay/collect/upstream.js';
+import { createUpstream } from '../../src/relay/upstream/caller.js';
+import { fetchTransport } from '../../src/relay/upstream/transport.js';
 
 interface Call {
   path: string;
@@ -25,8 +26,15 @@ function context(answer: (call: Call, index: number) => Response | Promise<Respo
     calls.push(call);
     return answer(call, calls.length - 1);
   }) as typeof fetch;
-  const client = createClient({ apiKey: 'k', baseUrl: 'http://upstream.test', fetch: fetchImpl, retry: false, validate: false, timeout });
-  const ctx: SendContext = { client, clock, backoff: { until: 0 }, deadline: clock.now() + budgetMs, random: () => 0.5, statuses: [] };
+  const upstream = createUpstream({
+    apiKey: 'k',
+    baseUrl: 'http://upstream.test',
+    transport: fetchTransport(fetchImpl),
+    timeoutMs: timeout,
+    backoff: { until: 0 },
+    now: () => clock.now(),
+  });
+  const ctx: SendContext = { upstream, clock, deadline: clock.now() + budgetMs, random: () => 0.5, statuses: [] };
   return { ctx, calls, clock };
 }
 

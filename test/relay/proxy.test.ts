@@ -5,14 +5,15 @@
 import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createProxyRoutes } from '../../src/relay/proxy/index.js';
-import { createNodeFetch } from '../../src/relay/node-fetch.js';
+import { createUndiciTransport } from '../../src/relay/upstream/undici.js';
+import type { Transport } from '../../src/relay/upstream/transport.js';
 import { hashToken } from '../../src/relay/tokens.js';
 import { listen } from './proxy-http.js';
 import { createTestUpstream } from './proxy-upstream.js';
 import { API_KEY, proxySuite, type MakeTarget } from './proxy-suite.js';
 
 const nodeTarget =
-  (upstreamFetch?: typeof fetch): MakeTarget =>
+  (transport?: Transport): MakeTarget =>
   async ({ tokens, apiKey, upstream, logger, now, sleep }) => {
     const platform = await listen((request) => upstream.fetch(request));
     const proxy = createProxyRoutes({
@@ -21,7 +22,7 @@ const nodeTarget =
       logger,
       now,
       sleep,
-      ...(upstreamFetch ? { fetch: upstreamFetch } : {}),
+      ...(transport ? { transport } : {}),
     });
     const relay = await listen(proxy.fetch);
     return {
@@ -34,7 +35,7 @@ const nodeTarget =
   };
 
 proxySuite('Node, real HTTP, global fetch upstream', nodeTarget());
-proxySuite('Node, real HTTP, node:http upstream (createNodeFetch)', nodeTarget(createNodeFetch()));
+proxySuite('Node, real HTTP, undici pooled upstream (createUndiciTransport)', nodeTarget(createUndiciTransport()));
 
 /** A raw HTTP/1.1 exchange: the request target goes on the wire exactly as written. */
 function raw(url: string, method: string, target: string, headers: Record<string, string | number>, body?: string, sendAll = true) {

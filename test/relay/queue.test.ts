@@ -1,13 +1,14 @@
 // The queued path (Workers Queues) without workerd: what the queue took is accepted exactly once,
 // whatever fails after it, and the consumer never delivers an id twice. Each failure is injected.
 import { describe, expect, it } from 'vitest';
-import { createClient } from '../../src/client/index.js';
 import { createRelay } from '../../src/relay/app.js';
 import type { QueuedEntry } from '../../src/relay/collect/handler.js';
 import { systemClock } from '../../src/relay/collect/upstream.js';
 import { parseConfig } from '../../src/relay/config.js';
 import type { LogLine } from '../../src/relay/logging.js';
 import { createMemoryStore } from '../../src/relay/memory.js';
+import { createUpstream } from '../../src/relay/upstream/caller.js';
+import { fetchTransport } from '../../src/relay/upstream/transport.js';
 import { consumeQueue, queueProducer } from '../../src/relay/workers/queue.js';
 import type { MessageBatch, Queue, QueueMessage } from '../../src/relay/workers/types.js';
 
@@ -110,9 +111,16 @@ describe('the consumer', () => {
       for (const activity of body.activities ?? []) sent.push(activity.fields['str::email']);
       return Response.json({ activities: (body.activities ?? []).map(() => ({ status: 'queued' })) });
     }) as typeof fetch;
-    const client = createClient({ apiKey: 'sk', baseUrl: 'https://upstream.test', fetch: fetchImpl, retry: false, validate: false });
+    const upstream = createUpstream({
+      apiKey: 'sk',
+      baseUrl: 'https://upstream.test',
+      transport: fetchTransport(fetchImpl),
+      timeoutMs: 10_000,
+      backoff: { until: 0 },
+      now: Date.now,
+    });
     const store = createMemoryStore();
-    const ctx = { client, store, dedupeTtlMs: 3600_000, clock: systemClock, backoff: { until: 0 }, deadline: Date.now() + 10_000, random: () => 0 };
+    const ctx = { upstream, store, dedupeTtlMs: 3600_000, clock: systemClock, deadline: Date.now() + 10_000, random: () => 0 };
     const entry = (id: string): QueuedEntry => ({
       site: 'pk_q',
       id,

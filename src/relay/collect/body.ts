@@ -7,7 +7,6 @@
 import { COLLECT_LIMITS } from '../../api/index.js';
 import { RelayHttpError } from '../errors.js';
 import { readBody } from '../proxy/body.js';
-import { ProxyError } from '../proxy/errors.js';
 
 export const MAX_BODY_BYTES = COLLECT_LIMITS.bodyBytes;
 export const MAX_ITEMS = COLLECT_LIMITS.items;
@@ -37,7 +36,7 @@ async function readText(request: Request): Promise<{ text: string; size: number 
   try {
     return await readBody(request, MAX_BODY_BYTES);
   } catch (error) {
-    if (!(error instanceof ProxyError)) throw error;
+    if (!(error instanceof RelayHttpError)) throw error;
     if (error.status === 413) throw tooLarge(request.headers.get('content-length') ?? `over ${MAX_BODY_BYTES}`);
     throw new RelayHttpError(400, 'malformed_body', 'The body is not UTF-8 text; send the batch as JSON.', { cause: error });
   }

@@ -5,6 +5,7 @@
  * @module
  */
 import { ENDPOINTS, LIMITS, splitBody, type EndpointId } from '../../api/index.js';
+import { isRecord } from '../../api/objects.js';
 import { sendOnce, type Outcome, type SendContext } from './upstream.js';
 
 export type ResultStatus = 'accepted' | 'duplicate' | 'rejected' | 'retry';
@@ -31,11 +32,9 @@ export interface Forwarded {
   retryAfter: number;
 }
 
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
-
 /** Per-entry result of a successful call. */
 function entryResult(endpoint: Group['endpoint'], answer: unknown): { ok: boolean; error?: string } {
-  if (!isObject(answer)) return { ok: true };
+  if (!isRecord(answer)) return { ok: true };
   const status = answer['status'];
   const error = typeof answer['error'] === 'string' ? answer['error'] : undefined;
   if (endpoint === 'person/merge') {
@@ -52,7 +51,7 @@ async function sendChunk(ctx: SendContext, group: Group, chunk: Group['entries']
   const itemsKey = group.endpoint === 'person/merge' ? 'people' : 'activities';
   const outcome: Outcome = await sendOnce(ctx, group.endpoint as EndpointId, { ...group.envelope, [itemsKey]: chunk.map((c) => c.entry) });
   if (outcome.kind === 'ok') {
-    const answers = isObject(outcome.body) ? outcome.body[itemsKey] : undefined;
+    const answers = isRecord(outcome.body) ? outcome.body[itemsKey] : undefined;
     chunk.forEach(({ id }, i) => {
       const result = entryResult(group.endpoint, Array.isArray(answers) && answers.length === chunk.length ? answers[i] : undefined);
       out.results.set(id, result.ok ? { id, status: 'accepted' } : { id, status: 'rejected', error: `the platform refused it: ${result.error}` });
@@ -69,7 +68,7 @@ async function sendChunk(ctx: SendContext, group: Group, chunk: Group['entries']
   if (outcome.details.length === chunk.length && chunk.length > 0) {
     chunk.forEach(({ id }, i) => {
       const detail = outcome.details[i];
-      const error = isObject(detail) && typeof detail['error'] === 'string' ? detail['error'] : outcome.message;
+      const error = isRecord(detail) && typeof detail['error'] === 'string' ? detail['error'] : outcome.message;
       out.results.set(id, { id, status: 'rejected', error: `the platform refused it: ${error}` });
     });
     return;

@@ -3,7 +3,6 @@
  * item checks, identity, enrichment, dedupe, forwarding (or queueing), results.
  * @module
  */
-import type { Client } from '../../client/index.js';
 import type { RelayConfig, SiteConfig } from '../config.js';
 import { originAllowed } from '../cors.js';
 import { RelayHttpError } from '../errors.js';
@@ -14,7 +13,8 @@ import { enrichLocation, enrichmentOf, wantsAddress, type ClientInfo } from './e
 import { forward, type Group, type ItemResult } from './forward.js';
 import { createIdentity, type Identity } from './identity.js';
 import { checkEntry, checkItem, type Item } from './items.js';
-import type { Backoff, Clock } from './upstream.js';
+import type { Upstream } from '../upstream/caller.js';
+import type { Clock } from './upstream.js';
 
 /** An accepted entry handed to a queue instead of the platform (Workers Queues). */
 export interface QueuedEntry {
@@ -39,8 +39,8 @@ export interface CollectContext {
   store: RelayStore;
   limiter: RateLimiter;
   clock: Clock;
-  client: Client;
-  backoff: Backoff;
+  /** the relay's one caller of the platform */
+  upstream: Upstream;
   random: () => number;
   /** when set, accepted entries go here and the answer does not wait for the platform */
   enqueue: Enqueue | undefined;
@@ -311,7 +311,7 @@ export async function collect(ctx: CollectContext, request: Request, info: Clien
       warning = `state_settle_failed: ${describe(error)}`;
     }
   } else if (going.length > 0) {
-    const forwarded = await forward({ client: ctx.client, clock, backoff: ctx.backoff, deadline, random: ctx.random, statuses }, groups);
+    const forwarded = await forward({ upstream: ctx.upstream, clock, deadline, random: ctx.random, statuses }, groups);
     retryAfter = forwarded.retryAfter;
     const accepted: string[] = [];
     const unsent: string[] = [];

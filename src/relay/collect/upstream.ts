@@ -4,8 +4,13 @@
  * network errors → bounded retries with full jitter; other 4xx → the entries are refused.
  * @module
  */
-import type { EndpointId } from '../../api/index.js';
-import { HTTPError, RateLimitError, type Client } from '../../client/index.js';
+import { ENDPOINTS, type EndpointId } from '../../api/index.js';
+import { isRecord } from '../../api/objects.js';
+import { RelayHttpError } from '../errors.js';
+import type { Upstream } from '../upstream/caller.js';
+import { readText } from '../upstream/transport.js';
+
+export { sharedBackoff, type Backoff } from '../upstream/caller.js';
 
 /** Time, injected so tests and benchmarks can watch or skip waits. */
 export interface Clock {
@@ -18,19 +23,6 @@ export const systemClock: Clock = {
   sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
 };
 
-/** When the upstream told us to come back (ms since epoch); shared per upstream. */
-export interface Backoff {
-  until: number;
-}
-
-const backoffs = new Map<string, Backoff>();
-/** The one backoff of upstream `baseUrl` in this process or isolate. */
-export function sharedBackoff(baseUrl: string): Backoff {
-  let backoff = backoffs.get(baseUrl);
-  if (!backoff) backoffs.set(baseUrl, (backoff = { until: 0 }));
-  return backoff;
-}
-
 export type Outcome =
   | { kind: 'ok'; body: unknown }
   /** the platform refused the call (4xx): `details` are per-entry when it gave them */
@@ -39,9 +31,9 @@ export type Outcome =
   | { kind: 'unavailable'; status: number; message: string; retryAfter: number };
 
 export interface SendContext {
-  client: Client;
+  /** the relay's one caller of the platform (it holds the shared 429 backoff) */
+  upstream: Upstream;
   clock: Clock;
-  backoff: Backoff;
   /** ms since epoch by which the request must answer */
   deadline: number;
   random: () => number;
@@ -52,64 +44,72 @@ export interface SendContext {
 const MAX_ATTEMPTS = 4;
 const BASE_DELAY_MS = 250;
 
-/** Sends `body` to endpoint `id`; never throws for upstream trouble. */
+/** The message and per-entry details of an error body: the platform's `{error, details}` or a relay's `{error: {message, details}}`. */
+function refusal(body: unknown, status: number): { message: string; details: unknown[] } {
+  if (!isRecord(body)) return { message: typeof body === 'string' && body !== '' ? body.slice(0, 200) : `HTTP ${status}`, details: [] };
+  const error = body['error'];
+  if (isRecord(error)) return { message: String(error['message'] ?? 'error'), details: Array.isArray(error['details']) ? error['details'] : [] };
+  return { message: typeof error === 'string' ? error : `HTTP ${status}`, details: Array.isArray(body['details']) ? body['details'] : [] };
+}
+
+/** JSON text as a value; undefined when it is not JSON. */
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (notJson) {
+    if (notJson instanceof SyntaxError) return undefined;
+    throw notJson;
+  }
+}
+
+const slowDown = (seconds: number): Outcome => ({
+  kind: 'unavailable',
+  status: 429,
+  message: 'the platform asked the relay to slow down',
+  retryAfter: Math.max(1, Math.ceil(seconds)),
+});
+
+/** Sends `body` (serialised once, here) to endpoint `id`; never throws for upstream trouble. */
 export async function sendOnce(ctx: SendContext, id: EndpointId, body: Record<string, unknown>): Promise<Outcome> {
+  const endpoint = ENDPOINTS[id];
+  const text = JSON.stringify(body);
   let last: Outcome = { kind: 'unavailable', status: 0, message: 'the platform was not called', retryAfter: 1 };
   for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-    const now = ctx.clock.now();
-    const wait = ctx.backoff.until - now;
+    const wait = ctx.upstream.holdMs();
     if (wait > 0) {
-      if (now + wait > ctx.deadline) {
-        return { kind: 'unavailable', status: 429, message: 'the platform asked the relay to slow down', retryAfter: Math.ceil(wait / 1000) };
-      }
+      if (ctx.clock.now() + wait > ctx.deadline) return slowDown(wait / 1000);
       await ctx.clock.sleep(wait);
     }
+    let status = 0;
+    let answer: unknown;
     try {
-      const result = await ctx.client.call(id, body as never);
-      ctx.statuses.push(200);
-      return { kind: 'ok', body: result };
+      const reply = await ctx.upstream.call(endpoint, text);
+      status = reply.status;
+      answer = parseJson(await readText(reply));
+      if (status >= 200 && status < 300 && answer === undefined) status = 0; // an answer that is not JSON: as if none came
     } catch (error) {
-      if (error instanceof RateLimitError) {
-        ctx.statuses.push(429);
-        const until = ctx.clock.now() + error.tryInSeconds * 1000;
-        ctx.backoff.until = Math.max(ctx.backoff.until, until);
-        last = {
-          kind: 'unavailable',
-          status: 429,
-          message: 'the platform asked the relay to slow down',
-          retryAfter: Math.max(1, Math.ceil(error.tryInSeconds)),
-        };
-        continue;
-      }
-      if (error instanceof HTTPError) {
-        ctx.statuses.push(error.status);
-        if (error.status === 401 || error.status === 403) {
-          // The key itself was refused: retrying cannot help, and the items must not be lost.
-          return {
-            kind: 'unavailable',
-            status: error.status,
-            message: "the platform refused the relay's key (check CDP_API_KEY and CDP_REGION)",
-            retryAfter: 60,
-          };
-        }
-        if (error.status < 500 && error.status !== 408) {
-          return {
-            kind: 'refused',
-            status: error.status,
-            message: /failed with \d+: (.*)$/s.exec(error.message)?.[1] ?? error.message,
-            details: error.details,
-          };
-        }
-        last = { kind: 'unavailable', status: error.status, message: `the platform answered ${error.status}`, retryAfter: 5 };
-      } else {
-        ctx.statuses.push(0);
-        last = { kind: 'unavailable', status: 0, message: 'the platform did not answer', retryAfter: 5 };
-      }
-      // Full jitter: a random wait up to an exponentially growing cap, inside the budget.
-      const delay = Math.round(ctx.random() * BASE_DELAY_MS * 2 ** attempt);
-      if (ctx.clock.now() + delay >= ctx.deadline || attempt === MAX_ATTEMPTS - 1) break;
-      await ctx.clock.sleep(delay);
+      // Timeouts (the call was aborted) and network errors come as RelayHttpError; anything else is a bug.
+      if (!(error instanceof RelayHttpError)) throw error;
     }
+    ctx.statuses.push(status);
+    if (status >= 200 && status < 300) return { kind: 'ok', body: answer };
+    if (status === 429) {
+      last = slowDown(ctx.upstream.holdMs() / 1000);
+      continue;
+    }
+    if (status === 401 || status === 403) {
+      // The key itself was refused: retrying cannot help, and the items must not be lost.
+      return { kind: 'unavailable', status, message: "the platform refused the relay's key (check CDP_API_KEY and CDP_REGION)", retryAfter: 60 };
+    }
+    if (status !== 0 && status < 500 && status !== 408) return { kind: 'refused', status, ...refusal(answer, status) };
+    last =
+      status === 0
+        ? { kind: 'unavailable', status: 0, message: 'the platform did not answer', retryAfter: 5 }
+        : { kind: 'unavailable', status, message: `the platform answered ${status}`, retryAfter: 5 };
+    // Full jitter: a random wait up to an exponentially growing cap, inside the budget.
+    const delay = Math.round(ctx.random() * BASE_DELAY_MS * 2 ** attempt);
+    if (ctx.clock.now() + delay >= ctx.deadline || attempt === MAX_ATTEMPTS - 1) break;
+    await ctx.clock.sleep(delay);
   }
   return last;
 }

@@ -1,14 +1,14 @@
 /** Reads a request body up to a byte limit, refusing early instead of buffering an oversize body. */
-import { ProxyError } from './errors.js';
+import { RelayHttpError } from '../errors.js';
 
 const tooLarge = (limit: number, size?: number) =>
-  new ProxyError(
+  new RelayHttpError(
     413,
     'payload_too_large',
     `request body${size === undefined ? '' : ` of ${size} bytes`} is over the ${limit}-byte limit; send fewer items per request`,
   );
 
-/** The body as text and its size, or a 413 {@link ProxyError} as soon as more than `limit` bytes arrive. */
+/** The body as text and its size, or a 413 {@link RelayHttpError} as soon as more than `limit` bytes arrive. */
 export async function readBody(request: Request, limit: number): Promise<{ text: string; size: number }> {
   const length = request.headers.get('content-length');
   const declared = length === null ? NaN : Number(length);
@@ -46,7 +46,7 @@ function decode(bytes: Uint8Array): { text: string; size: number } {
   try {
     return { text: utf8.decode(bytes), size: bytes.byteLength };
   } catch (cause) {
-    throw new ProxyError(400, 'malformed_json', 'request body is not UTF-8 text; send a JSON object', { cause });
+    throw new RelayHttpError(400, 'malformed_json', 'request body is not UTF-8 text; send a JSON object', { cause });
   }
 }
 
@@ -56,6 +56,6 @@ export function parseJson(text: string): unknown {
   try {
     return JSON.parse(text);
   } catch (cause) {
-    throw new ProxyError(400, 'malformed_json', `request body is not valid JSON (${(cause as Error).message}); send a JSON object`, { cause });
+    throw new RelayHttpError(400, 'malformed_json', `request body is not valid JSON (${(cause as Error).message}); send a JSON object`, { cause });
   }
 }

@@ -4,10 +4,10 @@
  * upstream one after another within the rate limit, and the answers are joined in order.
  */
 import { failedEntries, joinAnswers, splitBody, type Chunk, type Chunking, type Endpoint, type EndpointId } from '../../api/index.js';
-import { ProxyError } from './errors.js';
-import type { RateHold } from './hold.js';
+import { RelayHttpError } from '../errors.js';
+import type { Upstream, UpstreamAnswer } from '../upstream/caller.js';
+import { discard, readText } from '../upstream/transport.js';
 import type { ProxyConfig } from './options.js';
-import type { Upstream } from './upstream.js';
 
 /** A JSON object (not an array, not null). */
 export const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -19,7 +19,7 @@ export const isObject = (value: unknown): value is Record<string, unknown> => ty
 export function chunksOf(chunking: Chunking, body: Record<string, unknown>, maxItems: number): Chunk[] {
   const items = body[chunking.items];
   if (Array.isArray(items) && items.length > maxItems) {
-    throw new ProxyError(
+    throw new RelayHttpError(
       413,
       'too_many_items',
       `${chunking.items}: ${items.length} entries is over the ${maxItems} one chunked request may carry; send several requests`,
@@ -52,18 +52,20 @@ interface Sent {
 const parse = (text: string): unknown => {
   try {
     return JSON.parse(text);
-  } catch {
-    return text;
+  } catch (notJson) {
+    // A chunk's answer that is not JSON is reported as the text it was.
+    if (notJson instanceof SyntaxError) return text;
+    throw notJson;
   }
 };
 
 /** Sends the chunks in order and answers with the joined result, or a `chunk_failed` error listing every chunk's answer. */
 export async function sendChunks(
-  context: { config: ProxyConfig; upstream: Upstream; hold: RateHold; pacer: Pacer },
+  context: { config: ProxyConfig; upstream: Upstream; pacer: Pacer },
   endpoint: Endpoint<EndpointId> & { chunking: Chunking },
   chunks: readonly Chunk[],
 ): Promise<{ answer: Record<string, unknown>; calls: number }> {
-  const { config, upstream, hold, pacer } = context;
+  const { config, upstream, pacer } = context;
   const { chunking } = endpoint;
   const sent: Sent[] = [];
   const answers: unknown[] = [];
@@ -72,10 +74,10 @@ export async function sendChunks(
   const budgetMs = config.maxChunkWaitSeconds * 1000;
   for (const [index, chunk] of chunks.entries()) {
     const payload = JSON.stringify(chunk.body);
-    let response: Response;
+    let response: UpstreamAnswer;
     // Bounded: every 429 adds its wait to waitedMs, and the loop stops once that passes the budget.
     for (;;) {
-      const holdMs = hold.remainingMs();
+      const holdMs = upstream.holdMs();
       if (holdMs > 0) {
         if (waitedMs + holdMs > budgetMs) {
           throw failure(429, index, chunk, chunks.length, sent, Math.ceil(holdMs / 1000));
@@ -85,23 +87,23 @@ export async function sendChunks(
       }
       await pacer.turn();
       calls += 1;
-      response = await upstream(endpoint, payload);
+      response = await upstream.call(endpoint, payload);
       if (response.status !== 429) break;
-      await response.body?.cancel().catch(() => undefined);
+      await discard(response);
     }
-    const answer = parse(await response.text());
+    const answer = parse(await readText(response));
     sent.push({ chunk: index + 1, from: chunk.from, to: chunk.from + chunk.count - 1, status: response.status, body: answer });
-    const ok = response.ok ? answer : failedEntries(chunking, chunk, response.status, answer);
+    const ok = response.status >= 200 && response.status < 300 ? answer : failedEntries(chunking, chunk, response.status, answer);
     if (ok === undefined) throw failure(response.status, index, chunk, chunks.length, sent);
     answers.push(ok);
   }
   return { answer: joinAnswers(chunking, answers), calls };
 
-  function failure(status: number, index: number, chunk: Chunk, total: number, done: Sent[], retryAfter?: number): ProxyError {
+  function failure(status: number, index: number, chunk: Chunk, total: number, done: Sent[], retryAfter?: number): RelayHttpError {
     const range = `${chunking.items}[${chunk.from}..${chunk.from + chunk.count - 1}]`;
     const before = index === 0 ? 'nothing was sent before it' : `chunks 1–${index} were accepted (their answers are in details)`;
     const message = `chunk ${index + 1} of ${total} (${range}) failed with status ${status}; ${before}. Resend from ${chunking.items}[${chunk.from}]`;
     const options = retryAfter === undefined ? { details: done } : { details: done, retryAfter };
-    return new ProxyError(status >= 400 && status <= 599 ? status : 502, 'chunk_failed', message, options);
+    return new RelayHttpError(status >= 400 && status <= 599 ? status : 502, 'chunk_failed', message, options);
   }
 }

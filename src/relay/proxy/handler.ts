@@ -5,16 +5,16 @@ import type { AuditEntry } from './audit.js';
 import { authenticate, authorize } from './auth.js';
 import { parseJson, readBody } from './body.js';
 import { chunksOf, isObject, Pacer, sendChunks } from './chunk.js';
-import { jsonResponse, ProxyError } from './errors.js';
-import { RateHold } from './hold.js';
+import { jsonResponse, RelayHttpError } from '../errors.js';
+import { createUpstream, type Upstream } from '../upstream/caller.js';
 import type { ProxyConfig } from './options.js';
-import { createUpstream, passThrough } from './upstream.js';
+import { passThrough } from './upstream.js';
 
 /** Answers one request; `endpoint` is the route it matched (undefined for anything else under `/v1/`). */
 export type ProxyHandler = (request: Request, endpoint?: Endpoint<EndpointId>) => Promise<Response>;
 
 const notFound = (request: Request) =>
-  new ProxyError(
+  new RelayHttpError(
     404,
     'unknown_endpoint',
     `${request.method} ${new URL(request.url).pathname.slice(0, 200)} is not a platform endpoint; the relay serves exactly the spec's method+path pairs (e.g. POST /v1/person/get)`,
@@ -33,15 +33,27 @@ function splitUrl(url: string): { path: string; query: string } {
 
 const invalid = (endpoint: Endpoint<EndpointId>, issues: { path: string; message: string }[]) => {
   const more = issues.length > 1 ? ` (and ${issues.length - 1} more in details)` : '';
-  return new ProxyError(400, 'invalid_request', `${endpoint.id}: ${issues[0]?.message ?? 'invalid body'}${more}; nothing was sent to the platform`, {
+  return new RelayHttpError(400, 'invalid_request', `${endpoint.id}: ${issues[0]?.message ?? 'invalid body'}${more}; nothing was sent to the platform`, {
     details: issues,
   });
 };
 
+/** Throws the relay's own 429 (with `Retry-After`) while the platform's hold is in force. */
+function refuseWhileHeld(upstream: Upstream): void {
+  const ms = upstream.holdMs();
+  if (ms === 0) return;
+  const seconds = Math.ceil(ms / 1000);
+  throw new RelayHttpError(
+    429,
+    'rate_limited',
+    `the platform asked to slow down; the relay holds calls for ${seconds} more second(s): retry after the Retry-After header`,
+    { retryAfter: seconds },
+  );
+}
+
 export function createHandler(config: ProxyConfig): ProxyHandler {
   const verify = createTokenVerifier(config.tokens);
-  const hold = new RateHold(config.now, config.backoff);
-  const upstream = createUpstream(config, hold);
+  const upstream = createUpstream(config);
   const pacer = new Pacer(config);
 
   async function answer(request: Request, endpoint: Endpoint<EndpointId> | undefined, seen: { token?: TokenConfig; calls: number }): Promise<Response> {
@@ -53,7 +65,7 @@ export function createHandler(config: ProxyConfig): ProxyHandler {
     authorize(token, endpoint);
     const chunked = query !== '' && new URLSearchParams(query).get('chunk') === 'true';
     if (chunked && endpoint.chunking === undefined) {
-      throw new ProxyError(400, 'chunk_unsupported', `${endpoint.id} has no item list to split; drop ?chunk=true`);
+      throw new RelayHttpError(400, 'chunk_unsupported', `${endpoint.id} has no item list to split; drop ?chunk=true`);
     }
     const { text, size } = await readBody(request, chunked ? config.maxChunkedBytes : config.maxBytes);
     const body = parseJson(text);
@@ -62,16 +74,16 @@ export function createHandler(config: ProxyConfig): ProxyHandler {
       const chunks = chunksOf(chunkable.chunking, body, config.maxChunkedItems);
       const issues = validateChunks(endpoint.id, chunks);
       if (issues.length > 0) throw invalid(endpoint, issues);
-      const result = await sendChunks({ config, upstream, hold, pacer }, chunkable, chunks);
+      const result = await sendChunks({ config, upstream, pacer }, chunkable, chunks);
       seen.calls = result.calls;
       return jsonResponse(result.answer, 200, { 'x-relay-chunks': String(chunks.length) });
     }
     const checked = validateRequest(endpoint.id, body, size);
     if (!checked.ok) throw invalid(endpoint, checked.issues);
-    hold.check();
+    refuseWhileHeld(upstream);
     seen.calls = 1;
     // Re-serialised, so the platform gets exactly what was validated (no duplicate-key tricks).
-    return await passThrough(await upstream(endpoint, JSON.stringify(body)));
+    return await passThrough(await upstream.call(endpoint, JSON.stringify(body)));
   }
 
   return async (request, endpoint) => {
@@ -83,10 +95,11 @@ export function createHandler(config: ProxyConfig): ProxyHandler {
       response = await answer(request, endpoint, seen);
     } catch (caught) {
       const failure =
-        caught instanceof ProxyError
+        caught instanceof RelayHttpError
           ? caught
-          : new ProxyError(500, 'internal_error', 'the relay failed while handling this call; it has been logged', { cause: caught });
+          : new RelayHttpError(500, 'internal_error', 'the relay failed while handling this call; it has been logged', { cause: caught });
       error = failure.code;
+      if (!(caught instanceof RelayHttpError)) config.onError(caught);
       response = failure.toResponse();
     }
     const entry: AuditEntry = {

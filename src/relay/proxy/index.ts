@@ -19,8 +19,7 @@ import { resolveOptions, type ProxyOptions } from './options.js';
 
 export type { ProxyOptions } from './options.js';
 export type { AuditEntry } from './audit.js';
-export { ProxyError } from './errors.js';
-export type { Backoff } from './hold.js';
+export type { Backoff } from '../upstream/caller.js';
 
 /** A Hono app serving the 29 endpoints of the table; anything else under `/v1/` is a 404 in the relay's error shape. */
 export function createProxyRoutes(options: ProxyOptions): Hono {

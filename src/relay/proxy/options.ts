@@ -2,7 +2,8 @@
 import { LIMITS, RATE_LIMITS } from '../../api/index.js';
 import { checkTokens, type TokenConfig } from '../tokens.js';
 import { consoleAudit, type AuditEntry } from './audit.js';
-import type { Backoff } from './hold.js';
+import type { Backoff, UpstreamCall } from '../upstream/caller.js';
+import { fetchTransport, type Transport } from '../upstream/transport.js';
 
 export interface ProxyOptions {
   /** the tokens allowed to call the proxy (from `parseTokens(env.RELAY_TOKENS)`) */
@@ -11,6 +12,12 @@ export interface ProxyOptions {
   upstream: { baseUrl: string; apiKey: string };
   /** @default globalThis.fetch */
   fetch?: typeof fetch;
+  /** how calls reach the platform (on Node, `createUndiciTransport()`); wins over `fetch` @default a transport on `fetch` */
+  transport?: Transport;
+  /** called once per upstream call (metrics) */
+  onCall?: (call: UpstreamCall) => void;
+  /** receives an unexpected error (a bug, not a refusal) with its stack @default console.error */
+  onError?: (error: unknown) => void;
   /** receives one audit entry per call (never a token or key) @default one JSON line to console.log */
   logger?: (entry: AuditEntry) => void;
   /** the clock, in ms @default Date.now */
@@ -39,7 +46,9 @@ export interface ProxyConfig {
   tokens: readonly TokenConfig[];
   baseUrl: string;
   apiKey: string;
-  fetch: typeof fetch;
+  transport: Transport;
+  onCall: ((call: UpstreamCall) => void) | undefined;
+  onError: (error: unknown) => void;
   logger: (entry: AuditEntry) => void;
   now: () => number;
   sleep: (ms: number) => Promise<void>;
@@ -71,12 +80,14 @@ export function resolveOptions(options: ProxyOptions): ProxyConfig {
   }
   if (base.protocol !== 'http:' && base.protocol !== 'https:')
     throw new TypeError(`createProxyRoutes: upstream.baseUrl must be http or https; got ${base.protocol}`);
-  const fetchImpl = options.fetch ?? globalThis.fetch.bind(globalThis);
+  const transport = options.transport ?? fetchTransport(options.fetch ?? globalThis.fetch.bind(globalThis));
   return {
     tokens: checkTokens(options.tokens),
     baseUrl: `${base.origin}${base.pathname.replace(/\/+$/, '')}`,
     apiKey: upstream.apiKey,
-    fetch: fetchImpl,
+    transport,
+    onCall: options.onCall,
+    onError: options.onError ?? ((error) => console.error('cdp-edge relay proxy: unexpected error', error)),
     logger: options.logger ?? consoleAudit,
     now: options.now ?? Date.now,
     sleep: options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms))),

@@ -1,0 +1,103 @@
+/**
+ * The one way from the relay to the platform, for `/collect` and the proxy alike: the fixed
+ * path of the endpoint table, the platform key, a body serialised once by the caller, a timeout
+ * that aborts, and the platform's 429 read once (src/api/retry.ts) into a hold shared by every
+ * route. Nothing of the caller's request (credentials, cookies, hop-by-hop or X-Forwarded-*
+ * headers, query, path) is copied.
+ * @module
+ */
+import { ENDPOINT_LIST, type Endpoint, type EndpointId } from '../../api/index.js';
+import { tryInSeconds } from '../../api/retry.js';
+import { RelayHttpError } from '../errors.js';
+import { readText, UpstreamTimeout, type Transport, type TransportAnswer } from './transport.js';
+
+/** When calls may go upstream again (ms since epoch); one object shared by every caller of a platform. */
+export interface Backoff {
+  until: number;
+}
+
+const backoffs = new Map<string, Backoff>();
+/** The one backoff of upstream `baseUrl` in this process or isolate. */
+export function sharedBackoff(baseUrl: string): Backoff {
+  let backoff = backoffs.get(baseUrl);
+  if (!backoff) backoffs.set(baseUrl, (backoff = { until: 0 }));
+  return backoff;
+}
+
+/** One call as metrics see it: `status` 0 when no answer came (timeout, network). */
+export interface UpstreamCall {
+  endpoint: string;
+  status: number;
+  ms: number;
+}
+
+export interface UpstreamOptions {
+  /** the platform's origin and base path, no trailing slash */
+  baseUrl: string;
+  apiKey: string;
+  transport: Transport;
+  /** how long to wait for the answer's headers (and a small body) */
+  timeoutMs: number;
+  backoff: Backoff;
+  now: () => number;
+  /** called once per upstream call, answered or not (metrics) */
+  onCall?: ((call: UpstreamCall) => void) | undefined;
+}
+
+/** The platform's answer; on a 429, `holdSeconds` is how long the relay now holds calls. */
+export interface UpstreamAnswer extends TransportAnswer {
+  holdSeconds?: number;
+}
+
+export interface Upstream {
+  /**
+   * Sends `body` (JSON text) to `endpoint`. Resolves with any answer the platform gave; a 429's
+   * body is read and the shared hold pushed out. Rejects with a {@link RelayHttpError}: 504
+   * `upstream_timeout` (the call was aborted) or 502 `upstream_unreachable`.
+   */
+  call(endpoint: Endpoint<EndpointId>, body: string): Promise<UpstreamAnswer>;
+  /** Milliseconds left of the platform's 429 hold; 0 when calls may go. */
+  holdMs(): number;
+  readonly backoff: Backoff;
+}
+
+/** A 429 body is JSON from the platform or a relay; anything else (an HTML error page) has no wait in it. */
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (notJson) {
+    if (notJson instanceof SyntaxError) return undefined;
+    throw notJson;
+  }
+}
+
+export function createUpstream(options: UpstreamOptions): Upstream {
+  const { transport, timeoutMs, backoff, now, onCall } = options;
+  const urls = new Map(ENDPOINT_LIST.map((endpoint) => [endpoint.id, `${options.baseUrl}${endpoint.path}`]));
+  const headers = { 'content-type': 'application/json', accept: 'application/json', 'x-api-key': options.apiKey };
+  const clockMs = () => (typeof performance === 'undefined' ? Date.now() : performance.now());
+
+  async function call(endpoint: Endpoint<EndpointId>, body: string): Promise<UpstreamAnswer> {
+    const started = clockMs();
+    let answer: UpstreamAnswer;
+    try {
+      answer = await transport({ method: endpoint.method, url: urls.get(endpoint.id) as string, headers, body, timeoutMs });
+    } catch (cause) {
+      onCall?.({ endpoint: endpoint.id, status: 0, ms: clockMs() - started });
+      if (cause instanceof UpstreamTimeout) {
+        throw new RelayHttpError(504, 'upstream_timeout', `the platform did not answer ${endpoint.id} within ${timeoutMs} ms; retry later`, { cause });
+      }
+      throw new RelayHttpError(502, 'upstream_unreachable', `the platform could not be reached for ${endpoint.id}; retry later`, { cause });
+    }
+    onCall?.({ endpoint: endpoint.id, status: answer.status, ms: clockMs() - started });
+    if (answer.status !== 429) return answer;
+    // A 429 body is a few bytes: read it for `try-in-seconds`, hold, and hand it on as text.
+    const text = await readText(answer);
+    const seconds = tryInSeconds(parseJson(text), answer.retryAfter, now());
+    backoff.until = Math.max(backoff.until, now() + seconds * 1000);
+    const holdSeconds = Math.max(1, Math.ceil(seconds));
+    return { ...answer, body: new TextEncoder().encode(text), retryAfter: String(holdSeconds), holdSeconds };
+  }
+
+  return { call, holdMs: () => Math.max(0, backoff.until - now()), backoff };
+}

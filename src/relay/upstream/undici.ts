@@ -1,0 +1,85 @@
+/**
+ * The Node transport: undici's pooled `request`, without the WHATWG `Request`/`Headers`/
+ * `AbortSignal` objects Node's global `fetch` builds per call. undici's own header and body
+ * timeouts end a call that outlives `timeoutMs` by destroying its socket, so a hung platform
+ * never keeps a pooled connection (undici checks those timeouts on a coarse timer, so a call
+ * may run up to about a second past `timeoutMs`). Never imported by the Worker build.
+ *
+ * @example
+ * const relay = createRelay(config, { transport: createUndiciTransport() });
+ * @module
+ */
+import { Agent, request } from 'undici';
+import type { IncomingHttpHeaders } from 'undici/types/header.js';
+import { isBodyless, SMALL_BODY, UpstreamTimeout, type Transport, type TransportAnswer } from './transport.js';
+
+export interface UndiciTransportOptions {
+  /** connections per upstream origin @default 64 */
+  connections?: number;
+}
+
+export interface UndiciTransport extends Transport {
+  /** Closes the pool's sockets. */
+  close(): Promise<void>;
+}
+
+const header = (headers: IncomingHttpHeaders, name: string): string | undefined => {
+  const value = headers[name];
+  return Array.isArray(value) ? value.join(', ') : value;
+};
+
+const TIMEOUT_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
+
+/** Reads up to 64 kB; past that, a stream that replays what was read and then the rest. */
+async function collect(body: AsyncIterable<Buffer>): Promise<Uint8Array<ArrayBuffer> | ReadableStream<Uint8Array>> {
+  const iterator = body[Symbol.asyncIterator]();
+  const parts: Buffer[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await iterator.next();
+    if (done) return new Uint8Array(Buffer.concat(parts, size));
+    parts.push(value);
+    size += value.byteLength;
+    if (size > SMALL_BODY) break;
+  }
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      const buffered = parts.shift();
+      if (buffered !== undefined) return controller.enqueue(new Uint8Array(buffered));
+      const { done, value } = await iterator.next();
+      if (done) controller.close();
+      else controller.enqueue(new Uint8Array(value));
+    },
+    cancel: async (reason) => void (await iterator.return?.(reason)),
+  });
+}
+
+export function createUndiciTransport(options: UndiciTransportOptions = {}): UndiciTransport {
+  const dispatcher = new Agent({ connections: options.connections ?? 64, keepAliveTimeout: 10_000 });
+  const transport = async ({ method, url, headers, body, timeoutMs }: Parameters<Transport>[0]): Promise<TransportAnswer> => {
+    try {
+      const answer = await request(url, {
+        method: method as 'POST',
+        headers,
+        body: body ?? null,
+        dispatcher,
+        headersTimeout: timeoutMs,
+        bodyTimeout: timeoutMs,
+      });
+      const result: TransportAnswer = {
+        status: answer.statusCode,
+        contentType: header(answer.headers, 'content-type'),
+        retryAfter: header(answer.headers, 'retry-after'),
+        body: null,
+      };
+      if (isBodyless(answer.statusCode, method)) await answer.body.dump();
+      else result.body = await collect(answer.body);
+      return result;
+    } catch (error) {
+      const code = (error as { code?: unknown }).code;
+      if (typeof code === 'string' && TIMEOUT_CODES.has(code)) throw new UpstreamTimeout(`no answer within ${timeoutMs} ms`, { cause: error });
+      throw error;
+    }
+  };
+  return Object.assign(transport, { close: () => dispatcher.close() });
+}
