@@ -74,7 +74,7 @@ export function createRelay(config: RelayConfig, deps: RelayDeps = {}): Hono {
     onCall: deps.onUpstreamCall,
   });
   const logUnexpected = (error: unknown, path: string, method: string) =>
-    logger({ ts: new Date(clock.now()).toISOString(), kind: 'error', method, path, status: 500, ms: 0, error: 'unexpected', cause: describeError(error) });
+    logger({ ts: new Date(clock.now()).toISOString(), kind: 'error', method, path, status: 500, ms: 0, error: 'internal_error', cause: describeError(error) });
   const context = {
     config,
     store,
@@ -122,6 +122,7 @@ export function createRelay(config: RelayConfig, deps: RelayDeps = {}): Hono {
     const origin = c.req.header('origin');
     const cors = corsHeaders(origin, origin !== undefined && anySiteAllows(origin, sites));
     let outcome: CollectOutcome;
+    let unexpected: unknown;
     try {
       outcome = await collect(context, c.req.raw, await (deps.clientInfo?.(c) ?? {}));
     } catch (caught) {
@@ -139,7 +140,7 @@ export function createRelay(config: RelayConfig, deps: RelayDeps = {}): Hono {
       outcome = { status: error.status, body: error.body, ...(error.retryAfter === undefined ? {} : { retryAfter: error.retryAfter }) };
       if (!(caught instanceof RelayHttpError)) {
         outcome.warning = caught instanceof Error ? caught.name : 'error';
-        logUnexpected(caught, path, 'POST');
+        unexpected = caught;
       }
     }
     const headers: Record<string, string> = { ...cors, 'Cache-Control': NO_STORE };
@@ -157,6 +158,7 @@ export function createRelay(config: RelayConfig, deps: RelayDeps = {}): Hono {
       ...(outcome.site === undefined ? {} : { site: outcome.site, items: outcome.items ?? 0, results: counts, upstream: outcome.upstream ?? [] }),
       ...(error === undefined ? {} : { error }),
       ...(outcome.warning === undefined ? {} : { warning: outcome.warning }),
+      ...(unexpected === undefined ? {} : { cause: describeError(unexpected) }),
     });
     return c.json(outcome.body as object, outcome.status as 200, headers);
   });

@@ -130,6 +130,8 @@ describe('the relay app when its state store fails', () => {
     expect(((await response.json()) as any).error.code).toBe('relay_unavailable');
     expect(upstream.calls).toHaveLength(0);
     expect(lines[0]).toMatchObject({ status: 503, error: 'relay_unavailable', warning: 'Error' });
+    // The unexpected cause is logged whole: its message and where it came from.
+    expect(lines[0]!['cause']).toMatchObject({ name: 'Error', message: 'state unreachable', stack: expect.stringContaining('app.test.ts') });
   });
 
   it('still answers accepted when remembering the ids fails after the platform took them', async () => {
