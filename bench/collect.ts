@@ -29,7 +29,7 @@ const ORIGIN = 'https://shop.example.com';
 const ACTIVITY = 'act:cm:bench';
 const BATCHES = [1, 10, 100] as const;
 /** requests per round for each batch size at --scale 1 (about the same number of events each) */
-const REQUESTS: Record<(typeof BATCHES)[number], number> = { 1: 1500, 10: 600, 100: 120 };
+const REQUESTS: Record<(typeof BATCHES)[number], number> = { 1: 1200, 10: 500, 100: 100 };
 
 type Role = 'noop' | 'emulator' | 'relay' | 'bare';
 
@@ -109,6 +109,10 @@ interface Figures {
   p50_ms: number;
   p99_ms: number;
   cpu_us_per_request: number;
+  /** CPU of the server under test per 100 items forwarded */
+  cpu_ms_per_100_items: number;
+  /** the server's resident set size right after the round */
+  rss_mb: number;
 }
 
 const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))] ?? NaN;
@@ -190,6 +194,7 @@ async function load(target: 'relay' | 'bare', server: Child, items: number, tota
   );
   const seconds = (performance.now() - started) / 1000;
   const cpuAfter = await server.cpu();
+  const rss = await server.rss();
   agent.destroy();
   latencies.sort((a, b) => a - b);
   return {
@@ -201,6 +206,8 @@ async function load(target: 'relay' | 'bare', server: Child, items: number, tota
     p50_ms: round2(percentile(latencies, 50)),
     p99_ms: round2(percentile(latencies, 99)),
     cpu_us_per_request: Math.round((cpuAfter - cpuBefore) / total),
+    cpu_ms_per_100_items: round2((cpuAfter - cpuBefore) / 1000 / ((total * items) / 100)),
+    rss_mb: Math.round(rss / 1024 / 1024),
   };
 }
 
@@ -241,6 +248,10 @@ async function main(): Promise<void> {
         row[`relay_${upstream}`] = relay;
         row[`bare_${upstream}`] = bare;
         row[upstream === 'noop' ? 'ratio' : 'ratio_emulator'] = round2(relay.rps / bare.rps);
+        if (upstream === 'noop') {
+          row['p99_ratio'] = round2(relay.p99_ms / bare.p99_ms);
+          row['rss_mb'] = Math.max(...measured.relay.map((figures) => figures.rss_mb));
+        }
       }
       results.push(row);
     }
@@ -256,9 +267,13 @@ async function main(): Promise<void> {
     concurrency,
     rounds,
     target_ratio: 0.7,
+    target_ratio_batch_1: 0.5,
+    target_cpu_ms_per_100_items: 2,
+    target_p99_ratio: 2,
+    target_rss_mb: 150,
     load_average_1m: { before: round2(loadBefore), after: round2(loadavg()[0]!) },
     store: process.env['BENCH_REDIS_URL'] ? 'Redis' : 'SQLite file (the CLI default)',
-    what: 'relay = startRelay (Node entry, its default undici-pool fetch, the CLI default SQLite state, request logging off) handling POST /collect of track items; bare = node:http pass-through adding X-Api-Key to the same events already shaped for activities/create. ratio = relay rps / bare rps against the no-op platform (medians of alternating rounds); ratio_emulator the same against the emulator.',
+    what: 'relay = startRelay (Node entry, its default undici-pool transport, the CLI default SQLite state, request logging off) handling POST /collect of track items; bare = node:http pass-through adding X-Api-Key to the same events already shaped for activities/create. ratio = relay rps / bare rps against the no-op platform (medians of alternating rounds); ratio_emulator the same against the emulator.',
     results,
   };
   mkdirSync(new URL('./results/', import.meta.url), { recursive: true });
@@ -276,7 +291,9 @@ async function main(): Promise<void> {
       'relay→emu rps': f(row['relay_emulator']).rps,
       'ratio emu': row['ratio_emulator'],
       'relay→emu p99 ms': f(row['relay_emulator']).p99_ms,
-      'relay CPU µs/req': f(row['relay_noop']).cpu_us_per_request,
+      'relay CPU ms/100 items': f(row['relay_noop']).cpu_ms_per_100_items,
+      'bare CPU ms/100 items': f(row['bare_noop']).cpu_ms_per_100_items,
+      'relay RSS MB': row['rss_mb'],
       'not accepted': f(row['relay_noop']).items_not_accepted + f(row['relay_emulator']).items_not_accepted,
     })),
   );

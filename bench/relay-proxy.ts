@@ -222,7 +222,7 @@ async function main(): Promise<void> {
     requests_per_round: total,
     rounds,
     concurrency,
-    target_ratio: 0.7,
+    target_ratio: 0.85,
     load_average_1m: { before: round2(loadBefore), after: round2(loadavg()[0]!) },
     ratio: 'proxy rps / bare rps (medians); entry_ratio: the whole relay Node entry / bare; cpu_ratio: bare CPU per request / proxy CPU per request',
     results,

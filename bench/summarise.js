@@ -73,13 +73,33 @@ const READERS = {
   collect(r) {
     const parts = r.results.map(
       (x) =>
-        `${x.items} items: relay ${x.relay_noop.rps} rps vs bare ${x.bare_noop.rps} (${x.ratio}×), p99 ${x.relay_noop.p99_ms} vs ${x.bare_noop.p99_ms} ms; via emulator ${x.relay_emulator.rps} vs ${x.bare_emulator.rps} rps (${x.ratio_emulator}×)`,
+        `${x.items} items: relay ${x.relay_noop.rps} rps vs bare ${x.bare_noop.rps} (${x.ratio}×), p99 ${x.relay_noop.p99_ms} vs ${x.bare_noop.p99_ms} ms` +
+        (x.relay_noop.cpu_ms_per_100_items === undefined
+          ? ''
+          : `, CPU ${x.relay_noop.cpu_ms_per_100_items} vs ${x.bare_noop.cpu_ms_per_100_items} ms per 100 items, RSS ${x.rss_mb} MB`) +
+        `; via emulator ${x.relay_emulator.rps} vs ${x.bare_emulator.rps} rps (${x.ratio_emulator}×)`,
     );
+    const wanted = (x) => (x.items === 1 ? (r.target_ratio_batch_1 ?? r.target_ratio) : r.target_ratio);
+    const ten = r.results.find((x) => x.items === 10);
+    const extra = [];
+    if (ten?.relay_noop.cpu_ms_per_100_items !== undefined && r.target_cpu_ms_per_100_items !== undefined) {
+      const cpu = ten.relay_noop.cpu_ms_per_100_items;
+      extra.push(target('relay CPU ms per 100 items, 10-item batches', cpu, `≤ ${r.target_cpu_ms_per_100_items}`, cpu <= r.target_cpu_ms_per_100_items));
+    }
+    if (r.target_p99_ratio !== undefined) {
+      const worst = Math.max(...r.results.map((x) => x.p99_ratio ?? Number.NaN));
+      extra.push(target('relay/bare p99, worst batch size', worst, `≤ ${r.target_p99_ratio}`, worst <= r.target_p99_ratio));
+    }
+    if (r.target_rss_mb !== undefined) {
+      const rss = Math.max(...r.results.map((x) => x.rss_mb ?? Number.NaN));
+      extra.push(target('relay RSS MB under load', rss, `≤ ${r.target_rss_mb}`, rss <= r.target_rss_mb));
+    }
     return {
       headline: parts.join('; '),
-      targets: r.results.map((x) =>
-        target(`relay/bare rps, ${x.items}-item batches (no-op upstream)`, x.ratio, `≥ ${r.target_ratio}`, x.ratio >= r.target_ratio),
-      ),
+      targets: [
+        ...r.results.map((x) => target(`relay/bare rps, ${x.items}-item batches (no-op upstream)`, x.ratio, `≥ ${wanted(x)}`, x.ratio >= wanted(x))),
+        ...extra,
+      ],
     };
   },
   state(r) {

@@ -6,6 +6,16 @@ import { parseConfig } from '../../src/relay/config.js';
 import type { LogLine } from '../../src/relay/logging.js';
 import { createMemoryStore } from '../../src/relay/memory.js';
 
+/** What the tests read of a platform call's body and of the relay's answer. */
+interface UpstreamBody {
+  people?: unknown[];
+  activities: { created?: string }[];
+}
+interface Answer {
+  results: { status: string }[];
+  error: { code: string };
+}
+
 const KEY = 'sk_app_test_platform_key';
 const ORIGIN = 'https://shop.example.com';
 const config = parseConfig({
@@ -15,7 +25,7 @@ const config = parseConfig({
 });
 
 function platform(delayMs = 0) {
-  const calls: { path: string; body: any; headers: Headers }[] = [];
+  const calls: { path: string; body: UpstreamBody; headers: Headers }[] = [];
   const fetchImpl = (async (input: RequestInfo | URL, init?: RequestInit) => {
     const request = new Request(input, init);
     const body = await request.json();
@@ -93,7 +103,7 @@ describe('the relay app', () => {
     const app = createRelay(custom, { fetch: platform().fetch, store: createMemoryStore(), logger: () => {} });
     const batch = [{ id: 'c-1', type: 'track', activity_id: 'act:cm:signed-up', person: { 'str::email': 'path@example.com' } }];
     const response = await app.request('/e', { method: 'POST', headers: { origin: ORIGIN }, body: JSON.stringify({ key: 'pk_app', batch }) });
-    expect(((await response.json()) as any).results[0].status).toBe('accepted');
+    expect(((await response.json()) as Answer).results[0]?.status).toBe('accepted');
     expect((await app.request('/collect', { method: 'POST', headers: { origin: ORIGIN }, body: '{}' })).status).toBe(404);
   });
 
@@ -102,11 +112,11 @@ describe('the relay app', () => {
     const app = createRelay(config, { fetch: upstream.fetch, store: createMemoryStore(), logger: () => {} });
     const item = { id: 'same-1', type: 'track', activity_id: 'act:cm:signed-up', person: { 'str::email': 'twice@example.com' } };
     const [first, second] = await Promise.all([post(app, [item]), post(app, [item])]);
-    const statuses = [((await first.json()) as any).results[0].status, ((await second.json()) as any).results[0].status].sort();
+    const statuses = [((await first.json()) as Answer).results[0]?.status, ((await second.json()) as Answer).results[0]?.status].sort();
     expect(statuses).toEqual(['accepted', 'retry']);
     expect(upstream.calls).toHaveLength(1);
-    const later = (await (await post(app, [item])).json()) as any;
-    expect(later.results[0].status).toBe('duplicate');
+    const later = (await (await post(app, [item])).json()) as Answer;
+    expect(later.results[0]?.status).toBe('duplicate');
     expect(upstream.calls).toHaveLength(1);
     // Browser cookies never travel upstream.
     expect(upstream.calls[0]!.headers.get('cookie')).toBeNull();
@@ -127,7 +137,7 @@ describe('the relay app when its state store fails', () => {
     const response = await post(app, [item()]);
     expect(response.status).toBe(503);
     expect(response.headers.get('retry-after')).toBe('5');
-    expect(((await response.json()) as any).error.code).toBe('relay_unavailable');
+    expect(((await response.json()) as Answer).error.code).toBe('relay_unavailable');
     expect(upstream.calls).toHaveLength(0);
     expect(lines[0]).toMatchObject({ status: 503, error: 'relay_unavailable', warning: 'Error' });
     // The unexpected cause is logged whole: its message and where it came from.
@@ -143,7 +153,7 @@ describe('the relay app when its state store fails', () => {
     const app = createRelay(config, { fetch: platform().fetch, store, logger: (line) => lines.push(line) });
     const response = await post(app, [item()]);
     expect(response.status).toBe(200);
-    expect(((await response.json()) as any).results[0].status).toBe('accepted');
+    expect(((await response.json()) as Answer).results[0]?.status).toBe('accepted');
     expect(lines[0]).toMatchObject({ status: 200, warning: 'state_settle_failed: Error: state unreachable' });
   });
 });
@@ -195,7 +205,7 @@ describe('event times', () => {
       });
     await send(T - 3600_000, T - 3600_000 - 10_000, 'skewed'); // the browser's clock is an hour slow
     await send(T - 30_000, T - 40_000, 'close'); // 30 s off: latency or a small drift, left alone
-    const created = upstream.calls.map((call) => call.body.activities[0].created);
+    const created = upstream.calls.map((call) => call.body.activities[0]?.created);
     expect(created).toEqual([new Date(T - 10_000).toISOString(), new Date(T - 40_000).toISOString()]);
   });
 });

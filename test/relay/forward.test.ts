@@ -8,14 +8,18 @@ import { fetchTransport } from '../../src/relay/upstream/transport.js';
 
 interface Call {
   path: string;
-  body: any;
+  body: { people: unknown[]; activities: unknown[] };
   at: number;
 }
 
 function fakeClock(start = 1_000_000): Clock & { sleeps: number[] } {
   let now = start;
   const sleeps: number[] = [];
-  return { sleeps, now: () => now, sleep: async (ms) => void (sleeps.push(ms), (now += ms)) };
+  const sleep = async (ms: number) => {
+    sleeps.push(ms);
+    now += ms;
+  };
+  return { sleeps, now: () => now, sleep };
 }
 
 function context(answer: (call: Call, index: number) => Response | Promise<Response>, clock = fakeClock(), budgetMs = 10_000, timeout = 10_000) {

@@ -19,7 +19,7 @@ import { createUndiciTransport } from '../../src/relay/upstream/undici.js';
 /** A platform stand-in whose answer is chosen by the x-api-key header; it counts open sockets. */
 async function platform() {
   const hung: Socket[] = [];
-  let release!: () => void;
+  let release: () => void = () => {};
   const big = 'x'.repeat(200 * 1024);
   const server = createServer((request: IncomingMessage, response: ServerResponse) => {
     const chunks: Buffer[] = [];
@@ -42,7 +42,7 @@ async function platform() {
       if (mode === 'large') {
         response.writeHead(200, { 'content-type': 'text/plain' });
         response.write(big);
-        new Promise<void>((resolve) => (release = resolve)).then(() => response.end('END'));
+        release = () => response.end('END');
         return;
       }
       const small = JSON.stringify({ echo, path: request.url });
@@ -55,7 +55,11 @@ async function platform() {
     hung,
     big,
     release: () => release(),
-    close: () => new Promise<void>((resolve) => (server.closeAllConnections(), server.close(() => resolve()))),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }
 
@@ -202,11 +206,11 @@ describe('the proxy and the typed client through the undici transport', () => {
     const post = async (path: string, body: unknown) => {
       const response = await proxy.request(path, { method: 'POST', headers: { authorization: `Bearer ${token}` }, body: JSON.stringify(body) });
       expect(response.status).toBe(200);
-      return (await response.json()) as any;
+      return (await response.json()) as { people: { status: string; person_id: string }[]; contacts: Record<string, { fields: Record<string, string> }> };
     };
     const merged = await post('/v1/person/merge', { people: [{ fields: { 'str::email': 'undici@example.com' } }] });
-    expect(merged.people[0].status).toBe('created');
-    const found = await post('/v1/person/get', { contact_ids: [merged.people[0].person_id], fields: ['str::email'] });
-    expect(Object.values<any>(found.contacts)[0].fields['str::email']).toBe('undici@example.com');
+    expect(merged.people[0]?.status).toBe('created');
+    const found = await post('/v1/person/get', { contact_ids: [merged.people[0]?.person_id], fields: ['str::email'] });
+    expect(Object.values(found.contacts)[0]?.fields['str::email']).toBe('undici@example.com');
   });
 });

@@ -19,8 +19,10 @@ export interface Backoff {
 const backoffs = new Map<string, Backoff>();
 /** The one backoff of upstream `baseUrl` in this process or isolate. */
 export function sharedBackoff(baseUrl: string): Backoff {
-  let backoff = backoffs.get(baseUrl);
-  if (!backoff) backoffs.set(baseUrl, (backoff = { until: 0 }));
+  const known = backoffs.get(baseUrl);
+  if (known !== undefined) return known;
+  const backoff = { until: 0 };
+  backoffs.set(baseUrl, backoff);
   return backoff;
 }
 
