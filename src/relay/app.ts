@@ -13,6 +13,7 @@ import { relayError } from '../api/index.js';
 import type { RelayConfig } from './config.js';
 import { anySiteAllows, corsHeaders, preflightHeaders } from './cors.js';
 import { collect, type CollectOutcome, type Enqueue } from './collect/handler.js';
+import { fromRequest, type CollectRequest } from './collect/body.js';
 import type { ClientInfo } from './collect/enrich.js';
 import { systemClock, type Clock } from './collect/upstream.js';
 import { describeError, RelayHttpError } from './errors.js';
@@ -55,8 +56,25 @@ export interface RelayDeps {
 
 const NO_STORE = 'no-store';
 
+/** A /collect answer: status, headers and the JSON body as text. */
+export interface CollectAnswer {
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+}
+
+/** The relay's Hono app and, for a runtime front that skips building a `Request`, its POST /collect. */
+export interface RelayHandlers {
+  app: Hono;
+  collect(request: CollectRequest, info: ClientInfo): Promise<CollectAnswer>;
+}
+
 /** Creates the relay's Hono app; `app.fetch` is the handler for every runtime. */
 export function createRelay(config: RelayConfig, deps: RelayDeps = {}): Hono {
+  return createRelayHandlers(config, deps).app;
+}
+
+export function createRelayHandlers(config: RelayConfig, deps: RelayDeps = {}): RelayHandlers {
   const clock = deps.clock ?? systemClock;
   const logger = deps.logger ?? (config.log ? consoleLogger : silentLogger);
   const store = deps.store ?? createMemoryStore();
@@ -117,14 +135,15 @@ export function createRelay(config: RelayConfig, deps: RelayDeps = {}): Hono {
     );
   });
 
-  app.post(path, async (c) => {
+  /** POST /collect from arrival to answer; the Node entry calls it straight from node:http. */
+  async function answerCollect(request: CollectRequest, info: ClientInfo): Promise<CollectAnswer> {
     const started = clock.now();
-    const origin = c.req.header('origin');
+    const origin = request.origin;
     const cors = corsHeaders(origin, origin !== undefined && anySiteAllows(origin, sites));
     let outcome: CollectOutcome;
     let unexpected: unknown;
     try {
-      outcome = await collect(context, c.req.raw, await (deps.clientInfo?.(c) ?? {}));
+      outcome = await collect(context, request, info);
     } catch (caught) {
       // Anything unexpected (the state store unreachable, say) happened before an item was final:
       // 503 + Retry-After keeps every item in the browser.
@@ -143,7 +162,7 @@ export function createRelay(config: RelayConfig, deps: RelayDeps = {}): Hono {
         unexpected = caught;
       }
     }
-    const headers: Record<string, string> = { ...cors, 'Cache-Control': NO_STORE };
+    const headers: Record<string, string> = { ...cors, 'Content-Type': 'application/json', 'Cache-Control': NO_STORE };
     if (outcome.retryAfter !== undefined) headers['Retry-After'] = String(outcome.retryAfter);
     const counts: Record<string, number> = {};
     for (const result of outcome.results ?? []) counts[result.status] = (counts[result.status] ?? 0) + 1;
@@ -160,7 +179,12 @@ export function createRelay(config: RelayConfig, deps: RelayDeps = {}): Hono {
       ...(outcome.warning === undefined ? {} : { warning: outcome.warning }),
       ...(unexpected === undefined ? {} : { cause: describeError(unexpected) }),
     });
-    return c.json(outcome.body as object, outcome.status as 200, headers);
+    return { status: outcome.status, headers, body: JSON.stringify(outcome.body) };
+  }
+
+  app.post(path, async (c) => {
+    const answer = await answerCollect(fromRequest(c.req.raw), await (deps.clientInfo?.(c) ?? {}));
+    return c.body(answer.body, answer.status as 200, answer.headers);
   });
 
   app.all(path, (c) =>
@@ -212,5 +236,5 @@ export function createRelay(config: RelayConfig, deps: RelayDeps = {}): Hono {
     return c.json(relayError('internal_error', 'The relay failed unexpectedly; nothing was lost, retry later.'), 500, { 'Cache-Control': NO_STORE });
   });
 
-  return app;
+  return { app, collect: answerCollect };
 }

@@ -1,5 +1,5 @@
 /**
- * The relay on Node: the runtime-neutral app on `@hono/node-server`, the socket's address
+ * The relay on Node: POST /collect straight from node:http, the rest of the runtime-neutral app on `@hono/node-server`, the socket's address
  * as the visitor's (or `X-Forwarded-For` from `RELAY_TRUST_PROXY` addresses only), and a
  * file-backed store so forwarded ids and the lookup counter survive a restart.
  *
@@ -10,8 +10,10 @@
  */
 import { readFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
-import { serve, type HttpBindings } from '@hono/node-server';
-import { createRelay, type RelayDeps } from './app.js';
+import { createServer, type Server } from 'node:http';
+import type { HttpBindings } from '@hono/node-server';
+import { createRelayHandlers, type RelayDeps } from './app.js';
+import { createNodeFront } from './node-front.js';
 import { resolveClientIp } from './client-ip.js';
 import { parseConfig, type RelayConfig } from './config.js';
 import { createMemoryLimiter } from './limits.js';
@@ -74,7 +76,7 @@ export async function startRelay(options: StartRelayOptions = {}): Promise<Runni
   const { store, limiter } = state;
   // Node's global fetch costs more per upstream call than the whole relay around it: undici's pooled request instead.
   const pool = options.transport === undefined && options.fetch === undefined ? createUndiciTransport() : undefined;
-  const app = createRelay(config, {
+  const handlers = createRelayHandlers(config, {
     ...options,
     ...(pool === undefined ? {} : { transport: pool }),
     store,
@@ -88,9 +90,10 @@ export async function startRelay(options: StartRelayOptions = {}): Promise<Runni
   const hostname = options.hostname ?? '127.0.0.1';
   // The store is closed with the relay only when the relay opened it.
   const closeStore = options.store === undefined ? () => store.close() : async () => {};
-  const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
-    const s = serve({ fetch: app.fetch, port: options.port ?? 8787, hostname }, () => resolve(s));
+  const server = await new Promise<Server>((resolve, reject) => {
+    const s = createServer(createNodeFront(handlers, config));
     s.once('error', reject);
+    s.listen(options.port ?? 8787, hostname, () => resolve(s));
   }).catch(async (error: unknown) => {
     await closeStore();
     throw error;
@@ -104,7 +107,7 @@ export async function startRelay(options: StartRelayOptions = {}): Promise<Runni
     close: async () => {
       await new Promise<void>((resolve, reject) => {
         server.close((error) => (error ? reject(error) : resolve()));
-        (server as { closeAllConnections?: () => void }).closeAllConnections?.();
+        server.closeAllConnections();
       });
       await closeStore();
       await pool?.close();

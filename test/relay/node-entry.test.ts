@@ -77,6 +77,50 @@ describe('the Node entry', () => {
     expect(((await response.json()) as { error: { code: string } }).error.code).toBe('body_too_large');
   });
 
+  it('answers POST /collect from node:http in the same shape as the app: CORS, no-store, JSON, bad UTF-8 refused', async () => {
+    const relay = await relayWith();
+    const item = { id: crypto.randomUUID(), type: 'identify', fields: { 'str::email': 'front@example.com' } };
+    const ok = await fetch(`${relay.url}/collect?from=front`, {
+      method: 'POST',
+      headers: { origin: ORIGIN, 'content-type': 'text/plain' },
+      body: JSON.stringify({ key: 'pk_node', batch: [item] }),
+    });
+    expect(ok.status).toBe(200);
+    expect(ok.headers.get('access-control-allow-origin')).toBe(ORIGIN);
+    expect(ok.headers.get('cache-control')).toBe('no-store');
+    expect(ok.headers.get('content-type')).toMatch(/^application\/json/);
+    expect(((await ok.json()) as { results: { status: string }[] }).results[0]?.status).toBe('accepted');
+    const bad = await fetch(`${relay.url}/collect`, {
+      method: 'POST',
+      headers: { origin: ORIGIN, 'content-type': 'text/plain' },
+      body: new Uint8Array([0x7b, 0xff, 0xfe, 0x7d]),
+    });
+    expect(bad.status).toBe(400);
+    expect(((await bad.json()) as { error: { code: string } }).error.code).toBe('malformed_body');
+    // Other methods on the path still go through the app.
+    expect((await fetch(`${relay.url}/collect`)).status).toBe(405);
+  });
+
+  it('keeps serving after a visitor hangs up in the middle of a body', async () => {
+    const relay = await relayWith();
+    const { port } = new URL(relay.url);
+    const { connect } = await import('node:net');
+    await new Promise<void>((resolve) => {
+      const socket = connect(Number(port), '127.0.0.1', () => {
+        socket.write(`POST /collect HTTP/1.1\r\nHost: x\r\nOrigin: ${ORIGIN}\r\nContent-Type: text/plain\r\nContent-Length: 1000\r\n\r\n{"key":"pk_n`);
+        setTimeout(() => socket.destroy(), 50);
+      });
+      socket.on('close', () => resolve());
+    });
+    const item = { id: crypto.randomUUID(), type: 'identify', fields: { 'str::email': 'after@example.com' } };
+    const after = await fetch(`${relay.url}/collect`, {
+      method: 'POST',
+      headers: { origin: ORIGIN, 'content-type': 'text/plain' },
+      body: JSON.stringify({ key: 'pk_node', batch: [item] }),
+    });
+    expect(after.status).toBe(200);
+  });
+
   it('serves the snippet at /cdp.js and at the alias with long cache headers and an ETag', async () => {
     const relay = await relayWith({ RELAY_SCRIPT_PATH: '/assets/app.js' });
     for (const path of ['/cdp.js', '/assets/app.js']) {

@@ -31,20 +31,41 @@ const tooLarge = (bytes: number | string) =>
     `The body is ${bytes} bytes; /collect takes at most ${MAX_BODY_BYTES} bytes (512 KB). Send fewer or smaller items per request.`,
   );
 
-/** The body's text within {@link MAX_BODY_BYTES}, read by the proxy's capped reader; its refusals in /collect's words. */
-async function readText(request: Request): Promise<{ text: string; size: number }> {
+/**
+ * A /collect request as the handler needs it, whatever the runtime built: the standard
+ * `Request` ({@link fromRequest}) or Node's own request (the Node entry's front).
+ */
+export interface CollectRequest {
+  origin: string | undefined;
+  contentType: string | undefined;
+  contentLength: string | undefined;
+  /** the body as text and its size; a 413 {@link RelayHttpError} as soon as more than `limit` bytes arrive */
+  read(limit: number): Promise<{ text: string; size: number }>;
+}
+
+export function fromRequest(request: Request): CollectRequest {
+  return {
+    origin: request.headers.get('origin') ?? undefined,
+    contentType: request.headers.get('content-type') ?? undefined,
+    contentLength: request.headers.get('content-length') ?? undefined,
+    read: (limit) => readBody(request, limit),
+  };
+}
+
+/** The body's text within {@link MAX_BODY_BYTES}; the capped reader's refusals in /collect's words. */
+async function readText(request: CollectRequest): Promise<{ text: string; size: number }> {
   try {
-    return await readBody(request, MAX_BODY_BYTES);
+    return await request.read(MAX_BODY_BYTES);
   } catch (error) {
     if (!(error instanceof RelayHttpError)) throw error;
-    if (error.status === 413) throw tooLarge(request.headers.get('content-length') ?? `over ${MAX_BODY_BYTES}`);
+    if (error.status === 413) throw tooLarge(request.contentLength ?? `over ${MAX_BODY_BYTES}`);
     throw new RelayHttpError(400, 'malformed_body', 'The body is not UTF-8 text; send the batch as JSON.', { cause: error });
   }
 }
 
 /** Parses and checks the envelope of a /collect request; throws {@link RelayHttpError} for whole-request failures. */
-export async function readCollectBody(request: Request): Promise<CollectBody> {
-  const type = (request.headers.get('content-type') ?? 'text/plain').split(';')[0]!.trim().toLowerCase();
+export async function readCollectBody(request: CollectRequest): Promise<CollectBody> {
+  const type = (request.contentType ?? 'text/plain').split(';')[0]!.trim().toLowerCase();
   if (type !== 'text/plain' && type !== 'application/json') {
     throw new RelayHttpError(415, 'unsupported_media_type', `Content-Type ${JSON.stringify(type)} is not accepted; send text/plain or application/json.`);
   }

@@ -8,7 +8,7 @@ import { originAllowed } from '../cors.js';
 import { RelayHttpError } from '../errors.js';
 import { type RateLimiter, siteKey, visitorKey } from '../limits.js';
 import { type DedupeScope, lookupCounter, type RelayStore } from '../store.js';
-import { readCollectBody } from './body.js';
+import { readCollectBody, type CollectRequest } from './body.js';
 import { enrichLocation, enrichmentOf, wantsAddress, type ClientInfo } from './enrich.js';
 import { forward, type Group, type ItemResult } from './forward.js';
 import { createIdentity, type Identity } from './identity.js';
@@ -189,11 +189,11 @@ async function checkRate(limiter: RateLimiter, site: SiteConfig, ip: string | un
 }
 
 /** Handles one /collect request; throws {@link RelayHttpError} for whole-request failures. */
-export async function collect(ctx: CollectContext, request: Request, info: ClientInfo): Promise<CollectOutcome> {
+export async function collect(ctx: CollectContext, request: CollectRequest, info: ClientInfo): Promise<CollectOutcome> {
   const { config, store, clock } = ctx;
   const started = clock.now();
   const deadline = started + config.budgetMs;
-  const origin = request.headers.get('origin') ?? undefined;
+  const origin = request.origin;
   const body = await readCollectBody(request);
   const site = config.sites.get(body.key);
   if (!site)

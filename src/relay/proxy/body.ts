@@ -42,7 +42,8 @@ export async function readBody(request: Request, limit: number): Promise<{ text:
 // Stateless when not streaming, so one decoder serves every call.
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
-function decode(bytes: Uint8Array): { text: string; size: number } {
+/** UTF-8 text of `bytes` and their size; a 400 {@link RelayHttpError} when they are not UTF-8. */
+export function decode(bytes: Uint8Array): { text: string; size: number } {
   try {
     return { text: utf8.decode(bytes), size: bytes.byteLength };
   } catch (cause) {
