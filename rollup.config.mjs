@@ -35,9 +35,9 @@ const tsOptions = (extra = {}, include = ['src/**/*.ts']) => ({
 const terserOptions = {
   ecma: 2020,
   module: true,
-  compress: { passes: 3, unsafe_arrows: true, pure_getters: true },
+  compress: { passes: 3, unsafe_arrows: true, pure_getters: true, unsafe: true },
   mangle: { properties: { regex: /^_/ } },
-  format: { comments: false },
+  format: { comments: false, wrap_func_args: false },
 };
 
 const configs = [

@@ -3,12 +3,13 @@
  * `text/plain` JSON so that no CORS preflight is needed.
  * @module
  */
-import type { Item } from './types.js';
+import type { CollectEnvelope } from '../api/collect.js';
+import type { Item, Meta } from './types.js';
 
 export const MAX_BATCH_ITEMS = 100;
 export const MAX_BATCH_BYTES = 64 * 1024;
 
-/** One per-item answer of the relay (Contract 1). */
+/** One per-item answer of the relay (the /collect contract, docs/architecture.md). */
 export interface Result {
   id: string;
   status: 'accepted' | 'duplicate' | 'rejected' | 'retry';
@@ -27,9 +28,9 @@ export function batches<T>(items: [T, number][], room: number): T[][] {
   return out;
 }
 
-/** The request body of Contract 1, with the relay's identity token when there is one. */
-export const envelope = (key: string, batch: Item[], now: number, identity?: string): string =>
-  JSON.stringify({ key, sent_at: new Date(now).toISOString(), batch, identity });
+/** The request body of `/collect`, with the relay's identity token when there is one and this browser's queue id. */
+export const envelope = (key: string, batch: Item[], now: number, meta: Pick<Meta, 'i' | 'q'>): string =>
+  JSON.stringify({ key, sent_at: new Date(now).toISOString(), batch, identity: meta.i, queue: meta.q } satisfies CollectEnvelope);
 
 /** What came back from one post: status (0 = no answer), parsed body, `Retry-After`. */
 export type Answer = [status: number, body: { results?: Result[]; identity?: string; error?: { message?: string } }, retryAfter?: string | null];

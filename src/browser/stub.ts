@@ -26,7 +26,7 @@ export function install(w: { cdp?: Cdp }): Cdp {
 
   const cdp: Cdp = (name, ...args) => {
     if (name == 'init') {
-      if (tracker) return console.warn('cdp: second init ignored');
+      if (tracker) return console.warn('cdp: second init');
       try {
         init((tracker = createTracker(args[0] as never)));
       } catch (e) {

@@ -17,10 +17,14 @@ import type { Consent, DropReason, Entry, Fields, Item, Meta, Store, Tracker, Tr
 import { CdpInputError, checkFields, checkSize, fail, isActivityId, MAX_ATTRIBUTES, PERSON_KEYS, utf8Bytes } from './validate.js';
 
 /**
- * A random UUID, also outside secure contexts where `crypto.randomUUID` is missing: a blob
- * URL ends with a fresh random UUID in every browser.
+ * A random (v4) UUID, also outside secure contexts where `crypto.randomUUID` is missing:
+ * `crypto.getRandomValues` works everywhere.
  */
-export const uuid = (): string => crypto.randomUUID?.() ?? URL.createObjectURL(new Blob()).slice(-36);
+export const uuid = (): string =>
+  crypto.randomUUID?.() ??
+  `${1e7}-${1e3}-${4e3}-${8e3}-${1e11}`.replace(/[018]/g, (digit) =>
+    (+digit ^ (crypto.getRandomValues(new Uint8Array(1))[0]! & (15 >> (+digit / 4)))).toString(16),
+  );
 
 const CONSENTS = ['granted', 'denied', 'pending'];
 
@@ -37,7 +41,7 @@ const merge = (old: Meta | undefined, patch: Partial<Meta>): Meta => ({
  */
 export function createTracker(options: TrackerOptions): Tracker {
   const { relay, key } = options ?? {};
-  if (!relay?.trim?.() || !key?.trim?.()) throw new TypeError('createTracker(): options.relay and options.key are required strings');
+  if (!relay?.trim?.() || !key?.trim?.()) throw new TypeError('cdp: options.relay and options.key are required');
   const url = relay.replace(/\/$/, '') + (options.path ?? '/collect');
   const interval = options.flushInterval ?? 1000;
   const timeout = options.timeout ?? 10_000;
@@ -157,7 +161,7 @@ export function createTracker(options: TrackerOptions): Tracker {
     // Identify first: a person must exist before their activities arrive.
     send.sort((x, y) => +(x.type == 'track') - +(y.type == 'track'));
     for (const batch of fit(send)) {
-      const answer = await post(fetchFn, url, envelope(key, batch, now(), m.i), timeout);
+      const answer = await post(fetchFn, url, envelope(key, batch, now(), m), timeout);
       const [status, body] = answer;
       if (body.identity) await saveMeta({ i: (m.i = body.identity) });
       // A malformed or oversized body will never be accepted as it is: reject rather than loop.
@@ -225,7 +229,7 @@ export function createTracker(options: TrackerOptions): Tracker {
     if (beaconed || !beacon || consent != 'granted') return;
     beaconed = true;
     const first = fit([...mirror.values()].flatMap((e) => resolve(e, meta) || []))[0];
-    if (first) beacon(url, envelope(key, first, now(), meta.i));
+    if (first) beacon(url, envelope(key, first, now(), meta));
   };
 
   const item = (type: string, body: object): Item => {
@@ -236,7 +240,7 @@ export function createTracker(options: TrackerOptions): Tracker {
 
   const tracker: Tracker = {
     async track(activityId, attributes, opts) {
-      if (!isActivityId(activityId)) fail('track', `"${activityId}" is not an activity ID (act:cm:name)`);
+      if (!isActivityId(activityId)) fail('track', `"${activityId}" is not an activity ID`);
       if (attributes != null) checkFields('track', attributes, MAX_ATTRIBUTES);
       const it = item('track', { activity_id: activityId, attributes, location: opts?.location });
       return ready.then(() => enqueue(it));
@@ -246,7 +250,7 @@ export function createTracker(options: TrackerOptions): Tracker {
       checkFields('identify', fields);
       const p: Fields = {};
       for (const k of PERSON_KEYS) if (fields[k]) p[k] = fields[k];
-      if (!Object.keys(p).length) fail('identify', 'fields need str::email, str::ei or str::person_id to name the person');
+      if (!Object.keys(p).length) fail('identify', `needs ${PERSON_KEYS.join(' or ')}`);
       const it = item('identify', { fields, ...opts });
       return ready.then(() => {
         if (consent != 'denied') {
@@ -270,7 +274,8 @@ export function createTracker(options: TrackerOptions): Tracker {
         for (const [e, done] of buf.splice(0)) dropped(e.item, 'consent'), done();
         mirror.clear();
         version++;
-        const m = (meta = { a: uuid(), m: {}, c });
+        // The queue is emptied: a new queue id is as good as the old.
+        const m = (meta = { a: uuid(), q: uuid(), m: {}, c });
         return store.clear().then(() => store.update('meta', () => m));
       });
     },
@@ -282,9 +287,14 @@ export function createTracker(options: TrackerOptions): Tracker {
     },
   };
 
-  // Atomic across tabs: two first pages agree on one anonymous id instead of each making its own.
+  // Atomic across tabs: two first pages agree on one anonymous id and one queue id instead of
+  // each making its own. A queue stored by an older snippet gets its queue id here.
   const ready = store
-    .update('meta', (o) => (meta = (o as Meta)?.a ? merge(o as Meta, {}) : { a: uuid(), m: {} }))
+    .update('meta', (o) => {
+      meta = (o as Meta)?.a ? merge(o as Meta, {}) : { a: uuid(), m: {} };
+      meta.q ??= uuid();
+      return meta;
+    })
     .then(async () => {
       consent = blocked ? 'denied' : (meta.c ?? consent);
       // Privacy signals work like `denied` without recording a choice: nothing is kept.

@@ -1,5 +1,5 @@
 /**
- * Types of the snippet: options, queued items (Contract 1 of DESIGN.md) and events.
+ * Types of the snippet: options, queued items (the /collect contract, docs/architecture.md) and events.
  * @module
  */
 
@@ -53,6 +53,8 @@ export interface Who {
 export interface Meta {
   /** the current anonymous id */
   a: string;
+  /** this browser's queue id: made once, kept through identify and reset, sent with every batch so the relay can route by it */
+  q?: string | undefined;
   /** anonymous id -> the person who identified under it */
   m: Record<string, Who>;
   /** the relay's identity token */

@@ -39,7 +39,7 @@ export function checkFields(where: string, fields: unknown, max = 1 / 0): assert
   if (!fields || typeof fields != 'object' || Array.isArray(fields)) fail(where, 'expected an object keyed by field ID');
   const keys = Object.keys(fields as object);
   if (keys.length > max) fail(where, `${keys.length} fields; at most ${max}`);
-  for (const k of keys) if (!isFieldId(k)) fail(where, `"${k}" is not a field ID (type:namespace:name)`);
+  for (const k of keys) if (!isFieldId(k)) fail(where, `"${k}" is not a field ID`);
 }
 
 /** Throws `CdpInputError` when the item is over 16 kB (and JSON's own TypeError when it is not JSON). */
