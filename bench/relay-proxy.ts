@@ -5,10 +5,10 @@
  *
  * Separate processes on loopback: the load generator (this one), the mock platform, and
  *  (a) bare   a node:http pass-through that only swaps the caller's Authorization for the key,
- *  (b) proxy  createProxyRoutes on @hono/node-server with createNodeFetch (what the Node entry runs),
+ *  (b) proxy  createProxyRoutes on @hono/node-server with createUndiciTransport (what the Node entry runs),
  *  (c) entry  the whole relay's Node entry (startRelay: /collect, middleware and the proxy).
  * For `person/get` and a 10-item `person/merge`: requests/s, p50 and p99 of each, CPU time per
- * request in each server process, and the ratio proxy/bare (target ≥ 0.7). Rounds alternate the
+ * request in each server process, and the ratio proxy/bare (target ≥ 0.85). Rounds alternate the
  * targets so a busy moment on the machine hits all of them; the median round counts. Prints a
  * table and writes bench/results/relay-proxy.json.
  */
