@@ -4,6 +4,8 @@
  * @module
  */
 export { createRelay, type RelayDeps } from './app.js';
+export { fetchTransport, type Transport, type TransportAnswer, type TransportRequest } from './upstream/transport.js';
+export type { UpstreamCall } from './upstream/caller.js';
 export { parseConfig, parseSites, type RelayConfig, type SiteConfig, type Verify } from './config.js';
 export { RelayConfigError, RelayHttpError } from './errors.js';
 export { createMemoryStore } from './memory.js';
