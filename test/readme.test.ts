@@ -286,6 +286,18 @@ describe('README.md', () => {
     expect(gzipSync(readFileSync(join(root, 'dist', 'cdp.js')), { level: 9 }).length).toBeLessThanOrEqual(4096);
   });
 
+  it('the scale table quotes bench/results/state.json', () => {
+    const state = JSON.parse(readFileSync(join(root, 'bench', 'results', 'state.json'), 'utf8')) as {
+      sqlite: { at_peak: { megabytes: number; reopen_ms: number } };
+      throughput: { store: string; pairs_per_second: number }[];
+    };
+    const readme = readFileSync(join(root, 'README.md'), 'utf8');
+    const rate = (store: string) => (Math.round(state.throughput.find((row) => row.store === store)!.pairs_per_second / 100) * 100).toLocaleString('en');
+    expect(readme).toMatch(new RegExp(`\\| Node, SQLite, per process +\\| about ${rate('SQLite')} `));
+    expect(readme).toMatch(new RegExp(`\\| Node, Redis, per connection +\\| about ${rate('Redis')} `));
+    expect(readme).toContain(`the SQLite file is ${state.sqlite.at_peak.megabytes} MB and reopens in ${state.sqlite.at_peak.reopen_ms} ms`);
+  });
+
   it('the first-party path setup it describes works: /t/collect and /t/cdp.js', async () => {
     const readme = readFileSync(join(root, 'README.md'), 'utf8');
     expect(readme).toContain('set `RELAY_COLLECT_PATH=/t/collect` and `RELAY_SCRIPT_PATH=/t/cdp.js`');
