@@ -149,3 +149,9 @@ export async function pushPlan(plan: Plan, options: PushOptions): Promise<PushSu
 /** The last line of `plan push` / `plan diff`. */
 export const summaryLine = (command: 'push' | 'diff', summary: PushSummary): string =>
   `plan ${command}: created ${summary.created}, modified ${summary.modified}, unchanged ${summary.unchanged}`;
+
+/**
+ * Puts the plan's fields and definitions into a fresh target (the emulator at start-up, the demo),
+ * without a lock: what exists already is adopted (create's 409 answered with modify).
+ */
+export const seedPlan = (client: Client, plan: Plan): Promise<PushSummary> => pushPlan(plan, { client, target: 'seed', lock: emptyLock(), write: true });
