@@ -9,7 +9,7 @@ import type { Item, Meta } from './types.js';
 export const MAX_BATCH_ITEMS = 100;
 export const MAX_BATCH_BYTES = 64 * 1024;
 
-/** One per-item answer of the relay (Contract 1). */
+/** One per-item answer of the relay (the /collect contract, docs/architecture.md). */
 export interface Result {
   id: string;
   status: 'accepted' | 'duplicate' | 'rejected' | 'retry';

@@ -1,6 +1,6 @@
 /**
  * The relay on Cloudflare Workers: `export { default, RelayState } from 'cdp-edge/relay/cloudflare'`.
- * Vars and secrets carry Contract 3's names; `RELAY_STATE` binds the Durable Object that
+ * Vars and secrets carry the relay's variable names (docs/architecture.md); `RELAY_STATE` binds the Durable Object that
  * holds dedupe ids, rate limits and the address-lookup counter; `RELAY_QUEUE` (optional)
  * turns on queued forwarding; `ASSETS` (optional) serves cdp.js.
  *
