@@ -14,7 +14,6 @@ import {
   parseFieldId,
   scaleInt,
   type CustomFieldType,
-  type FieldType,
   type ResponseMap,
 } from '../api/index.js';
 import { fail, PlatformHttpError } from './errors.js';
