@@ -23,6 +23,7 @@ const USAGE = `Usage: cdp-edge plan <check | diff | push | types> [options]
   --relay URL         push through a relay's /v1 proxy ...
   --token T           ... with this proxy token (scopes read and write)
   --import-from M     (types) module the generated file imports the snippet's types from (default cdp-edge/browser)
+  --site KEY          (types) only the activities and person fields this site of the plan may send
 
 Without --relay, the target is read like the relay reads it: CDP_BASE_URL, or CDP_REGION
 (default, au, eu), with the platform key in CDP_API_KEY.
@@ -66,6 +67,7 @@ const parseOptions = (args: string[]) =>
       token: { type: 'string' },
       out: { type: 'string' },
       'import-from': { type: 'string' },
+      site: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -105,6 +107,7 @@ const plan: Command = {
           const code = generateTypes(tracking, {
             source: planFile.replace(/^.*[\\/]/, ''),
             ...(values['import-from'] ? { importFrom: values['import-from'] } : {}),
+            ...(values.site ? { site: values.site } : {}),
           });
           await writeFile(values.out, code);
           console.log(`plan types: wrote ${values.out} (${tracking.activities.length} activities)`);
@@ -133,7 +136,7 @@ const plan: Command = {
         }
       }
     } catch (error) {
-      if (error instanceof PlanError) {
+      if (error instanceof PlanError || error instanceof RangeError) {
         console.error(`cdp-edge plan: ${error.message}`);
         return 1;
       }

@@ -4,5 +4,5 @@
  */
 export * from './schema.js';
 export { activityRules, attributesProblem, type ActivityRules, type AttributeRule } from './rules.js';
-export { definitionBody, emptyLock, pushPlan, summaryLine, type Lock, type PushStep, type PushSummary } from './push.js';
+export { definitionBody, emptyLock, pushPlan, seedPlan, summaryLine, type Lock, type PushStep, type PushSummary } from './push.js';
 export { generateTypes, type TypesOptions } from './typegen.js';

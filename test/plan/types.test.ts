@@ -29,7 +29,23 @@ const PLAN = {
     { id: 'act:cm:page-view', name: 'page-view', attributes: [{ name: 'path', type: 'text' }] },
   ],
   person_fields: [{ name: 'tier', type: 'text' }],
+  sites: [{ key: 'pk_shop', activities: ['act:cm:page-view'], fields: ['str::email'] }],
 };
+
+// With --site, only what that site may send: here page views, and the email to identify.
+const SITE_USAGE = `import { createTracker } from ${JSON.stringify(browser)};
+import { typed } from './shop.js';
+
+const cdp = typed(createTracker({ relay: 'https://t.example.com', key: 'pk_shop' }));
+void cdp.track('act:cm:page-view', { 'str:cm:path': '/' });
+void cdp.identify({ 'str::email': 'ann@example.com' });
+// an activity of the plan this site may not send
+// @ts-expect-error
+void cdp.track('act:cm:signed-up', { 'str:cm:plan': 'pro' });
+// a person field this site may not send
+// @ts-expect-error
+void cdp.identify({ 'str::email': 'ann@example.com', 'str::first': 'Ann' });
+`;
 
 // One mistake per expect-error line; the comment above it says which of the five kinds it is.
 const TYPED_USAGE = `import { createTracker } from ${JSON.stringify(browser)};
@@ -146,6 +162,20 @@ describe('cdp-edge plan types', () => {
     const loose = join(dir, 'loose.ts');
     writeFileSync(loose, LOOSE_USAGE);
     const result = await typecheck([loose]);
+    expect(result.report).toBe('');
+    expect(result.code).toBe(0);
+  }, 120_000);
+
+  it('--site narrows track() and identify() to what that site may send', async () => {
+    vi.spyOn(console, 'log').mockImplementation(() => {});
+    const args = ['plan', 'types', '--plan', join(dir, 'cdp-edge.plan.json'), '--import-from', browser, '--site'];
+    expect(await main([...args, 'pk_shop', '--out', join(dir, 'shop.ts')])).toBe(0);
+    vi.spyOn(console, 'error').mockImplementation(() => {});
+    expect(await main([...args, 'pk_nope', '--out', join(dir, 'nope.ts')])).toBe(1);
+    vi.restoreAllMocks();
+    const usage = join(dir, 'site-usage.ts');
+    writeFileSync(usage, SITE_USAGE);
+    const result = await typecheck([usage]);
     expect(result.report).toBe('');
     expect(result.code).toBe(0);
   }, 120_000);
