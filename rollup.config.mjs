@@ -32,6 +32,9 @@ const tsOptions = (extra = {}, include = ['src/**/*.ts']) => ({
   noEmitOnError: false,
 });
 
+// The snippet and the parts of the API it may import (types and constants only).
+const BROWSER_SOURCES = ['src/browser/**/*.ts', 'src/api/collect.ts', 'src/api/types.ts'];
+
 const terserOptions = {
   ecma: 2020,
   module: true,
@@ -55,7 +58,7 @@ if (existsSync('src/browser/index.ts')) {
       input: { browser: 'src/browser/index.ts' },
       plugins: [
         nodeResolve({ browser: true }),
-        typescript(tsOptions({ declaration: true, declarationDir: 'dist', outDir: 'dist' }, ['src/browser/**/*.ts'])),
+        typescript(tsOptions({ declaration: true, declarationDir: 'dist', outDir: 'dist' }, BROWSER_SOURCES)),
         // package.json points `cdp-edge/browser` types at dist/browser.d.ts.
         {
           name: 'browser-types',
@@ -68,7 +71,7 @@ if (existsSync('src/browser/index.ts')) {
     },
     {
       input: 'src/browser/iife.ts',
-      plugins: [nodeResolve({ browser: true }), typescript(tsOptions({}, ['src/browser/**/*.ts'])), terser(terserOptions)],
+      plugins: [nodeResolve({ browser: true }), typescript(tsOptions({}, BROWSER_SOURCES)), terser(terserOptions)],
       output: { file: 'dist/cdp.js', format: 'iife', sourcemap: false },
     },
   );

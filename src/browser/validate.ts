@@ -36,16 +36,20 @@ export const utf8Bytes = (s: string): number => new TextEncoder().encode(s).leng
 
 /** Throws `CdpInputError` unless `fields` is an object of at most `max` valid field IDs. */
 export function checkFields(where: string, fields: unknown, max = 1 / 0): asserts fields is Fields {
-  if (!fields || typeof fields != 'object' || Array.isArray(fields)) fail(where, 'expected an object keyed by field ID');
+  if (!fields || typeof fields !== 'object' || Array.isArray(fields)) fail(where, 'expected an object keyed by field ID');
   const keys = Object.keys(fields as object);
   if (keys.length > max) fail(where, `${keys.length} fields; at most ${max}`);
   for (const k of keys) if (!isFieldId(k)) fail(where, `"${k}" is not a field ID (type:namespace:name)`);
 }
 
-/** Throws `CdpInputError` when the item is over 16 kB (and JSON's own TypeError when it is not JSON). */
-export function checkSize(where: string, item: object): void {
-  const n = utf8Bytes(JSON.stringify(item));
-  if (n > MAX_ITEM_BYTES) fail(where, `${n} bytes; at most ${MAX_ITEM_BYTES}`);
+/**
+ * The item's size in bytes of JSON, measured once here and kept with it in the queue. Throws
+ * `CdpInputError` when it is over 16 kB (and JSON's own TypeError when it is not JSON).
+ */
+export function checkSize(where: string, item: object): number {
+  const bytes = utf8Bytes(JSON.stringify(item));
+  if (bytes > MAX_ITEM_BYTES) fail(where, `${bytes} bytes; at most ${MAX_ITEM_BYTES}`);
+  return bytes;
 }
 
 export { fail };
