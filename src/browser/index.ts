@@ -11,7 +11,7 @@
 export { createTracker } from './tracker.js';
 export { uuid } from './uuid.js';
 export { attribution } from './page.js';
-export { CdpInputError, isFieldId, isActivityId } from './validate.js';
+export { CdpInputError, ERRORS, isFieldId, isActivityId } from './validate.js';
 export { idbStore, memoryStore } from './store.js';
 export { install, type Cdp } from './stub.js';
 export type * from './types.js';

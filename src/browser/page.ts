@@ -5,18 +5,7 @@
 import type { AttributionKey, Fields } from './types.js';
 
 /** Campaign parameters and click ids read from the page's address. */
-const CAMPAIGN_KEYS: AttributionKey[] = [
-  'utm_source',
-  'utm_medium',
-  'utm_campaign',
-  'utm_term',
-  'utm_content',
-  'gclid',
-  'fbclid',
-  'msclkid',
-  'ttclid',
-  'li_fat_id',
-];
+const CAMPAIGN_KEYS = 'utm_source utm_medium utm_campaign utm_term utm_content gclid fbclid msclkid ttclid li_fat_id'.split(' ') as AttributionKey[];
 
 const MAX_VALUE_CHARS = 255;
 

@@ -4,6 +4,7 @@
  * @module
  */
 import { createTracker } from './tracker.js';
+import { ERRORS } from './validate.js';
 import type { Tracker } from './types.js';
 
 const METHODS = ['track', 'identify', 'page', 'flush', 'reset', 'consent', 'on'];
@@ -39,7 +40,7 @@ export function install(w: { cdp?: Cdp }): Cdp {
     }
     // Before init this waits for it; after, it runs on the next microtask, in call order either way.
     const out = ready.then((loaded) => {
-      if (!METHODS.includes(name)) throw new TypeError(`cdp: unknown command ${name}`);
+      if (!METHODS.includes(name)) throw new TypeError(`cdp: ${ERRORS.command} ${name}`);
       return (loaded[name as keyof Tracker] as (...args: unknown[]) => unknown)(...args);
     });
     // Rejections reach whoever awaits them; an unawaited one is logged, never an uncaught error in the page.

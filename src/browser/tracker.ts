@@ -19,7 +19,7 @@ import { type Answer, batches, envelope, MAX_BATCH_BYTES, MAX_BATCH_ITEMS, post 
 import { idbStore, memoryStore } from './store.js';
 import type { Consent, DropReason, Entry, Fields, Item, Meta, Store, Tracker, TrackerOptions, Who } from './types.js';
 import { uuid } from './uuid.js';
-import { CdpInputError, checkFields, checkSize, fail, isActivityId, MAX_ATTRIBUTES, PERSON_KEYS, utf8Bytes } from './validate.js';
+import { checkFields, ERRORS, checkSize, fail, isActivityId, MAX_ATTRIBUTES, PERSON_KEYS, utf8Bytes } from './validate.js';
 
 export { uuid };
 
@@ -37,7 +37,7 @@ const personBytes = (who: Who) => utf8Bytes(JSON.stringify(who)) + 24;
  */
 export function createTracker(options: TrackerOptions): Tracker {
   const { relay, key } = options ?? {};
-  if (!relay?.trim?.() || !key?.trim?.()) throw new TypeError('createTracker(): options.relay and options.key are required strings');
+  if (!relay?.trim?.() || !key?.trim?.()) throw new TypeError(`createTracker(): ${ERRORS.missingOptions}`);
   const url = relay.replace(/\/$/, '') + (options.path ?? '/collect');
   const interval = options.flushInterval ?? 1000;
   const timeout = options.timeout ?? 10_000;
@@ -151,21 +151,16 @@ export function createTracker(options: TrackerOptions): Tracker {
     scheduler.plan(0);
   };
 
-  /** What can go now, with the size of each, oldest first; drops what expired or lost its person. */
-  const sendable = async (startedAt: number) => {
+  /** What can go now with the size of each, oldest first; `expired` and `orphaned` collect what must be dropped. */
+  const sendable = (startedAt: number, expired: Entry[] = [], orphaned: Entry[] = []) => {
     const ready: [Item, number][] = [];
-    const expired: Entry[] = [];
-    const orphaned: Entry[] = [];
     for (const { entry, bytes } of queue.items.values()) {
       const item = resolveItem(entry, meta);
       if (startedAt - Date.parse(entry.item.ts) > maxAge) expired.push(entry);
       else if (item === null) orphaned.push(entry);
       else if (item) ready.push([item, item === entry.item ? bytes : bytes + personBytes(meta.m[entry.a]!)]);
     }
-    if (expired.length) await drop(expired, 'expired');
-    if (orphaned.length) await drop(orphaned, 'reset');
-    // Identify first: a person must exist before their activities arrive.
-    return ready.sort(([x], [y]) => +(x.type === 'track') - +(y.type === 'track'));
+    return ready;
   };
 
   /** Posts one batch and settles its items; `false` when the flush must stop (backing off). */
@@ -208,8 +203,14 @@ export function createTracker(options: TrackerOptions): Tracker {
     const startedAt = now();
     sendableWritten = 0;
     if (stale) await adopt(startedAt);
-    const ready = await sendable(startedAt);
+    const expired: Entry[] = [];
+    const orphaned: Entry[] = [];
+    const ready = sendable(startedAt, expired, orphaned);
+    if (expired.length) await drop(expired, 'expired');
+    if (orphaned.length) await drop(orphaned, 'reset');
     if (!mayConsentSend()) return;
+    // Identify first: a person must exist before their activities arrive.
+    ready.sort(([x], [y]) => +(x.type === 'track') - +(y.type === 'track'));
     for (const batch of batches(ready, BATCH_ROOM)) if (!(await send(batch))) return;
   };
 
@@ -257,12 +258,7 @@ export function createTracker(options: TrackerOptions): Tracker {
   const hide = () => {
     if (beaconed || !beacon || consent !== 'granted') return;
     beaconed = true;
-    const ready: [Item, number][] = [];
-    for (const { entry, bytes } of queue.items.values()) {
-      const item = resolveItem(entry, meta);
-      if (item) ready.push([item, item === entry.item ? bytes : bytes + personBytes(meta.m[entry.a]!)]);
-    }
-    const first = batches(ready, BATCH_ROOM)[0];
+    const first = batches(sendable(now()), BATCH_ROOM)[0];
     if (!first) return;
     emit('send', { items: first, beacon: true });
     beacon(url, envelope(key, first, now(), meta.q, meta.i));
@@ -276,7 +272,7 @@ export function createTracker(options: TrackerOptions): Tracker {
 
   const tracker: Tracker = {
     async track(activityId, attributes, trackOptions) {
-      if (!isActivityId(activityId)) fail('track', `"${activityId}" is not an activity ID (act:cm:name)`);
+      if (!isActivityId(activityId)) fail('track', ERRORS.activityId, activityId);
       if (attributes != null) checkFields('track', attributes, MAX_ATTRIBUTES);
       const [item, bytes] = makeItem('track', { activity_id: activityId, attributes, location: trackOptions?.location });
       return ready.then(() => enqueue(item, bytes));
@@ -286,7 +282,7 @@ export function createTracker(options: TrackerOptions): Tracker {
       checkFields('identify', fields);
       const person: Fields = {};
       for (const field of PERSON_KEYS) if (fields[field]) person[field] = fields[field];
-      if (!Object.keys(person).length) fail('identify', 'fields need str::email, str::ei or str::person_id to name the person');
+      if (!Object.keys(person).length) fail('identify', ERRORS.noPerson);
       await ready;
       // First-touch attribution as the person fields the site chose; the site's own values win.
       const firstTouch: Fields = {};
@@ -315,7 +311,7 @@ export function createTracker(options: TrackerOptions): Tracker {
     reset: () => ready.then(() => saveMeta({ a: uuid(), i: undefined, t: undefined })),
 
     async consent(choice) {
-      if (!CONSENTS.includes(choice)) throw new CdpInputError(`cdp.consent(): "${choice}" is not granted, denied or pending`);
+      if (!CONSENTS.includes(choice)) fail('consent', ERRORS.consentState, choice);
       await ready;
       consent = blocked ? 'denied' : choice;
       if (choice !== 'denied') {

@@ -5,14 +5,11 @@
 
 /**
  * A random v4 UUID. `crypto.randomUUID` exists in secure contexts only; `getRandomValues`
- * exists everywhere, so plain-http pages build one from 16 random bytes.
+ * exists everywhere, so plain-http pages fill the template's digits with random ones: each `0`
+ * gets 4 random bits, the `8` becomes the variant (8 to b), the `4` stays the version.
  */
-export function uuid(): string {
-  if (crypto.randomUUID) return crypto.randomUUID();
-  const bytes = crypto.getRandomValues(new Uint8Array(16));
-  // Version 4 in the 7th byte, variant 10xx in the 9th (RFC 9562).
-  bytes[6] = (bytes[6]! & 15) | 64;
-  bytes[8] = (bytes[8]! & 63) | 128;
-  const hex = Array.from(bytes, (byte) => (byte + 256).toString(16).slice(1)).join('');
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
-}
+export const uuid = (): string =>
+  crypto.randomUUID?.() ??
+  '10000000-1000-4000-8000-100000000000'.replace(/[018]/g, (digit) =>
+    (+digit ^ (crypto.getRandomValues(new Uint8Array(1))[0]! & (15 >> (+digit / 4)))).toString(16),
+  );
