@@ -39,7 +39,9 @@ const terserOptions = {
   ecma: 2020,
   module: true,
   compress: { passes: 3, unsafe_arrows: true, pure_getters: true },
-  mangle: { properties: { regex: /^_/ } },
+  // Internal property names of src/browser (queue, scheduler, events): never part of the wire
+  // format, the stored records or the public API, so terser may shorten them.
+  mangle: { properties: { regex: /^(held|entry|bytes|stored|failed|plan|cancel|succeeded|remove|removeWithNextWrite|discard|adopt|emit)$/ } },
   format: { comments: false },
 };
 

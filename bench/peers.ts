@@ -29,7 +29,11 @@ import { CHROMIUM_PATH, launchChromium } from '../test/e2e/chromium.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const { values } = parseArgs({
-  options: { calls: { type: 'string', default: '5000' }, 'cpu-calls': { type: 'string', default: '2000' }, 'cdp-cpu-calls': { type: 'string', default: '10000' } },
+  options: {
+    calls: { type: 'string', default: '5000' },
+    'cpu-calls': { type: 'string', default: '2000' },
+    'cdp-cpu-calls': { type: 'string', default: '10000' },
+  },
 });
 const CALLS = Number(values.calls);
 const CPU_CALLS = Number(values['cpu-calls']);
@@ -230,7 +234,12 @@ try {
         await page.evaluate(`(${BURST})(${cpuCalls})`);
         await page.waitForTimeout(TAIL_MS);
         const cpuSeconds = (await taskSeconds()) - before;
-        const settled = (await page.evaluate(`(${SETTLED})()`)) as { promises: boolean; median_ms: number | null; unsettled: number; last_after_burst_ms: number };
+        const settled = (await page.evaluate(`(${SETTLED})()`)) as {
+          promises: boolean;
+          median_ms: number | null;
+          unsettled: number;
+          last_after_burst_ms: number;
+        };
         const figures = (await page.evaluate(`(${MEASURE})(${CALLS})`)) as Record<string, number | boolean>;
         return { figures, cpuCalls, cpuRawUs: (cpuSeconds * 1e6) / cpuCalls, settled };
       };
@@ -247,8 +256,12 @@ try {
         script_bytes: figures['script_bytes'] as number,
         cpu_calls: cpuCalls,
         cpu_raw_us_per_call: Math.round(cpuRawUs * 10) / 10,
-        settled: settled.promises
-          ? { median_ms: settled.median_ms === null ? null : Math.round(settled.median_ms * 10) / 10, unsettled: settled.unsettled, last_after_burst_ms: Math.round(settled.last_after_burst_ms) }
+        settled: sdk.startsWith('cdp-edge')
+          ? {
+              median_ms: settled.median_ms === null ? null : Math.round(settled.median_ms * 10) / 10,
+              unsettled: settled.unsettled,
+              last_after_burst_ms: Math.round(settled.last_after_burst_ms),
+            }
           : undefined,
         seconds: Math.round((Date.now() - t0) / 100) / 10,
       });

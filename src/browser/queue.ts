@@ -21,11 +21,13 @@ interface Waiting {
 
 export interface Queue {
   /** item id -> queued item, oldest first */
-  readonly items: Map<string, Queued>;
+  readonly held: Map<string, Queued>;
   /** Adds `entry` and stores it; resolves once it is in the store. */
   add(entry: Entry, bytes: number): Promise<void>;
   /** Forgets the items and deletes them from the store. */
   remove(ids: string[]): Promise<void>;
+  /** Forgets the items and deletes them with the next write (the cap: no transaction of their own). */
+  removeWithNextWrite(ids: string[]): void;
   /** Forgets everything, including writes not yet begun; returns the entries of those writes. */
   discard(): Entry[];
   /**
@@ -43,19 +45,24 @@ const isEntry = (value: unknown): value is Entry => !!(value as Entry)?.item?.ts
 export function createQueue(store: Store, stored: (entries: Entry[]) => void): Queue {
   let items = new Map<string, Queued>();
   let waiting: Waiting[] = [];
+  let deletions: string[] = [];
   let busy = false;
 
   const write = () => {
     const batch = waiting;
+    const deleted = deletions;
     waiting = [];
-    if (!batch.length) {
+    deletions = [];
+    if (!batch.length && !deleted.length) {
       busy = false;
       return;
     }
-    store.put(batch.map(({ entry }) => [entry.item.id, entry])).then(
+    const rows = batch.map(({ entry }): [string, unknown] => [entry.item.id, entry]);
+    for (const id of deleted) rows.push([id, undefined]);
+    store.put(rows).then(
       () => {
         for (const { stored } of batch) stored();
-        stored(batch.map(({ entry }) => entry));
+        if (batch.length) stored(batch.map(({ entry }) => entry));
         write();
       },
       // Even the memory fallback failed: nothing is stored, so say so rather than resolve.
@@ -70,7 +77,7 @@ export function createQueue(store: Store, stored: (entries: Entry[]) => void): Q
   };
 
   return {
-    get items() {
+    get held() {
       return items;
     },
 
@@ -83,6 +90,14 @@ export function createQueue(store: Store, stored: (entries: Entry[]) => void): Q
         // Calls made in the same task share the first transaction, later ones the next.
         queueMicrotask(write);
       });
+    },
+
+    removeWithNextWrite(ids) {
+      for (const id of ids) items.delete(id);
+      deletions.push(...ids);
+      if (busy) return;
+      busy = true;
+      queueMicrotask(write);
     },
 
     remove(ids) {

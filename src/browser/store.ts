@@ -30,7 +30,8 @@ export function idbStore(database = 'cdp-edge', storeName = 'queue'): Store {
       }),
     put: (rows) =>
       write((objects) => {
-        for (const [rowKey, value] of rows) objects.put(value, rowKey);
+        // `undefined` deletes: a write can drop the oldest items in the same transaction.
+        for (const [rowKey, value] of rows) value === undefined ? objects.delete(rowKey) : objects.put(value, rowKey);
       }),
     del: (keys) =>
       write((objects) => {
@@ -51,7 +52,7 @@ export function memoryStore(): Store {
   return {
     all: async () => [...rows],
     put: async (entries) => {
-      for (const [rowKey, value] of entries) rows.set(rowKey, value);
+      for (const [rowKey, value] of entries) value === undefined ? rows.delete(rowKey) : rows.set(rowKey, value);
     },
     del: async (keys) => {
       for (const rowKey of keys) rows.delete(rowKey);

@@ -64,7 +64,6 @@ export function createTracker(options: TrackerOptions): Tracker {
 
   // Other tabs say when they changed the store; until then this page's index is the truth.
   const channel = typeof BroadcastChannel === 'function' ? new BroadcastChannel('cdp-edge:' + key) : undefined;
-  (channel as { unref?: () => void } | undefined)?.unref?.();
   // Without a channel, every flush reads the store in full.
   let stale = true;
   const announce = () => channel?.postMessage(0);
@@ -86,7 +85,7 @@ export function createTracker(options: TrackerOptions): Tracker {
           if (current !== primary) throw error;
           emit('storage-error', error);
           current = memoryStore();
-          const held = [...queue.items.values()].map(({ entry }): [string, unknown] => [entry.item.id, entry]);
+          const held = [...queue.held.values()].map(({ entry }): [string, unknown] => [entry.item.id, entry]);
           return current.put([['meta', meta], ...held]).then(() => call(args));
         });
     },
@@ -101,11 +100,13 @@ export function createTracker(options: TrackerOptions): Tracker {
   // The oldest items go first when the queue holds more than `maxItems`.
   const enforceCap = () => {
     const over: Entry[] = [];
-    for (const { entry } of queue.items.values()) {
-      if (queue.items.size - over.length <= maxItems) break;
+    for (const { entry } of queue.held.values()) {
+      if (queue.held.size - over.length <= maxItems) break;
       over.push(entry);
     }
-    return over.length ? drop(over, 'cap') : undefined;
+    if (!over.length) return;
+    for (const entry of over) emit('drop', { item: entry.item, reason: 'cap' });
+    queue.removeWithNextWrite(over.map((entry) => entry.item.id));
   };
 
   const queue = createQueue(store, (entries) => {
@@ -114,7 +115,6 @@ export function createTracker(options: TrackerOptions): Tracker {
       if (resolveItem(entry, meta)) sendableWritten++;
     }
     announce();
-    void enforceCap();
     if (sendableWritten && mayConsentSend()) scheduler.plan(sendableWritten >= MAX_BATCH_ITEMS ? 0 : interval);
   });
 
@@ -127,7 +127,7 @@ export function createTracker(options: TrackerOptions): Tracker {
   const mayConsentSend = () => consent !== 'denied' && (meta.c ?? consent) === 'granted';
   // Held tracks (the visitor has not identified) cannot be sent; orphans of a reset are dropped by a flush.
   const hasWork = () => {
-    for (const { entry } of queue.items.values()) if (resolveItem(entry, meta) !== undefined) return true;
+    for (const { entry } of queue.held.values()) if (resolveItem(entry, meta) !== undefined) return true;
     return false;
   };
 
@@ -142,7 +142,7 @@ export function createTracker(options: TrackerOptions): Tracker {
     if (stored && version === metaVersion) meta = mergeMeta(stored, {});
     for (const [, value] of corrupt) emit('drop', { item: value as Item, reason: 'corrupt' });
     if (corrupt.length) await store.del(corrupt.map(([rowKey]) => rowKey as string));
-    await enforceCap();
+    enforceCap();
   };
 
   const failed = ([status, body, retryAfterHeader]: Answer, message?: string) => {
@@ -154,7 +154,7 @@ export function createTracker(options: TrackerOptions): Tracker {
   /** What can go now with the size of each, oldest first; `expired` and `orphaned` collect what must be dropped. */
   const sendable = (startedAt: number, expired: Entry[] = [], orphaned: Entry[] = []) => {
     const ready: [Item, number][] = [];
-    for (const { entry, bytes } of queue.items.values()) {
+    for (const { entry, bytes } of queue.held.values()) {
       const item = resolveItem(entry, meta);
       if (startedAt - Date.parse(entry.item.ts) > maxAge) expired.push(entry);
       else if (item === null) orphaned.push(entry);
@@ -251,7 +251,10 @@ export function createTracker(options: TrackerOptions): Tracker {
       item.user_hash = who.h;
       bytes += personBytes(who);
     }
-    return queue.add({ item, a: meta.a, n: now() * 1000 + (order++ % 1000) }, bytes);
+    const stored = queue.add({ item, a: meta.a, n: now() * 1000 + (order++ % 1000) }, bytes);
+    // Over the cap, the oldest go in the same transaction as the new item.
+    enforceCap();
+    return stored;
   };
 
   // Sends what this page holds with the beacon; items stay queued until a flush hears back.

@@ -47,6 +47,7 @@ export interface Meta {
 /** The key-value store the queue lives in; idb-keyval by default, a Map when IndexedDB fails. */
 export interface Store {
   all(): Promise<[IDBValidKey, unknown][]>;
+  /** Writes the entries in one transaction; an entry whose value is `undefined` is deleted. */
   put(entries: [string, unknown][]): Promise<void>;
   del(keys: string[]): Promise<void>;
   clear(): Promise<void>;
