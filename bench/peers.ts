@@ -2,7 +2,10 @@
  * Benchmark: what one `track()` costs the page's main thread, cdp-edge beside the peer SDKs, in
  * real Chromium (target for cdp-edge: ≤ 50 µs of main-thread CPU per call, deferred work included).
  *
- *   npm run build && npx tsx bench/peers.ts [--calls 5000] [--cpu-calls 2000] [--cdp-cpu-calls 10000]
+ *   npm run build && npx tsx bench/peers.ts [--calls 5000] [--cpu-calls 2000] [--cdp-cpu-calls 10000] [--baseline old/browser.js]
+ *
+ * `--baseline` adds rows for another build of cdp-edge/browser (an ESM file, e.g. an earlier
+ * commit's), measured in the same run: the fair way to compare on a noisy machine.
  *
  * Main-thread CPU per call, deferred work included: `cpu-calls` calls, one per task, then 2 s
  * for what they deferred (writes, flushes, timers); the renderer's task time over that window
@@ -21,7 +24,7 @@ import { build } from 'esbuild';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { dirname, join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import type { BrowserContext } from 'playwright-core';
@@ -30,6 +33,8 @@ import { CHROMIUM_PATH, launchChromium } from '../test/e2e/chromium.js';
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const { values } = parseArgs({
   options: {
+    baseline: { type: 'string' },
+    only: { type: 'string' },
     calls: { type: 'string', default: '5000' },
     'cpu-calls': { type: 'string', default: '2000' },
     'cdp-cpu-calls': { type: 'string', default: '10000' },
@@ -84,6 +89,14 @@ window.__track = (i) => track('Bench', { n: i });`,
 const plausible = Plausible({ domain: 'bench.example.com', apiHost: SINK });
 window.__track = (i) => plausible.trackEvent('bench', { props: { n: String(i) } });`,
 };
+
+if (values.baseline) {
+  for (const name of ['cdp-edge', `cdp-edge, ${HELD} held`])
+    APPS[`${name} (baseline)`] = APPS[name]!.replaceAll("from 'cdp-edge/browser'", `from ${JSON.stringify(resolve(values.baseline))}`);
+}
+
+// `--only cdp-edge`: the no-op row and the SDKs whose name starts with it (a quick look; the report says so).
+if (values.only) for (const name of Object.keys(APPS)) if (name !== 'no-op' && !name.startsWith(values.only)) delete APPS[name];
 
 async function bundle(source: string): Promise<Uint8Array> {
   const out = await build({
@@ -286,6 +299,7 @@ const report = {
   date: new Date().toISOString(),
   chromium: `${browser.version()} (${CHROMIUM_PATH})`,
   calls: CALLS,
+  only: values.only ?? null,
   what: 'main-thread time of track() per call (5 µs timer, cross-origin isolated page) and mean per call over blocks of 100, for an esbuild IIFE of each SDK\'s "init + track" app against a local sink answering 200 {}',
   cpu_what: `main-thread CPU per call including deferred work: CDP Performance.getMetrics TaskDuration over ${CPU_CALLS} calls one per task (cdp-edge and no-op: ${CDP_CPU_CALLS}) plus ${TAIL_MS} ms, per call, minus the no-op row`,
   targets: { cpu_us_per_call: 50, settled_median_ms: 50, settled_all_within_ms: 1000 },
