@@ -38,11 +38,11 @@ const BROWSER_SOURCES = ['src/browser/**/*.ts', 'src/api/collect.ts', 'src/api/t
 const terserOptions = {
   ecma: 2020,
   module: true,
-  compress: { passes: 3, unsafe_arrows: true, pure_getters: true },
+  compress: { passes: 3, unsafe_arrows: true, pure_getters: true, unsafe: true },
   // Internal property names of src/browser (queue, scheduler, events): never part of the wire
   // format, the stored records or the public API, so terser may shorten them.
   mangle: { properties: { regex: /^(held|entry|bytes|stored|failed|plan|cancel|succeeded|remove|removeWithNextWrite|discard|adopt|emit)$/ } },
-  format: { comments: false },
+  format: { comments: false, wrap_func_args: false },
 };
 
 const configs = [

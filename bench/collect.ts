@@ -62,9 +62,15 @@ async function startEmulatorRole(): Promise<number> {
 
 async function startRelayRole(upstreamPort: number): Promise<number> {
   const { startRelay } = await import('../src/relay/node.js');
+  const { mkdtempSync } = await import('node:fs');
+  const { tmpdir } = await import('node:os');
+  const { join } = await import('node:path');
+  // The state a user of `npx cdp-edge relay` gets: an SQLite file (BENCH_REDIS_URL: Redis instead).
+  const redisUrl = process.env['BENCH_REDIS_URL'];
   const relay = await startRelay({
     port: 0,
     logger: () => {},
+    ...(redisUrl ? { redisUrl } : { stateFile: join(mkdtempSync(join(tmpdir(), 'cdp-bench-collect-')), 'relay-state.db') }),
     env: {
       CDP_API_KEY: PLATFORM_KEY,
       CDP_BASE_URL: `http://127.0.0.1:${upstreamPort}`,
@@ -251,7 +257,8 @@ async function main(): Promise<void> {
     rounds,
     target_ratio: 0.7,
     load_average_1m: { before: round2(loadBefore), after: round2(loadavg()[0]!) },
-    what: 'relay = startRelay (Node entry, its default undici-pool fetch) handling POST /collect of track items; bare = node:http pass-through adding X-Api-Key to the same events already shaped for activities/create. ratio = relay rps / bare rps against the no-op platform (medians of alternating rounds); ratio_emulator the same against the emulator.',
+    store: process.env['BENCH_REDIS_URL'] ? 'Redis' : 'SQLite file (the CLI default)',
+    what: 'relay = startRelay (Node entry, its default undici-pool fetch, the CLI default SQLite state, request logging off) handling POST /collect of track items; bare = node:http pass-through adding X-Api-Key to the same events already shaped for activities/create. ratio = relay rps / bare rps against the no-op platform (medians of alternating rounds); ratio_emulator the same against the emulator.',
     results,
   };
   mkdirSync(new URL('./results/', import.meta.url), { recursive: true });

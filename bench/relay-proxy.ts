@@ -90,7 +90,7 @@ async function startProxy(upstreamPort: number): Promise<number> {
   return new Promise((resolve) => void serve({ fetch: proxy.fetch, port: 0, hostname: '127.0.0.1' }, (info) => resolve(info.port)));
 }
 
-/** (c) The whole relay on Node, configured from Contract 3's variables. */
+/** (c) The whole relay on Node, configured from the relay's variables. */
 async function startEntry(upstreamPort: number): Promise<number> {
   const { startRelay } = await import('../src/relay/node.js');
   const { createNodeFetch } = await import('../src/relay/node-fetch.js');

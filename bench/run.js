@@ -16,6 +16,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { summarise } from './summarise.js';
+import { writeFigures } from './table.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const results = join(root, 'bench/results');
@@ -196,33 +197,8 @@ const misses = rows.flatMap((r) => (r.targets ?? []).filter((t) => t.met === fal
 console.log(`\n━━ summary: ${totalSeconds} s on ${machine.cpus} cores, ${machine.memory_gb} GB, Node ${machine.node}, ${machine.chromium} ━━`);
 console.table(rows.map((r) => ({ bench: r.name, status: r.status, s: r.seconds, figures: r.reason ?? r.headline })));
 if (misses.length > 0) console.log(`targets missed:\n  ${misses.join('\n  ')}`);
-updateReadme(report, misses);
+writeFigures();
 console.log('wrote bench/results/summary.json and the table in bench/README.md');
 if (rows.some((r) => r.status !== 'ok')) process.exitCode = 1;
 
 /** Replaces the part of bench/README.md between the summary markers. */
-function updateReadme(report, misses) {
-  const path = join(root, 'bench/README.md');
-  const start = '<!-- summary:start -->';
-  const end = '<!-- summary:end -->';
-  const m = report.machine;
-  const escape = (s) => String(s).replaceAll('|', '\\|');
-  const section = [
-    start,
-    `Last \`npm run bench\`: ${report.date.slice(0, 16).replace('T', ' ')} UTC, ${report.total_seconds} s in all.`,
-    `Machine: ${m.cpus} cores (${m.cpu_model}), ${m.memory_gb} GB memory, Node ${m.node}, ${m.chromium}; 1-minute load average at start ${m.load_average_1m_at_start}.`,
-    '',
-    '| bench | status | seconds | figures |',
-    '|---|---|---|---|',
-    ...report.benches.map((r) => `| ${r.name} | ${r.status} | ${r.seconds} | ${escape(r.reason ?? r.headline)} |`),
-    '',
-    misses.length > 0 ? `Targets missed: ${misses.map(escape).join('; ')}.` : 'Every target measured was met.',
-    end,
-  ].join('\n');
-  const old = existsSync(path) ? readFileSync(path, 'utf8') : `# Benchmarks\n\n${start}\n${end}\n`;
-  const next =
-    old.includes(start) && old.includes(end)
-      ? old.slice(0, old.indexOf(start)) + section + old.slice(old.indexOf(end) + end.length)
-      : `${old.trimEnd()}\n\n${section}\n`;
-  writeFileSync(path, next);
-}

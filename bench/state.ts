@@ -72,7 +72,7 @@ console.log(`  ${IDS.toLocaleString('en')} ids in ${Math.round(firstMs / 1000)} 
 const wait = TTL_MS - firstMs + 1000;
 if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
 store = await createSqliteStore(path);
-const secondMs = await forwardIds(store, 'gen2', IDS, TTL_MS);
+await forwardIds(store, 'gen2', IDS, TTL_MS);
 const stats = await store.stats();
 await store.close();
 const afterExpiry = { ids_remembered: stats?.remembered, bytes: fileBytes(path), reopen_ms: await reopenMs(path) };

@@ -4,7 +4,6 @@
  * never a crash, so one bench changing its JSON cannot hide the others.
  */
 
-const round = (n, digits = 1) => (typeof n === 'number' ? Math.round(n * 10 ** digits) / 10 ** digits : n);
 const target = (what, value, wanted, met) => ({ what, value, target: wanted, met: typeof value === 'number' ? met : null });
 
 const READERS = {
@@ -35,7 +34,7 @@ const READERS = {
     };
   },
   'relay-cpu'(r) {
-    const parts = r.results.map((x) => `${x.items} items ${x.msPerRequest} ms`);
+    const parts = r.results.map((x) => `${x.items} items ${x.msPerRequest} ms best round, ${x.medianMsPerRequest ?? '?'} ms median`);
     const hundred = r.results.find((x) => x.items === 100);
     return {
       headline: `workerd CPU per /collect: ${parts.join(', ')}`,

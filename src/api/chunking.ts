@@ -65,7 +65,7 @@ export function joinAnswers(chunking: Chunking, answers: readonly unknown[]): Re
 
 /**
  * A merge whose entries all failed is a 400 whose `details` hold one `{status, error}` per entry
- * (upstream-facts). Inside a larger call those are that chunk's results, not a failure of the call.
+ * (docs/platform.md). Inside a larger call those are that chunk's results, not a failure of the call.
  * @returns the chunk's answer built from the details, or `undefined` when it is a real failure
  */
 export function failedEntries(chunking: Chunking, chunk: Chunk, status: number, answer: unknown): Record<string, unknown> | undefined {

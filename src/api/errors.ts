@@ -1,5 +1,5 @@
 /**
- * Error bodies: the platform's (recorded in upstream-facts) and the relay's (DESIGN.md).
+ * Error bodies: the platform's (docs/platform.md) and the relay's (docs/architecture.md).
  * @module
  */
 

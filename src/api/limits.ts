@@ -1,4 +1,4 @@
-/** The platform's documented limits (spec "Limits" and upstream-facts "Payload limits"). */
+/** The platform's documented limits (docs/platform.md, "Limits it enforces"). */
 export const LIMITS = {
   /** people, accounts or activities per request */
   itemsPerRequest: 100,
@@ -22,7 +22,7 @@ export const LIMITS = {
   maxInt: 9_000_000_000_000,
 } as const;
 
-/** Requests per second by plan (upstream-facts). */
+/** Requests per second by plan (docs/platform.md). */
 export const RATE_LIMITS = { professional: 10, business: 30 } as const;
 export type Plan = keyof typeof RATE_LIMITS;
 

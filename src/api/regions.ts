@@ -1,4 +1,4 @@
-/** Base addresses per region (upstream-facts). A key works only against its own region. */
+/** Base addresses per region (docs/platform.md). A key works only against its own region. */
 export const REGIONS = {
   default: 'https://api.ap3api.com',
   au: 'https://api.au.ap3api.com',

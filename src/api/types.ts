@@ -1,6 +1,6 @@
 /**
  * Request and response types of every endpoint. Requests are inferred from the valibot
- * schemas (one source of truth); responses follow the shapes recorded in upstream-facts.
+ * schemas (one source of truth); responses follow the shapes in docs/platform.md.
  * @module
  */
 import type { InferInput } from 'valibot';

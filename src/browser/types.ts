@@ -1,5 +1,5 @@
 /**
- * Types of the snippet: options, queued items (Contract 1 of DESIGN.md) and events.
+ * Types of the snippet: options, queued items (the /collect contract, docs/architecture.md) and events.
  * @module
  */
 

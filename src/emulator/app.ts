@@ -56,7 +56,7 @@ export function createApp(ctx: HandlerContext, hooks: AppHooks): Hono {
 
   const auth = async (c: Context, next: () => Promise<void>) => {
     const region = foreignHosts.get(new URL(c.req.url).host);
-    // A key works only against its own region's address (upstream-facts).
+    // A key works only against its own region's address (docs/platform.md).
     if (c.req.header('X-Api-Key') !== options.key || (region !== undefined && region !== options.region)) {
       return error(c, 401, 'Invalid or missing API key: send the instance key in X-Api-Key');
     }

@@ -1,6 +1,6 @@
 /**
- * The relay: one runtime-neutral Hono app. `POST /collect` for browsers (Contract 1), the
- * `/v1/...` proxy for servers (Contract 2), `GET /cdp.js` (+ an alias) and `GET /healthz`.
+ * The relay: one runtime-neutral Hono app. `POST /collect` for browsers (the /collect contract, docs/architecture.md), the
+ * `/v1/...` proxy for servers (the proxy contract, docs/architecture.md), `GET /cdp.js` (+ an alias) and `GET /healthz`.
  * The runtime entries (`node.ts`, `cloudflare.ts`) only add the connection's address and state.
  *
  * @example

@@ -1,7 +1,8 @@
 /**
  * The relay on Cloudflare Workers: `export { default, RelayState } from 'cdp-edge/relay/cloudflare'`.
- * Vars and secrets carry Contract 3's names; `RELAY_STATE` binds the Durable Object that
- * holds dedupe ids, rate limits and the address-lookup counter; `RELAY_QUEUE` (optional)
+ * Vars and secrets carry the relay's variable names (docs/architecture.md); `RELAY_STATE` binds the
+ * Durable Object class whose objects hold each site's dedupe ids (`RELAY_SHARDS` shards) and its
+ * address-lookup counter; `RELAY_RATE_LIMIT` (optional) limits visitors; `RELAY_QUEUE` (optional)
  * turns on queued forwarding; `ASSETS` (optional) serves cdp.js.
  *
  * @example

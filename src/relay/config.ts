@@ -1,5 +1,5 @@
 /**
- * Contract 3: the relay's configuration, read once from environment variables (Node) or
+ * The relay's configuration, read once from environment variables (Node) or
  * Worker vars/secrets (same names) into one typed object. Every error names the variable.
  *
  * @example
@@ -194,7 +194,7 @@ function path(env: Env, name: string, fallback: string | undefined): string | un
   return value;
 }
 
-/** Reads Contract 3's variables (and the relay's optional extras) from `env`; throws RelayConfigError naming the variable. */
+/** Reads the relay's variables (and the relay's optional extras) from `env`; throws RelayConfigError naming the variable. */
 export function parseConfig(env: Env): RelayConfig {
   const apiKey = str(env, 'CDP_API_KEY');
   if (apiKey === undefined) throw new RelayConfigError('CDP_API_KEY', 'is not set; the relay needs the platform key (a secret) to forward anything');

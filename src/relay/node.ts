@@ -4,7 +4,7 @@
  * file-backed store so forwarded ids and the lookup counter survive a restart.
  *
  * @example
- * const relay = await startRelay({ port: 8787 }); // reads Contract 3 from process.env
+ * const relay = await startRelay({ port: 8787 }); // reads the relay's variables from process.env
  * console.log(relay.url); await relay.close();
  * @module
  */
@@ -29,7 +29,7 @@ export interface StartRelayOptions extends Omit<RelayDeps, 'clientInfo'> {
   port?: number;
   /** @default '127.0.0.1' */
   hostname?: string;
-  /** where Contract 3's variables are read @default process.env */
+  /** where the relay's variables are read @default process.env */
   env?: Record<string, string | undefined>;
   /** a parsed configuration; wins over `env` */
   config?: RelayConfig;

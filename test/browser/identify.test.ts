@@ -114,3 +114,24 @@ describe('identify', () => {
     expect(relay.sent[1]!.body.identity).toBeUndefined();
   });
 });
+
+describe('the queue id', () => {
+  it('goes with every batch, stays the same through identify, reset and a reload, and is shared by tabs', async () => {
+    const relay = fakeRelay();
+    const { t } = await tracker({}, relay);
+    await t.identify(ann);
+    await t.track('act:cm:one');
+    await t.flush();
+    await t.reset();
+    await t.identify({ 'str::email': 'bob@example.com' });
+    await t.flush();
+    // A second tracker on the same store: another tab, or the page after a reload.
+    const other = await tracker({}, relay);
+    await other.t.track('act:cm:two');
+    await other.t.flush();
+    const queues = relay.sent.map((sent) => sent.body.queue);
+    expect(relay.sent.length).toBeGreaterThanOrEqual(2);
+    expect(queues[0]).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect(new Set(queues).size).toBe(1);
+  });
+});

@@ -8,7 +8,7 @@ import type { Item, Tracker, TrackerEvents, TrackerOptions } from '../../src/bro
 
 export interface Sent {
   url: string;
-  body: { key: string; sent_at: string; batch: Item[]; identity?: string };
+  body: { key: string; sent_at: string; batch: Item[]; identity?: string; queue?: string };
   bytes: number;
   init: RequestInit;
 }

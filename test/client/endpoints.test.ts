@@ -4,7 +4,7 @@ import { createClient, type Client } from '../../src/client/index.js';
 import { SAMPLE_BODIES } from '../fixtures/bodies.js';
 import { startPlatformStub, type PlatformStub } from '../fixtures/platform-stub.js';
 
-/** A recorded-shape answer per endpoint (upstream-facts). */
+/** A recorded-shape answer per endpoint (docs/platform.md). */
 const ANSWERS: Partial<Record<EndpointId, unknown>> = {
   'person/merge': { people: [{ person_id: '00a1b2c3d4e5f60718293a4b', status: 'created' }] },
   'activities/create': { activities: [{ status: 'queued', person_status: 'queued' }] },

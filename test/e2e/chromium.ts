@@ -31,7 +31,7 @@ export function chromiumAvailable(suite: string): boolean {
   return false;
 }
 
-/** Launches headless Chromium with the flags of TEAM.md. */
+/** Launches headless Chromium with the flags this machine's closed network needs. */
 export function launchChromium(): Promise<Browser> {
   return chromium.launch({ executablePath: CHROMIUM_PATH, args: CHROMIUM_ARGS, headless: true });
 }

@@ -1,7 +1,7 @@
 /**
  * What the snippet's end-to-end tests run against: the real emulator, the real Node relay
  * in front of it (serving dist/cdp.js), and a page server on another loopback origin whose
- * pages load the snippet with the inline stub of Contract 4 under a strict CSP.
+ * pages load the snippet with the inline stub of the script tag under a strict CSP.
  */
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';

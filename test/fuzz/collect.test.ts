@@ -1,5 +1,5 @@
 /**
- * Fuzzing the relay's browser endpoint (Contract 1) on its Node entry over real HTTP, with an
+ * Fuzzing the relay's browser endpoint (the /collect contract, docs/architecture.md) on its Node entry over real HTTP, with an
  * in-test platform counting what arrives. Whole-request garbage must get a 4xx in
  * `{"error":{"code","message","details"}}`; a good envelope with bad items must answer 200 with
  * every item `rejected` (the contract's per-item answer); in both cases nothing reaches the

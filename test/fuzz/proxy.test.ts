@@ -1,5 +1,5 @@
 /**
- * Fuzzing the relay's proxy (Contract 2) on its Node entry over real HTTP, with an in-test
+ * Fuzzing the relay's proxy (the proxy contract, docs/architecture.md) on its Node entry over real HTTP, with an in-test
  * platform counting what arrives. The spec's validator is the oracle: a body it refuses must get
  * a 4xx in `{"error":{"code","message","details"}}` with nothing forwarded; a body it accepts must
  * reach the platform once, at the endpoint's fixed method and path, with only the platform key.

@@ -1,4 +1,4 @@
-// `cdp-edge relay` as a user runs it: configured by Contract 3's environment, pointed at the
+// `cdp-edge relay` as a user runs it: configured by the relay's environment variables, pointed at the
 // emulator; a browser-origin batch lands as people and events with the visitor's address;
 // SIGINT and SIGTERM close it with exit code 0; a bad variable is named and exits 2.
 import { spawn, type ChildProcess } from 'node:child_process';

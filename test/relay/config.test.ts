@@ -14,7 +14,7 @@ function errorOf(env: Record<string, string>): RelayConfigError {
   throw new Error('parseConfig accepted a bad configuration');
 }
 
-describe('parseConfig (Contract 3)', () => {
+describe('parseConfig (the relay configuration)', () => {
   it('applies the documented defaults', () => {
     const config = parseConfig(base);
     expect(config.baseUrl).toBe('https://api.ap3api.com');

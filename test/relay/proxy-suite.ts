@@ -1,5 +1,5 @@
 /**
- * The proxy's conformance suite (Contract 2), written once and run against every target:
+ * The proxy's conformance suite (the proxy contract, docs/architecture.md), written once and run against every target:
  * the proxy on Node over real HTTP (proxy.test.ts) and inside workerd (test/workerd/proxy.test.ts).
  * A target gets the tokens, the in-test platform, a logger and a clock, and answers requests.
  */

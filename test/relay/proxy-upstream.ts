@@ -1,6 +1,6 @@
 /**
  * An in-test platform as a plain fetch handler (so it runs in Node behind a real socket and
- * inside workerd alike). It answers with the shapes of upstream-facts, records everything it
+ * inside workerd alike). It answers with the shapes of docs/platform.md, records everything it
  * receives, and can be scripted per path.
  */
 import { findEndpoint, type EndpointId } from '../../src/api/index.js';

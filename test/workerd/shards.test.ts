@@ -26,9 +26,9 @@ const track = (visitor: number) => ({
   person: { 'str::email': `visitor-${visitor}@example.com` },
 });
 
-async function usage(site: string): Promise<{ calls: number; rows: number }[]> {
+async function usage(site: string, shards = DEFAULT_SHARDS): Promise<{ calls: number; rows: number }[]> {
   const namespace = env['RELAY_STATE'] as { idFromName(name: string): unknown; get(id: unknown): { usage(): Promise<{ calls: number; rows: number }> } };
-  const names = [...Array.from({ length: DEFAULT_SHARDS }, (_, n) => shardName(site, n)), countersName(site)];
+  const names = [...Array.from({ length: shards }, (_, n) => shardName(site, n)), countersName(site)];
   return Promise.all(names.map((name) => namespace.get(namespace.idFromName(name)).usage()));
 }
 
@@ -78,5 +78,20 @@ describe('sharded dedupe state', () => {
     const rows = (await usage(site)).map((object) => object.rows);
     // Twenty ids over sixteen shards land in several of them.
     expect(rows.filter((n) => n > 0).length).toBeGreaterThan(4);
+  });
+
+  it('honours RELAY_SHARDS: with 4, every id lives in one of the first 4 shard objects', async () => {
+    const site = `pk_shards_${crypto.randomUUID().slice(0, 8)}`;
+    const vars = { RELAY_SITES: sites({ key: site, origins: [ORIGIN] }), RELAY_SHARDS: '4' };
+    await Promise.all(
+      Array.from({ length: 40 }, async (_, v) => {
+        const response = await post(vars, { key: site, queue: crypto.randomUUID(), batch: [track(v)] }, `198.51.100.${v}`);
+        expect(response.status).toBe(200);
+      }),
+    );
+    const rows = (await usage(site)).map((object) => object.rows);
+    expect(rows.slice(0, 4).reduce((sum, n) => sum + n, 0)).toBe(40);
+    expect(rows.slice(0, 4).every((n) => n > 0)).toBe(true);
+    expect(rows.slice(4).every((n) => n === 0)).toBe(true);
   });
 });

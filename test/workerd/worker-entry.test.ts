@@ -3,6 +3,8 @@
 // /collect, consumer with ack/retry and a dead-letter queue).
 import { createExecutionContext, createMessageBatch, env, getQueueResult, SELF } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
+import type { CollectAnswer } from '../../src/api/collect.js';
+import type { RelayErrorBody } from '../../src/api/errors.js';
 import worker from '../../src/relay/cloudflare.js';
 import { upstreamControl } from '../relay/support/control.js';
 import { API_KEY, ORIGIN, siteKey, sites, track, identify } from '../relay/suite/target.js';
@@ -28,7 +30,7 @@ describe('the Worker entry', () => {
     const bare = track('act:cm:viewed', { 'str::email': 'cf1@example.com' });
     const own = track('act:cm:viewed', { 'str::email': 'cf2@example.com' }, { location: { custom: { city_name: 'Lyon' } } });
     const response = await post({ RELAY_SITES: sites({ key, origins: [ORIGIN] }) }, { key, batch: [bare, own] });
-    expect(((await response.json()) as any).results.map((r: { status: string }) => r.status)).toEqual(['accepted', 'accepted']);
+    expect(((await response.json()) as CollectAnswer).results.map((r) => r.status)).toEqual(['accepted', 'accepted']);
     const [call] = await calls();
     expect(call!.body.activities.map((a: { location: unknown }) => a.location)).toEqual([
       { source_ip: VISITOR_IP, custom: CF_CUSTOM },
@@ -41,7 +43,7 @@ describe('the Worker entry', () => {
     await upstream.reset();
     const item = track('act:cm:viewed', { 'str::email': 'xff@example.com' }, { location: { source_ip: '6.6.6.6' } });
     const response = await post({ RELAY_SITES: sites({ key, origins: [ORIGIN] }) }, { key, batch: [item] }, CF, { 'x-forwarded-for': '198.51.100.1' });
-    expect(((await response.json()) as any).results[0].status).toBe('accepted');
+    expect(((await response.json()) as CollectAnswer).results[0]!.status).toBe('accepted');
     const [call] = await calls();
     expect(call!.body.activities[0].location.source_ip).toBe(VISITOR_IP);
   });
@@ -62,7 +64,7 @@ describe('the Worker entry', () => {
     expect(statuses).toEqual([200, 200, 200, 429]);
     const refused = await post(vars, { key, batch: [] }, CF, { 'cf-connecting-ip': '203.0.113.77' });
     expect(refused.headers.get('retry-after')).toBe('10');
-    expect(((await refused.json()) as any).error.code).toBe('rate_limited');
+    expect(((await refused.json()) as RelayErrorBody).error.code).toBe('rate_limited');
     // Another visitor of the same site is not held back.
     expect((await post(vars, { key, batch: [] }, CF, { 'cf-connecting-ip': '203.0.113.78' })).status).toBe(200);
   });
@@ -79,7 +81,7 @@ describe('the Worker entry', () => {
       const i = identify({ 'str::email': 'queued@example.com' });
       const t = track('act:cm:viewed', { 'str::email': 'queued@example.com' });
       const response = await post({ RELAY_QUEUE: env['TEST_QUEUE'] }, { key: 'pk_queue', batch: [t, i] });
-      expect(((await response.json()) as any).results).toEqual([
+      expect(((await response.json()) as CollectAnswer).results).toEqual([
         { id: t.id, status: 'accepted' },
         { id: i.id, status: 'accepted' },
       ]);
@@ -93,7 +95,7 @@ describe('the Worker entry', () => {
       expect(received[1]!.body.activities[0]).toMatchObject({ fields: { 'str::email': 'queued@example.com' }, location: { source_ip: VISITOR_IP } });
       // Queued ids count as forwarded: a repeat is a duplicate.
       const again = await post({ RELAY_QUEUE: env['TEST_QUEUE'] }, { key: 'pk_queue', batch: [t] });
-      expect(((await again.json()) as any).results[0].status).toBe('duplicate');
+      expect(((await again.json()) as CollectAnswer).results[0]!.status).toBe('duplicate');
     });
 
     it('consumer: a redelivered message is acked without sending its item again', async () => {
@@ -106,7 +108,7 @@ describe('the Worker entry', () => {
         body: {
           site: 'pk_queue',
           id,
-          endpoint: 'activities/create',
+          endpoint: 'activities/create' as const,
           envelope: {},
           entry: { activity_id: 'act:cm:viewed', fields: { 'str::email': 'redelivered@example.com' } },
         },
@@ -125,7 +127,13 @@ describe('the Worker entry', () => {
         id,
         timestamp: Date.now(),
         attempts: 1,
-        body: { site: 'pk_queue', id, endpoint: 'activities/create', envelope: {}, entry: { activity_id: 'act:cm:viewed', fields: { 'str::email': email } } },
+        body: {
+          site: 'pk_queue',
+          id,
+          endpoint: 'activities/create' as const,
+          envelope: {},
+          entry: { activity_id: 'act:cm:viewed', fields: { 'str::email': email } },
+        },
       });
       const ctx = createExecutionContext();
       const ok = createMessageBatch('relay-test-events', [message('m1', 'c1@example.com'), message('m2', 'c2@example.com')]);
@@ -165,6 +173,6 @@ describe('the snippet on Workers', () => {
   it('answers 404 in the error shape when no ASSETS binding holds cdp.js', async () => {
     const response = await worker.fetch(new Request('https://relay.example.com/cdp.js'), { ...env, ASSETS: undefined } as never, createExecutionContext());
     expect(response.status).toBe(404);
-    expect(((await response.json()) as any).error.code).toBe('snippet_not_built');
+    expect(((await response.json()) as RelayErrorBody).error.code).toBe('snippet_not_built');
   });
 });

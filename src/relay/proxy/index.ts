@@ -1,6 +1,6 @@
 /**
  * The relay's proxy: every platform endpoint, at the same method and path, behind scoped
- * relay tokens, with bodies validated before they cost an upstream call (Contract 2).
+ * relay tokens, with bodies validated before they cost an upstream call (the proxy contract, docs/architecture.md).
  * A Hono app built from the endpoint table; runs wherever `fetch` handlers run.
  *
  * @example

@@ -66,13 +66,15 @@ export async function consumeQueue(batch: MessageBatch<QueuedEntry>, ctx: Consum
   const bySite = new Map<string, QueueMessage<QueuedEntry>[]>();
   for (const message of batch.messages) bySite.set(message.body.site, [...(bySite.get(message.body.site) ?? []), message]);
 
+  // A lease outlives this run with room to mark; a consumer that dies mid-run holds its ids no longer.
+  const leaseMs = ctx.deadline - started + 30_000;
   const going: QueueMessage<QueuedEntry>[] = [];
   for (const [site, messages] of bySite) {
     const claim = await ctx.store.claim(
       deliveryScope(site),
       messages.map((message) => message.body.id),
       started,
-      ctx.deadline - started + 30_000,
+      leaseMs,
     );
     const fresh = new Set(claim.fresh);
     const duplicate = new Set(claim.duplicate);
@@ -84,8 +86,10 @@ export async function consumeQueue(batch: MessageBatch<QueuedEntry>, ctx: Consum
         count('duplicate');
         message.ack();
       } else {
+        // Another run holds it (or held it and died): come back once its lease is over, so
+        // waiting does not spend the message's retries.
         count('busy');
-        message.retry({ delaySeconds: 5 });
+        message.retry({ delaySeconds: Math.ceil(leaseMs / 1000) });
       }
     }
   }
@@ -106,23 +110,30 @@ export async function consumeQueue(batch: MessageBatch<QueuedEntry>, ctx: Consum
   const statuses: number[] = [];
   const forwarded = await forward({ ...ctx, statuses }, ordered);
   const delivered = new Map<string, { forwarded: string[]; released: string[] }>();
+  const outcomes: { message: QueueMessage<QueuedEntry>; status: string }[] = [];
   for (const message of going) {
     const status = forwarded.results.get(message.body.id)?.status ?? 'retry';
     count(status);
+    outcomes.push({ message, status });
     const settlement = delivered.get(message.body.site) ?? { forwarded: [], released: [] };
     delivered.set(message.body.site, settlement);
     (status === 'accepted' ? settlement.forwarded : settlement.released).push(message.body.id);
-    if (status === 'retry') message.retry({ delaySeconds: Math.max(5, forwarded.retryAfter) });
-    else message.ack();
   }
+  // Marked delivered before any ack: a run that dies after this point leaves messages that come
+  // again and are found delivered. Only a death between the platform's answer and this mark can
+  // repeat an item, and the lease holds the redelivery back until it is over.
   let warning: string | undefined;
   for (const [site, settlement] of delivered) {
     try {
       await ctx.store.settle(deliveryScope(site), { ...settlement, until: ctx.clock.now() + ctx.dedupeTtlMs });
     } catch (error) {
-      // The platform has them and the messages are acked; only a redelivery could repeat them.
+      // The platform has them: acked anyway, or the queue would send them again at once.
       warning = `state_settle_failed: ${error instanceof Error ? error.message : String(error)}`;
     }
+  }
+  for (const { message, status } of outcomes) {
+    if (status === 'retry') message.retry({ delaySeconds: Math.max(5, forwarded.retryAfter) });
+    else message.ack();
   }
   logger({
     ts: new Date(started).toISOString(),

@@ -17,65 +17,88 @@ import { cappedAmount, type Claim, type DedupeScope, type RelayStore } from '../
 
 /** Expired rows deleted per claim: more than a claim adds, so the table shrinks back after a peak. */
 const EXPIRY_SLICE = 200;
+/** Expired rows deleted per alarm; a full slice calls the alarm back a second later for the rest. */
+const SWEEP_SLICE = 10_000;
+/** How long an expired row may outlive its expiry in an object that no claim visits (its alarm's period). */
+const SWEEP_INTERVAL_MS = 3600_000;
 
 /** Shards per site when RELAY_SHARDS is not set (see docs/scaling.md for the arithmetic). */
 export const DEFAULT_SHARDS = 16;
 
-/** The Durable Object class (export it from the Worker; bind it as `RELAY_STATE` with an SQLite migration). */
-export class RelayState extends DurableObject {
-  private readonly storage: DurableObjectState['storage'];
+/**
+ * The Durable Object class (export it from the Worker; bind it as `RELAY_STATE` with an SQLite
+ * migration). One class for both kinds of object: a site's shards hold ids, its counters object
+ * holds the address-lookup budget.
+ *
+ * Storage stays bounded by the dedupe window: each row carries when it expires (indexed), every
+ * claim deletes a slice of expired rows, and an alarm sweeps objects that no claim visits.
+ */
+export class RelayState extends DurableObject<unknown> {
   /** calls served since this instance started (not persisted): lets a test or an operator see the spread */
   private calls = 0;
+  /** when the sweep alarm is set for (null: none; undefined: not read yet) */
+  private sweepAt: number | null | undefined;
 
-  constructor(state: DurableObjectState, env: unknown) {
-    super(state as never, env as never);
-    this.storage = state.storage;
-    this.storage.sql.exec(`CREATE TABLE IF NOT EXISTS items (id TEXT PRIMARY KEY, forwarded_until INTEGER NOT NULL DEFAULT 0, lease_until INTEGER NOT NULL DEFAULT 0);
+  constructor(ctx: DurableObjectState, env: unknown) {
+    super(ctx, env);
+    // `items` and `buckets` were the single per-site object's tables before the shards: their ids
+    // are not consulted any more (claims go to the shards), and rate limits left Durable Objects.
+    this.ctx.storage.sql.exec(`DROP TABLE IF EXISTS items; DROP TABLE IF EXISTS buckets;
+      CREATE TABLE IF NOT EXISTS ids (id TEXT PRIMARY KEY, forwarded_until INTEGER NOT NULL DEFAULT 0, lease_until INTEGER NOT NULL DEFAULT 0, expires INTEGER NOT NULL);
+      CREATE INDEX IF NOT EXISTS ids_expires ON ids (expires);
       CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);`);
   }
 
   /** Leases `ids` for `leaseMs` unless forwarded or leased already. */
-  claim(ids: string[], now: number, leaseMs: number): Claim {
+  async claim(ids: string[], now: number, leaseMs: number): Promise<Claim> {
     this.calls++;
-    const sql = this.storage.sql;
-    return this.storage.transactionSync(() => {
-      // Expired rows go a few at a time, so no request pays for a big sweep.
-      sql.exec('DELETE FROM items WHERE rowid IN (SELECT rowid FROM items WHERE forwarded_until < ? AND lease_until < ? LIMIT ?)', now, now, EXPIRY_SLICE);
+    const sql = this.ctx.storage.sql;
+    const claim = this.ctx.storage.transactionSync(() => {
+      // Expired rows go a few at a time (oldest first, by the index), so no request pays for a big sweep.
+      sql.exec('DELETE FROM ids WHERE rowid IN (SELECT rowid FROM ids WHERE expires < ? ORDER BY expires LIMIT ?)', now, EXPIRY_SLICE);
       const claim: Claim = { fresh: [], duplicate: [], busy: [] };
       for (const id of ids) {
-        const row = sql.exec<{ forwarded_until: number; lease_until: number }>('SELECT forwarded_until, lease_until FROM items WHERE id = ?', id).toArray()[0];
+        const row = sql.exec<{ forwarded_until: number; lease_until: number }>('SELECT forwarded_until, lease_until FROM ids WHERE id = ?', id).toArray()[0];
         if (row && row.forwarded_until > now) claim.duplicate.push(id);
         else if (row && row.lease_until > now) claim.busy.push(id);
         else {
-          sql.exec('INSERT INTO items (id, lease_until) VALUES (?, ?) ON CONFLICT(id) DO UPDATE SET lease_until = excluded.lease_until', id, now + leaseMs);
+          sql.exec(
+            'INSERT INTO ids (id, lease_until, expires) VALUES (?1, ?2, ?2) ON CONFLICT(id) DO UPDATE SET forwarded_until = 0, lease_until = ?2, expires = ?2',
+            id,
+            now + leaseMs,
+          );
           claim.fresh.push(id);
         }
       }
       return claim;
     });
+    if (claim.fresh.length > 0) await this.sweepBy(now + leaseMs);
+    return claim;
   }
 
   /** Marks `forwarded` until `until` and drops the leases of `released`. */
-  settle(forwarded: string[], until: number, released: string[]): void {
+  async settle(forwarded: string[], until: number, released: string[]): Promise<void> {
     this.calls++;
-    const sql = this.storage.sql;
-    this.storage.transactionSync(() => {
+    const sql = this.ctx.storage.sql;
+    this.ctx.storage.transactionSync(() => {
       for (const id of forwarded) {
         sql.exec(
-          'INSERT INTO items (id, forwarded_until, lease_until) VALUES (?, ?, 0) ON CONFLICT(id) DO UPDATE SET forwarded_until = excluded.forwarded_until, lease_until = 0',
+          'INSERT INTO ids (id, forwarded_until, expires) VALUES (?1, ?2, ?2) ON CONFLICT(id) DO UPDATE SET forwarded_until = ?2, lease_until = 0, expires = ?2',
           id,
           until,
         );
       }
-      for (const id of released) sql.exec('UPDATE items SET lease_until = 0 WHERE id = ? AND forwarded_until = 0', id);
+      // A released id is free at once: nothing to remember (a row forwarded before keeps its mark).
+      for (const id of released) sql.exec('UPDATE ids SET lease_until = 0, expires = forwarded_until WHERE id = ?', id);
     });
+    if (forwarded.length > 0) await this.sweepBy(until);
   }
 
   /** Adds up to `amount` to counter `name` without passing `limit` (`null`: no limit). */
   add(name: string, amount: number, limit: number | null): number {
     this.calls++;
-    const sql = this.storage.sql;
-    return this.storage.transactionSync(() => {
+    const sql = this.ctx.storage.sql;
+    return this.ctx.storage.transactionSync(() => {
       const value = sql.exec<{ value: number }>('SELECT value FROM counters WHERE name = ?', name).toArray()[0]?.value ?? 0;
       const added = cappedAmount(value, amount, limit ?? Number.POSITIVE_INFINITY);
       if (added > 0) sql.exec('INSERT INTO counters (name, value) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET value = excluded.value', name, value + added);
@@ -83,10 +106,34 @@ export class RelayState extends DurableObject {
     });
   }
 
-  /** Calls served by this instance, and the ids it holds now. Not counted as a call. */
-  usage(): { calls: number; rows: number } {
-    const rows = this.storage.sql.exec<{ n: number }>('SELECT count(*) AS n FROM items').toArray()[0]?.n ?? 0;
-    return { calls: this.calls, rows };
+  /** Deletes expired ids; comes back while ids remain, so an object no claim visits any more empties itself. */
+  override async alarm(): Promise<void> {
+    this.sweepAt = null;
+    const now = Date.now();
+    const sql = this.ctx.storage.sql;
+    sql.exec('DELETE FROM ids WHERE rowid IN (SELECT rowid FROM ids WHERE expires < ? ORDER BY expires LIMIT ?)', now, SWEEP_SLICE);
+    const next = sql.exec<{ next: number | null }>('SELECT min(expires) AS next FROM ids').toArray()[0]?.next ?? null;
+    if (next === null) return;
+    // More expired than one slice: the rest a second later; else when the next id expires.
+    await (next < now ? this.sweepBy(now + 1000, true) : this.sweepBy(next));
+  }
+
+  /**
+   * Makes sure a sweep runs after `expiry`, at most one alarm per {@link SWEEP_INTERVAL_MS}: an
+   * alarm set already for earlier stays (it sets the next one when it runs).
+   */
+  private async sweepBy(expiry: number, soon = false): Promise<void> {
+    if (this.sweepAt === undefined) this.sweepAt = await this.ctx.storage.getAlarm();
+    if (this.sweepAt !== null) return;
+    const at = soon ? expiry : Math.max(expiry, Date.now() + SWEEP_INTERVAL_MS);
+    await this.ctx.storage.setAlarm(at);
+    this.sweepAt = at;
+  }
+
+  /** Calls served by this instance, the ids it holds now, and when its sweep is due. Not counted as a call. */
+  async usage(): Promise<{ calls: number; rows: number; sweepAt: number | null }> {
+    const rows = this.ctx.storage.sql.exec<{ n: number }>('SELECT count(*) AS n FROM ids').toArray()[0]?.n ?? 0;
+    return { calls: this.calls, rows, sweepAt: await this.ctx.storage.getAlarm() };
   }
 }
 
@@ -99,7 +146,11 @@ function hash(text: string): number {
 
 /** The object name of a site's shard `n`, and of its counters. */
 export const shardName = (site: string, shard: number): string => `${site}#${shard}`;
-export const countersName = (site: string): string => `${site}#counters`;
+/**
+ * The counters object of a site has the name the site's single object had before the shards: the
+ * address-lookup budget already spent this month stays counted across the upgrade.
+ */
+export const countersName = (site: string): string => site;
 
 /** Which shard each id of `scope` lives in: the queue's shard for all, else each id's own. */
 function byShard(scope: DedupeScope, ids: readonly string[], shards: number): Map<number, string[]> {

@@ -1,5 +1,5 @@
 /**
- * Contract 1 as a user relies on it: one result per item in order, every result kind,
+ * The /collect contract as a user relies on it: one result per item in order, every result kind,
  * every whole-request status, CORS, text/plain / JSON / beacon bodies, no-store everywhere.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -1,5 +1,5 @@
 /**
- * What the shared /collect suite needs from a runtime: start a relay with extra Contract 3
+ * What the shared /collect suite needs from a runtime: start a relay with extra configuration
  * variables, talk to it, restart it (state must survive), close it. Node and workerd each
  * provide one; the suite itself runs unchanged on both.
  */

@@ -1,7 +1,7 @@
 /**
  * The relay's upstream in tests: a loopback HTTP server in front of the real emulator that
  * records every call and can be scripted (over HTTP, see control.ts) to answer 429, 500 or
- * nothing at all. Without an emulator URL it answers itself with upstream-facts shapes.
+ * nothing at all. Without an emulator URL it answers itself with the shapes of docs/platform.md.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';

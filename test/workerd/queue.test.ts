@@ -1,0 +1,188 @@
+// The Queues path in workerd, with a real queue, its real consumer and the real state objects:
+// every item the relay answered `accepted` for reaches the platform once, whatever fails around
+// the queue. Each failure is injected: a second sendBatch that fails after the first succeeded,
+// marking that fails after the queue took the items, one message delivered twice, and a consumer
+// that dies after the platform took its items but before it acked them.
+import { createExecutionContext, createMessageBatch, env, getQueueResult } from 'cloudflare:test';
+import { describe, expect, it } from 'vitest';
+import worker from '../../src/relay/cloudflare.js';
+import type { QueuedEntry } from '../../src/relay/collect/handler.js';
+import { upstreamControl } from '../relay/support/control.js';
+import { ORIGIN, track } from '../relay/suite/target.js';
+
+const upstream = upstreamControl(env['TEST_UPSTREAM'] as string);
+/** The site of test/workerd/wrangler.toml: the queue's consumer runs with that file's vars. */
+const SITE = 'pk_queue';
+
+type Status = 'accepted' | 'duplicate' | 'retry' | 'rejected';
+
+function post(vars: Record<string, unknown>, body: unknown): Promise<Response> {
+  const request = new Request('https://relay.example.com/collect', {
+    method: 'POST',
+    headers: { origin: ORIGIN, 'content-type': 'text/plain', 'cf-connecting-ip': '192.0.2.40' },
+    body: JSON.stringify(body),
+  });
+  return worker.fetch(request, { ...env, ...vars } as never, createExecutionContext());
+}
+const statuses = async (response: Response): Promise<Status[]> => ((await response.json()) as { results: { status: Status }[] }).results.map((r) => r.status);
+
+/** Tracks with their own emails (how the platform's calls are told apart), with twelve custom location values of `padding` characters. */
+const tracks = (label: string, count: number, padding = 0) =>
+  Array.from({ length: count }, (_, n) =>
+    track(
+      'act:cm:viewed',
+      { 'str::email': `${label}-${n}-${crypto.randomUUID().slice(0, 8)}@example.com` },
+      padding > 0 ? { location: { custom: Object.fromEntries(Array.from({ length: 12 }, (_, a) => [`note_${a}`, 'x'.repeat(padding)])) } } : {},
+    ),
+  );
+const emailOf = (item: ReturnType<typeof track>) => (item.person as Record<string, string>)['str::email']!;
+
+/** How many times the platform took each of `emails` (activities/create answered 2xx). */
+async function deliveries(emails: string[]): Promise<Map<string, number>> {
+  const counts = new Map(emails.map((email) => [email, 0]));
+  for (const call of await upstream.received()) {
+    if (call.path !== '/v1/activities/create' || call.status < 200 || call.status > 299) continue;
+    for (const activity of call.body.activities ?? []) {
+      const email = activity.fields?.['str::email'];
+      if (counts.has(email)) counts.set(email, counts.get(email)! + 1);
+    }
+  }
+  return counts;
+}
+
+/** Waits (boundedly) until the consumer delivered every email, then a little longer to see any second delivery. */
+async function settled(emails: string[]): Promise<Map<string, number>> {
+  for (let attempt = 0; attempt < 150; attempt++) {
+    if ([...(await deliveries(emails)).values()].every((n) => n > 0)) break;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  await new Promise((resolve) => setTimeout(resolve, 2500)); // longer than the consumer's max_batch_timeout
+  return deliveries(emails);
+}
+
+const once = (counts: Map<string, number>) => [...counts.values()].every((n) => n === 1);
+
+/** The test queue, failing the sendBatch calls numbered in `failOn` (1-based) before they reach it. */
+function failingQueue(failOn: number[]) {
+  const queue = env['TEST_QUEUE'] as { sendBatch(messages: Iterable<unknown>): Promise<unknown> };
+  let calls = 0;
+  return {
+    sendBatch: async (messages: Iterable<unknown>) => {
+      calls++;
+      if (failOn.includes(calls)) throw new Error(`queue unavailable (sendBatch ${calls})`);
+      return queue.sendBatch(messages);
+    },
+    get calls() {
+      return calls;
+    },
+  };
+}
+
+/** The state namespace with every object's settle failing: the mark after the enqueue is lost. */
+function settleFails() {
+  const namespace = env['RELAY_STATE'] as { idFromName(name: string): unknown; get(id: unknown): Record<string, (...args: unknown[]) => unknown> };
+  return {
+    idFromName: (name: string) => namespace.idFromName(name),
+    get(id: unknown) {
+      const stub = namespace.get(id);
+      return {
+        claim: (...args: unknown[]) => stub['claim']!(...args),
+        add: (...args: unknown[]) => stub['add']!(...args),
+        settle: async () => {
+          throw new Error('state unreachable');
+        },
+      };
+    },
+  };
+}
+
+describe('the Queues path delivers every accepted item once', () => {
+  it('a second sendBatch that fails after the first: what the queue took is accepted, only the rest is resent, and each item arrives once', async () => {
+    // 100 items of ~3 kB need two sendBatch calls (Queues take 256 kB per call); the second fails.
+    const batch = tracks('second-batch', 100, 250);
+    const queue = failingQueue([2]);
+    const body = { key: SITE, queue: crypto.randomUUID(), batch };
+    const first = await statuses(await post({ RELAY_QUEUE: queue }, body));
+    expect(queue.calls).toBe(2);
+    const taken = first.filter((status) => status === 'accepted').length;
+    expect(taken).toBeGreaterThan(0);
+    expect(first.slice(taken).every((status) => status === 'retry')).toBe(true);
+
+    // The browser resends the batch (it keeps what got `retry`): only those are queued now.
+    const again = await statuses(await post({ RELAY_QUEUE: failingQueue([]) }, body));
+    expect(again).toEqual([...first.slice(0, taken).map(() => 'duplicate'), ...first.slice(taken).map(() => 'accepted')]);
+    expect(once(await settled(batch.map(emailOf)))).toBe(true);
+  });
+
+  it('marking that fails after the queue took the items: answered accepted, and a resend after the lease is skipped by the consumer', async () => {
+    const batch = tracks('settle-fails', 3);
+    const body = { key: SITE, queue: crypto.randomUUID(), batch };
+    const vars = { RELAY_QUEUE: env['TEST_QUEUE'], RELAY_STATE: settleFails(), RELAY_BUDGET_MS: '1000' };
+    expect(await statuses(await post(vars, body))).toEqual(['accepted', 'accepted', 'accepted']);
+    // A copy of the batch (a beacon, an answer lost in transit) while the lease stands is held back.
+    expect(await statuses(await post(vars, body))).toEqual(['retry', 'retry', 'retry']);
+    // After the lease (budget + 10 s) the relay has no mark, so the copy is queued again …
+    await new Promise((resolve) => setTimeout(resolve, 11_500));
+    expect(await statuses(await post({ ...vars, RELAY_STATE: env['RELAY_STATE'] }, body))).toEqual(['accepted', 'accepted', 'accepted']);
+    // … and the consumer, which marks what it delivered, sends each item once.
+    expect(once(await settled(batch.map(emailOf)))).toBe(true);
+  }, 40_000);
+
+  it('the same message delivered twice by the queue reaches the platform once', async () => {
+    const [item] = tracks('twice', 1);
+    const entry: QueuedEntry = {
+      site: SITE,
+      id: item!.id,
+      endpoint: 'activities/create',
+      envelope: { merge_by: ['str::email'] },
+      entry: { activity_id: 'act:cm:viewed', fields: item!.person as Record<string, unknown> },
+    };
+    const queue = env['TEST_QUEUE'] as { sendBatch(messages: { body: QueuedEntry }[]): Promise<unknown> };
+    await queue.sendBatch([{ body: entry }]);
+    await queue.sendBatch([{ body: entry }]);
+    expect(once(await settled([emailOf(item!)]))).toBe(true);
+  });
+
+  it('a consumer that dies after the platform took its items, before acking: the redelivery is acked without a second send', async () => {
+    const items = tracks('crash', 3);
+    const messages = items.map((item) => ({
+      id: `crash-${item.id}`,
+      timestamp: Date.now(),
+      attempts: 1,
+      body: {
+        site: SITE,
+        id: item.id,
+        endpoint: 'activities/create',
+        envelope: { merge_by: ['str::email'] },
+        entry: { activity_id: 'act:cm:viewed', fields: item.person },
+      } satisfies QueuedEntry,
+    }));
+    // The run dies at its first ack: the platform has the items, the queue heard nothing.
+    const dying = {
+      queue: 'relay-test-events',
+      messages: messages.map((message) => ({
+        ...message,
+        ack() {
+          throw new Error('the isolate went away');
+        },
+        retry() {
+          throw new Error('the isolate went away');
+        },
+      })),
+    };
+    await expect(worker.queue(dying as never, env as never)).rejects.toThrow('the isolate went away');
+    expect(once(await deliveries(items.map(emailOf)))).toBe(true);
+
+    // The queue delivers the messages again (attempt 2): acked, nothing sent.
+    const redelivered = createMessageBatch(
+      'relay-test-events',
+      messages.map((message) => ({ ...message, attempts: 2 })),
+    );
+    const ctx = createExecutionContext();
+    await worker.queue(redelivered, env as never);
+    const result = await getQueueResult(redelivered, ctx);
+    expect(result.explicitAcks.sort()).toEqual(messages.map((message) => message.id).sort());
+    expect(result.retryMessages).toEqual([]);
+    expect(once(await deliveries(items.map(emailOf)))).toBe(true);
+  });
+});
