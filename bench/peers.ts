@@ -2,7 +2,7 @@
  * Benchmark: what one `track()` costs the page's main thread, cdp-edge beside the peer SDKs, in
  * real Chromium (target for cdp-edge: ≤ 50 µs of main-thread CPU per call, deferred work included).
  *
- *   npm run build && npx tsx bench/peers.ts [--calls 5000] [--cpu-calls 2000] [--cdp-cpu-calls 10000] [--baseline old/browser.js]
+ *   npm run build && npx tsx bench/peers.ts [--calls 2000] [--cpu-calls 2000] [--cdp-cpu-calls 10000] [--baseline old/browser.js]
  *
  * `--baseline` adds rows for another build of cdp-edge/browser (an ESM file, e.g. an earlier
  * commit's), measured in the same run: the fair way to compare on a noisy machine.
@@ -35,7 +35,7 @@ const { values } = parseArgs({
   options: {
     baseline: { type: 'string' },
     only: { type: 'string' },
-    calls: { type: 'string', default: '5000' },
+    calls: { type: 'string', default: '2000' },
     'cpu-calls': { type: 'string', default: '2000' },
     'cdp-cpu-calls': { type: 'string', default: '10000' },
   },
