@@ -29,8 +29,10 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import type { BrowserContext } from 'playwright-core';
 import { CHROMIUM_PATH, launchChromium } from '../test/e2e/chromium.js';
+import { ensurePeerSdks, PEERS_MODULES } from './lib/peer-sdks.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+ensurePeerSdks();
 const { values } = parseArgs({
   options: {
     baseline: { type: 'string' },
@@ -110,6 +112,8 @@ async function bundle(source: string): Promise<Uint8Array> {
     logLevel: 'silent',
     define: { 'process.env.NODE_ENV': '"production"' },
     alias: { 'cdp-edge/browser': join(root, 'dist/browser.js') },
+    // The peer SDKs live in their own install (bench/peers).
+    nodePaths: [PEERS_MODULES],
   });
   return out.outputFiles[0]!.contents;
 }

@@ -14,6 +14,7 @@
  * Prints a table with ratios against cdp-edge and writes bench/results/size.json.
  */
 import { build } from 'esbuild';
+import { ensurePeerSdks, PEERS_MODULES } from './lib/peer-sdks.js';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -168,13 +169,16 @@ const measure = (bytes: Uint8Array): Sizes => ({
   }).byteLength,
 });
 
-// every peer is a top-level devDependency; some export maps hide package.json from require.resolve
-const packageDir = (pkg: string) => (pkg === 'cdp-edge' ? root : join(root, 'node_modules', pkg));
+// every peer is installed in bench/peers; some export maps hide package.json from require.resolve
+ensurePeerSdks();
+const packageDir = (pkg: string) => (pkg === 'cdp-edge' ? root : join(PEERS_MODULES, pkg));
 
 const version = (pkg: string) => (JSON.parse(readFileSync(join(packageDir(pkg), 'package.json'), 'utf8')) as { version: string }).version;
 
 const ESBUILD = {
   bundle: true,
+  // The apps import the peers from bench/peers, and cdp-edge from this package.
+  nodePaths: [PEERS_MODULES] as string[],
   minify: true,
   write: false,
   platform: 'browser',
