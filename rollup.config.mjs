@@ -19,6 +19,7 @@ const serverEntries = Object.fromEntries(
     ['relay/cloudflare', 'src/relay/cloudflare.ts'],
     ['relay/node', 'src/relay/node.ts'],
     ['emulator/index', 'src/emulator/index.ts'],
+    ['plan/index', 'src/plan/index.ts'],
     ['cli', 'src/cli.ts'],
   ].filter(([, file]) => existsSync(file)),
 );
