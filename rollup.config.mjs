@@ -19,6 +19,7 @@ const serverEntries = Object.fromEntries(
     ['relay/cloudflare', 'src/relay/cloudflare.ts'],
     ['relay/node', 'src/relay/node.ts'],
     ['emulator/index', 'src/emulator/index.ts'],
+    ['plan/index', 'src/plan/index.ts'],
     ['cli', 'src/cli.ts'],
   ].filter(([, file]) => existsSync(file)),
 );
@@ -32,11 +33,16 @@ const tsOptions = (extra = {}, include = ['src/**/*.ts']) => ({
   noEmitOnError: false,
 });
 
+// The snippet and the parts of the API it may import (types and constants only).
+const BROWSER_SOURCES = ['src/browser/**/*.ts', 'src/api/collect.ts', 'src/api/types.ts'];
+
 const terserOptions = {
   ecma: 2020,
   module: true,
   compress: { passes: 3, unsafe_arrows: true, pure_getters: true, unsafe: true },
-  mangle: { properties: { regex: /^_/ } },
+  // Internal property names of src/browser (queue, scheduler, events): never part of the wire
+  // format, the stored records or the public API, so terser may shorten them.
+  mangle: { properties: { regex: /^(held|entry|bytes|stored|failed|plan|cancel|succeeded|remove|removeWithNextWrite|discard|adopt|emit)$/ } },
   format: { comments: false, wrap_func_args: false },
 };
 
@@ -55,7 +61,7 @@ if (existsSync('src/browser/index.ts')) {
       input: { browser: 'src/browser/index.ts' },
       plugins: [
         nodeResolve({ browser: true }),
-        typescript(tsOptions({ declaration: true, declarationDir: 'dist', outDir: 'dist' }, ['src/browser/**/*.ts'])),
+        typescript(tsOptions({ declaration: true, declarationDir: 'dist', outDir: 'dist' }, BROWSER_SOURCES)),
         // package.json points `cdp-edge/browser` types at dist/browser.d.ts.
         {
           name: 'browser-types',
@@ -68,7 +74,7 @@ if (existsSync('src/browser/index.ts')) {
     },
     {
       input: 'src/browser/iife.ts',
-      plugins: [nodeResolve({ browser: true }), typescript(tsOptions({}, ['src/browser/**/*.ts'])), terser(terserOptions)],
+      plugins: [nodeResolve({ browser: true }), typescript(tsOptions({}, BROWSER_SOURCES)), terser(terserOptions)],
       output: { file: 'dist/cdp.js', format: 'iife', sourcemap: false },
     },
   );

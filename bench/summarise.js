@@ -13,7 +13,7 @@ const READERS = {
     const ratios = peers.map((p) => `${p.name} ${p.ratioToCdpEdge.scriptGzip}×`).join(', ');
     return {
       headline: `dist/cdp.js ${ours.script.gzip} B gzip / ${ours.script.brotli} B brotli; app bundle ${ours.app.gzip} B gzip; peers' script gzip vs ours: ${ratios}`,
-      targets: [target('dist/cdp.js gzip bytes', ours.script.gzip, '≤ 4096', ours.script.gzip <= 4096)],
+      targets: [target('dist/cdp.js gzip bytes', ours.script.gzip, `≤ ${r.budget?.target ?? 4096}`, ours.script.gzip <= (r.budget?.target ?? 4096))],
     };
   },
   emulator(r) {
@@ -64,10 +64,29 @@ const READERS = {
   },
   peers(r) {
     const ours = r.rows.find((row) => row.sdk === 'cdp-edge');
+    const held = r.rows.find((row) => row.sdk.startsWith('cdp-edge, ') && !row.sdk.includes('baseline'));
+    const cpu = r.rows.filter((row) => row.ok && row.cpu_us_per_call !== undefined && row.sdk !== 'no-op').map((row) => `${row.sdk} ${row.cpu_us_per_call} µs`);
     const parts = r.rows.map((row) => (row.ok ? `${row.sdk} ${row.block_mean_median_us} µs` : `${row.sdk} failed (${row.error})`));
+    if (!r.targets) {
+      return {
+        headline: `track() mean per call in Chromium (blocks of 100; median per call ${ours?.median_us} µs for cdp-edge at a 5 µs timer): ${parts.join(', ')}`,
+        targets: [target('cdp-edge track() median µs (ESM app)', ours?.median_us, `≤ ${r.target_median_us}`, ours?.median_us <= r.target_median_us)],
+      };
+    }
+    const t = r.targets;
     return {
-      headline: `track() mean per call in Chromium (blocks of 100; median per call ${ours?.median_us} µs for cdp-edge at a 5 µs timer): ${parts.join(', ')}`,
-      targets: [target('cdp-edge track() median µs (ESM app)', ours?.median_us, `≤ ${r.target_median_us}`, ours?.median_us <= r.target_median_us)],
+      headline: `main-thread CPU per track() incl. deferred work: ${cpu.join(', ')}; cdp-edge settled median ${ours?.settled?.median_ms} ms, last ${ours?.settled?.last_after_burst_ms} ms after the burst`,
+      targets: [
+        target('cdp-edge CPU µs per track() incl. deferred', ours?.cpu_us_per_call, `≤ ${t.cpu_us_per_call}`, ours?.cpu_us_per_call <= t.cpu_us_per_call),
+        target('cdp-edge CPU µs per track() with 1,000 held', held?.cpu_us_per_call, `≤ ${t.cpu_us_per_call}`, held?.cpu_us_per_call <= t.cpu_us_per_call),
+        target('cdp-edge track() settled median ms', ours?.settled?.median_ms, `≤ ${t.settled_median_ms}`, ours?.settled?.median_ms <= t.settled_median_ms),
+        target(
+          'cdp-edge last track() settled after the burst ms',
+          ours?.settled?.last_after_burst_ms,
+          `≤ ${t.settled_all_within_ms}`,
+          ours?.settled?.unsettled === 0 && ours?.settled?.last_after_burst_ms <= t.settled_all_within_ms,
+        ),
+      ],
     };
   },
   collect(r) {

@@ -270,7 +270,7 @@ describe('README.md', () => {
     expect((await runTs(block, '')).trim()).toBe('1');
   });
 
-  it('the size comparison quotes bench/results/size.json, and cdp.js is within the 4 KB it claims', () => {
+  it('the size comparison quotes bench/results/size.json, and cdp.js is within the 5 KB it claims', () => {
     const results = JSON.parse(readFileSync(join(root, 'bench', 'results', 'size.json'), 'utf8')) as {
       rows: Array<{ name: string; script: { gzip: number } }>;
     };
@@ -282,8 +282,8 @@ describe('README.md', () => {
       expect(row, name).toBeDefined();
       expect(Number(kb), name).toBe(Math.round(row!.script.gzip / 100) / 10);
     }
-    expect(readme).toMatch(/^\| cdp-edge `cdp\.js` *\| ≤ 4 KB *\|/m);
-    expect(gzipSync(readFileSync(join(root, 'dist', 'cdp.js')), { level: 9 }).length).toBeLessThanOrEqual(4096);
+    expect(readme).toMatch(/^\| cdp-edge `cdp\.js` *\| ≤ 5 KB *\|/m);
+    expect(gzipSync(readFileSync(join(root, 'dist', 'cdp.js')), { level: 9 }).length).toBeLessThanOrEqual(5000);
   });
 
   it('the scale table quotes bench/results/state.json', () => {

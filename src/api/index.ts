@@ -17,6 +17,6 @@ export * from './validate.js';
 export * from './types.js';
 export { PERSON_FILTER_OPERATORS, ORGANIZATION_FILTER_OPERATORS, CONTACTS_LINK_FILTER_OPERATORS, GROUP_OPERATORS, filterProblem } from './schemas/filter.js';
 export type { Filter, FilterCondition, PersonFilterOperator } from './schemas/filter.js';
-export { CUSTOM_FIELD_TYPES, ATTRIBUTE_TYPES, ICON_IDS } from './schemas/definitions.js';
-export type { CustomFieldType } from './schemas/definitions.js';
+export { CUSTOM_FIELD_TYPES, ATTRIBUTE_TYPES, ICON_IDS, FIELD_TYPE_OF } from './schemas/definitions.js';
+export type { CustomFieldType, AttributeType } from './schemas/definitions.js';
 export { AUDIENCE_FILTERS } from './schemas/people.js';

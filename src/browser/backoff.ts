@@ -16,5 +16,13 @@ export const BACKOFF_MAX = 300_000;
 export const backoff = (attempt: number, retryAfter: number, random: () => number): number =>
   Math.max(retryAfter, Math.min(BACKOFF_MAX, BACKOFF_BASE * 2 ** (attempt - 1)) * (0.5 + random() / 2));
 
-/** `Retry-After` (seconds or an HTTP date) in ms; 0 when absent or unreadable. */
-export const retryAfter = (header: string | null | undefined, now: number): number => +header! * 1000 || Date.parse(header!) - now || 0;
+/**
+ * `Retry-After` in ms: a number of seconds (`0` included) or an HTTP date; 0 when absent or
+ * unreadable. Read like `retryAfterSeconds` of src/api/retry.ts, which the bundle cannot import.
+ */
+export function retryAfter(header: string | null | undefined, now: number): number {
+  if (!header?.trim()) return 0;
+  const seconds = Number(header);
+  if (seconds >= 0) return seconds * 1000;
+  return Math.max(0, Date.parse(header) - now) || 0;
+}

@@ -8,8 +8,10 @@
  * cdp.track('act:cm:viewed-pricing', { 'str:cm:plan': 'pro' });
  * @module
  */
-export { createTracker, uuid } from './tracker.js';
-export { CdpInputError, isFieldId, isActivityId } from './validate.js';
+export { createTracker } from './tracker.js';
+export { uuid } from './uuid.js';
+export { attribution } from './page.js';
+export { CdpInputError, ERRORS, isFieldId, isActivityId } from './validate.js';
 export { idbStore, memoryStore } from './store.js';
 export { install, type Cdp } from './stub.js';
 export type * from './types.js';

@@ -4,6 +4,7 @@
  * @module
  */
 import { createTracker } from './tracker.js';
+import { ERRORS } from './validate.js';
 import type { Tracker } from './types.js';
 
 const METHODS = ['track', 'identify', 'page', 'flush', 'reset', 'consent', 'on'];
@@ -22,28 +23,31 @@ export function install(w: { cdp?: Cdp }): Cdp {
   if (prior?.loaded) return prior;
   let tracker: Tracker | undefined;
   let init: (t: Tracker) => void;
-  const ready = new Promise<Tracker>((r) => (init = r));
+  const ready = new Promise<Tracker>((resolve) => {
+    init = resolve;
+  });
 
   const cdp: Cdp = (name, ...args) => {
-    if (name == 'init') {
-      if (tracker) return console.warn('cdp: second init');
+    if (name === 'init') {
+      if (tracker) return console.warn('cdp: second init ignored');
       try {
-        init((tracker = createTracker(args[0] as never)));
-      } catch (e) {
-        console.error(e);
+        tracker = createTracker(args[0] as never);
+        init(tracker);
+      } catch (error) {
+        console.error(error);
       }
       return;
     }
     // Before init this waits for it; after, it runs on the next microtask, in call order either way.
-    const out = ready.then((t: any) => {
-      if (!METHODS.includes(name)) throw new TypeError(`cdp: unknown command ${name}`);
-      return t[name](...args);
+    const out = ready.then((loaded) => {
+      if (!METHODS.includes(name)) throw new TypeError(`cdp: ${ERRORS.command} ${name}`);
+      return (loaded[name as keyof Tracker] as (...args: unknown[]) => unknown)(...args);
     });
     // Rejections reach whoever awaits them; an unawaited one is logged, never an uncaught error in the page.
     out.catch(console.warn);
     return out;
   };
-  for (const m of METHODS) (cdp as any)[m] = (...a: unknown[]) => cdp(m, ...a);
+  for (const method of METHODS) (cdp as unknown as Record<string, unknown>)[method] = (...args: unknown[]) => cdp(method, ...args);
   cdp.loaded = true;
   w.cdp = cdp;
   for (const args of prior?.q ?? []) cdp(...(args as unknown as [string]));

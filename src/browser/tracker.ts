@@ -8,32 +8,28 @@
  * await cdp.track('act:cm:signed-up', { 'str:cm:plan': 'pro' });
  * @module
  */
-import { backoff, retryAfter } from './backoff.js';
+import { retryAfter } from './backoff.js';
+import { createEvents } from './events.js';
 import { lock } from './lock.js';
-import { pageAttributes, watchHistory } from './page.js';
-import { batches, envelope, MAX_BATCH_BYTES, post, type Answer } from './send.js';
+import { mergeMeta, resolveItem, storedMeta } from './meta.js';
+import { attribution, pageAttributes, watchHistory } from './page.js';
+import { createQueue } from './queue.js';
+import { createScheduler } from './scheduler.js';
+import { type Answer, batches, envelope, MAX_BATCH_BYTES, MAX_BATCH_ITEMS, post } from './send.js';
 import { idbStore, memoryStore } from './store.js';
-import type { Consent, DropReason, Entry, Fields, Item, Meta, Store, Tracker, TrackerEvents, TrackerOptions } from './types.js';
-import { CdpInputError, checkFields, checkSize, fail, isActivityId, MAX_ATTRIBUTES, PERSON_KEYS, utf8Bytes } from './validate.js';
+import type { Consent, DropReason, Entry, Fields, Item, Meta, Store, Tracker, TrackerOptions, Who } from './types.js';
+import { uuid } from './uuid.js';
+import { checkFields, ERRORS, checkSize, fail, isActivityId, MAX_ATTRIBUTES, PERSON_KEYS, utf8Bytes } from './validate.js';
 
-/**
- * A random (v4) UUID, also outside secure contexts where `crypto.randomUUID` is missing:
- * `crypto.getRandomValues` works everywhere.
- */
-export const uuid = (): string =>
-  crypto.randomUUID?.() ??
-  `${1e7}-${1e3}-${4e3}-${8e3}-${1e11}`.replace(/[018]/g, (digit) =>
-    (+digit ^ (crypto.getRandomValues(new Uint8Array(1))[0]! & (15 >> (+digit / 4)))).toString(16),
-  );
+export { uuid };
 
 const CONSENTS = ['granted', 'denied', 'pending'];
 
-// The 20 latest anonymous ids are enough to name every held item; older ones are forgotten.
-const merge = (old: Meta | undefined, patch: Partial<Meta>): Meta => ({
-  ...old!,
-  ...patch,
-  m: Object.fromEntries(Object.entries({ ...old?.m, ...patch.m }).slice(-20)),
-});
+// Room for the envelope and an identity token beside the items.
+const BATCH_ROOM = MAX_BATCH_BYTES - 2048;
+
+/** Bytes the person adds to a held track once known (`"person":…,"user_hash":…`). */
+const personBytes = (who: Who) => utf8Bytes(JSON.stringify(who)) + 24;
 
 /**
  * Creates a tracker. Throws `TypeError` only for a missing `relay` or `key`; after that no
@@ -41,272 +37,328 @@ const merge = (old: Meta | undefined, patch: Partial<Meta>): Meta => ({
  */
 export function createTracker(options: TrackerOptions): Tracker {
   const { relay, key } = options ?? {};
-  if (!relay?.trim?.() || !key?.trim?.()) throw new TypeError('cdp: options.relay and options.key are required');
+  if (!relay?.trim?.() || !key?.trim?.()) throw new TypeError(`createTracker(): ${ERRORS.missingOptions}`);
   const url = relay.replace(/\/$/, '') + (options.path ?? '/collect');
   const interval = options.flushInterval ?? 1000;
   const timeout = options.timeout ?? 10_000;
   const maxItems = options.maxItems ?? 1000;
   const maxAge = options.maxAge ?? 6048e5;
-  const fetchFn = options.fetch ?? ((u, i) => fetch(u, i));
+  const fetchFn = options.fetch ?? ((input, init) => fetch(input, init));
   const nav: (Navigator & { globalPrivacyControl?: boolean }) | undefined = globalThis.navigator;
-  const beacon = options.sendBeacon ?? (nav?.sendBeacon && ((u: string, b: string) => nav.sendBeacon(u, b)));
+  const beacon = options.sendBeacon ?? (nav?.sendBeacon && ((to: string, body: string) => nav.sendBeacon(to, body)));
   const now = options.now ?? Date.now;
-  const random = options.random ?? Math.random;
-  const blocked = options.privacySignals && (nav?.globalPrivacyControl || nav?.doNotTrack == '1');
+  const blocked = options.privacySignals && (nav?.globalPrivacyControl || nav?.doNotTrack === '1');
+  const { emit, on } = createEvents();
+  const scheduler = createScheduler(() => void run(), now, options.random ?? Math.random);
 
-  const listeners: Record<string, Set<(p: unknown) => void>> = {};
-  const emit = <E extends keyof TrackerEvents>(e: E, p: TrackerEvents[E]) =>
-    listeners[e]?.forEach((fn) => {
-      try {
-        fn(p);
-      } catch {}
-    });
-  const dropped = (item: Item, reason: DropReason) => emit('drop', { item, reason });
-
-  // What this page knows is queued (its own writes, and what the last flush read): the exit beacon's source.
-  const mirror = new Map<string, Entry>();
   let meta: Meta = { a: '', m: {} };
+  // Counts this page's own changes of `meta`, so a full read may adopt what other tabs did meanwhile.
+  let metaVersion = 0;
   let consent: Consent = options.consent ?? 'granted';
-  let buf: [Entry, () => void, (e: unknown) => void][] = [];
-  let seq = 0;
-  let attempt = 0;
-  let until = 0;
-  let nextAt = 0;
-  let timer: ReturnType<typeof setTimeout> | undefined;
+  let order = 0;
   let running: Promise<void> | undefined;
-  let again = false;
+  let runAgain = false;
   let beaconed = false;
+  // Items written since the last flush that could be sent: 100 of them make a batch, sent at once.
+  let sendableWritten = 0;
+
+  // Other tabs say when they changed the store; until then this page's index is the truth.
+  const channel = typeof BroadcastChannel === 'function' ? new BroadcastChannel('cdp-edge:' + key) : undefined;
+  // Without a channel, every flush reads the store in full.
+  let stale = true;
+  const announce = () => channel?.postMessage(0);
+  if (channel)
+    channel.onmessage = () => {
+      stale = true;
+      scheduler.plan(interval);
+    };
 
   const primary = options.store ?? idbStore();
-  let s = primary;
+  let current = primary;
   // IndexedDB failed once (private mode, quota, blocked): memory for the rest of the page, seeded with what it holds.
   const store = new Proxy({} as Store, {
-    get: (_, op: keyof Store) => {
-      const call = (a: unknown[]) => (s[op] as (...a: unknown[]) => Promise<never>)(...a);
+    get: (_, operation: keyof Store) => {
+      const call = (args: unknown[]) => (current[operation] as (...args: unknown[]) => Promise<never>)(...args);
       // A synchronous throw (no indexedDB at all) becomes a rejection like any other failure.
-      return (...a: unknown[]) =>
-        new Promise((r) => r(call(a))).catch((e) => {
-          if (s != primary) throw e;
-          emit('storage-error', e);
-          return (s = memoryStore()).put([['meta', meta], ...mirror]).then(() => call(a));
+      return (...args: unknown[]) =>
+        new Promise((resolve) => resolve(call(args))).catch((error) => {
+          if (current !== primary) throw error;
+          emit('storage-error', error);
+          current = memoryStore();
+          const held = [...queue.held.values()].map(({ entry }): [string, unknown] => [entry.item.id, entry]);
+          return current.put([['meta', meta], ...held]).then(() => call(args));
         });
     },
   });
   const withLock = lock('cdp-edge:' + key, options.locks ?? nav?.locks, store, now, uuid());
 
-  // Counts this page's own changes, so a flush may adopt what other tabs did meanwhile.
-  let version = 0;
+  const drop = (entries: Entry[], reason: DropReason) => {
+    for (const entry of entries) emit('drop', { item: entry.item, reason });
+    return queue.remove(entries.map((entry) => entry.item.id)).then(announce);
+  };
+
+  // The oldest items go first when the queue holds more than `maxItems`.
+  const enforceCap = () => {
+    const over: Entry[] = [];
+    for (const { entry } of queue.held.values()) {
+      if (queue.held.size - over.length <= maxItems) break;
+      over.push(entry);
+    }
+    if (!over.length) return;
+    for (const entry of over) emit('drop', { item: entry.item, reason: 'cap' });
+    queue.removeWithNextWrite(over.map((entry) => entry.item.id));
+  };
+
+  const queue = createQueue(store, (entries) => {
+    for (const entry of entries) {
+      emit('queue', { item: entry.item });
+      if (resolveItem(entry, meta)) sendableWritten++;
+    }
+    announce();
+    if (sendableWritten && mayConsentSend()) scheduler.plan(sendableWritten >= MAX_BATCH_ITEMS ? 0 : interval);
+  });
+
   const saveMeta = (patch: Partial<Meta>) => {
-    version++;
-    meta = merge(meta, patch);
-    return store.update('meta', (old) => merge(old as Meta, patch));
+    metaVersion++;
+    meta = mergeMeta(meta, patch);
+    return store.update('meta', (old) => mergeMeta(storedMeta(old) ?? meta, patch)).then(announce);
   };
 
-  /** The item as sent: tracks made before identify get the person now; `undefined` = still held, `null` = orphaned by reset. */
-  const resolve = ({ item, a }: Entry, m: Meta): Item | null | undefined => {
-    const who = m.m[a];
-    if (item.type != 'track' || item.person) return item;
-    return who ? { ...item, person: who.p, user_hash: who.h } : a == m.a ? undefined : null;
-  };
-  // Room for the envelope and an identity token beside the items.
-  const fit = (items: Item[]) =>
-    batches(
-      items.map((it) => [it, utf8Bytes(JSON.stringify(it))]),
-      MAX_BATCH_BYTES - 2048,
-    );
-
-  const plan = (ms: number) => {
-    const at = Math.max(now() + ms, until);
-    if (timer && nextAt <= at) return;
-    clearTimeout(timer);
-    nextAt = at;
-    timer = setTimeout(run, at - now());
+  const mayConsentSend = () => consent !== 'denied' && (meta.c ?? consent) === 'granted';
+  // Held tracks (the visitor has not identified) cannot be sent; orphans of a reset are dropped by a flush.
+  const hasWork = () => {
+    for (const { entry } of queue.held.values()) if (resolveItem(entry, meta) !== undefined) return true;
+    return false;
   };
 
-  const failed = ([status, body, after]: Answer, message?: string) => {
-    const wait = backoff(++attempt, retryAfter(after, now()), random);
-    until = now() + wait;
-    emit('error', { status, message: message ?? body.error?.message ?? `HTTP ${status}`, retryIn: wait });
-    plan(0);
-  };
-
-  const pass = async () => {
-    const t0 = now();
-    const v0 = version;
+  /** Reads the store in full: items, deletions and meta changes of other tabs. */
+  const adopt = async (readStart: number) => {
+    const version = metaVersion;
+    stale = !channel;
     const rows = await store.all();
-    let m = meta;
-    const live: Entry[] = [];
-    const gone: string[] = [];
-    const ids = new Set<unknown>();
-    const drop = (e: Entry, reason: DropReason) => (gone.push(e.item.id), mirror.delete(e.item.id), dropped(e.item, reason));
-    for (const [k, v] of rows) {
-      if (k == 'meta') (v as Meta)?.a && (m = merge(v as Meta, {}));
-      else if (k != 'lock') ids.add(k), (v as Entry)?.item?.ts ? live.push(v as Entry) : (gone.push(k as string), dropped(v as Item, 'corrupt'));
-    }
-    // Another tab's reset or identify (unless this page changed its own since the read began).
-    if (v0 == version) meta = m;
-    // Gone from the store but written before the read: another tab has sent them.
-    for (const [id, e] of mirror) if (e.n < t0 * 1000 && !ids.has(id)) mirror.delete(id);
-    live.sort((x, y) => x.n - y.n);
-    const send: Item[] = [];
-    live.forEach((e, i) => {
-      const it = resolve(e, m);
-      if (i < live.length - maxItems) drop(e, 'cap');
-      else if (t0 - Date.parse(e.item.ts) > maxAge) drop(e, 'expired');
-      else if (it === null) drop(e, 'reset');
-      else mirror.set(e.item.id, e), it && send.push(it);
-    });
-    await store.del(gone);
-    if (consent == 'denied' || (m.c ?? consent) != 'granted') return;
-    // Identify first: a person must exist before their activities arrive.
-    send.sort((x, y) => +(x.type == 'track') - +(y.type == 'track'));
-    for (const batch of fit(send)) {
-      const answer = await post(fetchFn, url, envelope(key, batch, now(), m), timeout);
-      const [status, body] = answer;
-      if (body.identity) await saveMeta({ i: (m.i = body.identity) });
-      // A malformed or oversized body will never be accepted as it is: reject rather than loop.
-      const results =
-        status == 400 || status == 413 ? batch.map(({ id }) => ({ id, status: 'rejected', error: body.error?.message })) : status == 200 && body.results;
-      if (!Array.isArray(results)) return failed(answer);
-      const byId = new Map(batch.map((it) => [it.id, it]));
-      const done: string[] = [];
-      let retry: string | undefined;
-      for (const r of results) {
-        const item = byId.get(r?.id);
-        if (!item) continue;
-        if (r.status == 'retry') retry = r.error || 'retry';
-        else done.push(r.id), mirror.delete(r.id);
-        if (r.status == 'rejected') emit('reject', { item, error: r.error ?? 'rejected' });
-      }
-      await store.del(done);
-      if (retry) return failed(answer, retry);
-      attempt = until = 0;
-    }
+    const corrupt = queue.adopt(rows, readStart * 1000);
+    const stored = storedMeta(rows.find(([rowKey]) => rowKey === 'meta')?.[1]);
+    // Another tab's reset or identify, unless this page changed its own since the read began.
+    if (stored && version === metaVersion) meta = mergeMeta(stored, {});
+    for (const [, value] of corrupt) emit('drop', { item: value as Item, reason: 'corrupt' });
+    if (corrupt.length) await store.del(corrupt.map(([rowKey]) => rowKey as string));
+    enforceCap();
   };
 
+  const failed = ([status, body, retryAfterHeader]: Answer, message?: string) => {
+    const wait = scheduler.failed(retryAfter(retryAfterHeader, now()));
+    emit('error', { status, message: message ?? body.error?.message ?? `HTTP ${status}`, retryIn: wait });
+    scheduler.plan(0);
+  };
+
+  /** What can go now with the size of each, oldest first; `expired` and `orphaned` collect what must be dropped. */
+  const sendable = (startedAt: number, expired: Entry[] = [], orphaned: Entry[] = []) => {
+    const ready: [Item, number][] = [];
+    for (const { entry, bytes } of queue.held.values()) {
+      const item = resolveItem(entry, meta);
+      if (startedAt - Date.parse(entry.item.ts) > maxAge) expired.push(entry);
+      else if (item === null) orphaned.push(entry);
+      else if (item) ready.push([item, item === entry.item ? bytes : bytes + personBytes(meta.m[entry.a]!)]);
+    }
+    return ready;
+  };
+
+  /** Posts one batch and settles its items; `false` when the flush must stop (backing off). */
+  const send = async (batch: Item[]) => {
+    emit('send', { items: batch, beacon: false });
+    const answer = await post(fetchFn, url, envelope(key, batch, now(), meta.q, meta.i), timeout);
+    const [status, body] = answer;
+    if (body.identity) await saveMeta({ i: body.identity });
+    // A malformed or oversized body will never be accepted as it is: reject rather than loop.
+    const results =
+      status === 400 || status === 413
+        ? batch.map(({ id }) => ({ id, status: 'rejected' as const, error: body.error?.message }))
+        : status === 200 && body.results;
+    if (!Array.isArray(results)) {
+      failed(answer);
+      return false;
+    }
+    const byId = new Map(batch.map((item) => [item.id, item]));
+    const settled: string[] = [];
+    let retry: string | undefined;
+    for (const result of results) {
+      const item = byId.get(result?.id);
+      if (!item) continue;
+      emit('result', { item, status: result.status, error: result.error });
+      if (result.status === 'retry') retry = result.error || 'retry';
+      else settled.push(result.id);
+      if (result.status === 'rejected') emit('reject', { item, error: result.error ?? 'rejected' });
+    }
+    await queue.remove(settled);
+    announce();
+    if (retry) {
+      failed(answer, retry);
+      return false;
+    }
+    scheduler.succeeded();
+    return true;
+  };
+
+  const flushOnce = async () => {
+    const startedAt = now();
+    sendableWritten = 0;
+    if (stale) await adopt(startedAt);
+    const expired: Entry[] = [];
+    const orphaned: Entry[] = [];
+    const ready = sendable(startedAt, expired, orphaned);
+    if (expired.length) await drop(expired, 'expired');
+    if (orphaned.length) await drop(orphaned, 'reset');
+    if (!mayConsentSend()) return;
+    // Identify first: a person must exist before their activities arrive.
+    ready.sort(([x], [y]) => +(x.type === 'track') - +(y.type === 'track'));
+    for (const batch of batches(ready, BATCH_ROOM)) if (!(await send(batch))) return;
+  };
+
+  // A flush that cannot send does not run: nothing to adopt, nothing that may go.
   function run(): Promise<void> {
-    clearTimeout(timer);
-    timer = undefined;
-    if (running) return ((again = true), running);
-    return (running = withLock(pass)
+    scheduler.cancel();
+    if (running !== undefined) {
+      runAgain = true;
+      return running;
+    }
+    if (!stale && !(mayConsentSend() && hasWork())) return Promise.resolve();
+    running = withLock(flushOnce)
       .then(
-        (got) => void (got || plan(interval)),
-        (e) => failed([0, {}], String(e)),
+        (got) => {
+          // Another tab holds the lock: try again later.
+          if (!got) scheduler.plan(interval);
+        },
+        (error) => failed([0, {}], String(error)),
       )
       .then(() => {
         running = undefined;
-        if (again) (again = false), run();
-      }));
+        if (runAgain) {
+          runAgain = false;
+          void run();
+        }
+      });
+    return running;
   }
 
-  const write = () => {
-    const b = buf;
-    buf = [];
-    store.put(b.map(([e]) => [e.item.id, e])).then(
-      () => {
-        for (const [, done] of b) done();
-        plan(mirror.size >= 100 && consent == 'granted' ? 0 : interval);
-      },
-      // Even the memory fallback failed: nothing is stored, so say so rather than resolve.
-      (err) => b.forEach(([e, , no]) => (mirror.delete(e.item.id), no(err))),
-    );
-  };
-
-  const enqueue = (item: Item): Promise<void> => {
-    if (consent == 'denied') return (dropped(item, 'consent'), Promise.resolve());
+  const enqueue = (item: Item, bytes: number): Promise<void> => {
+    if (consent === 'denied') {
+      emit('drop', { item, reason: 'consent' });
+      return Promise.resolve();
+    }
     const who = meta.m[meta.a];
-    if (item.type == 'track' && who) (item.person = who.p), (item.user_hash = who.h);
-    const e: Entry = { item, a: meta.a, n: now() * 1000 + (seq++ % 1000) };
-    mirror.set(item.id, e);
-    return new Promise<void>((done, no) => {
-      if (!buf.length) queueMicrotask(write);
-      buf.push([e, done, no]);
-    });
+    if (item.type === 'track' && who) {
+      item.person = who.p;
+      item.user_hash = who.h;
+      bytes += personBytes(who);
+    }
+    const stored = queue.add({ item, a: meta.a, n: now() * 1000 + (order++ % 1000) }, bytes);
+    // Over the cap, the oldest go in the same transaction as the new item.
+    enforceCap();
+    return stored;
   };
 
   // Sends what this page holds with the beacon; items stay queued until a flush hears back.
   const hide = () => {
-    if (beaconed || !beacon || consent != 'granted') return;
+    if (beaconed || !beacon || consent !== 'granted') return;
     beaconed = true;
-    const first = fit([...mirror.values()].flatMap((e) => resolve(e, meta) || []))[0];
-    if (first) beacon(url, envelope(key, first, now(), meta));
+    const first = batches(sendable(now()), BATCH_ROOM)[0];
+    if (!first) return;
+    emit('send', { items: first, beacon: true });
+    beacon(url, envelope(key, first, now(), meta.q, meta.i));
   };
 
-  const item = (type: string, body: object): Item => {
-    const it = { id: uuid(), type, ts: new Date(now()).toISOString(), ...body } as Item;
-    checkSize(type, it);
-    return it;
+  /** A new item and its size, checked against the platform's limits. */
+  const makeItem = (type: string, body: object): [Item, number] => {
+    const item = { id: uuid(), type, ts: new Date(now()).toISOString(), ...body } as Item;
+    return [item, checkSize(type, item)];
   };
 
   const tracker: Tracker = {
-    async track(activityId, attributes, opts) {
-      if (!isActivityId(activityId)) fail('track', `"${activityId}" is not an activity ID`);
+    async track(activityId, attributes, trackOptions) {
+      if (!isActivityId(activityId)) fail('track', ERRORS.activityId, activityId);
       if (attributes != null) checkFields('track', attributes, MAX_ATTRIBUTES);
-      const it = item('track', { activity_id: activityId, attributes, location: opts?.location });
-      return ready.then(() => enqueue(it));
+      const [item, bytes] = makeItem('track', { activity_id: activityId, attributes, location: trackOptions?.location });
+      return ready.then(() => enqueue(item, bytes));
     },
 
-    async identify(fields, opts = {}) {
+    async identify(fields, identifyOptions = {}) {
       checkFields('identify', fields);
-      const p: Fields = {};
-      for (const k of PERSON_KEYS) if (fields[k]) p[k] = fields[k];
-      if (!Object.keys(p).length) fail('identify', `needs ${PERSON_KEYS.join(' or ')}`);
-      const it = item('identify', { fields, ...opts });
-      return ready.then(() => {
-        if (consent != 'denied') {
-          void saveMeta({ m: { [meta.a]: { p, h: opts.user_hash } } });
-        }
-        return enqueue(it);
+      const person: Fields = {};
+      for (const field of PERSON_KEYS) if (fields[field]) person[field] = fields[field];
+      if (!Object.keys(person).length) fail('identify', ERRORS.noPerson);
+      await ready;
+      // First-touch attribution as the person fields the site chose; the site's own values win.
+      const firstTouch: Fields = {};
+      for (const [name, fieldId] of Object.entries(options.firstTouchFields ?? {})) if (meta.t?.[name] && fieldId) firstTouch[fieldId] = meta.t[name];
+      const [item, bytes] = makeItem('identify', { fields: { ...firstTouch, ...fields }, ...identifyOptions });
+      if (consent !== 'denied') void saveMeta({ m: { [meta.a]: { p: person, h: identifyOptions.user_hash } } });
+      return enqueue(item, bytes);
+    },
+
+    page(attributes) {
+      const touch = attribution(location.href, document.referrer);
+      const stored = tracker.track(options.pageActivity ?? 'act:cm:page-view', { ...pageAttributes(touch), ...attributes });
+      // The first touch stays with the visitor (until `reset`), for `firstTouchFields`.
+      void ready.then(() => {
+        if (!meta.t && consent !== 'denied' && Object.keys(touch).length) return saveMeta({ t: touch });
       });
+      return stored;
     },
 
-    page: (attributes) => tracker.track(options.pageActivity ?? 'act:cm:page-view', { ...pageAttributes(), ...attributes }),
+    flush: () =>
+      ready.then(() => {
+        stale = true;
+        return running === undefined ? run() : running.then(() => run());
+      }),
 
-    flush: () => ready.then(() => (running ? running.then(run) : run())),
+    reset: () => ready.then(() => saveMeta({ a: uuid(), i: undefined, t: undefined })),
 
-    reset: () => ready.then(() => saveMeta({ a: uuid(), i: undefined })),
-
-    async consent(c) {
-      if (!CONSENTS.includes(c)) throw new CdpInputError(`cdp.consent(): "${c}" is not granted, denied or pending`);
-      return ready.then(() => {
-        consent = blocked ? 'denied' : c;
-        if (c != 'denied') return saveMeta({ c }).then(() => void (consent == 'granted' && plan(0)));
-        for (const [e, done] of buf.splice(0)) dropped(e.item, 'consent'), done();
-        mirror.clear();
-        version++;
-        // The queue is emptied: a new queue id is as good as the old.
-        const m = (meta = { a: uuid(), q: uuid(), m: {}, c });
-        return store.clear().then(() => store.update('meta', () => m));
-      });
+    async consent(choice) {
+      if (!CONSENTS.includes(choice)) fail('consent', ERRORS.consentState, choice);
+      await ready;
+      consent = blocked ? 'denied' : choice;
+      if (choice !== 'denied') {
+        await saveMeta({ c: choice });
+        if (consent === 'granted') scheduler.plan(0);
+        return;
+      }
+      for (const entry of queue.discard()) emit('drop', { item: entry.item, reason: 'consent' });
+      metaVersion++;
+      // A new anonymous id and nothing else; the queue id stays, it names the browser, not the person.
+      const fresh: Meta = { a: uuid(), m: {}, c: choice, q: meta.q };
+      meta = fresh;
+      await store.clear();
+      await store.update('meta', () => fresh);
+      announce();
     },
 
-    on(event, fn) {
-      const set = (listeners[event] ??= new Set());
-      set.add(fn as (p: unknown) => void);
-      return () => void set.delete(fn as (p: unknown) => void);
-    },
+    on,
   };
 
-  // Atomic across tabs: two first pages agree on one anonymous id and one queue id instead of
-  // each making its own. A queue stored by an older snippet gets its queue id here.
+  // Atomic across tabs: two first pages agree on one anonymous id and one queue id.
   const ready = store
-    .update('meta', (o) => {
-      meta = (o as Meta)?.a ? merge(o as Meta, {}) : { a: uuid(), m: {} };
-      meta.q ??= uuid();
-      return meta;
-    })
+    .update('meta', (old) => (meta = mergeMeta(storedMeta(old), {})))
     .then(async () => {
       consent = blocked ? 'denied' : (meta.c ?? consent);
       // Privacy signals work like `denied` without recording a choice: nothing is kept.
       if (blocked) await store.clear();
-      plan(0);
+      scheduler.plan(0);
     });
 
-  if (typeof addEventListener == 'function') {
-    addEventListener('online', () => ((until = attempt = 0), run()));
+  if (typeof addEventListener === 'function') {
+    addEventListener('online', () => {
+      scheduler.succeeded();
+      void run();
+    });
     addEventListener('pagehide', hide);
-    document.addEventListener('visibilitychange', () => (document.visibilityState == 'hidden' ? hide() : (beaconed = false)));
+    document.addEventListener('visibilitychange', () => {
+      if (document.visibilityState === 'hidden') hide();
+      else beaconed = false;
+    });
   }
-  if (options.spa) watchHistory(() => void tracker.page().catch(() => {})), void tracker.page().catch(() => {});
+  if (options.spa) {
+    watchHistory(() => void tracker.page().catch(() => {}));
+    void tracker.page().catch(() => {});
+  }
   return tracker;
 }

@@ -9,32 +9,11 @@ export type Fields = Record<string, unknown>;
 /** `pending` stores but never sends, `granted` sends, `denied` deletes the queue and stores nothing. */
 export type Consent = 'granted' | 'denied' | 'pending';
 
-/** A `track` item as the relay receives it in `batch`. */
-export interface TrackItem {
-  id: string;
-  type: 'track';
-  ts: string;
-  activity_id: string;
-  attributes?: Fields | undefined;
-  /** identifying fields of the person (filled once they identify) */
-  person?: Fields | undefined;
-  user_hash?: string | undefined;
-  location?: unknown;
-}
+import type { CollectItem, IdentifyItem, ItemStatus, TrackItem } from '../api/collect.js';
 
-/** An `identify` item as the relay receives it in `batch`. */
-export interface IdentifyItem {
-  id: string;
-  type: 'identify';
-  ts: string;
-  fields: Fields;
-  tags?: string[] | undefined;
-  unset_tags?: string[] | undefined;
-  location?: unknown;
-  user_hash?: string | undefined;
-}
-
-export type Item = TrackItem | IdentifyItem;
+/** Items as the relay receives them in `batch`: the one wire contract, src/api/collect.ts. */
+export type { IdentifyItem, ItemStatus, TrackItem };
+export type Item = CollectItem;
 
 /** One queued item as kept in IndexedDB: the item, the anonymous id it was made under, its order. */
 export interface Entry {
@@ -53,19 +32,22 @@ export interface Who {
 export interface Meta {
   /** the current anonymous id */
   a: string;
-  /** this browser's queue id: made once, kept through identify and reset, sent with every batch so the relay can route by it */
-  q?: string | undefined;
   /** anonymous id -> the person who identified under it */
   m: Record<string, Who>;
   /** the relay's identity token */
   i?: string | undefined;
   /** the visitor's explicit consent choice */
   c?: Consent | undefined;
+  /** the stable id of this browser's queue, sent as the envelope's `queue` (made once, never changed) */
+  q?: string | undefined;
+  /** first-touch campaign attribution of the visitor (`utm_source`, `gclid`, `referrer`, …) */
+  t?: Record<string, string> | undefined;
 }
 
 /** The key-value store the queue lives in; idb-keyval by default, a Map when IndexedDB fails. */
 export interface Store {
   all(): Promise<[IDBValidKey, unknown][]>;
+  /** Writes the entries in one transaction; an entry whose value is `undefined` is deleted. */
   put(entries: [string, unknown][]): Promise<void>;
   del(keys: string[]): Promise<void>;
   clear(): Promise<void>;
@@ -78,6 +60,12 @@ export type DropReason = 'cap' | 'expired' | 'reset' | 'consent' | 'corrupt';
 
 /** Payloads of `on(event, fn)`. */
 export interface TrackerEvents {
+  /** an item is stored in the queue (its `track`/`identify` Promise resolves) */
+  queue: { item: Item };
+  /** a batch is on its way to the relay (`beacon`: sent with `sendBeacon` on page exit, no answer read) */
+  send: { items: Item[]; beacon: boolean };
+  /** the relay answered for one item; `retry` keeps it queued */
+  result: { item: Item; status: ItemStatus; error?: string | undefined };
   /** the relay rejected an item for good */
   reject: { item: Item; error: string };
   /** an item was dropped unsent (for `corrupt`, `item` is whatever was stored) */
@@ -122,7 +110,26 @@ export interface TrackerOptions {
   locks?: LockManager | false;
   now?: () => number;
   random?: () => number;
+  /**
+   * Person fields that receive the visitor's first-touch attribution on `identify`, e.g.
+   * `{ utm_source: 'str:cm:first-utm-source', referrer: 'str:cm:first-referrer' }`. Off by default.
+   */
+  firstTouchFields?: Partial<Record<AttributionKey, string>>;
 }
+
+/** Campaign parameters and click ids a page view carries, and the referrer. */
+export type AttributionKey =
+  | 'utm_source'
+  | 'utm_medium'
+  | 'utm_campaign'
+  | 'utm_term'
+  | 'utm_content'
+  | 'gclid'
+  | 'fbclid'
+  | 'msclkid'
+  | 'ttclid'
+  | 'li_fat_id'
+  | 'referrer';
 
 /** Options of `track`. */
 export interface TrackOptions {

@@ -27,8 +27,34 @@ export const isFieldId = (id: string): boolean => FIELD.test(id);
 /** True for an activity ID of the form `act:cm:name`. */
 export const isActivityId = (id: unknown): boolean => ACTIVITY.test(id as string);
 
-const fail = (where: string, what: string): never => {
-  throw new CdpInputError(`cdp.${where}(): ${what}`);
+/**
+ * Why input was refused, as a short code in the message (`cdp.track(): E2 "signed-up"`); the
+ * full text of each is in docs/snippet.md. Codes keep the snippet small.
+ */
+export const ERRORS = {
+  /** createTracker(): options.relay and options.key are required strings */
+  missingOptions: 'E1',
+  /** not an activity ID (act:cm:name) */
+  activityId: 'E2',
+  /** expected an object keyed by field ID */
+  notFields: 'E3',
+  /** more fields than allowed (15 attributes) */
+  tooManyFields: 'E4',
+  /** not a field ID (type:namespace:name) */
+  fieldId: 'E5',
+  /** the item is over 16 kB */
+  tooBig: 'E6',
+  /** identify needs str::email, str::ei or str::person_id */
+  noPerson: 'E7',
+  /** consent is granted, denied or pending */
+  consentState: 'E8',
+  /** unknown command of `cdp(…)` */
+  command: 'E9',
+} as const;
+
+/** Throws the `CdpInputError` `cdp.<where>(): <code> <detail>`. */
+const fail = (where: string, code: string, detail: unknown = ''): never => {
+  throw new CdpInputError(`cdp.${where}(): ${code} ${detail}`);
 };
 
 /** UTF-8 bytes of `s` (not `new Blob([s]).size`: each Blob is a round trip to Chrome's blob registry, 100× slower). */
@@ -36,16 +62,20 @@ export const utf8Bytes = (s: string): number => new TextEncoder().encode(s).leng
 
 /** Throws `CdpInputError` unless `fields` is an object of at most `max` valid field IDs. */
 export function checkFields(where: string, fields: unknown, max = 1 / 0): asserts fields is Fields {
-  if (!fields || typeof fields != 'object' || Array.isArray(fields)) fail(where, 'expected an object keyed by field ID');
+  if (!fields || typeof fields !== 'object' || Array.isArray(fields)) fail(where, ERRORS.notFields);
   const keys = Object.keys(fields as object);
-  if (keys.length > max) fail(where, `${keys.length} fields; at most ${max}`);
-  for (const k of keys) if (!isFieldId(k)) fail(where, `"${k}" is not a field ID`);
+  if (keys.length > max) fail(where, ERRORS.tooManyFields, `${keys.length}>${max}`);
+  for (const fieldId of keys) if (!isFieldId(fieldId)) fail(where, ERRORS.fieldId, fieldId);
 }
 
-/** Throws `CdpInputError` when the item is over 16 kB (and JSON's own TypeError when it is not JSON). */
-export function checkSize(where: string, item: object): void {
-  const n = utf8Bytes(JSON.stringify(item));
-  if (n > MAX_ITEM_BYTES) fail(where, `${n} bytes; at most ${MAX_ITEM_BYTES}`);
+/**
+ * The item's size in bytes of JSON, measured once here and kept with it in the queue. Throws
+ * `CdpInputError` when it is over 16 kB (and JSON's own TypeError when it is not JSON).
+ */
+export function checkSize(where: string, item: object): number {
+  const bytes = utf8Bytes(JSON.stringify(item));
+  if (bytes > MAX_ITEM_BYTES) fail(where, ERRORS.tooBig, `${bytes}>${MAX_ITEM_BYTES}`);
+  return bytes;
 }
 
 export { fail };

@@ -13,5 +13,9 @@ export const COMMANDS: Readonly<Record<string, CommandEntry>> = {
     load: async () => (await import('./relay.js')).default,
   },
   token: { summary: 'create a relay proxy token: printed once, with its RELAY_TOKENS entry', load: async () => (await import('./token.js')).default },
+  plan: {
+    summary: 'the tracking plan: check, diff, push it to the platform, generate types for track()',
+    load: async () => (await import('./plan.js')).default,
+  },
   emulator: { summary: 'run the platform API locally (all 29 endpoints, dashboard at /)', load: async () => (await import('./emulator.js')).default },
 };

@@ -1,10 +1,16 @@
 /**
  * `cdp-edge emulator [--port 8790] [--key dev-key] [--region default|au|eu] [--plan business]
- * [--data file.json] [--rate-limit [N]] [--faults JSON]`: the platform API run locally.
+ * [--data file.json] [--rate-limit [N]] [--faults JSON] [--tracking-plan FILE]`: the platform API
+ * run locally. `--plan` is the account's plan tier; `--tracking-plan` a tracking plan file.
  * @module
  */
 import { parseArgs } from 'node:util';
 import type { Command } from '../cli.js';
+import { createClient } from '../client/index.js';
+import { readPlanFile } from '../plan/files.js';
+import { seedPlan } from '../plan/push.js';
+import type { Plan } from '../plan/schema.js';
+import type { RunningEmulator } from '../emulator/node.js';
 import { untilStopped } from './signals.js';
 
 const USAGE = `Usage: cdp-edge emulator [options]
@@ -18,33 +24,38 @@ Serves the platform API (all 29 /v1 endpoints) on loopback, with a dashboard at 
   --plan P            professional or business (default business; address lookup needs business)
   --data FILE         load the state from FILE when it exists, and write changes back to it
   --rate-limit [N]    limit requests per second: N, or the plan's rate (10 professional, 30 business)
-  --faults JSON       fail on purpose, e.g. '{"person/merge":{"status":503,"rate":0.2}}'`;
+  --faults JSON       fail on purpose, e.g. '{"person/merge":{"status":503,"rate":0.2}}'
+  --tracking-plan F   start with the custom fields and activity definitions of this tracking plan`;
 
 const fault = (message: string) => {
   console.error(`cdp-edge emulator: ${message}\n\n${USAGE}`);
   return 2;
 };
 
+const parseOptions = (args: string[]) =>
+  parseArgs({
+    args,
+    options: {
+      port: { type: 'string' },
+      host: { type: 'string' },
+      key: { type: 'string' },
+      region: { type: 'string' },
+      plan: { type: 'string' },
+      data: { type: 'string' },
+      'rate-limit': { type: 'string' },
+      faults: { type: 'string' },
+      'tracking-plan': { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+
 const emulator: Command = {
   async run(argv) {
     // `--rate-limit` may stand alone (the plan's rate): give it the value `plan` before parsing
     const args = argv.flatMap((arg, i) => (arg === '--rate-limit' && (argv[i + 1] === undefined || argv[i + 1]!.startsWith('--')) ? [arg, 'plan'] : [arg]));
-    let values;
+    let values: ReturnType<typeof parseOptions>['values'];
     try {
-      ({ values } = parseArgs({
-        args,
-        options: {
-          port: { type: 'string' },
-          host: { type: 'string' },
-          key: { type: 'string' },
-          region: { type: 'string' },
-          plan: { type: 'string' },
-          data: { type: 'string' },
-          'rate-limit': { type: 'string' },
-          faults: { type: 'string' },
-          help: { type: 'boolean', short: 'h' },
-        },
-      }));
+      ({ values } = parseOptions(args));
     } catch (error) {
       return fault((error as Error).message);
     }
@@ -58,7 +69,7 @@ const emulator: Command = {
     const rateLimit = rate === undefined ? false : rate === 'plan' ? true : Number(rate);
     if (typeof rateLimit === 'number' && !(Number.isFinite(rateLimit) && rateLimit > 0))
       return fault(`--rate-limit must be a number of requests per second; got ${JSON.stringify(rate)}`);
-    let faults;
+    let faults: unknown;
     if (values.faults !== undefined) {
       try {
         faults = JSON.parse(values.faults) as unknown;
@@ -66,8 +77,16 @@ const emulator: Command = {
         return fault(`--faults must be JSON: ${(error as Error).message}`);
       }
     }
+    let trackingPlan: Plan | undefined;
+    if (values['tracking-plan'] !== undefined) {
+      try {
+        trackingPlan = readPlanFile(values['tracking-plan']);
+      } catch (error) {
+        return fault((error as Error).message);
+      }
+    }
     const { startEmulator } = await import('../emulator/node.js');
-    let running;
+    let running: RunningEmulator;
     try {
       running = await startEmulator({
         port,
@@ -83,6 +102,17 @@ const emulator: Command = {
       if (error instanceof TypeError || error instanceof RangeError || error instanceof SyntaxError) return fault((error as Error).message);
       console.error(`cdp-edge emulator: could not start: ${(error as Error).message}`);
       return 1;
+    }
+    if (trackingPlan) {
+      try {
+        // through the API itself, so the emulator holds what a platform would after `plan push`
+        const seeded = await seedPlan(createClient({ apiKey: running.emulator.options.key, baseUrl: running.url, retry: false }), trackingPlan);
+        console.log(`cdp-edge emulator: tracking plan ${values['tracking-plan']}: ${seeded.created} created, ${seeded.modified} adopted`);
+      } catch (error) {
+        console.error(`cdp-edge emulator: could not load the tracking plan: ${(error as Error).message}`);
+        await running.close();
+        return 1;
+      }
     }
     console.log(
       `cdp-edge emulator listening on ${running.url} (key ${running.emulator.options.key}, region ${running.emulator.options.region}, plan ${running.emulator.options.plan}${values.data ? `, data ${values.data}` : ''})`,

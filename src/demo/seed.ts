@@ -1,30 +1,18 @@
 /**
  * The demo's starting data, put into the emulator through the platform API itself (the typed
- * client), so it is exactly what a real instance would hold after the same calls.
+ * client), so it is exactly what a real instance would hold after the same calls. The
+ * definitions come from the demo's tracking plan, demo/cdp-edge.plan.json.
  * @module
  */
-import type { Client } from '../client/index.js';
+import { join } from 'node:path';
 import type { RequestOf } from '../api/index.js';
+import type { Client } from '../client/index.js';
+import { readPlanFile } from '../plan/files.js';
+import { seedPlan } from '../plan/push.js';
+import { packageRoot } from './files.js';
 
-/** The activities the demo pages send; the relay's demo site accepts these and no others. */
-export const DEMO_ACTIVITIES = ['act:cm:page-view', 'act:cm:added-to-cart', 'act:cm:signed-up'] as const;
-
-const DEFINITIONS: Array<RequestOf<'definitions/activity/create'>> = [
-  {
-    name: 'page-view',
-    icon_id: 'page-illustration-icon',
-    attributes: ['url', 'path', 'title', 'referrer'].map((name) => ({ name, display_type: 'text' as const, field_id: 'do-not-map' })),
-  },
-  {
-    name: 'added-to-cart',
-    icon_id: 'moneys-illustration-icon',
-    attributes: [
-      { name: 'product', display_type: 'text', field_id: 'do-not-map' },
-      { name: 'price', display_type: 'decimal', field_id: 'do-not-map' },
-    ],
-  },
-  { name: 'signed-up', icon_id: 'happy-illustration-icon', attributes: [{ name: 'plan', display_type: 'text', field_id: 'do-not-map' }] },
-];
+/** The demo's tracking plan: its activities, attributes, person fields and what the demo site may send. */
+export const demoPlanFile = (): string => join(packageRoot(), 'demo', 'cdp-edge.plan.json');
 
 const PEOPLE: RequestOf<'person/merge'> = {
   merge_by: ['str::email'],
@@ -43,9 +31,9 @@ const PEOPLE: RequestOf<'person/merge'> = {
   ],
 };
 
-/** Creates the demo's activity definitions, three people, their tags and one account. */
+/** Creates the demo plan's custom fields and activity definitions, three people, their tags and one account. */
 export async function seedDemo(client: Client): Promise<void> {
-  for (const definition of DEFINITIONS) await client.definitions.createActivity(definition);
+  await seedPlan(client, readPlanFile(demoPlanFile()));
   const people = await client.person.merge(PEOPLE);
   const merged = await client.accounts.merge({
     merge_by: ['str:o:name'],

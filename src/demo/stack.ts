@@ -1,7 +1,9 @@
 /**
  * Everything `cdp-edge dev` runs, as one function the CLI and the tests share: the emulator
  * with the demo's seed (unless a real upstream is given), the demo site, and the relay in
- * front of the upstream, configured for the demo site with a read token for the proxy.
+ * front of the upstream, configured for the demo site with a read token for the proxy. The
+ * demo's tracking plan (demo/cdp-edge.plan.json) defines the emulator's activities and what the
+ * relay lets the demo site send.
  *
  * @example
  * const stack = await startDevStack({ emulatorPort: { port: 0 }, relayPort: { port: 0 }, demoPort: { port: 0 } });
@@ -15,7 +17,7 @@ import type { Logger } from '../relay/logging.js';
 import { startRelay, type RunningRelay } from '../relay/node.js';
 import { createToken } from '../relay/tokens.js';
 import { listenOn, type PortChoice } from './ports.js';
-import { DEMO_ACTIVITIES, seedDemo } from './seed.js';
+import { demoPlanFile, seedDemo } from './seed.js';
 import { startDemoServer, type DemoConfig, type RunningDemo } from './server.js';
 
 /** The site key of the demo page (public, like every site key). */
@@ -99,7 +101,7 @@ export async function startDevStack(options: DevStackOptions = {}): Promise<DevS
       name: 'demo',
       // The page may be opened as 127.0.0.1 or as localhost.
       origins: [demo.url, demo.url.replace(hostname, 'localhost')],
-      activities: [...DEMO_ACTIVITIES],
+      // what the page may send (activities, fields, attribute types) comes from the plan: RELAY_PLAN below
       verify: 'required',
     };
     const relay = await bind(options.relayPort ?? { port: 8787 }, 'relay', (port) =>
@@ -113,6 +115,7 @@ export async function startDevStack(options: DevStackOptions = {}): Promise<DevS
           RELAY_SITES: JSON.stringify([site]),
           RELAY_TOKENS: JSON.stringify([entry]),
           RELAY_IDENTITY_SECRET: config.identitySecret,
+          RELAY_PLAN: demoPlanFile(),
         },
       }),
     );

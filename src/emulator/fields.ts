@@ -9,34 +9,18 @@ import {
   PERSON_FIELDS,
   canonicalFieldId,
   checkFieldValue,
+  FIELD_TYPE_OF,
   customFieldId,
   parseFieldId,
   scaleInt,
   type CustomFieldType,
-  type FieldType,
   type ResponseMap,
 } from '../api/index.js';
 import { fail, PlatformHttpError } from './errors.js';
 import type { CustomField, Store } from './store.js';
 
-/** The type abbreviation a custom field of `display_type` gets in its field ID. */
-export const FIELD_TYPE_OF: Record<CustomFieldType | 'email', FieldType> = {
-  text: 'str',
-  large_text: 'str',
-  link: 'str',
-  email: 'str',
-  single_select: 'str',
-  multi_select: 'str',
-  integer: 'int',
-  decimal: 'int',
-  currency: 'int',
-  price: 'int',
-  date: 'dtz',
-  time: 'dtz',
-  bool: 'bol',
-  phone: 'phn',
-  object: 'obj',
-};
+/** The type abbreviation of a `display_type` lives with the definition schemas; re-exported for the emulator's modules. */
+export { FIELD_TYPE_OF };
 
 const kebabToSnake = (name: string) => name.replace(/-/g, '_');
 

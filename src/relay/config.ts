@@ -8,6 +8,8 @@
  * @module
  */
 import { baseUrlFor, DEFAULT_PERSON_MERGE_BY, isRecord, isRegion, parseFieldId } from '../api/index.js';
+import { activityRules, type ActivityRules } from '../plan/rules.js';
+import { type Plan, parsePlan, PlanError } from '../plan/schema.js';
 import { RelayConfigError } from './errors.js';
 import type { Rate } from './limits.js';
 import { parseTokens, type TokenConfig } from './tokens.js';
@@ -36,6 +38,8 @@ export interface SiteConfig {
   visitorRateLimit: Rate;
   /** `rate_limit`: an explicit cap on the whole site's requests, across all its visitors @default none */
   rateLimit: Rate | undefined;
+  /** from `RELAY_PLAN`: per activity, the attributes a browser may send, their types, which are required @default none (no plan) */
+  attributeRules?: ActivityRules | undefined;
 }
 
 export interface RelayConfig {
@@ -187,6 +191,35 @@ export function parseSites(json: string | undefined): Map<string, SiteConfig> {
   return sites;
 }
 
+/**
+ * `RELAY_PLAN`: the tracking plan's JSON (a Worker's JSON var arrives parsed; the Node relay has
+ * already put the file's text here). Its sites' allowlists replace those of `RELAY_SITES` for the
+ * same key, and give the relay the plan's attribute types; plan sites without a RELAY_SITES entry
+ * are left out (the plan says what a site may send, RELAY_SITES where it may send from).
+ */
+export function applyPlan(sites: Map<string, SiteConfig>, raw: unknown): void {
+  if (raw === undefined || raw === null || raw === '') return;
+  if (typeof raw === 'string' && !raw.trim().startsWith('{')) {
+    throw new RelayConfigError(
+      'RELAY_PLAN',
+      "must be the plan's JSON here (the Node relay reads a file path itself; on Workers use a JSON var or a bundled import)",
+    );
+  }
+  let plan: Plan;
+  try {
+    plan = parsePlan(raw, 'RELAY_PLAN');
+  } catch (cause) {
+    if (cause instanceof PlanError) throw new RelayConfigError('RELAY_PLAN', cause.message.replace(/^RELAY_PLAN /, ''), { cause });
+    throw cause;
+  }
+  const rules = activityRules(plan);
+  for (const entry of plan.sites ?? []) {
+    const site = sites.get(entry.key);
+    if (!site) continue;
+    sites.set(entry.key, { ...site, activities: new Set(entry.activities), fields: new Set(entry.fields), attributeRules: rules });
+  }
+}
+
 function path(env: Env, name: string, fallback: string | undefined): string | undefined {
   const value = str(env, name) ?? fallback;
   if (value !== undefined && !/^\/[A-Za-z0-9/_.-]*$/.test(value))
@@ -204,6 +237,7 @@ export function parseConfig(env: Env): RelayConfig {
   if (explicit !== undefined && !/^https?:\/\/[^/]+/.test(explicit))
     throw new RelayConfigError('CDP_BASE_URL', `must be an http(s) URL, got ${JSON.stringify(explicit)}`);
   const sites = parseSites(str(env, 'RELAY_SITES'));
+  applyPlan(sites, env['RELAY_PLAN']);
   const identitySecret = str(env, 'RELAY_IDENTITY_SECRET');
   for (const site of sites.values()) {
     if (site.verify !== 'off' && identitySecret === undefined) {

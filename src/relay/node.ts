@@ -15,6 +15,7 @@ import type { HttpBindings } from '@hono/node-server';
 import { createRelayHandlers, type RelayDeps } from './app.js';
 import { createNodeFront } from './node-front.js';
 import { resolveClientIp } from './client-ip.js';
+import { withPlanFile } from '../plan/files.js';
 import { parseConfig, type RelayConfig } from './config.js';
 import { createMemoryLimiter } from './limits.js';
 import { createMemoryStore } from './memory.js';
@@ -63,7 +64,8 @@ async function readSnippet(): Promise<Uint8Array | undefined> {
 
 /** Starts the relay on Node; resolves once it listens. */
 export async function startRelay(options: StartRelayOptions = {}): Promise<RunningRelay> {
-  const env = options.env ?? process.env;
+  // RELAY_PLAN is a file path on Node: its text is what parseConfig reads
+  const env = withPlanFile(options.env ?? process.env);
   const config = options.config ?? parseConfig(env);
   const stateFile = options.stateFile ?? env['RELAY_STATE_FILE'];
   const redisUrl = options.redisUrl ?? env['RELAY_REDIS_URL'];

@@ -41,7 +41,7 @@ describe('consent', () => {
 
   it('rejects an unknown state with an error naming the three', async () => {
     const { t } = await tracker();
-    await expect(t.consent('yes' as never)).rejects.toThrow(/granted, denied or pending/);
+    await expect(t.consent('yes' as never)).rejects.toThrow(/cdp\.consent\(\): E8 yes/);
   });
 
   describe('privacy signals', () => {

@@ -109,6 +109,14 @@ describe('backoff', () => {
     expect(retryAfter('soon', now)).toBe(0);
   });
 
+  it('reads Retry-After: 0 as no wait, not as a date in the year 2000', () => {
+    const now = Date.parse('2026-11-23T10:00:00Z');
+    expect(retryAfter('0', now)).toBe(0);
+    expect(retryAfter(' 0 ', now)).toBe(0);
+    expect(retryAfter('1.5', now)).toBe(1500);
+    expect(retryAfter('Mon, 23 Nov 2026 09:00:00 GMT', now)).toBe(0);
+  });
+
   it('waits longer after each failure in a row, honours Retry-After, and resets after a success', async () => {
     let status = 503;
     const relay = fakeRelay(() =>
@@ -162,7 +170,10 @@ describe('one tab at a time', () => {
   it('does not send while another tab holds the Web Lock', async () => {
     const names: string[] = [];
     const busy = {
-      request: async (name: string, _o: unknown, fn: (l: null) => unknown) => (names.push(name), fn(null)),
+      request: async (name: string, _o: unknown, fn: (l: null) => unknown) => {
+        names.push(name);
+        return fn(null);
+      },
     } as unknown as LockManager;
     const { t, relay } = await tracker({ locks: busy });
     await t.identify(ann);
@@ -173,7 +184,12 @@ describe('one tab at a time', () => {
   });
 
   it('sends under the Web Lock when it is free', async () => {
-    const free = { request: async (_n: string, o: { ifAvailable: boolean }, fn: (l: object) => unknown) => (expect(o.ifAvailable).toBe(true), fn({})) };
+    const free = {
+      request: async (_n: string, o: { ifAvailable: boolean }, fn: (l: object) => unknown) => {
+        expect(o.ifAvailable).toBe(true);
+        return fn({});
+      },
+    };
     const { t, relay } = await tracker({ locks: free as unknown as LockManager });
     await t.identify(ann);
     await t.flush();
@@ -210,7 +226,12 @@ describe('one tab at a time', () => {
 describe('page exit', () => {
   it('beacons what is queued on pagehide and keeps it until a flush hears back', async () => {
     const beacons: { url: string; body: string }[] = [];
-    const { t, relay } = await tracker({ sendBeacon: (url, body) => (beacons.push({ url, body }), true) });
+    const { t, relay } = await tracker({
+      sendBeacon: (url, body) => {
+        beacons.push({ url, body });
+        return true;
+      },
+    });
     await t.identify(ann);
     await t.track('act:cm:viewed');
     dispatchEvent(new Event('pagehide'));
@@ -228,7 +249,12 @@ describe('page exit', () => {
 
   it('beacons when the page is hidden, once until it is visible again, each beacon under 64 kB', async () => {
     const beacons: string[] = [];
-    const { t } = await tracker({ sendBeacon: (_u, b) => (beacons.push(b), true) });
+    const { t } = await tracker({
+      sendBeacon: (_u, b) => {
+        beacons.push(b);
+        return true;
+      },
+    });
     await t.identify(ann);
     await Promise.all(Array.from({ length: 20 }, () => t.track('act:cm:viewed', { 'str:cm:blob': 'x'.repeat(5_000) })));
     const show = (state: string) => {
@@ -248,7 +274,13 @@ describe('page exit', () => {
 
   it('sends no beacon without consent', async () => {
     const beacons: string[] = [];
-    const { t } = await tracker({ consent: 'pending', sendBeacon: (_u, b) => (beacons.push(b), true) });
+    const { t } = await tracker({
+      consent: 'pending',
+      sendBeacon: (_u, b) => {
+        beacons.push(b);
+        return true;
+      },
+    });
     await t.identify(ann);
     dispatchEvent(new Event('pagehide'));
     expect(beacons).toEqual([]);

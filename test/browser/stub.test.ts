@@ -72,8 +72,8 @@ describe('window.cdp', () => {
     cdp('init', options(fakeRelay()));
     let bad: unknown;
     expect(() => (bad = cdp.track!('nope'))).not.toThrow();
-    await expect(bad).rejects.toThrow(/not an activity ID/);
-    await expect(cdp('explode')).rejects.toThrow(/unknown command explode/);
+    await expect(bad).rejects.toThrow(/E2 nope/);
+    await expect(cdp('explode')).rejects.toThrow(/E9 explode/);
     await vi.waitFor(() => expect(warn).toHaveBeenCalledTimes(2));
   });
 
@@ -81,6 +81,6 @@ describe('window.cdp', () => {
     const error = vi.spyOn(console, 'error').mockImplementation(() => {});
     const cdp = install(stub());
     expect(() => cdp('init', {})).not.toThrow();
-    expect(error).toHaveBeenCalledWith(expect.objectContaining({ message: expect.stringMatching(/options.relay and options.key/) }));
+    expect(error).toHaveBeenCalledWith(expect.objectContaining({ message: expect.stringMatching(/createTracker\(\): E1/) }));
   });
 });

@@ -40,7 +40,7 @@ export async function queued(): Promise<{ item: Item; a: string; n: number }[]> 
  * first pass (which runs on load) is over.
  */
 export async function tracker(options: Partial<TrackerOptions> = {}, relay = fakeRelay()) {
-  const events: { [E in keyof TrackerEvents]: TrackerEvents[E][] } = { reject: [], drop: [], 'storage-error': [], error: [] };
+  const events: { [E in keyof TrackerEvents]: TrackerEvents[E][] } = { queue: [], send: [], result: [], reject: [], drop: [], 'storage-error': [], error: [] };
   const t: Tracker = createTracker({
     relay: 'https://t.example.com',
     key: 'pk_test',

@@ -6,7 +6,7 @@
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chromiumAvailable, launchChromium } from './chromium.js';
-import { ACTIVITY, startStack, type Stack } from './snippet-stack.js';
+import { ACTIVITY, PLATFORM_KEY, startStack, type Stack } from './snippet-stack.js';
 
 const available = chromiumAvailable('snippet end-to-end (test/e2e/snippet.test.ts)');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -101,6 +101,8 @@ describe.runIf(available)('the snippet in Chromium, against the relay and emulat
   it('closing a tab with queued events: the exit beacon delivers them', async () => {
     const context = await browser.newContext();
     const page = await open(context, { flushInterval: 3_600_000 });
+    // The tracker flushes once when it starts (what earlier pages left): let that pass, so only the beacon can send.
+    await page.evaluate(() => (window as unknown as { cdp: { flush(): Promise<void> } }).cdp.flush());
     const email = newPerson();
     await send(page, email, 0, 12);
     await sleep(300);
@@ -134,6 +136,52 @@ describe.runIf(available)('the snippet in Chromium, against the relay and emulat
     expect(stack.received(email)).toEqual([]);
     await page.evaluate(() => (window as unknown as { cdp: { consent(c: string): Promise<void> } }).cdp.consent('granted'));
     await arrivesExactlyOnce(email, range(0, 10));
+    await context.close();
+  });
+
+  it('1,000 held items (anonymous) survive a reload, cost no flush, and drain once after identify', async () => {
+    // The emulator keeps at most 50 events per activity per person a day: spread them over 25 activities.
+    const HELD = 1000;
+    const ACTIVITIES = 25;
+    for (let i = 0; i < ACTIVITIES; i++) {
+      const created = await fetch(`${stack.emulator.url}/v1/definitions/activity/create`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-api-key': PLATFORM_KEY },
+        body: JSON.stringify({ name: `held-${i}`, attributes: [{ name: 'n', display_type: 'text' }] }),
+      });
+      expect([200, 409]).toContain(created.status);
+    }
+    const context = await browser.newContext();
+    let collects = 0;
+    context.on('request', (request) => void (request.url().endsWith('/collect') && collects++));
+    const init = { maxItems: 2 * HELD };
+    const track = (page: Page, from: number, count: number) =>
+      page.evaluate(
+        async ({ from, count, activities }) => {
+          const cdp = (window as unknown as { cdp: Record<string, (...a: unknown[]) => Promise<void>> }).cdp;
+          await Promise.all(Array.from({ length: count }, (_, i) => cdp['track']!(`act:cm:held-${(from + i) % activities}`, { 'str:cm:n': String(from + i) })));
+        },
+        { from, count, activities: ACTIVITIES },
+      );
+    const page = await open(context, init);
+    await track(page, 0, HELD);
+    await page.reload();
+    await page.waitForFunction(() => (window as unknown as { cdp?: { loaded?: boolean } }).cdp?.loaded === true);
+    await track(page, HELD, 50);
+    await sleep(1000);
+    // Held until identify: not one request.
+    expect(collects).toBe(0);
+    const email = newPerson();
+    await page.evaluate((email) => (window as unknown as { cdp: { identify(f: object): Promise<void> } }).cdp.identify({ 'str::email': email }), email);
+    const heldValues = () => {
+      const person = stack.emulator.emulator.snapshot().people.find((p) => p.fields?.['str::email'] === email);
+      return (person?.events ?? []).filter((e) => e.activity_id.startsWith('act:cm:held-')).map((e) => String(e.attributes['str:cm:n']));
+    };
+    await expect.poll(() => heldValues().length, { timeout: 60_000, interval: 200 }).toBeGreaterThanOrEqual(HELD + 50);
+    await sleep(1500);
+    expect(heldValues().sort()).toEqual(range(0, HELD + 50).sort());
+    // 1,050 items and an identify in batches of at most 100.
+    expect(collects).toBeLessThanOrEqual(12);
     await context.close();
   });
 

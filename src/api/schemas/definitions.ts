@@ -1,6 +1,6 @@
 /** Request bodies of custom fields, activity definitions, activity events and tags. */
 import * as v from 'valibot';
-import { isFieldId, parseFieldId } from '../fields.js';
+import { isFieldId, parseFieldId, type FieldType } from '../fields.js';
 import { jsonBytes, LIMITS } from '../limits.js';
 import { fieldsOf, id, location, record } from './common.js';
 import { items } from './people.js';
@@ -24,6 +24,26 @@ export const CUSTOM_FIELD_TYPES = [
 export type CustomFieldType = (typeof CUSTOM_FIELD_TYPES)[number];
 
 export const ATTRIBUTE_TYPES = ['email', ...CUSTOM_FIELD_TYPES] as const;
+export type AttributeType = (typeof ATTRIBUTE_TYPES)[number];
+
+/** The type abbreviation a custom field or activity attribute of `display_type` gets in its field ID. */
+export const FIELD_TYPE_OF: Readonly<Record<AttributeType, FieldType>> = {
+  text: 'str',
+  large_text: 'str',
+  link: 'str',
+  email: 'str',
+  single_select: 'str',
+  multi_select: 'str',
+  integer: 'int',
+  decimal: 'int',
+  currency: 'int',
+  price: 'int',
+  date: 'dtz',
+  time: 'dtz',
+  bool: 'bol',
+  phone: 'phn',
+  object: 'obj',
+};
 
 export const ICON_IDS = [
   'calendar-illustration-icon',

@@ -8,6 +8,7 @@ import * as v from 'valibot';
 import { toIssues } from '../../api/index.js';
 import { mergedPerson } from '../../api/schemas/people.js';
 import { activityEvent } from '../../api/schemas/definitions.js';
+import { attributesProblem } from '../../plan/rules.js';
 import type { SiteConfig } from '../config.js';
 
 const isPlainObject = (input: unknown): input is Record<string, unknown> => typeof input === 'object' && input !== null && !Array.isArray(input);
@@ -93,6 +94,11 @@ export function checkItem(raw: unknown, index: number, site: SiteConfig): Checke
   }
   if (item.type === 'track' && site.activities && !site.activities.has(item.input.activity_id)) {
     return { ok: false, id, error: `activity ${item.input.activity_id} may not be sent from a browser to this site (not in its "activities" list)` };
+  }
+  if (item.type === 'track' && site.attributeRules) {
+    // the tracking plan's types: a wrong-typed, unknown or missing attribute rejects this item only
+    const problem = attributesProblem(site.attributeRules, item.input.activity_id, item.input.attributes ?? {});
+    if (problem) return { ok: false, id, error: problem };
   }
   return { ok: true, item };
 }

@@ -1,0 +1,30 @@
+/**
+ * Identity: what the tracker remembers between page loads (stored under the key `meta`) and
+ * how a queued item gets its person once the visitor identifies.
+ * @module
+ */
+import type { Entry, Item, Meta } from './types.js';
+import { uuid } from './uuid.js';
+
+/** The 20 latest anonymous ids are enough to name every held item; older ones are forgotten. */
+const KEPT_ANONYMOUS_IDS = 20;
+
+/** `old` with `patch` applied; a missing anonymous id or queue id is made here, once. */
+export function mergeMeta(old: Meta | undefined, patch: Partial<Meta>): Meta {
+  const people = Object.entries({ ...old?.m, ...patch.m }).slice(-KEPT_ANONYMOUS_IDS);
+  return { a: uuid(), q: uuid(), ...old, ...patch, m: Object.fromEntries(people) };
+}
+
+/** A stored meta record, or `undefined` for anything else (nothing stored yet, corrupt). */
+export const storedMeta = (value: unknown): Meta | undefined => ((value as Meta)?.a ? (value as Meta) : undefined);
+
+/**
+ * The item as sent: tracks made before identify get the person now. `undefined` = still held
+ * (the visitor has not identified yet), `null` = orphaned by a `reset`.
+ */
+export function resolveItem({ item, a: anonymousId }: Entry, meta: Meta): Item | null | undefined {
+  if (item.type !== 'track' || item.person) return item;
+  const who = meta.m[anonymousId];
+  if (who) return { ...item, person: who.p, user_hash: who.h };
+  return anonymousId === meta.a ? undefined : null;
+}
