@@ -17,7 +17,11 @@ import { fromRequest, type CollectRequest } from './collect/body.js';
 import type { ClientInfo } from './collect/enrich.js';
 import { systemClock, type Clock } from './collect/upstream.js';
 import { describeError, RelayHttpError } from './errors.js';
-import { consoleLogger, silentLogger, type Logger } from './logging.js';
+import { authenticate } from './proxy/auth.js';
+import { createTokenVerifier } from './tokens.js';
+import { createConsoleLogger, scrub, silentLogger, writes, type Logger } from './logging.js';
+import { countBy, observeAll, type ObservedItem, type RelayObserver } from './observe.js';
+import { createReadiness, type Readiness } from './ready.js';
 import { createMemoryLimiter, type RateLimiter } from './limits.js';
 import { createMemoryStore } from './memory.js';
 import { createProxyRoutes } from './proxy/index.js';
@@ -34,6 +38,12 @@ export interface RelayDeps {
   transport?: Transport;
   /** called once per upstream call of /collect and the proxy (metrics) */
   onUpstreamCall?: (call: UpstreamCall) => void;
+  /** told of every /collect answer, proxy call and upstream call (metrics, the status page, Analytics Engine) */
+  observer?: RelayObserver;
+  /** `GET /metrics` on the relay's own port for tokens with the `metrics` scope (the Node entry gives prom-client's) */
+  metrics?: MetricsSource;
+  /** how recent a platform answer keeps the relay ready without a probe @default 60 000 ms */
+  platformFreshMs?: number;
   /** @default the system clock */
   clock?: Clock;
   /** dedupe ids and counters @default an in-memory store (forgets on restart) */
@@ -63,10 +73,17 @@ export interface CollectAnswer {
   body: string;
 }
 
+/** The metrics text and its content type (Prometheus exposition format). */
+export interface MetricsSource {
+  render(): Promise<{ contentType: string; body: string }>;
+}
+
 /** The relay's Hono app and, for a runtime front that skips building a `Request`, its POST /collect. */
 export interface RelayHandlers {
   app: Hono;
   collect(request: CollectRequest, info: ClientInfo): Promise<CollectAnswer>;
+  /** what `GET /readyz` answers */
+  readiness: Readiness;
 }
 
 /** Creates the relay's Hono app; `app.fetch` is the handler for every runtime. */
@@ -76,12 +93,15 @@ export function createRelay(config: RelayConfig, deps: RelayDeps = {}): Hono {
 
 export function createRelayHandlers(config: RelayConfig, deps: RelayDeps = {}): RelayHandlers {
   const clock = deps.clock ?? systemClock;
-  const logger = deps.logger ?? (config.log ? consoleLogger : silentLogger);
+  const logger = deps.logger ?? (config.logLevel === 'off' ? silentLogger : createConsoleLogger(config.logLevel));
+  const debug = writes(config.logLevel, 'debug');
   const store = deps.store ?? createMemoryStore();
   const limiter = deps.limiter ?? createMemoryLimiter();
   const transport = deps.transport ?? fetchTransport(deps.fetch ?? globalThis.fetch.bind(globalThis));
   // One 429 window per upstream, shared by /collect and the proxy: the platform limits the key, not the route.
   const backoff = deps.backoff ?? sharedBackoff(config.baseUrl);
+  const readiness = createReadiness({ store, transport, baseUrl: config.baseUrl, now: () => clock.now(), freshMs: deps.platformFreshMs ?? 60_000 });
+  const observer = observeAll(deps.observer, deps.onUpstreamCall && { upstream: deps.onUpstreamCall }, readiness.observer);
   const upstream = createUpstream({
     baseUrl: config.baseUrl,
     apiKey: config.apiKey,
@@ -89,10 +109,10 @@ export function createRelayHandlers(config: RelayConfig, deps: RelayDeps = {}): 
     timeoutMs: Math.max(500, Math.min(5_000, config.budgetMs)),
     backoff,
     now: () => clock.now(),
-    onCall: deps.onUpstreamCall,
+    onCall: observer.upstream,
   });
   const logUnexpected = (error: unknown, path: string, method: string) =>
-    logger({ ts: new Date(clock.now()).toISOString(), kind: 'error', method, path, status: 500, ms: 0, error: 'internal_error', cause: describeError(error) });
+    logger({ level: 'error', ts: new Date(clock.now()).toISOString(), kind: 'error', method, path, status: 500, ms: 0, error: 'internal_error', cause: causeOf(error) });
   const context = {
     config,
     store,
@@ -105,7 +125,7 @@ export function createRelayHandlers(config: RelayConfig, deps: RelayDeps = {}): 
   const sites = [...config.sites.values()];
   const app = new Hono();
 
-  const known = new Set([...config.scriptPaths, '/healthz', config.collectPath]);
+  const known = new Set([...config.scriptPaths, '/healthz', '/readyz', '/metrics', config.collectPath]);
   app.use('*', async (c, next) => {
     const started = clock.now();
     await next();
@@ -164,21 +184,38 @@ export function createRelayHandlers(config: RelayConfig, deps: RelayDeps = {}): 
     }
     const headers: Record<string, string> = { ...cors, 'Content-Type': 'application/json', 'Cache-Control': NO_STORE };
     if (outcome.retryAfter !== undefined) headers['Retry-After'] = String(outcome.retryAfter);
-    const counts: Record<string, number> = {};
-    for (const result of outcome.results ?? []) counts[result.status] = (counts[result.status] ?? 0) + 1;
     const error = outcome.status === 200 ? undefined : (outcome.body as { error?: { code?: string } }).error?.code;
+    const items: ObservedItem[] = (outcome.results ?? []).map((result, index) => {
+      const reason = outcome.reasons?.get(index);
+      return { id: result.id, status: result.status, ...(reason === undefined ? {} : { reason }), ...(result.error === undefined ? {} : { error: scrub(result.error) }) };
+    });
+    const ms = clock.now() - started;
+    const ts = new Date(started).toISOString();
+    observer.collect?.({ at: started, site: outcome.site, status: outcome.status, error, ms, items, unverified: outcome.unverified ?? 0 });
+    const reasons = countBy(items, (item) => item.reason);
     logger({
-      ts: new Date(started).toISOString(),
+      ts,
       kind: 'collect',
       method: 'POST',
       path,
       status: outcome.status,
-      ms: clock.now() - started,
-      ...(outcome.site === undefined ? {} : { site: outcome.site, items: outcome.items ?? 0, results: counts, upstream: outcome.upstream ?? [] }),
+      ms,
+      ...(outcome.site === undefined
+        ? {}
+        : {
+            site: outcome.site,
+            items: outcome.items ?? 0,
+            results: countBy(items, (item) => item.status),
+            ...(Object.keys(reasons).length === 0 ? {} : { reasons }),
+            upstream: outcome.upstream ?? [],
+          }),
       ...(error === undefined ? {} : { error }),
-      ...(outcome.warning === undefined ? {} : { warning: outcome.warning }),
-      ...(unexpected === undefined ? {} : { cause: describeError(unexpected) }),
+      ...(outcome.warning === undefined ? {} : { warning: scrub(outcome.warning) }),
+      ...(unexpected === undefined ? {} : { cause: causeOf(unexpected) }),
     });
+    if (debug) {
+      for (const { status, ...item } of items) logger({ level: 'debug', ts, kind: 'item', method: 'POST', path, status: outcome.status, ms, site: outcome.site, result: status, ...item });
+    }
     return { status: outcome.status, headers, body: JSON.stringify(outcome.body) };
   }
 
@@ -194,7 +231,25 @@ export function createRelayHandlers(config: RelayConfig, deps: RelayDeps = {}): 
   const snippet = createSnippetHandler(deps.snippet);
   for (const scriptPath of config.scriptPaths) app.get(scriptPath, (c) => snippet(c.req.raw));
 
+  // Liveness: the process answers. Readiness: the store answers and the platform did lately (or a probe does).
   app.get('/healthz', (c) => c.json({ ok: true }));
+  app.get('/readyz', async (c) => {
+    const state = await readiness.check();
+    return c.json(state, state.ready ? 200 : 503);
+  });
+
+  const metrics = deps.metrics;
+  if (metrics !== undefined) {
+    const verify = createTokenVerifier(config.tokens);
+    app.get('/metrics', async (c) => {
+      const token = authenticate(c.req.raw, verify);
+      if (!token.scopes.includes('metrics') && !token.scopes.includes('admin')) {
+        return c.json(relayError('forbidden', `token "${token.name}" lacks the metrics scope`), 403);
+      }
+      const { contentType, body } = await metrics.render();
+      return c.body(body, 200, { 'Content-Type': contentType });
+    });
+  }
 
   app.route(
     '/',
@@ -204,7 +259,10 @@ export function createRelayHandlers(config: RelayConfig, deps: RelayDeps = {}): 
       transport,
       ...(deps.onUpstreamCall === undefined ? {} : { onCall: deps.onUpstreamCall }),
       onError: (error) => logUnexpected(error, '/v1/*', 'POST'),
-      logger: (entry) => logger(entry),
+      logger: (entry) => {
+        observer.proxy?.(entry);
+        logger(entry);
+      },
       now: () => clock.now(),
       sleep: (ms) => clock.sleep(ms),
       backoff,
@@ -223,7 +281,9 @@ export function createRelayHandlers(config: RelayConfig, deps: RelayDeps = {}): 
 
   app.onError((error, c) => {
     const pathname = new URL(c.req.url).pathname;
+    if (error instanceof RelayHttpError) return error.toResponse();
     logger({
+      level: 'error',
       ts: new Date(clock.now()).toISOString(),
       kind: 'error',
       method: c.req.method,
@@ -231,10 +291,15 @@ export function createRelayHandlers(config: RelayConfig, deps: RelayDeps = {}): 
       status: 500,
       ms: 0,
       error: error.name,
-      cause: describeError(error),
+      cause: causeOf(error),
     });
     return c.json(relayError('internal_error', 'The relay failed unexpectedly; nothing was lost, retry later.'), 500, { 'Cache-Control': NO_STORE });
   });
 
-  return { app, collect: answerCollect };
+  return { app, collect: answerCollect, readiness };
+}
+
+/** An unexpected error for a log line: name, message, stack and cause, scrubbed of anything personal. */
+function causeOf(error: unknown): unknown {
+  return JSON.parse(scrub(JSON.stringify(describeError(error))));
 }

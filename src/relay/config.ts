@@ -67,13 +67,22 @@ export interface RelayConfig {
   budgetMs: number;
   /** how long forwarded item ids are remembered @default 48 h (the contract asks ≥ 24 h) */
   dedupeTtlMs: number;
-  /** `RELAY_LOG=off` silences the per-request JSON lines @default true */
-  log: boolean;
+  /** `RELAY_LOG`: `info` one JSON line per request, `debug` also one per item with its result and reason, `off` none @default 'info' */
+  logLevel: LogLevel;
   /** lifetime of the identity token handed to the browser @default 3600 */
   identityTtlSeconds: number;
 }
 
 type Env = Record<string, unknown>;
+
+export type LogLevel = 'off' | 'info' | 'debug';
+const LOG_LEVELS: readonly LogLevel[] = ['off', 'info', 'debug'];
+
+function logLevel(env: Env): LogLevel {
+  const raw = str(env, 'RELAY_LOG')?.toLowerCase() ?? 'info';
+  if (!LOG_LEVELS.includes(raw as LogLevel)) throw new RelayConfigError('RELAY_LOG', `must be ${LOG_LEVELS.join(', ')}; got ${JSON.stringify(raw)}`);
+  return raw as LogLevel;
+}
 
 const VERIFY: readonly Verify[] = ['off', 'optional', 'required'];
 
@@ -279,7 +288,7 @@ export function parseConfig(env: Env): RelayConfig {
     scriptPaths: alias && alias !== '/cdp.js' ? ['/cdp.js', alias] : ['/cdp.js'],
     budgetMs: positive(env, 'RELAY_BUDGET_MS', 8_000),
     dedupeTtlMs: 48 * 3600_000,
-    log: str(env, 'RELAY_LOG') !== 'off',
+    logLevel: logLevel(env),
     identityTtlSeconds: 3600,
   };
 }

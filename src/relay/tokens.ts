@@ -12,9 +12,9 @@
 import { ENDPOINTS, type EndpointId, type Scope } from '../api/index.js';
 import { sha256 } from '@noble/hashes/sha2.js';
 
-/** A token's scope: the endpoint table's `read` / `write` / `delete`, or `admin` for all of them. */
-export type TokenScope = Scope | 'admin';
-export const TOKEN_SCOPES: readonly TokenScope[] = ['read', 'write', 'delete', 'admin'];
+/** A token's scope: the endpoint table's `read` / `write` / `delete`, `admin` for all of them, or `metrics` for `GET /metrics` only. */
+export type TokenScope = Scope | 'admin' | 'metrics';
+export const TOKEN_SCOPES: readonly TokenScope[] = ['read', 'write', 'delete', 'admin', 'metrics'];
 
 /** One entry of `RELAY_TOKENS`. */
 export interface TokenConfig {

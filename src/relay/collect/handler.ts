@@ -7,6 +7,7 @@ import type { RelayConfig, SiteConfig } from '../config.js';
 import { originAllowed } from '../cors.js';
 import { RelayHttpError } from '../errors.js';
 import { type RateLimiter, siteKey, visitorKey } from '../limits.js';
+import type { RejectReason } from '../observe.js';
 import { type DedupeScope, lookupCounter, type RelayStore } from '../store.js';
 import { readCollectBody, type CollectRequest } from './body.js';
 import { enrichLocation, enrichmentOf, wantsAddress, type ClientInfo } from './enrich.js';
@@ -50,10 +51,14 @@ export interface CollectOutcome {
   status: number;
   body: unknown;
   retryAfter?: number;
-  /** for the log line */
+  /** for the log line and observers */
   site?: string;
   items?: number;
   results?: ItemResult[];
+  /** the class of each rejection, by index in `results` */
+  reasons?: Map<number, RejectReason>;
+  /** items whose identity could not be verified (rejected under `required`, reduced under `optional`) */
+  unverified?: number;
   upstream?: number[];
   /** something went wrong that the caller need not know (logged) */
   warning?: string;
@@ -202,11 +207,16 @@ export async function collect(ctx: CollectContext, request: CollectRequest, info
   await checkRate(ctx.limiter, site, info.ip, started);
 
   const results = new Map<number, ItemResult>();
+  const reasons = new Map<number, RejectReason>();
+  const reject = (index: number, id: string, error: string, reason: RejectReason) => {
+    results.set(index, { id, status: 'rejected', error });
+    reasons.set(index, reason);
+  };
   const items: Item[] = [];
   const seen = new Set<string>();
   body.batch.forEach((raw, index) => {
     const checked = checkItem(raw, index, site);
-    if (!checked.ok) results.set(index, { id: checked.id, status: 'rejected', error: checked.error });
+    if (!checked.ok) reject(index, checked.id, checked.error, checked.reason);
     else if (seen.has(checked.item.id)) results.set(index, { id: checked.item.id, status: 'duplicate' });
     else {
       seen.add(checked.item.id);
@@ -220,18 +230,20 @@ export async function collect(ctx: CollectContext, request: CollectRequest, info
   const skew = body.sentAt === undefined ? 0 : started - body.sentAt;
   const skewMs = Math.abs(skew) > MAX_CLOCK_SKEW_MS ? skew : 0;
   const pending: { item: Item; entry: Record<string, unknown>; strategy: 1 | 2 }[] = [];
+  let unverified = 0;
   for (const original of items) {
     let item = original;
     const problem = site.verify !== 'off' && identity ? await identityProblem(site, item, verified, identity) : undefined;
+    if (problem) unverified++;
     if (problem && site.verify === 'required') {
-      results.set(item.index, { id: item.id, status: 'rejected', error: problem });
+      reject(item.index, item.id, problem, 'unverified');
       continue;
     }
     // Under "optional" an unverified track still goes, but may only name its person, not change it.
     if (problem && item.type === 'track') item = identifiersOnly(item, site.mergeBy);
     const entry = entryOf(item, enrichLocation(item.input.location, enrichment), skewMs);
     const invalid = checkEntry(item.type, entry);
-    if (invalid) results.set(item.index, { id: item.id, status: 'rejected', error: invalid });
+    if (invalid) reject(item.index, item.id, invalid, 'invalid');
     // Unverified identifies under "optional" may create people but never overwrite one.
     else pending.push({ item, entry, strategy: site.verify === 'optional' && item.type === 'identify' && problem !== undefined ? 1 : 2 });
   }
@@ -318,6 +330,7 @@ export async function collect(ctx: CollectContext, request: CollectRequest, info
     for (const p of going) {
       const result = forwarded.results.get(p.item.id) ?? { id: p.item.id, status: 'retry' as const, error: 'not sent' };
       results.set(p.item.index, result);
+      if (result.status === 'rejected') reasons.set(p.item.index, 'platform');
       (result.status === 'accepted' ? accepted : unsent).push(p.item.id);
     }
     // Marked forwarded only now that the platform took them: a crash before this re-sends, never loses. The platform has them either way, so a failing
@@ -332,7 +345,7 @@ export async function collect(ctx: CollectContext, request: CollectRequest, info
   const ordered = body.batch.map((_, index) => results.get(index)!);
   const tokenSubjects = verified.fresh.length > 0 ? verified.fresh : [...verified.subjects];
   const token = identity && site.verify !== 'off' && tokenSubjects.length > 0 ? await identity.issue(site.key, tokenSubjects, clock.now()) : undefined;
-  const log = { site: site.name, items: body.batch.length, results: ordered, upstream: statuses, ...(warning ? { warning } : {}) };
+  const log = { site: site.name, items: body.batch.length, results: ordered, reasons, unverified, upstream: statuses, ...(warning ? { warning } : {}) };
   const gotThrough = ordered.some((result) => result.status === 'accepted' || result.status === 'duplicate');
   if (retryAfter > 0 && !gotThrough) {
     const error = new RelayHttpError(

@@ -65,7 +65,7 @@ export type TrackInput = v.InferOutput<typeof trackSchema>;
 
 export type Item = { index: number; id: string; type: 'identify'; input: IdentifyInput } | { index: number; id: string; type: 'track'; input: TrackInput };
 
-export type Checked = { ok: true; item: Item } | { ok: false; id: string; error: string };
+export type Checked = { ok: true; item: Item } | { ok: false; id: string; error: string; reason: 'invalid' | 'not_allowed' };
 
 const message = (issues: readonly v.BaseIssue<unknown>[]) =>
   toIssues(issues)
@@ -76,11 +76,11 @@ const message = (issues: readonly v.BaseIssue<unknown>[]) =>
 export function checkItem(raw: unknown, index: number, site: SiteConfig): Checked {
   const id = typeof raw === 'object' && raw !== null && typeof (raw as { id?: unknown }).id === 'string' ? (raw as { id: string }).id : `#${index}`;
   const type = typeof raw === 'object' && raw !== null ? (raw as { type?: unknown }).type : undefined;
-  if (type !== 'identify' && type !== 'track') return { ok: false, id, error: `item ${index}: type must be "identify" or "track"` };
+  if (type !== 'identify' && type !== 'track') return { ok: false, id, error: `item ${index}: type must be "identify" or "track"`, reason: 'invalid' };
   const unsafe = unsafePath(raw, '', 0);
-  if (unsafe) return { ok: false, id, error: `item ${index}: ${unsafe}` };
+  if (unsafe) return { ok: false, id, error: `item ${index}: ${unsafe}`, reason: 'invalid' };
   const parsed = v.safeParse(type === 'identify' ? identifySchema : trackSchema, raw);
-  if (!parsed.success) return { ok: false, id, error: message(parsed.issues) };
+  if (!parsed.success) return { ok: false, id, error: message(parsed.issues), reason: 'invalid' };
   const item = { index, id: parsed.output.id, type, input: parsed.output } as Item;
   const people = item.type === 'identify' ? item.input.fields : (item.input.person ?? {});
   if (site.fields) {
@@ -90,15 +90,21 @@ export function checkItem(raw: unknown, index: number, site: SiteConfig): Checke
         ok: false,
         id,
         error: `field${refused.length > 1 ? 's' : ''} ${refused.join(', ')} may not be sent from a browser to this site (not in its "fields" list)`,
+        reason: 'not_allowed',
       };
   }
   if (item.type === 'track' && site.activities && !site.activities.has(item.input.activity_id)) {
-    return { ok: false, id, error: `activity ${item.input.activity_id} may not be sent from a browser to this site (not in its "activities" list)` };
+    return {
+      ok: false,
+      id,
+      error: `activity ${item.input.activity_id} may not be sent from a browser to this site (not in its "activities" list)`,
+      reason: 'not_allowed',
+    };
   }
   if (item.type === 'track' && site.attributeRules) {
     // the tracking plan's types: a wrong-typed, unknown or missing attribute rejects this item only
     const problem = attributesProblem(site.attributeRules, item.input.activity_id, item.input.attributes ?? {});
-    if (problem) return { ok: false, id, error: problem };
+    if (problem) return { ok: false, id, error: problem, reason: 'not_allowed' };
   }
   return { ok: true, item };
 }

@@ -1,0 +1,79 @@
+/**
+ * What the relay tells whoever watches it: one event per `/collect` answer, per proxy call and per
+ * upstream call. Log lines, Prometheus metrics, the status page and Workers Analytics Engine are
+ * all observers of these same events, so they count the same things the same way.
+ *
+ * An event names a site by its configured name, a proxy caller by its token's name, an item by
+ * its id: never a key, a token, a hash or an item's contents.
+ * @module
+ */
+import type { ItemStatus } from '../api/collect.js';
+import type { AuditEntry } from './proxy/audit.js';
+import type { UpstreamCall } from './upstream/caller.js';
+
+/**
+ * Why an item was rejected, in classes fit for a metric label: `invalid` (malformed or against the
+ * platform's schema), `not_allowed` (outside the site's fields, activities or tracking plan),
+ * `unverified` (identity verification failed), `platform` (the platform refused it).
+ */
+export type RejectReason = 'invalid' | 'not_allowed' | 'unverified' | 'platform';
+export const REJECT_REASONS: readonly RejectReason[] = ['invalid', 'not_allowed', 'unverified', 'platform'];
+
+/** One item's result as observers see it: `reason` for `rejected`, `error` for `rejected` and `retry`. */
+export interface ObservedItem {
+  id: string;
+  status: ItemStatus;
+  reason?: RejectReason;
+  error?: string;
+}
+
+/** One `POST /collect`, answered. */
+export interface CollectEvent {
+  /** ms since epoch when the request arrived */
+  at: number;
+  /** the site's name; undefined when the key named no site */
+  site?: string | undefined;
+  status: number;
+  /** the relay's error code when the request failed as a whole (`rate_limited`, `origin_not_allowed`, …) */
+  error?: string | undefined;
+  ms: number;
+  /** one per item of the batch, in order; empty when the request failed before its items were read */
+  items: ObservedItem[];
+  /** items whose identity verification failed */
+  unverified: number;
+}
+
+export interface RelayObserver {
+  collect?(event: CollectEvent): void;
+  proxy?(entry: AuditEntry): void;
+  upstream?(call: UpstreamCall): void;
+}
+
+/** One observer that tells each of `observers`; a throwing observer does not stop the others or the request. */
+export function observeAll(...observers: (RelayObserver | undefined)[]): RelayObserver {
+  const present = observers.filter((observer): observer is RelayObserver => observer !== undefined);
+  const tell = <K extends keyof RelayObserver>(kind: K, event: Parameters<NonNullable<RelayObserver[K]>>[0]) => {
+    for (const observer of present) {
+      try {
+        (observer[kind] as ((event: unknown) => void) | undefined)?.(event);
+      } catch (error) {
+        console.error(`cdp-edge relay: an observer failed on a ${kind} event`, error);
+      }
+    }
+  };
+  return {
+    collect: (event) => tell('collect', event),
+    proxy: (entry) => tell('proxy', entry),
+    upstream: (call) => tell('upstream', call),
+  };
+}
+
+/** Counts per value of `key` over `items`: `{accepted: 3, duplicate: 1}`. */
+export function countBy<T>(items: readonly T[], key: (item: T) => string | undefined): Record<string, number> {
+  const counts: Record<string, number> = {};
+  for (const item of items) {
+    const value = key(item);
+    if (value !== undefined) counts[value] = (counts[value] ?? 0) + 1;
+  }
+  return counts;
+}

@@ -1,0 +1,92 @@
+/**
+ * Readiness (`GET /readyz`): the relay is ready when its store answers and the platform answered
+ * lately. Any answer counts, a 4xx or a 429 included: it proves the way there works. When the last
+ * answer is older than `freshMs`, or a call failed since, one probe (a GET of the platform's base
+ * address, without the key) decides; concurrent checks share it and its result is kept briefly.
+ * @module
+ */
+import type { RelayObserver } from './observe.js';
+import type { RelayStore } from './store.js';
+import { discard, type Transport } from './upstream/transport.js';
+
+export interface ReadyState {
+  ready: boolean;
+  /** what is not ready, e.g. `store: connection refused`; absent when ready */
+  reason?: string;
+}
+
+export interface Readiness {
+  check(): Promise<ReadyState>;
+  /** feeds the platform's answers (and failures) in */
+  observer: RelayObserver;
+}
+
+export interface ReadinessOptions {
+  store: Pick<RelayStore, 'ping'>;
+  transport: Transport;
+  baseUrl: string;
+  now: () => number;
+  /** how old the last platform answer may be @default 60 000 ms */
+  freshMs?: number;
+  /** how long a check waits for the store or a probe @default 2 000 ms */
+  timeoutMs?: number;
+}
+
+const PROBE_CACHE_MS = 2_000;
+
+export function createReadiness(options: ReadinessOptions): Readiness {
+  const { store, transport, baseUrl, now } = options;
+  const freshMs = options.freshMs ?? 60_000;
+  const timeoutMs = options.timeoutMs ?? 2_000;
+  let answeredAt = Number.NEGATIVE_INFINITY;
+  let failedAt = Number.NEGATIVE_INFINITY;
+  let probe: { at: number; result: Promise<string | undefined> } | undefined;
+
+  const within = <T>(work: Promise<T>, what: string): Promise<T> => {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`${what} did not answer within ${timeoutMs} ms`)), timeoutMs);
+    });
+    return Promise.race([work, late]).finally(() => clearTimeout(timer));
+  };
+  const reasonOf = (error: unknown) => (error instanceof Error ? error.message : String(error));
+
+  const probePlatform = async (): Promise<string | undefined> => {
+    try {
+      const answer = await transport({ method: 'GET', url: `${baseUrl}/`, headers: { accept: 'application/json' }, body: undefined, timeoutMs });
+      await discard(answer);
+      answeredAt = now();
+      return undefined;
+    } catch (error) {
+      failedAt = now();
+      return `platform: ${reasonOf(error)}`;
+    }
+  };
+
+  const platformProblem = (): Promise<string | undefined> => {
+    const at = now();
+    if (answeredAt > failedAt && at - answeredAt <= freshMs) return Promise.resolve(undefined);
+    if (probe === undefined || at - probe.at > PROBE_CACHE_MS) probe = { at, result: probePlatform() };
+    return probe.result;
+  };
+
+  return {
+    async check() {
+      const [storeProblem, platform] = await Promise.all([
+        within(store.ping(), 'the store').then(
+          () => undefined,
+          (error: unknown) => `store: ${reasonOf(error)}`,
+        ),
+        platformProblem(),
+      ]);
+      const reason = storeProblem ?? platform;
+      return reason === undefined ? { ready: true } : { ready: false, reason };
+    },
+    observer: {
+      upstream: ({ status }) => {
+        if (status === 0 || status >= 500) failedAt = now();
+        else answeredAt = now();
+      },
+    },
+  };
+}
