@@ -112,7 +112,17 @@ export function createRelayHandlers(config: RelayConfig, deps: RelayDeps = {}): 
     onCall: observer.upstream,
   });
   const logUnexpected = (error: unknown, path: string, method: string) =>
-    logger({ level: 'error', ts: new Date(clock.now()).toISOString(), kind: 'error', method, path, status: 500, ms: 0, error: 'internal_error', cause: causeOf(error) });
+    logger({
+      level: 'error',
+      ts: new Date(clock.now()).toISOString(),
+      kind: 'error',
+      method,
+      path,
+      status: 500,
+      ms: 0,
+      error: 'internal_error',
+      cause: causeOf(error),
+    });
   const context = {
     config,
     store,
@@ -162,8 +172,9 @@ export function createRelayHandlers(config: RelayConfig, deps: RelayDeps = {}): 
     const cors = corsHeaders(origin, origin !== undefined && anySiteAllows(origin, sites));
     let outcome: CollectOutcome;
     let unexpected: unknown;
+    const seen: { site?: string } = {};
     try {
-      outcome = await collect(context, request, info);
+      outcome = await collect(context, request, info, seen);
     } catch (caught) {
       // Anything unexpected (the state store unreachable, say) happened before an item was final:
       // 503 + Retry-After keeps every item in the browser.
@@ -187,10 +198,16 @@ export function createRelayHandlers(config: RelayConfig, deps: RelayDeps = {}): 
     const error = outcome.status === 200 ? undefined : (outcome.body as { error?: { code?: string } }).error?.code;
     const items: ObservedItem[] = (outcome.results ?? []).map((result, index) => {
       const reason = outcome.reasons?.get(index);
-      return { id: result.id, status: result.status, ...(reason === undefined ? {} : { reason }), ...(result.error === undefined ? {} : { error: scrub(result.error) }) };
+      return {
+        id: result.id,
+        status: result.status,
+        ...(reason === undefined ? {} : { reason }),
+        ...(result.error === undefined ? {} : { error: scrub(result.error) }),
+      };
     });
     const ms = clock.now() - started;
     const ts = new Date(started).toISOString();
+    outcome.site ??= seen.site;
     observer.collect?.({ at: started, site: outcome.site, status: outcome.status, error, ms, items, unverified: outcome.unverified ?? 0 });
     const reasons = countBy(items, (item) => item.reason);
     logger({
@@ -214,7 +231,8 @@ export function createRelayHandlers(config: RelayConfig, deps: RelayDeps = {}): 
       ...(unexpected === undefined ? {} : { cause: causeOf(unexpected) }),
     });
     if (debug) {
-      for (const { status, ...item } of items) logger({ level: 'debug', ts, kind: 'item', method: 'POST', path, status: outcome.status, ms, site: outcome.site, result: status, ...item });
+      for (const { status, ...item } of items)
+        logger({ level: 'debug', ts, kind: 'item', method: 'POST', path, status: outcome.status, ms, site: outcome.site, result: status, ...item });
     }
     return { status: outcome.status, headers, body: JSON.stringify(outcome.body) };
   }
@@ -257,7 +275,7 @@ export function createRelayHandlers(config: RelayConfig, deps: RelayDeps = {}): 
       tokens: config.tokens,
       upstream: { baseUrl: config.baseUrl, apiKey: config.apiKey },
       transport,
-      ...(deps.onUpstreamCall === undefined ? {} : { onCall: deps.onUpstreamCall }),
+      onCall: observer.upstream,
       onError: (error) => logUnexpected(error, '/v1/*', 'POST'),
       logger: (entry) => {
         observer.proxy?.(entry);

@@ -17,15 +17,25 @@ import { createNodeFront } from './node-front.js';
 import { resolveClientIp } from './client-ip.js';
 import { withPlanFile } from '../plan/files.js';
 import { parseConfig, type RelayConfig } from './config.js';
+import { RelayConfigError } from './errors.js';
 import { createMemoryLimiter } from './limits.js';
 import { createMemoryStore } from './memory.js';
 import { createNodeState } from './state/node.js';
 import { createUndiciTransport } from './upstream/undici.js';
+import { createPinoLogger } from './node-log.js';
+import { observeAll } from './observe.js';
+import { createRelayMetrics } from './ops/metrics.js';
+import { startOpsServer, type OpsServer } from './ops/server.js';
+import { createStatusRecorder } from './ops/status.js';
 
 export { createNodeState, DEFAULT_STATE_FILE, type NodeState, type NodeStateOptions } from './state/node.js';
 export { createSqliteStore } from './state/sqlite.js';
 export { createRedisState, type RedisState } from './state/redis.js';
 export { createUndiciTransport, type UndiciTransport, type UndiciTransportOptions } from './upstream/undici.js';
+export { createPinoLogger } from './node-log.js';
+export { createRelayMetrics, type RelayMetrics, type RelayMetricsOptions } from './ops/metrics.js';
+export { createStatusRecorder, renderStatusPage, type StatusRecorder, type StatusSnapshot } from './ops/status.js';
+export { startOpsServer, createOpsApp, type OpsServer, type OpsServerOptions } from './ops/server.js';
 
 export interface StartRelayOptions extends Omit<RelayDeps, 'clientInfo'> {
   /** @default 8787; 0 picks a free port */
@@ -40,6 +50,10 @@ export interface StartRelayOptions extends Omit<RelayDeps, 'clientInfo'> {
   stateFile?: string;
   /** Redis shared by every relay process; wins over `stateFile` @default env RELAY_REDIS_URL */
   redisUrl?: string;
+  /** serve /metrics, /status, /healthz and /readyz on this port too (0 = any free one) @default env RELAY_METRICS_PORT, else none */
+  metricsPort?: number;
+  /** the address of the metrics port; keep it private @default '127.0.0.1' */
+  metricsHostname?: string;
 }
 
 export interface RunningRelay {
@@ -47,6 +61,8 @@ export interface RunningRelay {
   port: number;
   /** which state it keeps, e.g. `SQLite .cdp-edge/relay-state.db` */
   state: string;
+  /** the metrics port's address (its /status page, /metrics), when one was asked for */
+  metricsUrl?: string;
   close(): Promise<void>;
 }
 
@@ -60,6 +76,15 @@ async function readSnippet(): Promise<Uint8Array | undefined> {
     }
   }
   return undefined;
+}
+
+/** `RELAY_METRICS_PORT` as a port number; undefined when unset. */
+function portFrom(raw: string | undefined): number | undefined {
+  if (raw === undefined || raw.trim() === '') return undefined;
+  const port = Number(raw);
+  if (!Number.isInteger(port) || port < 0 || port > 65535)
+    throw new RelayConfigError('RELAY_METRICS_PORT', `must be a port number (0–65535); got ${JSON.stringify(raw)}`);
+  return port;
 }
 
 /** Starts the relay on Node; resolves once it listens. */
@@ -78,9 +103,14 @@ export async function startRelay(options: StartRelayOptions = {}): Promise<Runni
   const { store, limiter } = state;
   // Node's global fetch costs more per upstream call than the whole relay around it: undici's pooled request instead.
   const pool = options.transport === undefined && options.fetch === undefined ? createUndiciTransport() : undefined;
+  const metrics = createRelayMetrics({ store });
+  const status = createStatusRecorder();
   const handlers = createRelayHandlers(config, {
     ...options,
     ...(pool === undefined ? {} : { transport: pool }),
+    logger: options.logger ?? createPinoLogger(config.logLevel),
+    observer: observeAll(options.observer, metrics.observer, status.observer),
+    metrics,
     store,
     limiter,
     snippet: options.snippet ?? readSnippet,
@@ -100,13 +130,32 @@ export async function startRelay(options: StartRelayOptions = {}): Promise<Runni
     await closeStore();
     throw error;
   });
+  const metricsPort = options.metricsPort ?? portFrom(env['RELAY_METRICS_PORT']);
+  let ops: OpsServer | undefined;
+  if (metricsPort !== undefined) {
+    try {
+      ops = await startOpsServer({
+        port: metricsPort,
+        hostname: options.metricsHostname ?? '127.0.0.1',
+        metrics,
+        status: status.snapshot,
+        readiness: handlers.readiness,
+      });
+    } catch (error) {
+      server.close();
+      await closeStore();
+      throw error;
+    }
+  }
   const { port } = server.address() as AddressInfo;
   const host = hostname.includes(':') ? `[${hostname}]` : hostname;
   return {
     url: `http://${host}:${port}`,
     port,
     state: state.description,
+    ...(ops === undefined ? {} : { metricsUrl: ops.url }),
     close: async () => {
+      await ops?.close();
       await new Promise<void>((resolve, reject) => {
         server.close((error) => (error ? reject(error) : resolve()));
         server.closeAllConnections();

@@ -50,7 +50,7 @@ export interface RelayObserver {
 }
 
 /** One observer that tells each of `observers`; a throwing observer does not stop the others or the request. */
-export function observeAll(...observers: (RelayObserver | undefined)[]): RelayObserver {
+export function observeAll(...observers: (RelayObserver | undefined)[]): Required<RelayObserver> {
   const present = observers.filter((observer): observer is RelayObserver => observer !== undefined);
   const tell = <K extends keyof RelayObserver>(kind: K, event: Parameters<NonNullable<RelayObserver[K]>>[0]) => {
     for (const observer of present) {

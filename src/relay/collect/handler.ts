@@ -52,7 +52,7 @@ export interface CollectOutcome {
   body: unknown;
   retryAfter?: number;
   /** for the log line and observers */
-  site?: string;
+  site?: string | undefined;
   items?: number;
   results?: ItemResult[];
   /** the class of each rejection, by index in `results` */
@@ -194,7 +194,7 @@ async function checkRate(limiter: RateLimiter, site: SiteConfig, ip: string | un
 }
 
 /** Handles one /collect request; throws {@link RelayHttpError} for whole-request failures. */
-export async function collect(ctx: CollectContext, request: CollectRequest, info: ClientInfo): Promise<CollectOutcome> {
+export async function collect(ctx: CollectContext, request: CollectRequest, info: ClientInfo, named: { site?: string } = {}): Promise<CollectOutcome> {
   const { config, store, clock } = ctx;
   const started = clock.now();
   const deadline = started + config.budgetMs;
@@ -203,6 +203,8 @@ export async function collect(ctx: CollectContext, request: CollectRequest, info
   const site = config.sites.get(body.key);
   if (!site)
     throw new RelayHttpError(401, 'unknown_site_key', 'The key does not name a site of this relay; check the key given to cdp("init", …) against RELAY_SITES.');
+  // Named for the log line and metrics even when the request fails from here on.
+  named.site = site.name;
   checkOrigin(site, origin);
   await checkRate(ctx.limiter, site, info.ip, started);
 

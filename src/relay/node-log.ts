@@ -1,0 +1,18 @@
+/**
+ * The relay's log lines on Node, through pino: the same JSON fields as on Workers, written
+ * asynchronously (off the request's path) and flushed when the process exits.
+ * @module
+ */
+import pino, { type DestinationStream } from 'pino';
+import type { LogLevel } from './config.js';
+import { silentLogger, type Logger } from './logging.js';
+
+/** A logger writing lines of `level` and above to `destination` @default stdout, asynchronously */
+export function createPinoLogger(level: LogLevel, destination?: DestinationStream): Logger {
+  if (level === 'off') return silentLogger;
+  const log = pino(
+    { level, base: null, timestamp: false, formatters: { level: (label) => ({ level: label }) } },
+    destination ?? pino.destination({ dest: 1, sync: false }),
+  );
+  return ({ level: lineLevel = 'info', ...line }) => log[lineLevel](line);
+}

@@ -1,0 +1,148 @@
+/**
+ * Prometheus metrics for the relay on Node, through prom-client: an observer of the relay's
+ * events (observe.ts) that counts them into one registry. Labels carry site names, token names,
+ * endpoint IDs, statuses and rejection classes, all bounded by the configuration: never a key,
+ * a token, an address or an item id.
+ *
+ * @example
+ * const metrics = createRelayMetrics({ store });
+ * const relay = createRelay(config, { store, observer: metrics.observer });
+ * const { body } = await metrics.render(); // the text format for a scrape
+ * @module
+ */
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { MetricsSource } from '../app.js';
+import type { RelayObserver } from '../observe.js';
+import type { RelayStore } from '../store.js';
+
+export interface RelayMetricsOptions {
+  /** the store whose size and leases the gauges report */
+  store?: Pick<RelayStore, 'stats'>;
+  /** the process's CPU, memory, event-loop lag and GC, prefixed `cdp_edge_` @default true */
+  processMetrics?: boolean;
+}
+
+export interface RelayMetrics extends MetricsSource {
+  observer: RelayObserver;
+  registry: Registry;
+}
+
+/** Label value for a request whose key named no site. */
+export const UNKNOWN_SITE = '(unknown)';
+
+const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+
+export function createRelayMetrics(options: RelayMetricsOptions = {}): RelayMetrics {
+  const registry = new Registry();
+  const registers = [registry];
+  if (options.processMetrics ?? true) collectDefaultMetrics({ register: registry, prefix: 'cdp_edge_' });
+
+  const collectRequests = new Counter({
+    name: 'cdp_edge_collect_requests_total',
+    help: 'POST /collect requests answered, by site and HTTP status',
+    labelNames: ['site', 'status'] as const,
+    registers,
+  });
+  const items = new Counter({
+    name: 'cdp_edge_items_total',
+    help: 'Items of /collect batches by site and result (accepted, duplicate, rejected, retry); rejected ones also by reason class',
+    labelNames: ['site', 'result', 'reason'] as const,
+    registers,
+  });
+  const collectLatency = new Histogram({
+    name: 'cdp_edge_collect_request_duration_seconds',
+    help: 'Time from a /collect request arriving to its answer, by site',
+    labelNames: ['site'] as const,
+    buckets: LATENCY_BUCKETS,
+    registers,
+  });
+  const rateLimited = new Counter({
+    name: 'cdp_edge_rate_limited_requests_total',
+    help: '/collect requests refused with 429 by the visitor or site limit',
+    labelNames: ['site'] as const,
+    registers,
+  });
+  const identityFailures = new Counter({
+    name: 'cdp_edge_identity_verification_failures_total',
+    help: 'Items whose identity could not be verified (rejected under verify=required, reduced to identifiers under optional)',
+    labelNames: ['site'] as const,
+    registers,
+  });
+  const upstreamRequests = new Counter({
+    name: 'cdp_edge_upstream_requests_total',
+    help: 'Calls to the platform by endpoint and HTTP status (0 = no answer: timeout or network)',
+    labelNames: ['endpoint', 'status'] as const,
+    registers,
+  });
+  const upstreamLatency = new Histogram({
+    name: 'cdp_edge_upstream_request_duration_seconds',
+    help: 'Time until the platform answered (or the call failed), by endpoint',
+    labelNames: ['endpoint'] as const,
+    buckets: LATENCY_BUCKETS,
+    registers,
+  });
+  const proxyRequests = new Counter({
+    name: 'cdp_edge_proxy_requests_total',
+    help: 'Proxy calls by token name, endpoint and HTTP status ("(none)" when no valid token or endpoint)',
+    labelNames: ['token', 'endpoint', 'status'] as const,
+    registers,
+  });
+
+  const store = options.store;
+  if (store !== undefined) {
+    // One read of the store per scrape serves both gauges; `max` so processes sharing a store are not summed.
+    let reading: Promise<Awaited<ReturnType<RelayStore['stats']>>> | undefined;
+    const read = () => {
+      reading ??= store.stats().finally(() => {
+        reading = undefined;
+      });
+      return reading;
+    };
+    new Gauge({
+      name: 'cdp_edge_store_remembered_ids',
+      help: 'Item ids the store remembers as forwarded (the dedupe window)',
+      aggregator: 'max',
+      registers,
+      async collect() {
+        const stats = await read().catch(() => undefined);
+        if (stats !== undefined) this.set(stats.remembered);
+      },
+    });
+    new Gauge({
+      name: 'cdp_edge_store_leases',
+      help: 'Item ids leased to requests still forwarding them',
+      aggregator: 'max',
+      registers,
+      async collect() {
+        const stats = await read().catch(() => undefined);
+        if (stats !== undefined) this.set(stats.leased);
+      },
+    });
+  }
+
+  const observer: RelayObserver = {
+    collect(event) {
+      const site = event.site ?? UNKNOWN_SITE;
+      collectRequests.inc({ site, status: event.status });
+      collectLatency.observe({ site }, event.ms / 1000);
+      if (event.error === 'rate_limited') rateLimited.inc({ site });
+      if (event.unverified > 0) identityFailures.inc({ site }, event.unverified);
+      for (const item of event.items) {
+        items.inc(item.reason === undefined ? { site, result: item.status } : { site, result: item.status, reason: item.reason });
+      }
+    },
+    proxy(entry) {
+      proxyRequests.inc({ token: entry.token ?? '(none)', endpoint: entry.endpoint ?? '(none)', status: entry.status });
+    },
+    upstream(call) {
+      upstreamRequests.inc({ endpoint: call.endpoint, status: call.status });
+      upstreamLatency.observe({ endpoint: call.endpoint }, call.ms / 1000);
+    },
+  };
+
+  return {
+    observer,
+    registry,
+    render: async () => ({ contentType: registry.contentType, body: await registry.metrics() }),
+  };
+}

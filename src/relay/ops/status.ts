@@ -1,0 +1,179 @@
+/**
+ * The status page: items/s and errors/s over the last 15 minutes and the last rejected items,
+ * for a person looking at one relay. The recorder is an observer of the relay's events; the page
+ * is plain HTML with inline SVG charts that reloads itself, built with Hono's `html` tag (every
+ * value escaped).
+ * @module
+ */
+import { html, raw } from 'hono/html';
+import type { HtmlEscapedString } from 'hono/utils/html';
+import type { CollectEvent, RelayObserver } from '../observe.js';
+
+export interface StatusOptions {
+  /** @default Date.now */
+  now?: () => number;
+  /** how far back the charts reach @default 15 minutes */
+  windowMs?: number;
+  /** one point of a chart @default 10 s */
+  bucketMs?: number;
+  /** how many rejected items are listed @default 50 */
+  keep?: number;
+}
+
+/** One bucket of the charts: its start and what happened in it. */
+export interface StatusBucket {
+  at: number;
+  requests: number;
+  items: number;
+  /** rejected items plus requests that failed as a whole */
+  errors: number;
+}
+
+export interface RejectedItem {
+  at: number;
+  site: string;
+  id: string;
+  reason: string;
+  error: string;
+}
+
+export interface StatusSnapshot {
+  now: number;
+  bucketMs: number;
+  /** oldest first, the current (partial) bucket last */
+  buckets: StatusBucket[];
+  /** newest first */
+  rejected: RejectedItem[];
+  /** since the recorder started */
+  totals: { requests: number; items: number; errors: number };
+}
+
+export interface StatusRecorder {
+  observer: RelayObserver;
+  /** counts one /collect answer (also how events of other processes are fed in) */
+  record(event: CollectEvent): void;
+  snapshot(): StatusSnapshot;
+}
+
+export function createStatusRecorder(options: StatusOptions = {}): StatusRecorder {
+  const now = options.now ?? Date.now;
+  const bucketMs = options.bucketMs ?? 10_000;
+  const count = Math.ceil((options.windowMs ?? 15 * 60_000) / bucketMs);
+  const keep = options.keep ?? 50;
+  const buckets = new Map<number, StatusBucket>();
+  const rejected: RejectedItem[] = [];
+  const totals = { requests: 0, items: 0, errors: 0 };
+
+  const bucketAt = (at: number) => {
+    const start = Math.floor(at / bucketMs) * bucketMs;
+    let bucket = buckets.get(start);
+    if (bucket === undefined) {
+      bucket = { at: start, requests: 0, items: 0, errors: 0 };
+      buckets.set(start, bucket);
+      // Forget what fell out of the window.
+      const oldest = start - (count - 1) * bucketMs;
+      for (const key of buckets.keys()) if (key < oldest) buckets.delete(key);
+    }
+    return bucket;
+  };
+
+  const record = (event: CollectEvent) => {
+    const bucket = bucketAt(event.at);
+    const failed = event.status === 200 ? 0 : 1;
+    let errors = failed;
+    const site = event.site ?? '(unknown)';
+    for (const item of event.items) {
+      if (item.status !== 'rejected') continue;
+      errors++;
+      rejected.unshift({ at: event.at, site, id: item.id, reason: item.reason ?? 'platform', error: item.error ?? '' });
+    }
+    if (rejected.length > keep) rejected.length = keep;
+    bucket.requests++;
+    bucket.items += event.items.length;
+    bucket.errors += errors;
+    totals.requests++;
+    totals.items += event.items.length;
+    totals.errors += errors;
+  };
+
+  return {
+    observer: { collect: record },
+    record,
+    snapshot() {
+      const at = now();
+      const last = Math.floor(at / bucketMs) * bucketMs;
+      const series: StatusBucket[] = [];
+      for (let start = last - (count - 1) * bucketMs; start <= last; start += bucketMs) {
+        series.push(buckets.get(start) ?? { at: start, requests: 0, items: 0, errors: 0 });
+      }
+      return { now: at, bucketMs, buckets: series, rejected: [...rejected], totals: { ...totals } };
+    },
+  };
+}
+
+const WIDTH = 600;
+const HEIGHT = 120;
+
+/** A line chart of `values` per second, scaled to its peak, with the peak and the latest value written beside it. */
+function chart(title: string, values: number[], colour: string): HtmlEscapedString | Promise<HtmlEscapedString> {
+  const peak = Math.max(...values, 0);
+  const top = peak > 0 ? peak : 1;
+  const step = values.length > 1 ? WIDTH / (values.length - 1) : WIDTH;
+  const points = values.map((value, index) => `${(index * step).toFixed(1)},${(HEIGHT - (value / top) * (HEIGHT - 4)).toFixed(1)}`).join(' ');
+  const latest = values.at(-1) ?? 0;
+  return html`<figure>
+    <figcaption>${title}: <strong>${format(latest)}/s</strong> now, peak ${format(peak)}/s</figcaption>
+    <svg viewBox="0 0 ${WIDTH} ${HEIGHT}" width="${WIDTH}" height="${HEIGHT}" role="img" aria-label="${title} over the last 15 minutes">
+      <rect width="${WIDTH}" height="${HEIGHT}" fill="#f6f8fa" />
+      <polyline points="${points}" fill="none" stroke="${colour}" stroke-width="2" />
+    </svg>
+  </figure>`;
+}
+
+const format = (perSecond: number) => (perSecond >= 10 ? perSecond.toFixed(0) : perSecond.toFixed(1));
+
+/** The status page for `snapshot`; it reloads itself every `refreshSeconds`. */
+export function renderStatusPage(snapshot: StatusSnapshot, refreshSeconds = 5): Promise<string> {
+  const seconds = snapshot.bucketMs / 1000;
+  const perSecond = (key: 'items' | 'errors') => snapshot.buckets.map((bucket) => bucket[key] / seconds);
+  const rows = snapshot.rejected.map(
+    (item) => html`<tr>
+      <td>${new Date(item.at).toISOString().slice(11, 19)}</td>
+      <td>${item.site}</td>
+      <td><code>${item.id}</code></td>
+      <td>${item.reason}</td>
+      <td>${item.error}</td>
+    </tr>`,
+  );
+  const page = html`<!doctype html>
+<html lang="en">
+  <head>
+    <meta charset="utf-8" />
+    <meta http-equiv="refresh" content="${refreshSeconds}" />
+    <title>cdp-edge relay status</title>
+    <style>
+      ${raw(STYLE)}
+    </style>
+  </head>
+  <body>
+    <h1>cdp-edge relay</h1>
+    <p>Last 15 minutes, one point per ${seconds} s, as of ${new Date(snapshot.now).toISOString().slice(0, 19)}Z. Since start:
+      ${snapshot.totals.requests} requests, ${snapshot.totals.items} items, ${snapshot.totals.errors} errors.</p>
+    ${chart('Items', perSecond('items'), '#1f6feb')} ${chart('Errors', perSecond('errors'), '#cf222e')}
+    <h2>Last ${snapshot.rejected.length} rejected items</h2>
+    ${
+      rows.length === 0
+        ? html`<p>None.</p>`
+        : html`<table>
+            <thead><tr><th>time (UTC)</th><th>site</th><th>item</th><th>reason</th><th>why</th></tr></thead>
+            <tbody>${rows}</tbody>
+          </table>`
+    }
+  </body>
+</html>`;
+  return Promise.resolve(page).then(String);
+}
+
+const STYLE = `body { font: 14px/1.4 system-ui, sans-serif; margin: 2rem; color: #1f2328; }
+figure { margin: 1rem 0; } figcaption { margin-bottom: .25rem; }
+table { border-collapse: collapse; } td, th { border-bottom: 1px solid #d0d7de; padding: .25rem .5rem; text-align: left; vertical-align: top; }`;
