@@ -89,6 +89,9 @@ function banner(stack: DevStack, upstream: (Upstream & { why: string }) | undefi
     ['Demo site', `${demo.url}/`, 'a shop page with the script tag: open this'],
     ['', `${demo.url}/spa/`, 'a single-page app importing createTracker'],
     ['Relay', relay.url, 'POST /collect, GET /cdp.js, the /v1/… proxy'],
+    ...(relay.metricsUrl
+      ? ([['Status', `${relay.metricsUrl}/status`, "the relay's status page (and /metrics for Prometheus)"]] as Array<[string, string, string]>)
+      : []),
     emulator ? ['Emulator', `${emulator.url}/`, 'the platform API (X-Api-Key: dev-key) and its dashboard'] : ['Upstream', stack.upstream, 'the real platform'],
   ];
   const width = Math.max(...addresses.map(([, url]) => url.length));

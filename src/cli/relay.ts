@@ -10,7 +10,7 @@ import { RelayConfigError } from '../relay/errors.js';
 import { DEFAULT_STATE_FILE } from '../relay/state/node.js';
 import { untilStopped } from './signals.js';
 
-const USAGE = `Usage: cdp-edge relay [--port 8787] [--host 127.0.0.1] [--state-file ${DEFAULT_STATE_FILE}] [--workers 1]
+const USAGE = `Usage: cdp-edge relay [--port 8787] [--host 127.0.0.1] [--state-file ${DEFAULT_STATE_FILE}] [--workers 1] [--metrics-port M]
 
 Runs the relay: POST /collect for browsers, the /v1/... proxy for servers, GET /cdp.js.
 Configure it with environment variables (the same names as on Cloudflare Workers):
@@ -25,6 +25,8 @@ Configure it with environment variables (the same names as on Cloudflare Workers
   RELAY_TRUST_PROXY                    addresses whose X-Forwarded-For is believed
   RELAY_STATE_FILE                     the SQLite file of forwarded ids (or --state-file; ":memory:" keeps none)
   RELAY_REDIS_URL                      redis:// or rediss://: every relay process shares its state there
+  RELAY_LOG                            info (default: a JSON line per request), debug (and one per item), off
+  RELAY_METRICS_PORT                   or --metrics-port: /metrics, /status, /healthz, /readyz on 127.0.0.1:M
 
 --workers N runs N processes on the port, sharing the SQLite file or Redis.`;
 
@@ -41,6 +43,7 @@ const relay: Command = {
           host: { type: 'string' },
           'state-file': { type: 'string' },
           workers: { type: 'string' },
+          'metrics-port': { type: 'string' },
           help: { type: 'boolean', short: 'h' },
         },
       }));
@@ -62,12 +65,24 @@ const relay: Command = {
       console.error(`cdp-edge relay: --workers must be a whole number from 1 to ${MAX_WORKERS}; got ${JSON.stringify(values.workers)}`);
       return 2;
     }
+    const rawMetricsPort = values['metrics-port'] ?? process.env['RELAY_METRICS_PORT'];
+    const metricsPort = rawMetricsPort === undefined || rawMetricsPort === '' ? undefined : Number(rawMetricsPort);
+    if (metricsPort !== undefined && (!Number.isInteger(metricsPort) || metricsPort < 0 || metricsPort > 65535)) {
+      console.error(`cdp-edge relay: --metrics-port must be a port number (0–65535); got ${JSON.stringify(rawMetricsPort)}`);
+      return 2;
+    }
     const stateFile = values['state-file'] ?? process.env['RELAY_STATE_FILE'] ?? DEFAULT_STATE_FILE;
-    if (workers > 1 && cluster.isPrimary) return runPrimary(workers);
+    if (workers > 1 && cluster.isPrimary) return runPrimary(workers, metricsPort);
     const { startRelay } = await import('../relay/node.js');
     let running;
     try {
-      running = await startRelay({ port, hostname: values.host ?? '127.0.0.1', stateFile });
+      // With --workers the primary serves the metrics port for all of them (each worker reports to it).
+      running = await startRelay({
+        port,
+        hostname: values.host ?? '127.0.0.1',
+        stateFile,
+        ...(cluster.isWorker ? { clusterWorker: true } : metricsPort === undefined ? {} : { metricsPort }),
+      });
     } catch (error) {
       if (error instanceof RelayConfigError) {
         console.error(`cdp-edge relay: ${error.message}\n\nRun \`cdp-edge relay --help\` for the variables.`);
@@ -77,7 +92,10 @@ const relay: Command = {
       return 1;
     }
     if (cluster.isWorker) process.send?.({ listening: running.url, state: running.state });
-    else console.log(`cdp-edge relay listening on ${running.url} (POST ${running.url}/collect; state: ${running.state})`);
+    else {
+      console.log(`cdp-edge relay listening on ${running.url} (POST ${running.url}/collect; state: ${running.state})`);
+      if (running.metricsUrl) console.log(`cdp-edge relay metrics on ${running.metricsUrl}/metrics (status page ${running.metricsUrl}/status)`);
+    }
     await untilStopped();
     await running.close();
     // A worker's channel to the primary would keep it alive: let go of it so the process ends.
@@ -90,8 +108,18 @@ const relay: Command = {
  * Forks `count` relay processes that share the listening port (node:cluster) and the state. A
  * process that dies is replaced; SIGINT or SIGTERM stops them all.
  */
-async function runPrimary(count: number): Promise<number> {
+async function runPrimary(count: number, metricsPort: number | undefined): Promise<number> {
   let stopping = false;
+  let ops: { url: string; close(): Promise<void> } | undefined;
+  if (metricsPort !== undefined) {
+    const { startClusterOps } = await import('../relay/ops/cluster.js');
+    try {
+      ops = await startClusterOps({ port: metricsPort });
+    } catch (error) {
+      console.error(`cdp-edge relay: could not start the metrics port: ${(error as Error).message}`);
+      return 1;
+    }
+  }
   let announced = false;
   let failedAtStart = 0;
   const fork = () => {
@@ -100,6 +128,7 @@ async function runPrimary(count: number): Promise<number> {
       if (message.listening === undefined || announced) return;
       announced = true;
       console.log(`cdp-edge relay listening on ${message.listening} (POST ${message.listening}/collect; ${count} workers; state: ${message.state})`);
+      if (ops) console.log(`cdp-edge relay metrics on ${ops.url}/metrics (status page ${ops.url}/status)`);
     });
   };
   const exited = new Promise<number>((resolve) => {
@@ -125,7 +154,9 @@ async function runPrimary(count: number): Promise<number> {
     for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill('SIGTERM');
     return exited;
   });
-  return Promise.race([stopped, exited]);
+  const code = await Promise.race([stopped, exited]);
+  await ops?.close();
+  return code;
 }
 
 export default relay;

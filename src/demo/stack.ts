@@ -108,6 +108,9 @@ export async function startDevStack(options: DevStackOptions = {}): Promise<DevS
       startRelay({
         port,
         hostname,
+        // the status page and /metrics on a free loopback port, printed with the other addresses
+        metricsPort: 0,
+        metricsHostname: hostname,
         logger: options.logger ?? (() => {}),
         env: {
           CDP_API_KEY: upstream.apiKey,

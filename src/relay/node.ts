@@ -25,6 +25,7 @@ import { createUndiciTransport } from './upstream/undici.js';
 import { createPinoLogger } from './node-log.js';
 import { observeAll } from './observe.js';
 import { createRelayMetrics } from './ops/metrics.js';
+import { reportToPrimary } from './ops/cluster.js';
 import { startOpsServer, type OpsServer } from './ops/server.js';
 import { createStatusRecorder } from './ops/status.js';
 
@@ -54,6 +55,8 @@ export interface StartRelayOptions extends Omit<RelayDeps, 'clientInfo'> {
   metricsPort?: number;
   /** the address of the metrics port; keep it private @default '127.0.0.1' */
   metricsHostname?: string;
+  /** a worker of `cdp-edge relay --workers N`: its metrics and status events go to the primary, which serves the metrics port */
+  clusterWorker?: boolean;
 }
 
 export interface RunningRelay {
@@ -109,7 +112,7 @@ export async function startRelay(options: StartRelayOptions = {}): Promise<Runni
     ...options,
     ...(pool === undefined ? {} : { transport: pool }),
     logger: options.logger ?? createPinoLogger(config.logLevel),
-    observer: observeAll(options.observer, metrics.observer, status.observer),
+    observer: observeAll(options.observer, metrics.observer, options.clusterWorker ? reportToPrimary(metrics.registry) : status.observer),
     metrics,
     store,
     limiter,
@@ -130,7 +133,7 @@ export async function startRelay(options: StartRelayOptions = {}): Promise<Runni
     await closeStore();
     throw error;
   });
-  const metricsPort = options.metricsPort ?? portFrom(env['RELAY_METRICS_PORT']);
+  const metricsPort = options.clusterWorker ? undefined : (options.metricsPort ?? portFrom(env['RELAY_METRICS_PORT']));
   let ops: OpsServer | undefined;
   if (metricsPort !== undefined) {
     try {

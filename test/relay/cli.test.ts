@@ -28,6 +28,17 @@ beforeAll(async () => {
 });
 afterAll(() => emulator?.close());
 
+/** Polls `probe` until it gives a value (10 s at most). */
+async function waitFor<T>(probe: () => T | undefined | Promise<T | undefined>): Promise<T> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error('waited 10 s in vain');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
 function launch(env: Record<string, string>, args: string[] = [], cwd = mkdtempSync(join(tmpdir(), 'cdp-relay-cli-'))) {
   const child = spawn(process.execPath, ['--import', tsx, entry, 'relay', '--port', '0', ...args], {
     cwd,
@@ -143,6 +154,31 @@ describe('cdp-edge relay', () => {
     const accepted = answers.flat().filter((status) => status === 'accepted');
     expect(accepted).toHaveLength(20);
     for (let i = 0; i < 20; i++) expect(eventsOf(`workers-${i}@example.com`)).toHaveLength(1);
+    relay.child.kill('SIGTERM');
+    expect(await relay.exit).toBe(0);
+  }, 60_000);
+
+  it('--workers 2 --metrics-port 0: the primary serves metrics and the status page summed over both workers', async () => {
+    const busySite = JSON.stringify([{ key: 'pk_cli', name: 'cli-shop', origins: [ORIGIN], visitor_rate_limit: { per_second: 1000, burst: 1000 } }]);
+    const relay = launch({ CDP_API_KEY: KEY, CDP_BASE_URL: emulator.url, RELAY_SITES: busySite }, ['--workers', '2', '--metrics-port', '0']);
+    const url = await relay.address;
+    const metricsUrl = await waitFor(() => /metrics on (http:\/\/\S+)\/metrics/.exec(relay.output())?.[1]);
+    // 30 requests on fresh connections, spread over the two processes; each has one good item and one malformed one.
+    const answers = await Promise.all(
+      Array.from({ length: 30 }, (_, i) => send(url, [trackOf(`metrics-${i}@example.com`), { id: crypto.randomUUID(), type: 'track' }])),
+    );
+    expect(answers.flat().filter((status) => status === 'accepted')).toHaveLength(30);
+    const scrape = await (await fetch(`${metricsUrl}/metrics`)).text();
+    expect(scrape).toContain('cdp_edge_collect_requests_total{site="cli-shop",status="200"} 30');
+    expect(scrape).toContain('cdp_edge_items_total{site="cli-shop",result="accepted"} 30');
+    expect(scrape).toContain('cdp_edge_items_total{site="cli-shop",result="rejected",reason="invalid"} 30');
+    // the workers report their status events to the primary once a second
+    const status = await waitFor(async () => {
+      const snapshot = (await (await fetch(`${metricsUrl}/status.json`)).json()) as { totals: { requests: number; items: number }; rejected: unknown[] };
+      return snapshot.totals.requests === 30 ? snapshot : undefined;
+    });
+    expect(status.totals.items).toBe(60);
+    expect(status.rejected).toHaveLength(30);
     relay.child.kill('SIGTERM');
     expect(await relay.exit).toBe(0);
   }, 60_000);

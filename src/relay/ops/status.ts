@@ -50,8 +50,8 @@ export interface StatusSnapshot {
 
 export interface StatusRecorder {
   observer: RelayObserver;
-  /** counts one /collect answer (also how events of other processes are fed in) */
-  record(event: CollectEvent): void;
+  /** counts one /collect answer; `itemCount` when `event.items` holds only its rejected items (events of other processes) */
+  record(event: CollectEvent, itemCount?: number): void;
   snapshot(): StatusSnapshot;
 }
 
@@ -77,7 +77,7 @@ export function createStatusRecorder(options: StatusOptions = {}): StatusRecorde
     return bucket;
   };
 
-  const record = (event: CollectEvent) => {
+  const record = (event: CollectEvent, itemCount = event.items.length) => {
     const bucket = bucketAt(event.at);
     const failed = event.status === 200 ? 0 : 1;
     let errors = failed;
@@ -89,15 +89,15 @@ export function createStatusRecorder(options: StatusOptions = {}): StatusRecorde
     }
     if (rejected.length > keep) rejected.length = keep;
     bucket.requests++;
-    bucket.items += event.items.length;
+    bucket.items += itemCount;
     bucket.errors += errors;
     totals.requests++;
-    totals.items += event.items.length;
+    totals.items += itemCount;
     totals.errors += errors;
   };
 
   return {
-    observer: { collect: record },
+    observer: { collect: (event) => record(event) },
     record,
     snapshot() {
       const at = now();
