@@ -13,6 +13,7 @@
 import { randomBytes } from 'node:crypto';
 import { createClient } from '../client/index.js';
 import { startEmulator, type RunningEmulator } from '../emulator/node.js';
+import type { LogLevel } from '../relay/config.js';
 import type { Logger } from '../relay/logging.js';
 import { startRelay, type RunningRelay } from '../relay/node.js';
 import { createToken } from '../relay/tokens.js';
@@ -46,6 +47,8 @@ export interface DevStackOptions {
   data?: string;
   /** the relay's log lines @default discarded */
   logger?: Logger;
+  /** RELAY_LOG for the relay: `debug` adds a line per item @default 'info' */
+  logLevel?: LogLevel;
 }
 
 export interface DevStack {
@@ -119,6 +122,7 @@ export async function startDevStack(options: DevStackOptions = {}): Promise<DevS
           RELAY_TOKENS: JSON.stringify([entry]),
           RELAY_IDENTITY_SECRET: config.identitySecret,
           RELAY_PLAN: demoPlanFile(),
+          RELAY_LOG: options.logLevel ?? 'info',
         },
       }),
     );

@@ -36,6 +36,8 @@ export interface ChaosStack {
   readonly faultsInjected: number;
   /** `n` of every chaos event the emulator holds for `email`, duplicates included */
   received(email: string): string[];
+  /** everything the relay processes wrote (RELAY_LOG=debug: a line per request and per item) */
+  relayOutput(): string;
   close(): Promise<void>;
 }
 
@@ -85,12 +87,14 @@ export async function startChaosStack(events: number): Promise<ChaosStack> {
     CDP_API_KEY: PLATFORM_KEY,
     CDP_BASE_URL: emulator.url,
     RELAY_BUDGET_MS: '1500',
-    RELAY_LOG: 'off',
+    // A line per item too: the whole run's output is checked for keys, emails and hashes.
+    RELAY_LOG: 'debug',
     RELAY_STATE_FILE: join(state, 'relay-state.db'),
     // Every tab and the load generator come from 127.0.0.1: one visitor, as far as limits go.
     RELAY_SITES: JSON.stringify([{ key: SITE_KEY, origins: [site], visitor_rate_limit: { per_second: 10_000, burst: 10_000 } }]),
   };
 
+  let relayOutput = '';
   async function startRelay(): Promise<void> {
     const started = spawn(process.execPath, [join(root, 'bin/cdp-edge.js'), 'relay', '--port', String(port)], { env, stdio: ['ignore', 'pipe', 'pipe'] });
     child = started;
@@ -99,6 +103,7 @@ export async function startChaosStack(events: number): Promise<ChaosStack> {
       const timer = setTimeout(() => reject(new Error(`cdp-edge relay did not start within 15 s: ${output}`)), 15_000);
       const read = (chunk: Buffer) => {
         output += chunk.toString();
+        relayOutput += chunk.toString();
         const match = /listening on (http:\/\/[^\s]+)/.exec(output);
         if (match) {
           clearTimeout(timer);
@@ -112,8 +117,6 @@ export async function startChaosStack(events: number): Promise<ChaosStack> {
         reject(new Error(`cdp-edge relay exited with ${code}: ${output}`));
       });
     });
-    started.stdout!.resume();
-    started.stderr!.resume();
     relayUrl = address;
     port = Number(new URL(address).port);
   }
@@ -150,6 +153,7 @@ export async function startChaosStack(events: number): Promise<ChaosStack> {
         }
       }
     },
+    relayOutput: () => relayOutput,
     received(email) {
       const person = emulator.emulator.snapshot().people.find((p) => p.fields?.['str::email'] === email);
       return (person?.events ?? []).filter((e) => e.activity_id.startsWith('act:cm:chaos-')).map((e) => String(e.attributes['str:cm:n']));

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chromiumAvailable, launchChromium } from './chromium.js';
 import { SCENARIOS, runScenario } from './chaos-scenarios.js';
 import { startChaosStack, type ChaosStack } from './chaos-stack.js';
+import { leaksIn } from '../support/leaks.js';
 
 /** ~30 events per scenario: a few hundred in all. */
 const PER_SCENARIO = 30;
@@ -36,5 +37,14 @@ describe.runIf(available)('chaos, short form: every stored event arrives exactly
     if (scenario.disturbs === 'page')
       expect(result.collect.failed, `no /collect request failed in the page: ${JSON.stringify(result.collect)}`).toBeGreaterThan(0);
     if (scenario.disturbs === 'platform') expect(result.faults_injected, 'the platform never failed a call').toBeGreaterThan(0);
+  });
+
+  it("the relay's output over every scenario holds no key, email address, hash or token", () => {
+    const output = stack.relayOutput();
+    const lines = output.split('\n').filter((line) => line.startsWith('{'));
+    const kinds = new Set(lines.map((line) => (JSON.parse(line) as { kind?: string }).kind));
+    // The run was logged at debug: a line per request and one per item, all JSON.
+    expect([...kinds]).toEqual(expect.arrayContaining(['collect', 'item']));
+    expect(leaksIn(output, ['chaos-platform-key'])).toEqual([]);
   });
 });
