@@ -173,7 +173,7 @@ async function shell(line: string, env: Record<string, string>, block: Block): P
     }
   }
   if (cmd === 'npx' && args[0] === 'cdp-edge') {
-    const cliArgs = args.slice(1).map((arg, i, all) => (all[i - 1] === '--port' ? '0' : arg));
+    const cliArgs = args.slice(1).map((arg, i, all) => (all[i - 1] === '--port' || all[i - 1] === '--metrics-port' ? '0' : arg));
     const cwd = mkdtempSync(join(tmpdir(), 'cdp-readme-'));
     const proc = run(process.execPath, [bin, ...cliArgs], { ...env, RELAY_LOG: 'off' }, cwd);
     if (args[1] === 'relay' || args[1] === 'emulator') {
@@ -189,6 +189,15 @@ async function shell(line: string, env: Record<string, string>, block: Block): P
           });
         expect((await collect('https://evil.example.org')).status).toBe(403);
         expect((await collect('https://www.example.com')).status).not.toBe(403);
+        if (args.includes('--metrics-port')) {
+          // The scrape example points where the command put the metrics port.
+          const port = args[args.indexOf('--metrics-port') + 1];
+          expect(blocks.find((b) => b.lang === 'yaml')?.code).toContain(`'127.0.0.1:${port}'`);
+          const [, metrics] = await proc.waitFor(/metrics on (http:\/\/\S+)\/metrics/);
+          const scrape = await (await fetch(`${metrics}/metrics`)).text();
+          expect(scrape).toContain('cdp_edge_collect_requests_total{site="pk_live_123",status="403"} 1');
+          expect((await fetch(`${metrics}/status`)).status).toBe(200);
+        }
       } else {
         const answer = await fetch(`${url}/v1/tags/get`, {
           method: 'POST',
@@ -218,7 +227,7 @@ async function shell(line: string, env: Record<string, string>, block: Block): P
 describe('README.md', () => {
   it('has only blocks that a test runs: sh, ts, text here; html and js in Chromium', () => {
     expect(blocks.length).toBeGreaterThan(8);
-    for (const block of blocks) expect(['sh', 'ts', 'text', 'html', 'js'], `README.md:${block.line}`).toContain(block.lang);
+    for (const block of blocks) expect(['sh', 'ts', 'text', 'html', 'js', 'yaml', 'sql'], `README.md:${block.line}`).toContain(block.lang);
     expect(existsSync(join(root, 'test', 'e2e', 'demo-readme.test.ts'))).toBe(true);
   });
 
@@ -231,8 +240,9 @@ describe('README.md', () => {
   });
 
   it('every shell command works as written (ports become free ones; wrangler is checked offline)', async () => {
+    // One shell for the whole README: what an earlier block exports, a later one has.
+    const env: Record<string, string> = {};
     for (const block of blocks.filter((b) => b.lang === 'sh')) {
-      const env: Record<string, string> = {};
       for (const line of block.code.split('\n')) await shell(line, env, block);
     }
   }, 120_000);
