@@ -5,7 +5,7 @@
  * @module
  */
 import { ENDPOINTS, type EndpointId } from '../../api/index.js';
-import { isRecord } from '../../api/objects.js';
+import { isRecord, parseJsonOrUndefined } from '../../api/objects.js';
 import { RelayHttpError } from '../errors.js';
 import type { Upstream } from '../upstream/caller.js';
 import { readText } from '../upstream/transport.js';
@@ -52,15 +52,6 @@ function refusal(body: unknown, status: number): { message: string; details: unk
   return { message: typeof error === 'string' ? error : `HTTP ${status}`, details: Array.isArray(body['details']) ? body['details'] : [] };
 }
 
-/** JSON text as a value; undefined when it is not JSON. */
-function parseJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch (notJson) {
-    if (notJson instanceof SyntaxError) return undefined;
-    throw notJson;
-  }
-}
 
 const slowDown = (seconds: number): Outcome => ({
   kind: 'unavailable',
@@ -85,7 +76,7 @@ export async function sendOnce(ctx: SendContext, id: EndpointId, body: Record<st
     try {
       const reply = await ctx.upstream.call(endpoint, text);
       status = reply.status;
-      answer = parseJson(await readText(reply));
+      answer = parseJsonOrUndefined(await readText(reply));
       if (status >= 200 && status < 300 && answer === undefined) status = 0; // an answer that is not JSON: as if none came
     } catch (error) {
       // Timeouts (the call was aborted) and network errors come as RelayHttpError; anything else is a bug.

@@ -7,6 +7,7 @@
  * @module
  */
 import { ENDPOINT_LIST, type Endpoint, type EndpointId } from '../../api/index.js';
+import { parseJsonOrUndefined } from '../../api/objects.js';
 import { tryInSeconds } from '../../api/retry.js';
 import { RelayHttpError } from '../errors.js';
 import { readText, UpstreamTimeout, type Transport, type TransportAnswer } from './transport.js';
@@ -63,15 +64,6 @@ export interface Upstream {
   readonly backoff: Backoff;
 }
 
-/** A 429 body is JSON from the platform or a relay; anything else (an HTML error page) has no wait in it. */
-function parseJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch (notJson) {
-    if (notJson instanceof SyntaxError) return undefined;
-    throw notJson;
-  }
-}
 
 export function createUpstream(options: UpstreamOptions): Upstream {
   const { transport, timeoutMs, backoff, now, onCall } = options;
@@ -95,7 +87,8 @@ export function createUpstream(options: UpstreamOptions): Upstream {
     if (answer.status !== 429) return answer;
     // A 429 body is a few bytes: read it for `try-in-seconds`, hold, and hand it on as text.
     const text = await readText(answer);
-    const seconds = tryInSeconds(parseJson(text), answer.retryAfter, now());
+    // A 429 body is JSON from the platform or a relay; anything else has no wait in it.
+    const seconds = tryInSeconds(parseJsonOrUndefined(text), answer.retryAfter, now());
     backoff.until = Math.max(backoff.until, now() + seconds * 1000);
     const holdSeconds = Math.max(1, Math.ceil(seconds));
     return { ...answer, body: new TextEncoder().encode(text), retryAfter: String(holdSeconds), holdSeconds };
