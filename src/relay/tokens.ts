@@ -1,12 +1,14 @@
 /**
  * Relay tokens: the credentials servers use for the proxy instead of the platform key.
- * Only SHA-256 hashes are configured and kept; a presented token is hashed with Web Crypto
- * (so this runs in workerd as well as Node) and compared in constant time.
+ * Only SHA-256 hashes are configured and kept. A presented token is hashed synchronously with
+ * @noble/hashes (plain JavaScript: workerd and Node alike; Web Crypto's async round trip cost more
+ * per proxy call than the rest of the proxy) and compared in constant time. New entries are hashed
+ * with Web Crypto (`hashToken`), where being async costs nothing.
  *
  * @example
  * const tokens = parseTokens(env.RELAY_TOKENS);
  * const verify = createTokenVerifier(tokens);
- * const token = await verify('rt_…'); // the matching TokenConfig, or undefined
+ * const token = verify('rt_…'); // the matching TokenConfig, or undefined
  * @module
  */
 import { ENDPOINTS, type EndpointId, type Scope } from '../api/index.js';

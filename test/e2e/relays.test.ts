@@ -2,7 +2,11 @@
 // (this test's own, on loopback) share one real redis-server. Real Chromium tabs and a direct
 // load generator send through the balancer while one relay is SIGKILLed mid-flush and restarted,
 // and redis-server itself is restarted once. Every event a tab stored, and every item the
-// balancer answered `accepted`, arrives at the emulator exactly once.
+// balancer answered `accepted`, arrives at the emulator exactly once, with one exception the
+// relay cannot close: an item whose request was inside the killed relay may already be at the
+// platform, unmarked, and is sent again when its lease runs out (the platform cannot deduplicate
+// activities). Those items, and only those, may arrive twice; the test names them from the
+// requests the balancer had open to the killed relay.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createServer, request, type Server } from 'node:http';
@@ -18,11 +22,22 @@ import { chromiumAvailable, launchChromium } from './chromium.js';
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const PLATFORM_KEY = 'relays-platform-key';
 const SITE_KEY = 'pk_relays';
-const PER_ACTIVITY = 45;
+// Under the platform's 50 events per activity, person and day, with room for a batch sent twice.
+const PER_ACTIVITY = 40;
 const ACTIVITIES = 12;
 const activityOf = (n: number) => `act:cm:relays-${Math.floor(n / PER_ACTIVITY) % ACTIVITIES}`;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const listen = (server: Server) => new Promise<number>((resolve) => server.listen(0, '127.0.0.1', () => resolve((server.address() as AddressInfo).port)));
+
+/** The items of a /collect body, as far as it parses. */
+function batchOf(body: Buffer): { id?: string; person?: Record<string, string>; attributes?: Record<string, string> }[] {
+  try {
+    const parsed = JSON.parse(body.toString()) as { batch?: unknown };
+    return Array.isArray(parsed.batch) ? parsed.batch : [];
+  } catch {
+    return [];
+  }
+}
 
 const ready =
   chromiumAvailable('several relays sharing Redis (test/e2e/relays.test.ts)') && redisAvailable('several relays sharing Redis (test/e2e/relays.test.ts)');
@@ -45,6 +60,17 @@ describe.runIf(ready)('three relays sharing one redis-server behind a balancer',
   let unavailable = 0;
   let site = '';
   const relays: Relay[] = [];
+  /** the items of each request the balancer has open to a relay */
+  const open = new Set<{ relay: Relay; items: { id?: string; person?: Record<string, string>; attributes?: Record<string, string> }[] }>();
+  /** `email|n` of items whose request was inside a relay when it was killed */
+  const interrupted = new Set<string>();
+  const killRelay = (relay: Relay) => {
+    for (const request of open) {
+      if (request.relay !== relay) continue;
+      for (const item of request.items) interrupted.add(`${item.person?.['str::email']}|${item.attributes?.['str:cm:n']}`);
+    }
+    relay.child?.kill('SIGKILL');
+  };
 
   async function startRelay(relay: Relay): Promise<void> {
     for (let attempt = 0; ; attempt++) {
@@ -104,11 +130,15 @@ describe.runIf(ready)('three relays sharing one redis-server behind a balancer',
       req.on('end', () => {
         const attempt = (tries: number) => {
           const relay = relays[next++ % relays.length]!;
+          const entry = { relay, items: batchOf(Buffer.concat(body)) };
+          open.add(entry);
           const upstream = request({ host: '127.0.0.1', port: relay.port, method: req.method, path: req.url, headers: req.headers }, (answer) => {
             res.writeHead(answer.statusCode ?? 502, answer.headers);
             answer.pipe(res);
+            answer.once('end', () => open.delete(entry));
           });
           upstream.on('error', () => {
+            open.delete(entry);
             failovers++;
             if (tries > 1) attempt(tries - 1);
             else if (res.headersSent) res.destroy();
@@ -213,6 +243,9 @@ describe.runIf(ready)('three relays sharing one redis-server behind a balancer',
     const person = emulator.emulator.snapshot().people.find((p) => p.fields?.['str::email'] === email);
     return (person?.events ?? []).filter((event) => event.activity_id.startsWith('act:cm:relays-')).map((event) => String(event.attributes['str:cm:n']));
   };
+  /** Once; or twice for an item that was inside the killed relay (at the platform before the relay could mark it). */
+  const arrivedRightly = (email: string, n: string, got: Map<string, number>) =>
+    got.get(n) === 1 || (got.get(n) === 2 && interrupted.has(`${email}|${n}`));
   const counts = (values: string[]) => values.reduce((map, value) => map.set(value, (map.get(value) ?? 0) + 1), new Map<string, number>());
 
   it('delivers every accepted item and every stored event exactly once through a relay crash and a Redis restart', async () => {
@@ -227,7 +260,7 @@ describe.runIf(ready)('three relays sharing one redis-server behind a balancer',
     ]);
     // Mid-flush: kill one relay outright, bring it back, then take Redis away for 300 ms.
     await sleep(800);
-    relays[1]!.child?.kill('SIGKILL');
+    killRelay(relays[1]!);
     await sleep(500);
     await startRelay(relays[1]!);
     await sleep(300);
@@ -255,27 +288,32 @@ describe.runIf(ready)('three relays sharing one redis-server behind a balancer',
       const got = counts(arrivals(email));
       expect(stored.size).toBe(120);
       expect(
-        [...stored].filter((n) => got.get(n) !== 1),
+        [...stored].filter((n) => !arrivedRightly(email, n, got)),
         `${email}: events not arrived exactly once`,
       ).toEqual([]);
       expect(
-        [...got.values()].every((times) => times === 1),
+        [...got.keys()].filter((n) => !arrivedRightly(email, n, got)),
         `${email}: duplicates`,
-      ).toBe(true);
+      ).toEqual([]);
     }
     for (const email of ['gen-1@example.com', 'gen-2@example.com']) {
       const got = counts(arrivals(email));
       const mine = [...accepted].filter((id) => id.startsWith(`gen-${email}-`)).map((id) => id.slice(`gen-${email}-`.length));
       expect(mine).toHaveLength(200);
       expect(
-        mine.filter((n) => got.get(n) !== 1),
+        mine.filter((n) => !arrivedRightly(email, n, got)),
         `${email}: accepted items not arrived exactly once`,
       ).toEqual([]);
       expect(
-        [...got.values()].every((times) => times === 1),
+        [...got.keys()].filter((n) => !arrivedRightly(email, n, got)),
         `${email}: duplicates`,
-      ).toBe(true);
+      ).toEqual([]);
     }
+    const twice = [...interrupted].filter((key) => {
+      const [email, n] = key.split('|');
+      return counts(arrivals(email!)).get(n!) === 2;
+    });
+    console.log(`relays: ${interrupted.size} items were inside the killed relay; ${twice.length} of them arrived twice`);
     // Redis kept what was forwarded across its restart: an early batch sent again is all duplicates.
     const again = await fetch(`${balancerUrl}/collect`, {
       method: 'POST',
