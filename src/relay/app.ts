@@ -84,6 +84,8 @@ export interface RelayHandlers {
   collect(request: CollectRequest, info: ClientInfo): Promise<CollectAnswer>;
   /** what `GET /readyz` answers */
   readiness: Readiness;
+  /** resolves when no POST /collect is being handled (a graceful stop waits for this before closing the store) */
+  drain(): Promise<void>;
 }
 
 /** Creates the relay's Hono app; `app.fetch` is the handler for every runtime. */
@@ -165,6 +167,19 @@ export function createRelayHandlers(config: RelayConfig, deps: RelayDeps = {}): 
     );
   });
 
+  // Requests being handled: a stop lets them settle in the store before closing it.
+  const handling = new Set<Promise<CollectAnswer>>();
+  const trackedCollect = (request: CollectRequest, info: ClientInfo): Promise<CollectAnswer> => {
+    const answer = answerCollect(request, info);
+    handling.add(answer);
+    const forget = () => void handling.delete(answer);
+    answer.then(forget, forget);
+    return answer;
+  };
+  const drain = async () => {
+    while (handling.size > 0) await Promise.allSettled([...handling]);
+  };
+
   /** POST /collect from arrival to answer; the Node entry calls it straight from node:http. */
   async function answerCollect(request: CollectRequest, info: ClientInfo): Promise<CollectAnswer> {
     const started = clock.now();
@@ -238,7 +253,7 @@ export function createRelayHandlers(config: RelayConfig, deps: RelayDeps = {}): 
   }
 
   app.post(path, async (c) => {
-    const answer = await answerCollect(fromRequest(c.req.raw), await (deps.clientInfo?.(c) ?? {}));
+    const answer = await trackedCollect(fromRequest(c.req.raw), await (deps.clientInfo?.(c) ?? {}));
     return c.body(answer.body, answer.status as 200, answer.headers);
   });
 
@@ -314,7 +329,7 @@ export function createRelayHandlers(config: RelayConfig, deps: RelayDeps = {}): 
     return c.json(relayError('internal_error', 'The relay failed unexpectedly; nothing was lost, retry later.'), 500, { 'Cache-Control': NO_STORE });
   });
 
-  return { app, collect: answerCollect, readiness };
+  return { app, collect: trackedCollect, readiness, drain };
 }
 
 /** An unexpected error for a log line: name, message, stack and cause, scrubbed of anything personal. */

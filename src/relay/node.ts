@@ -159,10 +159,12 @@ export async function startRelay(options: StartRelayOptions = {}): Promise<Runni
     ...(ops === undefined ? {} : { metricsUrl: ops.url }),
     close: async () => {
       await ops?.close();
-      await new Promise<void>((resolve, reject) => {
-        server.close((error) => (error ? reject(error) : resolve()));
-        server.closeAllConnections();
-      });
+      // No new connections; requests already inside finish (their items settle in the store) before it closes.
+      const closed = new Promise<void>((resolve, reject) => server.close((error) => (error ? reject(error) : resolve())));
+      server.closeIdleConnections();
+      await Promise.race([handlers.drain(), new Promise((resolve) => setTimeout(resolve, config.budgetMs + 1_000).unref())]);
+      server.closeAllConnections();
+      await closed;
       await closeStore();
       await pool?.close();
     },

@@ -244,8 +244,7 @@ describe.runIf(ready)('three relays sharing one redis-server behind a balancer',
     return (person?.events ?? []).filter((event) => event.activity_id.startsWith('act:cm:relays-')).map((event) => String(event.attributes['str:cm:n']));
   };
   /** Once; or twice for an item that was inside the killed relay (at the platform before the relay could mark it). */
-  const arrivedRightly = (email: string, n: string, got: Map<string, number>) =>
-    got.get(n) === 1 || (got.get(n) === 2 && interrupted.has(`${email}|${n}`));
+  const arrivedRightly = (email: string, n: string, got: Map<string, number>) => got.get(n) === 1 || (got.get(n) === 2 && interrupted.has(`${email}|${n}`));
   const counts = (values: string[]) => values.reduce((map, value) => map.set(value, (map.get(value) ?? 0) + 1), new Map<string, number>());
 
   it('delivers every accepted item and every stored event exactly once through a relay crash and a Redis restart', async () => {

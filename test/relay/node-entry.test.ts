@@ -1,5 +1,8 @@
 // What only the Node entry does: the socket address as the visitor's, X-Forwarded-For only
 // from RELAY_TRUST_PROXY, /cdp.js and its alias with long cache headers.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRelay, type RunningRelay } from '../../src/relay/node.js';
 import { silentLogger } from '../../src/relay/logging.js';
@@ -119,6 +122,32 @@ describe('the Node entry', () => {
       body: JSON.stringify({ key: 'pk_node', batch: [item] }),
     });
     expect(after.status).toBe(200);
+  });
+
+  it('a stop lets a request already inside finish: it is answered, and its items are marked forwarded in the state file', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cdp-edge-stop-'));
+    const env = { CDP_API_KEY: UPSTREAM_KEY, CDP_BASE_URL: stack.url, RELAY_SITES: JSON.stringify([{ key: 'pk_node', origins: [ORIGIN] }]) };
+    const stateFile = join(dir, 'state.db');
+    const first = await startRelay({ port: 0, logger: silentLogger, stateFile, env });
+    await upstream.reset();
+    // The platform takes its time: the stop arrives while the request is inside the relay.
+    await upstream.faults([{ delayMs: 400 }]);
+    const item = { id: crypto.randomUUID(), type: 'identify', fields: { 'str::email': 'stopping@example.com' } };
+    const post = (url: string) =>
+      fetch(`${url}/collect`, {
+        method: 'POST',
+        headers: { origin: ORIGIN, 'content-type': 'text/plain' },
+        body: JSON.stringify({ key: 'pk_node', batch: [item] }),
+      });
+    const answer = post(first.url);
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    await first.close();
+    expect(((await (await answer).json()) as { results: { status: string }[] }).results[0]?.status).toBe('accepted');
+    // A relay started on the same file knows the item was forwarded.
+    const second = await startRelay({ port: 0, logger: silentLogger, stateFile, env });
+    relays.push(second);
+    expect(((await (await post(second.url)).json()) as { results: { status: string }[] }).results[0]?.status).toBe('duplicate');
+    rmSync(dir, { recursive: true, force: true });
   });
 
   it('serves the snippet at /cdp.js and at the alias with long cache headers and an ETag', async () => {
