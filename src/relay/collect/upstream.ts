@@ -52,7 +52,6 @@ function refusal(body: unknown, status: number): { message: string; details: unk
   return { message: typeof error === 'string' ? error : `HTTP ${status}`, details: Array.isArray(body['details']) ? body['details'] : [] };
 }
 
-
 const slowDown = (seconds: number): Outcome => ({
   kind: 'unavailable',
   status: 429,

@@ -64,7 +64,6 @@ export interface Upstream {
   readonly backoff: Backoff;
 }
 
-
 export function createUpstream(options: UpstreamOptions): Upstream {
   const { transport, timeoutMs, backoff, now, onCall } = options;
   const urls = new Map(ENDPOINT_LIST.map((endpoint) => [endpoint.id, `${options.baseUrl}${endpoint.path}`]));
