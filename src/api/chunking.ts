@@ -12,6 +12,7 @@ import type { Chunking, EndpointId } from './endpoints.js';
 import { ENDPOINTS } from './endpoints.js';
 import { jsonBytes, LIMITS } from './limits.js';
 import { validateRequest, type ValidationIssue } from './validate.js';
+import { isRecord } from './objects.js';
 
 /** One request's worth of items: `body` with its item array cut to `from … from + count - 1`. */
 export interface Chunk {
@@ -22,8 +23,6 @@ export interface Chunk {
 
 /** Body overhead kept free in each chunk for the envelope around the items. */
 const ENVELOPE_BYTES = 4 * 1024;
-
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /** Cuts `body`'s `chunking.items` array into chunks of ≤ `chunking.max` items and ≤ `maxBytes` each. */
 export function splitBody(body: Record<string, unknown>, chunking: Chunking, maxBytes: number = LIMITS.payloadBytes): Chunk[] {
@@ -52,7 +51,7 @@ export function joinAnswers(chunking: Chunking, answers: readonly unknown[]): Re
   const joined: Record<string, unknown> = {};
   const result = chunking.join.kind === 'concat' ? chunking.join.result : undefined;
   for (const answer of answers) {
-    if (!isObject(answer)) continue;
+    if (!isRecord(answer)) continue;
     for (const [key, value] of Object.entries(answer)) {
       const before = joined[key];
       if (key === result && Array.isArray(value)) joined[key] = Array.isArray(before) ? [...before, ...value] : [...value];
@@ -69,7 +68,7 @@ export function joinAnswers(chunking: Chunking, answers: readonly unknown[]): Re
  * @returns the chunk's answer built from the details, or `undefined` when it is a real failure
  */
 export function failedEntries(chunking: Chunking, chunk: Chunk, status: number, answer: unknown): Record<string, unknown> | undefined {
-  if (status !== 400 || chunking.join.kind !== 'concat' || !isObject(answer)) return undefined;
+  if (status !== 400 || chunking.join.kind !== 'concat' || !isRecord(answer)) return undefined;
   const details = answer['details'];
   if (!Array.isArray(details) || details.length !== chunk.count) return undefined;
   return { [chunking.join.result]: details };

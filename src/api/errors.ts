@@ -3,6 +3,8 @@
  * @module
  */
 
+import { isRecord } from './objects.js';
+
 /** A failed entry of a merge that failed as a whole. */
 export interface PlatformErrorDetail {
   status?: 'invalid' | 'suppressed' | string;
@@ -43,16 +45,14 @@ export function relayError(code: string, message: string, details: unknown[] = [
   return { error: { code, message, details } };
 }
 
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null;
-
 export function isPlatformErrorBody(value: unknown): value is PlatformErrorBody {
-  return isObject(value) && typeof value['code'] === 'number' && typeof value['error'] === 'string';
+  return isRecord(value) && typeof value['code'] === 'number' && typeof value['error'] === 'string';
 }
 
 export function isRateLimitBody(value: unknown): value is RateLimitBody {
-  return isObject(value) && isObject(value['error']) && typeof value['error']['try-in-seconds'] === 'number';
+  return isRecord(value) && isRecord(value['error']) && typeof value['error']['try-in-seconds'] === 'number';
 }
 
 export function isRelayErrorBody(value: unknown): value is RelayErrorBody {
-  return isObject(value) && isObject(value['error']) && typeof value['error']['code'] === 'string' && typeof value['error']['message'] === 'string';
+  return isRecord(value) && isRecord(value['error']) && typeof value['error']['code'] === 'string' && typeof value['error']['message'] === 'string';
 }

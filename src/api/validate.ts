@@ -40,19 +40,26 @@ export function toIssues(issues: readonly v.BaseIssue<unknown>[]): ValidationIss
 /** Keys that name an object's prototype: JSON.parse makes them own keys, and they carry no data. */
 export const FORBIDDEN_KEYS: ReadonlySet<string> = new Set(['__proto__', 'constructor', 'prototype']);
 
-/** The first prototype-named key anywhere in `value` (depth-bounded), as an issue naming its path. */
-export function forbiddenKey(value: unknown, path = '', depth = 0): ValidationIssue | undefined {
-  if (typeof value !== 'object' || value === null || depth > 64) return undefined;
+/** How deep a request body may nest; deeper ones are refused rather than scanned. */
+export const MAX_BODY_DEPTH = 64;
+
+/**
+ * The first prototype-named key anywhere in `value`, or nesting deeper than `maxDepth`, as an
+ * issue naming its path; undefined when clean.
+ */
+export function forbiddenKey(value: unknown, maxDepth = MAX_BODY_DEPTH, path = '', depth = 0): ValidationIssue | undefined {
+  if (typeof value !== 'object' || value === null) return undefined;
+  if (depth > maxDepth) return { path, message: `${path ? `${path}: ` : ''}nested more than ${maxDepth} levels` };
   if (Array.isArray(value)) {
     for (const [index, item] of value.entries()) {
-      const found = forbiddenKey(item, `${path}[${index}]`, depth + 1);
+      const found = forbiddenKey(item, maxDepth, `${path}[${index}]`, depth + 1);
       if (found) return found;
     }
     return undefined;
   }
   for (const key of Object.keys(value)) {
     if (FORBIDDEN_KEYS.has(key)) return { path, message: `${path ? `${path}: ` : ''}key ${JSON.stringify(key)} is not allowed` };
-    const found = forbiddenKey((value as Record<string, unknown>)[key], path ? `${path}.${key}` : key, depth + 1);
+    const found = forbiddenKey((value as Record<string, unknown>)[key], maxDepth, path ? `${path}.${key}` : key, depth + 1);
     if (found) return found;
   }
   return undefined;

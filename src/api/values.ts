@@ -10,6 +10,7 @@
  */
 import { parseFieldId, type FieldType } from './fields.js';
 import { LIMITS } from './limits.js';
+import { isRecord } from './objects.js';
 
 export interface PhoneValue {
   c: string;
@@ -48,7 +49,6 @@ const CALLING_CODES = new Set(
 );
 
 const typeName = (value: unknown): string => (value === null ? 'null' : Array.isArray(value) ? 'array' : typeof value);
-const isPlainObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 const digits = (value: unknown): string => String(value).replace(/[^0-9]/g, '');
 
 /** Splits `+CC NNN…` digits into calling code and national number. */
@@ -61,7 +61,7 @@ export function splitCallingCode(allDigits: string): PhoneValue | undefined {
 }
 
 function checkPhone(id: string, value: unknown, options: CheckOptions): CheckResult<PhoneValue> {
-  if (!isPlainObject(value)) return { ok: false, error: `${id}: expected a phone object {c, n} or {phone, parse_with_country_code}, got ${typeName(value)}` };
+  if (!isRecord(value)) return { ok: false, error: `${id}: expected a phone object {c, n} or {phone, parse_with_country_code}, got ${typeName(value)}` };
   let phone: PhoneValue | undefined;
   if ('phone' in value) {
     if (typeof value['phone'] !== 'string') return { ok: false, error: `${id}: phone must be a string` };
@@ -88,7 +88,7 @@ function checkPhone(id: string, value: unknown, options: CheckOptions): CheckRes
 }
 
 function checkDate(id: string, value: unknown): CheckResult<DateValue> {
-  if (!isPlainObject(value)) return { ok: false, error: `${id}: expected a date object {year, month, day, timezone?}, got ${typeName(value)}` };
+  if (!isRecord(value)) return { ok: false, error: `${id}: expected a date object {year, month, day, timezone?}, got ${typeName(value)}` };
   const { year, month, day, hour = 0, minute = 0, second = 0, timezone } = value as Record<string, unknown>;
   for (const [name, part] of Object.entries({ year, month, day, hour, minute, second })) {
     if (typeof part !== 'number' || !Number.isInteger(part)) return { ok: false, error: `${id}: ${name} must be an integer` };
@@ -137,7 +137,7 @@ function checkByType(id: string, type: FieldType, value: unknown, custom: boolea
     case 'bol':
       return typeof value === 'boolean' ? { ok: true, value } : { ok: false, error: `${id}: expected true or false, got ${typeName(value)}` };
     case 'geo': {
-      if (!isPlainObject(value) || typeof value['name'] !== 'string' || value['name'].trim() === '') {
+      if (!isRecord(value) || typeof value['name'] !== 'string' || value['name'].trim() === '') {
         return { ok: false, error: `${id}: expected a geo object {name: "…"}` };
       }
       if (value['name'].length > LIMITS.stringChars) return { ok: false, error: `${id}: name is longer than ${LIMITS.stringChars} characters` };
@@ -152,7 +152,7 @@ function checkByType(id: string, type: FieldType, value: unknown, custom: boolea
         ? { ok: true, value }
         : { ok: false, error: `${id}: expected an array of integers` };
     case 'obj':
-      return isPlainObject(value) ? { ok: true, value } : { ok: false, error: `${id}: expected a JSON object, got ${typeName(value)}` };
+      return isRecord(value) ? { ok: true, value } : { ok: false, error: `${id}: expected a JSON object, got ${typeName(value)}` };
     case 'act':
       return { ok: false, error: `${id}: an activity is not a field value` };
   }

@@ -13,6 +13,7 @@
  */
 import { ENDPOINTS, type EndpointId, type Scope } from '../api/index.js';
 import { sha256 } from '@noble/hashes/sha2.js';
+import { isRecord } from '../api/objects.js';
 
 /** A token's scope: the endpoint table's `read` / `write` / `delete`, `admin` for all of them, or `metrics` for `GET /metrics` only. */
 export type TokenScope = Scope | 'admin' | 'metrics';
@@ -35,14 +36,12 @@ export class TokenConfigError extends TypeError {
 }
 
 const HEX64 = /^[0-9a-f]{64}$/;
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
-
 const problem = (where: string, what: string): TokenConfigError =>
   new TokenConfigError(`${where}: ${what}. Expected {"name","sha256","scopes":[…],"endpoints"?:[…]}; \`cdp-edge token create\` prints a valid entry.`);
 
 /** Checks one token entry; `where` names it in errors (e.g. `RELAY_TOKENS[2]`). */
 export function checkToken(entry: unknown, where: string): TokenConfig {
-  if (!isObject(entry)) throw problem(where, 'is not an object');
+  if (!isRecord(entry)) throw problem(where, 'is not an object');
   const { name, sha256, scopes, endpoints } = entry;
   if (typeof name !== 'string' || name.trim() === '') throw problem(where, 'name must be a non-empty string');
   const label = `${where} (${JSON.stringify(name)})`;

@@ -9,6 +9,7 @@
  * @module
  */
 import * as v from 'valibot';
+import { isRecord } from '../objects.js';
 
 export const GROUP_OPERATORS = ['$andgroup', '$orgroup'] as const;
 
@@ -117,11 +118,9 @@ export type Filter = { [operator: string]: FilterCondition | Filter[] };
 const MAX_DEPTH = 8;
 const MAX_CONDITIONS = 200;
 
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
-
 /** Walks a filter; returns the first problem as a sentence, or undefined. */
 export function filterProblem(filter: unknown, operators: readonly string[], path = 'filter', depth = 0, count = { n: 0 }): string | undefined {
-  if (!isObject(filter)) return `${path} must be an object with one operator key`;
+  if (!isRecord(filter)) return `${path} must be an object with one operator key`;
   const keys = Object.keys(filter);
   if (keys.length !== 1) return `${path} must have exactly one operator key, got ${keys.length}`;
   const operator = keys[0]!;
@@ -137,7 +136,7 @@ export function filterProblem(filter: unknown, operators: readonly string[], pat
     }
     return undefined;
   }
-  if (!isObject(body)) return `${path}.${operator} must be an object with field_id and value`;
+  if (!isRecord(body)) return `${path}.${operator} must be an object with field_id and value`;
   const needsField = !operator.startsWith('$is_') && !operator.startsWith('$id_');
   if (needsField && typeof body['field_id'] !== 'string') return `${path}.${operator}.field_id must be a field ID string`;
   return undefined;

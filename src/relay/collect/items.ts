@@ -5,37 +5,22 @@
  * @module
  */
 import * as v from 'valibot';
-import { toIssues } from '../../api/index.js';
+import { forbiddenKey, toIssues } from '../../api/index.js';
 import { mergedPerson } from '../../api/schemas/people.js';
 import { activityEvent } from '../../api/schemas/definitions.js';
 import { attributesProblem } from '../../plan/rules.js';
 import type { SiteConfig } from '../config.js';
-
-const isPlainObject = (input: unknown): input is Record<string, unknown> => typeof input === 'object' && input !== null && !Array.isArray(input);
+import { isRecord } from '../../api/objects.js';
 
 // valibot's record takes arrays and silently drops prototype keys: refuse both instead.
 const record = (what: string) =>
   v.pipe(
-    v.custom<Record<string, unknown>>(isPlainObject, `${what} must be an object, not an array or a value`),
+    v.custom<Record<string, unknown>>(isRecord, `${what} must be an object, not an array or a value`),
     v.record(v.string(), v.unknown(), `${what} must be an object`),
   );
 
-/** Keys that never belong in an item: they only ever serve prototype pollution. */
-const FORBIDDEN_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
-const MAX_DEPTH = 16;
-
-/** The path of the first forbidden key, or of nesting deeper than any item needs; undefined when clean. */
-function unsafePath(value: unknown, path: string, depth: number): string | undefined {
-  if (typeof value !== 'object' || value === null) return undefined;
-  if (depth > MAX_DEPTH) return `${path} (nested more than ${MAX_DEPTH} levels)`;
-  for (const key of Object.keys(value)) {
-    const here = path ? `${path}.${key}` : key;
-    if (FORBIDDEN_KEYS.has(key)) return `${here} (the key ${JSON.stringify(key)} is not allowed)`;
-    const found = unsafePath((value as Record<string, unknown>)[key], here, depth + 1);
-    if (found) return found;
-  }
-  return undefined;
-}
+/** How deep an item may nest: far more than any item needs. */
+const MAX_ITEM_DEPTH = 16;
 
 const base = {
   id: v.pipe(v.string('id must be a string'), v.minLength(1, 'id must not be empty'), v.maxLength(128, 'id is at most 128 characters')),
@@ -77,8 +62,8 @@ export function checkItem(raw: unknown, index: number, site: SiteConfig): Checke
   const id = typeof raw === 'object' && raw !== null && typeof (raw as { id?: unknown }).id === 'string' ? (raw as { id: string }).id : `#${index}`;
   const type = typeof raw === 'object' && raw !== null ? (raw as { type?: unknown }).type : undefined;
   if (type !== 'identify' && type !== 'track') return { ok: false, id, error: `item ${index}: type must be "identify" or "track"`, reason: 'invalid' };
-  const unsafe = unsafePath(raw, '', 0);
-  if (unsafe) return { ok: false, id, error: `item ${index}: ${unsafe}`, reason: 'invalid' };
+  const unsafe = forbiddenKey(raw, MAX_ITEM_DEPTH);
+  if (unsafe) return { ok: false, id, error: `item ${index}: ${unsafe.message}`, reason: 'invalid' };
   const parsed = v.safeParse(type === 'identify' ? identifySchema : trackSchema, raw);
   if (!parsed.success) return { ok: false, id, error: message(parsed.issues), reason: 'invalid' };
   const item = { index, id: parsed.output.id, type, input: parsed.output } as Item;

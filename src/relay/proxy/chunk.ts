@@ -8,10 +8,9 @@ import { RelayHttpError } from '../errors.js';
 import type { Upstream, UpstreamAnswer } from '../upstream/caller.js';
 import { discard, readText } from '../upstream/transport.js';
 import type { ProxyConfig } from './options.js';
+import { isRecord } from '../../api/objects.js';
 
 /** A JSON object (not an array, not null). */
-export const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
-
 /**
  * Splits `body` along the endpoint's chunked array (one chunk when it already fits), refusing
  * more items than one chunked request may carry.

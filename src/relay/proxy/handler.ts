@@ -4,7 +4,8 @@ import { createTokenVerifier, type TokenConfig } from '../tokens.js';
 import type { AuditEntry } from './audit.js';
 import { authenticate, authorize } from './auth.js';
 import { parseJson, readBody } from './body.js';
-import { chunksOf, isObject, Pacer, sendChunks } from './chunk.js';
+import { isRecord } from '../../api/objects.js';
+import { chunksOf, Pacer, sendChunks } from './chunk.js';
 import { jsonResponse, RelayHttpError } from '../errors.js';
 import { createUpstream, type Upstream } from '../upstream/caller.js';
 import type { ProxyConfig } from './options.js';
@@ -69,7 +70,7 @@ export function createHandler(config: ProxyConfig): ProxyHandler {
     }
     const { text, size } = await readBody(request, chunked ? config.maxChunkedBytes : config.maxBytes);
     const body = parseJson(text);
-    if (chunked && isObject(body)) {
+    if (chunked && isRecord(body)) {
       const chunkable = endpoint as Endpoint<EndpointId> & { chunking: Chunking };
       const chunks = chunksOf(chunkable.chunking, body, config.maxChunkedItems);
       const issues = validateChunks(endpoint.id, chunks);
