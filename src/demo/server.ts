@@ -7,11 +7,12 @@
  * const demo = await startDemoServer({ port: 0, config: () => ({ relay, key: 'pk_demo', identitySecret }) });
  * @module
  */
-import { createHash, createHmac } from 'node:crypto';
+import { createHash } from 'node:crypto';
+import { userHash } from '../relay/collect/identity.js';
 import { readFile } from 'node:fs/promises';
-import type { AddressInfo } from 'node:net';
 import { extname, join, normalize, sep } from 'node:path';
-import { serve } from '@hono/node-server';
+import { getRequestListener } from '@hono/node-server';
+import { listen } from '../listen.js';
 import { Hono } from 'hono';
 import { CONTENT_TYPES, packageRoot } from './files.js';
 
@@ -47,9 +48,6 @@ export interface RunningDemo {
 
 /** A plausible email: one @, a dot in the domain, no spaces, at most 254 characters. */
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
-
-/** The hex HMAC-SHA256 of `value` under `secret`: what the relay checks `user_hash` against. */
-export const userHashOf = (secret: string, value: string): string => createHmac('sha256', secret).update(value).digest('hex');
 
 const SAFE = /^[\w.:/[\]-]+$/;
 const inlineScripts = (html: string) => [...html.matchAll(/<script>([\s\S]*?)<\/script>/g)].map((m) => m[1]!);
@@ -109,7 +107,7 @@ export function createDemoApp(options: DemoServerOptions): Hono {
     const email = typeof body?.email === 'string' ? body.email.trim().toLowerCase() : '';
     if (email.length > 254 || !EMAIL.test(email))
       return c.json({ error: { code: 'invalid_email', message: 'Send {"email": "you@example.com"} with a valid email address.' } }, 400);
-    return c.json({ email, user_hash: userHashOf(options.config().identitySecret, email) });
+    return c.json({ email, user_hash: await userHash(options.config().identitySecret, email) });
   });
   // The SPA: its files, and its index.html for every client-side route.
   app.get('/spa/*', async (c) => {
@@ -131,18 +129,6 @@ export function createDemoApp(options: DemoServerOptions): Hono {
 export async function startDemoServer(options: DemoServerOptions): Promise<RunningDemo> {
   const app = createDemoApp(options);
   const hostname = options.hostname ?? '127.0.0.1';
-  const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
-    const s = serve({ fetch: app.fetch, port: options.port ?? 8080, hostname }, () => resolve(s));
-    s.once('error', reject);
-  });
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://${hostname}:${port}`,
-    port,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        (server as { closeAllConnections?: () => void }).closeAllConnections?.();
-      }),
-  };
+  const { url, port, close } = await listen(getRequestListener(app.fetch), options.port ?? 8080, hostname);
+  return { url, port, close };
 }

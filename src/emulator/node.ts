@@ -3,8 +3,8 @@
  * the optional `--data` file (loaded at start, written back on changes and on close).
  * @module
  */
-import { serve } from '@hono/node-server';
-import type { AddressInfo } from 'node:net';
+import { getRequestListener } from '@hono/node-server';
+import { listen } from '../listen.js';
 import { createEmulator, type Emulator } from './emulator.js';
 import type { EmulatorOptions } from './options.js';
 import { createDataWriter, readDataFile } from './persist.js';
@@ -45,23 +45,15 @@ export async function startEmulator(options: StartOptions = {}): Promise<Running
   const writer = data ? createDataWriter(data, () => emulator.snapshot(), writeDebounceMs) : undefined;
   if (writer) onWrite = () => writer.schedule();
 
-  const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
-    const s = serve({ fetch: emulator.fetch, port, hostname }, () => resolve(s));
-    s.once('error', reject);
-  });
-  const address = server.address() as AddressInfo;
-  const host = hostname.includes(':') ? `[${hostname}]` : hostname;
+  const listening = await listen(getRequestListener(emulator.fetch), port, hostname);
   let closing: Promise<void> | undefined;
   return {
-    url: `http://${host}:${address.port}`,
-    port: address.port,
+    url: listening.url,
+    port: listening.port,
     emulator,
     close() {
       closing ??= (async () => {
-        await new Promise<void>((resolve) => {
-          server.close(() => resolve());
-          (server as { closeAllConnections?: () => void }).closeAllConnections?.();
-        });
+        await listening.close();
         await writer?.flush();
       })();
       return closing;

@@ -9,8 +9,7 @@
  * @module
  */
 import { readFile } from 'node:fs/promises';
-import type { AddressInfo } from 'node:net';
-import { createServer, type Server } from 'node:http';
+import { listen } from '../listen.js';
 import type { HttpBindings } from '@hono/node-server';
 import { createRelayHandlers, type RelayDeps } from './app.js';
 import { createNodeFront } from './node-front.js';
@@ -125,14 +124,11 @@ export async function startRelay(options: StartRelayOptions = {}): Promise<Runni
   const hostname = options.hostname ?? '127.0.0.1';
   // The store is closed with the relay only when the relay opened it.
   const closeStore = options.store === undefined ? () => store.close() : async () => {};
-  const server = await new Promise<Server>((resolve, reject) => {
-    const s = createServer(createNodeFront(handlers, config));
-    s.once('error', reject);
-    s.listen(options.port ?? 8787, hostname, () => resolve(s));
-  }).catch(async (error: unknown) => {
+  const listening = await listen(createNodeFront(handlers, config), options.port ?? 8787, hostname).catch(async (error: unknown) => {
     await closeStore();
     throw error;
   });
+  const { server } = listening;
   const metricsPort = options.clusterWorker ? undefined : (options.metricsPort ?? portFrom(env['RELAY_METRICS_PORT']));
   let ops: OpsServer | undefined;
   if (metricsPort !== undefined) {
@@ -145,16 +141,14 @@ export async function startRelay(options: StartRelayOptions = {}): Promise<Runni
         readiness: handlers.readiness,
       });
     } catch (error) {
-      server.close();
+      await listening.close();
       await closeStore();
       throw error;
     }
   }
-  const { port } = server.address() as AddressInfo;
-  const host = hostname.includes(':') ? `[${hostname}]` : hostname;
   return {
-    url: `http://${host}:${port}`,
-    port,
+    url: listening.url,
+    port: listening.port,
     state: state.description,
     ...(ops === undefined ? {} : { metricsUrl: ops.url }),
     close: async () => {

@@ -4,6 +4,7 @@
  * @module
  */
 import { relayError } from '../api/index.js';
+import { toHex } from './encoding.js';
 
 /** The snippet's bytes or text, or a loader for them (called once, then cached). */
 export type SnippetSource = Uint8Array | string | (() => Promise<Uint8Array | string | undefined>);
@@ -24,7 +25,7 @@ export function createSnippetHandler(source: SnippetSource | undefined): (reques
     if (raw === undefined) return undefined;
     const bytes: Uint8Array<ArrayBuffer> = typeof raw === 'string' ? new TextEncoder().encode(raw) : new Uint8Array(raw);
     const hash = new Uint8Array(await crypto.subtle.digest('SHA-256', bytes));
-    const etag = `"${Array.from(hash.slice(0, 12), (b) => b.toString(16).padStart(2, '0')).join('')}"`;
+    const etag = `"${toHex(hash.slice(0, 12))}"`;
     return { bytes, etag };
   };
   return async (request) => {

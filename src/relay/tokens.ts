@@ -13,6 +13,7 @@
  */
 import { ENDPOINTS, type EndpointId, type Scope } from '../api/index.js';
 import { sha256 } from '@noble/hashes/sha2.js';
+import { toBase64url, toHex } from './encoding.js';
 import { isRecord } from '../api/objects.js';
 
 /** A token's scope: the endpoint table's `read` / `write` / `delete`, `admin` for all of them, or `metrics` for `GET /metrics` only. */
@@ -100,22 +101,19 @@ export function parseTokens(json: string | undefined): TokenConfig[] {
   return checkTokens(value, 'RELAY_TOKENS');
 }
 
-const hex = (bytes: Uint8Array): string => Array.from(bytes, (byte) => byte.toString(16).padStart(2, '0')).join('');
-
 async function digest(token: string): Promise<Uint8Array> {
   return new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(token)));
 }
 
 /** The lower-case hex SHA-256 of `token`: what goes into `RELAY_TOKENS`. */
 export async function hashToken(token: string): Promise<string> {
-  return hex(await digest(token));
+  return toHex(await digest(token));
 }
 
 /** A new random token (256 bits, base64url, prefixed `rt_` so it is recognisable in leaks). */
 export function generateToken(): string {
   const bytes = crypto.getRandomValues(new Uint8Array(32));
-  const base64 = btoa(String.fromCharCode(...bytes));
-  return `rt_${base64.replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '')}`;
+  return `rt_${toBase64url(bytes)}`;
 }
 
 /**

@@ -10,14 +10,9 @@
  * @module
  */
 
-const encoder = new TextEncoder();
+import { toBase64url, toHex } from '../encoding.js';
 
-const toHex = (bytes: Uint8Array): string => Array.from(bytes, (byte) => byte.toString(16).padStart(2, '0')).join('');
-const toB64url = (bytes: Uint8Array): string =>
-  btoa(String.fromCharCode(...bytes))
-    .replace(/\+/g, '-')
-    .replace(/\//g, '_')
-    .replace(/=+$/, '');
+const encoder = new TextEncoder();
 
 /** Compares two strings in time that depends only on their length, never on where they differ. */
 export function timingSafeEqual(a: string, b: string): boolean {
@@ -57,14 +52,14 @@ export function createIdentity(secret: string, ttlSeconds: number): Identity {
   // be an HMAC of anything.
   const tokenKey = crypto.subtle.digest('SHA-256', encoder.encode(`cdp-edge identity token v1\u0000${secret}`)).then(hmacKey);
   const mac = async (key: Promise<CryptoKey>, message: string) => new Uint8Array(await crypto.subtle.sign('HMAC', await key, encoder.encode(message)));
-  const sign = async (site: string, payload: string) => toB64url(await mac(tokenKey, `token\n${site}\n${payload}`));
+  const sign = async (site: string, payload: string) => toBase64url(await mac(tokenKey, `token\n${site}\n${payload}`));
 
   return {
     async hashMatches(value, hash) {
       return timingSafeEqual(toHex(await mac(userKey, value)), hash.toLowerCase());
     },
     async subject(site, field, value) {
-      return toB64url((await mac(tokenKey, `subject\n${site}\n${field}\n${value}`)).slice(0, 16));
+      return toBase64url((await mac(tokenKey, `subject\n${site}\n${field}\n${value}`)).slice(0, 16));
     },
     async issue(site, subjects, now) {
       const unique = [...new Set(subjects)].slice(-MAX_SUBJECTS);

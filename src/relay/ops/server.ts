@@ -4,10 +4,9 @@
  * it needs a token: keep it off the public network (bind it to loopback or a private address).
  * @module
  */
-import type { AddressInfo } from 'node:net';
-import { createServer, type Server } from 'node:http';
 import { getRequestListener } from '@hono/node-server';
 import { Hono } from 'hono';
+import { listen } from '../../listen.js';
 import type { MetricsSource } from '../app.js';
 import type { Readiness } from '../ready.js';
 import { renderStatusPage, type StatusSnapshot } from './status.js';
@@ -53,20 +52,6 @@ export function createOpsApp(options: Omit<OpsServerOptions, 'port' | 'hostname'
 
 /** Starts the operations server; resolves once it listens. */
 export async function startOpsServer(options: OpsServerOptions): Promise<OpsServer> {
-  const hostname = options.hostname ?? '127.0.0.1';
-  const server = await new Promise<Server>((resolve, reject) => {
-    const s = createServer(getRequestListener(createOpsApp(options).fetch));
-    s.once('error', reject);
-    s.listen(options.port, hostname, () => resolve(s));
-  });
-  const { port } = server.address() as AddressInfo;
-  const host = hostname.includes(':') ? `[${hostname}]` : hostname;
-  return {
-    url: `http://${host}:${port}`,
-    close: () =>
-      new Promise<void>((resolve, reject) => {
-        server.close((error) => (error ? reject(error) : resolve()));
-        server.closeAllConnections();
-      }),
-  };
+  const { url, close } = await listen(getRequestListener(createOpsApp(options).fetch), options.port, options.hostname ?? '127.0.0.1');
+  return { url, close };
 }
