@@ -1,7 +1,7 @@
 // Forwarding units with an injected fetch and clock: chunking, the 429 wait, the shared
 // backoff, retries within the budget. No sockets: what is checked is what was called when.
 import { describe, expect, it } from 'vitest';
-import { forward, type Group } from '../../src/relay/collect/forward.js';
+import { forward, type EndpointCall } from '../../src/relay/collect/forward.js';
 import type { Clock, SendContext } from '../../src/relay/collect/upstream.js';
 import { createUpstream } from '../../src/relay/upstream/caller.js';
 import { fetchTransport } from '../../src/relay/upstream/transport.js';
@@ -50,7 +50,7 @@ const ok = (call: Call) =>
   );
 const rateLimited = (seconds: number) => Response.json({ error: { code: 'rate-limit', message: 'rate limit', 'try-in-seconds': seconds } }, { status: 429 });
 
-const activities = (count: number, pad = 0): Group => ({
+const activities = (count: number, pad = 0): EndpointCall => ({
   endpoint: 'activities/create',
   envelope: {},
   entries: Array.from({ length: count }, (_, n) => ({

@@ -17,7 +17,7 @@ export interface ItemResult {
 }
 
 /** One call's worth of entries: the endpoint, the envelope around them and who they belong to. */
-export interface Group {
+export interface EndpointCall {
   endpoint: 'person/merge' | 'activities/create';
   /** `merge_by`, `merge_strategy`: everything but the entries */
   envelope: Record<string, unknown>;
@@ -33,7 +33,7 @@ export interface Forwarded {
 }
 
 /** Per-entry result of a successful call. */
-function entryResult(endpoint: Group['endpoint'], answer: unknown): { ok: boolean; error?: string } {
+function entryResult(endpoint: EndpointCall['endpoint'], answer: unknown): { ok: boolean; error?: string } {
   if (!isRecord(answer)) return { ok: true };
   const status = answer['status'];
   const error = typeof answer['error'] === 'string' ? answer['error'] : undefined;
@@ -47,7 +47,7 @@ function entryResult(endpoint: Group['endpoint'], answer: unknown): { ok: boolea
     : { ok: true };
 }
 
-async function sendChunk(ctx: SendContext, group: Group, chunk: Group['entries'], out: Forwarded): Promise<void> {
+async function sendChunk(ctx: SendContext, group: EndpointCall, chunk: EndpointCall['entries'], out: Forwarded): Promise<void> {
   const itemsKey = group.endpoint === 'person/merge' ? 'people' : 'activities';
   const outcome: Outcome = await sendOnce(ctx, group.endpoint as EndpointId, { ...group.envelope, [itemsKey]: chunk.map((c) => c.entry) });
   if (outcome.kind === 'ok') {
@@ -83,7 +83,7 @@ async function sendChunk(ctx: SendContext, group: Group, chunk: Group['entries']
 }
 
 /** Sends `groups` in order (identify groups first), each chunked as the platform requires. */
-export async function forward(ctx: SendContext, groups: Group[]): Promise<Forwarded> {
+export async function forward(ctx: SendContext, groups: EndpointCall[]): Promise<Forwarded> {
   const out: Forwarded = { results: new Map(), retryAfter: 0 };
   for (const group of groups) {
     if (group.entries.length === 0) continue;
@@ -93,7 +93,7 @@ export async function forward(ctx: SendContext, groups: Group[]): Promise<Forwar
     const small = group.entries.length <= chunking.max && group.maxBytes !== undefined && group.maxBytes < LIMITS.payloadBytes / 2;
     const chunks = small
       ? [group.entries]
-      : splitBody({ ...group.envelope, [chunking.items]: group.entries }, chunking).map((chunk) => chunk.body[chunking.items] as Group['entries']);
+      : splitBody({ ...group.envelope, [chunking.items]: group.entries }, chunking).map((chunk) => chunk.body[chunking.items] as EndpointCall['entries']);
     for (const chunk of chunks) await sendChunk(ctx, group, chunk, out);
   }
   return out;

@@ -11,9 +11,9 @@ import type { RejectReason } from '../observe.js';
 import { type DedupeScope, lookupCounter, type RelayStore } from '../store.js';
 import { readCollectBody, type CollectRequest } from './body.js';
 import { enrichLocation, enrichmentOf, wantsAddress, type ClientInfo } from './enrich.js';
-import { forward, type Group, type ItemResult } from './forward.js';
+import { forward, type EndpointCall, type ItemResult } from './forward.js';
 import { createIdentity, type Identity } from './identity.js';
-import { checkEntry, checkItem, type Item } from './items.js';
+import { checkEntry, checkItem, type CheckedItem } from './items.js';
 import type { Upstream } from '../upstream/caller.js';
 import type { Clock } from './upstream.js';
 
@@ -21,7 +21,7 @@ import type { Clock } from './upstream.js';
 export interface QueuedEntry {
   site: string;
   id: string;
-  endpoint: Group['endpoint'];
+  endpoint: EndpointCall['endpoint'];
   envelope: Record<string, unknown>;
   entry: Record<string, unknown>;
 }
@@ -109,7 +109,13 @@ interface Verified {
   items: Set<string>;
 }
 
-async function verifyIdentities(site: SiteConfig, items: Item[], token: string | undefined, identity: Identity | undefined, now: number): Promise<Verified> {
+async function verifyIdentities(
+  site: SiteConfig,
+  items: CheckedItem[],
+  token: string | undefined,
+  identity: Identity | undefined,
+  now: number,
+): Promise<Verified> {
   const verified: Verified = { subjects: new Set(), fresh: [], items: new Set() };
   if (site.verify === 'off' || !identity) return verified;
   for (const subject of await identity.read(site.key, token, now)) verified.subjects.add(subject);
@@ -127,7 +133,7 @@ async function verifyIdentities(site: SiteConfig, items: Item[], token: string |
 }
 
 /** Why `item` is not a verified identity of this browser; undefined when it is. */
-async function identityProblem(site: SiteConfig, item: Item, verified: Verified, identity: Identity): Promise<string | undefined> {
+async function identityProblem(site: SiteConfig, item: CheckedItem, verified: Verified, identity: Identity): Promise<string | undefined> {
   if (item.type === 'identify') {
     return verified.items.has(item.id)
       ? undefined
@@ -145,7 +151,7 @@ async function identityProblem(site: SiteConfig, item: Item, verified: Verified,
 }
 
 /** The track's person reduced to its identifiers: what an unverified browser may name but not change. */
-const identifiersOnly = (item: Item & { type: 'track' }, mergeBy: readonly string[]): Item => {
+const identifiersOnly = (item: CheckedItem & { type: 'track' }, mergeBy: readonly string[]): CheckedItem => {
   const person = item.input.person ?? {};
   const kept = Object.fromEntries(Object.entries(person).filter(([field]) => mergeBy.includes(field)));
   return { ...item, input: { ...item.input, person: kept } };
@@ -159,7 +165,7 @@ function eventTime(ts: string, skewMs: number): string {
   return skewMs === 0 ? ts : new Date(Date.parse(ts) + skewMs).toISOString();
 }
 
-function entryOf(item: Item, location: Record<string, unknown> | undefined, skewMs: number): Record<string, unknown> {
+function entryOf(item: CheckedItem, location: Record<string, unknown> | undefined, skewMs: number): Record<string, unknown> {
   const entry: Record<string, unknown> = {};
   if (item.type === 'identify') {
     entry['fields'] = item.input.fields;
@@ -214,7 +220,7 @@ export async function collect(ctx: CollectContext, request: CollectRequest, info
     results.set(index, { id, status: 'rejected', error });
     reasons.set(index, reason);
   };
-  const items: Item[] = [];
+  const items: CheckedItem[] = [];
   const seen = new Set<string>();
   body.batch.forEach((raw, index) => {
     const checked = checkItem(raw, index, site);
@@ -231,7 +237,7 @@ export async function collect(ctx: CollectContext, request: CollectRequest, info
   const enrichment = enrichmentOf(info, config.addressLookup);
   const skew = body.sentAt === undefined ? 0 : started - body.sentAt;
   const skewMs = Math.abs(skew) > MAX_CLOCK_SKEW_MS ? skew : 0;
-  const pending: { item: Item; entry: Record<string, unknown>; strategy: 1 | 2 }[] = [];
+  const pending: { item: CheckedItem; entry: Record<string, unknown>; strategy: 1 | 2 }[] = [];
   let unverified = 0;
   for (const original of items) {
     let item = original;
@@ -285,7 +291,7 @@ export async function collect(ctx: CollectContext, request: CollectRequest, info
   const mergeEnvelope = (strategy: 1 | 2): Record<string, unknown> => ({ merge_by: site.mergeBy, merge_strategy: strategy });
   // An upper bound of any call's size: the request itself plus what enrichment adds per item.
   const maxBytes = body.bytes + going.length * 1024;
-  const groups: Group[] = [
+  const groups: EndpointCall[] = [
     { endpoint: 'person/merge', envelope: mergeEnvelope(2), entries: [], maxBytes },
     { endpoint: 'person/merge', envelope: mergeEnvelope(1), entries: [], maxBytes },
     { endpoint: 'activities/create', envelope: { merge_by: site.mergeBy }, entries: [], maxBytes },

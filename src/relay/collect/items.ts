@@ -48,9 +48,11 @@ const trackSchema = v.looseObject({
 export type IdentifyInput = v.InferOutput<typeof identifySchema>;
 export type TrackInput = v.InferOutput<typeof trackSchema>;
 
-export type Item = { index: number; id: string; type: 'identify'; input: IdentifyInput } | { index: number; id: string; type: 'track'; input: TrackInput };
+export type CheckedItem =
+  | { index: number; id: string; type: 'identify'; input: IdentifyInput }
+  | { index: number; id: string; type: 'track'; input: TrackInput };
 
-export type Checked = { ok: true; item: Item } | { ok: false; id: string; error: string; reason: 'invalid' | 'not_allowed' };
+export type Checked = { ok: true; item: CheckedItem } | { ok: false; id: string; error: string; reason: 'invalid' | 'not_allowed' };
 
 const message = (issues: readonly v.BaseIssue<unknown>[]) =>
   toIssues(issues)
@@ -66,7 +68,7 @@ export function checkItem(raw: unknown, index: number, site: SiteConfig): Checke
   if (unsafe) return { ok: false, id, error: `item ${index}: ${unsafe.message}`, reason: 'invalid' };
   const parsed = v.safeParse(type === 'identify' ? identifySchema : trackSchema, raw);
   if (!parsed.success) return { ok: false, id, error: message(parsed.issues), reason: 'invalid' };
-  const item = { index, id: parsed.output.id, type, input: parsed.output } as Item;
+  const item = { index, id: parsed.output.id, type, input: parsed.output } as CheckedItem;
   const people = item.type === 'identify' ? item.input.fields : (item.input.person ?? {});
   if (site.fields) {
     const refused = Object.keys(people).filter((field) => !site.fields!.has(field));
@@ -95,7 +97,7 @@ export function checkItem(raw: unknown, index: number, site: SiteConfig): Checke
 }
 
 /** Checks the entry an item becomes against the spec's person/merge or activities/create schema. */
-export function checkEntry(type: Item['type'], entry: Record<string, unknown>): string | undefined {
+export function checkEntry(type: CheckedItem['type'], entry: Record<string, unknown>): string | undefined {
   const parsed = v.safeParse(type === 'identify' ? mergedPerson : activityEvent, entry);
   return parsed.success ? undefined : message(parsed.issues);
 }

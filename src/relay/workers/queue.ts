@@ -6,7 +6,7 @@
  * @module
  */
 import type { Enqueue, QueuedEntry } from '../collect/handler.js';
-import { forward, type Group } from '../collect/forward.js';
+import { forward, type EndpointCall } from '../collect/forward.js';
 import type { SendContext } from '../collect/upstream.js';
 import type { Logger } from '../logging.js';
 import type { DedupeScope, RelayStore } from '../store.js';
@@ -94,7 +94,7 @@ export async function consumeQueue(batch: MessageBatch<QueuedEntry>, ctx: Consum
     }
   }
 
-  const groups = new Map<string, Group>();
+  const groups = new Map<string, EndpointCall>();
   for (const message of going) {
     const { endpoint, envelope, entry, id } = message.body;
     const key = `${endpoint}\u0000${JSON.stringify(envelope)}`;
