@@ -52,11 +52,19 @@ function run(command: string, args: string[], env: Record<string, string>, cwd =
         const timer = setTimeout(() => reject(new Error(`waited 30 s for ${pattern}:\n${out}`)), 30_000);
         const check = () => {
           const match = pattern.exec(out);
-          if (match) clearTimeout(timer), listeners.delete(check), resolve(match);
+          if (!match) return;
+          clearTimeout(timer);
+          listeners.delete(check);
+          resolve(match);
         };
         listeners.add(check);
         check();
-        void exit.then(() => setTimeout(() => (clearTimeout(timer), reject(new Error(`exited before ${pattern}:\n${out}`))), 50));
+        void exit.then(() =>
+          setTimeout(() => {
+            clearTimeout(timer);
+            reject(new Error(`exited before ${pattern}:\n${out}`));
+          }, 50),
+        );
       }),
   };
 }
@@ -74,7 +82,10 @@ function words(line: string): string[] {
       quote = ch;
       word ??= '';
     } else if (/\s/.test(ch)) {
-      if (word !== undefined) out.push(word), (word = undefined);
+      if (word !== undefined) {
+        out.push(word);
+        word = undefined;
+      }
     } else if (ch === '#' && word === undefined) {
       break;
     } else {

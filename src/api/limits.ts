@@ -29,6 +29,7 @@ export type Plan = keyof typeof RATE_LIMITS;
 /** UTF-8 length of `text` without encoding it (what TextEncoder would give, lone surrogates as U+FFFD). */
 export function utf8Length(text: string): number {
   // ASCII is the common case: one byte per character.
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: the ASCII range is the point of this test
   if (/^[\x00-\x7f]*$/.test(text)) return text.length;
   let bytes = text.length;
   for (let i = 0; i < text.length; i++) {

@@ -9,6 +9,7 @@ import type { Command } from '../cli.js';
 import { RelayConfigError } from '../relay/errors.js';
 import { DEFAULT_STATE_FILE } from '../relay/state/node.js';
 import { untilStopped } from './signals.js';
+import type { RunningRelay } from '../relay/node.js';
 
 const USAGE = `Usage: cdp-edge relay [--port 8787] [--host 127.0.0.1] [--state-file ${DEFAULT_STATE_FILE}] [--workers 1] [--metrics-port M]
 
@@ -32,21 +33,24 @@ Configure it with environment variables (the same names as on Cloudflare Workers
 
 const MAX_WORKERS = 64;
 
+const parse = (argv: string[]) =>
+  parseArgs({
+    args: argv,
+    options: {
+      port: { type: 'string' },
+      host: { type: 'string' },
+      'state-file': { type: 'string' },
+      workers: { type: 'string' },
+      'metrics-port': { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  }).values;
+
 const relay: Command = {
   async run(argv) {
-    let values;
+    let values: ReturnType<typeof parse>;
     try {
-      ({ values } = parseArgs({
-        args: argv,
-        options: {
-          port: { type: 'string' },
-          host: { type: 'string' },
-          'state-file': { type: 'string' },
-          workers: { type: 'string' },
-          'metrics-port': { type: 'string' },
-          help: { type: 'boolean', short: 'h' },
-        },
-      }));
+      values = parse(argv);
     } catch (error) {
       console.error(`cdp-edge relay: ${(error as Error).message}\n\n${USAGE}`);
       return 2;
@@ -74,7 +78,7 @@ const relay: Command = {
     const stateFile = values['state-file'] ?? process.env['RELAY_STATE_FILE'] ?? DEFAULT_STATE_FILE;
     if (workers > 1 && cluster.isPrimary) return runPrimary(workers, metricsPort);
     const { startRelay } = await import('../relay/node.js');
-    let running;
+    let running: RunningRelay;
     try {
       // With --workers the primary serves the metrics port for all of them (each worker reports to it).
       running = await startRelay({

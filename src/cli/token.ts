@@ -24,21 +24,24 @@ const list = (value: string | undefined) =>
     .map((item) => item.trim())
     .filter((item) => item !== '');
 
+const parse = (argv: string[]) =>
+  parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      name: { type: 'string' },
+      scopes: { type: 'string' },
+      endpoints: { type: 'string' },
+      json: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+
 const token: Command = {
   async run(argv) {
-    let parsed;
+    let parsed: ReturnType<typeof parse>;
     try {
-      parsed = parseArgs({
-        args: argv,
-        allowPositionals: true,
-        options: {
-          name: { type: 'string' },
-          scopes: { type: 'string' },
-          endpoints: { type: 'string' },
-          json: { type: 'boolean' },
-          help: { type: 'boolean', short: 'h' },
-        },
-      });
+      parsed = parse(argv);
     } catch (error) {
       console.error(`cdp-edge token: ${(error as Error).message}\n\n${USAGE}`);
       return 2;

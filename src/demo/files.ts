@@ -15,7 +15,10 @@ export function packageRoot(): string {
   let dir = dirname(fileURLToPath(import.meta.url));
   for (let i = 0; i < 8; i++) {
     const manifest = join(dir, 'package.json');
-    if (existsSync(manifest) && (JSON.parse(readFileSync(manifest, 'utf8')) as { name?: string }).name === 'cdp-edge') return (root = dir);
+    if (existsSync(manifest) && (JSON.parse(readFileSync(manifest, 'utf8')) as { name?: string }).name === 'cdp-edge') {
+      root = dir;
+      return root;
+    }
     dir = dirname(dir);
   }
   throw new Error('cdp-edge dev: cannot find the cdp-edge package folder (with demo/ and dist/) above ' + fileURLToPath(import.meta.url));

@@ -23,7 +23,7 @@ describe('queue', () => {
     expect(await queued()).toEqual([]);
   });
 
-  it('posts the /collect envelope to ${relay}/collect as a plain string body with keepalive', async () => {
+  it('posts the /collect envelope to <relay>/collect as a plain string body with keepalive', async () => {
     const { t, relay } = await tracker({ relay: 'https://t.example.com/' });
     await t.identify({ ...ann, 'str::first': 'Ann' }, { tags: ['trial'] });
     await t.track('act:cm:signed-up', { 'str:cm:plan': 'pro' });

@@ -90,6 +90,6 @@ describe('issue 6 done: scoped tokens through the relay to the emulator', () => 
     const ids = answer.people.map((p) => p.person_id);
     const found = await reader.person.getByIds({ contact_ids: ids.slice(0, 200), fields: ['str::email'] });
     // Each result belongs to the person sent at the same position.
-    ids.slice(0, 200).forEach((id, index) => expect(found.contacts[id]?.fields['str::email']).toBe(`chunked${index}@example.com`));
+    for (const [index, id] of ids.slice(0, 200).entries()) expect(found.contacts[id]?.fields['str::email']).toBe(`chunked${index}@example.com`);
   });
 });

@@ -79,7 +79,9 @@ export function proxySuite(name: string, makeTarget: MakeTarget): void {
         upstream,
         logger: (entry) => void audit.push(entry),
         now: () => clock,
-        sleep: async (ms) => void (clock += ms),
+        sleep: async (ms) => {
+          clock += ms;
+        },
       });
     });
     afterAll(() => target.close());
@@ -281,6 +283,13 @@ export function proxySuite(name: string, makeTarget: MakeTarget): void {
       });
     });
 
-    flowCases({ upstream, audit, call, advance: (ms) => void (clock += ms) });
+    flowCases({
+      upstream,
+      audit,
+      call,
+      advance: (ms) => {
+        clock += ms;
+      },
+    });
   });
 }

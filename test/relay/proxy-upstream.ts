@@ -71,7 +71,7 @@ export function createTestUpstream(): TestUpstream {
         // keep the raw text
       }
       const headers: Record<string, string> = {};
-      request.headers.forEach((value, name) => void (headers[name] = value));
+      for (const [name, value] of request.headers) headers[name] = value;
       const entry: Received = { method: request.method, path: url.pathname, search: url.search, headers, body };
       received.push(entry);
       const count = counts.get(url.pathname) ?? 0;

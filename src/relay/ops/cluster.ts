@@ -29,9 +29,9 @@ export function reportToPrimary(registry: Registry): RelayObserver {
   // Constructing one installs the worker's answer to the primary's requests.
   new AggregatorRegistry();
   let pending: Reported[] = [];
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const send = () => {
-    timer = undefined;
+  let scheduled = false;
+  const send = (): void => {
+    scheduled = false;
     const events = pending;
     pending = [];
     if (process.connected) process.send?.({ type: MESSAGE, events });
@@ -39,7 +39,9 @@ export function reportToPrimary(registry: Registry): RelayObserver {
   return {
     collect(event) {
       pending.push({ event: { ...event, items: event.items.filter((item) => item.status === 'rejected') }, count: event.items.length });
-      timer ??= setTimeout(send, SEND_EVERY_MS).unref();
+      if (scheduled) return;
+      scheduled = true;
+      setTimeout(send, SEND_EVERY_MS).unref();
     },
   };
 }

@@ -8,7 +8,6 @@ import { RelayHttpError } from '../errors.js';
 import type { Upstream, UpstreamAnswer } from '../upstream/caller.js';
 import { discard, readText } from '../upstream/transport.js';
 import type { ProxyConfig } from './options.js';
-import { isRecord } from '../../api/objects.js';
 
 /** A JSON object (not an array, not null). */
 /**
