@@ -16,7 +16,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { summarise } from './summarise.js';
-import { writeFigures } from './table.js';
+import { writeFigures, writeTargets } from './table.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const results = join(root, 'bench/results');
@@ -198,6 +198,7 @@ console.log(`\n━━ summary: ${totalSeconds} s on ${machine.cpus} cores, ${mac
 console.table(rows.map((r) => ({ bench: r.name, status: r.status, s: r.seconds, figures: r.reason ?? r.headline })));
 if (misses.length > 0) console.log(`targets missed:\n  ${misses.join('\n  ')}`);
 writeFigures();
+writeTargets();
 console.log('wrote bench/results/summary.json and the table in bench/README.md');
 if (rows.some((r) => r.status !== 'ok')) process.exitCode = 1;
 

@@ -49,12 +49,15 @@ const READERS = {
     };
   },
   snippet(r) {
+    const perTask = r.track.one_call_per_task_incl_write;
     return {
-      headline: `track() median ${r.track.median_us} µs, p99 ${r.track.p99_us} µs (mean per call ${r.track.mean_per_call_in_blocks_of_100?.median_us} µs); drain ${r.drain.received}/${r.drain.events} events in ${r.drain.requests} requests, ${r.drain.events_per_second} events/s`,
+      headline:
+        `track() one call per task incl. its IndexedDB write: median ${perTask?.median_us} µs, p99 ${perTask?.p99_us} µs over ${perTask?.calls} calls; ` +
+        `the synchronous part alone reads ${r.track.median_us} µs median at the page's 5 µs timer; ` +
+        `drain ${r.drain.received}/${r.drain.events} events in ${r.drain.requests} requests (100 items per batch), ${r.drain.events_per_second} events/s`,
       targets: [
-        target('track() median µs', r.track.median_us, `≤ ${r.track.target_median_us ?? 20}`, r.track.median_us <= (r.track.target_median_us ?? 20)),
         target(
-          'drain requests for 10,000 events',
+          'drain requests for 10,000 events (100 per batch, so this holds while batching works)',
           r.drain.requests,
           `≤ ${r.drain.target_requests ?? 100}`,
           r.drain.requests <= (r.drain.target_requests ?? 100),

@@ -4,7 +4,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { END, renderFigures, START } from '../bench/table.js';
+import { END, renderFigures, renderTargets, START, TARGETS_END, TARGETS_START } from '../bench/table.js';
 
 const root = join(import.meta.dirname, '..');
 
@@ -13,6 +13,13 @@ describe('bench/README.md', () => {
     const readme = readFileSync(join(root, 'bench', 'README.md'), 'utf8');
     const section = readme.slice(readme.indexOf(START), readme.indexOf(END) + END.length);
     expect(section).toBe(renderFigures(join(root, 'bench', 'results')));
+  });
+
+  it("the root README's performance table shows every target of bench/results, met or missed", () => {
+    const readme = readFileSync(join(root, 'README.md'), 'utf8');
+    const section = readme.slice(readme.indexOf(TARGETS_START), readme.indexOf(TARGETS_END) + TARGETS_END.length);
+    expect(section).toBe(renderTargets(join(root, 'bench', 'results')));
+    expect(section).toMatch(/\| \*\*missed\*\* \|/);
   });
 
   it('names a missed target, and changes when a result changes', () => {
