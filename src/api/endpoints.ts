@@ -53,7 +53,25 @@ export interface Endpoint<Id extends string = string, S extends GenericSchema = 
   chunking?: Chunking;
   /** valibot schema of the request body */
   schema: S;
+  /**
+   * Whether sending the same call twice leaves the platform as sending it once did: reads,
+   * merges by key, archive/restore/delete, links, subscriptions, modifications. Not so for
+   * `activities/create` (a second call records the events again) and the create-definition
+   * calls (a second one answers 409, so a retry hides whether the first applied). Clients retry
+   * an idempotent call after an ambiguous failure (a timeout, a dropped connection, a 5xx), and
+   * only those.
+   */
+  idempotent: boolean;
 }
+
+/** The calls that must not be repeated after an ambiguous failure (see `Endpoint.idempotent`). */
+const APPLIED_ONCE: ReadonlySet<string> = new Set([
+  'activities/create',
+  'definitions/activity/create',
+  'person/custom-field/create',
+  'accounts/custom-field/create',
+  'organizations/custom-field/create',
+]);
 
 const define = <const Id extends string, S extends GenericSchema, const G extends Group, const A extends string>(
   id: Id,
@@ -65,7 +83,18 @@ const define = <const Id extends string, S extends GenericSchema, const G extend
   schema: S,
   chunking?: Chunking,
 ): Endpoint<Id, S, G, A> => {
-  const endpoint: Endpoint<Id, S, G, A> = { id, method, path: `/v1/${id}`, scope, group, action, summary, maxBytes: LIMITS.payloadBytes, schema };
+  const endpoint: Endpoint<Id, S, G, A> = {
+    id,
+    method,
+    path: `/v1/${id}`,
+    scope,
+    group,
+    action,
+    summary,
+    maxBytes: LIMITS.payloadBytes,
+    schema,
+    idempotent: !APPLIED_ONCE.has(id),
+  };
   if (chunking) endpoint.chunking = chunking;
   return endpoint;
 };
