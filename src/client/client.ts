@@ -27,13 +27,14 @@ import { ValidationError } from './errors/validation-error.js';
 import { resolveOptions, type ClientOptions } from './options.js';
 import { pages, records } from './paging.js';
 import { createTransport, send } from './transport.js';
+import { isRecord } from '../api/objects.js';
 
 type Endpoints = typeof ENDPOINTS;
 type Group = Endpoints[EndpointId]['group'];
 
 /** Endpoints whose body may be left out (every member optional). */
 type Caller<Id extends EndpointId> =
-  {} extends RequestOf<Id> ? (body?: RequestOf<Id>) => Promise<ResponseOf<Id>> : (body: RequestOf<Id>) => Promise<ResponseOf<Id>>;
+  Record<never, never> extends RequestOf<Id> ? (body?: RequestOf<Id>) => Promise<ResponseOf<Id>> : (body: RequestOf<Id>) => Promise<ResponseOf<Id>>;
 
 type GroupMethods<G extends Group> = {
   [Id in EndpointId as Endpoints[Id]['group'] extends G ? Endpoints[Id]['action'] : never]: Caller<Id>;
@@ -61,8 +62,6 @@ export interface Client {
   readonly baseUrl: string;
 }
 
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
-
 /** Creates a client; throws `TypeError`/`RangeError` naming the option for bad options. */
 export function createClient(options: ClientOptions): Client {
   const resolved = resolveOptions(options);
@@ -72,7 +71,7 @@ export function createClient(options: ClientOptions): Client {
     const endpoint = ENDPOINTS[id];
     if (!endpoint) throw new TypeError(`Unknown endpoint ${JSON.stringify(id)}`);
     const payload: Record<string, unknown> = body === undefined ? {} : (body as Record<string, unknown>);
-    if (!isObject(payload)) throw new ValidationError(id, [{ path: '', message: 'request body must be an object' }]);
+    if (!isRecord(payload)) throw new ValidationError(id, [{ path: '', message: 'request body must be an object' }]);
     const chunking = 'chunking' in endpoint ? endpoint.chunking : undefined;
     const chunks: Chunk[] = chunking ? splitBody(payload, chunking) : [{ from: 0, count: 0, body: payload }];
     // Every chunk is checked before the first is sent: bad input sends nothing.
@@ -99,7 +98,8 @@ export function createClient(options: ClientOptions): Client {
 
   const client: Record<string, unknown> = { call, baseUrl: resolved.baseUrl };
   for (const endpoint of ENDPOINT_LIST) {
-    const group = (client[endpoint.group] ??= {}) as Record<string, unknown>;
+    client[endpoint.group] ??= {};
+    const group = client[endpoint.group] as Record<string, unknown>;
     group[endpoint.action] = (body?: unknown) => call(endpoint.id, body as never);
   }
   const person = client['person'] as Record<string, unknown>;

@@ -1,5 +1,6 @@
 import type { PlatformErrorDetail } from '../../api/index.js';
 import { CdpError } from './cdp-error.js';
+import { isRecord } from '../../api/objects.js';
 
 export interface HTTPErrorInit {
   method: string;
@@ -8,8 +9,6 @@ export interface HTTPErrorInit {
   body: unknown;
   cause?: unknown;
 }
-
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null;
 
 /**
  * The platform (or the relay) answered with a non-2xx status. Carries the status, the error's
@@ -40,7 +39,7 @@ export class HTTPError extends CdpError {
 
   /** Reads both the platform's `{request_id, code, error, details}` and the relay's `{error: {code, message, details}}`. */
   private static read(body: unknown, status: number) {
-    if (isObject(body) && isObject(body['error'])) {
+    if (isRecord(body) && isRecord(body['error'])) {
       const error = body['error'];
       return {
         message: String(error['message'] ?? 'error'),
@@ -49,7 +48,7 @@ export class HTTPError extends CdpError {
         requestId: undefined,
       };
     }
-    if (isObject(body) && typeof body['error'] === 'string') {
+    if (isRecord(body) && typeof body['error'] === 'string') {
       return {
         message: body['error'],
         code: (body['code'] as number | undefined) ?? status,
