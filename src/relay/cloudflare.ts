@@ -3,7 +3,9 @@
  * Vars and secrets carry the relay's variable names (docs/architecture.md); `RELAY_STATE` binds the
  * Durable Object class whose objects hold each site's dedupe ids (`RELAY_SHARDS` shards) and its
  * address-lookup counter; `RELAY_RATE_LIMIT` (optional) limits visitors; `RELAY_QUEUE` (optional)
- * turns on queued forwarding; `ASSETS` (optional) serves cdp.js.
+ * turns on queued forwarding; `ANALYTICS` (optional) receives the relay's counts in Workers
+ * Analytics Engine (docs/analytics-engine.md); `ASSETS` (optional) serves cdp.js. Log lines go to
+ * Workers Logs as JSON `console.log` lines, at the level `RELAY_LOG` sets (off, info or debug).
  *
  * @example
  * // src/index.ts of your Worker
@@ -22,7 +24,8 @@ import { parseConfig, type RelayConfig } from './config.js';
 import { RelayConfigError } from './errors.js';
 import type { RelayStore } from './store.js';
 import { createBindingLimiter, createMemoryLimiter } from './limits.js';
-import { consoleLogger } from './logging.js';
+import { createConsoleLogger, type Logger } from './logging.js';
+import { analyticsObserver } from './workers/analytics.js';
 import { queueProducer, consumeQueue } from './workers/queue.js';
 import { createDurableStore, DEFAULT_SHARDS } from './workers/state.js';
 import type { ExecutionContext, MessageBatch, RelayEnv } from './workers/types.js';
@@ -35,6 +38,10 @@ interface Built {
   config: RelayConfig;
   app: Hono;
   store: RelayStore;
+  /** the log lines, at `config.logLevel` (the same fields as pino's on Node) */
+  logger: Logger;
+  /** Analytics Engine when `ANALYTICS` is bound */
+  observer: ReturnType<typeof analyticsObserver> | undefined;
 }
 
 // The env object is stable per isolate: parse and build once per env.
@@ -52,8 +59,12 @@ function build(env: RelayEnv): Built {
   if (!(period === 10 || period === 60))
     throw new RelayConfigError('RELAY_RATE_LIMIT_PERIOD', 'must be 10 or 60 (seconds), the period of the [[ratelimits]] binding');
   const store = createDurableStore(env.RELAY_STATE, shards);
+  const logger = createConsoleLogger(config.logLevel);
+  const observer = env.ANALYTICS ? analyticsObserver(env.ANALYTICS) : undefined;
   const app = createRelay(config, {
     store,
+    logger,
+    ...(observer ? { observer } : {}),
     // The Rate Limiting binding when bound (no Durable Object call); else buckets per isolate.
     limiter: env.RELAY_RATE_LIMIT ? createBindingLimiter(env.RELAY_RATE_LIMIT, period) : createMemoryLimiter(),
     ...(env.RELAY_QUEUE ? { enqueue: queueProducer(env.RELAY_QUEUE) } : {}),
@@ -64,16 +75,25 @@ function build(env: RelayEnv): Built {
     // Cloudflare sets CF-Connecting-IP itself; a visitor cannot forge it.
     clientInfo: (c) => ({ ip: c.req.header('cf-connecting-ip'), cf: (c.req.raw as Request & { cf?: CfGeo }).cf }),
   });
-  entry = { config, app, store };
+  entry = { config, app, store, logger, observer };
   built.set(env, entry);
   return entry;
 }
 
-function misconfigured(error: unknown): Response {
+function misconfigured(error: unknown, env: RelayEnv): Response {
   const message = error instanceof RelayConfigError ? error.message : 'the relay could not start';
-  console.log(
-    JSON.stringify({ ts: new Date().toISOString(), kind: 'config', status: 500, error: error instanceof RelayConfigError ? error.variable : 'startup' }),
-  );
+  // The config did not parse, so RELAY_LOG is read as it stands: only "off" silences this line.
+  if (env['RELAY_LOG'] !== 'off') {
+    console.log(
+      JSON.stringify({
+        level: 'error',
+        ts: new Date().toISOString(),
+        kind: 'config',
+        status: 500,
+        error: error instanceof RelayConfigError ? error.variable : 'startup',
+      }),
+    );
+  }
   return Response.json(relayError('relay_misconfigured', `The relay is misconfigured: ${message}.`), { status: 500, headers: { 'Cache-Control': 'no-store' } });
 }
 
@@ -83,13 +103,13 @@ export default {
     try {
       app = build(env).app;
     } catch (error) {
-      return misconfigured(error);
+      return misconfigured(error, env);
     }
     return app.fetch(request, env, ctx as never);
   },
 
   async queue(batch: MessageBatch<QueuedEntry>, env: RelayEnv): Promise<void> {
-    const { config, store } = build(env);
+    const { config, store, logger, observer } = build(env);
     const upstream = createUpstream({
       baseUrl: config.baseUrl,
       apiKey: config.apiKey,
@@ -97,6 +117,8 @@ export default {
       timeoutMs: 10_000,
       backoff: sharedBackoff(config.baseUrl),
       now: Date.now,
+      // The consumer's calls to the platform count in Analytics Engine like the requests' own.
+      onCall: observer?.upstream,
     });
     await consumeQueue(
       batch,
@@ -108,7 +130,7 @@ export default {
         deadline: Date.now() + 25_000,
         random: Math.random,
       },
-      consoleLogger,
+      logger,
     );
   },
 };
