@@ -75,16 +75,26 @@ export function validateRequest<Id extends EndpointId>(
   bytes?: number,
 ): ValidationResult<v.InferOutput<(typeof ENDPOINTS)[Id]['schema']>> {
   const endpoint = ENDPOINTS[id];
+  return validateBody(endpoint.schema as (typeof ENDPOINTS)[Id]['schema'], body, bytes, endpoint.maxBytes);
+}
+
+/** Checks `body` against `schema`: at most `maxBytes`, a JSON object, no prototype keys, then the schema. */
+export function validateBody<S extends v.GenericSchema>(
+  schema: S,
+  body: unknown,
+  bytes: number | undefined,
+  maxBytes: number,
+): ValidationResult<v.InferOutput<S>> {
   const size = bytes ?? jsonBytes(body ?? {});
-  if (size > endpoint.maxBytes) {
-    return { ok: false, issues: [{ path: '', message: `request body of ${size} bytes is over the ${endpoint.maxBytes}-byte (2 MB) limit` }] };
+  if (size > maxBytes) {
+    return { ok: false, issues: [{ path: '', message: `request body of ${size} bytes is over the ${maxBytes}-byte (2 MB) limit` }] };
   }
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
     return { ok: false, issues: [{ path: '', message: 'request body must be a JSON object' }] };
   }
   const forbidden = forbiddenKey(body);
   if (forbidden) return { ok: false, issues: [forbidden] };
-  const result = v.safeParse(endpoint.schema, body);
-  if (result.success) return { ok: true, value: result.output as v.InferOutput<(typeof ENDPOINTS)[Id]['schema']> };
+  const result = v.safeParse(schema, body);
+  if (result.success) return { ok: true, value: result.output };
   return { ok: false, issues: toIssues(result.issues) };
 }

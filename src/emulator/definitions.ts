@@ -20,20 +20,20 @@ import type { Store } from './store.js';
 interface AttributeInput {
   name: string;
   display_type: CustomFieldType | 'email';
-  field_id?: string;
+  field_id?: string | undefined;
 }
 
 interface DefinitionInput {
-  name?: string;
-  icon_id?: string;
-  track_conversion_value?: boolean;
-  touch?: boolean;
-  filterable?: boolean;
-  visible_in_feeds?: boolean;
-  visible_in_fields?: boolean;
-  display_style?: { type: string; title?: string; attribute_name?: string; attribute_field_id?: string };
-  attributes?: AttributeInput[];
-  state?: 'awaiting_implementation' | 'live';
+  name?: string | undefined;
+  icon_id?: string | undefined;
+  track_conversion_value?: boolean | undefined;
+  touch?: boolean | undefined;
+  filterable?: boolean | undefined;
+  visible_in_feeds?: boolean | undefined;
+  visible_in_fields?: boolean | undefined;
+  display_style?: { type: string; title?: string | undefined; attribute_name?: string | undefined; attribute_field_id?: string | undefined } | undefined;
+  attributes?: AttributeInput[] | undefined;
+  state?: 'awaiting_implementation' | 'live' | undefined;
 }
 
 const slugOf = (name: string) => parseFieldId(customFieldId('str', 'person', name))!.name;

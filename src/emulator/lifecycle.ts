@@ -6,14 +6,15 @@
  */
 import { fail } from './errors.js';
 import type { Store } from './store.js';
+import type { RecordCounts } from '../api/index.js';
 
 export type Operation = 'archive' | 'restore' | 'delete';
 type Kind = 'person' | 'account';
 
 interface Selection {
-  inclusion_ids?: string[];
-  exclusion_ids?: string[];
-  all_rows_selected?: boolean;
+  inclusion_ids?: string[] | undefined;
+  exclusion_ids?: string[] | undefined;
+  all_rows_selected?: boolean | undefined;
 }
 
 const PAST: Record<Operation, string> = { archive: 'archived', restore: 'restored', delete: 'deleted' };
@@ -25,7 +26,7 @@ function counters(kind: Kind, operation: Operation, count: number): Record<strin
   return { [`scheduled_${noun}`]: 0, [`${PAST[operation]}_${noun}`]: count };
 }
 
-export function lifecycle(store: Store, kind: Kind, operation: Operation, body: Selection): Record<string, number> {
+export function lifecycle(store: Store, kind: Kind, operation: Operation, body: Selection): RecordCounts {
   const records: Map<string, { id: string; archived: boolean }> = kind === 'person' ? store.people : store.accounts;
   const noun = kind === 'person' ? 'person' : 'account';
   const wantArchived = operation !== 'archive';

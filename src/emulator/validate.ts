@@ -1,44 +1,46 @@
 /**
- * Request validation at the edge, through `validateRequest` of src/api (one source of truth).
- * Failures answer 400 with every issue named in `details`.
+ * Request validation at the edge, through src/api (one source of truth). Failures answer 400
+ * with every issue named in `details`.
  * @module
  */
-import { validateRequest, type EndpointId } from '../api/index.js';
+import type * as v from 'valibot';
+import { ENDPOINTS, validateBody, validateRequest, type EndpointId, type ValidationIssue } from '../api/index.js';
+import { accountsMergeEnvelope } from '../api/schemas/accounts.js';
+import { activitiesCreateEnvelope } from '../api/schemas/definitions.js';
+import { personMergeEnvelope } from '../api/schemas/people.js';
 import { fail } from './errors.js';
 
-/** The validated body of endpoint `id`, or a thrown 400 naming each problem. */
-export function checkBody(id: EndpointId, body: unknown, bytes?: number): Record<string, unknown> {
-  const result = validateRequest(id, body, bytes);
-  if (result.ok) return result.value as Record<string, unknown>;
+/** A body as the endpoint's schema leaves it once valid. */
+export type Checked<Id extends EndpointId> = v.InferOutput<(typeof ENDPOINTS)[Id]['schema']>;
+
+const refuse = (issues: ValidationIssue[]): never =>
   fail(
-    result.issues.map((issue) => issue.message).join('; '),
+    issues.map((issue) => issue.message).join('; '),
     400,
-    result.issues.map((issue) => ({ status: 'invalid', error: issue.message, path: issue.path })),
+    issues.map((issue) => ({ status: 'invalid', error: issue.message, path: issue.path })),
   );
+
+/** The validated body of endpoint `id`, or a thrown 400 naming each problem. */
+export function checkBody<Id extends EndpointId>(id: Id, body: unknown, bytes?: number): Checked<Id> {
+  const result = validateRequest(id, body, bytes);
+  return result.ok ? result.value : refuse(result.issues);
 }
 
 /**
- * For merges and events: the body's shape is checked as a whole, but each item's `fields`
- * are left to the handler, which marks that one item `invalid` (the platform answers per item).
+ * For merges and events the platform judges each item's `fields` on its own: a bad value marks
+ * that item `invalid` in a 200 answer. So the request is checked with item fields shape-checked
+ * only, and the handler checks each item's values.
  */
-export function checkBodyExceptItemFields(id: EndpointId, body: unknown, items: 'people' | 'accounts' | 'activities', bytes?: number): Record<string, unknown> {
-  if (typeof body === 'object' && body !== null && !Array.isArray(body)) {
-    const list = (body as Record<string, unknown>)[items];
-    if (Array.isArray(list)) {
-      const blanked = list.map((item) =>
-        typeof item === 'object' && item !== null && !Array.isArray(item) && 'fields' in item ? { ...item, fields: {} } : item,
-      );
-      // activities need identifying fields; a placeholder keeps that check from firing on the blanked copy
-      const placeholder = items === 'activities' ? blanked.map((item, i) => (hasFields(list[i]) ? { ...item, fields: { 'str::ei': 'x' } } : item)) : blanked;
-      checkBody(id, { ...body, [items]: placeholder }, bytes);
-      return body as Record<string, unknown>;
-    }
-  }
-  return checkBody(id, body, bytes);
-}
+const ENVELOPES = {
+  'person/merge': personMergeEnvelope,
+  'accounts/merge': accountsMergeEnvelope,
+  'activities/create': activitiesCreateEnvelope,
+} as const;
 
-const hasFields = (item: unknown) =>
-  typeof item === 'object' &&
-  item !== null &&
-  typeof (item as { fields?: unknown }).fields === 'object' &&
-  Object.keys((item as { fields: object }).fields ?? {}).length > 0;
+export type PerItemEndpoint = keyof typeof ENVELOPES;
+
+/** The body of a merge or events call, valid but for its items' field values; or a thrown 400. */
+export function checkEnvelope<Id extends PerItemEndpoint>(id: Id, body: unknown, bytes?: number): v.InferOutput<(typeof ENVELOPES)[Id]> {
+  const result = validateBody(ENVELOPES[id], body, bytes, ENDPOINTS[id].maxBytes);
+  return result.ok ? (result.value as v.InferOutput<(typeof ENVELOPES)[Id]>) : refuse(result.issues);
+}

@@ -2,24 +2,29 @@
 import * as v from 'valibot';
 import { ACCOUNT_ID_ALIASES } from '../fields.js';
 import { LIMITS } from '../limits.js';
-import { fieldIdOf, fieldsOf, id, mergeStrategy, paging, tagList } from './common.js';
+import { fieldIdOf, fieldsOf, id, itemFields, mergeStrategy, paging, tagList } from './common.js';
 import { CONTACTS_LINK_FILTER_OPERATORS, filterOf, ORGANIZATION_FILTER_OPERATORS } from './filter.js';
 import { fieldList, items, selectable } from './people.js';
 
 const isAccountId = (key: string) => (ACCOUNT_ID_ALIASES as readonly string[]).includes(key);
 
-export const accountsMerge = v.looseObject({
-  accounts: items(v.looseObject({ fields: fieldsOf('account'), tags: v.optional(tagList), unset_tags: v.optional(tagList) }), 'accounts'),
-  async: v.optional(v.boolean('async must be true or false')),
-  merge_by: v.pipe(
-    v.array(v.union([fieldIdOf('account'), v.literal('accounts_id')]), 'merge_by is mandatory for accounts: an array of 1 or 2 field IDs'),
-    v.minLength(1, 'merge_by: at least one field ID (accounts have no default)'),
-    v.maxLength(LIMITS.mergeByAccounts, `merge_by: at most ${LIMITS.mergeByAccounts} field IDs for accounts`),
-    v.check((keys) => !keys.some(isAccountId) || keys.length === 1, 'merge_by: the account ID field must be the only entry'),
-  ),
-  merge_strategy: mergeStrategy,
-  find_strategy: v.optional(v.picklist([0, 1], 'find_strategy must be 0 (any) or 1 (next only if previous empty) for accounts')),
-});
+const accountsMergeWith = <F extends v.GenericSchema>(fields: F) =>
+  v.looseObject({
+    accounts: items(v.looseObject({ fields, tags: v.optional(tagList), unset_tags: v.optional(tagList) }), 'accounts'),
+    async: v.optional(v.boolean('async must be true or false')),
+    merge_by: v.pipe(
+      v.array(v.union([fieldIdOf('account'), v.literal('accounts_id')]), 'merge_by is mandatory for accounts: an array of 1 or 2 field IDs'),
+      v.minLength(1, 'merge_by: at least one field ID (accounts have no default)'),
+      v.maxLength(LIMITS.mergeByAccounts, `merge_by: at most ${LIMITS.mergeByAccounts} field IDs for accounts`),
+      v.check((keys) => !keys.some(isAccountId) || keys.length === 1, 'merge_by: the account ID field must be the only entry'),
+    ),
+    merge_strategy: mergeStrategy,
+    find_strategy: v.optional(v.picklist([0, 1], 'find_strategy must be 0 (any) or 1 (next only if previous empty) for accounts')),
+  });
+
+export const accountsMerge = accountsMergeWith(fieldsOf('account'));
+/** accounts/merge with each account's `fields` shape-checked only (see `itemFields`). */
+export const accountsMergeEnvelope = accountsMergeWith(itemFields());
 
 export const contactsLink = v.pipe(
   v.looseObject({

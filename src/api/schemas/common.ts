@@ -36,6 +36,12 @@ export const fieldIdOf = (kind: 'person' | 'account') =>
   );
 
 /** `fields` of a merge: keys are field IDs of `kind`, values valid for the field's type (or null). */
+/**
+ * Any object of fields, values unchecked: the shape of an item's `fields` where the platform
+ * judges each item on its own (merges, events) and a bad value marks that item, not the request.
+ */
+export const itemFields = () => record(v.string(), v.unknown(), 'fields must be an object keyed by field ID');
+
 export const fieldsOf = (kind: 'person' | 'account') =>
   v.pipe(
     record(v.string(), v.unknown(), 'fields must be an object keyed by field ID'),

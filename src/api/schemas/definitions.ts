@@ -2,7 +2,7 @@
 import * as v from 'valibot';
 import { isFieldId, parseFieldId, type FieldType } from '../fields.js';
 import { jsonBytes, LIMITS } from '../limits.js';
-import { fieldsOf, id, location, record } from './common.js';
+import { fieldsOf, id, itemFields, location, record } from './common.js';
 import { items } from './people.js';
 
 export const CUSTOM_FIELD_TYPES = [
@@ -129,31 +129,39 @@ export const activityDefinitionModify = v.looseObject({
 
 export const activityDefinitionDelete = v.looseObject({ activity_field_id: activityFieldId });
 
-export const activityEvent = v.pipe(
-  v.looseObject({
-    activity_id: activityFieldId,
-    fields: v.optional(fieldsOf('person')),
-    person_id: v.optional(id),
-    attributes: v.optional(
-      v.pipe(
-        record(v.string(), v.unknown(), 'attributes must be an object keyed by attribute field ID'),
-        v.check((attrs) => Object.keys(attrs).length <= LIMITS.attributesPerActivity, `attributes: at most ${LIMITS.attributesPerActivity} per activity`),
+const activityEventWith = <F extends v.GenericSchema>(fields: F) =>
+  v.pipe(
+    v.looseObject({
+      activity_id: activityFieldId,
+      fields: v.optional(fields),
+      person_id: v.optional(id),
+      attributes: v.optional(
+        v.pipe(
+          record(v.string(), v.unknown(), 'attributes must be an object keyed by attribute field ID'),
+          v.check((attrs) => Object.keys(attrs).length <= LIMITS.attributesPerActivity, `attributes: at most ${LIMITS.attributesPerActivity} per activity`),
+        ),
       ),
+      location: v.optional(location),
+      created: v.optional(v.union([v.pipe(v.string(), v.isoTimestamp('created must be an ISO 8601 timestamp')), v.pipe(v.number(), v.integer())])),
+    }),
+    v.check(
+      (event) => event.person_id !== undefined || (event.fields !== undefined && Object.keys(event.fields as object).length > 0),
+      'each activity needs fields that identify the person, or person_id',
     ),
-    location: v.optional(location),
-    created: v.optional(v.union([v.pipe(v.string(), v.isoTimestamp('created must be an ISO 8601 timestamp')), v.pipe(v.number(), v.integer())])),
-  }),
-  v.check(
-    (event) => event.person_id !== undefined || (event.fields !== undefined && Object.keys(event.fields).length > 0),
-    'each activity needs fields that identify the person, or person_id',
-  ),
-  v.check((event) => jsonBytes(event) <= LIMITS.activityBytes, `an activity is at most ${LIMITS.activityBytes / 1024} kB`),
-);
+    v.check((event) => jsonBytes(event) <= LIMITS.activityBytes, `an activity is at most ${LIMITS.activityBytes / 1024} kB`),
+  );
 
-export const activitiesCreate = v.looseObject({
-  activities: items(activityEvent, 'activities'),
-  merge_by: v.optional(v.pipe(v.array(v.string()), v.maxLength(LIMITS.mergeByPeople))),
-});
+export const activityEvent = activityEventWith(fieldsOf('person'));
+
+const activitiesCreateWith = <E extends v.GenericSchema>(event: E) =>
+  v.looseObject({
+    activities: items(event, 'activities'),
+    merge_by: v.optional(v.pipe(v.array(v.string()), v.maxLength(LIMITS.mergeByPeople))),
+  });
+
+export const activitiesCreate = activitiesCreateWith(activityEvent);
+/** activities/create with each event's `fields` shape-checked only (see `itemFields`). */
+export const activitiesCreateEnvelope = activitiesCreateWith(activityEventWith(itemFields()));
 
 export const tagsGet = v.looseObject({ q: v.optional(v.pipe(v.string('q must be a string'), v.maxLength(LIMITS.stringChars))) });
 

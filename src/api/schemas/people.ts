@@ -2,7 +2,7 @@
 import * as v from 'valibot';
 import { isSelectableField } from '../fields.js';
 import { LIMITS } from '../limits.js';
-import { fieldIdOf, fieldsOf, findStrategy, id, location, mergeStrategy, paging, record, tagList } from './common.js';
+import { fieldIdOf, fieldsOf, findStrategy, id, itemFields, location, mergeStrategy, paging, record, tagList } from './common.js';
 import { filterOf, PERSON_FILTER_OPERATORS } from './filter.js';
 
 const items = <T extends v.GenericSchema>(item: T, what: string) =>
@@ -12,39 +12,50 @@ const items = <T extends v.GenericSchema>(item: T, what: string) =>
     v.maxLength(LIMITS.itemsPerRequest, `${what}: at most ${LIMITS.itemsPerRequest} entries per request (the client and the relay can chunk larger calls)`),
   );
 
-export const mergedPerson = v.looseObject({
-  // An empty `fields` is the platform's per-person `invalid` (no identifier), not a bad request.
-  fields: fieldsOf('person'),
-  location: v.optional(location),
-  tags: v.optional(tagList),
-  unset_tags: v.optional(tagList),
-  clear_fields: v.optional(
-    record(fieldIdOf('person'), v.boolean('clear_fields values must be true or false'), 'clear_fields must be an object of {"<field id>": true}'),
-  ),
-});
-
-export const personMerge = v.pipe(
+const mergedPersonWith = <F extends v.GenericSchema>(fields: F) =>
   v.looseObject({
-    people: items(mergedPerson, 'people'),
-    async: v.optional(v.boolean('async must be true or false')),
-    merge_by: v.optional(
-      v.pipe(
-        v.array(fieldIdOf('person')),
-        v.minLength(1, 'merge_by: at least one field ID'),
-        v.maxLength(LIMITS.mergeByPeople, `merge_by: at most ${LIMITS.mergeByPeople} field IDs`),
-        v.check((keys) => !keys.includes('str::person_id') || keys.length === 1, 'merge_by: str::person_id must be the only entry'),
+    // An empty `fields` is the platform's per-person `invalid` (no identifier), not a bad request.
+    fields,
+    location: v.optional(location),
+    tags: v.optional(tagList),
+    unset_tags: v.optional(tagList),
+    clear_fields: v.optional(
+      record(fieldIdOf('person'), v.boolean('clear_fields values must be true or false'), 'clear_fields must be an object of {"<field id>": true}'),
+    ),
+  });
+
+export const mergedPerson = mergedPersonWith(fieldsOf('person'));
+
+const personMergeWith = <P extends v.GenericSchema>(person: P) =>
+  v.pipe(
+    v.looseObject({
+      people: items(person, 'people'),
+      async: v.optional(v.boolean('async must be true or false')),
+      merge_by: v.optional(
+        v.pipe(
+          v.array(fieldIdOf('person')),
+          v.minLength(1, 'merge_by: at least one field ID'),
+          v.maxLength(LIMITS.mergeByPeople, `merge_by: at most ${LIMITS.mergeByPeople} field IDs`),
+          v.check((keys) => !keys.includes('str::person_id') || keys.length === 1, 'merge_by: str::person_id must be the only entry'),
+        ),
       ),
+      merge_by_alt_fields: v.optional(
+        record(fieldIdOf('person'), v.array(fieldIdOf('person')), 'merge_by_alt_fields must map a merge field ID to an array of field IDs'),
+      ),
+      merge_strategy: mergeStrategy,
+      find_strategy: findStrategy,
+      skip_non_existing: v.optional(v.boolean('skip_non_existing must be true or false')),
+      suppression_list_field_id: v.optional(fieldIdOf('person')),
+    }),
+    v.check(
+      (body) => (body.people as { clear_fields?: unknown }[]).every((person) => !person.clear_fields || (body.merge_strategy ?? 2) === 2),
+      'clear_fields needs merge_strategy 2',
     ),
-    merge_by_alt_fields: v.optional(
-      record(fieldIdOf('person'), v.array(fieldIdOf('person')), 'merge_by_alt_fields must map a merge field ID to an array of field IDs'),
-    ),
-    merge_strategy: mergeStrategy,
-    find_strategy: findStrategy,
-    skip_non_existing: v.optional(v.boolean('skip_non_existing must be true or false')),
-    suppression_list_field_id: v.optional(fieldIdOf('person')),
-  }),
-  v.check((body) => body.people.every((person) => !person.clear_fields || (body.merge_strategy ?? 2) === 2), 'clear_fields needs merge_strategy 2'),
-);
+  );
+
+export const personMerge = personMergeWith(mergedPerson);
+/** person/merge with each person's `fields` shape-checked only (see `itemFields`). */
+export const personMergeEnvelope = personMergeWith(mergedPersonWith(itemFields()));
 
 const selectable = (kind: 'person' | 'account') =>
   v.pipe(
