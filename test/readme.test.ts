@@ -346,6 +346,16 @@ describe('README.md', () => {
     }
   });
 
+  it('the Analytics Engine query reads the columns the Worker writes', async () => {
+    const { COLLECT_DOUBLES } = await import('../src/relay/workers/analytics.js');
+    const sql = blocks.find((b) => b.lang === 'sql')!.code;
+    const columns = [...sql.matchAll(/SUM\(_sample_interval \* double(\d+)\) AS (\w+)/g)].map(([, n, name]) => [Number(n), name] as const);
+    expect(columns.length).toBeGreaterThan(3);
+    for (const [n, name] of columns) expect([n, name]).toEqual([n, n === 1 ? 'requests' : COLLECT_DOUBLES[n - 4]]);
+    expect(sql).toContain("blob1 = 'collect'");
+    expect(wrangler).toMatch(/^# \[\[analytics_engine_datasets\]\]\n# binding = "ANALYTICS"/m);
+  });
+
   it('every ts block is one of the above', () => {
     const known = ['createHmac', 'cdp-edge/relay/cloudflare', 'RELAY_TOKEN', "from 'cdp-edge/emulator'"];
     for (const block of blocks.filter((b) => b.lang === 'ts'))

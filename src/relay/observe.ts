@@ -19,6 +19,11 @@ import type { UpstreamCall } from './upstream/caller.js';
 export type RejectReason = 'invalid' | 'not_allowed' | 'unverified' | 'platform';
 export const REJECT_REASONS: readonly RejectReason[] = ['invalid', 'not_allowed', 'unverified', 'platform'];
 
+/** How metrics, the status page and Analytics Engine name a request whose key named no site. */
+export const UNKNOWN_SITE = '(unknown)';
+/** How they name a proxy call without a valid token, or to a path the proxy does not serve. */
+export const NONE = '(none)';
+
 /** One item's result as observers see it: `reason` for `rejected`, `error` for `rejected` and `retry`. */
 export interface ObservedItem {
   id: string;

@@ -12,7 +12,7 @@
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { MetricsSource } from '../app.js';
-import type { RelayObserver } from '../observe.js';
+import { NONE, type RelayObserver, UNKNOWN_SITE } from '../observe.js';
 import type { RelayStore } from '../store.js';
 
 export interface RelayMetricsOptions {
@@ -26,9 +26,6 @@ export interface RelayMetrics extends MetricsSource {
   observer: RelayObserver;
   registry: Registry;
 }
-
-/** Label value for a request whose key named no site. */
-export const UNKNOWN_SITE = '(unknown)';
 
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
@@ -132,7 +129,7 @@ export function createRelayMetrics(options: RelayMetricsOptions = {}): RelayMetr
       }
     },
     proxy(entry) {
-      proxyRequests.inc({ token: entry.token ?? '(none)', endpoint: entry.endpoint ?? '(none)', status: entry.status });
+      proxyRequests.inc({ token: entry.token ?? NONE, endpoint: entry.endpoint ?? NONE, status: entry.status });
     },
     upstream(call) {
       upstreamRequests.inc({ endpoint: call.endpoint, status: call.status });

@@ -7,7 +7,7 @@
  */
 import { html, raw } from 'hono/html';
 import type { HtmlEscapedString } from 'hono/utils/html';
-import type { CollectEvent, RelayObserver } from '../observe.js';
+import { type CollectEvent, type RelayObserver, UNKNOWN_SITE } from '../observe.js';
 
 export interface StatusOptions {
   /** @default Date.now */
@@ -81,7 +81,7 @@ export function createStatusRecorder(options: StatusOptions = {}): StatusRecorde
     const bucket = bucketAt(event.at);
     const failed = event.status === 200 ? 0 : 1;
     let errors = failed;
-    const site = event.site ?? '(unknown)';
+    const site = event.site ?? UNKNOWN_SITE;
     for (const item of event.items) {
       if (item.status !== 'rejected') continue;
       errors++;

@@ -29,13 +29,9 @@
  * @module
  */
 import type { AnalyticsEngineDataPoint, AnalyticsEngineDataset } from '@cloudflare/workers-types/index.ts';
-import type { CollectEvent, RejectReason, RelayObserver } from '../observe.js';
+import { type CollectEvent, NONE, type RejectReason, type RelayObserver, UNKNOWN_SITE } from '../observe.js';
 import type { AuditEntry } from '../proxy/audit.js';
 import type { UpstreamCall } from '../upstream/caller.js';
-
-/** Label for a request whose key named no site, or a proxy call without a valid token or endpoint (as in the Prometheus metrics). */
-export const UNKNOWN_SITE = '(unknown)';
-export const NONE = '(none)';
 
 /** Analytics Engine's limit on an index, in bytes; longer values are cut (at a character boundary). */
 export const INDEX_BYTES = 96;
