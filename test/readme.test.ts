@@ -348,11 +348,15 @@ describe('README.md', () => {
 
   it('the Analytics Engine query reads the columns the Worker writes', async () => {
     const { COLLECT_DOUBLES } = await import('../src/relay/workers/analytics.js');
-    const sql = blocks.find((b) => b.lang === 'sql')!.code;
-    const columns = [...sql.matchAll(/SUM\(_sample_interval \* double(\d+)\) AS (\w+)/g)].map(([, n, name]) => [Number(n), name] as const);
+    const [items, errors] = blocks.filter((b) => b.lang === 'sql').map((b) => b.code);
+    const columns = [...items!.matchAll(/SUM\(_sample_interval \* double(\d+)\) AS (\w+)/g)].map(([, n, name]) => [Number(n), name] as const);
     expect(columns.length).toBeGreaterThan(3);
     for (const [n, name] of columns) expect([n, name]).toEqual([n, n === 1 ? 'requests' : COLLECT_DOUBLES[n - 4]]);
-    expect(sql).toContain("blob1 = 'collect'");
+    // The error rates: failed requests (status in double3) over requests, rejected (double7) over items (double4).
+    expect(COLLECT_DOUBLES[7 - 4]).toBe('rejected');
+    expect(errors).toContain('sumIf(_sample_interval, double3 >= 400) / SUM(_sample_interval * double1) AS request_error_rate');
+    expect(errors).toContain('SUM(_sample_interval * double7) / SUM(_sample_interval * double4) AS item_rejection_rate');
+    for (const sql of [items, errors]) expect(sql).toContain("blob1 = 'collect'");
     expect(wrangler).toMatch(/^# \[\[analytics_engine_datasets\]\]\n# binding = "ANALYTICS"/m);
   });
 
