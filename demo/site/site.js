@@ -68,10 +68,10 @@ if (navigator.sendBeacon) {
   navigator.sendBeacon = (url, body) => (offline ? false : realBeacon(url, body));
 }
 
-call('on', 'reject', ({ item, error }) => note('problem', `rejected ${item.activity_id ?? item.type}: ${error}`));
-call('on', 'drop', ({ item, reason }) => note('info', `dropped ${item?.activity_id ?? item?.type ?? 'an item'} (${reason})`));
-call('on', 'error', ({ message, retryIn }) => note('problem', `${message}; retrying in ${(retryIn / 1000).toFixed(1)} s`));
-call('on', 'storage-error', () => note('problem', 'IndexedDB is unavailable; the queue lives in memory for this page'));
+void call('on', 'reject', ({ item, error }) => note('problem', `rejected ${item.activity_id ?? item.type}: ${error}`));
+void call('on', 'drop', ({ item, reason }) => note('info', `dropped ${item?.activity_id ?? item?.type ?? 'an item'} (${reason})`));
+void call('on', 'error', ({ message, retryIn }) => note('problem', `${message}; retrying in ${(retryIn / 1000).toFixed(1)} s`));
+void call('on', 'storage-error', () => note('problem', 'IndexedDB is unavailable; the queue lives in memory for this page'));
 
 async function stored(what, promise) {
   try {
@@ -83,7 +83,7 @@ async function stored(what, promise) {
 }
 
 // Page view on load.
-stored('page view', call('page'));
+void stored('page view', call('page'));
 
 // Add to cart.
 let cart = 0;
@@ -91,7 +91,7 @@ for (const button of document.querySelectorAll('.add')) {
   button.addEventListener('click', () => {
     const { product, price } = button.closest('.product').dataset;
     $('#cart').textContent = String(++cart);
-    stored(`added-to-cart ${product}`, call('track', 'act:cm:added-to-cart', { 'str:cm:product': product, 'int:cm:price': Number(price) }));
+    void stored(`added-to-cart ${product}`, call('track', 'act:cm:added-to-cart', { 'str:cm:product': product, 'int:cm:price': Number(price) }));
   });
 }
 

@@ -63,7 +63,10 @@ export function accountsMerge(store: Store, body: Record<string, unknown>): Resp
     const keys = mergeBy.filter((key) => present(fields[key]));
     if (keys.length === 0) return { status: 'invalid', error: `fields must include a merge_by field (${mergeBy.join(' or ')})` };
     let existing: Account | undefined;
-    for (const key of findStrategy === 1 ? keys.slice(0, 1) : keys) if ((existing = findAccount(store, key, fields[key]))) break;
+    for (const key of findStrategy === 1 ? keys.slice(0, 1) : keys) {
+      existing = findAccount(store, key, fields[key]);
+      if (existing) break;
+    }
     const givenId = fields[ACCOUNT_ID_FIELD];
     delete fields[ACCOUNT_ID_FIELD];
     if (!existing && keys[0] === ACCOUNT_ID_FIELD) return { status: 'invalid', error: `No account has ID ${JSON.stringify(givenId)}` };
@@ -82,7 +85,10 @@ export function accountsMerge(store: Store, body: Record<string, unknown>): Resp
         fields,
         strategy,
         undefined,
-        (id, value) => (value === null || value === undefined ? delete target.fields[id] : (target.fields[id] = value)),
+        (id, value) => {
+          if (value === null || value === undefined) delete target.fields[id];
+          else target.fields[id] = value;
+        },
         (id) => isMultiSelect(store, 'account', id),
       );
       store.applyTags(target, 'organization', input.tags, input.unset_tags);
@@ -197,7 +203,7 @@ export function organizationsGet(store: Store, body: Record<string, unknown>): R
   }
   const fields = body['fields'] as string[] | undefined;
   return {
-    organizations: page.items && page.items.map((a) => ({ id: a.id, fields: projectAccount(store, a, fields) })),
+    organizations: page.items === null ? null : page.items.map((a) => ({ id: a.id, fields: projectAccount(store, a, fields) })),
     meta: { total_contacts: linked, total_organizations: active, total_matches: list.length, total_subscribers: 0 },
     offset: page.offset,
     next_offset: page.next_offset,

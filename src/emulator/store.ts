@@ -161,7 +161,10 @@ export class Store {
       const newKey = indexKey(fieldId, value);
       if (newKey !== undefined) {
         let ids = index.get(newKey);
-        if (!ids) index.set(newKey, (ids = new Set()));
+        if (!ids) {
+          ids = new Set();
+          index.set(newKey, ids);
+        }
         ids.add(person.id);
       }
     }
@@ -184,7 +187,10 @@ export class Store {
         const k = indexKey(fieldId, person.fields[fieldId]);
         if (k === undefined) continue;
         let ids = index.get(k);
-        if (!ids) index.set(k, (ids = new Set()));
+        if (!ids) {
+          ids = new Set();
+          index.set(k, ids);
+        }
         ids.add(person.id);
       }
       this.indexes.set(fieldId, index);

@@ -13,7 +13,10 @@ export function tagsGet(store: Store, instanceId: string, body: Record<string, u
   const counts = new Map<number, { count: number; sms: number; subscribers: number }>();
   const add = (id: number, sms: boolean, subscriber: boolean) => {
     let entry = counts.get(id);
-    if (!entry) counts.set(id, (entry = { count: 0, sms: 0, subscribers: 0 }));
+    if (!entry) {
+      entry = { count: 0, sms: 0, subscribers: 0 };
+      counts.set(id, entry);
+    }
     entry.count++;
     if (sms) entry.sms++;
     if (subscriber) entry.subscribers++;

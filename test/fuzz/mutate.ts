@@ -9,7 +9,11 @@ type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
 /** Every path to a value inside `value`, root excluded. */
 function paths(value: Json, prefix: (string | number)[] = [], out: (string | number)[][] = []): (string | number)[][] {
-  const children: [string | number, Json][] = Array.isArray(value) ? value.map((v, i) => [i, v]) : value !== null && typeof value === 'object' ? Object.entries(value) : [];
+  const children: [string | number, Json][] = Array.isArray(value)
+    ? value.map((v, i) => [i, v])
+    : value !== null && typeof value === 'object'
+      ? Object.entries(value)
+      : [];
   for (const [key, child] of children) {
     out.push([...prefix, key]);
     paths(child, [...prefix, key], out);

@@ -2,7 +2,6 @@
 // @cloudflare/workers-types globals, which would clash with Node's and the DOM's here).
 declare module 'cloudflare:test' {
   import type { DurableObjectState, ExecutionContext, MessageBatch } from '@cloudflare/workers-types/index.ts';
-  // biome-ignore lint/suspicious/noExplicitAny: the bindings differ per test (wrangler.toml plus miniflare's); each use narrows its own.
   export const env: Record<string, any>;
   export const SELF: { fetch(input: string | Request, init?: RequestInit): Promise<Response> };
   export function createExecutionContext(): ExecutionContext;

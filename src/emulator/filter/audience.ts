@@ -22,7 +22,7 @@ const subscriber: OperatorBuilder = (c, env, op) => {
   const audience = audienceOf(c.value, op)!;
   return (r) => {
     const m = env.membership?.(r, audience);
-    return m !== undefined && m.subscribed && env.value(r, 'bol::p') === true;
+    return m?.subscribed === true && env.value(r, 'bol::p') === true;
   };
 };
 

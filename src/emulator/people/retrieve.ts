@@ -20,7 +20,10 @@ const caches = new WeakMap<Store, Cache>();
 
 function cacheOf(store: Store): Cache {
   let cache = caches.get(store);
-  if (!cache || cache.version !== store.version) caches.set(store, (cache = { version: store.version, lists: new Map() }));
+  if (!cache || cache.version !== store.version) {
+    cache = { version: store.version, lists: new Map() };
+    caches.set(store, cache);
+  }
   return cache;
 }
 
@@ -61,7 +64,7 @@ const AUDIENCE_TESTS: Record<string, (m: Membership, emailOk: boolean, smsOk: bo
 };
 
 /** `q`: every word must appear in the name, email, external ID or phone (ignoring case). */
-function searchTest(store: Store, q: string): (p: Person) => boolean {
+function searchTest(q: string): (p: Person) => boolean {
   const words = q.toLowerCase().split(/\s+/).filter(Boolean);
   return (person) => {
     const phone = person.fields['phn::phone'] as { c?: string; n?: string } | undefined;
@@ -85,7 +88,7 @@ export function personGet(store: Store, body: Record<string, unknown>): Response
   let list = ordered(store, archived, sortField, (body['sort_order'] as 'asc' | 'desc' | undefined) ?? 'desc');
   const tests: Array<(p: Person) => boolean> = [];
   if (body['filter'] !== undefined) tests.push(compileFilter(body['filter'], personEnv(store), PERSON_FILTER_OPERATORS));
-  if (typeof body['q'] === 'string' && body['q'].trim() !== '') tests.push(searchTest(store, body['q']));
+  if (typeof body['q'] === 'string' && body['q'].trim() !== '') tests.push(searchTest(body['q']));
   const audienceId = body['audience_id'] as string | undefined;
   if (audienceId !== undefined) {
     const test = AUDIENCE_TESTS[(body['audience_filter'] as string | undefined) ?? ''];
@@ -99,7 +102,7 @@ export function personGet(store: Store, body: Record<string, unknown>): Response
   const fields = body['fields'] as string[] | undefined;
   const meta = totals(store);
   return {
-    contacts: page.items && page.items.map((p) => ({ id: p.id, fields: projectPerson(store, p, fields) })),
+    contacts: page.items === null ? null : page.items.map((p) => ({ id: p.id, fields: projectPerson(store, p, fields) })),
     meta: {
       total_contacts: meta.total_contacts,
       total_organizations: [...store.accounts.values()].filter((a) => !a.archived).length,
