@@ -10,10 +10,11 @@
 import { createHash } from 'node:crypto';
 import { userHash } from '../relay/collect/identity.js';
 import { readFile } from 'node:fs/promises';
-import { extname, join, normalize, sep } from 'node:path';
+import { join } from 'node:path';
 import { getRequestListener } from '@hono/node-server';
+import { serveStatic } from '@hono/node-server/serve-static';
 import { listen } from '../listen.js';
-import { Hono } from 'hono';
+import { type Context, Hono } from 'hono';
 import { CONTENT_TYPES, packageRoot } from './files.js';
 
 /** What the pages need to know; read on every request because the relay starts after the demo. */
@@ -61,15 +62,8 @@ export function createDemoApp(options: DemoServerOptions): Hono {
   const dist = options.dist ?? join(packageRoot(), 'dist');
   const app = new Hono();
 
-  const file = async (folder: string, path: string) => {
-    const full = normalize(join(folder, path));
-    if (!full.startsWith(normalize(folder) + sep)) return undefined; // no way out of the folder with ../
-    try {
-      return { body: await readFile(full), type: CONTENT_TYPES[extname(full)] ?? 'application/octet-stream' };
-    } catch {
-      return undefined;
-    }
-  };
+  // Static files through Hono's serveStatic (no way out of the folder, types by extension), never cached.
+  const onFound = (_path: string, c: Context) => void c.header('Cache-Control', 'no-store');
 
   // The page's own inline stub is allowed by its hash; scripts only from here and the relay.
   const page = async (path: string) => {
@@ -97,11 +91,7 @@ export function createDemoApp(options: DemoServerOptions): Hono {
       'Cache-Control': 'no-store',
     });
   });
-  app.get('/browser.js', async (c) => {
-    const found = await file(dist, 'browser.js');
-    if (!found) return c.text('dist/browser.js is missing: run `npm run build` first', 404);
-    return c.body(found.body, 200, { 'Content-Type': found.type, 'Cache-Control': 'no-store' });
-  });
+  app.get('/browser.js', serveStatic({ path: join(dist, 'browser.js'), onFound }), (c) => c.text('dist/browser.js is missing: run `npm run build` first', 404));
   app.post('/api/user-hash', async (c) => {
     const body = (await c.req.json().catch(() => undefined)) as { email?: unknown } | undefined;
     const email = typeof body?.email === 'string' ? body.email.trim().toLowerCase() : '';
@@ -110,18 +100,10 @@ export function createDemoApp(options: DemoServerOptions): Hono {
     return c.json({ email, user_hash: await userHash(options.config().identitySecret, email) });
   });
   // The SPA: its files, and its index.html for every client-side route.
-  app.get('/spa/*', async (c) => {
-    const rest = c.req.path.slice('/spa/'.length);
-    if (rest.includes('.')) {
-      const found = await file(join(dir, 'spa'), rest);
-      return found ? c.body(found.body, 200, { 'Content-Type': found.type, 'Cache-Control': 'no-store' }) : c.notFound();
-    }
-    return page('spa/index.html');
-  });
-  app.get('/*', async (c) => {
-    const found = await file(join(dir, 'site'), c.req.path);
-    return found ? c.body(found.body, 200, { 'Content-Type': found.type, 'Cache-Control': 'no-store' }) : c.notFound();
-  });
+  const spaFiles = serveStatic({ root: join(dir, 'spa'), rewriteRequestPath: (path) => path.slice('/spa'.length), onFound });
+  app.get('/spa/*', (c, next) => (c.req.path.includes('.') ? spaFiles(c, next) : next()));
+  app.get('/spa/*', (c) => (c.req.path.includes('.') ? c.notFound() : page('spa/index.html')));
+  app.get('/*', serveStatic({ root: join(dir, 'site'), onFound }));
   return app;
 }
 

@@ -52,7 +52,7 @@ export function createApp(ctx: HandlerContext, hooks: AppHooks): Hono {
     return c.body(null, 204);
   });
 
-  app.get('/', (c) => c.html(dashboard(store, options)));
+  app.get('/', async (c) => c.html(await dashboard(store, options)));
 
   const auth = async (c: Context, next: () => Promise<void>) => {
     const region = foreignHosts.get(new URL(c.req.url).host);

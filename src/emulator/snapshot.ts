@@ -7,6 +7,7 @@
 import type { ActivityDefinition, Tag } from '../api/index.js';
 import { fail } from './errors.js';
 import type { ActivityEvent, Audience, CustomField, Membership, PersonLocation, Store } from './store.js';
+import { isRecord } from '../api/objects.js';
 
 export interface PersonSnapshot {
   id?: string;
@@ -84,7 +85,6 @@ export function toSnapshot(store: Store): EmulatorSnapshot {
   };
 }
 
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 const list = <T>(value: unknown, name: string): T[] => {
   if (value === undefined) return [];
   if (!Array.isArray(value)) fail(`seed: ${name} must be an array`);
@@ -93,7 +93,7 @@ const list = <T>(value: unknown, name: string): T[] => {
 
 /** Replaces the store's content with `snapshot`; throws naming the first bad part. */
 export function loadSnapshot(store: Store, snapshot: Partial<EmulatorSnapshot>): void {
-  if (!isObject(snapshot)) fail('seed must be a JSON object');
+  if (!isRecord(snapshot)) fail('seed must be a JSON object');
   store.clear();
   for (const tag of list<Tag>(snapshot.tags, 'tags')) store.tags.set(tag.id, tag);
   for (const field of list<CustomField>(snapshot.custom_fields?.person, 'custom_fields.person')) store.personFields.set(field.id, field);
@@ -111,7 +111,7 @@ export function loadSnapshot(store: Store, snapshot: Partial<EmulatorSnapshot>):
     if (seed.updated_at) account.updated_at = seed.updated_at;
   }
   for (const seed of list<PersonSnapshot>(snapshot.people, 'people')) {
-    if (!isObject(seed as unknown)) fail('seed: each person must be an object');
+    if (!isRecord(seed as unknown)) fail('seed: each person must be an object');
     const person = store.createPerson(seed.id);
     for (const [id, value] of Object.entries(seed.fields ?? {})) store.setPersonField(person, id, value);
     if (person.fields['bol::p'] === undefined) person.fields['bol::p'] = true;
@@ -127,7 +127,7 @@ export function loadSnapshot(store: Store, snapshot: Partial<EmulatorSnapshot>):
   }
   const now = store.nowIso();
   for (const seed of list<AudienceSnapshot>(snapshot.audiences, 'audiences')) {
-    if (!isObject(seed) || typeof seed.id !== 'string') fail('seed: each audience needs an id');
+    if (!isRecord(seed) || typeof seed.id !== 'string') fail('seed: each audience needs an id');
     store.audiences.set(seed.id, { id: seed.id, name: seed.name ?? seed.id });
     for (const member of seed.members ?? []) {
       const person = member.person_id ? store.people.get(member.person_id) : member.email ? store.peopleBy('str::email', member.email)[0] : undefined;
