@@ -6,8 +6,9 @@
  *
  * Separate processes on loopback: this load generator, the upstream (the emulator, or a no-op
  * node:http platform answering `activities/create` at once), and the server under test:
- *  - relay  startRelay (src/relay/node.ts) as `npx cdp-edge relay` runs it: envelope and item
- *           checks, enrichment, dedupe, the platform call through the typed client, per-item results;
+ *  - relay  startRelay (src/relay/node.ts) as `npx cdp-edge relay` runs it (SQLite state file,
+ *           metrics on, request logging off): envelope and item checks, enrichment, dedupe, the
+ *           platform call through the relay's pooled upstream caller, per-item results;
  *  - bare   a node:http pass-through doing only the key swap: it pipes an already platform-shaped
  *           `activities/create` body (the same events) upstream with X-Api-Key added.
  * For 1-, 10- and 100-item batches: requests/s, p50/p99 and CPU per request of the server under
