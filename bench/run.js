@@ -188,9 +188,12 @@ for (const step of plan) {
   const summary = result ? summarise(step.name, result) : { headline: '', targets: [] };
   rows.push({ name: step.name, status, seconds: Math.round(run.seconds), ...(reason ? { reason } : {}), ...summary });
 }
+// summary.json is the run's log (what ran, how long, how it ended); the figures live in each bench's
+// own results file, from which the READMEs are generated, so no second copy can go stale.
+const runLog = rows.map(({ headline: _headline, targets: _targets, ...row }) => row);
 const totalSeconds = Math.round((Date.now() - runStarted) / 1000);
 
-const report = { date: new Date().toISOString(), machine, total_seconds: totalSeconds, total_budget_seconds: TOTAL_MS / 1000, benches: rows };
+const report = { date: new Date().toISOString(), machine, total_seconds: totalSeconds, total_budget_seconds: TOTAL_MS / 1000, benches: runLog };
 writeFileSync(join(results, 'summary.json'), JSON.stringify(report, null, 2) + '\n');
 
 const misses = rows.flatMap((r) => (r.targets ?? []).filter((t) => t.met === false).map((t) => `${r.name}: ${t.what} = ${t.value} (target ${t.target})`));
