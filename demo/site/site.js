@@ -1,5 +1,5 @@
-// The shop page's own code. It talks to the snippet only through `cdp(...)`, as a site would;
-// the live log also watches the page's requests to the relay, to show what went and came back.
+// The shop page's own code. It talks to the snippet only through `cdp(...)`, as a site would,
+// and its live log comes from the snippet's events (`cdp('on', …)`).
 import { dashboard } from '/config.js';
 
 const $ = (selector) => document.querySelector(selector);
@@ -33,36 +33,36 @@ let offline = false;
 const realFetch = window.fetch.bind(window);
 window.fetch = async (input, init) => {
   const url = String(input instanceof Request ? input.url : input);
-  if (!url.endsWith('/collect')) return realFetch(input, init);
-  let items = [];
-  try {
-    items = JSON.parse(init?.body ?? '{}').batch ?? [];
-  } catch {}
-  note('sent', `${items.length} item${items.length === 1 ? '' : 's'} to the relay: ${items.map((i) => i.activity_id ?? i.type).join(', ')}`);
-  if (offline) {
+  if (offline && url.endsWith('/collect')) {
     note('problem', 'offline: the request failed; the items stay queued');
     throw new TypeError('Failed to fetch (demo: offline)');
   }
-  const response = await realFetch(input, init);
-  response
-    .clone()
-    .json()
-    .then(
-      (body) => {
-        const counts = {};
-        for (const r of body.results ?? []) counts[r.status] = (counts[r.status] ?? 0) + 1;
-        const summary =
-          Object.entries(counts)
-            .map(([s, n]) => `${s} ${n}`)
-            .join(', ') ||
-          body.error?.message ||
-          '';
-        note(response.ok ? 'answer' : 'problem', `${response.status} ${summary}`);
-      },
-      () => note('answer', String(response.status)),
-    );
-  return response;
+  return realFetch(input, init);
 };
+
+// The live log, from the snippet's own events: what left, and what the relay said of each item
+// (one answer's results arrive together, so they are gathered into one line).
+const names = (items) => items.map((item) => item.activity_id ?? item.type).join(', ');
+void call('on', 'send', ({ items, beacon }) =>
+  note('sent', `${items.length} item${items.length === 1 ? '' : 's'} to the relay${beacon ? ' (exit beacon)' : ''}: ${names(items)}`),
+);
+let answered = {};
+let gathering = false;
+void call('on', 'result', ({ status }) => {
+  answered[status] = (answered[status] ?? 0) + 1;
+  if (gathering) return;
+  gathering = true;
+  queueMicrotask(() => {
+    note(
+      'answer',
+      Object.entries(answered)
+        .map(([result, n]) => `${result} ${n}`)
+        .join(', '),
+    );
+    answered = {};
+    gathering = false;
+  });
+});
 if (navigator.sendBeacon) {
   const realBeacon = navigator.sendBeacon.bind(navigator);
   navigator.sendBeacon = (url, body) => (offline ? false : realBeacon(url, body));
