@@ -42,7 +42,9 @@ const terserOptions = {
   compress: { passes: 3, unsafe_arrows: true, pure_getters: true, unsafe: true },
   // Internal property names of src/browser (queue, scheduler, events): never part of the wire
   // format, the stored records or the public API, so terser may shorten them.
-  mangle: { properties: { regex: /^(held|entry|bytes|stored|failed|plan|cancel|succeeded|remove|removeWithNextWrite|discard|adopt|emit)$/ } },
+  mangle: {
+    properties: { builtins: true, regex: /^(held|entry|bytes|row|writeNumber|writes|settle|stored|failed|plan|cancel|succeeded|remove|discard|adopt|emit)$/ },
+  },
   format: { comments: false, wrap_func_args: false },
 };
 

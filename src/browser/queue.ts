@@ -1,77 +1,137 @@
 /**
- * The queue's index in memory, with the store (IndexedDB) as its durable copy. Each item's
- * size is measured once, when it is made; writes made while a transaction is in flight share
- * the next one; the store is read in full only on load and after another tab changed it.
+ * The queue's index in memory, with the store (IndexedDB) as its durable copy.
+ *
+ * - Each item's size is measured once, when it is made.
+ * - Writes are gathered for a few milliseconds (while the page is visible) and go as one row
+ *   holding all their entries: one transaction and one stored value however many items came,
+ *   which is what keeps a burst of calls cheap. Rows written by older snippets (one entry each)
+ *   are read the same way.
+ * - Items leave their row in a read-modify-write of that row, so what other tabs did to it stays.
+ * - The store is read in full only on load and after another tab changed it.
  * @module
  */
 import type { Entry, Store } from './types.js';
 import { utf8Bytes } from './validate.js';
 
-/** One queued item as this page knows it: the stored entry and the bytes of its JSON. */
+/** How long writes gather before they go, while the page is visible (hidden: at once). */
+export const WRITE_DELAY_MS = 10;
+
+/** One queued item as this page knows it: the stored entry, the bytes of its JSON, its row. */
 export interface Queued {
   entry: Entry;
   bytes: number;
+  /** key of the stored row that holds it, and the number of the write that stores it; unset until that write begins */
+  row?: string | undefined;
+  writeNumber?: number | undefined;
 }
 
-interface Waiting {
-  entry: Entry;
-  stored: () => void;
-  failed: (error: unknown) => void;
+/** The next write while it gathers: its entries, and the Promise every caller gets. */
+interface Gathered {
+  entries: Entry[];
+  stored: Promise<void>;
+  settle: (error?: unknown) => void;
 }
 
 export interface Queue {
   /** item id -> queued item, oldest first */
   readonly held: Map<string, Queued>;
-  /** Adds `entry` and stores it; resolves once it is in the store. */
+  /** How many writes have begun: taken before a full read, for `adopt`. */
+  readonly writes: number;
+  /** Adds `entry` and stores it; resolves once it is in the store (or was dropped first). */
   add(entry: Entry, bytes: number): Promise<void>;
-  /** Forgets the items and deletes them from the store. */
-  remove(ids: string[]): Promise<void>;
-  /** Forgets the items and deletes them with the next write (the cap: no transaction of their own). */
-  removeWithNextWrite(ids: string[]): void;
+  /** Forgets the items; they leave the store with the next write. */
+  remove(ids: string[]): void;
+  /** Writes what is gathered now (unless a write is in flight: then right after it); resolves once all of it is stored. */
+  settle(): Promise<void>;
   /** Forgets everything, including writes not yet begun; returns the entries of those writes. */
   discard(): Entry[];
   /**
-   * Makes the index what the store holds (`rows` read after `readStart`, in µs like `Entry.n`).
-   * Items of this page written after the read began stay. Returns the rows that hold no entry.
+   * Makes the index what the store holds: `rows` read once `writes` had begun. Items of this page
+   * whose write began later stay. Returns the rows that hold no entries.
    */
-  adopt(rows: [IDBValidKey, unknown][], readStart: number): [IDBValidKey, unknown][];
+  adopt(rows: [IDBValidKey, unknown][], writes: number): [IDBValidKey, unknown][];
 }
 
 const isEntry = (value: unknown): value is Entry => !!(value as Entry)?.item?.ts;
 
+/** The entries of a stored row: an array of them, or one entry as older snippets stored it; `undefined` if neither. */
+const entriesOf = (value: unknown): Entry[] | undefined => {
+  const entries = Array.isArray(value) ? value : [value];
+  return entries.length && entries.every(isEntry) ? entries : undefined;
+};
+
+/** Changes that take the items out of their rows: each row read and rewritten (or deleted once empty) in the transaction. */
+const takeOut = (byRow: Map<string, Set<string>>) =>
+  [...byRow].map(([row, ids]): [string, (old: unknown) => unknown] => [
+    row,
+    (old) => {
+      const left = entriesOf(old)?.filter((entry) => !ids.has(entry.item.id));
+      return left?.length ? left : undefined;
+    },
+  ]);
+
 /**
- * @param stored called after each committed write with its entries
+ * @param written called after each committed write with the entries it added (maybe none)
  */
-export function createQueue(store: Store, stored: (entries: Entry[]) => void): Queue {
+export function createQueue(store: Store, written: (entries: Entry[]) => void): Queue {
   let items = new Map<string, Queued>();
-  let waiting: Waiting[] = [];
-  let deletions: string[] = [];
-  let busy = false;
+  let gathered: Gathered | undefined;
+  // row -> ids to take out of it with the next write
+  let takenOut = new Map<string, Set<string>>();
+  let writing = false;
+  let writes = 0;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+
+  /** The next write, planned when it is new (it waits for the one in flight, if any). */
+  const next = (): Gathered => {
+    if (gathered) return gathered;
+    let settle!: Gathered['settle'];
+    const stored = new Promise<void>((resolve, reject) => {
+      settle = (error) => (error ? reject(error) : resolve());
+    });
+    gathered = { entries: [], stored, settle };
+    if (!writing) plan();
+    return gathered;
+  };
+
+  const plan = () => {
+    // A hidden page's timers may be held back for seconds: write at once.
+    if (globalThis.document?.visibilityState === 'hidden') queueMicrotask(write);
+    else timer = setTimeout(write, WRITE_DELAY_MS);
+  };
 
   const write = () => {
-    const batch = waiting;
-    const deleted = deletions;
-    waiting = [];
-    deletions = [];
-    if (!batch.length && !deleted.length) {
-      busy = false;
-      return;
+    const batch = gathered;
+    if (!batch || writing) return;
+    clearTimeout(timer);
+    gathered = undefined;
+    const changes: [string, unknown][] = takeOut(takenOut);
+    takenOut = new Map();
+    // Items dropped before their write began are not stored; their callers are answered all the same.
+    const entries = batch.entries.filter((entry) => items.has(entry.item.id));
+    if (entries.length) {
+      // One row for the whole write, named after its first item (unique, like every item id).
+      const row = entries[0]!.item.id;
+      for (const entry of entries) Object.assign(items.get(entry.item.id)!, { row, writeNumber: writes });
+      changes.unshift([row, entries]);
     }
-    const rows = batch.map(({ entry }): [string, unknown] => [entry.item.id, entry]);
-    for (const id of deleted) rows.push([id, undefined]);
-    store.put(rows).then(
+    if (!changes.length) return batch.settle();
+    writing = true;
+    writes++;
+    const done = (error?: unknown) => {
+      writing = false;
+      if (gathered) plan();
+      batch.settle(error);
+    };
+    store.write(changes).then(
       () => {
-        for (const { stored } of batch) stored();
-        if (batch.length) stored(batch.map(({ entry }) => entry));
-        write();
+        written(entries);
+        done();
       },
       // Even the memory fallback failed: nothing is stored, so say so rather than resolve.
       (error) => {
-        for (const { entry, failed } of batch) {
-          items.delete(entry.item.id);
-          failed(error);
-        }
-        write();
+        for (const entry of entries) items.delete(entry.item.id);
+        done(error ?? new Error('write failed'));
       },
     );
   };
@@ -81,55 +141,60 @@ export function createQueue(store: Store, stored: (entries: Entry[]) => void): Q
       return items;
     },
 
-    add(entry, bytes) {
-      items.set(entry.item.id, { entry, bytes });
-      return new Promise((stored, failed) => {
-        waiting.push({ entry, stored, failed });
-        if (busy) return;
-        busy = true;
-        // Calls made in the same task share the first transaction, later ones the next.
-        queueMicrotask(write);
-      });
+    get writes() {
+      return writes;
     },
 
-    removeWithNextWrite(ids) {
-      for (const id of ids) items.delete(id);
-      deletions.push(...ids);
-      if (busy) return;
-      busy = true;
-      queueMicrotask(write);
+    add(entry, bytes) {
+      items.set(entry.item.id, { entry, bytes });
+      const batch = next();
+      batch.entries.push(entry);
+      return batch.stored;
     },
 
     remove(ids) {
-      for (const id of ids) items.delete(id);
-      return ids.length ? store.del(ids) : Promise.resolve();
+      for (const id of ids) {
+        const row = items.get(id)?.row;
+        items.delete(id);
+        // Not in a row yet: its write has not begun, and will leave it out.
+        if (row) takenOut.set(row, (takenOut.get(row) ?? new Set()).add(id));
+      }
+      if (takenOut.size) next();
+    },
+
+    settle() {
+      const { stored } = next();
+      write();
+      return stored.catch(() => {});
     },
 
     discard() {
-      const dropped = waiting.map(({ entry }) => entry);
-      for (const { stored } of waiting) stored();
-      waiting = [];
+      const dropped = gathered?.entries ?? [];
+      gathered?.settle();
+      gathered = undefined;
+      takenOut.clear();
       items.clear();
       return dropped;
     },
 
-    adopt(rows, readStart) {
-      const found = new Map<string, Entry>();
+    adopt(rows, readAfter) {
+      const found = new Map<string, Queued>();
       const corrupt: [IDBValidKey, unknown][] = [];
       for (const [key, value] of rows) {
         if (key === 'meta' || key === 'lock') continue;
-        if (isEntry(value)) found.set(value.item.id, value);
-        else corrupt.push([key, value]);
+        const entries = entriesOf(value);
+        if (!entries) corrupt.push([key, value]);
+        for (const entry of entries ?? []) {
+          const id = entry.item.id;
+          // Already taken out by this page, with a write still to come.
+          if (takenOut.get(key as string)?.has(id)) continue;
+          found.set(id, { entry, bytes: items.get(id)?.bytes ?? utf8Bytes(JSON.stringify(entry.item)), row: key as string });
+        }
       }
-      // Written by this page after the read began: not in `rows` yet, but stored (or about to be).
+      // This page's items whose write began after the read: not in `rows`, but stored (or about to be).
       // Written before and missing: another tab has sent them.
-      for (const [id, queued] of items) if (queued.entry.n >= readStart && !found.has(id)) found.set(id, queued.entry);
-      const adopted = new Map<string, Queued>();
-      for (const entry of [...found.values()].sort((x, y) => x.n - y.n)) {
-        const known = items.get(entry.item.id);
-        adopted.set(entry.item.id, known ?? { entry, bytes: utf8Bytes(JSON.stringify(entry.item)) });
-      }
-      items = adopted;
+      for (const [id, queued] of items) if (!found.has(id) && (queued.writeNumber === undefined || queued.writeNumber >= readAfter)) found.set(id, queued);
+      items = new Map([...found].sort(([, x], [, y]) => x.entry.n - y.entry.n));
       return corrupt;
     },
   };

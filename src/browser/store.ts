@@ -6,9 +6,11 @@
 import { createStore, promisifyRequest as done, type UseStore } from 'idb-keyval';
 import type { Store } from './types.js';
 
+type Change = (old: unknown) => unknown;
+
 /**
- * The queue in IndexedDB: database `cdp-edge`, object store `queue`. The six verbs are
- * written over idb-keyval's store handle rather than imported one by one: a quarter of the size.
+ * The queue in IndexedDB: database `cdp-edge`, object store `queue`. Written over idb-keyval's
+ * store handle: one transaction per `write`, whatever it changes.
  */
 export function idbStore(database = 'cdp-edge', storeName = 'queue'): Store {
   let handle: UseStore | undefined;
@@ -28,21 +30,18 @@ export function idbStore(database = 'cdp-edge', storeName = 'queue'): Store {
         const [keys, values] = await Promise.all([done(objects.getAllKeys()), done(objects.getAll())]);
         return keys.map((rowKey, index): [IDBValidKey, unknown] => [rowKey, values[index]]);
       }),
-    put: (rows) =>
+    write: (changes) =>
       write((objects) => {
-        // `undefined` deletes: a write can drop the oldest items in the same transaction.
-        for (const [rowKey, value] of rows) value === undefined ? objects.delete(rowKey) : objects.put(value, rowKey);
-      }),
-    del: (keys) =>
-      write((objects) => {
-        for (const rowKey of keys) objects.delete(rowKey);
+        const set = (rowKey: string, value: unknown) => (value === undefined ? objects.delete(rowKey) : objects.put(value, rowKey));
+        for (const [rowKey, change] of changes) {
+          if (typeof change !== 'function') set(rowKey, change);
+          else {
+            const request = objects.get(rowKey);
+            request.onsuccess = () => set(rowKey, (change as Change)(request.result));
+          }
+        }
       }),
     clear: () => write((objects) => objects.clear()),
-    update: (rowKey, change) =>
-      write((objects) => {
-        const request = objects.get(rowKey);
-        request.onsuccess = () => objects.put(change(request.result), rowKey);
-      }),
   };
 }
 
@@ -51,15 +50,12 @@ export function memoryStore(): Store {
   const rows = new Map<string, unknown>();
   return {
     all: async () => [...rows],
-    put: async (entries) => {
-      for (const [rowKey, value] of entries) value === undefined ? rows.delete(rowKey) : rows.set(rowKey, value);
-    },
-    del: async (keys) => {
-      for (const rowKey of keys) rows.delete(rowKey);
+    write: async (changes) => {
+      for (const [rowKey, change] of changes) {
+        const value = typeof change === 'function' ? (change as Change)(rows.get(rowKey)) : change;
+        value === undefined ? rows.delete(rowKey) : rows.set(rowKey, value);
+      }
     },
     clear: async () => rows.clear(),
-    update: async (rowKey, change) => {
-      rows.set(rowKey, change(rows.get(rowKey)));
-    },
   };
 }

@@ -63,19 +63,18 @@ export function createTracker(options: TrackerOptions): Tracker {
   let sendableWritten = 0;
 
   // Other tabs say when they changed the store; until then this page's index is the truth.
-  const channel = typeof BroadcastChannel === 'function' ? new BroadcastChannel('cdp-edge:' + key) : undefined;
-  // Without a channel, every flush reads the store in full.
+  // (Every browser with Web Locks has BroadcastChannel too.)
+  const channel = new BroadcastChannel('cdp-edge:' + key);
   let stale = true;
-  const announce = () => channel?.postMessage(0);
-  if (channel)
-    channel.onmessage = () => {
-      stale = true;
-      scheduler.plan(interval);
-    };
+  const announce = () => channel.postMessage(0);
+  channel.onmessage = () => {
+    stale = true;
+    scheduler.plan(interval);
+  };
 
   const primary = options.store ?? idbStore();
   let current = primary;
-  // IndexedDB failed once (private mode, quota, blocked): memory for the rest of the page, seeded with what it holds.
+  // IndexedDB failed once (private mode, quota, blocked): memory for the rest of the page, whose index keeps what it held.
   const store = new Proxy({} as Store, {
     get: (_, operation: keyof Store) => {
       const call = (args: unknown[]) => (current[operation] as (...args: unknown[]) => Promise<never>)(...args);
@@ -85,16 +84,15 @@ export function createTracker(options: TrackerOptions): Tracker {
           if (current !== primary) throw error;
           emit('storage-error', error);
           current = memoryStore();
-          const held = [...queue.held.values()].map(({ entry }): [string, unknown] => [entry.item.id, entry]);
-          return current.put([['meta', meta], ...held]).then(() => call(args));
+          return call(args);
         });
     },
   });
-  const withLock = lock('cdp-edge:' + key, options.locks ?? nav?.locks, store, now, uuid());
+  const withLock = lock('cdp-edge:' + key, options.locks ?? nav?.locks);
 
   const drop = (entries: Entry[], reason: DropReason) => {
     for (const entry of entries) emit('drop', { item: entry.item, reason });
-    return queue.remove(entries.map((entry) => entry.item.id)).then(announce);
+    queue.remove(entries.map((entry) => entry.item.id));
   };
 
   // The oldest items go first when the queue holds more than `maxItems`.
@@ -104,9 +102,7 @@ export function createTracker(options: TrackerOptions): Tracker {
       if (queue.held.size - over.length <= maxItems) break;
       over.push(entry);
     }
-    if (!over.length) return;
-    for (const entry of over) emit('drop', { item: entry.item, reason: 'cap' });
-    queue.removeWithNextWrite(over.map((entry) => entry.item.id));
+    drop(over, 'cap');
   };
 
   const queue = createQueue(store, (entries) => {
@@ -121,27 +117,25 @@ export function createTracker(options: TrackerOptions): Tracker {
   const saveMeta = (patch: Partial<Meta>) => {
     metaVersion++;
     meta = mergeMeta(meta, patch);
-    return store.update('meta', (old) => mergeMeta(storedMeta(old) ?? meta, patch)).then(announce);
+    return store.write([['meta', (old: unknown) => mergeMeta(storedMeta(old) ?? meta, patch)]]).then(announce);
   };
 
   const mayConsentSend = () => consent !== 'denied' && (meta.c ?? consent) === 'granted';
-  // Held tracks (the visitor has not identified) cannot be sent; orphans of a reset are dropped by a flush.
-  const hasWork = () => {
-    for (const { entry } of queue.held.values()) if (resolveItem(entry, meta) !== undefined) return true;
-    return false;
-  };
 
   /** Reads the store in full: items, deletions and meta changes of other tabs. */
-  const adopt = async (readStart: number) => {
+  const adopt = async () => {
     const version = metaVersion;
-    stale = !channel;
+    const writes = queue.writes;
+    stale = false;
     const rows = await store.all();
-    const corrupt = queue.adopt(rows, readStart * 1000);
+    // Once on memory, this page's index is the whole queue: the memory store is never read back.
+    if (current !== primary) return;
+    const corrupt = queue.adopt(rows, writes);
     const stored = storedMeta(rows.find(([rowKey]) => rowKey === 'meta')?.[1]);
     // Another tab's reset or identify, unless this page changed its own since the read began.
     if (stored && version === metaVersion) meta = mergeMeta(stored, {});
     for (const [, value] of corrupt) emit('drop', { item: value as Item, reason: 'corrupt' });
-    if (corrupt.length) await store.del(corrupt.map(([rowKey]) => rowKey as string));
+    if (corrupt.length) await store.write(corrupt.map(([rowKey]) => [rowKey as string, undefined]));
     enforceCap();
   };
 
@@ -151,10 +145,14 @@ export function createTracker(options: TrackerOptions): Tracker {
     scheduler.plan(0);
   };
 
-  /** What can go now with the size of each, oldest first; `expired` and `orphaned` collect what must be dropped. */
+  /**
+   * What can go now with the size of each, oldest first: stored items only (their write has
+   * begun). `expired` and `orphaned` collect what must be dropped.
+   */
   const sendable = (startedAt: number, expired: Entry[] = [], orphaned: Entry[] = []) => {
     const ready: [Item, number][] = [];
-    for (const { entry, bytes } of queue.held.values()) {
+    for (const { entry, bytes, row } of queue.held.values()) {
+      if (!row) continue;
       const item = resolveItem(entry, meta);
       if (startedAt - Date.parse(entry.item.ts) > maxAge) expired.push(entry);
       else if (item === null) orphaned.push(entry);
@@ -189,8 +187,7 @@ export function createTracker(options: TrackerOptions): Tracker {
       else settled.push(result.id);
       if (result.status === 'rejected') emit('reject', { item, error: result.error ?? 'rejected' });
     }
-    await queue.remove(settled);
-    announce();
+    queue.remove(settled);
     if (retry) {
       failed(answer, retry);
       return false;
@@ -202,12 +199,12 @@ export function createTracker(options: TrackerOptions): Tracker {
   const flushOnce = async () => {
     const startedAt = now();
     sendableWritten = 0;
-    if (stale) await adopt(startedAt);
+    if (stale) await adopt();
     const expired: Entry[] = [];
     const orphaned: Entry[] = [];
     const ready = sendable(startedAt, expired, orphaned);
-    if (expired.length) await drop(expired, 'expired');
-    if (orphaned.length) await drop(orphaned, 'reset');
+    drop(expired, 'expired');
+    drop(orphaned, 'reset');
     if (!mayConsentSend()) return;
     // Identify first: a person must exist before their activities arrive.
     ready.sort(([x], [y]) => +(x.type === 'track') - +(y.type === 'track'));
@@ -221,7 +218,7 @@ export function createTracker(options: TrackerOptions): Tracker {
       runAgain = true;
       return running;
     }
-    if (!stale && !(mayConsentSend() && hasWork())) return Promise.resolve();
+    if (!stale && !(mayConsentSend() && sendable(now()).length)) return Promise.resolve();
     running = withLock(flushOnce)
       .then(
         (got) => {
@@ -259,6 +256,7 @@ export function createTracker(options: TrackerOptions): Tracker {
 
   // Sends what this page holds with the beacon; items stay queued until a flush hears back.
   const hide = () => {
+    void queue.settle();
     if (beaconed || !beacon || consent !== 'granted') return;
     beaconed = true;
     const first = batches(sendable(now()), BATCH_ROOM)[0];
@@ -306,9 +304,13 @@ export function createTracker(options: TrackerOptions): Tracker {
     },
 
     flush: () =>
-      ready.then(() => {
+      ready.then(async () => {
+        // Everything tracked before the call goes: what is still gathering is written first.
+        await queue.settle();
         stale = true;
-        return running === undefined ? run() : running.then(() => run());
+        await (running === undefined ? run() : running.then(() => run()));
+        // And what was sent has left the store when the Promise resolves.
+        await queue.settle();
       }),
 
     reset: () => ready.then(() => saveMeta({ a: uuid(), i: undefined, t: undefined })),
@@ -328,7 +330,7 @@ export function createTracker(options: TrackerOptions): Tracker {
       const fresh: Meta = { a: uuid(), m: {}, c: choice, q: meta.q };
       meta = fresh;
       await store.clear();
-      await store.update('meta', () => fresh);
+      await store.write([['meta', fresh]]);
       announce();
     },
 
@@ -336,14 +338,12 @@ export function createTracker(options: TrackerOptions): Tracker {
   };
 
   // Atomic across tabs: two first pages agree on one anonymous id and one queue id.
-  const ready = store
-    .update('meta', (old) => (meta = mergeMeta(storedMeta(old), {})))
-    .then(async () => {
-      consent = blocked ? 'denied' : (meta.c ?? consent);
-      // Privacy signals work like `denied` without recording a choice: nothing is kept.
-      if (blocked) await store.clear();
-      scheduler.plan(0);
-    });
+  const ready = store.write([['meta', (old: unknown) => (meta = mergeMeta(storedMeta(old), {}))]]).then(async () => {
+    consent = blocked ? 'denied' : (meta.c ?? consent);
+    // Privacy signals work like `denied` without recording a choice: nothing is kept.
+    if (blocked) await store.clear();
+    scheduler.plan(0);
+  });
 
   if (typeof addEventListener === 'function') {
     addEventListener('online', () => {

@@ -44,15 +44,17 @@ export interface Meta {
   t?: Record<string, string> | undefined;
 }
 
-/** The key-value store the queue lives in; idb-keyval by default, a Map when IndexedDB fails. */
+/**
+ * The key-value store the tracker keeps its rows in (`meta`, `lock`, and the queue's rows of
+ * entries): idb-keyval by default, a Map when IndexedDB fails. A change is a key and what becomes
+ * of its row: a value, `undefined` to delete it, or a function of the stored value, read and
+ * written in the same transaction (atomic across tabs).
+ */
 export interface Store {
   all(): Promise<[IDBValidKey, unknown][]>;
-  /** Writes the entries in one transaction; an entry whose value is `undefined` is deleted. */
-  put(entries: [string, unknown][]): Promise<void>;
-  del(keys: string[]): Promise<void>;
+  /** Applies the changes, in order, in one transaction. */
+  write(changes: [key: string, change: unknown][]): Promise<void>;
   clear(): Promise<void>;
-  /** An atomic read-modify-write of one key (one IndexedDB transaction). */
-  update(key: string, fn: (old: unknown) => unknown): Promise<void>;
 }
 
 /** Why an item left the queue without being sent. */
@@ -106,7 +108,7 @@ export interface TrackerOptions {
   /** `false` sends nothing on page exit. @default navigator.sendBeacon */
   sendBeacon?: ((url: string, body: string) => boolean) | false;
   store?: Store;
-  /** Web Locks; `false` uses the fallback lease in the store. @default navigator.locks */
+  /** Web Locks, so that one tab flushes at a time; `false`: none (each tab flushes, the relay drops second copies). @default navigator.locks */
   locks?: LockManager | false;
   now?: () => number;
   random?: () => number;

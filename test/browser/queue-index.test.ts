@@ -1,32 +1,24 @@
-import { createStore, get, set } from 'idb-keyval';
-import { describe, expect, it } from 'vitest';
+import { createStore, entries, get, set } from 'idb-keyval';
+import { describe, expect, it, vi } from 'vitest';
 import { idbStore, type Store } from '../../src/browser/index.js';
 import { ann, fakeRelay, queued, tracker } from './support.js';
 
 /** The IndexedDB store with each operation counted. */
 function countingStore() {
   const inner = idbStore();
-  const calls = { all: 0, put: 0, del: 0, clear: 0, update: 0 };
+  const calls = { all: 0, write: 0, clear: 0 };
   const store: Store = {
     all: () => {
       calls.all++;
       return inner.all();
     },
-    put: (rows) => {
-      calls.put++;
-      return inner.put(rows);
-    },
-    del: (keys) => {
-      calls.del++;
-      return inner.del(keys);
+    write: (changes) => {
+      calls.write++;
+      return inner.write(changes);
     },
     clear: () => {
       calls.clear++;
       return inner.clear();
-    },
-    update: (key, change) => {
-      calls.update++;
-      return inner.update(key, change);
     },
   };
   return { store, calls };
@@ -48,7 +40,7 @@ describe('the queue index', () => {
       await nextTask();
     }
     expect(calls.all - before.all).toBe(0);
-    expect(calls.put - before.put).toBe(50);
+    expect(calls.write - before.write).toBe(50);
     expect(relay.sent).toHaveLength(0);
     // At most maxItems stay, oldest dropped.
     expect(await queued()).toHaveLength(1000);
@@ -84,15 +76,16 @@ describe('the queue index', () => {
     });
     const store: Store = {
       ...inner,
-      put: async (rows) => {
-        puts++;
-        if (puts === 1) await gate;
-        return inner.put(rows);
+      write: async (changes) => {
+        // Writes of queued items (not of `meta` or `lock`); the first one hangs until released.
+        if (changes.some(([key]) => key !== 'meta' && key !== 'lock') && ++puts === 1) await gate;
+        return inner.write(changes);
       },
     };
     const { t } = await tracker({ store, consent: 'pending' });
     const first = t.track('act:cm:a');
-    await nextTask();
+    // Gathered for a few milliseconds, then written.
+    await vi.waitFor(() => expect(puts).toBe(1));
     const rest = Array.from({ length: 30 }, () => t.track('act:cm:b'));
     for (let i = 0; i < 5; i++) await nextTask();
     release();
@@ -147,5 +140,74 @@ describe('the queue id', () => {
     expect(stored!.q).toMatch(/^[0-9a-f-]{36}$/);
     expect(relay.items()).toMatchObject([{ id: 'old-1', person: ann }]);
     expect((relay.sent[0]!.body as { queue?: string }).queue).toBe(stored!.q);
+  });
+});
+
+/** The snippet's rows as stored: key and value, without `meta`. */
+const rows = async () => (await entries(createStore('cdp-edge', 'queue'))).filter(([key]) => key !== 'meta');
+const microtasks = async () => {
+  for (let i = 0; i < 5; i++) await Promise.resolve();
+};
+
+describe('stored rows', () => {
+  it('a burst of calls is one row and one write; the cap takes the oldest out of their row, the rest stay in it', async () => {
+    const { store, calls } = countingStore();
+    const { t, events } = await tracker({ store, maxItems: 40 });
+    const before = calls.write;
+    await Promise.all(Array.from({ length: 30 }, (_, i) => t.track('act:cm:burst', { 'int:cm:i': i })));
+    expect(calls.write - before).toBe(1);
+    expect((await rows()).map(([, value]) => (value as unknown[]).length)).toEqual([30]);
+    await Promise.all(Array.from({ length: 20 }, (_, i) => t.track('act:cm:burst', { 'int:cm:i': 30 + i })));
+    expect(events.drop.map((d) => d.reason)).toEqual(Array(10).fill('cap'));
+    expect((await rows()).map(([, value]) => (value as unknown[]).length).sort()).toEqual([20, 20]);
+    const left = (await queued()).map((e) => (e.item as unknown as { attributes: { 'int:cm:i': number } }).attributes['int:cm:i']);
+    expect(left.sort((x, y) => x - y)).toEqual(Array.from({ length: 40 }, (_, i) => 10 + i));
+  });
+
+  it('rows of an older snippet (one entry each) are sent and deleted like the new ones', async () => {
+    const db = createStore('cdp-edge', 'queue');
+    await set('meta', { a: 'anon-old', q: 'queue-old', m: { 'anon-old': { p: ann } } }, db);
+    for (const id of ['old-1', 'old-2'])
+      await set(id, { item: { id, type: 'track', ts: new Date().toISOString(), activity_id: 'act:cm:old' }, a: 'anon-old', n: Date.now() * 1000 }, db);
+    const relay = fakeRelay();
+    const { t } = await tracker({}, relay);
+    await t.track('act:cm:new');
+    await t.flush();
+    expect(
+      relay
+        .items()
+        .map((i) => i.id)
+        .slice(0, 2)
+        .sort(),
+    ).toEqual(['old-1', 'old-2']);
+    expect(relay.items()).toHaveLength(3);
+    expect(await rows()).toEqual([]);
+  });
+
+  it('a visible page gathers writes for a few milliseconds; a hidden one, or one being hidden, writes at once', async () => {
+    const { store, calls } = countingStore();
+    const { t } = await tracker({ store, consent: 'pending' });
+    const visible = calls.write;
+    const first = t.track('act:cm:visible');
+    await microtasks();
+    expect(calls.write).toBe(visible);
+    await first;
+    expect(calls.write).toBe(visible + 1);
+
+    // The page is being hidden: what gathers is written now, not after the delay.
+    const leaving = t.track('act:cm:leaving');
+    await microtasks();
+    dispatchEvent(new Event('pagehide'));
+    expect(calls.write).toBe(visible + 2);
+    await leaving;
+
+    const state = vi.spyOn(document, 'visibilityState', 'get').mockReturnValue('hidden');
+    try {
+      void t.track('act:cm:hidden');
+      await microtasks();
+      expect(calls.write).toBe(visible + 3);
+    } finally {
+      state.mockRestore();
+    }
   });
 });

@@ -2,12 +2,12 @@ import { createStore, set } from 'idb-keyval';
 import { afterEach, describe, expect, it } from 'vitest';
 import { backoff, retryAfter } from '../../src/browser/backoff.js';
 import { memoryStore, type Store } from '../../src/browser/index.js';
-import { ann, fakeRelay, queued, tracker } from './support.js';
+import { ann, fakeRelay, queued, tracker, webLocks } from './support.js';
 
 /** A store that fails like IndexedDB in private mode or over quota. */
 const broken = (): Store => {
   const no = () => Promise.reject(new DOMException('The quota has been exceeded.', 'QuotaExceededError'));
-  return { all: no, put: no, del: no, clear: no, update: no };
+  return { all: no, write: no, clear: no };
 };
 
 describe('storage failures', () => {
@@ -25,7 +25,7 @@ describe('storage failures', () => {
     const real = memoryStore();
     let fail = false;
     const flaky = Object.fromEntries(
-      (['all', 'put', 'del', 'clear', 'update'] as const).map((op) => [
+      (['all', 'write', 'clear'] as const).map((op) => [
         op,
         (...a: never[]) => (fail ? Promise.reject(new Error('blocked')) : (real[op] as (...a: never[]) => Promise<unknown>)(...a)),
       ]),
@@ -196,22 +196,11 @@ describe('one tab at a time', () => {
     expect(relay.items()).toHaveLength(1);
   });
 
-  it('without Web Locks, respects another tab’s unexpired lease in IndexedDB and takes an expired one', async () => {
-    let now = Date.now();
-    const { t, relay } = await tracker({ now: () => now });
-    await set('lock', { o: 'other-tab', x: now + 60_000 }, createStore('cdp-edge', 'queue'));
-    await t.identify(ann);
-    await t.flush();
-    expect(relay.sent).toEqual([]);
-    now += 61_000;
-    await t.flush();
-    expect(relay.items()).toHaveLength(1);
-  });
-
-  it('two trackers on one store send each item exactly once', async () => {
+  it('two trackers on one store, under one Web Lock, send each item exactly once', async () => {
     const relay = fakeRelay();
-    const a = await tracker({}, relay);
-    const b = await tracker({}, relay);
+    const locks = webLocks();
+    const a = await tracker({ locks }, relay);
+    const b = await tracker({ locks }, relay);
     await a.t.identify(ann);
     await Promise.all(Array.from({ length: 30 }, (_, n) => (n % 2 ? a : b).t.track('act:cm:viewed', { 'int:cm:n': n })));
     await Promise.all([a.t.flush(), b.t.flush(), a.t.flush(), b.t.flush()]);

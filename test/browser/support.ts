@@ -32,7 +32,8 @@ export function fakeRelay(answer?: Answer) {
 /** Every queued entry in the snippet's IndexedDB store (not meta or lock). */
 export async function queued(): Promise<{ item: Item; a: string; n: number }[]> {
   const rows = await entries(createStore('cdp-edge', 'queue'));
-  return rows.filter(([k]) => k !== 'meta' && k !== 'lock').map(([, v]) => v);
+  // A row holds the entries of one write (an older snippet's: one entry, not in an array).
+  return rows.filter(([k]) => k !== 'meta' && k !== 'lock').flatMap(([, v]) => v);
 }
 
 /**
@@ -53,6 +54,21 @@ export async function tracker(options: Partial<TrackerOptions> = {}, relay = fak
   for (const e of Object.keys(events) as (keyof TrackerEvents)[]) t.on(e, (p) => (events[e] as unknown[]).push(p));
   await t.flush();
   return { t, relay, events };
+}
+
+/** Web Locks as browsers have them, for the `ifAvailable` requests the tracker makes; one per test, shared by its trackers. */
+export function webLocks(): LockManager {
+  const held = new Set<string>();
+  const request = async (name: string, _options: LockOptions, callback: (lock: Lock | null) => Promise<unknown>) => {
+    if (held.has(name)) return callback(null);
+    held.add(name);
+    try {
+      return await callback({ name, mode: 'exclusive' });
+    } finally {
+      held.delete(name);
+    }
+  };
+  return { request } as unknown as LockManager;
 }
 
 export const ann = { 'str::email': 'ann@example.com' };

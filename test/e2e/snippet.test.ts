@@ -114,7 +114,7 @@ describe.runIf(available)('the snippet in Chromium, against the relay and emulat
 
   it.each([
     ['Web Locks', {}],
-    ['the lease fallback (no Web Locks)', { locks: false }],
+    ['no Web Locks (every tab flushes, the relay drops second copies)', { locks: false }],
   ])('two tabs sending at once with %s: each event exactly once', async (_, init) => {
     const context = await browser.newContext();
     const a = await open(context, init);
