@@ -34,7 +34,7 @@ const tsOptions = (extra = {}, include = ['src/**/*.ts']) => ({
 });
 
 // The snippet and the parts of the API it may import (types and constants only).
-const BROWSER_SOURCES = ['src/browser/**/*.ts', 'src/api/collect.ts', 'src/api/types.ts'];
+const BROWSER_SOURCES = ['src/browser/**/*.ts', 'src/api/collect.ts', 'src/api/types.ts', 'src/api/limits.ts'];
 
 const terserOptions = {
   ecma: 2020,

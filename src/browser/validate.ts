@@ -3,6 +3,7 @@
  * with a clear error instead of being rejected by the relay minutes later.
  * @module
  */
+import { LIMITS } from '../api/limits.js';
 import type { Fields } from './types.js';
 
 /** Bad input to a tracker method; the returned Promise rejects with it. */
@@ -15,8 +16,15 @@ const FIELD = /^(bol|dtz|geo|int|phn|str|u4s|obj):(|cm|o|oc):[A-Za-z0-9][\w.-]{0
 const ACTIVITY = /^act:cm:[A-Za-z0-9][\w.-]{0,127}$/;
 
 /** The platform's limits for one activity event. */
-export const MAX_ATTRIBUTES = 15;
-export const MAX_ITEM_BYTES = 16 * 1024;
+export const MAX_ATTRIBUTES = LIMITS.attributesPerActivity;
+export const MAX_ITEM_BYTES = LIMITS.activityBytes;
+
+/**
+ * UTF-8 bytes of `s`, as `utf8Length` of the API counts them (a parity test keeps them equal);
+ * smaller than that counter in the bundle. Not `new Blob([s]).size`: each Blob is a round trip to
+ * Chrome's blob registry, 100× slower.
+ */
+export const utf8Bytes = (s: string): number => new TextEncoder().encode(s).length;
 
 /** Fields that name a person; `identify` needs one of them. */
 export const PERSON_KEYS = ['str::email', 'str::ei', 'str::person_id'];
@@ -56,9 +64,6 @@ export const ERRORS = {
 const fail = (where: string, code: string, detail: unknown = ''): never => {
   throw new CdpInputError(`cdp.${where}(): ${code} ${detail}`);
 };
-
-/** UTF-8 bytes of `s` (not `new Blob([s]).size`: each Blob is a round trip to Chrome's blob registry, 100× slower). */
-export const utf8Bytes = (s: string): number => new TextEncoder().encode(s).length;
 
 /** Throws `CdpInputError` unless `fields` is an object of at most `max` valid field IDs. */
 export function checkFields(where: string, fields: unknown, max = 1 / 0): asserts fields is Fields {
