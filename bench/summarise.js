@@ -68,7 +68,9 @@ const READERS = {
   peers(r) {
     const ours = r.rows.find((row) => row.sdk === 'cdp-edge');
     const held = r.rows.find((row) => row.sdk.startsWith('cdp-edge, ') && !row.sdk.includes('baseline'));
-    const cpu = r.rows.filter((row) => row.ok && row.cpu_us_per_call !== undefined && row.sdk !== 'no-op').map((row) => `${row.sdk} ${row.cpu_us_per_call} µs`);
+    const cpu = r.rows
+      .filter((row) => row.ok && row.cpu_us_per_call !== undefined && row.sdk !== 'no-op')
+      .map((row) => `${row.sdk} ${row.cpu_us_per_call} µs${row.cpu_us_per_call_best === undefined ? '' : ` (best ${row.cpu_us_per_call_best})`}`);
     const parts = r.rows.map((row) => (row.ok ? `${row.sdk} ${row.block_mean_median_us} µs` : `${row.sdk} failed (${row.error})`));
     if (!r.targets) {
       return {
@@ -78,7 +80,7 @@ const READERS = {
     }
     const t = r.targets;
     return {
-      headline: `main-thread CPU per track() incl. deferred work: ${cpu.join(', ')}; cdp-edge settled median ${ours?.settled?.median_ms} ms, last ${ours?.settled?.last_after_burst_ms} ms after the burst`,
+      headline: `main-thread CPU per track() incl. deferred work${r.rows[0]?.rounds ? `, median of ${r.rows[0].rounds} rounds` : ''}: ${cpu.join(', ')}; cdp-edge settled median ${ours?.settled?.median_ms} ms, last ${ours?.settled?.last_after_burst_ms} ms after the burst`,
       targets: [
         target('cdp-edge CPU µs per track() incl. deferred', ours?.cpu_us_per_call, `≤ ${t.cpu_us_per_call}`, ours?.cpu_us_per_call <= t.cpu_us_per_call),
         target('cdp-edge CPU µs per track() with 1,000 held', held?.cpu_us_per_call, `≤ ${t.cpu_us_per_call}`, held?.cpu_us_per_call <= t.cpu_us_per_call),
