@@ -1,6 +1,7 @@
 import { createStore, entries, get, set } from 'idb-keyval';
 import { describe, expect, it, vi } from 'vitest';
-import { idbStore, type Store } from '../../src/browser/index.js';
+import { type Entry, idbStore, memoryStore, type Store } from '../../src/browser/index.js';
+import { createQueue } from '../../src/browser/queue.js';
 import { ann, fakeRelay, queued, tracker } from './support.js';
 
 /** The IndexedDB store with each operation counted. */
@@ -209,5 +210,38 @@ describe('stored rows', () => {
     } finally {
       state.mockRestore();
     }
+  });
+});
+
+describe('a full read beside this page’s own writes', () => {
+  const entry = (id: string, n: number): Entry => ({ item: { id, type: 'identify', ts: new Date().toISOString(), fields: ann }, a: 'anon', n });
+
+  it('keeps items still gathering or written after the read began, and lets go of those another tab took out', async () => {
+    const store = memoryStore();
+    const queue = createQueue(store, () => {});
+    // Written, then taken out of the store by another tab.
+    await queue.add(entry('sent-elsewhere', 1), 100);
+    await store.write([[queue.held.get('sent-elsewhere')!.row!, undefined]]);
+    // Still gathering when the read happens.
+    const gathering = queue.add(entry('gathering', 2), 100);
+    const writesBeforeRead = queue.writes;
+    const rows = await store.all();
+    // Written after the read began: not in `rows`, but stored.
+    await queue.settle();
+    await gathering;
+    queue.adopt(rows, writesBeforeRead);
+    expect([...queue.held.keys()]).toEqual(['gathering']);
+    expect((await store.all()).flatMap(([, value]) => value as Entry[]).map((e) => e.item.id)).toEqual(['gathering']);
+  });
+
+  it('does not take back what this page took out and has still to write', async () => {
+    const store = memoryStore();
+    const queue = createQueue(store, () => {});
+    await Promise.all([queue.add(entry('a', 1), 100), queue.add(entry('b', 2), 100)]);
+    queue.remove(['a']);
+    queue.adopt(await store.all(), queue.writes);
+    expect([...queue.held.keys()]).toEqual(['b']);
+    await queue.settle();
+    expect((await store.all()).flatMap(([, value]) => value as Entry[]).map((e) => e.item.id)).toEqual(['b']);
   });
 });
