@@ -147,6 +147,42 @@ describe('SQLite state file', () => {
   });
 });
 
+describe('SQLite group commit: calls made together share one transaction', () => {
+  it('answers each call with its own result, in the order made, as if each had its own transaction', async () => {
+    const store = await createSqliteStore(join(tempDir(), 'state.db'));
+    const now = Date.now();
+    // 40 calls in one turn; call k asks for ids k and k+1, so every id but the first is wanted twice.
+    const claims = await Promise.all(Array.from({ length: 40 }, (_, k) => store.claim(site('s'), [`id${k}`, `id${k + 1}`], now, 60_000)));
+    expect(claims[0]).toEqual({ fresh: ['id0', 'id1'], duplicate: [], busy: [] });
+    for (let k = 1; k < 40; k++) expect(claims[k]).toEqual({ fresh: [`id${k + 1}`], duplicate: [], busy: [`id${k}`] });
+    // A settle and a claim made together: the claim sees the settle made before it.
+    const [, after] = await Promise.all([
+      store.settle(site('s'), { forwarded: ['id0'], until: now + 60_000, released: ['id1'] }),
+      store.claim(site('s'), ['id0', 'id1'], now, 60_000),
+    ]);
+    expect(after).toEqual({ fresh: ['id1'], duplicate: ['id0'], busy: [] });
+    await store.close();
+  });
+
+  it('a call that cannot be written fails alone, with its cause; the others of its group and later calls go through', async () => {
+    const store = await createSqliteStore(join(tempDir(), 'state.db'));
+    const now = Date.now();
+    const [before, broken, beside] = await Promise.allSettled([
+      store.claim(site('s'), ['a'], now, 60_000),
+      // `until` must be a number: SQLite refuses the row (NOT NULL), so this settle cannot be written.
+      store.settle(site('s'), { forwarded: ['a'], until: Number.NaN, released: [] }),
+      store.claim(site('s'), ['b'], now, 60_000),
+    ]);
+    expect(before).toEqual({ status: 'fulfilled', value: { fresh: ['a'], duplicate: [], busy: [] } });
+    expect(beside).toEqual({ status: 'fulfilled', value: { fresh: ['b'], duplicate: [], busy: [] } });
+    expect(broken.status).toBe('rejected');
+    expect(String((broken as PromiseRejectedResult).reason.code)).toMatch(/CONSTRAINT/);
+    // Nothing of the failed call was written ('a' is still only leased), and the store goes on.
+    expect(await store.claim(site('s'), ['a', 'c'], now, 60_000)).toEqual({ fresh: ['c'], duplicate: [], busy: ['a'] });
+    await store.close();
+  });
+});
+
 describe.runIf(hasRedis)('Redis state when the server goes away', () => {
   it('fails calls at once while Redis is down, and works again once it is back', async () => {
     const own = await startRedis();

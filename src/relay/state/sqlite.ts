@@ -1,8 +1,9 @@
 /**
  * The relay's state in an embedded SQLite file (libsql, loaded only when used): the default on
- * Node. WAL mode, one transaction per claim or settle, expiry inside the database (a small slice
- * of expired rows goes with every claim), so the file's size follows the dedupe window and a
- * restart opens the file without reading it. Several processes on one machine may share the file.
+ * Node. WAL mode; the claims and settles that arrive together share one transaction (group
+ * commit, below), each a single statement over its ids; expiry inside the database (a small slice
+ * of expired rows goes with every transaction), so the file's size follows the dedupe window and
+ * a restart opens the file without reading it. Several processes on one machine may share the file.
  *
  * Durability: with WAL and `synchronous=NORMAL` a committed transaction is in the WAL file before
  * the call returns, so a killed process (SIGKILL, a crash) loses nothing it acknowledged; only a
@@ -49,55 +50,64 @@ export async function createSqliteStore(path: string, options: SqliteStoreOption
 
   const statements = {
     expire: db.prepare('DELETE FROM items WHERE (site, id) IN (SELECT site, id FROM items WHERE until <= ? LIMIT ?)'),
-    // Inserted, or taken over from an expired row: the RETURNING row says the lease is ours.
+    // One statement per call, whatever the number of ids: they go in as a JSON array (json_each).
+    // Inserted, or taken over from an expired row: a RETURNING row says the lease is ours.
     lease: db
       .prepare(
-        'INSERT INTO items (site, id, forwarded, until) VALUES (?, ?, 0, ?) ON CONFLICT (site, id) DO UPDATE SET forwarded = 0, until = excluded.until WHERE items.until <= ? RETURNING id',
+        'INSERT INTO items (site, id, forwarded, until) SELECT ?1, value, 0, ?2 FROM json_each(?3) WHERE true ON CONFLICT (site, id) DO UPDATE SET forwarded = 0, until = excluded.until WHERE items.until <= ?4 RETURNING id',
       )
       .raw(),
-    forwardedOf: db.prepare('SELECT forwarded FROM items WHERE site = ? AND id = ?').raw(),
+    forwardedOf: db.prepare('SELECT id, forwarded FROM items WHERE site = ?1 AND id IN (SELECT value FROM json_each(?2))').raw(),
     mark: db.prepare(
-      'INSERT INTO items (site, id, forwarded, until) VALUES (?, ?, 1, ?) ON CONFLICT (site, id) DO UPDATE SET forwarded = 1, until = excluded.until',
+      'INSERT INTO items (site, id, forwarded, until) SELECT ?1, value, 1, ?2 FROM json_each(?3) WHERE true ON CONFLICT (site, id) DO UPDATE SET forwarded = 1, until = excluded.until',
     ),
-    release: db.prepare('DELETE FROM items WHERE site = ? AND id = ? AND forwarded = 0'),
+    release: db.prepare('DELETE FROM items WHERE site = ?1 AND forwarded = 0 AND id IN (SELECT value FROM json_each(?2))'),
     counter: db.prepare('SELECT value FROM counters WHERE site = ? AND name = ?').raw(),
     setCounter: db.prepare('INSERT INTO counters (site, name, value) VALUES (?, ?, ?) ON CONFLICT (site, name) DO UPDATE SET value = excluded.value'),
     stats: db.prepare('SELECT count(*), coalesce(sum(forwarded = 0), 0) FROM items WHERE until > ?').raw(),
   };
 
-  // IMMEDIATE: take the write lock at the start, so two processes never lease the same id.
-  const claim = db.transaction((site: string, ids: readonly string[], now: number, leaseMs: number): Claim => {
-    statements.expire.run(now, EXPIRY_SLICE);
+  const claimIn = (site: string, ids: readonly string[], now: number, leaseMs: number): Claim => {
     const result: Claim = { fresh: [], duplicate: [], busy: [] };
+    const leased = new Set((statements.lease.all(site, now + leaseMs, JSON.stringify(ids), now) as unknown[]).map(first));
+    const rest = ids.filter((id) => !leased.has(id));
+    const forwarded = new Set(
+      rest.length === 0
+        ? []
+        : (statements.forwardedOf.all(site, JSON.stringify(rest)) as [string, number][]).filter(([, isForwarded]) => isForwarded === 1).map(([id]) => id),
+    );
+    // In the order given; an id given twice is leased once, its second copy answered busy.
     for (const id of ids) {
-      if (statements.lease.get(site, id, now + leaseMs, now) !== undefined) result.fresh.push(id);
-      else if (first(statements.forwardedOf.get(site, id)) === 1) result.duplicate.push(id);
+      if (leased.delete(id)) result.fresh.push(id);
+      else if (forwarded.has(id)) result.duplicate.push(id);
       else result.busy.push(id);
     }
     return result;
-  }).immediate;
+  };
 
-  const settle = db.transaction((site: string, forwarded: readonly string[], until: number, released: readonly string[]) => {
-    for (const id of forwarded) statements.mark.run(site, id, until);
-    for (const id of released) statements.release.run(site, id);
-  }).immediate;
+  const settleIn = (site: string, forwarded: readonly string[], until: number, released: readonly string[]) => {
+    if (forwarded.length) statements.mark.run(site, until, JSON.stringify(forwarded));
+    if (released.length) statements.release.run(site, JSON.stringify(released));
+  };
 
-  const add = db.transaction((site: string, name: string, amount: number, limit: number): number => {
+  const addIn = (site: string, name: string, amount: number, limit: number): number => {
     const value = Number(first(statements.counter.get(site, name)) ?? 0);
     const added = cappedAmount(value, amount, limit);
     if (added > 0) statements.setCounter.run(site, name, value + added);
     return added;
-  }).immediate;
+  };
+
+  const group = groupCommit(db, () => statements.expire.run(Date.now(), EXPIRY_SLICE));
 
   return {
-    async claim({ site }, ids, now, leaseMs) {
-      return claim(site, ids, now, leaseMs);
+    claim({ site }, ids, now, leaseMs) {
+      return group(() => claimIn(site, ids, now, leaseMs));
     },
     async settle({ site }, { forwarded, until, released }) {
-      if (forwarded.length + released.length > 0) settle(site, forwarded, until, released);
+      if (forwarded.length + released.length > 0) await group(() => settleIn(site, forwarded, until, released));
     },
-    async add(site, name, amount, limit) {
-      return add(site, name, amount, limit);
+    add(site, name, amount, limit) {
+      return group(() => addIn(site, name, amount, limit));
     },
     async ping() {
       db.prepare('SELECT 1').get();
@@ -110,4 +120,58 @@ export async function createSqliteStore(path: string, options: SqliteStoreOption
       if (db.open) db.close();
     },
   };
+}
+
+interface Call {
+  run: () => unknown;
+  resolve: (value: never) => void;
+  reject: (error: unknown) => void;
+}
+
+/**
+ * Group commit: the calls made while the event loop is busy with other callbacks (the requests
+ * that arrived together) run in ONE `BEGIN IMMEDIATE` … `COMMIT`, in the order they were made,
+ * each Promise answered with its own result. One transaction costs what one call's did, so a
+ * busy relay pays for a transaction per turn of the event loop, not per request. IMMEDIATE takes
+ * the write lock at the start, so two processes sharing the file never lease the same id.
+ *
+ * When the group's transaction fails, nothing of it was written; each call then runs again in a
+ * transaction of its own, so one call that cannot be written fails alone and later calls are
+ * not held back by it.
+ *
+ * @param before runs first in every transaction (the slice of expiry)
+ */
+function groupCommit(db: Database.Database, before: () => void) {
+  let waiting: Call[] = [];
+  const runAll = db.transaction((calls: Call[]) => {
+    before();
+    return calls.map((call) => call.run());
+  }).immediate;
+  const runOne = db.transaction((call: Call) => call.run()).immediate;
+
+  const commit = () => {
+    const calls = waiting;
+    waiting = [];
+    let results: unknown[];
+    try {
+      results = runAll(calls);
+    } catch {
+      for (const call of calls) {
+        try {
+          call.resolve(runOne(call) as never);
+        } catch (error) {
+          call.reject(error);
+        }
+      }
+      return;
+    }
+    calls.forEach((call, index) => call.resolve(results[index] as never));
+  };
+
+  return <T>(run: () => T): Promise<T> =>
+    new Promise<T>((resolve, reject) => {
+      // After the callbacks of this turn (setImmediate): every request that arrived with this one joins.
+      if (waiting.length === 0) setImmediate(commit);
+      waiting.push({ run, resolve: resolve as (value: never) => void, reject });
+    });
 }
