@@ -2,11 +2,12 @@
  * Benchmark: the relay's `/collect` on Node beside a bare pass-through, in front of the emulator
  * and in front of a no-op platform (target: relay ≥ 0.7× bare).
  *
- *   npx tsx bench/collect.ts [--concurrency 16] [--rounds 3] [--scale 1]
+ *   npm run build && npx tsx bench/collect.ts [--concurrency 16] [--rounds 3] [--scale 1]
  *
  * Separate processes on loopback: this load generator, the upstream (the emulator, or a no-op
  * node:http platform answering `activities/create` at once), and the server under test:
- *  - relay  startRelay (src/relay/node.ts) as `npx cdp-edge relay` runs it (SQLite state file,
+ *  - relay  startRelay as `npx cdp-edge relay` runs it: the built dist/ on plain Node, no TypeScript
+ *           loader (bench/lib/relay-role.mjs; run `npm run build` first) (SQLite state file,
  *           metrics on, request logging off): envelope and item checks, enrichment, dedupe, the
  *           platform call through the relay's pooled upstream caller, per-item results;
  *  - bare   a node:http pass-through doing only the key swap: it pipes an already platform-shaped
@@ -61,27 +62,6 @@ async function startEmulatorRole(): Promise<number> {
   return emulator.port;
 }
 
-async function startRelayRole(upstreamPort: number): Promise<number> {
-  const { startRelay } = await import('../src/relay/node.js');
-  const { mkdtempSync } = await import('node:fs');
-  const { tmpdir } = await import('node:os');
-  const { join } = await import('node:path');
-  // The state a user of `npx cdp-edge relay` gets: an SQLite file (BENCH_REDIS_URL: Redis instead).
-  const redisUrl = process.env['BENCH_REDIS_URL'];
-  const relay = await startRelay({
-    port: 0,
-    logger: () => {},
-    ...(redisUrl ? { redisUrl } : { stateFile: join(mkdtempSync(join(tmpdir(), 'cdp-bench-collect-')), 'relay-state.db') }),
-    env: {
-      CDP_API_KEY: PLATFORM_KEY,
-      CDP_BASE_URL: `http://127.0.0.1:${upstreamPort}`,
-      RELAY_LOG: 'off',
-      RELAY_SITES: JSON.stringify([{ key: SITE_KEY, origins: [ORIGIN], visitor_rate_limit: { per_second: 1_000_000, burst: 1_000_000 } }]),
-    },
-  });
-  return relay.port;
-}
-
 /** The floor: a pass-through that adds the platform key and pipes the body and the answer. */
 async function startBare(upstreamPort: number): Promise<number> {
   const agent = new Agent({ keepAlive: true, maxSockets: 64 });
@@ -98,7 +78,19 @@ async function startBare(upstreamPort: number): Promise<number> {
   );
 }
 
-const spawn = (which: Role, upstreamPort = 0) => spawnRole(new URL(import.meta.url).pathname, [which, String(upstreamPort)]);
+const spawn = (which: Role, upstreamPort = 0) =>
+  which === 'relay'
+    ? // The built relay on plain Node: what users run, without tsx's loader in its memory and CPU.
+      spawnRole(
+        new URL('./lib/relay-role.mjs', import.meta.url).pathname,
+        [
+          String(upstreamPort),
+          PLATFORM_KEY,
+          JSON.stringify([{ key: SITE_KEY, origins: [ORIGIN], visitor_rate_limit: { per_second: 1_000_000, burst: 1_000_000 } }]),
+        ],
+        { plain: true },
+      )
+    : spawnRole(new URL(import.meta.url).pathname, [which, String(upstreamPort)]);
 
 interface Figures {
   requests: number;
@@ -274,7 +266,7 @@ async function main(): Promise<void> {
     target_rss_mb: 150,
     load_average_1m: { before: round2(loadBefore), after: round2(loadavg()[0]!) },
     store: process.env['BENCH_REDIS_URL'] ? 'Redis' : 'SQLite file (the CLI default)',
-    what: 'relay = startRelay (Node entry, its default undici-pool transport, the CLI default SQLite state, request logging off) handling POST /collect of track items; bare = node:http pass-through adding X-Api-Key to the same events already shaped for activities/create. ratio = relay rps / bare rps against the no-op platform (medians of alternating rounds); ratio_emulator the same against the emulator.',
+    what: 'relay = startRelay from the built dist/ on plain Node (Node entry, its default undici-pool transport, the CLI default SQLite state, request logging off) handling POST /collect of track items; bare = node:http pass-through adding X-Api-Key to the same events already shaped for activities/create. ratio = relay rps / bare rps against the no-op platform (medians of alternating rounds); ratio_emulator the same against the emulator.',
     results,
   };
   mkdirSync(new URL('./results/', import.meta.url), { recursive: true });
@@ -310,9 +302,9 @@ async function main(): Promise<void> {
 
 // Last, so every declaration above exists before a role or the load generator runs.
 const role = process.argv[2] as Role | undefined;
-if (role === 'noop' || role === 'emulator' || role === 'relay' || role === 'bare') {
+if (role === 'noop' || role === 'emulator' || role === 'bare') {
   const upstreamPort = Number(process.argv[3] ?? 0);
-  const start = { noop: startNoop, emulator: startEmulatorRole, relay: startRelayRole, bare: startBare }[role];
+  const start = { noop: startNoop, emulator: startEmulatorRole, bare: startBare }[role];
   await serveRole(() => start(upstreamPort));
 } else {
   await main();

@@ -2,20 +2,14 @@
  * Server roles of a benchmark in child processes on loopback: the bench forks its own file with
  * a role name, the child starts that server and reports its port, then answers CPU-time
  * questions over IPC (so a bench can give CPU per request of the process under test).
+ *
+ * Plain JavaScript (types in children.d.ts), so that a role running on plain Node, without the
+ * TypeScript loader (bench/lib/relay-role.mjs), shares it.
  */
-import { fork, type ChildProcess } from 'node:child_process';
-
-export interface Child {
-  port: number;
-  child: ChildProcess;
-  /** microseconds of CPU (user + system) the child has used so far */
-  cpu(): Promise<number>;
-  /** the child's resident set size now, in bytes */
-  rss(): Promise<number>;
-}
+import { fork } from 'node:child_process';
 
 /** In the child: starts the server, reports its port, answers CPU questions, ends with the parent. */
-export async function serveRole(start: () => Promise<number>): Promise<void> {
+export async function serveRole(start) {
   process.send?.({ port: await start() });
   process.on('message', () => {
     const { user, system } = process.cpuUsage();
@@ -24,18 +18,21 @@ export async function serveRole(start: () => Promise<number>): Promise<void> {
   process.on('disconnect', () => process.exit(0));
 }
 
-/** In the parent: forks `file` with `args` (tsx's loader is inherited through execArgv); resolves once the child listens. */
-export function spawnRole(file: string, args: string[]): Promise<Child> {
-  const child = fork(file, args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+/**
+ * In the parent: forks `file` with `args`; resolves once the child listens. The child inherits
+ * tsx's loader through execArgv, unless `plain` (a .mjs role on plain Node, as users run the built code).
+ */
+export function spawnRole(file, args, { plain = false } = {}) {
+  const child = fork(file, args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], ...(plain ? { execArgv: [] } : {}) });
   const usage = () =>
-    new Promise<{ cpu: number; rss: number }>((resolve) => {
-      child.once('message', (message) => resolve(message as { cpu: number; rss: number }));
+    new Promise((resolve) => {
+      child.once('message', (message) => resolve(message));
       child.send('usage');
     });
   const cpu = async () => (await usage()).cpu;
   const rss = async () => (await usage()).rss;
   return new Promise((resolve, reject) => {
-    child.once('message', (message) => resolve({ port: (message as { port: number }).port, child, cpu, rss }));
+    child.once('message', (message) => resolve({ port: message.port, child, cpu, rss }));
     child.once('error', reject);
     child.once('exit', (code) => reject(new Error(`bench role ${args.join(' ')} exited with ${code} before listening`)));
   });
