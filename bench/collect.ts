@@ -84,9 +84,9 @@ const spawn = (which: Role, upstreamPort = 0) =>
       spawnRole(
         new URL('./lib/relay-role.mjs', import.meta.url).pathname,
         [
+          'relay',
           String(upstreamPort),
-          PLATFORM_KEY,
-          JSON.stringify([{ key: SITE_KEY, origins: [ORIGIN], visitor_rate_limit: { per_second: 1_000_000, burst: 1_000_000 } }]),
+          JSON.stringify({ key: PLATFORM_KEY, sites: [{ key: SITE_KEY, origins: [ORIGIN], visitor_rate_limit: { per_second: 1_000_000, burst: 1_000_000 } }] }),
         ],
         { plain: true },
       )

@@ -1,12 +1,13 @@
 /**
  * Benchmark: the relay's proxy against a bare pass-through, in front of the same mock platform.
  *
- *   npx tsx bench/relay-proxy.ts [--requests 3000] [--concurrency 32] [--rounds 5]
+ *   npm run build && npx tsx bench/relay-proxy.ts [--requests 3000] [--concurrency 32] [--rounds 5]
  *
  * Separate processes on loopback: the load generator (this one), the mock platform, and
  *  (a) bare   a node:http pass-through that only swaps the caller's Authorization for the key,
  *  (b) proxy  createProxyRoutes on @hono/node-server with createUndiciTransport (what the Node entry runs),
- *  (c) entry  the whole relay's Node entry (startRelay: /collect, middleware and the proxy).
+ *  (c) entry  the whole relay's Node entry (startRelay: /collect, middleware and the proxy);
+ * (b) and (c) are the built dist/ on plain Node, as users run it (bench/lib/relay-role.mjs).
  * For `person/get` and a 10-item `person/merge`: requests/s, p50 and p99 of each, CPU time per
  * request in each server process, and the ratio proxy/bare (target ≥ 0.85). Rounds alternate the
  * targets so a busy moment on the machine hits all of them; the median round counts. Prints a
@@ -71,45 +72,23 @@ async function startBare(upstreamPort: number): Promise<number> {
   return listen(server);
 }
 
-async function tokenEntry() {
-  const { hashToken } = await import('../src/relay/tokens.js');
-  return { name: 'bench', sha256: await hashToken(TOKEN), scopes: ['admin' as const] };
-}
-
-/** (b) The proxy as the relay's Node entry runs it. */
-async function startProxy(upstreamPort: number): Promise<number> {
-  const { serve } = await import('@hono/node-server');
-  const { createProxyRoutes } = await import('../src/relay/proxy/index.js');
-  const { createUndiciTransport } = await import('../src/relay/upstream/undici.js');
-  const proxy = createProxyRoutes({
-    tokens: [await tokenEntry()],
-    upstream: { baseUrl: `http://127.0.0.1:${upstreamPort}`, apiKey: API_KEY },
-    transport: createUndiciTransport(),
-    logger: () => {},
-  });
-  return new Promise((resolve) => void serve({ fetch: proxy.fetch, port: 0, hostname: '127.0.0.1' }, (info) => resolve(info.port)));
-}
-
-/** (c) The whole relay on Node, configured from the relay's variables. */
-async function startEntry(upstreamPort: number): Promise<number> {
-  const { startRelay } = await import('../src/relay/node.js');
-  const env = { CDP_API_KEY: API_KEY, CDP_BASE_URL: `http://127.0.0.1:${upstreamPort}`, RELAY_TOKENS: JSON.stringify([await tokenEntry()]), RELAY_LOG: 'off' };
-  // As the CLI starts it: the Node entry picks its own transport (undici's pool).
-  const relay = await startRelay({ port: 0, env });
-  return relay.port;
-}
-
 const role = process.argv[2] as Role | undefined;
-const isChild = role === 'upstream' || (TARGETS as readonly string[]).includes(role ?? '');
+const isChild = role === 'upstream' || role === 'bare';
 
 if (isChild) {
   const upstreamPort = Number(process.argv[3] ?? 0);
-  const start = { upstream: startUpstream, bare: startBare, proxy: startProxy, entry: startEntry }[role!];
+  const start = { upstream: startUpstream, bare: startBare }[role];
   await serveRole(() => start(upstreamPort));
 }
 
 /** Starts `which` in a child process and resolves once it listens. */
-const spawn = (which: Role, upstreamPort = 0): Promise<Child> => spawnRole(new URL(import.meta.url).pathname, [which, String(upstreamPort)]);
+const spawn = (which: Role, upstreamPort = 0): Promise<Child> =>
+  which === 'proxy' || which === 'entry'
+    ? // The built relay on plain Node, as users run it (bench/lib/relay-role.mjs).
+      spawnRole(new URL('./lib/relay-role.mjs', import.meta.url).pathname, [which, String(upstreamPort), JSON.stringify({ key: API_KEY, token: TOKEN })], {
+        plain: true,
+      })
+    : spawnRole(new URL(import.meta.url).pathname, [which, String(upstreamPort)]);
 
 interface Figures {
   requests: number;

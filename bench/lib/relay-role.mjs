@@ -1,28 +1,67 @@
 /**
- * The relay under test in bench/collect.ts, as `npx cdp-edge relay` runs it: the built dist/
- * (run `npm run build` first) on plain Node, without the TypeScript loader the other roles use,
- * which would add its own memory and CPU to the figures. SQLite state file, or Redis when
- * BENCH_REDIS_URL is set.
+ * The relay under test in the relay benches, as users run it: the built dist/ (run `npm run
+ * build` first) on plain Node, without the TypeScript loader the other roles use, which would
+ * add its own memory and CPU to the figures.
  *
- *   node bench/lib/relay-role.mjs <upstream port> <platform key> <RELAY_SITES json>
+ *   node bench/lib/relay-role.mjs <role> <upstream port> <options json>
+ *
+ * Roles:
+ *  - relay  startRelay with `{ key, sites }` (bench/collect.ts): SQLite state file, or Redis when
+ *           BENCH_REDIS_URL is set; request logging off;
+ *  - proxy  createProxyRoutes on @hono/node-server with createUndiciTransport, what the Node entry
+ *           runs for `/v1/…` (bench/relay-proxy.ts), with `{ key, token }`;
+ *  - entry  the whole Node entry (startRelay) with `{ key, token }` (bench/relay-proxy.ts).
  */
 import { existsSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { serveRole } from './children.js';
 
-const [upstreamPort, platformKey, sites] = process.argv.slice(2);
-const built = new URL('../../dist/relay/node.js', import.meta.url);
-if (!existsSync(built)) throw new Error('bench/lib/relay-role.mjs runs the built relay: run `npm run build` first');
-const { startRelay } = await import(built.href);
+const [role, upstreamPort, json] = process.argv.slice(2);
+const options = JSON.parse(json ?? '{}');
+const baseUrl = `http://127.0.0.1:${upstreamPort}`;
+const dist = (path) => {
+  const url = new URL(`../../dist/${path}`, import.meta.url);
+  if (!existsSync(url)) throw new Error('bench/lib/relay-role.mjs runs the built relay: run `npm run build` first');
+  return import(url.href);
+};
+const tokens = async () => {
+  const { hashToken } = await dist('relay/index.js');
+  return [{ name: 'bench', sha256: await hashToken(options.token), scopes: ['admin'] }];
+};
 
-await serveRole(async () => {
-  const redisUrl = process.env['BENCH_REDIS_URL'];
-  const relay = await startRelay({
-    port: 0,
-    logger: () => {},
-    ...(redisUrl ? { redisUrl } : { stateFile: join(mkdtempSync(join(tmpdir(), 'cdp-bench-collect-')), 'relay-state.db') }),
-    env: { CDP_API_KEY: platformKey, CDP_BASE_URL: `http://127.0.0.1:${upstreamPort}`, RELAY_LOG: 'off', RELAY_SITES: sites },
-  });
-  return relay.port;
-});
+const roles = {
+  async relay() {
+    const { startRelay } = await dist('relay/node.js');
+    const redisUrl = process.env['BENCH_REDIS_URL'];
+    const relay = await startRelay({
+      port: 0,
+      logger: () => {},
+      ...(redisUrl ? { redisUrl } : { stateFile: join(mkdtempSync(join(tmpdir(), 'cdp-bench-collect-')), 'relay-state.db') }),
+      env: { CDP_API_KEY: options.key, CDP_BASE_URL: baseUrl, RELAY_LOG: 'off', RELAY_SITES: JSON.stringify(options.sites) },
+    });
+    return relay.port;
+  },
+  async proxy() {
+    const { serve } = await import('@hono/node-server');
+    const { createProxyRoutes } = await dist('relay/index.js');
+    const { createUndiciTransport } = await dist('relay/node.js');
+    const proxy = createProxyRoutes({
+      tokens: await tokens(),
+      upstream: { baseUrl, apiKey: options.key },
+      transport: createUndiciTransport(),
+      logger: () => {},
+    });
+    return new Promise((resolve) => void serve({ fetch: proxy.fetch, port: 0, hostname: '127.0.0.1' }, (info) => resolve(info.port)));
+  },
+  async entry() {
+    const { startRelay } = await dist('relay/node.js');
+    // As the CLI starts it: the Node entry picks its own transport (undici's pool).
+    const env = { CDP_API_KEY: options.key, CDP_BASE_URL: baseUrl, RELAY_TOKENS: JSON.stringify(await tokens()), RELAY_LOG: 'off' };
+    const relay = await startRelay({ port: 0, env });
+    return relay.port;
+  },
+};
+
+if (!(role in roles)) throw new Error(`unknown role ${role}: relay, proxy or entry`);
+await serveRole(roles[role]);
