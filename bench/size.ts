@@ -296,6 +296,7 @@ const SNIPPET_STEPS = [
   },
   { change: 'removals go with the next write; BroadcastChannel assumed; one Promise per write, not per item', before: 5167, after: 5082 },
   { change: 'AbortSignal.timeout for the send timeout', before: 5082, after: 5049 },
+  { change: 'consent denied drops through the same path as every other drop', before: 5049, after: 5042 },
 ];
 
 /** terser options tried one at a time on the same bundle (gzip bytes), against the build's options. */

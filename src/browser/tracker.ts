@@ -324,7 +324,7 @@ export function createTracker(options: TrackerOptions): Tracker {
         if (consent === 'granted') scheduler.plan(0);
         return;
       }
-      for (const entry of queue.discard()) emit('drop', { item: entry.item, reason: 'consent' });
+      drop(queue.discard(), 'consent');
       metaVersion++;
       // A new anonymous id and nothing else; the queue id stays, it names the browser, not the person.
       const fresh: Meta = { a: uuid(), m: {}, c: choice, q: meta.q };
