@@ -165,7 +165,7 @@ function groupCommit(db: Database.Database, before: () => void) {
       }
       return;
     }
-    calls.forEach((call, index) => call.resolve(results[index] as never));
+    for (const [index, call] of calls.entries()) call.resolve(results[index] as never);
   };
 
   return <T>(run: () => T): Promise<T> =>
