@@ -291,20 +291,22 @@ describe('README.md', () => {
     expect((await runTs(block, '')).trim()).toBe('1');
   });
 
-  it('the size comparison quotes bench/results/size.json, and cdp.js is within the 5 KB it claims', () => {
+  it('the size comparison quotes bench/results/size.json, cdp.js included', () => {
     const results = JSON.parse(readFileSync(join(root, 'bench', 'results', 'size.json'), 'utf8')) as {
       rows: Array<{ name: string; script: { gzip: number } }>;
     };
     const readme = readFileSync(join(root, 'README.md'), 'utf8');
     const rows = [...readme.matchAll(/^\| ([A-Za-z][^|]*?) *\| ([\d.]+) KB *\|/gm)];
-    expect(rows.length).toBe(7);
+    expect(rows.length).toBe(8);
     for (const [, name, kb] of rows) {
       const row = results.rows.find((r) => name!.startsWith(r.name));
       expect(row, name).toBeDefined();
       expect(Number(kb), name).toBe(Math.round(row!.script.gzip / 100) / 10);
     }
-    expect(readme).toMatch(/^\| cdp-edge `cdp\.js` *\| ≤ 5 KB *\|/m);
-    expect(gzipSync(readFileSync(join(root, 'dist', 'cdp.js')), { level: 9 }).length).toBeLessThanOrEqual(5000);
+    // The prose quotes the bytes of the same results, and they are what the build makes now.
+    const ours = results.rows.find((r) => r.name === 'cdp-edge')!.script.gzip;
+    expect(readme).toContain(`\`dist/cdp.js\` is ${(Math.round(ours / 100) / 10).toFixed(1)} KB gzip (${ours.toLocaleString('en')} B,`);
+    expect(gzipSync(readFileSync(join(root, 'dist', 'cdp.js')), { level: 9 }).length).toBe(ours);
   });
 
   it('the scale table quotes bench/results/state.json', () => {
