@@ -27,6 +27,7 @@ import { createMemoryStore } from './memory.js';
 import { createProxyRoutes } from './proxy/index.js';
 import { createSnippetHandler, type SnippetSource } from './snippet.js';
 import type { RelayStore } from './store.js';
+import { createCoalescer } from './collect/coalesce.js';
 import { createUpstream, sharedBackoff, type Backoff, type UpstreamCall } from './upstream/caller.js';
 import { fetchTransport, type Transport } from './upstream/transport.js';
 
@@ -62,6 +63,12 @@ export interface RelayDeps {
   backoff?: Backoff;
   /** hands accepted entries to a queue instead of the platform (Workers Queues) */
   enqueue?: Enqueue;
+  /**
+   * Joins the activities/create calls of concurrent /collect requests (made in the same turn of the
+   * event loop) into one platform call. For long-running processes only: the Node entry turns it
+   * on; a Workers isolate may not answer one request with another's I/O. @default false
+   */
+  coalesce?: boolean;
 }
 
 const NO_STORE = 'no-store';
@@ -133,6 +140,7 @@ export function createRelayHandlers(config: RelayConfig, deps: RelayDeps = {}): 
     upstream,
     random: deps.random ?? Math.random,
     enqueue: deps.enqueue,
+    coalesce: deps.coalesce ? createCoalescer() : undefined,
   };
   const sites = [...config.sites.values()];
   const app = new Hono();

@@ -110,6 +110,7 @@ export async function startRelay(options: StartRelayOptions = {}): Promise<Runni
   const handlers = createRelayHandlers(config, {
     ...options,
     ...(pool === undefined ? {} : { transport: pool }),
+    coalesce: options.coalesce ?? true,
     logger: options.logger ?? createPinoLogger(config.logLevel),
     observer: observeAll(options.observer, metrics.observer, options.clusterWorker ? reportToPrimary(metrics.registry) : status.observer),
     metrics,

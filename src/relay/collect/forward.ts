@@ -47,9 +47,14 @@ function entryResult(endpoint: EndpointCall['endpoint'], answer: unknown): { ok:
     : { ok: true };
 }
 
-async function sendChunk(ctx: SendContext, group: EndpointCall, chunk: EndpointCall['entries'], out: Forwarded): Promise<void> {
+/** Sends one chunk; `join` lets an activities/create chunk go with other requests' (never the halves of a refused one). */
+async function sendChunk(ctx: SendContext, group: EndpointCall, chunk: EndpointCall['entries'], out: Forwarded, join = true): Promise<void> {
   const itemsKey = group.endpoint === 'person/merge' ? 'people' : 'activities';
-  const outcome: Outcome = await sendOnce(ctx, group.endpoint as EndpointId, { ...group.envelope, [itemsKey]: chunk.map((c) => c.entry) });
+  const entries = chunk.map((c) => c.entry);
+  const outcome: Outcome =
+    join && ctx.coalesce && group.endpoint === 'activities/create'
+      ? await ctx.coalesce(ctx, group.envelope, entries)
+      : await sendOnce(ctx, group.endpoint as EndpointId, { ...group.envelope, [itemsKey]: entries });
   if (outcome.kind === 'ok') {
     const answers = isRecord(outcome.body) ? outcome.body[itemsKey] : undefined;
     chunk.forEach(({ id }, i) => {
@@ -78,8 +83,8 @@ async function sendChunk(ctx: SendContext, group: EndpointCall, chunk: EndpointC
     return;
   }
   const half = Math.ceil(chunk.length / 2);
-  await sendChunk(ctx, group, chunk.slice(0, half), out);
-  await sendChunk(ctx, group, chunk.slice(half), out);
+  await sendChunk(ctx, group, chunk.slice(0, half), out, false);
+  await sendChunk(ctx, group, chunk.slice(half), out, false);
 }
 
 /** Sends `groups` in order (identify groups first), each chunked as the platform requires. */

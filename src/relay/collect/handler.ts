@@ -11,6 +11,7 @@ import type { RejectReason } from '../observe.js';
 import { type DedupeScope, lookupCounter, type RelayStore } from '../store.js';
 import { readCollectBody, type CollectRequest } from './body.js';
 import { enrichLocation, enrichmentOf, wantsAddress, type ClientInfo } from './enrich.js';
+import type { Coalescer } from './coalesce.js';
 import { forward, type EndpointCall, type ItemResult } from './forward.js';
 import { createIdentity, type Identity } from './identity.js';
 import { checkEntry, checkItem, type CheckedItem } from './items.js';
@@ -45,6 +46,8 @@ export interface CollectContext {
   random: () => number;
   /** when set, accepted entries go here and the answer does not wait for the platform */
   enqueue: Enqueue | undefined;
+  /** when set, the activities/create calls of concurrent requests go as one */
+  coalesce?: Coalescer | undefined;
 }
 
 export interface CollectOutcome {
@@ -331,7 +334,7 @@ export async function collect(ctx: CollectContext, request: CollectRequest, info
       warning = `state_settle_failed: ${describe(error)}`;
     }
   } else if (going.length > 0) {
-    const forwarded = await forward({ upstream: ctx.upstream, clock, deadline, random: ctx.random, statuses }, groups);
+    const forwarded = await forward({ upstream: ctx.upstream, clock, deadline, random: ctx.random, statuses, coalesce: ctx.coalesce }, groups);
     retryAfter = forwarded.retryAfter;
     const accepted: string[] = [];
     const unsent: string[] = [];

@@ -9,6 +9,7 @@ import { isRecord, parseJsonOrUndefined } from '../../api/objects.js';
 import { RelayHttpError } from '../errors.js';
 import type { Upstream } from '../upstream/caller.js';
 import { readText } from '../upstream/transport.js';
+import type { Coalescer } from './coalesce.js';
 
 export { sharedBackoff, type Backoff } from '../upstream/caller.js';
 
@@ -39,6 +40,8 @@ export interface SendContext {
   random: () => number;
   /** every upstream status seen (0 = no answer), for the log */
   statuses: number[];
+  /** joins the activities/create calls of concurrent requests (the Node entry); each request calls alone without it */
+  coalesce?: Coalescer | undefined;
 }
 
 const MAX_ATTEMPTS = 4;
@@ -59,10 +62,10 @@ const slowDown = (seconds: number): Outcome => ({
   retryAfter: Math.max(1, Math.ceil(seconds)),
 });
 
-/** Sends `body` (serialised once, here) to endpoint `id`; never throws for upstream trouble. */
-export async function sendOnce(ctx: SendContext, id: EndpointId, body: Record<string, unknown>): Promise<Outcome> {
+/** Sends `body` (serialised once, here, unless given as JSON text) to endpoint `id`; never throws for upstream trouble. */
+export async function sendOnce(ctx: SendContext, id: EndpointId, body: Record<string, unknown> | string): Promise<Outcome> {
   const endpoint = ENDPOINTS[id];
-  const text = JSON.stringify(body);
+  const text = typeof body === 'string' ? body : JSON.stringify(body);
   let last: Outcome = { kind: 'unavailable', status: 0, message: 'the platform was not called', retryAfter: 1 };
   for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
     const wait = ctx.upstream.holdMs();
