@@ -1,6 +1,6 @@
 /**
  * Benchmark: the relay's `/collect` on Node beside a bare pass-through, in front of the emulator
- * and in front of a no-op platform (target: relay ≥ 0.7× bare).
+ * and in front of a no-op platform (targets: relay ≥ 0.5× bare at 1-item batches, ≥ 0.7× at 10; 100-item batches reported).
  *
  *   npm run build && npx tsx bench/collect.ts [--concurrency 16] [--rounds 3] [--scale 1]
  *
@@ -35,11 +35,15 @@ const REQUESTS: Record<(typeof BATCHES)[number], number> = { 1: 1200, 10: 500, 1
 
 type Role = 'noop' | 'emulator' | 'relay' | 'bare';
 
+/** activities/create calls the no-op platform has taken */
+let noopCalls = 0;
+
 /** A platform that does nothing: one `queued` result per activity, at once. */
 async function startNoop(): Promise<number> {
   return listen(
     createServer(async (req, res) => {
       const text = await readBody(req);
+      if (req.url === '/v1/activities/create') noopCalls += 1;
       if (req.headers['x-api-key'] !== PLATFORM_KEY)
         return void res.writeHead(401, { 'content-type': 'application/json' }).end('{"code":401,"error":"bad key"}');
       const count = req.url === '/v1/activities/create' ? ((JSON.parse(text) as { activities?: unknown[] }).activities?.length ?? 0) : 0;
@@ -106,6 +110,8 @@ interface Figures {
   cpu_ms_per_100_items: number;
   /** the server's resident set size right after the round */
   rss_mb: number;
+  /** activities/create calls the platform got per 100 items (the platform limits calls per second, not items) */
+  platform_calls_per_100_items: number;
 }
 
 const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))] ?? NaN;
@@ -154,7 +160,7 @@ function countNotAccepted(target: 'relay' | 'bare', status: number, text: string
 }
 
 /** `total` requests, `concurrency` in flight, bodies made ahead so the generator's own work is not timed. */
-async function load(target: 'relay' | 'bare', server: Child, items: number, total: number, concurrency: number): Promise<Figures> {
+async function load(target: 'relay' | 'bare', server: Child, platform: Child, items: number, total: number, concurrency: number): Promise<Figures> {
   const bodies = Array.from({ length: total }, () => (target === 'relay' ? collectBody(items) : platformBody(items)));
   const agent = new Agent({ keepAlive: true, maxSockets: concurrency });
   const one = (body: string) =>
@@ -172,6 +178,7 @@ async function load(target: 'relay' | 'bare', server: Child, items: number, tota
   let notAccepted = 0;
   const latencies: number[] = [];
   const cpuBefore = await server.cpu();
+  const callsBefore = await platform.calls();
   const started = performance.now();
   await Promise.all(
     Array.from({ length: concurrency }, async () => {
@@ -188,6 +195,7 @@ async function load(target: 'relay' | 'bare', server: Child, items: number, tota
   const seconds = (performance.now() - started) / 1000;
   const cpuAfter = await server.cpu();
   const rss = await server.rss();
+  const calls = (await platform.calls()) - callsBefore;
   agent.destroy();
   latencies.sort((a, b) => a - b);
   return {
@@ -201,6 +209,7 @@ async function load(target: 'relay' | 'bare', server: Child, items: number, tota
     cpu_us_per_request: Math.round((cpuAfter - cpuBefore) / total),
     cpu_ms_per_100_items: round2((cpuAfter - cpuBefore) / 1000 / ((total * items) / 100)),
     rss_mb: Math.round(rss / 1024 / 1024),
+    platform_calls_per_100_items: round2(calls / ((total * items) / 100)),
   };
 }
 
@@ -232,9 +241,11 @@ async function main(): Promise<void> {
       const row: Record<string, unknown> = { items, requests_per_round: total };
       for (const upstream of ['noop', 'emulator'] as const) {
         const measured: Record<'relay' | 'bare', Figures[]> = { relay: [], bare: [] };
-        for (const target of ['bare', 'relay'] as const) await load(target, servers[upstream][target], items, Math.ceil(total / 5), concurrency); // warm-up
+        const platform = upstreams[upstream];
+        for (const target of ['bare', 'relay'] as const) await load(target, servers[upstream][target], platform, items, Math.ceil(total / 5), concurrency); // warm-up
         for (let round = 0; round < rounds; round++) {
-          for (const target of ['bare', 'relay'] as const) measured[target].push(await load(target, servers[upstream][target], items, total, concurrency));
+          for (const target of ['bare', 'relay'] as const)
+            measured[target].push(await load(target, servers[upstream][target], platform, items, total, concurrency));
         }
         const relay = median(measured.relay);
         const bare = median(measured.bare);
@@ -261,12 +272,14 @@ async function main(): Promise<void> {
     rounds,
     target_ratio: 0.7,
     target_ratio_batch_1: 0.5,
+    /** the batch sizes the throughput targets are for; 100-item batches are reported without one */
+    target_ratio_batches: [1, 10],
     target_cpu_ms_per_100_items: 2,
     target_p99_ratio: 2,
     target_rss_mb: 150,
     load_average_1m: { before: round2(loadBefore), after: round2(loadavg()[0]!) },
     store: process.env['BENCH_REDIS_URL'] ? 'Redis' : 'SQLite file (the CLI default)',
-    what: 'relay = startRelay from the built dist/ on plain Node (Node entry, its default undici-pool transport, the CLI default SQLite state, request logging off) handling POST /collect of track items; bare = node:http pass-through adding X-Api-Key to the same events already shaped for activities/create. ratio = relay rps / bare rps against the no-op platform (medians of alternating rounds); ratio_emulator the same against the emulator.',
+    what: 'relay = startRelay from the built dist/ on plain Node (Node entry, its default undici-pool transport, joined platform calls, the CLI default SQLite state, request logging off) handling POST /collect of track items; bare = node:http pass-through adding X-Api-Key to the same events already shaped for activities/create. ratio = relay rps / bare rps against the no-op platform (medians of alternating rounds); ratio_emulator the same against the emulator.',
     results,
   };
   mkdirSync(new URL('./results/', import.meta.url), { recursive: true });
@@ -278,7 +291,7 @@ async function main(): Promise<void> {
       items: row['items'],
       'bare→noop rps': f(row['bare_noop']).rps,
       'relay→noop rps': f(row['relay_noop']).rps,
-      'ratio (≥0.7)': row['ratio'],
+      ratio: row['ratio'],
       'relay→noop p99 ms': f(row['relay_noop']).p99_ms,
       'bare→emu rps': f(row['bare_emulator']).rps,
       'relay→emu rps': f(row['relay_emulator']).rps,
@@ -287,6 +300,8 @@ async function main(): Promise<void> {
       'relay CPU ms/100 items': f(row['relay_noop']).cpu_ms_per_100_items,
       'bare CPU ms/100 items': f(row['bare_noop']).cpu_ms_per_100_items,
       'relay RSS MB': row['rss_mb'],
+      'platform calls/100 items relay': f(row['relay_noop']).platform_calls_per_100_items,
+      bare: f(row['bare_noop']).platform_calls_per_100_items,
       'not accepted': f(row['relay_noop']).items_not_accepted + f(row['relay_emulator']).items_not_accepted,
     })),
   );
@@ -305,7 +320,10 @@ const role = process.argv[2] as Role | undefined;
 if (role === 'noop' || role === 'emulator' || role === 'bare') {
   const upstreamPort = Number(process.argv[3] ?? 0);
   const start = { noop: startNoop, emulator: startEmulatorRole, bare: startBare }[role];
-  await serveRole(() => start(upstreamPort));
+  await serveRole(
+    () => start(upstreamPort),
+    () => noopCalls,
+  );
 } else {
   await main();
 }

@@ -7,10 +7,12 @@ export interface Child {
   cpu(): Promise<number>;
   /** the child's resident set size now, in bytes */
   rss(): Promise<number>;
+  /** how many calls the child (a platform role) has taken so far; 0 for roles that do not count */
+  calls(): Promise<number>;
 }
 
-/** In the child: starts the server, reports its port, answers CPU questions, ends with the parent. */
-export declare function serveRole(start: () => Promise<number>): Promise<void>;
+/** In the child: starts the server, reports its port, answers CPU questions, ends with the parent; `calls` counts what a platform role took. */
+export declare function serveRole(start: () => Promise<number>, calls?: () => number): Promise<void>;
 
 /** In the parent: forks `file` with `args` (with tsx's loader unless `plain`); resolves once the child listens. */
 export declare function spawnRole(file: string, args: string[], options?: { plain?: boolean }): Promise<Child>;

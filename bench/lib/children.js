@@ -8,12 +8,15 @@
  */
 import { fork } from 'node:child_process';
 
-/** In the child: starts the server, reports its port, answers CPU questions, ends with the parent. */
-export async function serveRole(start) {
+/**
+ * In the child: starts the server, reports its port, answers CPU questions, ends with the parent.
+ * `calls`, when given, says how many calls the server has taken so far (a platform role).
+ */
+export async function serveRole(start, calls = () => 0) {
   process.send?.({ port: await start() });
   process.on('message', () => {
     const { user, system } = process.cpuUsage();
-    process.send?.({ cpu: user + system, rss: process.memoryUsage.rss() });
+    process.send?.({ cpu: user + system, rss: process.memoryUsage.rss(), calls: calls() });
   });
   process.on('disconnect', () => process.exit(0));
 }
@@ -31,8 +34,9 @@ export function spawnRole(file, args, { plain = false } = {}) {
     });
   const cpu = async () => (await usage()).cpu;
   const rss = async () => (await usage()).rss;
+  const calls = async () => (await usage()).calls;
   return new Promise((resolve, reject) => {
-    child.once('message', (message) => resolve({ port: message.port, child, cpu, rss }));
+    child.once('message', (message) => resolve({ port: message.port, child, cpu, rss, calls }));
     child.once('error', reject);
     child.once('exit', (code) => reject(new Error(`bench role ${args.join(' ')} exited with ${code} before listening`)));
   });

@@ -16,7 +16,7 @@ import { collect, type CollectOutcome, type Enqueue } from './collect/handler.js
 import { fromRequest, type CollectRequest } from './collect/body.js';
 import type { ClientInfo } from './collect/enrich.js';
 import { systemClock, type Clock } from './collect/upstream.js';
-import { describeError, RelayHttpError } from './errors.js';
+import { describeError, RelayHttpError, type HttpAnswer } from './errors.js';
 import { authenticate } from './proxy/auth.js';
 import { createTokenVerifier } from './tokens.js';
 import { createConsoleLogger, scrub, silentLogger, writes, type Logger } from './logging.js';
@@ -24,7 +24,7 @@ import { countBy, observeAll, type ObservedItem, type RelayObserver } from './ob
 import { createReadiness, type Readiness } from './ready.js';
 import { createMemoryLimiter, type RateLimiter } from './limits.js';
 import { createMemoryStore } from './memory.js';
-import { createProxyRoutes } from './proxy/index.js';
+import { createProxy, type ProxyRequest } from './proxy/index.js';
 import { createSnippetHandler, type SnippetSource } from './snippet.js';
 import type { RelayStore } from './store.js';
 import { createCoalescer } from './collect/coalesce.js';
@@ -74,11 +74,7 @@ export interface RelayDeps {
 const NO_STORE = 'no-store';
 
 /** A /collect answer: status, headers and the JSON body as text. */
-export interface CollectAnswer {
-  status: number;
-  headers: Record<string, string>;
-  body: string;
-}
+export type CollectAnswer = HttpAnswer & { body: string };
 
 /** The metrics text and its content type (Prometheus exposition format). */
 export interface MetricsSource {
@@ -89,6 +85,8 @@ export interface MetricsSource {
 export interface RelayHandlers {
   app: Hono;
   collect(request: CollectRequest, info: ClientInfo): Promise<CollectAnswer>;
+  /** a call under `/v1` (the proxy), for a runtime front that skips building a `Request` */
+  proxy(request: ProxyRequest): Promise<HttpAnswer>;
   /** what `GET /readyz` answers */
   readiness: Readiness;
   /** resolves when no POST /collect is being handled (a graceful stop waits for this before closing the store) */
@@ -283,7 +281,7 @@ export function createRelayHandlers(config: RelayConfig, deps: RelayDeps = {}): 
   if (metrics !== undefined) {
     const verify = createTokenVerifier(config.tokens);
     app.get('/metrics', async (c) => {
-      const token = authenticate(c.req.raw, verify);
+      const token = authenticate(c.req.header('authorization'), verify);
       if (!token.scopes.includes('metrics') && !token.scopes.includes('admin')) {
         return c.json(relayError('forbidden', `token "${token.name}" lacks the metrics scope`), 403);
       }
@@ -292,23 +290,21 @@ export function createRelayHandlers(config: RelayConfig, deps: RelayDeps = {}): 
     });
   }
 
-  app.route(
-    '/',
-    createProxyRoutes({
-      tokens: config.tokens,
-      upstream: { baseUrl: config.baseUrl, apiKey: config.apiKey },
-      transport,
-      onCall: observer.upstream,
-      onError: (error) => logUnexpected(error, '/v1/*', 'POST'),
-      logger: (entry) => {
-        observer.proxy?.(entry);
-        logger(entry);
-      },
-      now: () => clock.now(),
-      sleep: (ms) => clock.sleep(ms),
-      backoff,
-    }),
-  );
+  const proxy = createProxy({
+    tokens: config.tokens,
+    upstream: { baseUrl: config.baseUrl, apiKey: config.apiKey },
+    transport,
+    onCall: observer.upstream,
+    onError: (error) => logUnexpected(error, '/v1/*', 'POST'),
+    logger: (entry) => {
+      observer.proxy?.(entry);
+      logger(entry);
+    },
+    now: () => clock.now(),
+    sleep: (ms) => clock.sleep(ms),
+    backoff,
+  });
+  app.route('/', proxy.app);
 
   app.notFound((c) =>
     c.json(
@@ -337,7 +333,7 @@ export function createRelayHandlers(config: RelayConfig, deps: RelayDeps = {}): 
     return c.json(relayError('internal_error', 'The relay failed unexpectedly; nothing was lost, retry later.'), 500, { 'Cache-Control': NO_STORE });
   });
 
-  return { app, collect: trackedCollect, readiness, drain };
+  return { app, collect: trackedCollect, proxy: proxy.call, readiness, drain };
 }
 
 /** An unexpected error for a log line: name, message, stack and cause, scrubbed of anything personal. */

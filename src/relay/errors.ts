@@ -24,13 +24,25 @@ export function describeError(error: unknown): { name: string; message: string; 
   return described;
 }
 
-/** JSON response with `Cache-Control: no-store` (nothing the relay answers may sit in a shared cache). */
-export function jsonResponse(body: unknown, status: number, headers: Record<string, string> = {}): Response {
-  return new Response(JSON.stringify(body), {
-    status,
-    headers: { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store', ...headers },
-  });
+/**
+ * An answer before any runtime's `Response` is built from it: the Node entry's front writes it
+ * straight to `node:http`, every other runtime gets a `Response` ({@link toResponse}).
+ */
+export interface HttpAnswer {
+  status: number;
+  headers: Record<string, string>;
+  body: string | Uint8Array<ArrayBuffer> | ReadableStream<Uint8Array> | null;
 }
+
+export const toResponse = (answer: HttpAnswer): Response => new Response(answer.body, { status: answer.status, headers: answer.headers });
+
+/** JSON answer with `Cache-Control: no-store` (nothing the relay answers may sit in a shared cache). */
+export function jsonAnswer(body: unknown, status: number, headers: Record<string, string> = {}): HttpAnswer {
+  return { status, headers: { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store', ...headers }, body: JSON.stringify(body) };
+}
+
+/** {@link jsonAnswer} as a `Response`. */
+export const jsonResponse = (body: unknown, status: number, headers: Record<string, string> = {}): Response => toResponse(jsonAnswer(body, status, headers));
 
 export interface RelayHttpErrorOptions {
   /** `details` of the error body, e.g. validation issues `{path, message}` */
@@ -71,9 +83,13 @@ export class RelayHttpError extends Error {
   }
 
   /** The answer; with `retryAfter`, `try-in-seconds` too, so clients written for the platform's 429 body back off. */
-  toResponse(): Response {
+  toAnswer(): HttpAnswer {
     const { error } = this.body;
-    if (this.retryAfter === undefined) return jsonResponse({ error }, this.status, this.headers);
-    return jsonResponse({ error: { ...error, 'try-in-seconds': this.retryAfter } }, this.status, { ...this.headers, 'retry-after': String(this.retryAfter) });
+    if (this.retryAfter === undefined) return jsonAnswer({ error }, this.status, this.headers);
+    return jsonAnswer({ error: { ...error, 'try-in-seconds': this.retryAfter } }, this.status, { ...this.headers, 'retry-after': String(this.retryAfter) });
+  }
+
+  toResponse(): Response {
+    return toResponse(this.toAnswer());
   }
 }

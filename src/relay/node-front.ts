@@ -1,26 +1,28 @@
 /**
- * The Node entry's HTTP front. POST /collect, the hot path, is answered straight from
- * node:http: its body read once into a buffer, its answer written once, no WHATWG `Request`,
- * `Headers` or `Response` built. Everything else (preflight, the proxy, the snippet, health)
- * goes to the Hono app through @hono/node-server, as on every other runtime.
+ * The Node entry's HTTP front. POST /collect, the hot path, and the proxy's calls under `/v1`
+ * are answered straight from node:http: the body read once into a buffer, the answer written
+ * once (a large platform answer streamed through), no WHATWG `Request`, `Headers` or `Response`
+ * built. Everything else (preflight, the snippet, health, metrics) goes to the Hono app through
+ * @hono/node-server, as on every other runtime.
  * @module
  */
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
+import { Readable } from 'node:stream';
+import type { ReadableStream as NodeReadableStream } from 'node:stream/web';
 import { getRequestListener } from '@hono/node-server';
 import { relayError } from '../api/index.js';
 import type { RelayHandlers } from './app.js';
 import { resolveClientIp } from './client-ip.js';
 import type { CollectRequest } from './collect/body.js';
 import type { RelayConfig } from './config.js';
-import { RelayHttpError } from './errors.js';
-import { decode } from './proxy/body.js';
-
-const tooLarge = (limit: number) => new RelayHttpError(413, 'payload_too_large', `request body is over the ${limit}-byte limit`);
+import type { HttpAnswer } from './errors.js';
+import { decode, tooLarge } from './proxy/body.js';
+import type { ProxyRequest } from './proxy/index.js';
 
 /** The body as text and its size, refused (413) as soon as more than `limit` bytes are declared or arrive. */
 function readIncoming(incoming: IncomingMessage, limit: number): Promise<{ text: string; size: number }> {
   const declared = Number(incoming.headers['content-length'] ?? Number.NaN);
-  if (declared > limit) return Promise.reject(tooLarge(limit));
+  if (declared > limit) return Promise.reject(tooLarge(limit, declared));
   return new Promise((resolve, reject) => {
     const parts: Buffer[] = [];
     let size = 0;
@@ -51,6 +53,32 @@ const header = (incoming: IncomingMessage, name: string): string | undefined => 
   return Array.isArray(value) ? value.join(', ') : value;
 };
 
+/** Writes `answer`; a streamed body is piped through as it arrives. */
+function write(outgoing: ServerResponse, answer: HttpAnswer): void {
+  outgoing.writeHead(answer.status, answer.headers);
+  const { body } = answer;
+  if (body === null || typeof body === 'string' || body instanceof Uint8Array) return void outgoing.end(body ?? undefined);
+  const stream = Readable.fromWeb(body as NodeReadableStream<Uint8Array>);
+  // A platform that breaks off mid-answer: the caller's connection is closed, so it sees a cut answer, not a whole one.
+  stream.once('error', () => outgoing.destroy());
+  stream.pipe(outgoing);
+}
+
+/** The answer to a call that failed where no answer was expected to fail: a bug, said with its stack. */
+function failed(outgoing: ServerResponse, what: string, error: unknown): void {
+  console.error(`cdp-edge relay: ${what} failed unexpectedly`, error);
+  if (outgoing.headersSent) return void outgoing.destroy();
+  outgoing.writeHead(500, { 'Content-Type': 'application/json', 'Cache-Control': 'no-store' });
+  outgoing.end(JSON.stringify(relayError('internal_error', 'The relay failed unexpectedly; nothing was lost, retry later.')));
+}
+
+/**
+ * Calls under `/v1` (the proxy) whose path is plain: letters, digits, `_`, `-` and slashes, as
+ * every endpoint's path is. Anything else (dots, escapes, backslashes) and HEAD go through Hono,
+ * which normalises or refuses such a target exactly as on every other runtime.
+ */
+const isProxyCall = (method: string | undefined, path: string) => method !== 'HEAD' && /^\/v1(?:\/[\w-]*)*$/.test(path);
+
 /** A node:http listener serving POST `config.collectPath` itself and everything else through Hono. */
 export function createNodeFront(handlers: RelayHandlers, config: Pick<RelayConfig, 'collectPath' | 'trustProxy'>): RequestListener {
   const viaHono = getRequestListener(handlers.app.fetch);
@@ -58,6 +86,20 @@ export function createNodeFront(handlers: RelayHandlers, config: Pick<RelayConfi
     const url = incoming.url ?? '/';
     const mark = url.indexOf('?');
     const path = mark === -1 ? url : url.slice(0, mark);
+    if (isProxyCall(incoming.method, path)) {
+      const request: ProxyRequest = {
+        method: incoming.method ?? 'GET',
+        path,
+        query: mark === -1 ? '' : url.slice(mark + 1),
+        header: (name) => header(incoming, name),
+        read: (limit) => readIncoming(incoming, limit),
+      };
+      handlers.proxy(request).then(
+        (answer) => write(outgoing, answer),
+        (error: unknown) => failed(outgoing, `${request.method} ${path}`, error),
+      );
+      return;
+    }
     if (incoming.method !== 'POST' || path !== config.collectPath) return void viaHono(incoming, outgoing);
     const request: CollectRequest = {
       origin: header(incoming, 'origin'),
@@ -67,17 +109,9 @@ export function createNodeFront(handlers: RelayHandlers, config: Pick<RelayConfi
     };
     const ip = resolveClientIp(incoming.socket.remoteAddress, header(incoming, 'x-forwarded-for'), config.trustProxy);
     handlers.collect(request, { ip }).then(
-      (answer) => {
-        outgoing.writeHead(answer.status, answer.headers);
-        outgoing.end(answer.body);
-      },
-      (error: unknown) => {
-        // answerCollect maps every failure to an answer; reaching here is a bug: say so with its stack.
-        console.error('cdp-edge relay: POST /collect failed unexpectedly', error);
-        if (outgoing.headersSent) return void outgoing.destroy();
-        outgoing.writeHead(500, { 'Content-Type': 'application/json', 'Cache-Control': 'no-store' });
-        outgoing.end(JSON.stringify(relayError('internal_error', 'The relay failed unexpectedly; nothing was lost, retry later.')));
-      },
+      (answer) => write(outgoing, answer),
+      // answerCollect maps every failure to an answer; reaching here is a bug.
+      (error: unknown) => failed(outgoing, 'POST /collect', error),
     );
   };
 }

@@ -146,6 +146,32 @@ describe('joined activities/create calls', () => {
     expect([...b!.results.values(), ...c!.results.values()].map((r) => r.status)).toEqual(['accepted', 'accepted', 'accepted']);
   });
 
+  it('sends a full call at once, even while others are in flight: waiting could not make it fuller', async () => {
+    const answers: (() => void)[] = [];
+    const { calls, context } = joined(
+      (call) =>
+        new Promise<Response>((resolve) => {
+          answers.push(() => resolve(queued(call)));
+        }),
+      1,
+    );
+    const turn = () => new Promise((resolve) => setImmediate(resolve));
+    const first = forward(context(), [request('a', 100)]);
+    await turn();
+    const second = forward(context(), [request('b', 100)]);
+    const third = [forward(context(), [request('c', 60)]), forward(context(), [request('d', 60)])];
+    await turn();
+    await turn();
+    // a and b are full; c fills a call that d does not fit in, so c goes too; d waits for a slot.
+    expect(calls.map((call) => call.body.activities.length)).toEqual([100, 100, 60]);
+    for (const answer of answers.splice(0)) answer();
+    await Promise.all([first, second, third[0]]);
+    await turn();
+    expect(calls.map((call) => call.body.activities.length)).toEqual([100, 100, 60, 60]);
+    answers.shift()!();
+    expect([...(await third[1]!).results.values()].every((r) => r.status === 'accepted')).toBe(true);
+  });
+
   it('keeps every item of every request (retry) when the joined call gets nothing through', async () => {
     const { calls, context } = joined(() => new Response('down', { status: 503 }));
     const contexts = [context(), context()];

@@ -2,8 +2,13 @@
  * The proxy on Node over real HTTP on loopback: the shared suite, plus what only a raw socket
  * can show (request targets no fetch client would send, a body cut short by the 413).
  */
-import { request as httpRequest } from 'node:http';
+import { createServer, request as httpRequest } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createRelayHandlers } from '../../src/relay/app.js';
+import { parseConfig } from '../../src/relay/config.js';
+import { createNodeFront } from '../../src/relay/node-front.js';
+import type { AuditEntry } from '../../src/relay/proxy/audit.js';
 import { createProxyRoutes } from '../../src/relay/proxy/index.js';
 import { createUndiciTransport } from '../../src/relay/upstream/undici.js';
 import type { Transport } from '../../src/relay/upstream/transport.js';
@@ -36,6 +41,32 @@ const nodeTarget =
 
 proxySuite('Node, real HTTP, global fetch upstream', nodeTarget());
 proxySuite('Node, real HTTP, undici pooled upstream (createUndiciTransport)', nodeTarget(createUndiciTransport()));
+
+/** The whole relay behind the Node entry's own front, which answers `/v1` calls straight from node:http. */
+const nodeFrontTarget: MakeTarget = async ({ tokens, apiKey, upstream, logger, now, sleep }) => {
+  const platform = await listen((request) => upstream.fetch(request));
+  const config = parseConfig({ CDP_API_KEY: apiKey, CDP_BASE_URL: platform.url, RELAY_TOKENS: JSON.stringify(tokens), RELAY_LOG: 'off' });
+  const handlers = createRelayHandlers(config, {
+    transport: createUndiciTransport(),
+    // The suite reads the proxy's audit lines.
+    logger: (line) => {
+      if (line.kind === 'proxy') logger(line as unknown as AuditEntry);
+    },
+    clock: { now, sleep },
+  });
+  const server = createServer(createNodeFront(handlers, config));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    request: (path, init) => fetch(`http://127.0.0.1:${port}${path}`, init),
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await platform.close();
+    },
+  };
+};
+proxySuite("Node entry's front (node:http, no Request/Response), undici pooled upstream", nodeFrontTarget);
 
 /** A raw HTTP/1.1 exchange: the request target goes on the wire exactly as written. */
 function raw(url: string, method: string, target: string, headers: Record<string, string | number>, body?: string, sendAll = true) {

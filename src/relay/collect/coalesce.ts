@@ -1,7 +1,8 @@
 /**
  * Joins the `activities/create` calls of concurrent /collect requests into one platform call, and
  * hands each request its own part of the answer. Calls made in the same turn of the event loop
- * join; while {@link MAX_CALLS_IN_FLIGHT} joined calls are in flight, later ones wait and gather.
+ * join; while {@link MAX_CALLS_IN_FLIGHT} joined calls are in flight, later ones wait and gather
+ * (a full call never waits).
  *
  * Why: a busy relay answers many small requests at once (one visitor's batch each), and the
  * platform limits calls per second per key (10 or 30), not activities. One call per request would
@@ -43,6 +44,8 @@ interface Call {
   parts: Part[];
   count: number;
   bytes: number;
+  /** no more entries fit: it goes at once, whatever is in flight (waiting would gather nothing) */
+  full?: boolean;
 }
 
 const ENDPOINT = ENDPOINTS['activities/create'];
@@ -110,14 +113,15 @@ const gaveUp: Outcome = { kind: 'unavailable', status: 0, message: 'the platform
 /**
  * A coalescer for one upstream. Calls with the same envelope made in the same turn go as one;
  * while {@link MAX_CALLS_IN_FLIGHT} of them are in flight, later ones wait and gather, so a relay
- * under load sends fewer, fuller calls and a slow platform is never flooded.
+ * under load sends fewer, fuller calls. A call that is full (100 entries, or the next request's
+ * entries would not fit) goes at once: waiting could not make it fuller.
  */
 export function createCoalescer(maxInFlight = MAX_CALLS_IN_FLIGHT): Coalescer {
   const lanes = new Map<string, Lane>();
 
   const pump = (key: string, lane: Lane) => {
     lane.scheduled = false;
-    while (lane.inFlight < maxInFlight && lane.waiting.length > 0) {
+    while (lane.waiting.length > 0 && (lane.inFlight < maxInFlight || lane.waiting[0]!.full)) {
       const call = lane.waiting.shift()!;
       // A request that waited past its deadline is answered now (its items retried), not late.
       const late = (part: Part) => part.ctx.deadline <= part.ctx.clock.now();
@@ -151,6 +155,7 @@ export function createCoalescer(maxInFlight = MAX_CALLS_IN_FLIGHT): Coalescer {
       }
       let call = lane.waiting.at(-1);
       if (call === undefined || call.count + entries.length > MAX_ENTRIES || call.bytes + bytes + 1 > LIMITS.payloadBytes) {
+        if (call !== undefined) call.full = true;
         const head = key.slice(0, -1);
         call = { head, parts: [], count: 0, bytes: utf8Length(head) + '"activities":[]}'.length + 1 };
         lane.waiting.push(call);
@@ -158,6 +163,7 @@ export function createCoalescer(maxInFlight = MAX_CALLS_IN_FLIGHT): Coalescer {
       call.parts.push({ ctx, text, count: entries.length, resolve, reject });
       call.count += entries.length;
       call.bytes += bytes + 1;
+      if (call.count >= MAX_ENTRIES) call.full = true;
       if (!lane.scheduled) {
         lane.scheduled = true;
         // After the callbacks of this turn: every request that got this far with this one joins.

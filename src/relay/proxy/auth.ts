@@ -7,10 +7,9 @@ const CHALLENGE = { 'www-authenticate': 'Bearer realm="cdp-edge relay"' };
 /** Longer than any token `cdp-edge token create` makes; not worth hashing. */
 const MAX_TOKEN_CHARS = 512;
 
-/** The configured token presented by `request`, or a 401 {@link RelayHttpError}. */
-export function authenticate(request: Request, verify: (token: string) => TokenConfig | undefined): TokenConfig {
-  const header = request.headers.get('authorization');
-  const match = header === null ? null : /^Bearer +(\S+) *$/i.exec(header);
+/** The configured token presented in `header` (the request's `Authorization`), or a 401 {@link RelayHttpError}. */
+export function authenticate(header: string | null | undefined, verify: (token: string) => TokenConfig | undefined): TokenConfig {
+  const match = header === null || header === undefined ? null : /^Bearer +(\S+) *$/i.exec(header);
   if (match?.[1] === undefined) {
     throw new RelayHttpError(401, 'missing_token', 'send the relay token as `Authorization: Bearer <token>` (create one with `cdp-edge token create`)', {
       headers: CHALLENGE,

@@ -1,7 +1,8 @@
 /** Reads a request body up to a byte limit, refusing early instead of buffering an oversize body. */
 import { RelayHttpError } from '../errors.js';
 
-const tooLarge = (limit: number, size?: number) =>
+/** The 413 of a body over `limit` bytes (`size` when known). */
+export const tooLarge = (limit: number, size?: number) =>
   new RelayHttpError(
     413,
     'payload_too_large',

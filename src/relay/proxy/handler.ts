@@ -6,19 +6,35 @@ import { authenticate, authorize } from './auth.js';
 import { parseJson, readBody } from './body.js';
 import { isRecord } from '../../api/objects.js';
 import { chunksOf, Pacer, sendChunks } from './chunk.js';
-import { jsonResponse, RelayHttpError } from '../errors.js';
+import { jsonAnswer, RelayHttpError, type HttpAnswer } from '../errors.js';
 import { createUpstream, type Upstream } from '../upstream/caller.js';
 import type { ProxyConfig } from './options.js';
 import { passThrough } from './upstream.js';
 
-/** Answers one request; `endpoint` is the route it matched (undefined for anything else under `/v1/`). */
-export type ProxyHandler = (request: Request, endpoint?: Endpoint<EndpointId>) => Promise<Response>;
+/**
+ * A proxy call as the handler needs it, whatever the runtime built: the standard `Request`
+ * ({@link fromRequest}) or Node's own request (the Node entry's front).
+ */
+export interface ProxyRequest {
+  method: string;
+  /** the path as sent, without the query */
+  path: string;
+  /** the query without its `?`; '' when none */
+  query: string;
+  /** a header by its lower-case name */
+  header(name: string): string | undefined;
+  /** the body as text and its size; a 413 {@link RelayHttpError} as soon as more than `limit` bytes are declared or arrive */
+  read(limit: number): Promise<{ text: string; size: number }>;
+}
 
-const notFound = (request: Request) =>
+/** Answers one call; `endpoint` is the route it matched (undefined for anything else under `/v1/`). */
+export type ProxyHandler = (request: ProxyRequest, endpoint?: Endpoint<EndpointId>) => Promise<HttpAnswer>;
+
+const notFound = (request: ProxyRequest) =>
   new RelayHttpError(
     404,
     'unknown_endpoint',
-    `${request.method} ${new URL(request.url).pathname.slice(0, 200)} is not a platform endpoint; the relay serves exactly the spec's method+path pairs (e.g. POST /v1/person/get)`,
+    `${request.method.slice(0, 10)} ${request.path.slice(0, 200)} is not a platform endpoint; the relay serves exactly the spec's method+path pairs (e.g. POST /v1/person/get)`,
   );
 
 /**
@@ -30,6 +46,18 @@ function splitUrl(url: string): { path: string; query: string } {
   const mark = url.indexOf('?', start);
   if (start === -1) return { path: '/', query: '' };
   return mark === -1 ? { path: url.slice(start), query: '' } : { path: url.slice(start, mark), query: url.slice(mark + 1) };
+}
+
+/** A standard `Request` as a {@link ProxyRequest}. */
+export function fromRequest(request: Request): ProxyRequest {
+  const { path, query } = splitUrl(request.url);
+  return {
+    method: request.method,
+    path,
+    query,
+    header: (name) => request.headers.get(name) ?? undefined,
+    read: (limit) => readBody(request, limit),
+  };
 }
 
 const invalid = (endpoint: Endpoint<EndpointId>, issues: { path: string; message: string }[]) => {
@@ -57,18 +85,18 @@ export function createHandler(config: ProxyConfig): ProxyHandler {
   const upstream = createUpstream(config);
   const pacer = new Pacer(config);
 
-  async function answer(request: Request, endpoint: Endpoint<EndpointId> | undefined, seen: { token?: TokenConfig; calls: number }): Promise<Response> {
-    const { path, query } = splitUrl(request.url);
+  async function answer(request: ProxyRequest, endpoint: Endpoint<EndpointId> | undefined, seen: { token?: TokenConfig; calls: number }): Promise<HttpAnswer> {
+    const { path, query } = request;
     // The router may have decoded or normalised the path; only the exact fixed path counts.
     if (endpoint === undefined || path !== endpoint.path) throw notFound(request);
-    const token = authenticate(request, verify);
+    const token = authenticate(request.header('authorization'), verify);
     seen.token = token;
     authorize(token, endpoint);
     const chunked = query !== '' && new URLSearchParams(query).get('chunk') === 'true';
     if (chunked && endpoint.chunking === undefined) {
       throw new RelayHttpError(400, 'chunk_unsupported', `${endpoint.id} has no item list to split; drop ?chunk=true`);
     }
-    const { text, size } = await readBody(request, chunked ? config.maxChunkedBytes : config.maxBytes);
+    const { text, size } = await request.read(chunked ? config.maxChunkedBytes : config.maxBytes);
     const body = parseJson(text);
     if (chunked && isRecord(body)) {
       const chunkable = endpoint as Endpoint<EndpointId> & { chunking: Chunking };
@@ -77,7 +105,7 @@ export function createHandler(config: ProxyConfig): ProxyHandler {
       if (issues.length > 0) throw invalid(endpoint, issues);
       const result = await sendChunks({ config, upstream, pacer }, chunkable, chunks);
       seen.calls = result.calls;
-      return jsonResponse(result.answer, 200, { 'x-relay-chunks': String(chunks.length) });
+      return jsonAnswer(result.answer, 200, { 'x-relay-chunks': String(chunks.length) });
     }
     const checked = validateRequest(endpoint.id, body, size);
     if (!checked.ok) throw invalid(endpoint, checked.issues);
@@ -90,7 +118,7 @@ export function createHandler(config: ProxyConfig): ProxyHandler {
   return async (request, endpoint) => {
     const started = config.now();
     const seen: { token?: TokenConfig; calls: number } = { calls: 0 };
-    let response: Response;
+    let response: HttpAnswer;
     let error: string | undefined;
     try {
       response = await answer(request, endpoint, seen);
@@ -101,7 +129,7 @@ export function createHandler(config: ProxyConfig): ProxyHandler {
           : new RelayHttpError(500, 'internal_error', 'the relay failed while handling this call; it has been logged', { cause: caught });
       error = failure.code;
       if (!(caught instanceof RelayHttpError)) config.onError(caught);
-      response = failure.toResponse();
+      response = failure.toAnswer();
     }
     const entry: AuditEntry = {
       ts: new Date(started).toISOString(),

@@ -13,20 +13,34 @@
  * @module
  */
 import { Hono } from 'hono';
-import { ENDPOINT_LIST } from '../../api/index.js';
-import { createHandler } from './handler.js';
+import { ENDPOINT_LIST, findEndpoint } from '../../api/index.js';
+import { toResponse, type HttpAnswer } from '../errors.js';
+import { createHandler, fromRequest, type ProxyRequest } from './handler.js';
 import { resolveOptions, type ProxyOptions } from './options.js';
 
 export type { ProxyOptions } from './options.js';
 export type { AuditEntry } from './audit.js';
 export type { Backoff } from '../upstream/caller.js';
+export type { ProxyRequest } from './handler.js';
+
+export interface Proxy {
+  /** the routes as a Hono app, for every runtime */
+  app: Hono;
+  /** one call under `/v1` answered without a `Request` or `Response` (the Node entry's front) */
+  call(request: ProxyRequest): Promise<HttpAnswer>;
+}
+
+/** The proxy: a Hono app serving the 29 endpoints of the table, and the same handler for a runtime's own front. */
+export function createProxy(options: ProxyOptions): Proxy {
+  const handle = createHandler(resolveOptions(options));
+  const app = new Hono();
+  for (const endpoint of ENDPOINT_LIST) app.on(endpoint.method, endpoint.path, async (c) => toResponse(await handle(fromRequest(c.req.raw), endpoint)));
+  app.all('/v1', async (c) => toResponse(await handle(fromRequest(c.req.raw))));
+  app.all('/v1/*', async (c) => toResponse(await handle(fromRequest(c.req.raw))));
+  return { app, call: (request) => handle(request, findEndpoint(request.method, request.path)) };
+}
 
 /** A Hono app serving the 29 endpoints of the table; anything else under `/v1/` is a 404 in the relay's error shape. */
 export function createProxyRoutes(options: ProxyOptions): Hono {
-  const handle = createHandler(resolveOptions(options));
-  const app = new Hono();
-  for (const endpoint of ENDPOINT_LIST) app.on(endpoint.method, endpoint.path, (c) => handle(c.req.raw, endpoint));
-  app.all('/v1', (c) => handle(c.req.raw));
-  app.all('/v1/*', (c) => handle(c.req.raw));
-  return app;
+  return createProxy(options).app;
 }
