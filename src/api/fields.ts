@@ -28,9 +28,22 @@ export interface FieldIdParts {
 
 const NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
 
-/** Parses a field ID; `undefined` when it is not of the spec's form. */
-export function parseFieldId(id: unknown): FieldIdParts | undefined {
+/** IDs parsed lately: the same few field IDs come in every item, so each is parsed once. */
+const parsed = new Map<string, Readonly<FieldIdParts> | undefined>();
+const MAX_REMEMBERED = 1024;
+
+/** Parses a field ID; `undefined` when it is not of the spec's form. The parts are frozen (shared). */
+export function parseFieldId(id: unknown): Readonly<FieldIdParts> | undefined {
   if (typeof id !== 'string') return undefined;
+  if (parsed.has(id)) return parsed.get(id);
+  const parts = parse(id);
+  // Bounded, so IDs an attacker makes up cannot grow it: forget all and start again.
+  if (parsed.size >= MAX_REMEMBERED) parsed.clear();
+  parsed.set(id, parts === undefined ? undefined : Object.freeze(parts));
+  return parts;
+}
+
+function parse(id: string): FieldIdParts | undefined {
   const parts = id.split(':');
   if (parts.length !== 3) return undefined;
   const [type, namespace, name] = parts as [string, string, string];
