@@ -22,6 +22,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { Agent, createServer, request as httpRequest } from 'node:http';
 import { availableParallelism, loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
+import { uuid } from '../src/browser/uuid.js';
 import { serveRole, spawnRole, type Child } from './lib/children.js';
 import { listen, readBody } from './lib/http.js';
 
@@ -117,13 +118,16 @@ interface Figures {
 const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))] ?? NaN;
 const round2 = (n: number) => Math.round(n * 100) / 100;
 
+const newId = process.env['BENCH_ID_KIND'] === 'v4' ? () => crypto.randomUUID() : uuid;
 let serial = 0;
 /** `items` events, each with a fresh id and person. */
 function events(items: number) {
   return Array.from({ length: items }, () => {
     const n = serial++;
     return {
-      id: `b${process.pid}-${n}`,
+      // Ids as the snippet makes them: time-ordered v7 UUIDs (BENCH_ID_KIND=v4: random ones, as a
+      // client with its own ids might send; they land all over the store's table).
+      id: newId(),
       ts: new Date().toISOString(),
       activity_id: ACTIVITY,
       attributes: { 'str:cm:plan': 'pro' },
@@ -279,6 +283,7 @@ async function main(): Promise<void> {
     target_rss_mb: 150,
     load_average_1m: { before: round2(loadBefore), after: round2(loadavg()[0]!) },
     store: process.env['BENCH_REDIS_URL'] ? 'Redis' : 'SQLite file (the CLI default)',
+    item_ids: process.env['BENCH_ID_KIND'] === 'v4' ? 'random v4 UUIDs' : 'v7 UUIDs, as the snippet makes them',
     what: 'relay = startRelay from the built dist/ on plain Node (Node entry, its default undici-pool transport, joined platform calls, the CLI default SQLite state, request logging off) handling POST /collect of track items; bare = node:http pass-through adding X-Api-Key to the same events already shaped for activities/create. ratio = relay rps / bare rps against the no-op platform (medians of alternating rounds); ratio_emulator the same against the emulator.',
     results,
   };

@@ -161,7 +161,7 @@ try {
       events_per_second: Math.round((received / drainMs) * 1000),
       target_requests: TARGETS.drain_requests,
     },
-    size: { file: 'dist/cdp.js', ...size, budget_gzip: 5030, target_gzip: 3600 },
+    size: { file: 'dist/cdp.js', ...size, budget_gzip: 5070, target_gzip: 3600 },
   };
   mkdirSync(new URL('./results/', import.meta.url), { recursive: true });
   writeFileSync(new URL('./results/snippet.json', import.meta.url), JSON.stringify(result, null, 2) + '\n');
@@ -191,7 +191,7 @@ try {
     { measure: `all ${EVENTS} in IndexedDB (ms)`, value: result.track.all_durable_ms, target: '', ok: '' },
     { measure: `drain ${EVENTS} → emulator (ms)`, value: result.drain.ms, target: '', ok: ok(received === EVENTS) },
     { measure: 'drain requests', value: requests, target: `≤ ${TARGETS.drain_requests}`, ok: ok(requests <= TARGETS.drain_requests) },
-    { measure: 'dist/cdp.js gzip / brotli (bytes)', value: `${size.gzip} / ${size.brotli}`, target: '≤ 3600 gzip (budget 5030)', ok: ok(size.gzip <= 3600) },
+    { measure: 'dist/cdp.js gzip / brotli (bytes)', value: `${size.gzip} / ${size.brotli}`, target: '≤ 3600 gzip (budget 5070)', ok: ok(size.gzip <= 3600) },
   ]);
   if (received !== EVENTS) process.exitCode = 1;
 } finally {

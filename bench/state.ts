@@ -17,12 +17,14 @@ import { mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { uuid } from '../src/browser/uuid.js';
 import { createMemoryStore } from '../src/relay/memory.js';
 import { createRedisState } from '../src/relay/state/redis.js';
 import { createSqliteStore } from '../src/relay/state/sqlite.js';
 import type { RelayStore } from '../src/relay/store.js';
 import { startRedis } from '../test/support/redis.js';
 
+const newId = process.env['BENCH_ID_KIND'] === 'v4' ? () => crypto.randomUUID() : uuid;
 const { values } = parseArgs({ options: { ids: { type: 'string', default: '1000000' } } });
 const IDS = Number(values.ids);
 const BATCH = 10;
@@ -37,7 +39,8 @@ const mb = (bytes: number) => Math.round((bytes / 2 ** 20) * 10) / 10;
 async function forwardIds(store: RelayStore, prefix: string, count: number, ttlMs: number): Promise<number> {
   const started = performance.now();
   for (let i = 0; i < count; i += BATCH) {
-    const ids = Array.from({ length: Math.min(BATCH, count - i) }, (_, j) => `${prefix}-${i + j}`);
+    // Ids as the snippet makes them (time-ordered v7 UUIDs; BENCH_ID_KIND=v4 for random ones, which land all over the table).
+    const ids = Array.from({ length: Math.min(BATCH, count - i) }, () => `${prefix}-${newId()}`);
     const now = Date.now();
     const claim = await store.claim(site, ids, now, LEASE_MS);
     await store.settle(site, { forwarded: claim.fresh, until: now + ttlMs, released: [] });

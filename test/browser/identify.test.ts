@@ -131,7 +131,7 @@ describe('the queue id', () => {
     await other.t.flush();
     const queues = relay.sent.map((sent) => sent.body.queue);
     expect(relay.sent.length).toBeGreaterThanOrEqual(2);
-    expect(queues[0]).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect(queues[0]).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
     expect(new Set(queues).size).toBe(1);
   });
 });
