@@ -296,7 +296,7 @@ const SNIPPET_STEPS = [
   {
     change: "item ids are v7 UUIDs (time first): the relay's SQLite store takes them about 7x cheaper than random v4 ids",
     before: 5022,
-    after: 5065,
+    after: 5069,
   },
 ];
 

@@ -3,24 +3,25 @@
  * @module
  */
 
-/** Where the dashes go: after the 4th, 6th, 8th and 10th byte. */
-const DASH_BEFORE = [4, 6, 8, 10];
+/**
+ * A random v4 UUID. `crypto.randomUUID` exists in secure contexts only; `getRandomValues`
+ * exists everywhere, so plain-http pages fill the template's digits with random ones: each `0`
+ * gets 4 random bits, the `8` becomes the variant (8 to b), the `4` stays the version.
+ */
+const randomUuid = (): string =>
+  crypto.randomUUID?.() ??
+  '10000000-1000-4000-8000-100000000000'.replace(/[018]/g, (digit) =>
+    (+digit ^ (crypto.getRandomValues(new Uint8Array(1))[0]! & (15 >> (+digit / 4)))).toString(16),
+  );
 
 /**
  * A version 7 UUID (RFC 9562): the first 48 bits are the time in milliseconds, the other 74 are
  * random. Ids made close in time sort close together, so the relay's dedupe table (a B-tree)
  * takes each new one next to the last instead of somewhere in the middle: for its SQLite store
- * that is several times less work per item than random (v4) ids. `getRandomValues` exists in
- * every context, secure or not.
+ * that is several times less work per item than random (v4) ids. The random part is a v4 UUID's
+ * (the browser's own, fast generator) after its version digit.
  */
 export function uuid(): string {
-  const bytes = crypto.getRandomValues(new Uint8Array(16));
-  let time = Date.now();
-  for (let index = 5; index >= 0; index--) {
-    bytes[index] = time; // a Uint8Array keeps the low 8 bits of the whole part
-    time /= 256;
-  }
-  bytes[6] = (bytes[6]! & 0x0f) | 0x70; // version 7
-  bytes[8] = (bytes[8]! & 0x3f) | 0x80; // variant 10
-  return Array.from(bytes, (byte, index) => (DASH_BEFORE.includes(index) ? '-' : '') + (byte | 256).toString(16).slice(1)).join('');
+  const time = Date.now().toString(16).padStart(12, '0');
+  return `${time.slice(0, 8)}-${time.slice(8)}-7${randomUuid().slice(15)}`;
 }
