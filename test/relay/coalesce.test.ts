@@ -8,9 +8,8 @@ import { forward, type EndpointCall } from '../../src/relay/collect/forward.js';
 import type { SendContext } from '../../src/relay/collect/upstream.js';
 import { silentLogger } from '../../src/relay/logging.js';
 import { startRelay, type RunningRelay } from '../../src/relay/node.js';
-import { createUpstream } from '../../src/relay/upstream/caller.js';
-import { fetchTransport } from '../../src/relay/upstream/transport.js';
 import { upstreamControl, type UpstreamControl } from './support/control.js';
+import { fetchUpstream } from './support/fetch-upstream.js';
 import { startUpstreamStack, UPSTREAM_KEY, type UpstreamStack } from './support/stack.js';
 
 interface Entry {
@@ -28,14 +27,7 @@ function joined(answer: (call: Call, index: number) => Response | Promise<Respon
     calls.push(call);
     return answer(call, calls.length - 1);
   }) as typeof fetch;
-  const upstream = createUpstream({
-    apiKey: 'k',
-    baseUrl: 'http://upstream.test',
-    transport: fetchTransport(fetchImpl),
-    timeoutMs: 5_000,
-    backoff: { until: 0 },
-    now: () => Date.now(),
-  });
+  const upstream = fetchUpstream(fetchImpl);
   const coalesce = createCoalescer(maxInFlight);
   let now = 1_000_000;
   const context = (): SendContext => ({
@@ -53,6 +45,22 @@ function joined(answer: (call: Call, index: number) => Response | Promise<Respon
   });
   return { calls, context };
 }
+
+/** One call in flight at a time, each answered (`queued`) only when the test calls its `answers` entry. */
+function held() {
+  const answers: (() => void)[] = [];
+  const platform = joined(
+    (call) =>
+      new Promise<Response>((resolve) => {
+        answers.push(() => resolve(queued(call)));
+      }),
+    1,
+  );
+  return { ...platform, answers };
+}
+
+/** The end of this turn of the event loop: what was joined in it has gone. */
+const turn = () => new Promise((resolve) => setImmediate(resolve));
 
 /** A request's track group: `count` entries named `<request>-<n>`. */
 const request = (name: string, count: number, envelope: Record<string, unknown> = { merge_by: ['str::email'] }): EndpointCall => ({
@@ -118,15 +126,7 @@ describe('joined activities/create calls', () => {
   });
 
   it('gathers the calls made while the earlier ones are in flight into one, and answers a call that waited past its deadline with retry', async () => {
-    const answers: (() => void)[] = [];
-    const { calls, context } = joined(
-      (call) =>
-        new Promise<Response>((resolve) => {
-          answers.push(() => resolve(queued(call)));
-        }),
-      1,
-    );
-    const turn = () => new Promise((resolve) => setImmediate(resolve));
+    const { calls, context, answers } = held();
     const first = forward(context(), [request('a', 1)]);
     await turn();
     await turn();
@@ -147,15 +147,7 @@ describe('joined activities/create calls', () => {
   });
 
   it('sends a full call at once, even while others are in flight: waiting could not make it fuller', async () => {
-    const answers: (() => void)[] = [];
-    const { calls, context } = joined(
-      (call) =>
-        new Promise<Response>((resolve) => {
-          answers.push(() => resolve(queued(call)));
-        }),
-      1,
-    );
-    const turn = () => new Promise((resolve) => setImmediate(resolve));
+    const { calls, context, answers } = held();
     const first = forward(context(), [request('a', 100)]);
     await turn();
     const second = forward(context(), [request('b', 100)]);

@@ -3,8 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { forward, type EndpointCall } from '../../src/relay/collect/forward.js';
 import type { Clock, SendContext } from '../../src/relay/collect/upstream.js';
-import { createUpstream } from '../../src/relay/upstream/caller.js';
-import { fetchTransport } from '../../src/relay/upstream/transport.js';
+import { fetchUpstream } from './support/fetch-upstream.js';
 
 interface Call {
   path: string;
@@ -30,14 +29,7 @@ function context(answer: (call: Call, index: number) => Response | Promise<Respo
     calls.push(call);
     return answer(call, calls.length - 1);
   }) as typeof fetch;
-  const upstream = createUpstream({
-    apiKey: 'k',
-    baseUrl: 'http://upstream.test',
-    transport: fetchTransport(fetchImpl),
-    timeoutMs: timeout,
-    backoff: { until: 0 },
-    now: () => clock.now(),
-  });
+  const upstream = fetchUpstream(fetchImpl, { now: () => clock.now(), timeoutMs: timeout });
   const ctx: SendContext = { upstream, clock, deadline: clock.now() + budgetMs, random: () => 0.5, statuses: [] };
   return { ctx, calls, clock };
 }

@@ -7,10 +7,9 @@ import { systemClock } from '../../src/relay/collect/upstream.js';
 import { parseConfig } from '../../src/relay/config.js';
 import type { LogLine } from '../../src/relay/logging.js';
 import { createMemoryStore } from '../../src/relay/memory.js';
-import { createUpstream } from '../../src/relay/upstream/caller.js';
-import { fetchTransport } from '../../src/relay/upstream/transport.js';
 import { consumeQueue, queueProducer } from '../../src/relay/workers/queue.js';
 import type { MessageBatch, Queue, QueueMessage } from '../../src/relay/workers/types.js';
+import { fetchUpstream } from './support/fetch-upstream.js';
 
 const ORIGIN = 'https://shop.example.com';
 const config = parseConfig({
@@ -111,14 +110,7 @@ describe('the consumer', () => {
       for (const activity of body.activities ?? []) sent.push(activity.fields['str::email']);
       return Response.json({ activities: (body.activities ?? []).map(() => ({ status: 'queued' })) });
     }) as typeof fetch;
-    const upstream = createUpstream({
-      apiKey: 'sk',
-      baseUrl: 'https://upstream.test',
-      transport: fetchTransport(fetchImpl),
-      timeoutMs: 10_000,
-      backoff: { until: 0 },
-      now: Date.now,
-    });
+    const upstream = fetchUpstream(fetchImpl);
     const store = createMemoryStore();
     const ctx = { upstream, store, dedupeTtlMs: 3600_000, clock: systemClock, deadline: Date.now() + 10_000, random: () => 0 };
     const entry = (id: string): QueuedEntry => ({
