@@ -26,7 +26,7 @@ import { ENDPOINTS, LIMITS, utf8Length } from '../../api/index.js';
 import { isRecord } from '../../api/objects.js';
 import { sendOnce, type Outcome, type SendContext } from './upstream.js';
 
-/** Sends `entries` to activities/create under `envelope`, joined with the calls of other requests made in the same turn. */
+/** Sends `entries` to activities/create under `envelope`, joined with other requests' calls (see the module). */
 export type Coalescer = (ctx: SendContext, envelope: Record<string, unknown>, entries: readonly Record<string, unknown>[]) => Promise<Outcome>;
 
 interface Part {
@@ -90,8 +90,7 @@ async function send(call: Call): Promise<void> {
     outcomes = split(call, outcome.details, (details): Outcome => ({ ...outcome, details }));
     if (outcomes === undefined) {
       // Refused as a whole with nothing that says whose entries: each request's entries alone.
-      const alone = await Promise.all(call.parts.map((part) => sendOnce(part.ctx, 'activities/create', bodyOf({ ...call, parts: [part] }))));
-      outcomes = alone;
+      outcomes = await Promise.all(call.parts.map((part) => sendOnce(part.ctx, 'activities/create', bodyOf({ ...call, parts: [part] }))));
     }
   }
   for (const [index, part] of call.parts.entries()) part.resolve(outcomes[index]!);
