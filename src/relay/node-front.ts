@@ -7,7 +7,7 @@
  * @module
  */
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
-import { Readable } from 'node:stream';
+import { pipeline, Readable } from 'node:stream';
 import type { ReadableStream as NodeReadableStream } from 'node:stream/web';
 import { getRequestListener } from '@hono/node-server';
 import { relayError } from '../api/index.js';
@@ -53,15 +53,17 @@ const header = (incoming: IncomingMessage, name: string): string | undefined => 
   return Array.isArray(value) ? value.join(', ') : value;
 };
 
-/** Writes `answer`; a streamed body is piped through as it arrives. */
+/**
+ * Writes `answer`; a streamed body is piped through as it arrives. `pipeline` ends both sides
+ * together: a platform that breaks off mid-answer closes the caller's connection (a cut answer,
+ * never one that looks whole), and a caller that hangs up cancels the platform's answer, so its
+ * connection goes back to the pool instead of staying held by a body nobody reads.
+ */
 function write(outgoing: ServerResponse, answer: HttpAnswer): void {
   outgoing.writeHead(answer.status, answer.headers);
   const { body } = answer;
   if (body === null || typeof body === 'string' || body instanceof Uint8Array) return void outgoing.end(body ?? undefined);
-  const stream = Readable.fromWeb(body as NodeReadableStream<Uint8Array>);
-  // A platform that breaks off mid-answer: the caller's connection is closed, so it sees a cut answer, not a whole one.
-  stream.once('error', () => outgoing.destroy());
-  stream.pipe(outgoing);
+  pipeline(Readable.fromWeb(body as NodeReadableStream<Uint8Array>), outgoing, () => {});
 }
 
 /** The answer to a call that failed where no answer was expected to fail: a bug, said with its stack. */

@@ -68,6 +68,59 @@ const nodeFrontTarget: MakeTarget = async ({ tokens, apiKey, upstream, logger, n
 };
 proxySuite("Node entry's front (node:http, no Request/Response), undici pooled upstream", nodeFrontTarget);
 
+describe.each([
+  ['the Node entry', nodeFrontTarget],
+  ['@hono/node-server', nodeTarget(createUndiciTransport())],
+])('a caller that hangs up mid-answer (%s)', (_name, makeTarget) => {
+  it("cancels the platform's streamed answer, so its connection is not held by a body nobody reads", async () => {
+    const upstream = createTestUpstream();
+    const token = 'rt_hangup_token_0123456789abcdefghijklmnop';
+    let cancelled!: () => void;
+    const cancel = new Promise<void>((resolve) => (cancelled = resolve));
+    upstream.on('/v1/person/get', () => {
+      const chunk = new TextEncoder().encode(`{"contacts":[${'{"id":"00a1b2c3d4e5f60718293a4b"},'.repeat(3000)}`);
+      // An answer that never ends on its own: only the relay cancelling it stops it.
+      let stopped = false;
+      const stream = new ReadableStream<Uint8Array>({
+        pull: async (controller) => {
+          await new Promise((resolve) => setTimeout(resolve, 5));
+          if (!stopped) controller.enqueue(chunk);
+        },
+        cancel: () => {
+          stopped = true;
+          cancelled();
+        },
+      });
+      return new Response(stream, { headers: { 'content-type': 'application/json' } });
+    });
+    const target = await makeTarget({
+      tokens: [{ name: 'hangup', sha256: await hashToken(token), scopes: ['admin'] }],
+      apiKey: API_KEY,
+      upstream,
+      logger: () => {},
+      now: Date.now,
+      sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+    });
+    try {
+      const controller = new AbortController();
+      const response = await target.request('/v1/person/get', {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: '{}',
+        signal: controller.signal,
+      });
+      expect(response.status).toBe(200);
+      const reader = response.body!.getReader();
+      await reader.read();
+      controller.abort();
+      const outcome = await Promise.race([cancel.then(() => 'cancelled'), new Promise((resolve) => setTimeout(() => resolve('still streaming'), 3000))]);
+      expect(outcome).toBe('cancelled');
+    } finally {
+      await target.close();
+    }
+  });
+});
+
 /** A raw HTTP/1.1 exchange: the request target goes on the wire exactly as written. */
 function raw(url: string, method: string, target: string, headers: Record<string, string | number>, body?: string, sendAll = true) {
   const { hostname, port } = new URL(url);

@@ -123,10 +123,13 @@ export function createCoalescer(maxInFlight = MAX_CALLS_IN_FLIGHT): Coalescer {
     while (lane.waiting.length > 0 && (lane.inFlight < maxInFlight || lane.waiting[0]!.full)) {
       const call = lane.waiting.shift()!;
       // A request that waited past its deadline is answered now (its items retried), not late.
-      const late = (part: Part) => part.ctx.deadline <= part.ctx.clock.now();
-      for (const part of call.parts.filter(late)) part.resolve(gaveUp);
-      call.parts = call.parts.filter((part) => !late(part));
-      call.count = call.parts.reduce((sum, part) => sum + part.count, 0);
+      const onTime: Part[] = [];
+      for (const part of call.parts) {
+        if (part.ctx.deadline > part.ctx.clock.now()) onTime.push(part);
+        else part.resolve(gaveUp);
+      }
+      call.parts = onTime;
+      call.count = onTime.reduce((sum, part) => sum + part.count, 0);
       if (call.parts.length === 0) continue;
       lane.inFlight++;
       send(call)
