@@ -1,0 +1,122 @@
+/**
+ * The contract between the relay's two halves. Ingest makes accepted items durable here and
+ * answers the browser; the deliverer drains them to the platform in full, paced calls. Every
+ * store (memory for tests, SQLite on one machine, Redis for many) implements {@link Outbox} and
+ * {@link Pacer}; each method is one atomic step of the store (one transaction, one script).
+ *
+ * Stores are deliberately dumb: ordering, batching, the ambiguous-call policy and dead-letter
+ * reasons are the deliverer's decisions (`deliver/deliverer.ts`).
+ * @module
+ */
+
+/**
+ * Which platform call an entry goes in:
+ * - `merge`: `person/merge` with `merge_strategy` 2 (a verified identify may change the person);
+ * - `merge-create`: `person/merge` that may create a person but never changes an existing one
+ *   (unverified identifies);
+ * - `activity`: `activities/create`.
+ */
+export type EntryKind = 'merge' | 'merge-create' | 'activity';
+
+/** One accepted item, ready to send: what ingest hands to {@link Outbox.accept}. */
+export interface OutboxItem {
+  /** the site's key (ids are unique per site) */
+  site: string;
+  /** the item id as the browser sent it (stores keep it compact: 16 bytes) */
+  id: string;
+  kind: EntryKind;
+  /** the platform entry exactly as it goes in the call (fields, activity_id, attributes, location, created) */
+  entry: Record<string, unknown>;
+  /** the sending browser (the envelope's queue id, else the visitor key): identifies go before its tracks */
+  browser: string;
+  /** the visitor's rate-limit key, charged when the platform refuses the entry */
+  visitor: string;
+  /** ms since epoch when ingest accepted it */
+  accepted: number;
+}
+
+/** An item leased to one deliverer. */
+export interface Leased extends OutboxItem {
+  /** the outbox's own handle: unique, increasing in acceptance order */
+  seq: number;
+  /**
+   * Sends started for this entry that were never settled before this lease. 0 = nothing was
+   * ever sent (or every earlier send was known not to be applied); more = an earlier deliverer
+   * may have sent it and died before it heard the answer, so the outcome is unknown.
+   */
+  attempts: number;
+}
+
+export interface Accepted {
+  /** stored and remembered: the deliverer will send them */
+  accepted: string[];
+  /** remembered already (within the window): never stored twice */
+  duplicate: string[];
+}
+
+/** The end of one lease, in one atomic step. Only the owner's leases are touched. */
+export interface Settlement {
+  /** the platform took them: removed from the outbox (their ids stay remembered until the window ends) */
+  delivered: readonly number[];
+  /** known not to be applied (429, refused before sending, …): ready again from `notBefore`, attempts back to 0 */
+  released: readonly { seq: number; notBefore: number }[];
+  /** refused by the platform for good, or held because the outcome is unknown: kept in the dead-letter list */
+  dead: readonly { seq: number; reason: string; status?: number | undefined }[];
+}
+
+export interface DeadLetter extends OutboxItem {
+  seq: number;
+  reason: string;
+  status?: number | undefined;
+  /** ms since epoch */
+  failed: number;
+}
+
+export interface OutboxStats {
+  /** waiting to be sent (ready or leased) */
+  pending: number;
+  /** in the dead-letter list */
+  dead: number;
+  /** ids remembered for dedupe */
+  remembered: number;
+}
+
+export interface Outbox {
+  /**
+   * Stores every item whose id the site has not seen within the window, and remembers each id
+   * until `now + windowMs`; ids remembered already are answered duplicate. One atomic step.
+   */
+  accept(items: readonly OutboxItem[], now: number, windowMs: number): Promise<Accepted>;
+  /**
+   * Leases up to `max` ready entries (not dead, not leased by a live lease, `notBefore` passed),
+   * lowest `seq` first, to `owner` until `now + leaseMs`, and counts a started send on each
+   * (`attempts` + 1 after returning the value it had).
+   */
+  lease(owner: string, max: number, now: number, leaseMs: number): Promise<Leased[]>;
+  /** Settles `owner`'s leases; resolves to how many of the named entries were not owner's (skipped). */
+  settle(owner: string, settlement: Settlement, now: number): Promise<{ skipped: number }>;
+  /**
+   * Takes or renews the deliverer's lock for `owner` until `now + ttlMs`: one deliverer drains a
+   * deployment at a time, so ordering and pacing need no cross-process coordination of leases.
+   */
+  lead(owner: string, now: number, ttlMs: number): Promise<boolean>;
+  /** The dead-letter list, oldest first. */
+  deadLetters(options?: { site?: string; limit?: number }): Promise<DeadLetter[]>;
+  /** Moves dead letters back to ready (attempts 0); all of them when `seqs` is undefined. Resolves to how many. */
+  retryDead(seqs: readonly number[] | undefined, now: number): Promise<number>;
+  /** Deletes dead letters for good; all of them when `seqs` is undefined. Resolves to how many. */
+  dropDead(seqs: readonly number[] | undefined): Promise<number>;
+  stats(): Promise<OutboxStats>;
+}
+
+/**
+ * Platform calls per second for one API key, shared by every process or isolate of a
+ * deployment. Proxy calls are served first: they are never made to wait for deliveries and may
+ * run the budget into debt, which the deliverer then waits out.
+ */
+export interface Pacer {
+  /** Takes one call: resolves to 0 when granted, else the ms to wait before asking again (nothing taken). */
+  take(now: number, priority: 'proxy' | 'deliver'): Promise<number>;
+  /** The platform asked to wait (`try-in-seconds`): no call of this key before `until`. */
+  hold(until: number): Promise<void>;
+}
