@@ -31,9 +31,17 @@ export interface TrackItem {
   attributes?: Fields | undefined;
   /** identifying fields of the person (filled once they identify) */
   person?: Fields | undefined;
-  user_hash?: string | undefined;
+  /** proof of the person's identifiers, as on an identify ({@link UserHash}) */
+  user_hash?: UserHash | undefined;
   location?: unknown;
 }
+
+/**
+ * Proof that the site's server vouches for an identifier: the hex HMAC-SHA256, under the relay's
+ * identity secret, of the field ID and its value (see the relay's identity docs). One string
+ * proves whichever of the item's identifiers it matches; an object gives one hash per field ID.
+ */
+export type UserHash = string | Readonly<Record<string, string>>;
 
 /** An `identify` item: who the visitor is, merged into a person. */
 export interface IdentifyItem {
@@ -44,7 +52,7 @@ export interface IdentifyItem {
   tags?: string[] | undefined;
   unset_tags?: string[] | undefined;
   location?: unknown;
-  user_hash?: string | undefined;
+  user_hash?: UserHash | undefined;
 }
 
 export type CollectItem = TrackItem | IdentifyItem;
@@ -69,11 +77,25 @@ export interface CollectEnvelope {
 /** What happened to one item. `accepted`, `duplicate` and `rejected` are final; `retry` keeps it. */
 export type ItemStatus = 'accepted' | 'duplicate' | 'rejected' | 'retry';
 
+/**
+ * Why an item was rejected, for code to act on (`error` is for people):
+ * - `invalid`: the item breaks the contract or the platform's schema;
+ * - `not_allowed`: the site does not allow this activity, field or attribute;
+ * - `unverified`: its person is not proven (no valid `user_hash` or identity token) yet;
+ * - `expired`: older than the relay's dedupe window (`window` in the answer), so it could
+ *   not be told apart from one already delivered;
+ * - `platform`: the platform refused it.
+ */
+export type RejectReason = 'invalid' | 'not_allowed' | 'unverified' | 'expired' | 'platform';
+export const REJECT_REASONS: readonly RejectReason[] = ['invalid', 'not_allowed', 'unverified', 'expired', 'platform'];
+
 export interface ItemResult {
   id: string;
   status: ItemStatus;
   /** why, for `rejected` and `retry` */
   error?: string | undefined;
+  /** the class of a rejection */
+  reason?: RejectReason | undefined;
 }
 
 /** The 200 answer of `POST /collect`: one result per item, in the batch's order. */
@@ -81,4 +103,10 @@ export interface CollectAnswer {
   results: ItemResult[];
   /** a signed identity token for the browser to send back as `identity` */
   identity?: string | undefined;
+  /**
+   * The relay's dedupe window in seconds: it remembers an accepted id this long. A client never
+   * sends an item whose `ts` is older than this (it drops it, reason `expired`), and the relay
+   * refuses one.
+   */
+  window?: number | undefined;
 }

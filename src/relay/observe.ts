@@ -7,17 +7,12 @@
  * its id: never a key, a token, a hash or an item's contents.
  * @module
  */
-import type { ItemStatus } from '../api/collect.js';
+import { type ItemStatus, REJECT_REASONS, type RejectReason } from '../api/collect.js';
 import type { AuditEntry } from './proxy/audit.js';
 import type { UpstreamCall } from './upstream/caller.js';
 
-/**
- * Why an item was rejected, in classes fit for a metric label: `invalid` (malformed or against the
- * platform's schema), `not_allowed` (outside the site's fields, activities or tracking plan),
- * `unverified` (identity verification failed), `platform` (the platform refused it).
- */
-export type RejectReason = 'invalid' | 'not_allowed' | 'unverified' | 'platform';
-export const REJECT_REASONS: readonly RejectReason[] = ['invalid', 'not_allowed', 'unverified', 'platform'];
+/** Why an item was rejected, in classes fit for a metric label (the wire contract's reasons). */
+export { REJECT_REASONS, type RejectReason };
 
 /** How metrics, the status page and Analytics Engine name a request whose key named no site. */
 export const UNKNOWN_SITE = '(unknown)';

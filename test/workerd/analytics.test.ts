@@ -77,6 +77,7 @@ describe('analyticsObserver: the data points', () => {
           { id: 'g', status: 'rejected', reason: 'unverified' },
           { id: 'h', status: 'rejected', reason: 'platform' },
           { id: 'i', status: 'retry', error: 'platform_unavailable' },
+          { id: 'j', status: 'rejected', reason: 'expired' },
         ],
       }),
     );
@@ -91,13 +92,14 @@ describe('analyticsObserver: the data points', () => {
       'rejected_unverified',
       'rejected_platform',
       'identity_failed',
+      'rejected_expired',
     ]);
     expect(points).toEqual([
       {
         indexes: ['shop'],
         blobs: ['collect', 'shop', '200', ''],
-        // event, ms, status | items, accepted, duplicate, rejected, retry | invalid, not_allowed, unverified, platform | identity failed
-        doubles: [1, 37, 200, 9, 2, 1, 5, 1, 1, 2, 1, 1, 1],
+        // event, ms, status | items, accepted, duplicate, rejected, retry | invalid, not_allowed, unverified, platform | identity failed | expired
+        doubles: [1, 37, 200, 10, 2, 1, 6, 1, 1, 2, 1, 1, 1, 1],
       },
     ]);
   });
@@ -108,8 +110,8 @@ describe('analyticsObserver: the data points', () => {
     observer.collect(collectEvent({ status: 429, error: 'rate_limited', ms: 1 }));
     observer.collect(collectEvent({ site: undefined, status: 403, error: 'unknown_key', ms: 2 }));
     expect(points).toEqual([
-      { indexes: ['shop'], blobs: ['collect', 'shop', '429', 'rate_limited'], doubles: [1, 1, 429, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0] },
-      { indexes: ['(unknown)'], blobs: ['collect', '(unknown)', '403', 'unknown_key'], doubles: [1, 2, 403, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0] },
+      { indexes: ['shop'], blobs: ['collect', 'shop', '429', 'rate_limited'], doubles: [1, 1, 429, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0] },
+      { indexes: ['(unknown)'], blobs: ['collect', '(unknown)', '403', 'unknown_key'], doubles: [1, 2, 403, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0] },
     ]);
   });
 
@@ -213,12 +215,12 @@ describe('the Worker entry with an ANALYTICS binding', () => {
       {
         indexes: ['shop-points'],
         blobs: ['collect', 'shop-points', '200', ''],
-        doubles: [1, expect.any(Number), 200, 2, 1, 0, 1, 0, 0, 1, 0, 0, 0],
+        doubles: [1, expect.any(Number), 200, 2, 1, 0, 1, 0, 0, 1, 0, 0, 0, 0],
       },
       {
         indexes: ['shop-points'],
         blobs: ['collect', 'shop-points', '200', ''],
-        doubles: [1, expect.any(Number), 200, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0],
+        doubles: [1, expect.any(Number), 200, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0],
       },
     ]);
     const calls = points.filter((point) => point.blobs![0] === 'upstream');

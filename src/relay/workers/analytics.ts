@@ -48,6 +48,7 @@ export const COLLECT_DOUBLES = [
   'rejected_unverified',
   'rejected_platform',
   'identity_failed',
+  'rejected_expired',
 ] as const;
 
 const REASON_COLUMNS: Record<RejectReason, (typeof COLLECT_DOUBLES)[number]> = {
@@ -55,6 +56,7 @@ const REASON_COLUMNS: Record<RejectReason, (typeof COLLECT_DOUBLES)[number]> = {
   not_allowed: 'rejected_not_allowed',
   unverified: 'rejected_unverified',
   platform: 'rejected_platform',
+  expired: 'rejected_expired',
 };
 
 const encoder = new TextEncoder();
@@ -87,6 +89,7 @@ export function collectPoint(event: CollectEvent): AnalyticsEngineDataPoint {
     rejected_unverified: 0,
     rejected_platform: 0,
     identity_failed: event.unverified,
+    rejected_expired: 0,
   };
   for (const item of event.items) {
     if (item.status in counts) counts[item.status] += 1;
