@@ -13,6 +13,7 @@ export { lookupCounter, type RelayStore, type Claim, type DedupeScope, type Sett
 export { createMemoryLimiter, refill, type RateLimiter, type Rate, type LimitDecision } from './limits.js';
 export { consoleLogger, silentLogger, type Logger, type LogLine } from './logging.js';
 export { userHash, createIdentity, type Identity } from './collect/identity.js';
+export { snippetVersion, SNIPPET_CACHE, VERSIONED_SNIPPET_CACHE } from './snippet.js';
 export { resolveClientIp } from './client-ip.js';
 export { systemClock, type Clock, type Backoff } from './collect/upstream.js';
 export type { ClientInfo, CfGeo } from './collect/enrich.js';

@@ -1,6 +1,13 @@
 /**
- * `GET /cdp.js` (and its alias): the built snippet with long cache headers and an ETag,
- * so browsers revalidate cheaply.
+ * `GET /cdp.js` (and its alias): the built snippet, cached so that a page still gets it while
+ * the relay is down.
+ *
+ * - `/cdp.js` is fresh for a week, then revalidated in the background (`stale-while-revalidate`)
+ *   and still used for 30 days when the relay cannot answer (`stale-if-error`).
+ * - `/cdp.js?v=<version>`, where the version is the ETag without its quotes, is the same file
+ *   served `immutable` for a year: a browser never asks again, so the relay being down cannot
+ *   cost the page its snippet, in every engine (some ignore `stale-if-error`). A `v` naming
+ *   another build (a page rendered before an upgrade) gets today's file with the ordinary headers.
  * @module
  */
 import { relayError } from '../api/index.js';
@@ -9,24 +16,30 @@ import { toHex } from './encoding.js';
 /** The snippet's bytes or text, or a loader for them (called once, then cached). */
 export type SnippetSource = Uint8Array | string | (() => Promise<Uint8Array | string | undefined>);
 
-const HEADERS = {
+const COMMON = {
   'Content-Type': 'text/javascript; charset=utf-8',
-  // A week fresh, a day of stale-while-revalidate: the snippet changes rarely and queues everything anyway.
-  'Cache-Control': 'public, max-age=604800, stale-while-revalidate=86400',
   'Cross-Origin-Resource-Policy': 'cross-origin',
   'X-Content-Type-Options': 'nosniff',
 };
 
+/** Cache-Control of `/cdp.js`: a week fresh, a day revalidated in the background, 30 days used when the relay errs. */
+export const SNIPPET_CACHE = 'public, max-age=604800, stale-while-revalidate=86400, stale-if-error=2592000';
+/** Cache-Control of `/cdp.js?v=<version>`: that URL never changes. */
+export const VERSIONED_SNIPPET_CACHE = 'public, max-age=31536000, immutable';
+
+/** The version of a snippet: the first 24 hex digits of its SHA-256 (also its ETag, quoted). */
+export async function snippetVersion(bytes: Uint8Array<ArrayBuffer>): Promise<string> {
+  return toHex(new Uint8Array(await crypto.subtle.digest('SHA-256', bytes)).slice(0, 12));
+}
+
 /** A handler answering the snippet from `source`, or 404 in the error shape when there is none. */
 export function createSnippetHandler(source: SnippetSource | undefined): (request: Request) => Promise<Response> {
-  let loaded: Promise<{ bytes: Uint8Array<ArrayBuffer>; etag: string } | undefined> | undefined;
+  let loaded: Promise<{ bytes: Uint8Array<ArrayBuffer>; version: string } | undefined> | undefined;
   const load = async () => {
     const raw = typeof source === 'function' ? await source() : source;
     if (raw === undefined) return undefined;
     const bytes: Uint8Array<ArrayBuffer> = typeof raw === 'string' ? new TextEncoder().encode(raw) : new Uint8Array(raw);
-    const hash = new Uint8Array(await crypto.subtle.digest('SHA-256', bytes));
-    const etag = `"${toHex(hash.slice(0, 12))}"`;
-    return { bytes, etag };
+    return { bytes, version: await snippetVersion(bytes) };
   };
   return async (request) => {
     loaded ??= load().catch(() => undefined);
@@ -38,7 +51,10 @@ export function createSnippetHandler(source: SnippetSource | undefined): (reques
         headers: { 'Cache-Control': 'no-store' },
       });
     }
-    if (request.headers.get('if-none-match') === snippet.etag) return new Response(null, { status: 304, headers: { ...HEADERS, ETag: snippet.etag } });
-    return new Response(snippet.bytes, { headers: { ...HEADERS, ETag: snippet.etag } });
+    const versioned = new URL(request.url).searchParams.get('v') === snippet.version;
+    const etag = `"${snippet.version}"`;
+    const headers = { ...COMMON, 'Cache-Control': versioned ? VERSIONED_SNIPPET_CACHE : SNIPPET_CACHE, ETag: etag };
+    if (request.headers.get('if-none-match') === etag) return new Response(null, { status: 304, headers });
+    return new Response(snippet.bytes, { headers });
   };
 }

@@ -224,13 +224,15 @@ export async function collect(ctx: CollectContext, request: CollectRequest, info
     reasons.set(index, reason);
   };
   const items: CheckedItem[] = [];
-  const seen = new Set<string>();
+  // id -> index of its first valid copy; a later copy in the batch gets that copy's outcome, whatever it turns out to be.
+  const first = new Map<string, number>();
+  const repeats = new Map<number, number>();
   body.batch.forEach((raw, index) => {
     const checked = checkItem(raw, index, site);
     if (!checked.ok) reject(index, checked.id, checked.error, checked.reason);
-    else if (seen.has(checked.item.id)) results.set(index, { id: checked.item.id, status: 'duplicate' });
+    else if (first.has(checked.item.id)) repeats.set(index, first.get(checked.item.id)!);
     else {
-      seen.add(checked.item.id);
+      first.set(checked.item.id, index);
       items.push(checked.item);
     }
   });
@@ -353,6 +355,10 @@ export async function collect(ctx: CollectContext, request: CollectRequest, info
     }
   }
 
+  for (const [index, firstIndex] of repeats) {
+    results.set(index, results.get(firstIndex)!);
+    if (reasons.has(firstIndex)) reasons.set(index, reasons.get(firstIndex)!);
+  }
   const ordered = body.batch.map((_, index) => results.get(index)!);
   const tokenSubjects = verified.fresh.length > 0 ? verified.fresh : [...verified.subjects];
   const token = identity && site.verify !== 'off' && tokenSubjects.length > 0 ? await identity.issue(site.key, tokenSubjects, clock.now()) : undefined;

@@ -60,6 +60,23 @@ export function upstreamCases(target: () => RelayTarget): void {
       expect((await calls()).map((call) => call.path)).toEqual(['/v1/person/merge', '/v1/activities/create']);
     });
 
+    it("answers a repeat inside one batch with the first copy's outcome: both `retry` while the platform is down, so a client keeps it", async () => {
+      await target().upstream.reset();
+      await target().upstream.always({ drop: true });
+      const item = track('act:cm:viewed', { 'str::email': 'twice@example.com' });
+      const down = await read(await relay.post({ key, batch: [item, { ...item }] }));
+      expect(down.status).toBe(503);
+      expect(down.body.error.details.map((r: { id: string; status: string }) => [r.id, r.status])).toEqual([
+        [item.id, 'retry'],
+        [item.id, 'retry'],
+      ]);
+      await target().upstream.always(undefined);
+      await target().upstream.reset();
+      const back = await read(await relay.post({ key, batch: [item, { ...item }] }));
+      expect(back.body.results.map((r: { status: string }) => r.status)).toEqual(['accepted', 'accepted']);
+      expect((await calls()).filter((call) => call.status === 200).map((call) => call.body.activities.length)).toEqual([1]);
+    });
+
     it('remembers forwarded ids across a restart', async () => {
       const item = track('act:cm:viewed', { 'str::email': 'restart@example.com' });
       expect((await read(await relay.post({ key, batch: [item] }))).body.results[0].status).toBe('accepted');
