@@ -1,0 +1,313 @@
+/**
+ * The outbox and pacer conformance suite: the same cases against every store (memory, SQLite,
+ * Redis on Node; Durable Objects in workerd). It imports nothing from Node, so workerd runs it too.
+ * Every case uses its own sites and a clock it controls (`now`), based on the real time so a store
+ * that also sets real expiries (Redis) agrees.
+ */
+import { describe, expect, it } from 'vitest';
+import type { Outbox, OutboxItem, Pacer } from '../../../src/relay/deliver/outbox.js';
+
+/** One connection to a store; `another` opens a second one to the same store (another process's view). */
+export interface OutboxHandle {
+  outbox: Outbox;
+  /** a pacer of `rate` calls/s on this connection, sharing its budget with every pacer of the store */
+  pacer(rate: number): Pacer;
+  close(): Promise<void>;
+}
+
+export interface OutboxTarget {
+  /** a new, empty store */
+  open(): Promise<OutboxHandle & { another(): Promise<OutboxHandle> }>;
+  /** ids the store physically holds (rows, keys), not the gauge: shows expiry happens in the store */
+  held?(handle: OutboxHandle): Promise<number>;
+}
+
+const WINDOW = 7 * 24 * 3600_000;
+
+export function item(site: string, id: string, overrides: Partial<OutboxItem> = {}): OutboxItem {
+  return {
+    site,
+    id,
+    kind: 'activity',
+    entry: { activity_id: 'page', fields: { n: id }, created: '2026-11-25T20:00:00.000Z' },
+    browser: `b-${id}`,
+    visitor: `v-${id}`,
+    accepted: 1_764_000_000_000,
+    ...overrides,
+  };
+}
+
+export function outboxSuite(name: string, target: OutboxTarget): void {
+  const withStore = (run: (handle: OutboxHandle & { another(): Promise<OutboxHandle> }) => Promise<void>) => async () => {
+    const handle = await target.open();
+    try {
+      await run(handle);
+    } finally {
+      await handle.close();
+    }
+  };
+
+  describe(`${name} outbox`, () => {
+    it(
+      'accepts an id once per site: duplicate at any age within the window, in one call or across calls',
+      withStore(async ({ outbox }) => {
+        const now = Date.now();
+        const uuid = '0b6c4f3e-8a1d-4c2b-9f00-5e6d7c8b9a01';
+        expect(await outbox.accept([item('s', 'a'), item('s', uuid), item('s', 'a')], now, WINDOW)).toEqual({
+          accepted: ['a', uuid],
+          duplicate: ['a'],
+        });
+        // The same UUID however it is written is the same 16 bytes, so the same id.
+        for (const age of [1, 3600_000, 3 * 24 * 3600_000, WINDOW - 1]) {
+          expect(await outbox.accept([item('s', 'a'), item('s', uuid.toUpperCase()), item('s', 'b')], now + age, WINDOW)).toEqual({
+            accepted: age === 1 ? ['b'] : [],
+            duplicate: age === 1 ? ['a', uuid.toUpperCase()] : ['a', uuid.toUpperCase(), 'b'],
+          });
+        }
+        // Ids are per site.
+        expect(await outbox.accept([item('other', 'a'), item('other', uuid)], now, WINDOW)).toEqual({ accepted: ['a', uuid], duplicate: [] });
+        expect(await outbox.stats()).toMatchObject({ pending: 5, remembered: 5 });
+      }),
+    );
+
+    it(
+      'forgets an id once its window has passed, in the store itself',
+      withStore(async (handle) => {
+        const { outbox } = handle;
+        const now = Date.now();
+        const window = 300;
+        const ids = Array.from({ length: 20 }, (_, i) => item('exp', `e${i}`));
+        expect((await outbox.accept(ids, now, window)).accepted).toHaveLength(20);
+        expect((await outbox.accept(ids.slice(0, 1), now + window - 1, window)).duplicate).toEqual(['e0']);
+        expect((await outbox.accept(ids.slice(1, 2), now + window, window)).accepted).toEqual(['e1']);
+        // Later acceptances push the expired ids out: what is held follows the window. (Waits in
+        // real time too, past the gauge's 1 s granularity: Redis expires keys by its own clock.)
+        await new Promise((resolve) => setTimeout(resolve, 2 * window + 1100));
+        const later = Date.now() + window;
+        await outbox.accept([item('exp', 'late')], later, window);
+        expect((await outbox.stats()).remembered).toBe(1);
+        if (target.held) expect(await target.held(handle)).toBe(1);
+      }),
+    );
+
+    it(
+      'leases the lowest seqs first, at most max, and never an entry under a live lease',
+      withStore(async ({ outbox, another }) => {
+        const now = Date.now();
+        const items = ['a', 'b', 'c', 'd', 'e'].map((id, i) => item('l', id, { kind: i === 0 ? 'merge' : 'activity' }));
+        await outbox.accept(items, now, WINDOW);
+        const first = await outbox.lease('one', 3, now, 1000);
+        expect(first.map((leased) => leased.id)).toEqual(['a', 'b', 'c']);
+        expect(first.map((leased) => leased.attempts)).toEqual([0, 0, 0]);
+        expect(first[0]).toMatchObject({ ...items[0], seq: first[0]!.seq });
+        expect(first[1]!.seq).toBeGreaterThan(first[0]!.seq);
+        expect(first[2]!.seq).toBeGreaterThan(first[1]!.seq);
+        const other = await another();
+        try {
+          const second = await other.outbox.lease('two', 10, now + 999, 1000);
+          expect(second.map((leased) => leased.id)).toEqual(['d', 'e']);
+          expect(await other.outbox.lease('three', 10, now + 999, 1000)).toEqual([]);
+          // Expired: leased again, with the earlier send counted.
+          const third = await other.outbox.lease('three', 2, now + 1000, 1000);
+          expect(third.map((leased) => [leased.id, leased.attempts])).toEqual([
+            ['a', 1],
+            ['b', 1],
+          ]);
+          const fourth = await outbox.lease('four', 10, now + 5000, 1000);
+          expect(fourth.map((leased) => [leased.id, leased.attempts])).toEqual([
+            ['a', 2],
+            ['b', 2],
+            ['c', 1],
+            ['d', 1],
+            ['e', 1],
+          ]);
+        } finally {
+          await other.close();
+        }
+        expect((await outbox.stats()).pending).toBe(5);
+      }),
+    );
+
+    it(
+      'settles only the owner’s leases: delivered, released (attempts 0, not before), dead; others are skipped and counted',
+      withStore(async ({ outbox }) => {
+        const now = Date.now();
+        await outbox.accept(
+          ['a', 'b', 'c', 'd', 'e'].map((id) => item('t', id)),
+          now,
+          WINDOW,
+        );
+        const leased = await outbox.lease('one', 5, now, 1000);
+        const seq = Object.fromEntries(leased.map((entry) => [entry.id, entry.seq])) as Record<string, number>;
+        // A stranger settles nothing.
+        expect(
+          await outbox.settle(
+            'stranger',
+            { delivered: [seq['a']!], released: [{ seq: seq['b']!, notBefore: now }], dead: [{ seq: seq['c']!, reason: 'x' }] },
+            now,
+          ),
+        ).toEqual({ skipped: 3 });
+        // The lease expires and another deliverer takes `a`: the first owner can no longer settle it.
+        const retaken = await outbox.lease('two', 1, now + 1000, 10_000);
+        expect(retaken.map((entry) => [entry.id, entry.attempts])).toEqual([['a', 1]]);
+        expect(
+          await outbox.settle(
+            'one',
+            {
+              delivered: [seq['a']!, seq['b']!],
+              released: [{ seq: seq['c']!, notBefore: now + 3000 }],
+              dead: [{ seq: seq['d']!, reason: 'refused', status: 400 }],
+            },
+            now + 1001,
+          ),
+        ).toEqual({ skipped: 1 });
+        expect(await outbox.stats()).toMatchObject({ pending: 3, dead: 1 });
+        // `c` waits for its notBefore, then goes with attempts back to 0; `e`'s lease expired.
+        const early = await outbox.lease('three', 10, now + 2500, 1000);
+        expect(early.map((entry) => [entry.id, entry.attempts])).toEqual([['e', 1]]);
+        const later = await outbox.lease('three', 10, now + 3000, 1000);
+        expect(later.map((entry) => [entry.id, entry.attempts])).toEqual([['c', 0]]);
+        // Settling what is not in the outbox (delivered twice, never existed) is skipped too.
+        expect(await outbox.settle('two', { delivered: [seq['b']!, 999_999], released: [], dead: [] }, now + 3000)).toEqual({ skipped: 2 });
+        // Delivered ids stay remembered: never accepted again within the window.
+        expect((await outbox.accept([item('t', 'b')], now + 4000, WINDOW)).duplicate).toEqual(['b']);
+      }),
+    );
+
+    it(
+      'keeps dead letters with their reason, lists them oldest first, retries and drops them',
+      withStore(async ({ outbox }) => {
+        const now = Date.now();
+        await outbox.accept([item('d1', 'a'), item('d2', 'b'), item('d1', 'c'), item('d1', 'keep')], now, WINDOW);
+        const leased = await outbox.lease('me', 10, now, 1000);
+        const [a, b, c] = leased;
+        await outbox.settle(
+          'me',
+          {
+            delivered: [],
+            released: [],
+            dead: [
+              { seq: c!.seq, reason: 'ambiguous' },
+              { seq: a!.seq, reason: 'invalid_field', status: 400 },
+              { seq: b!.seq, reason: 'invalid_field', status: 422 },
+            ],
+          },
+          now + 5,
+        );
+        const letters = await outbox.deadLetters();
+        expect(letters.map((letter) => [letter.id, letter.site, letter.reason, letter.status, letter.failed])).toEqual([
+          ['a', 'd1', 'invalid_field', 400, now + 5],
+          ['b', 'd2', 'invalid_field', 422, now + 5],
+          ['c', 'd1', 'ambiguous', undefined, now + 5],
+        ]);
+        expect(letters[0]).toMatchObject(item('d1', 'a'));
+        expect((await outbox.deadLetters({ site: 'd1' })).map((letter) => letter.id)).toEqual(['a', 'c']);
+        expect((await outbox.deadLetters({ limit: 1 })).map((letter) => letter.id)).toEqual(['a']);
+        // A dead letter is never leased; retried, it goes again with attempts 0 in seq order.
+        expect(await outbox.lease('me', 10, now + 2000, 1000)).toMatchObject([{ id: 'keep', attempts: 1 }]);
+        expect(await outbox.retryDead([c!.seq, 424_242], now + 2000)).toBe(1);
+        expect(await outbox.retryDead([c!.seq], now + 2000)).toBe(0);
+        expect((await outbox.lease('me', 10, now + 4000, 1000)).map((entry) => [entry.id, entry.attempts])).toEqual([
+          ['c', 0],
+          ['keep', 2],
+        ]);
+        expect(await outbox.dropDead([a!.seq])).toBe(1);
+        expect((await outbox.deadLetters()).map((letter) => letter.id)).toEqual(['b']);
+        expect(await outbox.retryDead(undefined, now + 5000)).toBe(1);
+        expect(await outbox.stats()).toMatchObject({ pending: 3, dead: 0 });
+        const again = await outbox.lease('me', 10, now + 9000, 1000);
+        await outbox.settle('me', { delivered: [], released: [], dead: again.map((entry) => ({ seq: entry.seq, reason: 'gone' })) }, now + 9000);
+        expect(await outbox.dropDead(undefined)).toBe(3);
+        expect(await outbox.stats()).toMatchObject({ pending: 0, dead: 0 });
+      }),
+    );
+
+    it(
+      'lets one deliverer lead until its lock expires, renewable only by itself',
+      withStore(async ({ outbox, another }) => {
+        const now = Date.now();
+        const other = await another();
+        try {
+          expect(await outbox.lead('one', now, 1000)).toBe(true);
+          expect(await other.outbox.lead('two', now + 500, 1000)).toBe(false);
+          expect(await outbox.lead('one', now + 900, 1000)).toBe(true);
+          expect(await other.outbox.lead('two', now + 1500, 1000)).toBe(false);
+          expect(await other.outbox.lead('two', now + 1900, 1000)).toBe(true);
+          expect(await outbox.lead('one', now + 2000, 1000)).toBe(false);
+        } finally {
+          await other.close();
+        }
+      }),
+    );
+  });
+
+  describe(`${name} pacer`, () => {
+    it(
+      'grants N calls a second, spaced evenly, across several instances sharing the store',
+      withStore(async ({ pacer, another }) => {
+        const others = [await another(), await another()];
+        try {
+          const pacers = [pacer(20), others[0]!.pacer(20), others[1]!.pacer(20)];
+          const start = Date.now() + 10_000;
+          const asks = [start, start, start];
+          const granted: number[] = [];
+          // Each instance asks again when told; the store decides: 20 a second, 50 ms apart.
+          for (let t = start; t < start + 1000; t++) {
+            for (const [i, p] of pacers.entries()) {
+              if (asks[i]! > t) continue;
+              const wait = await p.take(t, 'deliver');
+              if (wait === 0) {
+                granted.push(t);
+                asks[i] = t + 1;
+              } else asks[i] = t + wait;
+            }
+          }
+          expect(granted).toHaveLength(20);
+          for (let i = 1; i < granted.length; i++) expect(granted[i]! - granted[i - 1]!).toBeGreaterThanOrEqual(50);
+        } finally {
+          for (const other of others) await other.close();
+        }
+      }),
+    );
+
+    it(
+      'serves proxy calls first: always granted, into debt that deliveries wait out',
+      withStore(async ({ pacer, another }) => {
+        const other = await another();
+        try {
+          const deliver = pacer(10);
+          const proxy = other.pacer(10);
+          const now = Date.now() + 10_000;
+          expect(await deliver.take(now, 'deliver')).toBe(0);
+          for (let i = 0; i < 5; i++) expect(await proxy.take(now + 1, 'proxy')).toBe(0);
+          // One delivery and five proxy calls at 100 ms each: the next delivery waits 600 ms.
+          expect(await deliver.take(now + 1, 'deliver')).toBe(599);
+          expect(await deliver.take(now + 599, 'deliver')).toBe(1);
+          expect(await deliver.take(now + 600, 'deliver')).toBe(0);
+          expect(await deliver.take(now + 600, 'deliver')).toBe(100);
+        } finally {
+          await other.close();
+        }
+      }),
+    );
+
+    it(
+      'holds every call, proxy included, until the time the platform asked for',
+      withStore(async ({ pacer, another }) => {
+        const other = await another();
+        try {
+          const now = Date.now() + 10_000;
+          await other.pacer(10).hold(now + 3000);
+          expect(await pacer(10).take(now, 'deliver')).toBe(3000);
+          expect(await pacer(10).take(now + 1000, 'proxy')).toBe(2000);
+          // An earlier hold never shortens a later one.
+          await pacer(10).hold(now + 1000);
+          expect(await other.pacer(10).take(now + 2999, 'deliver')).toBe(1);
+          expect(await other.pacer(10).take(now + 3000, 'deliver')).toBe(0);
+        } finally {
+          await other.close();
+        }
+      }),
+    );
+  });
+}
