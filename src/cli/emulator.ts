@@ -24,7 +24,9 @@ Serves the platform API (all 29 /v1 endpoints) on loopback, with a dashboard at 
   --plan P            professional or business (default business; address lookup needs business)
   --data FILE         load the state from FILE when it exists, and write changes back to it
   --rate-limit [N]    limit requests per second: N, or the plan's rate (10 professional, 30 business)
-  --faults JSON       fail on purpose, e.g. '{"person/merge":{"status":503,"rate":0.2}}'
+  --faults JSON       fail on purpose, e.g. '{"person/merge":{"status":503,"rate":0.2}}';
+                      "applied":true applies the call, then fails it ('{"activities/create":{"status":504,"applied":true}}'),
+                      "drop":"close" or "hang" answers nothing (a dropped connection, a timeout)
   --tracking-plan F   start with the custom fields and activity definitions of this tracking plan`;
 
 const fault = (message: string) => {

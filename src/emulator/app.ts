@@ -8,7 +8,7 @@ import { Hono, type Context } from 'hono';
 import { ENDPOINT_LIST, REGIONS, UNKNOWN_ENDPOINT, platformError, rateLimitBody } from '../api/index.js';
 import { dashboard } from './dashboard.js';
 import { PlatformHttpError } from './errors.js';
-import { faultFor } from './faults.js';
+import { failure, pickFault } from './faults.js';
 import { HANDLERS, type HandlerContext } from './handlers.js';
 import { checkFaults } from './options.js';
 import { createRateLimiter } from './rate-limit.js';
@@ -91,10 +91,12 @@ export function createApp(ctx: HandlerContext, hooks: AppHooks): Hono {
   for (const endpoint of ENDPOINT_LIST) {
     const handler = HANDLERS[endpoint.id];
     app.on(endpoint.method, endpoint.path, async (c) => {
-      const fault = await faultFor(options.faults, endpoint.id, options.random);
-      if (fault) return fault;
+      const fault = pickFault(options.faults, endpoint.id, options.random);
+      if (fault && !fault.applied) return failure(fault, endpoint.id, c.req.raw, c.env);
       const { body, bytes } = await readBody(c);
-      return json(c, 200, handler(ctx, body, bytes));
+      const answer = handler(ctx, body, bytes);
+      // An `applied` fault strikes once the state has changed: only the answer is lost.
+      return fault ? failure(fault, endpoint.id, c.req.raw, c.env) : json(c, 200, answer);
     });
   }
 

@@ -14,8 +14,8 @@ import { loadSnapshot, toSnapshot, type EmulatorSnapshot } from './snapshot.js';
 import { Store } from './store.js';
 
 export interface Emulator {
-  /** answers one request (the Hono app's fetch) */
-  fetch(request: Request): Promise<Response>;
+  /** answers one request (the Hono app's fetch); `env` is what the server passes beside it (Node's socket for `drop` faults) */
+  fetch(request: Request, env?: unknown): Promise<Response>;
   /** the live state (read it in tests; write through the API) */
   readonly state: Store;
   /** the options after defaults */
@@ -36,7 +36,7 @@ export function createEmulator(options: EmulatorOptions = {}): Emulator {
   if (options.seed) loadSnapshot(store, options.seed);
   const app = createApp({ store, options: resolved }, { reset });
   return {
-    fetch: async (request) => app.fetch(request),
+    fetch: async (request, env) => app.fetch(request, env),
     state: store,
     options: resolved,
     snapshot: () => toSnapshot(store),

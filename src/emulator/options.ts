@@ -5,16 +5,24 @@
 import { RATE_LIMITS, isRegion, type Plan, type Region } from '../api/index.js';
 import type { EmulatorSnapshot } from './snapshot.js';
 
-/** Makes an endpoint fail on purpose: `{"person/merge": {"status": 503, "rate": 0.2}}`; `*` matches every endpoint. */
+/**
+ * Makes an endpoint fail on purpose: `{"person/merge": {"status": 503, "rate": 0.2}}`; `*` matches
+ * every endpoint. `{"activities/create": {"status": 504, "applied": true}}` records the activities,
+ * then answers 504: the outcome a caller cannot tell from a failure.
+ */
 export interface FaultSpec {
-  /** HTTP status to answer with (429 answers the rate-limit body) */
-  status: number;
+  /** HTTP status to answer with (429 answers the rate-limit body); required unless `drop` is set */
+  status?: number;
   /** share of calls that fail, 0–1 @default 1 */
   rate?: number;
   /** error message of the general error body @default 'Injected fault' */
   message?: string;
   /** wait this long before answering (ms) @default 0 */
   delayMs?: number;
+  /** apply the call to the state first, then fail: the caller sees a failure of a call that took effect @default false */
+  applied?: boolean;
+  /** no answer instead of `status`: `close` drops the connection, `hang` keeps it open until the caller gives up */
+  drop?: 'close' | 'hang';
 }
 export type Faults = Record<string, FaultSpec>;
 
@@ -110,9 +118,12 @@ export function checkFaults(faults: unknown): asserts faults is Faults {
     throw new TypeError('faults must be an object keyed by endpoint ID (e.g. "person/merge") or "*"');
   for (const [id, spec] of Object.entries(faults)) {
     const s = spec as Partial<FaultSpec> | null;
-    if (typeof s !== 'object' || s === null || !Number.isInteger(s.status) || s.status! < 400 || s.status! > 599) {
+    if (typeof s !== 'object' || s === null) throw new TypeError(`faults[${JSON.stringify(id)}] must be an object like {"status": 503}`);
+    if (s.drop !== undefined && s.drop !== 'close' && s.drop !== 'hang') throw new TypeError(`faults[${JSON.stringify(id)}].drop must be "close" or "hang"`);
+    if ((s.drop === undefined || s.status !== undefined) && (!Number.isInteger(s.status) || s.status! < 400 || s.status! > 599)) {
       throw new TypeError(`faults[${JSON.stringify(id)}].status must be an HTTP error status (400–599)`);
     }
+    if (s.applied !== undefined && typeof s.applied !== 'boolean') throw new TypeError(`faults[${JSON.stringify(id)}].applied must be true or false`);
     if (s.rate !== undefined && (typeof s.rate !== 'number' || s.rate < 0 || s.rate > 1))
       throw new RangeError(`faults[${JSON.stringify(id)}].rate must be between 0 and 1`);
   }
