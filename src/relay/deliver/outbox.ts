@@ -120,3 +120,12 @@ export interface Pacer {
   /** The platform asked to wait (`try-in-seconds`): no call of this key before `until`. */
   hold(until: number): Promise<void>;
 }
+
+/** One connection to a durable store (an SQLite file, a Redis client): its outbox and pacers. */
+export interface OutboxStore {
+  outbox: Outbox;
+  /** A pacer of `rate` platform calls/s whose budget every process using this store shares. */
+  pacer(rate: number): Pacer;
+  /** Releases the connection. */
+  close(): Promise<void>;
+}
