@@ -1,0 +1,50 @@
+/**
+ * What one platform call's outcome means for its entries, and what the relay does about a call
+ * whose outcome it cannot know. Pure: the Node deliverer and the Workers queue consumer decide
+ * the same way.
+ *
+ * - `applied`: a 2xx; the answer says, entry by entry, what the platform took.
+ * - `unapplied`: the platform certainly did not apply it (429, 503, 408, its key refused, a
+ *   connection never made): send again later.
+ * - `ambiguous`: the request may have been applied (a timeout after sending, a connection lost
+ *   mid-call, 500, 502, 504). `person/merge` is idempotent and is sent again; `activities/create`
+ *   is not (a second call records the events again), so by default its entries are held as dead
+ *   letters (reason `ambiguous`) for an operator to check and retry, never resent blindly.
+ * - `refused`: any other 4xx; the platform will refuse it again.
+ * @module
+ */
+import { ENDPOINTS, type EndpointId } from '../../api/index.js';
+import { RelayConfigError } from '../errors.js';
+
+export type CallOutcome = 'applied' | 'unapplied' | 'ambiguous' | 'refused';
+
+/** What to do with an entry whose call may or may not have been applied. */
+export type AmbiguousPolicy = 'hold' | 'resend';
+
+/** The dead-letter reason of an entry held after an ambiguous call. */
+export const AMBIGUOUS_REASON = 'ambiguous';
+
+/**
+ * The outcome of one call from its status (0: no answer came). `notSent` says a failure happened
+ * before the request left (connection refused, unknown host, the pacer's own hold): only then is
+ * a missing answer known to be unapplied.
+ */
+export function callOutcome(status: number, notSent = false): CallOutcome {
+  if (status >= 200 && status < 300) return 'applied';
+  if (status === 0) return notSent ? 'unapplied' : 'ambiguous';
+  if (status === 429 || status === 503 || status === 408 || status === 401 || status === 403) return 'unapplied';
+  if (status === 500 || status === 502 || status === 504) return 'ambiguous';
+  return status >= 500 ? 'ambiguous' : 'refused';
+}
+
+/** Whether an entry of `endpoint` goes again after an ambiguous call, or is held. */
+export function afterAmbiguous(endpoint: EndpointId, policy: AmbiguousPolicy): 'resend' | 'hold' {
+  return ENDPOINTS[endpoint].idempotent ? 'resend' : policy;
+}
+
+/** `RELAY_AMBIGUOUS`: `hold` (the default) or `resend`; anything else names the variable. */
+export function parseAmbiguousPolicy(value: string | undefined): AmbiguousPolicy {
+  if (value === undefined || value === '' || value === 'hold') return 'hold';
+  if (value === 'resend') return 'resend';
+  throw new RelayConfigError('RELAY_AMBIGUOUS', `must be "hold" (the default) or "resend"; got ${JSON.stringify(value)}`);
+}
