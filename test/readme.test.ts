@@ -12,7 +12,7 @@ import { createClient } from '../src/client/index.js';
 import { startEmulator, type RunningEmulator } from '../src/emulator/node.js';
 import { startRelay, type RunningRelay } from '../src/relay/node.js';
 import { createToken, parseTokens } from '../src/relay/tokens.js';
-import { userHash } from '../src/relay/collect/identity.js';
+import { userHash } from '../src/relay/ingest/identity.js';
 import { readmeBlocks, type Block } from './readme-blocks.js';
 
 const root = join(import.meta.dirname, '..');

@@ -8,7 +8,7 @@
  * @module
  */
 import { createHash } from 'node:crypto';
-import { userHash } from '../relay/collect/identity.js';
+import { userHash } from '../relay/ingest/identity.js';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { getRequestListener } from '@hono/node-server';

@@ -12,10 +12,10 @@ import { Hono, type Context } from 'hono';
 import { relayError } from '../api/index.js';
 import type { RelayConfig } from './config.js';
 import { anySiteAllows, corsHeaders, preflightHeaders } from './cors.js';
-import { collect, type CollectOutcome, type Enqueue } from './collect/handler.js';
-import { fromRequest, type CollectRequest } from './collect/body.js';
-import type { ClientInfo } from './collect/enrich.js';
-import { systemClock, type Clock } from './collect/upstream.js';
+import { collect, type CollectOutcome, type Enqueue } from './ingest/collect.js';
+import { fromRequest, type CollectRequest } from './ingest/body.js';
+import type { ClientInfo } from './ingest/enrich.js';
+import { systemClock, type Clock } from './deliver/send.js';
 import { describeError, RelayHttpError, type HttpAnswer } from './errors.js';
 import { authenticate } from './proxy/auth.js';
 import { createTokenVerifier } from './tokens.js';
@@ -28,8 +28,8 @@ import { createProxy, type ProxyRequest } from './proxy/index.js';
 import { createSnippetHandler, type SnippetSource } from './snippet.js';
 import type { RelayStore } from './store.js';
 import { createCoalescer } from './collect/coalesce.js';
-import { createUpstream, sharedBackoff, type Backoff, type UpstreamCall } from './upstream/caller.js';
-import { fetchTransport, type Transport } from './upstream/transport.js';
+import { createUpstream, sharedBackoff, type Backoff, type UpstreamCall } from './deliver/caller.js';
+import { fetchTransport, type Transport } from './deliver/transport.js';
 
 /** Everything that touches the outside world, injected; each has a default. */
 export interface RelayDeps {

@@ -15,11 +15,11 @@
 import type { Hono } from 'hono';
 import { relayError } from '../api/index.js';
 import { createRelay } from './app.js';
-import type { QueuedEntry } from './collect/handler.js';
-import type { CfGeo } from './collect/enrich.js';
-import { systemClock } from './collect/upstream.js';
-import { createUpstream, sharedBackoff } from './upstream/caller.js';
-import { fetchTransport } from './upstream/transport.js';
+import type { QueuedEntry } from './ingest/collect.js';
+import type { CfGeo } from './ingest/enrich.js';
+import { systemClock } from './deliver/send.js';
+import { createUpstream, sharedBackoff } from './deliver/caller.js';
+import { fetchTransport } from './deliver/transport.js';
 import { parseConfig, type RelayConfig } from './config.js';
 import { RelayConfigError } from './errors.js';
 import type { RelayStore } from './store.js';

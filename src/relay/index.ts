@@ -4,20 +4,20 @@
  * @module
  */
 export { createRelay, type RelayDeps } from './app.js';
-export { fetchTransport, type Transport, type TransportAnswer, type TransportRequest } from './upstream/transport.js';
-export type { UpstreamCall } from './upstream/caller.js';
+export { fetchTransport, type Transport, type TransportAnswer, type TransportRequest } from './deliver/transport.js';
+export type { UpstreamCall } from './deliver/caller.js';
 export { parseConfig, parseSites, type RelayConfig, type SiteConfig, type Verify } from './config.js';
 export { RelayConfigError, RelayHttpError } from './errors.js';
 export { createMemoryStore } from './memory.js';
 export { lookupCounter, type RelayStore, type Claim, type DedupeScope, type Settlement, type StoreStats } from './store.js';
 export { createMemoryLimiter, refill, type RateLimiter, type Rate, type LimitDecision } from './limits.js';
 export { consoleLogger, silentLogger, type Logger, type LogLine } from './logging.js';
-export { userHash, createIdentity, type Identity } from './collect/identity.js';
+export { userHash, createIdentity, type Identity } from './ingest/identity.js';
 export { snippetVersion, SNIPPET_CACHE, VERSIONED_SNIPPET_CACHE } from './snippet.js';
 export { resolveClientIp } from './client-ip.js';
-export { systemClock, type Clock, type Backoff } from './collect/upstream.js';
-export type { ClientInfo, CfGeo } from './collect/enrich.js';
-export type { QueuedEntry, Enqueue, Enqueued } from './collect/handler.js';
-export type { ItemResult, ResultStatus } from './collect/forward.js';
+export { systemClock, type Clock, type Backoff } from './deliver/send.js';
+export type { ClientInfo, CfGeo } from './ingest/enrich.js';
+export type { QueuedEntry, Enqueue, Enqueued } from './ingest/collect.js';
+export type { ItemResult, ResultStatus } from './deliver/calls.js';
 export { createProxyRoutes, type ProxyOptions } from './proxy/index.js';
 export { parseTokens, hashToken, createToken, type TokenConfig } from './tokens.js';

@@ -13,7 +13,7 @@ import { getRequestListener } from '@hono/node-server';
 import { relayError } from '../api/index.js';
 import type { RelayHandlers } from './app.js';
 import { resolveClientIp } from './client-ip.js';
-import type { CollectRequest } from './collect/body.js';
+import type { CollectRequest } from './ingest/body.js';
 import type { RelayConfig } from './config.js';
 import type { HttpAnswer } from './errors.js';
 import { decode, tooLarge } from './proxy/body.js';

@@ -7,7 +7,7 @@
  */
 import type { RelayObserver } from './observe.js';
 import type { RelayStore } from './store.js';
-import { discard, type Transport } from './upstream/transport.js';
+import { discard, type Transport } from './deliver/transport.js';
 
 export interface ReadyState {
   ready: boolean;

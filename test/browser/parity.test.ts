@@ -9,7 +9,7 @@ import { utf8Length } from '../../src/api/limits.js';
 import { MAX_BATCH_BYTES, MAX_BATCH_ITEMS } from '../../src/browser/send.js';
 import { isActivityId, isFieldId } from '../../src/browser/validate.js';
 import { utf8Bytes } from '../../src/browser/validate.js';
-import { checkItem } from '../../src/relay/collect/items.js';
+import { checkItem } from '../../src/relay/ingest/items.js';
 import type { SiteConfig } from '../../src/relay/config.js';
 import { ann, fakeRelay, tracker } from './support.js';
 

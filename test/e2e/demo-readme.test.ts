@@ -11,7 +11,7 @@ import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient, type Client } from '../../src/client/index.js';
 import { seedDemo } from '../../src/demo/seed.js';
-import { userHash } from '../../src/relay/collect/identity.js';
+import { userHash } from '../../src/relay/ingest/identity.js';
 import { startEmulator, type RunningEmulator } from '../../src/emulator/node.js';
 import { startRelay, type RunningRelay } from '../../src/relay/node.js';
 import { readmeBlocks } from '../readme-blocks.js';

@@ -4,8 +4,8 @@
 // joining is on) over real HTTP in front of the emulator and injects failures at the platform.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCoalescer } from '../../src/relay/collect/coalesce.js';
-import { forward, type EndpointCall } from '../../src/relay/collect/forward.js';
-import type { SendContext } from '../../src/relay/collect/upstream.js';
+import { forward, type EndpointCall } from '../../src/relay/deliver/calls.js';
+import type { SendContext } from '../../src/relay/deliver/send.js';
 import { silentLogger } from '../../src/relay/logging.js';
 import { startRelay, type RunningRelay } from '../../src/relay/node.js';
 import { upstreamControl, type UpstreamControl } from './support/control.js';

@@ -1,8 +1,8 @@
 // Forwarding units with an injected fetch and clock: chunking, the 429 wait, the shared
 // backoff, retries within the budget. No sockets: what is checked is what was called when.
 import { describe, expect, it } from 'vitest';
-import { forward, type EndpointCall } from '../../src/relay/collect/forward.js';
-import type { Clock, SendContext } from '../../src/relay/collect/upstream.js';
+import { forward, type EndpointCall } from '../../src/relay/deliver/calls.js';
+import type { Clock, SendContext } from '../../src/relay/deliver/send.js';
 import { fetchUpstream } from './support/fetch-upstream.js';
 
 interface Call {

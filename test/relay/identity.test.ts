@@ -1,6 +1,6 @@
 import { createHmac } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { createIdentity, timingSafeEqual, userHash } from '../../src/relay/collect/identity.js';
+import { createIdentity, timingSafeEqual, userHash } from '../../src/relay/ingest/identity.js';
 
 const SECRET = 'a-secret-of-enough-length';
 

@@ -2,8 +2,8 @@
 // whatever fails after it, and the consumer never delivers an id twice. Each failure is injected.
 import { describe, expect, it } from 'vitest';
 import { createRelay } from '../../src/relay/app.js';
-import type { QueuedEntry } from '../../src/relay/collect/handler.js';
-import { systemClock } from '../../src/relay/collect/upstream.js';
+import type { QueuedEntry } from '../../src/relay/ingest/collect.js';
+import { systemClock } from '../../src/relay/deliver/send.js';
 import { parseConfig } from '../../src/relay/config.js';
 import type { LogLine } from '../../src/relay/logging.js';
 import { createMemoryStore } from '../../src/relay/memory.js';

@@ -12,9 +12,9 @@ import { startEmulator, type RunningEmulator } from '../../src/emulator/index.js
 import { RelayHttpError } from '../../src/relay/errors.js';
 import { createProxyRoutes } from '../../src/relay/proxy/index.js';
 import { hashToken } from '../../src/relay/tokens.js';
-import { createUpstream, type UpstreamCall } from '../../src/relay/upstream/caller.js';
-import { fetchTransport, readText, type Transport } from '../../src/relay/upstream/transport.js';
-import { createUndiciTransport } from '../../src/relay/upstream/undici.js';
+import { createUpstream, type UpstreamCall } from '../../src/relay/deliver/caller.js';
+import { fetchTransport, readText, type Transport } from '../../src/relay/deliver/transport.js';
+import { createUndiciTransport } from '../../src/relay/deliver/undici.js';
 
 /** A platform stand-in whose answer is chosen by the x-api-key header; it counts open sockets. */
 async function platform() {

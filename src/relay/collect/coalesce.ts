@@ -24,7 +24,7 @@
  */
 import { ENDPOINTS, LIMITS, utf8Length } from '../../api/index.js';
 import { isRecord } from '../../api/objects.js';
-import { sendOnce, type Outcome, type SendContext } from './upstream.js';
+import { sendOnce, type Outcome, type SendContext } from '../deliver/send.js';
 
 /** Sends `entries` to activities/create under `envelope`, joined with other requests' calls (see the module). */
 export type Coalescer = (ctx: SendContext, envelope: Record<string, unknown>, entries: readonly Record<string, unknown>[]) => Promise<Outcome>;

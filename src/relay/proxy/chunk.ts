@@ -5,8 +5,8 @@
  */
 import { failedEntries, joinAnswers, splitBody, type Chunk, type Chunking, type Endpoint, type EndpointId } from '../../api/index.js';
 import { RelayHttpError } from '../errors.js';
-import type { Upstream, UpstreamAnswer } from '../upstream/caller.js';
-import { discard, readText } from '../upstream/transport.js';
+import type { Upstream, UpstreamAnswer } from '../deliver/caller.js';
+import { discard, readText } from '../deliver/transport.js';
 import type { ProxyConfig } from './options.js';
 
 /** A JSON object (not an array, not null). */

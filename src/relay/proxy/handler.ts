@@ -7,7 +7,7 @@ import { parseJson, readBody } from './body.js';
 import { isRecord } from '../../api/objects.js';
 import { chunksOf, Pacer, sendChunks } from './chunk.js';
 import { jsonAnswer, RelayHttpError, type HttpAnswer } from '../errors.js';
-import { createUpstream, type Upstream } from '../upstream/caller.js';
+import { createUpstream, type Upstream } from '../deliver/caller.js';
 import type { ProxyConfig } from './options.js';
 import { passThrough } from './upstream.js';
 

@@ -20,7 +20,7 @@ import { resolveOptions, type ProxyOptions } from './options.js';
 
 export type { ProxyOptions } from './options.js';
 export type { AuditEntry } from './audit.js';
-export type { Backoff } from '../upstream/caller.js';
+export type { Backoff } from '../deliver/caller.js';
 export type { ProxyRequest } from './handler.js';
 
 export interface Proxy {

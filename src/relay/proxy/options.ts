@@ -2,8 +2,8 @@
 import { LIMITS, RATE_LIMITS } from '../../api/index.js';
 import { checkTokens, type TokenConfig } from '../tokens.js';
 import { consoleAudit, type AuditEntry } from './audit.js';
-import type { Backoff, UpstreamCall } from '../upstream/caller.js';
-import { fetchTransport, type Transport } from '../upstream/transport.js';
+import type { Backoff, UpstreamCall } from '../deliver/caller.js';
+import { fetchTransport, type Transport } from '../deliver/transport.js';
 
 export interface ProxyOptions {
   /** the tokens allowed to call the proxy (from `parseTokens(env.RELAY_TOKENS)`) */

@@ -1,6 +1,6 @@
 /** The platform's answer as the proxy's answer: what is passed on, and what never is. */
 import { RelayHttpError, type HttpAnswer } from '../errors.js';
-import { discard, type TransportAnswer } from '../upstream/transport.js';
+import { discard, type TransportAnswer } from '../deliver/transport.js';
 
 /**
  * The platform's answer for the caller: its status, body and Content-Type, plus

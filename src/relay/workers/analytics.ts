@@ -31,7 +31,7 @@
 import type { AnalyticsEngineDataPoint, AnalyticsEngineDataset } from '@cloudflare/workers-types/index.ts';
 import { type CollectEvent, NONE, type RejectReason, type RelayObserver, UNKNOWN_SITE } from '../observe.js';
 import type { AuditEntry } from '../proxy/audit.js';
-import type { UpstreamCall } from '../upstream/caller.js';
+import type { UpstreamCall } from '../deliver/caller.js';
 
 /** Analytics Engine's limit on an index, in bytes; longer values are cut (at a character boundary). */
 export const INDEX_BYTES = 96;

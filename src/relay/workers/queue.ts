@@ -5,9 +5,9 @@
  * `max_retries` a message goes to its dead-letter queue (see wrangler.toml).
  * @module
  */
-import type { Enqueue, QueuedEntry } from '../collect/handler.js';
-import { forward, type EndpointCall } from '../collect/forward.js';
-import type { SendContext } from '../collect/upstream.js';
+import type { Enqueue, QueuedEntry } from '../ingest/collect.js';
+import { forward, type EndpointCall } from '../deliver/calls.js';
+import type { SendContext } from '../deliver/send.js';
 import type { Logger } from '../logging.js';
 import type { DedupeScope, RelayStore } from '../store.js';
 import type { MessageBatch, Queue, QueueMessage } from './types.js';

@@ -3,7 +3,7 @@
  * hashes, and the signed identity token that carries a verified person to later batches.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { userHash } from '../../../src/relay/collect/identity.js';
+import { userHash } from '../../../src/relay/ingest/identity.js';
 import { identify, IDENTITY_SECRET, ORIGIN, read, siteKey, sites, track, type RelayTarget, type RelayUnderTest } from './target.js';
 
 const hashOf = (value: string) => userHash(IDENTITY_SECRET, value);

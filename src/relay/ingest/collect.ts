@@ -11,12 +11,12 @@ import type { RejectReason } from '../observe.js';
 import { type DedupeScope, lookupCounter, type RelayStore } from '../store.js';
 import { readCollectBody, type CollectRequest } from './body.js';
 import { enrichLocation, enrichmentOf, wantsAddress, type ClientInfo } from './enrich.js';
-import type { Coalescer } from './coalesce.js';
-import { forward, type EndpointCall, type ItemResult } from './forward.js';
+import type { Coalescer } from '../collect/coalesce.js';
+import { forward, type EndpointCall, type ItemResult } from '../deliver/calls.js';
 import { createIdentity, type Identity } from './identity.js';
 import { checkEntry, checkItem, type CheckedItem } from './items.js';
-import type { Upstream } from '../upstream/caller.js';
-import type { Clock } from './upstream.js';
+import type { Upstream } from '../deliver/caller.js';
+import type { Clock } from '../deliver/send.js';
 
 /** An accepted entry handed to a queue instead of the platform (Workers Queues). */
 export interface QueuedEntry {

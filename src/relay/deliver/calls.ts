@@ -6,7 +6,7 @@
  */
 import { ENDPOINTS, LIMITS, splitBody, type EndpointId } from '../../api/index.js';
 import { isRecord } from '../../api/objects.js';
-import { sendOnce, type Outcome, type SendContext } from './upstream.js';
+import { sendOnce, type Outcome, type SendContext } from './send.js';
 
 export type ResultStatus = 'accepted' | 'duplicate' | 'rejected' | 'retry';
 

@@ -7,11 +7,11 @@
 import { ENDPOINTS, type EndpointId } from '../../api/index.js';
 import { isRecord, parseJsonOrUndefined } from '../../api/objects.js';
 import { RelayHttpError } from '../errors.js';
-import type { Upstream } from '../upstream/caller.js';
-import { readText } from '../upstream/transport.js';
+import type { Upstream } from './caller.js';
+import { readText } from './transport.js';
 import type { Coalescer } from './coalesce.js';
 
-export { sharedBackoff, type Backoff } from '../upstream/caller.js';
+export { sharedBackoff, type Backoff } from './caller.js';
 
 /** Time, injected so tests and benchmarks can watch or skip waits. */
 export interface Clock {
