@@ -9,7 +9,7 @@ import { isRecord, parseJsonOrUndefined } from '../../api/objects.js';
 import { RelayHttpError } from '../errors.js';
 import type { Upstream } from './caller.js';
 import { readText } from './transport.js';
-import type { Coalescer } from './coalesce.js';
+import type { Coalescer } from '../collect/coalesce.js';
 
 export { sharedBackoff, type Backoff } from './caller.js';
 
