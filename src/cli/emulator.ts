@@ -1,6 +1,6 @@
 /**
  * `cdp-edge emulator [--port 8790] [--key dev-key] [--region default|au|eu] [--plan business]
- * [--data file.json] [--rate-limit [N]] [--faults JSON] [--tracking-plan FILE]`: the platform API
+ * [--data file.json] [--rate-limit [N]] [--latency-ms MS] [--faults JSON] [--tracking-plan FILE]`: the platform API
  * run locally. `--plan` is the account's plan tier; `--tracking-plan` a tracking plan file.
  * @module
  */
@@ -24,6 +24,7 @@ Serves the platform API (all 29 /v1 endpoints) on loopback, with a dashboard at 
   --plan P            professional or business (default business; address lookup needs business)
   --data FILE         load the state from FILE when it exists, and write changes back to it
   --rate-limit [N]    limit requests per second: N, or the plan's rate (10 professional, 30 business)
+  --latency-ms MS     spend MS on each call before applying and answering it, like a distant platform
   --faults JSON       fail on purpose, e.g. '{"person/merge":{"status":503,"rate":0.2}}';
                       "applied":true applies the call, then fails it ('{"activities/create":{"status":504,"applied":true}}'),
                       "drop":"close" or "hang" answers nothing (a dropped connection, a timeout)
@@ -45,6 +46,7 @@ const parseOptions = (args: string[]) =>
       plan: { type: 'string' },
       data: { type: 'string' },
       'rate-limit': { type: 'string' },
+      'latency-ms': { type: 'string' },
       faults: { type: 'string' },
       'tracking-plan': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
@@ -71,6 +73,9 @@ const emulator: Command = {
     const rateLimit = rate === undefined ? false : rate === 'plan' ? true : Number(rate);
     if (typeof rateLimit === 'number' && !(Number.isFinite(rateLimit) && rateLimit > 0))
       return fault(`--rate-limit must be a number of requests per second; got ${JSON.stringify(rate)}`);
+    const latencyMs = Number(values['latency-ms'] ?? 0);
+    if (!(Number.isFinite(latencyMs) && latencyMs >= 0))
+      return fault(`--latency-ms must be a number of milliseconds ≥ 0; got ${JSON.stringify(values['latency-ms'])}`);
     let faults: unknown;
     if (values.faults !== undefined) {
       try {
@@ -95,6 +100,7 @@ const emulator: Command = {
         hostname: values.host ?? '127.0.0.1',
         key: values.key ?? 'dev-key',
         rateLimit,
+        latencyMs,
         ...(values.region !== undefined ? { region: values.region as 'default' } : {}),
         ...(values.plan !== undefined ? { plan: values.plan as 'business' } : {}),
         ...(values.data !== undefined ? { data: values.data } : {}),

@@ -1,11 +1,13 @@
 /**
  * The Hono app: routes generated from ENDPOINT_LIST, `X-Api-Key` checking, JSON bodies,
- * rate limit and fault mode, the dashboard at `/` and the test hooks under `/_emulator`.
+ * rate limit, latency and fault mode, the count of calls, the dashboard at `/` and the test
+ * hooks under `/_emulator`.
  * Runtime-neutral: no Node imports.
  * @module
  */
 import { Hono, type Context } from 'hono';
-import { ENDPOINT_LIST, REGIONS, UNKNOWN_ENDPOINT, platformError, rateLimitBody } from '../api/index.js';
+import { ENDPOINT_LIST, REGIONS, UNKNOWN_ENDPOINT, findEndpoint, isRecord, platformError, rateLimitBody } from '../api/index.js';
+import type { CallLog } from './calls.js';
 import { dashboard } from './dashboard.js';
 import { PlatformHttpError } from './errors.js';
 import { failure, pickFault } from './faults.js';
@@ -16,6 +18,8 @@ import { toSnapshot } from './snapshot.js';
 
 export interface AppHooks {
   reset(): void;
+  /** every /v1 call is counted here with its answer */
+  calls: CallLog;
 }
 
 const json = (c: Context, status: number, body: unknown) => c.json(body as object, status as 200);
@@ -37,10 +41,11 @@ async function readBody(c: Context): Promise<{ body: unknown; bytes: number }> {
 
 const foreignHosts = new Map(Object.entries(REGIONS).map(([region, base]) => [new URL(base).host, region]));
 
-export function createApp(ctx: HandlerContext, hooks: AppHooks): Hono {
+export function createApp(ctx: HandlerContext, hooks: AppHooks): Hono<{ Variables: { entries: number } }> {
   const { store, options } = ctx;
   const limiter = createRateLimiter(options.rateLimit, options.now);
-  const app = new Hono();
+  // `entries`: the items of a batch call, set once its body is read, for the call log
+  const app = new Hono<{ Variables: { entries: number } }>();
 
   app.use('*', async (c, next) => {
     await next();
@@ -62,6 +67,12 @@ export function createApp(ctx: HandlerContext, hooks: AppHooks): Hono {
     }
     await next();
   };
+  // outermost, so a call refused by the budget, the key or a fault is counted with its answer
+  app.use('/v1/*', async (c, next) => {
+    await next();
+    const endpoint = findEndpoint(c.req.method, c.req.path);
+    if (endpoint) hooks.calls.record(endpoint.id, c.res.status, c.get('entries') ?? 0);
+  });
   // the budget and the bad-request ban come first: a caller with a bad key is limited too
   app.use('/v1/*', async (c, next) => {
     const wait = limiter.take();
@@ -73,6 +84,7 @@ export function createApp(ctx: HandlerContext, hooks: AppHooks): Hono {
   app.use('/_emulator/*', auth);
 
   app.get('/_emulator/state', (c) => json(c, 200, toSnapshot(store)));
+  app.get('/_emulator/calls', (c) => json(c, 200, { endpoints: hooks.calls.counts() }));
   app.post('/_emulator/reset', (c) => {
     hooks.reset();
     return json(c, 200, { reset: true });
@@ -91,10 +103,14 @@ export function createApp(ctx: HandlerContext, hooks: AppHooks): Hono {
   for (const endpoint of ENDPOINT_LIST) {
     const handler = HANDLERS[endpoint.id];
     app.on(endpoint.method, endpoint.path, async (c) => {
+      // the time the platform spends on a call, before it applies it and answers
+      if (options.latencyMs > 0) await new Promise((resolve) => setTimeout(resolve, options.latencyMs));
       const fault = pickFault(options.faults, endpoint.id, options.random);
       if (fault && !fault.applied) return failure(fault, endpoint.id, c.req.raw, c.env);
       const { body, bytes } = await readBody(c);
       const answer = handler(ctx, body, bytes);
+      const items = endpoint.chunking && isRecord(body) ? body[endpoint.chunking.items] : undefined;
+      c.set('entries', Array.isArray(items) ? items.length : 0);
       // An `applied` fault strikes once the state has changed: only the answer is lost.
       return fault ? failure(fault, endpoint.id, c.req.raw, c.env) : json(c, 200, answer);
     });

@@ -9,6 +9,7 @@
  * @module
  */
 import { createApp } from './app.js';
+import { createCallLog, type CallCounts } from './calls.js';
 import { resolveOptions, type EmulatorOptions, type Faults, type ResolvedOptions } from './options.js';
 import { loadSnapshot, toSnapshot, type EmulatorSnapshot } from './snapshot.js';
 import { Store } from './store.js';
@@ -22,7 +23,9 @@ export interface Emulator {
   readonly options: ResolvedOptions;
   /** the state as JSON (what a data file holds) */
   snapshot(): EmulatorSnapshot;
-  /** back to the seed (or empty) */
+  /** the /v1 calls so far per endpoint: answers by status, entries applied */
+  calls(): CallCounts;
+  /** back to the seed (or empty), the count of calls cleared */
   reset(): void;
   /** replaces the fault table */
   setFaults(faults: Faults): void;
@@ -32,14 +35,20 @@ export interface Emulator {
 export function createEmulator(options: EmulatorOptions = {}): Emulator {
   const resolved = resolveOptions(options);
   const store = new Store(resolved.now, () => resolved.onChange());
-  const reset = () => (options.seed ? loadSnapshot(store, options.seed) : store.clear());
+  const calls = createCallLog();
+  const reset = () => {
+    calls.clear();
+    if (options.seed) loadSnapshot(store, options.seed);
+    else store.clear();
+  };
   if (options.seed) loadSnapshot(store, options.seed);
-  const app = createApp({ store, options: resolved }, { reset });
+  const app = createApp({ store, options: resolved }, { reset, calls });
   return {
     fetch: async (request, env) => app.fetch(request, env),
     state: store,
     options: resolved,
     snapshot: () => toSnapshot(store),
+    calls: () => calls.counts(),
     reset,
     setFaults(faults) {
       resolved.faults = resolveOptions({ faults }).faults;

@@ -10,6 +10,7 @@
  * @module
  */
 export { createEmulator, type Emulator } from './emulator.js';
+export type { CallCounts, EndpointCalls } from './calls.js';
 export { startEmulator, type RunningEmulator, type StartOptions } from './node.js';
 export type { EmulatorOptions, FaultSpec, Faults, GeoPoint } from './options.js';
 export type { EmulatorSnapshot, PersonSnapshot, AccountSnapshot, AudienceSnapshot } from './snapshot.js';

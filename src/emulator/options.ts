@@ -44,6 +44,8 @@ export interface EmulatorOptions {
   plan?: Plan;
   /** requests per second; `true` uses the plan's rate (10 professional, 30 business); off when absent */
   rateLimit?: number | boolean;
+  /** ms every /v1 call the rate limit lets through takes before it is applied and answered, as a distant platform would @default 0 */
+  latencyMs?: number;
   /** endpoints that fail on purpose */
   faults?: Faults;
   /** starting state (the `--data` file's content) */
@@ -66,6 +68,8 @@ export interface ResolvedOptions {
   plan: Plan;
   /** requests per second, 0 = off */
   rateLimit: number;
+  /** ms per call, 0 = none */
+  latencyMs: number;
   faults: Faults;
   instanceId: string;
   now: () => number;
@@ -96,6 +100,9 @@ export function resolveOptions(options: EmulatorOptions = {}): ResolvedOptions {
   const rateLimit = options.rateLimit === true ? RATE_LIMITS[plan] : options.rateLimit === false || options.rateLimit === undefined ? 0 : options.rateLimit;
   if (!Number.isFinite(rateLimit) || rateLimit < 0)
     throw new RangeError('createEmulator(options): rateLimit must be a number of requests per second ≥ 0, or true');
+  const latencyMs = options.latencyMs ?? 0;
+  if (typeof latencyMs !== 'number' || !Number.isFinite(latencyMs) || latencyMs < 0)
+    throw new RangeError(`createEmulator(options): latencyMs must be a number of milliseconds ≥ 0; got ${JSON.stringify(latencyMs)}`);
   const faults = options.faults ?? {};
   checkFaults(faults);
   return {
@@ -103,6 +110,7 @@ export function resolveOptions(options: EmulatorOptions = {}): ResolvedOptions {
     region,
     plan,
     rateLimit,
+    latencyMs,
     faults,
     instanceId: options.instanceId ?? 'emulator',
     now: options.now ?? Date.now,

@@ -56,10 +56,25 @@ describe('cdp-edge emulator', () => {
     expect(saved.people.map((p: { id: string }) => p.id)).toEqual([merged.people![0]!.person_id]);
   }, 30_000);
 
-  it('exits 0 on SIGTERM too, and applies --faults and --rate-limit', async () => {
-    const { child, url, exit } = await start(['--port', '0', '--key', 'k2', '--faults', '{"tags/get":{"status":503}}', '--rate-limit', '100']);
+  it('exits 0 on SIGTERM too, and applies --faults, --rate-limit and --latency-ms', async () => {
+    const { child, url, exit } = await start([
+      '--port',
+      '0',
+      '--key',
+      'k2',
+      '--faults',
+      '{"tags/get":{"status":503}}',
+      '--rate-limit',
+      '100',
+      '--latency-ms',
+      '200',
+    ]);
+    const started = Date.now();
     const res = await fetch(`${url}/v1/tags/get`, { method: 'POST', headers: { 'X-Api-Key': 'k2' } });
     expect(res.status).toBe(503);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(195);
+    const calls = await fetch(`${url}/_emulator/calls`, { headers: { 'X-Api-Key': 'k2' } });
+    expect(await calls.json()).toEqual({ endpoints: { 'tags/get': { calls: 1, statuses: { 503: 1 }, entries: 0 } } });
     child.kill('SIGTERM');
     expect(await exit).toBe(0);
   }, 30_000);
@@ -71,6 +86,9 @@ describe('cdp-edge emulator', () => {
     const bad = await run(['--port', 'eighty']);
     expect(bad.code).toBe(2);
     expect(bad.out).toContain('--port');
+    const latency = await run(['--latency-ms', 'slow']);
+    expect(latency.code).toBe(2);
+    expect(latency.out).toContain('--latency-ms');
     const faults = await run(['--faults', '{nope']);
     expect(faults.code).toBe(2);
     expect(faults.out).toContain('--faults');

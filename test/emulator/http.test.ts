@@ -178,11 +178,62 @@ describe('rate limit and faults (the runtime-neutral core, through the client)',
     expect(await h.client.tags.get()).toEqual([]);
   });
 
+  it('latencyMs: a call is applied and answered after that long; a call over the budget is refused at once', async () => {
+    const emulator = createEmulator({ key: KEY, latencyMs: 150, rateLimit: 1 });
+    const merge = () =>
+      emulator.fetch(
+        new Request('http://e/v1/person/merge', {
+          method: 'POST',
+          headers: { 'X-Api-Key': KEY, 'Content-Type': 'application/json' },
+          body: JSON.stringify({ people: [{ fields: { 'str::email': 'slow@example.com' } }] }),
+        }),
+      );
+    const started = Date.now();
+    const pending = merge();
+    // not applied while the platform is still "working" on it
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(emulator.state.people.size).toBe(0);
+    expect((await pending).status).toBe(200);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(145);
+    expect(Date.parse([...emulator.state.people.values()][0]!.created_at) - started).toBeGreaterThanOrEqual(145);
+    const refusedAt = Date.now();
+    expect((await merge()).status).toBe(429);
+    expect(Date.now() - refusedAt).toBeLessThan(100);
+  });
+
+  it('counts every /v1 call with its answer, and the entries of the applied ones; reset clears the count', async () => {
+    let clock = 20_000;
+    const emulator = createEmulator({ key: KEY, rateLimit: 3, now: () => clock });
+    const post = (path: string, body: unknown, key = KEY) =>
+      emulator.fetch(
+        new Request(`http://e/v1/${path}`, { method: 'POST', headers: { 'X-Api-Key': key, 'Content-Type': 'application/json' }, body: JSON.stringify(body) }),
+      );
+    const people = (n: number) => ({ people: Array.from({ length: n }, (_, i) => ({ fields: { 'str::email': `c${i}@example.com` } })) });
+    expect((await post('person/merge', people(3))).status).toBe(200);
+    expect((await post('person/merge', people(2))).status).toBe(200);
+    expect((await post('tags/get', {}, 'wrong')).status).toBe(401);
+    expect((await post('person/merge', people(4))).status).toBe(429);
+    clock += 1000;
+    expect((await post('person/merge', { people: [{ fields: {} }] })).status).toBe(400);
+    const counted = {
+      'person/merge': { calls: 4, statuses: { 200: 2, 429: 1, 400: 1 }, entries: 5 },
+      'tags/get': { calls: 1, statuses: { 401: 1 }, entries: 0 },
+    };
+    expect(emulator.calls()).toEqual(counted);
+    const http = await emulator.fetch(new Request('http://e/_emulator/calls', { headers: { 'X-Api-Key': KEY } }));
+    expect(await http.json()).toEqual({ endpoints: counted });
+    // the hook itself and unknown paths are not platform calls
+    expect(emulator.calls()).toEqual(counted);
+    emulator.reset();
+    expect(emulator.calls()).toEqual({});
+  });
+
   it('refuses bad options with errors naming the option', () => {
     expect(() => createEmulator({ key: '' })).toThrow(/key/);
     expect(() => createEmulator({ region: 'mars' as 'eu' })).toThrow(/region/);
     expect(() => createEmulator({ plan: 'free' as 'business' })).toThrow(/plan/);
     expect(() => createEmulator({ rateLimit: -1 })).toThrow(/rateLimit/);
+    expect(() => createEmulator({ latencyMs: -5 })).toThrow(/latencyMs/);
     expect(() => createEmulator({ faults: { x: { status: 200 } } })).toThrow(/status/);
   });
 });
