@@ -77,13 +77,16 @@ const COUNTER_KEEP_MS = 70 * 24 * 3600_000;
 /** Lua numbers are doubles: "no limit" travels as the largest safe integer. */
 const finite = (limit: number) => (Number.isFinite(limit) ? limit : Number.MAX_SAFE_INTEGER);
 
-/** Connects to `url` (`redis://` or `rediss://`); resolves once connected, or rejects naming the address. */
-export async function createRedisState(url: string, options: RedisStateOptions = {}): Promise<RedisState> {
+/**
+ * Connects to `url` (`redis://` or `rediss://`) as every store here does: no offline queue (calls
+ * fail at once while Redis is away), a command timeout, reconnection for ever. Resolves once
+ * connected, or rejects naming the address.
+ */
+export async function connectRedis(url: string, options: RedisStateOptions, scripts: Record<string, { lua: string; numberOfKeys?: number }>): Promise<Redis> {
   const { Redis: RedisClient } = await loadOptional<{ Redis: new (url: string, options: RedisOptions) => Redis }>(
     'ioredis',
     'the Redis state store (RELAY_REDIS_URL)',
   );
-  const prefix = options.prefix ?? 'cdp-edge:';
   const redis = new RedisClient(url, {
     lazyConnect: true,
     enableOfflineQueue: false,
@@ -95,16 +98,25 @@ export async function createRedisState(url: string, options: RedisStateOptions =
   });
   // Connection errors surface through failed calls (503 + Retry-After); an unhandled 'error' event would crash the process.
   redis.on('error', () => {});
-  redis.defineCommand('cdpClaim', { lua: CLAIM });
-  redis.defineCommand('cdpSettle', { lua: SETTLE });
-  redis.defineCommand('cdpAdd', { lua: ADD, numberOfKeys: 1 });
-  redis.defineCommand('cdpLimit', { lua: LIMIT, numberOfKeys: 1 });
+  for (const [name, definition] of Object.entries(scripts)) redis.defineCommand(name, definition);
   try {
     await redis.connect();
   } catch (cause) {
     redis.disconnect();
     throw new Error(`RELAY_REDIS_URL: could not connect to ${new URL(url).host} (${(cause as Error).message})`, { cause });
   }
+  return redis;
+}
+
+/** Connects to `url` (`redis://` or `rediss://`); resolves once connected, or rejects naming the address. */
+export async function createRedisState(url: string, options: RedisStateOptions = {}): Promise<RedisState> {
+  const prefix = options.prefix ?? 'cdp-edge:';
+  const redis = await connectRedis(url, options, {
+    cdpClaim: { lua: CLAIM },
+    cdpSettle: { lua: SETTLE },
+    cdpAdd: { lua: ADD, numberOfKeys: 1 },
+    cdpLimit: { lua: LIMIT, numberOfKeys: 1 },
+  });
   const scripts = redis as unknown as Scripts;
   const itemKey = (site: string, id: string) => `${prefix}i:${site}:${id}`;
 

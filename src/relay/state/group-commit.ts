@@ -1,0 +1,60 @@
+/**
+ * Group commit for the SQLite stores (state and outbox): the calls of one turn of the event loop
+ * share one write transaction.
+ * @module
+ */
+import type Database from 'libsql';
+
+interface Call {
+  run: () => unknown;
+  resolve: (value: never) => void;
+  reject: (error: unknown) => void;
+}
+
+/**
+ * Group commit: the calls made while the event loop is busy with other callbacks (the requests
+ * that arrived together) run in ONE `BEGIN IMMEDIATE` … `COMMIT`, in the order they were made,
+ * each Promise answered with its own result. One transaction costs what one call's did, so a
+ * busy relay pays for a transaction per turn of the event loop, not per request. IMMEDIATE takes
+ * the write lock at the start, so two processes sharing the file never lease the same id.
+ *
+ * When the group's transaction fails, nothing of it was written; each call then runs again in a
+ * transaction of its own, so one call that cannot be written fails alone and later calls are
+ * not held back by it.
+ *
+ * @param before runs first in every transaction (the slice of expiry)
+ */
+export function groupCommit(db: Database.Database, before: () => void = () => {}) {
+  let waiting: Call[] = [];
+  const runAll = db.transaction((calls: Call[]) => {
+    before();
+    return calls.map((call) => call.run());
+  }).immediate;
+  const runOne = db.transaction((call: Call) => call.run()).immediate;
+
+  const commit = () => {
+    const calls = waiting;
+    waiting = [];
+    let results: unknown[];
+    try {
+      results = runAll(calls);
+    } catch {
+      for (const call of calls) {
+        try {
+          call.resolve(runOne(call) as never);
+        } catch (error) {
+          call.reject(error);
+        }
+      }
+      return;
+    }
+    for (const [index, call] of calls.entries()) call.resolve(results[index] as never);
+  };
+
+  return <T>(run: () => T): Promise<T> =>
+    new Promise<T>((resolve, reject) => {
+      // After the callbacks of this turn (setImmediate): every request that arrived with this one joins.
+      if (waiting.length === 0) setImmediate(commit);
+      waiting.push({ run, resolve: resolve as (value: never) => void, reject });
+    });
+}

@@ -1,0 +1,217 @@
+/**
+ * The outbox and pacer in an SQLite file (libsql): accepted items, the ids remembered for the
+ * dedupe window (16 bytes each, see deliver/ids.ts), dead letters, the deliverer's lock and the
+ * pacer's one row. Each method is one `BEGIN IMMEDIATE` transaction, and the calls of one turn of
+ * the event loop share it (group commit), so several processes on one machine may share the file.
+ * WAL with `synchronous=NORMAL`, as the state store: an item is in the WAL before `accept`
+ * resolves, so a killed process loses nothing it answered `accepted`.
+ *
+ * Remembered ids expire inside the database: every `accept` deletes a slice of expired ones, more
+ * than it adds, so the file follows the window (SQLite reuses the freed pages).
+ * @module
+ */
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import type Database from 'libsql';
+import { compactId } from '../deliver/ids.js';
+import { pace, paceInterval } from '../deliver/memory.js';
+import type { Accepted, DeadLetter, Leased, OutboxItem, OutboxStore, Settlement } from '../deliver/outbox.js';
+import { groupCommit } from './group-commit.js';
+import { loadOptional } from './optional.js';
+
+/** Expired ids deleted per accept: more than an accept adds, so the table shrinks back after a peak. */
+const EXPIRY_SLICE = 1000;
+const LOCK = 'deliverer';
+const PACER = 'platform';
+
+export interface SqliteOutboxOptions {
+  /** how long a writer waits for another process's transaction @default 5000 ms */
+  busyTimeoutMs?: number;
+}
+
+const SCHEMA = `
+  CREATE TABLE IF NOT EXISTS outbox_sites (n INTEGER PRIMARY KEY, site TEXT NOT NULL UNIQUE);
+  CREATE TABLE IF NOT EXISTS outbox_seen (site INTEGER NOT NULL, id BLOB NOT NULL, until INTEGER NOT NULL, PRIMARY KEY (site, id)) WITHOUT ROWID;
+  CREATE INDEX IF NOT EXISTS outbox_seen_until ON outbox_seen (until);
+  CREATE TABLE IF NOT EXISTS outbox (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    item TEXT NOT NULL,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    owner TEXT,
+    available INTEGER NOT NULL DEFAULT 0
+  );
+  CREATE TABLE IF NOT EXISTS outbox_dead (
+    seq INTEGER PRIMARY KEY,
+    site TEXT NOT NULL,
+    item TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    status INTEGER,
+    failed INTEGER NOT NULL
+  );
+  CREATE INDEX IF NOT EXISTS outbox_dead_site ON outbox_dead (site, seq);
+  CREATE TABLE IF NOT EXISTS outbox_lock (name TEXT PRIMARY KEY, owner TEXT NOT NULL, until INTEGER NOT NULL);
+  CREATE TABLE IF NOT EXISTS outbox_pacer (name TEXT PRIMARY KEY, tat REAL NOT NULL, hold INTEGER NOT NULL);
+`;
+
+type Row = unknown[];
+
+/** Opens (or creates) the outbox tables in the file at `path` (the relay's state file). */
+export async function createSqliteOutbox(path: string, options: SqliteOutboxOptions = {}): Promise<OutboxStore> {
+  const { default: Sqlite } = await loadOptional<{ default: typeof Database }>('libsql', 'the SQLite outbox (RELAY_STATE_FILE)');
+  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+  const db = new Sqlite(path);
+  db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5000}`);
+  db.pragma('journal_mode = WAL');
+  db.pragma('synchronous = NORMAL');
+  db.exec(SCHEMA);
+
+  const sql = {
+    site: db.prepare('SELECT n FROM outbox_sites WHERE site = ?').raw(),
+    addSite: db.prepare('INSERT INTO outbox_sites (site) VALUES (?) ON CONFLICT (site) DO NOTHING'),
+    expire: db.prepare('DELETE FROM outbox_seen WHERE (site, id) IN (SELECT site, id FROM outbox_seen WHERE until <= ? LIMIT ?)'),
+    // Inserted, or taken over from an expired row: a RETURNING row says the id is new.
+    remember: db
+      .prepare(
+        'INSERT INTO outbox_seen (site, id, until) VALUES (?1, ?2, ?3) ON CONFLICT (site, id) DO UPDATE SET until = excluded.until WHERE until <= ?4 RETURNING 1',
+      )
+      .raw(),
+    add: db.prepare('INSERT INTO outbox (item) VALUES (?)'),
+    lease: db
+      .prepare(
+        'UPDATE outbox SET attempts = attempts + 1, owner = ?1, available = ?2 WHERE seq IN (SELECT seq FROM outbox WHERE available <= ?3 ORDER BY seq LIMIT ?4) RETURNING seq, item, attempts - 1',
+      )
+      .raw(),
+    deliver: db.prepare('DELETE FROM outbox WHERE seq = ? AND owner = ?'),
+    release: db.prepare('UPDATE outbox SET attempts = 0, owner = NULL, available = ?3 WHERE seq = ?1 AND owner = ?2'),
+    takeDead: db.prepare('DELETE FROM outbox WHERE seq = ? AND owner = ? RETURNING item').raw(),
+    addDead: db.prepare('INSERT INTO outbox_dead (seq, site, item, reason, status, failed) VALUES (?, ?, ?, ?, ?, ?)'),
+    dead: db.prepare('SELECT seq, item, reason, status, failed FROM outbox_dead WHERE ?1 IS NULL OR site = ?1 ORDER BY seq LIMIT ?2').raw(),
+    retryDead: db.prepare('DELETE FROM outbox_dead WHERE seq = ? RETURNING item').raw(),
+    retryAllDead: db.prepare('DELETE FROM outbox_dead RETURNING seq, item').raw(),
+    restore: db.prepare('INSERT INTO outbox (seq, item, available) VALUES (?, ?, ?)'),
+    dropDead: db.prepare('DELETE FROM outbox_dead WHERE seq = ?'),
+    dropAllDead: db.prepare('DELETE FROM outbox_dead'),
+    lead: db
+      .prepare(
+        `INSERT INTO outbox_lock (name, owner, until) VALUES ('${LOCK}', ?1, ?2) ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, until = excluded.until WHERE owner = excluded.owner OR until <= ?3 RETURNING 1`,
+      )
+      .raw(),
+    pacer: db.prepare(`SELECT tat, hold FROM outbox_pacer WHERE name = '${PACER}'`).raw(),
+    setPacer: db.prepare(
+      `INSERT INTO outbox_pacer (name, tat, hold) VALUES ('${PACER}', ?1, ?2) ON CONFLICT (name) DO UPDATE SET tat = excluded.tat, hold = excluded.hold`,
+    ),
+    stats: db.prepare('SELECT (SELECT count(*) FROM outbox), (SELECT count(*) FROM outbox_dead), (SELECT count(*) FROM outbox_seen)').raw(),
+  };
+
+  // Sites are never deleted, so their numbers may be kept in memory once read.
+  const siteNumbers = new Map<string, number>();
+  const siteNumber = (site: string): number => {
+    let n = siteNumbers.get(site);
+    if (n === undefined) {
+      sql.addSite.run(site);
+      n = Number((sql.site.get(site) as Row)[0]);
+      siteNumbers.set(site, n);
+    }
+    return n;
+  };
+
+  const acceptIn = (items: readonly OutboxItem[], now: number, windowMs: number): Accepted => {
+    sql.expire.run(now, EXPIRY_SLICE);
+    const result: Accepted = { accepted: [], duplicate: [] };
+    for (const item of items) {
+      if (sql.remember.get(siteNumber(item.site), compactId(item.id), now + windowMs, now) === undefined) {
+        result.duplicate.push(item.id);
+        continue;
+      }
+      sql.add.run(JSON.stringify(item));
+      result.accepted.push(item.id);
+    }
+    return result;
+  };
+
+  const leaseIn = (owner: string, max: number, now: number, leaseMs: number): Leased[] =>
+    (sql.lease.all(owner, now + leaseMs, now, max) as Row[])
+      .map(([seq, item, attempts]) => ({ ...(JSON.parse(item as string) as OutboxItem), seq: Number(seq), attempts: Number(attempts) }))
+      .sort((a, b) => a.seq - b.seq);
+
+  const settleIn = (owner: string, { delivered, released, dead }: Settlement, now: number) => {
+    let skipped = 0;
+    for (const seq of delivered) if (sql.deliver.run(seq, owner).changes === 0) skipped++;
+    for (const { seq, notBefore } of released) if (sql.release.run(seq, owner, notBefore).changes === 0) skipped++;
+    for (const { seq, reason, status } of dead) {
+      const row = sql.takeDead.get(seq, owner) as Row | undefined;
+      if (row === undefined) {
+        skipped++;
+        continue;
+      }
+      const item = row[0] as string;
+      sql.addDead.run(seq, (JSON.parse(item) as OutboxItem).site, item, reason, status ?? null, now);
+    }
+    return { skipped };
+  };
+
+  const retryIn = (seqs: readonly number[] | undefined, now: number): number => {
+    const rows =
+      seqs === undefined
+        ? (sql.retryAllDead.all() as Row[])
+        : [...new Set(seqs)].flatMap((seq) => (sql.retryDead.all(seq) as Row[]).map((row) => [seq, row[0]]));
+    for (const [seq, item] of rows) sql.restore.run(seq, item, now);
+    return rows.length;
+  };
+
+  const dropIn = (seqs: readonly number[] | undefined): number => {
+    if (seqs === undefined) return sql.dropAllDead.run().changes;
+    let count = 0;
+    for (const seq of new Set(seqs)) count += sql.dropDead.run(seq).changes;
+    return count;
+  };
+
+  const group = groupCommit(db);
+
+  return {
+    outbox: {
+      accept: (items, now, windowMs) => group(() => acceptIn(items, now, windowMs)),
+      lease: (owner, max, now, leaseMs) => group(() => leaseIn(owner, max, now, leaseMs)),
+      settle: (owner, settlement, now) => group(() => settleIn(owner, settlement, now)),
+      lead: (owner, now, ttlMs) => group(() => sql.lead.get(owner, now + ttlMs, now) !== undefined),
+      async deadLetters(options = {}) {
+        return (sql.dead.all(options.site ?? null, options.limit ?? -1) as Row[]).map(
+          ([seq, item, reason, status, failed]): DeadLetter => ({
+            ...(JSON.parse(item as string) as OutboxItem),
+            seq: Number(seq),
+            reason: reason as string,
+            ...(status === null ? {} : { status: Number(status) }),
+            failed: Number(failed),
+          }),
+        );
+      },
+      retryDead: (seqs, now) => group(() => retryIn(seqs, now)),
+      dropDead: (seqs) => group(() => dropIn(seqs)),
+      async stats() {
+        const [pending, dead, remembered] = (sql.stats.get() as Row).map(Number) as [number, number, number];
+        return { pending, dead, remembered };
+      },
+    },
+    pacer(rate) {
+      const interval = paceInterval(rate);
+      return {
+        take: (now, priority) =>
+          group(() => {
+            const [tat, hold] = (sql.pacer.get() as Row | undefined) ?? [0, 0];
+            const state = { tat: Number(tat), hold: Number(hold) };
+            const wait = pace(state, now, priority, interval);
+            if (wait === 0) sql.setPacer.run(state.tat, state.hold);
+            return wait;
+          }),
+        hold: (until) =>
+          group(() => {
+            const [tat, hold] = (sql.pacer.get() as Row | undefined) ?? [0, 0];
+            if (until > Number(hold)) sql.setPacer.run(Number(tat), until);
+          }),
+      };
+    },
+    async close() {
+      if (db.open) db.close();
+    },
+  };
+}
