@@ -1,0 +1,129 @@
+// The outbox on real durable stores, beyond the shared suite: several processes racing on one
+// SQLite file or one redis-server, and writes that fail.
+import { spawn } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import Sqlite from 'libsql';
+import { describe, expect, it } from 'vitest';
+import { createRedisOutbox } from '../../src/relay/state/redis-outbox.js';
+import { createSqliteOutbox } from '../../src/relay/state/sqlite-outbox.js';
+import { redisAvailable, startRedis } from '../support/redis.js';
+import { item } from './suite/outbox-suite.js';
+
+const root = join(import.meta.dirname, '..', '..');
+const tsx = pathToFileURL(join(root, 'node_modules', 'tsx', 'dist', 'loader.mjs')).href;
+const tempFile = () => join(mkdtempSync(join(tmpdir(), 'cdp-outbox-')), 'state.db');
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const hasRedis = redisAvailable('the outbox on Redis (test/relay/outbox-stores.test.ts)');
+
+interface Raced {
+  accepted: string[];
+  delivered: string[];
+  granted: number[];
+}
+
+/** Runs `processes` workers (test/support/outbox-worker.ts) on the same store at once. */
+function race(kind: 'sqlite' | 'redis', where: string, processes: number, count: number): Promise<Raced[]> {
+  const worker = join(root, 'test', 'support', 'outbox-worker.ts');
+  const prefix = `race${Math.random().toString(36).slice(2)}:`;
+  // Every worker starts pacing at the same moment, once all have loaded and drained.
+  const start = String(Date.now() + 6000);
+  return Promise.all(
+    Array.from(
+      { length: processes },
+      () =>
+        new Promise<Raced>((resolve, reject) => {
+          const child = spawn(process.execPath, ['--import', tsx, worker, kind, where, String(count), prefix, start], { stdio: ['ignore', 'pipe', 'pipe'] });
+          let out = '';
+          let err = '';
+          child.stdout.on('data', (chunk) => (out += chunk));
+          child.stderr.on('data', (chunk) => (err += chunk));
+          child.once('exit', (code) => (code === 0 ? resolve(JSON.parse(out) as Raced) : reject(new Error(`outbox worker exited ${code}: ${err}`))));
+        }),
+    ),
+  );
+}
+
+function expectOnce(results: Raced[], count: number) {
+  const accepted = results.flatMap((result) => result.accepted);
+  const delivered = results.flatMap((result) => result.delivered);
+  expect(accepted).toHaveLength(count);
+  expect(new Set(accepted).size).toBe(count);
+  expect(delivered).toHaveLength(count);
+  expect(new Set(delivered).size).toBe(count);
+  // 20 calls a second shared by all: in one second, at most 21 (both ends), spaced 50 ms.
+  const granted = results.flatMap((result) => result.granted).sort((a, b) => a - b);
+  expect(granted.length).toBeGreaterThanOrEqual(18);
+  expect(granted.length).toBeLessThanOrEqual(21);
+  for (let i = 1; i < granted.length; i++) expect(granted[i]! - granted[i - 1]!).toBeGreaterThanOrEqual(49);
+  expect(results.filter((result) => result.granted.length > 0).length).toBeGreaterThan(1);
+}
+
+describe('processes sharing one store', () => {
+  it('three processes on one SQLite file: each id accepted once, delivered once, and one pace for all', async () => {
+    expectOnce(await race('sqlite', tempFile(), 3, 300), 300);
+  }, 60_000);
+
+  it.runIf(hasRedis)(
+    'three processes on one redis-server: each id accepted once, delivered once, and one pace for all',
+    async () => {
+      const redis = await startRedis();
+      try {
+        expectOnce(await race('redis', redis.url, 3, 300), 300);
+      } finally {
+        await redis.close();
+      }
+    },
+    60_000,
+  );
+});
+
+describe('a write that fails', () => {
+  it('SQLite: rejects with its cause and writes nothing; the next call works', async () => {
+    const path = tempFile();
+    const store = await createSqliteOutbox(path, { busyTimeoutMs: 50 });
+    const now = Date.now();
+    await store.outbox.accept([item('s', 'first')], now, 60_000);
+    // Another process holds the write lock past the busy timeout.
+    const other = new Sqlite(path);
+    other.exec('BEGIN IMMEDIATE');
+    await expect(store.outbox.accept([item('s', 'a'), item('s', 'b')], now, 60_000)).rejects.toMatchObject({ code: expect.stringMatching(/BUSY/) });
+    other.exec('COMMIT');
+    other.close();
+    expect(await store.outbox.accept([item('s', 'a'), item('s', 'b'), item('s', 'first')], now, 60_000)).toEqual({
+      accepted: ['a', 'b'],
+      duplicate: ['first'],
+    });
+    expect(await store.outbox.stats()).toMatchObject({ pending: 3, remembered: 3 });
+    await store.close();
+  });
+
+  it.runIf(hasRedis)(
+    'Redis: rejects at once while the server is away; the next call once it is back works',
+    async () => {
+      const own = await startRedis();
+      const store = await createRedisOutbox(own.url, { commandTimeoutMs: 500 });
+      try {
+        expect((await store.outbox.accept([item('s', 'before')], Date.now(), 60_000)).accepted).toEqual(['before']);
+        await own.stop({ kill: true });
+        const started = Date.now();
+        await expect(store.outbox.accept([item('s', 'during')], Date.now(), 60_000)).rejects.toThrow();
+        await expect(store.pacer(10).take(Date.now(), 'deliver')).rejects.toThrow();
+        expect(Date.now() - started).toBeLessThan(3000);
+        await own.restart();
+        let answer: unknown;
+        for (let i = 0; i < 100 && answer === undefined; i++) {
+          answer = await store.outbox.accept([item('s', 'after')], Date.now(), 60_000).catch(() => undefined);
+          if (answer === undefined) await sleep(50);
+        }
+        expect(answer).toEqual({ accepted: ['after'], duplicate: [] });
+      } finally {
+        await store.close();
+        await own.close();
+      }
+    },
+    30_000,
+  );
+});

@@ -1,0 +1,46 @@
+// One process of the cross-process outbox race: through its own connection to the shared SQLite
+// file or Redis it accepts the same ids as its siblings, drains the outbox with leases of its own
+// and, from a common start time, takes platform calls from the shared pacer for one second.
+// Prints {accepted, delivered, granted}.
+import { createRedisOutbox } from '../../src/relay/state/redis-outbox.js';
+import { createSqliteOutbox } from '../../src/relay/state/sqlite-outbox.js';
+
+const [kind, where, count, prefix, start] = process.argv.slice(2) as [string, string, string, string, string];
+const store = kind === 'redis' ? await createRedisOutbox(where, { prefix }) : await createSqliteOutbox(where);
+const { outbox } = store;
+const owner = `worker-${process.pid}`;
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+const ids = Array.from({ length: Number(count) }, (_, i) => `id-${i}`);
+const accepted: string[] = [];
+// Ten ids per call, as a browser batch: every id is offered by every process.
+for (let i = 0; i < ids.length; i += 10) {
+  const batch = ids
+    .slice(i, i + 10)
+    .map((id) => ({ site: 'race', id, kind: 'activity' as const, entry: { id }, browser: 'b', visitor: 'v', accepted: Date.now() }));
+  accepted.push(...(await outbox.accept(batch, Date.now(), 3600_000)).accepted);
+}
+const delivered: string[] = [];
+for (let idle = 0; idle < 20; ) {
+  const leased = await outbox.lease(owner, 7, Date.now(), 60_000);
+  if (leased.length === 0) {
+    idle++;
+    await sleep(5);
+    continue;
+  }
+  idle = 0;
+  delivered.push(...leased.map((entry) => entry.id));
+  await outbox.settle(owner, { delivered: leased.map((entry) => entry.seq), released: [], dead: [] }, Date.now());
+}
+
+const pacer = store.pacer(20);
+const granted: number[] = [];
+await sleep(Math.max(0, Number(start) - Date.now()));
+while (Date.now() < Number(start) + 1000) {
+  const now = Date.now();
+  const wait = await pacer.take(now, 'deliver');
+  if (wait === 0) granted.push(now);
+  else await sleep(wait);
+}
+process.stdout.write(JSON.stringify({ accepted, delivered, granted }));
+await store.close();
