@@ -2,6 +2,7 @@
 // world, mirrored against what the repository really has). Blocks for the browser (html, js)
 // run in Chromium in test/e2e/demo-readme.test.ts.
 import { spawn } from 'node:child_process';
+import { createHmac } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,7 +13,7 @@ import { createClient } from '../src/client/index.js';
 import { startEmulator, type RunningEmulator } from '../src/emulator/node.js';
 import { startRelay, type RunningRelay } from '../src/relay/node.js';
 import { createToken, parseTokens } from '../src/relay/tokens.js';
-import { userHash } from '../src/relay/ingest/identity.js';
+import { createIdentity } from '../src/relay/ingest/identity.js';
 import { readmeBlocks, type Block } from './readme-blocks.js';
 
 const root = join(import.meta.dirname, '..');
@@ -259,9 +260,10 @@ describe('README.md', () => {
   }, 120_000);
 
   it('the user_hash example computes what the relay checks', async () => {
-    const block = blocks.find((b) => b.lang === 'ts' && b.code.includes('createHmac'))!;
+    const block = blocks.find((b) => b.lang === 'ts' && b.code.includes('identityHash'))!;
     const out = await runTs(block, 'console.log(userHash);', { RELAY_IDENTITY_SECRET: SECRET });
-    expect(out.trim()).toBe(await userHash(SECRET, 'ann@example.com'));
+    expect(out.trim()).toBe(createHmac('sha256', SECRET).update('str::email\nann@example.com').digest('hex'));
+    expect(await createIdentity(SECRET, 60).proves('str::email', 'ann@example.com', out.trim())).toBe(true);
   });
 
   it('the Worker entry exports the fetch handler and the Durable Object class', async () => {
@@ -363,7 +365,7 @@ describe('README.md', () => {
   });
 
   it('every ts block is one of the above', () => {
-    const known = ['createHmac', 'cdp-edge/relay/cloudflare', 'RELAY_TOKEN', "from 'cdp-edge/emulator'"];
+    const known = ['identityHash', 'cdp-edge/relay/cloudflare', 'RELAY_TOKEN', "from 'cdp-edge/emulator'"];
     for (const block of blocks.filter((b) => b.lang === 'ts'))
       expect(
         known.some((k) => block.code.includes(k)),

@@ -8,7 +8,7 @@
  * @module
  */
 import { createHash } from 'node:crypto';
-import { userHash } from '../relay/ingest/identity.js';
+import { identityHash } from '../relay/ingest/identity.js';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { getRequestListener } from '@hono/node-server';
@@ -97,7 +97,7 @@ export function createDemoApp(options: DemoServerOptions): Hono {
     const email = typeof body?.email === 'string' ? body.email.trim().toLowerCase() : '';
     if (email.length > 254 || !EMAIL.test(email))
       return c.json({ error: { code: 'invalid_email', message: 'Send {"email": "you@example.com"} with a valid email address.' } }, 400);
-    return c.json({ email, user_hash: await userHash(options.config().identitySecret, email) });
+    return c.json({ email, user_hash: await identityHash(options.config().identitySecret, 'str::email', email) });
   });
   // The SPA: its files, and its index.html for every client-side route.
   const spaFiles = serveStatic({ root: join(dir, 'spa'), rewriteRequestPath: (path) => path.slice('/spa'.length), onFound });

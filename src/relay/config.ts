@@ -53,6 +53,12 @@ export interface RelayConfig {
   tokens: TokenConfig[];
   /** `RELAY_IDENTITY_SECRET` */
   identitySecret: string | undefined;
+  /**
+   * `RELAY_IDENTITY_LEGACY_HASH=on`: also accept the value-only `user_hash` of earlier versions
+   * (HMAC of the email, else the external ID, without its field). Weaker: such a hash made for
+   * one field proves the same string in the other. For migrations only. @default false
+   */
+  identityLegacyHash: boolean;
   /** `RELAY_ADDRESS_LOOKUP=on` */
   addressLookup: boolean;
   /** `RELAY_ADDRESS_LOOKUP_MONTHLY_LIMIT`: lookups per site per calendar month (UTC) @default Infinity (no cap) */
@@ -257,6 +263,9 @@ export function parseConfig(env: Env): RelayConfig {
     }
   }
   if (identitySecret !== undefined && identitySecret.length < 16) throw new RelayConfigError('RELAY_IDENTITY_SECRET', 'must be at least 16 characters');
+  const legacyHash = str(env, 'RELAY_IDENTITY_LEGACY_HASH')?.toLowerCase() ?? 'off';
+  if (legacyHash !== 'on' && legacyHash !== 'off')
+    throw new RelayConfigError('RELAY_IDENTITY_LEGACY_HASH', `must be "on" or "off", got ${JSON.stringify(legacyHash)}`);
   const lookup = str(env, 'RELAY_ADDRESS_LOOKUP') ?? 'off';
   if (lookup !== 'on' && lookup !== 'off') throw new RelayConfigError('RELAY_ADDRESS_LOOKUP', `must be "on" or "off", got ${JSON.stringify(lookup)}`);
   const limit = positive(env, 'RELAY_ADDRESS_LOOKUP_MONTHLY_LIMIT', Infinity);
@@ -281,6 +290,7 @@ export function parseConfig(env: Env): RelayConfig {
     sites,
     tokens,
     identitySecret,
+    identityLegacyHash: legacyHash === 'on',
     addressLookup: lookup === 'on',
     addressLookupMonthlyLimit: limit,
     trustProxy,

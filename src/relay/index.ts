@@ -12,7 +12,7 @@ export { createMemoryStore } from './memory.js';
 export { lookupCounter, type RelayStore, type Claim, type DedupeScope, type Settlement, type StoreStats } from './store.js';
 export { createMemoryLimiter, refill, type RateLimiter, type Rate, type LimitDecision } from './limits.js';
 export { consoleLogger, silentLogger, type Logger, type LogLine } from './logging.js';
-export { userHash, createIdentity, type Identity } from './ingest/identity.js';
+export { identityHash, userHash, createIdentity, type Identity, type IdentityOptions } from './ingest/identity.js';
 export { snippetVersion, SNIPPET_CACHE, VERSIONED_SNIPPET_CACHE } from './snippet.js';
 export { resolveClientIp } from './client-ip.js';
 export { systemClock, type Clock, type Backoff } from './deliver/send.js';

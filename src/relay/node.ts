@@ -28,6 +28,7 @@ import { reportToPrimary } from './ops/cluster.js';
 import { startOpsServer, type OpsServer } from './ops/server.js';
 import { createStatusRecorder } from './ops/status.js';
 
+export { identityHash } from './ingest/identity.js';
 export { createNodeState, DEFAULT_STATE_FILE, type NodeState, type NodeStateOptions } from './state/node.js';
 export { createSqliteStore } from './state/sqlite.js';
 export { createRedisState, type RedisState } from './state/redis.js';

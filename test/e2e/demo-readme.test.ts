@@ -11,7 +11,7 @@ import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient, type Client } from '../../src/client/index.js';
 import { seedDemo } from '../../src/demo/seed.js';
-import { userHash } from '../../src/relay/ingest/identity.js';
+import { identityHash } from '../../src/relay/ingest/identity.js';
 import { startEmulator, type RunningEmulator } from '../../src/emulator/node.js';
 import { startRelay, type RunningRelay } from '../../src/relay/node.js';
 import { readmeBlocks } from '../readme-blocks.js';
@@ -37,7 +37,7 @@ describe.runIf(available)("README's browser blocks in Chromium", () => {
     client = createClient({ apiKey: 'dev-key', baseUrl: emulator.url, retry: false });
     await seedDemo(client);
     const fill = (code: string) => code.replaceAll('https://t.example.com', relay.url).replaceAll("'cdp-edge/browser'", "'/browser.js'");
-    const head = `<meta name="user-hash" content="${await userHash(SECRET, EMAIL)}">`;
+    const head = `<meta name="user-hash" content="${await identityHash(SECRET, 'str::email', EMAIL)}">`;
     pages = createServer((req, res) => {
       const send = (type: string, body: string) => res.writeHead(200, { 'content-type': type }).end(body);
       if (req.url === '/')

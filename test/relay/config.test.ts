@@ -44,6 +44,8 @@ describe('parseConfig (the relay configuration)', () => {
     });
     expect(config.addressLookup).toBe(true);
     expect(config.addressLookupMonthlyLimit).toBe(1000);
+    expect(config.identityLegacyHash).toBe(false);
+    expect(parseConfig({ ...base, RELAY_IDENTITY_LEGACY_HASH: 'on' }).identityLegacyHash).toBe(true);
     expect(config.trustProxy).toEqual(['10.0.0.1', '192.168.0.0/16']);
     expect(config.scriptPaths).toEqual(['/cdp.js', '/assets/app.js']);
     expect(config.tokens.map((token) => token.name)).toEqual(['crm']);
@@ -62,6 +64,7 @@ describe('parseConfig (the relay configuration)', () => {
     [{ RELAY_SITES: '[{"key":"pk","origins":[]},{"key":"pk","origins":[]}]' }, 'RELAY_SITES'],
     [{ RELAY_SITES: '[{"key":"pk","origins":[],"verify":"required"}]' }, 'RELAY_IDENTITY_SECRET'],
     [{ RELAY_IDENTITY_SECRET: 'short' }, 'RELAY_IDENTITY_SECRET'],
+    [{ RELAY_IDENTITY_LEGACY_HASH: 'yes' }, 'RELAY_IDENTITY_LEGACY_HASH'],
     [{ RELAY_ADDRESS_LOOKUP: 'yes' }, 'RELAY_ADDRESS_LOOKUP'],
     [{ RELAY_ADDRESS_LOOKUP_MONTHLY_LIMIT: 'lots' }, 'RELAY_ADDRESS_LOOKUP_MONTHLY_LIMIT'],
     [{ RELAY_TRUST_PROXY: 'my-proxy' }, 'RELAY_TRUST_PROXY'],

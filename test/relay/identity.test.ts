@@ -1,18 +1,29 @@
 import { createHmac } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { createIdentity, timingSafeEqual, userHash } from '../../src/relay/ingest/identity.js';
+import { createIdentity, identityHash, timingSafeEqual, userHash } from '../../src/relay/ingest/identity.js';
 
 const SECRET = 'a-secret-of-enough-length';
 
 describe('identity verification', () => {
-  it('computes user_hash as the hex HMAC-SHA256 a site server computes with its own tools', async () => {
-    const expected = createHmac('sha256', SECRET).update('ann@example.com').digest('hex');
-    expect(await userHash(SECRET, 'ann@example.com')).toBe(expected);
+  it('computes user_hash as the hex HMAC-SHA256 of field, newline, value that a site server computes with its own tools', async () => {
+    const expected = createHmac('sha256', SECRET).update('str::email\nann@example.com').digest('hex');
+    expect(await identityHash(SECRET, 'str::email', 'ann@example.com')).toBe(expected);
     const identity = createIdentity(SECRET, 60);
-    expect(await identity.hashMatches('ann@example.com', expected)).toBe(true);
-    expect(await identity.hashMatches('ann@example.com', expected.toUpperCase())).toBe(true);
-    expect(await identity.hashMatches('bob@example.com', expected)).toBe(false);
-    expect(await identity.hashMatches('ann@example.com', expected.slice(0, 63))).toBe(false);
+    expect(await identity.proves('str::email', 'ann@example.com', expected)).toBe(true);
+    expect(await identity.proves('str::email', 'ann@example.com', expected.toUpperCase())).toBe(true);
+    expect(await identity.proves('str::email', 'bob@example.com', expected)).toBe(false);
+    expect(await identity.proves('str::email', 'ann@example.com', expected.slice(0, 63))).toBe(false);
+    // bound to its field: the same string as an external ID is another proof
+    expect(await identity.proves('str::ei', 'ann@example.com', expected)).toBe(false);
+    expect(() => identityHash(SECRET, 'str::email\nx', 'ann@example.com')).toThrow(/field ID/);
+  });
+
+  it('accepts the value-only hash of earlier versions only when legacy hashes are switched on', async () => {
+    const legacy = createHmac('sha256', SECRET).update('ann@example.com').digest('hex');
+    expect(await userHash(SECRET, 'ann@example.com')).toBe(legacy);
+    expect(await createIdentity(SECRET, 60).provesLegacy('ann@example.com', legacy)).toBe(false);
+    expect(await createIdentity(SECRET, 60, { legacyHash: true }).provesLegacy('ann@example.com', legacy)).toBe(true);
+    expect(await createIdentity(SECRET, 60, { legacyHash: true }).proves('str::email', 'ann@example.com', legacy)).toBe(false);
   });
 
   it('compares strings fully, whatever their lengths', () => {
@@ -49,9 +60,10 @@ describe('identity tokens cannot be forged from user hashes', () => {
     const payload = `v1.${Math.floor(now / 1000 + 3600).toString(36)}.${subject}`;
     // A site server would hand out HMACs of these if a visitor chose them as an external ID.
     for (const chosen of [`token\npk_a\n${payload}`, `identity-token\npk_a\n${payload}`, payload]) {
-      const hex = await userHash(SECRET, chosen);
-      const b64 = Buffer.from(hex, 'hex').toString('base64url');
-      expect(await identity.read('pk_a', `${payload}.${b64}`, now)).toEqual([]);
+      for (const hex of [await identityHash(SECRET, 'str::ei', chosen), await userHash(SECRET, chosen)]) {
+        const b64 = Buffer.from(hex, 'hex').toString('base64url');
+        expect(await identity.read('pk_a', `${payload}.${b64}`, now)).toEqual([]);
+      }
     }
   });
 });

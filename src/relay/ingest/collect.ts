@@ -14,6 +14,8 @@ import { enrichLocation, enrichmentOf, wantsAddress, type ClientInfo } from './e
 import type { Coalescer } from '../collect/coalesce.js';
 import { forward, type EndpointCall, type ItemResult } from '../deliver/calls.js';
 import { createIdentity, type Identity } from './identity.js';
+import { applyIdentityRules, ENTRY_KINDS, platformCall } from './identity-rules.js';
+import type { EntryKind } from '../deliver/outbox.js';
 import { checkEntry, checkItem, type CheckedItem } from './items.js';
 import type { Upstream } from '../deliver/caller.js';
 import type { Clock } from '../deliver/send.js';
@@ -70,10 +72,10 @@ export interface CollectOutcome {
 const identities = new Map<string, Identity>();
 function identityFor(config: RelayConfig): Identity | undefined {
   if (config.identitySecret === undefined) return undefined;
-  const cacheKey = `${config.identityTtlSeconds}\u0000${config.identitySecret}`;
+  const cacheKey = `${config.identityTtlSeconds}\u0000${config.identityLegacyHash}\u0000${config.identitySecret}`;
   let identity = identities.get(cacheKey);
   if (!identity) {
-    identity = createIdentity(config.identitySecret, config.identityTtlSeconds);
+    identity = createIdentity(config.identitySecret, config.identityTtlSeconds, { legacyHash: config.identityLegacyHash });
     identities.set(cacheKey, identity);
   }
   return identity;
@@ -93,72 +95,6 @@ function checkOrigin(site: SiteConfig, origin: string | undefined): void {
     throw new RelayHttpError(403, 'origin_not_allowed', `Origin ${origin} may not send to this site; add it to the site's "origins" in RELAY_SITES.`);
   }
 }
-
-/** The value `user_hash` proves: the email, else the external ID. */
-const hashTarget = (fields: Record<string, unknown>): [string, string] | undefined => {
-  for (const field of ['str::email', 'str::ei']) {
-    const value = fields[field];
-    if (typeof value === 'string' && value !== '') return [field, value];
-  }
-  return undefined;
-};
-
-interface Verified {
-  /** subjects proven by this request or the token it carried */
-  subjects: Set<string>;
-  /** subjects proven by identifies of this request */
-  fresh: string[];
-  /** identify ids whose hash was good */
-  items: Set<string>;
-}
-
-async function verifyIdentities(
-  site: SiteConfig,
-  items: CheckedItem[],
-  token: string | undefined,
-  identity: Identity | undefined,
-  now: number,
-): Promise<Verified> {
-  const verified: Verified = { subjects: new Set(), fresh: [], items: new Set() };
-  if (site.verify === 'off' || !identity) return verified;
-  for (const subject of await identity.read(site.key, token, now)) verified.subjects.add(subject);
-  for (const item of items) {
-    if (item.type !== 'identify' || item.input.user_hash === undefined) continue;
-    const target = hashTarget(item.input.fields);
-    if (target && (await identity.hashMatches(target[1], item.input.user_hash))) {
-      const subject = await identity.subject(site.key, target[0], target[1]);
-      verified.items.add(item.id);
-      verified.subjects.add(subject);
-      verified.fresh.push(subject);
-    }
-  }
-  return verified;
-}
-
-/** Why `item` is not a verified identity of this browser; undefined when it is. */
-async function identityProblem(site: SiteConfig, item: CheckedItem, verified: Verified, identity: Identity): Promise<string | undefined> {
-  if (item.type === 'identify') {
-    return verified.items.has(item.id)
-      ? undefined
-      : "identity not verified: send user_hash = hex HMAC-SHA256 of the email (or external ID) under the site's secret";
-  }
-  const person = item.input.person ?? {};
-  const named = site.mergeBy.filter((field) => typeof person[field] === 'string' && person[field] !== '');
-  if (named.length === 0) return `a track must name a verified person by ${site.mergeBy.join(' or ')}`;
-  for (const field of named) {
-    if (!verified.subjects.has(await identity.subject(site.key, field, person[field] as string))) {
-      return `${field} of this track is not a verified identity of this browser: identify with a user_hash first`;
-    }
-  }
-  return undefined;
-}
-
-/** The track's person reduced to its identifiers: what an unverified browser may name but not change. */
-const identifiersOnly = (item: CheckedItem & { type: 'track' }, mergeBy: readonly string[]): CheckedItem => {
-  const person = item.input.person ?? {};
-  const kept = Object.fromEntries(Object.entries(person).filter(([field]) => mergeBy.includes(field)));
-  return { ...item, input: { ...item.input, person: kept } };
-};
 
 /** Browser clocks further off than this are corrected (nearer ones are left exact). */
 const MAX_CLOCK_SKEW_MS = 2 * 60_000;
@@ -238,27 +174,22 @@ export async function collect(ctx: CollectContext, request: CollectRequest, info
   });
 
   const identity = identityFor(config);
-  const verified = await verifyIdentities(site, items, body.identity, identity, started);
+  const { rulings, subjects, unverified } = await applyIdentityRules(site, items, body.identity, identity, started);
   const enrichment = enrichmentOf(info, config.addressLookup);
   const skew = body.sentAt === undefined ? 0 : started - body.sentAt;
   const skewMs = Math.abs(skew) > MAX_CLOCK_SKEW_MS ? skew : 0;
-  const pending: { item: CheckedItem; entry: Record<string, unknown>; strategy: 1 | 2 }[] = [];
-  let unverified = 0;
-  for (const original of items) {
-    let item = original;
-    const problem = site.verify !== 'off' && identity ? await identityProblem(site, item, verified, identity) : undefined;
-    if (problem) unverified++;
-    if (problem && site.verify === 'required') {
-      reject(item.index, item.id, problem, 'unverified');
+  const pending: { item: CheckedItem; entry: Record<string, unknown>; kind: EntryKind }[] = [];
+  for (const ruling of rulings) {
+    const { item } = ruling;
+    if (!ruling.ok) {
+      reject(item.index, item.id, ruling.error, ruling.reason);
       continue;
     }
-    // Under "optional" an unverified track still goes, but may only name its person, not change it.
-    if (problem && item.type === 'track') item = identifiersOnly(item, site.mergeBy);
-    const entry = entryOf(item, enrichLocation(item.input.location, enrichment), skewMs);
+    // An item that may change nothing carries no location: not even the visitor's address.
+    const entry = entryOf(item, ruling.locate ? enrichLocation(item.input.location, enrichment) : undefined, skewMs);
     const invalid = checkEntry(item.type, entry);
     if (invalid) reject(item.index, item.id, invalid, 'invalid');
-    // Unverified identifies under "optional" may create people but never overwrite one.
-    else pending.push({ item, entry, strategy: site.verify === 'optional' && item.type === 'identify' && problem !== undefined ? 1 : 2 });
+    else pending.push({ item, entry, kind: ruling.kind });
   }
 
   // A lease outlives the longest a request can hold it (its platform budget) with room for a slow
@@ -293,18 +224,11 @@ export async function collect(ctx: CollectContext, request: CollectRequest, info
     }
   }
 
-  const mergeEnvelope = (strategy: 1 | 2): Record<string, unknown> => ({ merge_by: site.mergeBy, merge_strategy: strategy });
   // An upper bound of any call's size: the request itself plus what enrichment adds per item.
   const maxBytes = body.bytes + going.length * 1024;
-  const groups: EndpointCall[] = [
-    { endpoint: 'person/merge', envelope: mergeEnvelope(2), entries: [], maxBytes },
-    { endpoint: 'person/merge', envelope: mergeEnvelope(1), entries: [], maxBytes },
-    { endpoint: 'activities/create', envelope: { merge_by: site.mergeBy }, entries: [], maxBytes },
-  ];
-  for (const p of going) {
-    const group = p.item.type === 'track' ? groups[2]! : p.strategy === 2 ? groups[0]! : groups[1]!;
-    group.entries.push({ id: p.item.id, entry: p.entry });
-  }
+  // Identifies first (a person must exist before their activities), in the order of ENTRY_KINDS.
+  const groups = new Map<EntryKind, EndpointCall>(ENTRY_KINDS.map((kind) => [kind, { ...platformCall(kind, site.mergeBy), entries: [], maxBytes }]));
+  for (const p of going) groups.get(p.kind)!.entries.push({ id: p.item.id, entry: p.entry });
 
   const statuses: number[] = [];
   let retryAfter = 0;
@@ -312,7 +236,7 @@ export async function collect(ctx: CollectContext, request: CollectRequest, info
   if (ctx.enqueue && going.length > 0) {
     // What the queue took is accepted, even when a later batch or the mark failed: the consumer
     // delivers it, and skips an id it has delivered already. Only what the queue did not take is retried.
-    const entries = groups.flatMap((group) =>
+    const entries = [...groups.values()].flatMap((group) =>
       group.entries.map(({ id, entry }) => ({ site: site.key, id, endpoint: group.endpoint, envelope: group.envelope, entry })),
     );
     const { taken, failure } = await ctx.enqueue(entries);
@@ -336,7 +260,7 @@ export async function collect(ctx: CollectContext, request: CollectRequest, info
       warning = `state_settle_failed: ${describe(error)}`;
     }
   } else if (going.length > 0) {
-    const forwarded = await forward({ upstream: ctx.upstream, clock, deadline, random: ctx.random, statuses, coalesce: ctx.coalesce }, groups);
+    const forwarded = await forward({ upstream: ctx.upstream, clock, deadline, random: ctx.random, statuses, coalesce: ctx.coalesce }, [...groups.values()]);
     retryAfter = forwarded.retryAfter;
     const accepted: string[] = [];
     const unsent: string[] = [];
@@ -360,8 +284,7 @@ export async function collect(ctx: CollectContext, request: CollectRequest, info
     if (reasons.has(firstIndex)) reasons.set(index, reasons.get(firstIndex)!);
   }
   const ordered = body.batch.map((_, index) => results.get(index)!);
-  const tokenSubjects = verified.fresh.length > 0 ? verified.fresh : [...verified.subjects];
-  const token = identity && site.verify !== 'off' && tokenSubjects.length > 0 ? await identity.issue(site.key, tokenSubjects, clock.now()) : undefined;
+  const token = identity && subjects.length > 0 ? await identity.issue(site.key, subjects, clock.now()) : undefined;
   const log = { site: site.name, items: body.batch.length, results: ordered, reasons, unverified, upstream: statuses, ...(warning ? { warning } : {}) };
   const gotThrough = ordered.some((result) => result.status === 'accepted' || result.status === 'duplicate');
   if (retryAfter > 0 && !gotThrough) {

@@ -1,12 +1,14 @@
 /**
- * Identity verification. A site's server computes `user_hash` = hex HMAC-SHA256 of the
- * person's email (or external ID) under `RELAY_IDENTITY_SECRET`; the relay checks it in
- * constant time. Verified people are handed back as a signed, short-lived, cookie-free
- * token (`identity` in the answer) that the snippet sends with later batches, so a `track`
- * naming a person can prove it was verified earlier.
+ * Identity verification. A site's server vouches for one identifier of its visitor with
+ * `user_hash` = hex HMAC-SHA256, under `RELAY_IDENTITY_SECRET`, of the field ID, a newline and
+ * the value ({@link identityHash}); the relay checks it in constant time. Binding the hash to its
+ * field means a hash the server made for an external ID never proves the same string as an email.
+ * Proven people are handed back as a signed, short-lived, cookie-free token (`identity` in the
+ * answer) that the snippet sends with later batches, so later items can name them without a hash.
  *
  * Token: `v1.<expiry, base36 seconds>.<subject digests joined by "~">.<signature>`; a subject
  * digest is an HMAC of site + field + value, so the token carries no personal data.
+ * What a browser may write with what it has proven is decided in `identity-rules.ts`.
  * @module
  */
 
@@ -23,15 +25,42 @@ export function timingSafeEqual(a: string, b: string): boolean {
   return diff === 0;
 }
 
-/** Hex HMAC-SHA256 of `message` under `secret`: what a site's server sends as `user_hash`. */
-export async function userHash(secret: string, message: string): Promise<string> {
+/** What a `user_hash` signs: the field ID, a newline, the value (a field ID never holds a newline). */
+export const identityMessage = (field: string, value: string): string => `${field}\n${value}`;
+
+async function hmacHex(secret: string, message: string): Promise<string> {
   const key = await crypto.subtle.importKey('raw', encoder.encode(secret), { name: 'HMAC', hash: 'SHA-256' }, false, ['sign']);
   return toHex(new Uint8Array(await crypto.subtle.sign('HMAC', key, encoder.encode(message))));
 }
 
+/**
+ * The `user_hash` your server renders for a signed-in visitor: hex HMAC-SHA256 under
+ * `RELAY_IDENTITY_SECRET` of `field + "\n" + value`. It proves that identifier only.
+ *
+ * @example
+ * const hash = await identityHash(process.env.RELAY_IDENTITY_SECRET!, 'str::email', 'ann@example.com');
+ * // in the page: cdp('identify', { 'str::email': 'ann@example.com' }, { user_hash: hash })
+ */
+export function identityHash(secret: string, field: string, value: string): Promise<string> {
+  if (field === '' || field.includes('\n')) throw new TypeError('identityHash: field must be a field ID such as "str::email"');
+  return hmacHex(secret, identityMessage(field, value));
+}
+
+/**
+ * Hex HMAC-SHA256 of `message` alone: the value-only `user_hash` of earlier versions.
+ * @deprecated A value-only hash is not bound to a field, so a hash made for an external ID also
+ * "proves" the same string as an email. The relay accepts it only with
+ * `RELAY_IDENTITY_LEGACY_HASH=on`; use {@link identityHash}.
+ */
+export function userHash(secret: string, message: string): Promise<string> {
+  return hmacHex(secret, message);
+}
+
 export interface Identity {
-  /** true when `hash` is the HMAC of `value` */
-  hashMatches(value: string, hash: string): Promise<boolean>;
+  /** true when `hash` is the field-bound hash of `field` = `value` ({@link identityHash}) */
+  proves(field: string, value: string, hash: string): Promise<boolean>;
+  /** true when legacy hashes are accepted and `hash` is the value-only HMAC of `value` */
+  provesLegacy(value: string, hash: string): Promise<boolean>;
   /** the digest that stands for person `field`=`value` of `site` inside tokens */
   subject(site: string, field: string, value: string): Promise<string>;
   /** a token proving `subjects` until now + ttl */
@@ -40,11 +69,16 @@ export interface Identity {
   read(site: string, token: string | undefined, now: number): Promise<string[]>;
 }
 
+export interface IdentityOptions {
+  /** also accept the value-only hash of earlier versions (`RELAY_IDENTITY_LEGACY_HASH=on`) @default false */
+  legacyHash?: boolean;
+}
+
 /** At most this many people per token: one browser rarely speaks for more. */
 const MAX_SUBJECTS = 4;
 
 /** Identity checks under `secret`, issuing tokens valid for `ttlSeconds`. */
-export function createIdentity(secret: string, ttlSeconds: number): Identity {
+export function createIdentity(secret: string, ttlSeconds: number, options: IdentityOptions = {}): Identity {
   const hmacKey = (bytes: BufferSource) => crypto.subtle.importKey('raw', bytes, { name: 'HMAC', hash: 'SHA-256' }, false, ['sign']);
   const userKey = hmacKey(encoder.encode(secret));
   // Tokens are signed with a key derived by SHA-256, not by HMAC under the secret: a site's server
@@ -53,10 +87,12 @@ export function createIdentity(secret: string, ttlSeconds: number): Identity {
   const tokenKey = crypto.subtle.digest('SHA-256', encoder.encode(`cdp-edge identity token v1\u0000${secret}`)).then(hmacKey);
   const mac = async (key: Promise<CryptoKey>, message: string) => new Uint8Array(await crypto.subtle.sign('HMAC', await key, encoder.encode(message)));
   const sign = async (site: string, payload: string) => toBase64url(await mac(tokenKey, `token\n${site}\n${payload}`));
+  const matches = async (message: string, hash: string) => timingSafeEqual(toHex(await mac(userKey, message)), hash.toLowerCase());
 
   return {
-    async hashMatches(value, hash) {
-      return timingSafeEqual(toHex(await mac(userKey, value)), hash.toLowerCase());
+    proves: (field, value, hash) => matches(identityMessage(field, value), hash),
+    async provesLegacy(value, hash) {
+      return options.legacyHash === true && matches(value, hash);
     },
     async subject(site, field, value) {
       return toBase64url((await mac(tokenKey, `subject\n${site}\n${field}\n${value}`)).slice(0, 16));

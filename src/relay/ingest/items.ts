@@ -5,7 +5,7 @@
  * @module
  */
 import * as v from 'valibot';
-import { forbiddenKey, toIssues } from '../../api/index.js';
+import { forbiddenKey, LIMITS, parseFieldId, toIssues } from '../../api/index.js';
 import { mergedPerson } from '../../api/schemas/people.js';
 import { activityEvent } from '../../api/schemas/definitions.js';
 import { attributesProblem } from '../../plan/rules.js';
@@ -28,13 +28,35 @@ const base = {
   location: v.optional(record('location')),
 };
 
+const hex64 = v.pipe(
+  v.string('user_hash must be a hex string'),
+  v.maxLength(64, 'user_hash must be 64 hex digits (HMAC-SHA256)'),
+  v.regex(/^[0-9a-fA-F]{64}$/, 'user_hash must be 64 hex digits (HMAC-SHA256)'),
+);
+
+/** One hash, or one per identifier (at most as many as a site has `merge_by` fields); never quotes what was sent. */
+const userHash = v.optional(
+  v.union(
+    [
+      hex64,
+      v.pipe(
+        record('user_hash'),
+        v.check((hashes) => Object.keys(hashes).length <= LIMITS.mergeByPeople, `user_hash holds at most ${LIMITS.mergeByPeople} hashes`),
+        v.check((hashes) => Object.keys(hashes).every((field) => parseFieldId(field)?.kind === 'person'), 'user_hash must be keyed by person field IDs'),
+        v.record(v.string(), hex64),
+      ),
+    ],
+    'user_hash must be 64 hex digits, or an object of them keyed by person field ID',
+  ),
+);
+
 const identifySchema = v.looseObject({
   ...base,
   type: v.literal('identify'),
   fields: record('fields'),
   tags: v.optional(v.array(v.string('tags must be strings'), 'tags must be an array')),
   unset_tags: v.optional(v.array(v.string('unset_tags must be strings'), 'unset_tags must be an array')),
-  user_hash: v.optional(v.pipe(v.string('user_hash must be a hex string'), v.regex(/^[0-9a-fA-F]{64}$/, 'user_hash must be 64 hex digits (HMAC-SHA256)'))),
+  user_hash: userHash,
 });
 
 const trackSchema = v.looseObject({
@@ -43,6 +65,7 @@ const trackSchema = v.looseObject({
   activity_id: v.string('activity_id must be a string like "act:cm:signed-up"'),
   attributes: v.optional(record('attributes')),
   person: v.optional(record('person')),
+  user_hash: userHash,
 });
 
 export type IdentifyInput = v.InferOutput<typeof identifySchema>;

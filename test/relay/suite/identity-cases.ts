@@ -3,10 +3,10 @@
  * hashes, and the signed identity token that carries a verified person to later batches.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { userHash } from '../../../src/relay/ingest/identity.js';
+import { identityHash } from '../../../src/relay/ingest/identity.js';
 import { identify, IDENTITY_SECRET, ORIGIN, read, siteKey, sites, track, type RelayTarget, type RelayUnderTest } from './target.js';
 
-const hashOf = (value: string) => userHash(IDENTITY_SECRET, value);
+const hashOf = (value: string, field = 'str::email') => identityHash(IDENTITY_SECRET, field, value);
 const WRONG = 'ab'.repeat(32);
 
 export function identityCases(target: () => RelayTarget): void {
@@ -38,7 +38,7 @@ export function identityCases(target: () => RelayTarget): void {
       expect(merge!.body.people[0].user_hash).toBeUndefined();
     });
 
-    it('optional: a good hash overwrites; a bad or missing one may only create (merge strategy 1)', async () => {
+    it('optional: a good hash overwrites; a bad or missing one may only create (merge strategy 3)', async () => {
       await target().upstream.reset();
       const good = identify({ 'str::email': 'p@example.com', 'str::first': 'Pat' }, { user_hash: await hashOf('p@example.com') });
       const bad = identify({ 'str::email': 'q@example.com', 'str::first': 'Mallory' }, { user_hash: WRONG });
@@ -50,7 +50,7 @@ export function identityCases(target: () => RelayTarget): void {
       const byStrategy = Object.fromEntries(
         calls.map((call) => [call.body.merge_strategy, call.body.people.map((p: { fields: Record<string, string> }) => p.fields['str::email'])]),
       );
-      expect(byStrategy).toEqual({ 2: ['p@example.com'], 1: ['q@example.com', 'r@example.com'] });
+      expect(byStrategy).toEqual({ 2: ['p@example.com'], 3: ['q@example.com', 'r@example.com'] });
     });
 
     it('optional: an unverified track may name its person but not change their fields; a verified one may', async () => {
@@ -78,7 +78,7 @@ export function identityCases(target: () => RelayTarget): void {
       await target().upstream.reset();
       const good = identify({ 'str::email': 's@example.com' }, { user_hash: await hashOf('s@example.com') });
       const goodUpper = identify({ 'str::email': 's2@example.com' }, { user_hash: (await hashOf('s2@example.com')).toUpperCase() });
-      const byExternalId = identify({ 'str::ei': 'user-42' }, { user_hash: await hashOf('user-42') });
+      const byExternalId = identify({ 'str::ei': 'user-42' }, { user_hash: await hashOf('user-42', 'str::ei') });
       const bad = identify({ 'str::email': 't@example.com' }, { user_hash: await hashOf('someone-else@example.com') });
       const missing = identify({ 'str::email': 'u@example.com' });
       const response = await read(await relay.post({ key: required, batch: [good, goodUpper, byExternalId, bad, missing] }));

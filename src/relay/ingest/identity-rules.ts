@@ -1,0 +1,203 @@
+/**
+ * Who may write which person: the relay's identity rules, in one place and free of I/O (the only
+ * work is HMAC). Given a site, the checked items of one request, the identity token it carried
+ * and the site's {@link Identity}, each item comes back rejected, or reduced to what this browser
+ * may write together with the kind of platform call it goes in ({@link EntryKind}).
+ *
+ * An identifier is one of the site's `merge_by` fields named by an item. It is proven when a
+ * `user_hash` of this request (on any of its items) or the browser's identity token vouches for
+ * that field and value. Then:
+ * - an item that proves at least one identifier is verified: it is forwarded with its unproven
+ *   identifiers stripped (`merge` may change its person; `activity`);
+ * - an item that proves none is unverified: under `verify: "required"` it is rejected
+ *   (`unverified`); under `"optional"` it may create a person or add an activity but never change
+ *   an existing person: one identifier, no tags, `unset_tags` or location (`merge-create`, and
+ *   tracks carry no other person field);
+ * - under `verify: "off"` the site trusts its browsers and items go as sent.
+ *
+ * docs/security.md has the same rules as a table.
+ * @module
+ */
+import type { SiteConfig } from '../config.js';
+import type { EntryKind } from '../deliver/outbox.js';
+import type { Identity } from './identity.js';
+import type { CheckedItem } from './items.js';
+
+/** Every kind, in the order a request's calls go: people before their activities. */
+export const ENTRY_KINDS: readonly EntryKind[] = ['merge', 'merge-create', 'activity'];
+
+/**
+ * The platform call of a kind, everything but its entries. `merge-create` is merge strategy 3
+ * ("ignore"): a person no identifier matches is created, an existing one is not changed at all.
+ */
+export function platformCall(
+  kind: EntryKind,
+  mergeBy: readonly string[],
+): { endpoint: 'person/merge' | 'activities/create'; envelope: Record<string, unknown> } {
+  if (kind === 'activity') return { endpoint: 'activities/create', envelope: { merge_by: [...mergeBy] } };
+  return { endpoint: 'person/merge', envelope: { merge_by: [...mergeBy], merge_strategy: kind === 'merge' ? 2 : 3 } };
+}
+
+/** What the rules decided for one item. */
+export type Ruling =
+  | {
+      ok: true;
+      /** the item reduced to what may be written; its `user_hash` is never forwarded */
+      item: CheckedItem;
+      kind: EntryKind;
+      /** false: the entry carries no location at all, not even the visitor's address the relay adds */
+      locate: boolean;
+      /** at least one identifier proven (always false under `verify: "off"`) */
+      verified: boolean;
+      /** the identifiers removed because nothing proved them */
+      stripped: string[];
+    }
+  | { ok: false; item: CheckedItem; reason: 'unverified'; error: string };
+
+export interface Rulings {
+  /** one per item, in the order given */
+  rulings: Ruling[];
+  /** token subjects to hand back: those proven by this request's hashes, else those of the token it carried */
+  subjects: string[];
+  /** items that proved nothing (rejected under `required`, reduced under `optional`) */
+  unverified: number;
+}
+
+/** Value-only hashes (`RELAY_IDENTITY_LEGACY_HASH`) proved the email, else the external ID. */
+const LEGACY_FIELDS = ['str::email', 'str::ei'];
+
+const personOf = (item: CheckedItem): Record<string, unknown> => (item.type === 'identify' ? item.input.fields : (item.input.person ?? {}));
+
+/** The site's `merge_by` fields the item names (any value, even null: a null would clear the field). */
+const identifiersOf = (item: CheckedItem, mergeBy: readonly string[]): string[] => {
+  const person = personOf(item);
+  return mergeBy.filter((field) => Object.hasOwn(person, field));
+};
+
+const provable = (value: unknown): value is string => typeof value === 'string' && value !== '';
+
+/** The first identifier with a value the platform can look up: the one an unverified item keeps. */
+const firstUsable = (person: Record<string, unknown>, identifiers: readonly string[]): string | undefined =>
+  identifiers.find((field) => provable(person[field]) || typeof person[field] === 'number');
+
+const without = (record: Record<string, unknown>, fields: readonly string[]): Record<string, unknown> =>
+  Object.fromEntries(Object.entries(record).filter(([field]) => !fields.includes(field)));
+
+/** The item with its person replaced and, when `bare`, its tags and location removed. */
+function reduced(item: CheckedItem, person: Record<string, unknown>, bare: boolean): CheckedItem {
+  if (item.type === 'identify') {
+    const { tags, unset_tags, location, ...rest } = item.input;
+    return { ...item, input: bare ? { ...rest, fields: person } : { ...item.input, fields: person } };
+  }
+  const { location, ...rest } = item.input;
+  return { ...item, input: bare ? { ...rest, person } : { ...item.input, person } };
+}
+
+/** `merge` for an identify that may change its person, `merge-create` for one that may only create; tracks are activities. */
+const kindOf = (item: CheckedItem, mayChange: boolean): EntryKind => (item.type === 'track' ? 'activity' : mayChange ? 'merge' : 'merge-create');
+
+/** Applies the identity rules to one request's items. */
+export async function applyIdentityRules(
+  site: Pick<SiteConfig, 'key' | 'verify' | 'mergeBy'>,
+  items: readonly CheckedItem[],
+  token: string | undefined,
+  identity: Identity | undefined,
+  now: number,
+): Promise<Rulings> {
+  if (site.verify === 'off') {
+    const rulings = items.map((item): Ruling => ({ ok: true, item, kind: kindOf(item, true), locate: true, verified: false, stripped: [] }));
+    return { rulings, subjects: [], unverified: 0 };
+  }
+
+  const subjectCache = new Map<string, Promise<string>>();
+  const subject = (field: string, value: string) => {
+    const key = `${field}\n${value}`;
+    let digest = subjectCache.get(key);
+    if (!digest) {
+      digest = identity!.subject(site.key, field, value);
+      subjectCache.set(key, digest);
+    }
+    return digest;
+  };
+
+  // Every proof of the request counts for all its items: one browser sent them all, in one body.
+  const known = new Set(identity ? await identity.read(site.key, token, now) : []);
+  const fresh: string[] = [];
+  if (identity) {
+    for (const item of items) {
+      const hash = item.input.user_hash;
+      if (hash === undefined) continue;
+      const person = personOf(item);
+      for (const field of identifiersOf(item, site.mergeBy)) {
+        const value = person[field];
+        if (!provable(value) || !(await hashProves(identity, hash, field, value, person))) continue;
+        const digest = await subject(field, value);
+        known.add(digest);
+        fresh.push(digest);
+      }
+    }
+  }
+
+  let unverified = 0;
+  const rulings: Ruling[] = [];
+  for (const item of items) {
+    const person = personOf(item);
+    const identifiers = identifiersOf(item, site.mergeBy);
+    const proven: string[] = [];
+    if (identity) {
+      for (const field of identifiers) {
+        const value = person[field];
+        if (provable(value) && known.has(await subject(field, value))) proven.push(field);
+      }
+    }
+    const unproven = identifiers.filter((field) => !proven.includes(field));
+    if (proven.length > 0) {
+      rulings.push({
+        ok: true,
+        item: reduced(item, without(person, unproven), false),
+        kind: kindOf(item, true),
+        locate: true,
+        verified: true,
+        stripped: unproven,
+      });
+      continue;
+    }
+    unverified++;
+    if (site.verify === 'required') {
+      rulings.push({ ok: false, item, reason: 'unverified', error: unverifiedMessage(item, identifiers, site.mergeBy) });
+      continue;
+    }
+    const kept = firstUsable(person, identifiers);
+    const others = identifiers.filter((field) => field !== kept);
+    // A track changes nothing on its person: only the identifier that names them goes along.
+    const named = item.type === 'track' ? (kept === undefined ? {} : { [kept]: person[kept] }) : without(person, others);
+    rulings.push({ ok: true, item: reduced(item, named, true), kind: kindOf(item, false), locate: false, verified: false, stripped: others });
+  }
+  return { rulings, subjects: fresh.length > 0 ? fresh : [...known], unverified };
+}
+
+/** Whether `hash` (one string, or one per field) proves `field` = `value`. */
+async function hashProves(
+  identity: Identity,
+  hash: string | Readonly<Record<string, string>>,
+  field: string,
+  value: string,
+  person: Record<string, unknown>,
+): Promise<boolean> {
+  if (typeof hash !== 'string') {
+    const own = Object.hasOwn(hash, field) ? hash[field] : undefined;
+    return own !== undefined && identity.proves(field, value, own);
+  }
+  if (await identity.proves(field, value, hash)) return true;
+  // The value-only form proved one field only: the email, else the external ID.
+  const legacyField = LEGACY_FIELDS.find((candidate) => provable(person[candidate]));
+  return legacyField === field && identity.provesLegacy(value, hash);
+}
+
+/** Why an item proved nothing; names fields, never their values. */
+function unverifiedMessage(item: CheckedItem, identifiers: readonly string[], mergeBy: readonly string[]): string {
+  if (identifiers.length === 0) return `identity not verified: the ${item.type} names no person by ${mergeBy.join(' or ')}`;
+  return item.type === 'identify'
+    ? `identity not verified: none of ${identifiers.join(', ')} is proven; send user_hash = hex HMAC-SHA256 of the field ID, a newline and the value under the site's secret`
+    : `identity not verified: none of ${identifiers.join(', ')} of this track is proven for this browser; send its user_hash, or identify with one first`;
+}
