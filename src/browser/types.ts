@@ -9,7 +9,7 @@ export type Fields = Record<string, unknown>;
 /** `pending` stores but never sends, `granted` sends, `denied` deletes the queue and stores nothing. */
 export type Consent = 'granted' | 'denied' | 'pending';
 
-import type { CollectItem, IdentifyItem, ItemStatus, TrackItem } from '../api/collect.js';
+import type { CollectItem, IdentifyItem, ItemStatus, TrackItem, UserHash } from '../api/collect.js';
 
 /** Items as the relay receives them in `batch`: the one wire contract, src/api/collect.ts. */
 export type { IdentifyItem, ItemStatus, TrackItem };
@@ -25,7 +25,7 @@ export interface Entry {
 /** Who an anonymous id turned out to be: identifying fields and the optional `user_hash`. */
 export interface Who {
   p: Fields;
-  h?: string | undefined;
+  h?: UserHash | undefined;
 }
 
 /** What the tracker remembers between page loads (stored under the key `meta`). */
@@ -140,8 +140,11 @@ export interface TrackOptions {
 
 /** Options of `identify`. */
 export interface IdentifyOptions {
-  /** HMAC of the person's id made by your server, for relays that verify identity */
-  user_hash?: string;
+  /**
+   * Proof made by your server, for relays that verify identity: `identityHash(secret, field, value)`
+   * from `cdp-edge/relay`, or one such hash per field ID. Later tracks of this person carry it too.
+   */
+  user_hash?: UserHash;
   tags?: string[];
   unset_tags?: string[];
   location?: unknown;
