@@ -1,5 +1,5 @@
 /**
- * `cdp-edge dev | relay | emulator | token`: the command line. Each command lives in
+ * `cdp-edge dev | relay | emulator | token | plan | outbox`: the command line. Each command lives in
  * `cli/<name>.ts` and is loaded only when used.
  * @module
  */

@@ -12,6 +12,10 @@ export const COMMANDS: Readonly<Record<string, CommandEntry>> = {
     summary: 'run the relay on Node (POST /collect, the /v1 proxy, /cdp.js), configured by environment',
     load: async () => (await import('./relay.js')).default,
   },
+  outbox: {
+    summary: "the relay outbox's dead letters: list them, retry or drop them (same state as the relay)",
+    load: async () => (await import('./outbox.js')).default,
+  },
   token: { summary: 'create a relay proxy token: printed once, with its RELAY_TOKENS entry', load: async () => (await import('./token.js')).default },
   plan: {
     summary: 'the tracking plan: check, diff, push it to the platform, generate types for track()',

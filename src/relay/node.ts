@@ -125,7 +125,7 @@ export async function startRelay(options: StartRelayOptions = {}): Promise<Runni
   });
   const hostname = options.hostname ?? '127.0.0.1';
   // The store is closed with the relay only when the relay opened it.
-  const closeStore = options.store === undefined ? () => store.close() : async () => {};
+  const closeStore = options.store !== undefined ? async () => {} : 'close' in state ? state.close : () => store.close();
   const listening = await listen(createNodeFront(handlers, config), options.port ?? 8787, hostname).catch(async (error: unknown) => {
     await closeStore();
     throw error;

@@ -8,6 +8,7 @@ import { pathToFileURL } from 'node:url';
 import Sqlite from 'libsql';
 import { describe, expect, it } from 'vitest';
 import { createRedisOutbox } from '../../src/relay/state/redis-outbox.js';
+import { createNodeState } from '../../src/relay/state/node.js';
 import { createSqliteOutbox } from '../../src/relay/state/sqlite-outbox.js';
 import { redisAvailable, startRedis } from '../support/redis.js';
 import { item } from './suite/outbox-suite.js';
@@ -126,4 +127,38 @@ describe('a write that fails', () => {
     },
     30_000,
   );
+});
+
+describe('createNodeState opens the outbox on the relay’s backend', () => {
+  it('SQLite: accepted items and the pacer live in the state file, shared by a second opening and kept across a reopen', async () => {
+    const stateFile = tempFile();
+    const first = await createNodeState({ stateFile, platformRate: 5 });
+    const second = await createNodeState({ stateFile, platformRate: 5 });
+    const now = Date.now();
+    expect((await first.outbox.accept([item('s', 'kept')], now, 60_000)).accepted).toEqual(['kept']);
+    expect((await second.outbox.accept([item('s', 'kept')], now, 60_000)).duplicate).toEqual(['kept']);
+    expect(await first.pacer.take(now, 'deliver')).toBe(0);
+    expect(await second.pacer.take(now, 'deliver')).toBe(200);
+    await first.close();
+    await second.close();
+    const reopened = await createNodeState({ stateFile });
+    expect((await reopened.outbox.lease('d', 10, now, 1000)).map((entry) => entry.id)).toEqual(['kept']);
+    // The default budget is 10 calls a second.
+    expect(await reopened.pacer.take(now + 10_000, 'deliver')).toBe(0);
+    expect(await reopened.pacer.take(now + 10_000, 'deliver')).toBe(100);
+    await reopened.close();
+  });
+
+  it.runIf(hasRedis)('Redis: the outbox is the server’s, shared by every relay that names it', async () => {
+    const redis = await startRedis();
+    try {
+      const [one, two] = [await createNodeState({ redisUrl: redis.url }), await createNodeState({ redisUrl: redis.url })];
+      await one.outbox.accept([item('s', 'x')], Date.now(), 60_000);
+      expect(await two.outbox.stats()).toMatchObject({ pending: 1, remembered: 1 });
+      await one.close();
+      await two.close();
+    } finally {
+      await redis.close();
+    }
+  });
 });

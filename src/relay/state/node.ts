@@ -6,11 +6,15 @@
  */
 import { createReadStream, existsSync, readFileSync, renameSync } from 'node:fs';
 import { createInterface } from 'node:readline';
+import { createMemoryOutbox, createMemoryPacer } from '../deliver/memory.js';
+import type { Outbox, OutboxStore, Pacer } from '../deliver/outbox.js';
 import { createMemoryLimiter, type RateLimiter } from '../limits.js';
 import { createMemoryStore } from '../memory.js';
 import type { RelayStore } from '../store.js';
 import { createRedisState } from './redis.js';
+import { createRedisOutbox } from './redis-outbox.js';
 import { createSqliteStore } from './sqlite.js';
+import { createSqliteOutbox } from './sqlite-outbox.js';
 
 /** Where the CLI keeps its state when nothing is configured. */
 export const DEFAULT_STATE_FILE = '.cdp-edge/relay-state.db';
@@ -24,25 +28,74 @@ export interface NodeStateOptions {
   redisUrl?: string | undefined;
   /** told what was chosen and what was imported */
   log?: (message: string) => void;
+  /** platform calls per second the pacer grants (`RELAY_PLATFORM_RATE`) @default 10 */
+  platformRate?: number;
 }
+
+/** The platform's default budget: about 10 calls a second per API key (professional plan). */
+export const DEFAULT_PLATFORM_RATE = 10;
 
 export interface NodeState {
   store: RelayStore;
   limiter: RateLimiter;
+  /** accepted items waiting for the deliverer, in the same backend as `store` */
+  outbox: Outbox;
+  /** the platform budget, shared by every process that uses the same backend */
+  pacer: Pacer;
+  /** closes `store` and the outbox's connection */
+  close(): Promise<void>;
   /** for the start-up line, e.g. `SQLite .cdp-edge/relay-state.db` (never a password) */
   description: string;
 }
 
-/** Opens the state the options name (the caller closes `store`). */
+/** Checks `RELAY_REDIS_URL`'s scheme before anything connects. */
+function checkRedisUrl(url: string): string {
+  if (!/^rediss?:\/\//.test(url)) throw new Error(`RELAY_REDIS_URL must start with redis:// or rediss://, got ${JSON.stringify(url.slice(0, 12))}…`);
+  return url;
+}
+
+/**
+ * Opens the outbox the options name: Redis, else the SQLite file (default `DEFAULT_STATE_FILE`),
+ * or memory for `:memory:`. What `cdp-edge outbox` reads; `createNodeState` opens it with the store.
+ */
+export async function createNodeOutbox(options: Pick<NodeStateOptions, 'stateFile' | 'redisUrl'>): Promise<OutboxStore> {
+  if (options.redisUrl !== undefined) return createRedisOutbox(checkRedisUrl(options.redisUrl));
+  const path = options.stateFile ?? DEFAULT_STATE_FILE;
+  if (path === ':memory:') {
+    const outbox = createMemoryOutbox();
+    const pacers = new Map<number, Pacer>();
+    return {
+      outbox,
+      pacer: (rate) => pacers.get(rate) ?? pacers.set(rate, createMemoryPacer(rate)).get(rate)!,
+      async close() {},
+    };
+  }
+  return createSqliteOutbox(path);
+}
+
+/** Opens the state the options name (the caller closes it with `close`). */
 export async function createNodeState(options: NodeStateOptions): Promise<NodeState> {
+  const rate = options.platformRate ?? DEFAULT_PLATFORM_RATE;
+  const withOutbox = async (state: { store: RelayStore; limiter: RateLimiter; description: string }): Promise<NodeState> => {
+    const outbox = await createNodeOutbox(options).catch(async (error: unknown) => {
+      await state.store.close();
+      throw error;
+    });
+    return {
+      ...state,
+      outbox: outbox.outbox,
+      pacer: outbox.pacer(rate),
+      async close() {
+        await Promise.all([state.store.close(), outbox.close()]);
+      },
+    };
+  };
   if (options.redisUrl !== undefined) {
-    if (!/^rediss?:\/\//.test(options.redisUrl))
-      throw new Error(`RELAY_REDIS_URL must start with redis:// or rediss://, got ${JSON.stringify(options.redisUrl.slice(0, 12))}…`);
-    const { store, limiter } = await createRedisState(options.redisUrl);
-    return { store, limiter, description: `Redis ${new URL(options.redisUrl).host}` };
+    const { store, limiter } = await createRedisState(checkRedisUrl(options.redisUrl));
+    return withOutbox({ store, limiter, description: `Redis ${new URL(options.redisUrl).host}` });
   }
   const path = options.stateFile ?? DEFAULT_STATE_FILE;
-  if (path === ':memory:') return { store: createMemoryStore(), limiter: createMemoryLimiter(), description: 'memory (forgotten on restart)' };
+  if (path === ':memory:') return withOutbox({ store: createMemoryStore(), limiter: createMemoryLimiter(), description: 'memory (forgotten on restart)' });
   const legacy = isJsonLines(path) ? path : path === DEFAULT_STATE_FILE && !existsSync(path) && existsSync(LEGACY_STATE_FILE) ? LEGACY_STATE_FILE : undefined;
   let backup: string | undefined;
   if (legacy === path) {
@@ -55,7 +108,7 @@ export async function createNodeState(options: NodeStateOptions): Promise<NodeSt
     options.log?.(`imported ${imported} forwarded ids and counters from the old state file ${backup ?? legacy} into ${path}`);
   }
   // Buckets stay per process: with --workers N and no Redis, a visitor's allowance is up to N times the rate.
-  return { store, limiter: createMemoryLimiter(), description: `SQLite ${path}` };
+  return withOutbox({ store, limiter: createMemoryLimiter(), description: `SQLite ${path}` });
 }
 
 function isJsonLines(path: string): boolean {
