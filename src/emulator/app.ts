@@ -13,13 +13,15 @@ import { PlatformHttpError } from './errors.js';
 import { failure, pickFault } from './faults.js';
 import { HANDLERS, type HandlerContext } from './handlers.js';
 import { checkFaults } from './options.js';
-import { createRateLimiter } from './rate-limit.js';
+import type { RateLimiter } from './rate-limit.js';
 import { toSnapshot } from './snapshot.js';
 
 export interface AppHooks {
   reset(): void;
   /** every /v1 call is counted here with its answer */
   calls: CallLog;
+  /** the per-key budget and bad-request ban */
+  limiter: RateLimiter;
 }
 
 const json = (c: Context, status: number, body: unknown) => c.json(body as object, status as 200);
@@ -43,7 +45,7 @@ const foreignHosts = new Map(Object.entries(REGIONS).map(([region, base]) => [ne
 
 export function createApp(ctx: HandlerContext, hooks: AppHooks): Hono<{ Variables: { entries: number } }> {
   const { store, options } = ctx;
-  const limiter = createRateLimiter(options.rateLimit, options.now);
+  const { limiter } = hooks;
   // `entries`: the items of a batch call, set once its body is read, for the call log
   const app = new Hono<{ Variables: { entries: number } }>();
 

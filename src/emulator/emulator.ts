@@ -10,6 +10,7 @@
  */
 import { createApp } from './app.js';
 import { createCallLog, type CallCounts } from './calls.js';
+import { createRateLimiter } from './rate-limit.js';
 import { resolveOptions, type EmulatorOptions, type Faults, type ResolvedOptions } from './options.js';
 import { loadSnapshot, toSnapshot, type EmulatorSnapshot } from './snapshot.js';
 import { Store } from './store.js';
@@ -29,6 +30,8 @@ export interface Emulator {
   reset(): void;
   /** replaces the fault table */
   setFaults(faults: Faults): void;
+  /** how many times the bad-request ban shut the key out (with `rateLimit` on) */
+  bans(): number;
 }
 
 /** Creates an emulator; throws `TypeError`/`RangeError` naming a bad option. */
@@ -42,7 +45,8 @@ export function createEmulator(options: EmulatorOptions = {}): Emulator {
     else store.clear();
   };
   if (options.seed) loadSnapshot(store, options.seed);
-  const app = createApp({ store, options: resolved }, { reset, calls });
+  const limiter = createRateLimiter(resolved.rateLimit, resolved.now);
+  const app = createApp({ store, options: resolved }, { reset, calls, limiter });
   return {
     fetch: async (request, env) => app.fetch(request, env),
     state: store,
@@ -53,5 +57,6 @@ export function createEmulator(options: EmulatorOptions = {}): Emulator {
     setFaults(faults) {
       resolved.faults = resolveOptions({ faults }).faults;
     },
+    bans: () => limiter.bans,
   };
 }

@@ -12,6 +12,8 @@ export interface RateLimiter {
   take(): number | undefined;
   /** counts an answer: bad ones (400, 401) lead to the 15-second ban */
   answered(status: number): void;
+  /** how many bans began so far (tests prove a relay never gets its key shut out) */
+  readonly bans: number;
 }
 
 const BAN = { bad: 15, windowMs: 15_000, banMs: 15_000 };
@@ -21,7 +23,11 @@ export function createRateLimiter(perSecond: number, now: () => number): RateLim
   let used = 0;
   let bad: number[] = [];
   let bannedUntil = 0;
+  let bans = 0;
   return {
+    get bans() {
+      return bans;
+    },
     take() {
       if (perSecond <= 0) return undefined;
       const t = now();
@@ -43,6 +49,7 @@ export function createRateLimiter(perSecond: number, now: () => number): RateLim
       bad.push(t);
       if (bad.length >= BAN.bad) {
         bannedUntil = t + BAN.banMs;
+        bans++;
         bad = [];
       }
     },

@@ -22,6 +22,7 @@ import { createTokenVerifier } from './tokens.js';
 import { createConsoleLogger, scrub, silentLogger, writes, type Logger } from './logging.js';
 import { countBy, observeAll, type ObservedItem, type RelayObserver } from './observe.js';
 import { createReadiness, type Readiness } from './ready.js';
+import { createShapes, createVisitorGate } from './ingest/shapes.js';
 import { createMemoryLimiter, type RateLimiter } from './limits.js';
 import { createMemoryStore } from './memory.js';
 import { createProxy, type ProxyRequest } from './proxy/index.js';
@@ -139,6 +140,8 @@ export function createRelayHandlers(config: RelayConfig, deps: RelayDeps = {}): 
     random: deps.random ?? Math.random,
     enqueue: deps.enqueue,
     coalesce: deps.coalesce ? createCoalescer() : undefined,
+    shapes: createShapes(),
+    gate: createVisitorGate(),
   };
   const sites = [...config.sites.values()];
   const app = new Hono();

@@ -18,8 +18,13 @@ export interface LimitDecision {
 }
 
 export interface RateLimiter {
-  /** Takes one request from `key`'s allowance. */
-  limit(key: string, rate: Rate, now: number): Promise<LimitDecision>;
+  /**
+   * Takes one request from `key`'s allowance, or, with `charge`, moves the bucket by `charge`
+   * tokens whatever it holds: a positive charge may run the bucket into debt (at most `burst`
+   * deep), a negative one gives tokens back (never above `burst`), and 0 only looks (`ok` when a
+   * token is there). Refusal buckets use the charge; request buckets never do.
+   */
+  limit(key: string, rate: Rate, now: number, charge?: number): Promise<LimitDecision>;
 }
 
 export interface Bucket {
@@ -28,12 +33,22 @@ export interface Bucket {
   at: number;
 }
 
-/** Token-bucket arithmetic shared by every limiter: refill, then take one token if there is one. */
-export function refill(bucket: Bucket | undefined, rate: Rate, now: number): { bucket: Bucket } & LimitDecision {
+/** ms until `tokens` refill to one whole token. */
+const waitFor = (tokens: number, rate: Rate): number => (tokens >= 1 ? 0 : Math.ceil(((1 - tokens) / rate.perSecond) * 1000));
+
+/**
+ * Token-bucket arithmetic shared by every limiter: refill, then take one token if there is one
+ * (or apply `charge`, see {@link RateLimiter.limit}). The Redis script is the same arithmetic in Lua.
+ */
+export function refill(bucket: Bucket | undefined, rate: Rate, now: number, charge?: number): { bucket: Bucket } & LimitDecision {
   const elapsed = Math.max(0, now - (bucket?.at ?? now));
   const tokens = Math.min(rate.burst, (bucket?.tokens ?? rate.burst) + (elapsed / 1000) * rate.perSecond);
+  if (charge !== undefined) {
+    const after = Math.max(-rate.burst, Math.min(rate.burst, tokens - charge));
+    return { bucket: { tokens: after, at: now }, ok: charge === 0 ? after >= 1 : after >= 0, retryAfterMs: waitFor(after, rate) };
+  }
   if (tokens >= 1) return { bucket: { tokens: tokens - 1, at: now }, ok: true, retryAfterMs: 0 };
-  return { bucket: { tokens, at: now }, ok: false, retryAfterMs: Math.ceil(((1 - tokens) / rate.perSecond) * 1000) };
+  return { bucket: { tokens, at: now }, ok: false, retryAfterMs: waitFor(tokens, rate) };
 }
 
 /**
@@ -46,8 +61,8 @@ export function createMemoryLimiter(options: { maxKeys?: number } = {}): RateLim
   const buckets = new Map<string, Bucket>();
   return {
     size: () => buckets.size,
-    async limit(key, rate, now) {
-      const result = refill(buckets.get(key), rate, now);
+    async limit(key, rate, now, charge) {
+      const result = refill(buckets.get(key), rate, now, charge);
       // Delete then set: a Map keeps insertion order, so the first key is the least recently used.
       buckets.delete(key);
       buckets.set(key, result.bucket);
@@ -62,6 +77,47 @@ export const visitorKey = (site: string, ip: string): string => `visitor:${site}
 /** The limiter key of a site's own cap. */
 export const siteKey = (site: string): string => `site:${site}`;
 
+/**
+ * Refusals: every entry the platform refuses (a 4xx: unknown activity, unknown attribute, bad
+ * value) counts against the visitor and the site that sent it, because the platform shuts the
+ * relay's key out after 15 bad requests in 15 s. A visitor's refusal bucket holds a few; a visitor
+ * whose bucket is empty is answered 429 `too_many_refusals` before anything of theirs reaches the
+ * platform, and so is every visitor of a site whose own refusal bucket is empty.
+ */
+export const VISITOR_REFUSALS: Rate = { perSecond: 1 / 20, burst: 3 };
+/** A site's refusals across all its visitors: a misconfigured snippet stops itself long before the key's ban. */
+export const SITE_REFUSALS: Rate = { perSecond: 1 / 5, burst: 10 };
+
+/** The refusal bucket of a visitor key ({@link visitorKey}) or a site key ({@link siteKey}). */
+export const refusalKey = (key: string): string => `refusals:${key}`;
+
+/**
+ * The gate before a visitor's items go to the platform: looks (takes nothing) at the site's and
+ * the visitor's refusal buckets. Resolves to the ms to wait when either is empty, else 0.
+ */
+export async function refusalWait(limiter: RateLimiter, site: string, visitor: string | undefined, now: number): Promise<number> {
+  const decisions = await Promise.all([
+    limiter.limit(refusalKey(siteKey(site)), SITE_REFUSALS, now, 0),
+    ...(visitor === undefined ? [] : [limiter.limit(refusalKey(visitor), VISITOR_REFUSALS, now, 0)]),
+  ]);
+  return Math.max(0, ...decisions.filter((decision) => !decision.ok).map((decision) => Math.max(1, decision.retryAfterMs)));
+}
+
+/**
+ * Charges platform refusals: one per entry of `visitors` (visitor keys, {@link visitorKey}; a key
+ * appears once per refused entry) and as many to the site. The deliverer calls it for refusals
+ * found after the browser was answered; the visitor's next request meets the emptied bucket.
+ */
+export async function chargeRefusals(limiter: RateLimiter, site: string, visitors: readonly string[], now: number): Promise<void> {
+  if (visitors.length === 0) return;
+  const counts = new Map<string, number>();
+  for (const visitor of visitors) counts.set(visitor, (counts.get(visitor) ?? 0) + 1);
+  await Promise.all([
+    ...[...counts].map(([visitor, count]) => limiter.limit(refusalKey(visitor), VISITOR_REFUSALS, now, count)),
+    limiter.limit(refusalKey(siteKey(site)), SITE_REFUSALS, now, visitors.length),
+  ]);
+}
+
 /** The Workers Rate Limiting binding (`[[ratelimits]]` in wrangler.toml). */
 export interface RateLimitBinding {
   limit(options: { key: string }): Promise<{ success: boolean }>;
@@ -74,8 +130,9 @@ export interface RateLimitBinding {
  */
 export function createBindingLimiter(binding: RateLimitBinding, periodSeconds: number, fallback: RateLimiter = createMemoryLimiter()): RateLimiter {
   return {
-    async limit(key, rate, now) {
-      if (!key.startsWith('visitor:')) return fallback.limit(key, rate, now);
+    async limit(key, rate, now, charge) {
+      // The binding only takes: refusal buckets (charged, looked at) stay with the fallback.
+      if (!key.startsWith('visitor:') || charge !== undefined) return fallback.limit(key, rate, now, charge);
       const { success } = await binding.limit({ key });
       return { ok: success, retryAfterMs: success ? 0 : periodSeconds * 1000 };
     },

@@ -10,6 +10,7 @@ import { ENDPOINT_LIST, type Endpoint, type EndpointId } from '../../api/index.j
 import { parseJsonOrUndefined } from '../../api/objects.js';
 import { tryInSeconds } from '../../api/retry.js';
 import { RelayHttpError } from '../errors.js';
+import { type Breaker, type CallSource, sharedBreaker } from './breaker.js';
 import { readText, UpstreamTimeout, type Transport, type TransportAnswer } from './transport.js';
 
 /** When calls may go upstream again (ms since epoch); one object shared by every caller of a platform. */
@@ -42,6 +43,8 @@ export interface UpstreamOptions {
   /** how long to wait for the answer's headers (and a small body) */
   timeoutMs: number;
   backoff: Backoff;
+  /** the relay-wide breaker of platform refusals @default one per `baseUrl` in this process or isolate */
+  breaker?: Breaker | undefined;
   now: () => number;
   /** called once per upstream call, answered or not (metrics) */
   onCall?: ((call: UpstreamCall) => void) | undefined;
@@ -52,13 +55,22 @@ export interface UpstreamAnswer extends TransportAnswer {
   holdSeconds?: number;
 }
 
+/** Who a call is for, and how long it may wait for the breaker. */
+export interface CallOptions {
+  /** browser traffic pauses before proxy traffic @default 'proxy' */
+  from?: CallSource;
+  /** ms since epoch until which a call may wait for the breaker to let it go @default now (no wait) */
+  waitUntil?: number;
+}
+
 export interface Upstream {
   /**
    * Sends `body` (JSON text) to `endpoint`. Resolves with any answer the platform gave; a 429's
    * body is read and the shared hold pushed out. Rejects with a {@link RelayHttpError}: 504
-   * `upstream_timeout` (the call was aborted) or 502 `upstream_unreachable`.
+   * `upstream_timeout` (the call was aborted), 502 `upstream_unreachable`, or 503
+   * `upstream_paused` (the breaker of platform refusals did not let the call go; nothing was sent).
    */
-  call(endpoint: Endpoint<EndpointId>, body: string): Promise<UpstreamAnswer>;
+  call(endpoint: Endpoint<EndpointId>, body: string, options?: CallOptions): Promise<UpstreamAnswer>;
   /** Milliseconds left of the platform's 429 hold; 0 when calls may go. */
   holdMs(): number;
   readonly backoff: Backoff;
@@ -66,22 +78,46 @@ export interface Upstream {
 
 export function createUpstream(options: UpstreamOptions): Upstream {
   const { transport, timeoutMs, backoff, now, onCall } = options;
+  const breaker = options.breaker ?? sharedBreaker(options.baseUrl);
   const urls = new Map(ENDPOINT_LIST.map((endpoint) => [endpoint.id, `${options.baseUrl}${endpoint.path}`]));
   const headers = { 'content-type': 'application/json', accept: 'application/json', 'x-api-key': options.apiKey };
   const clockMs = () => (typeof performance === 'undefined' ? Date.now() : performance.now());
 
-  async function call(endpoint: Endpoint<EndpointId>, body: string): Promise<UpstreamAnswer> {
+  /** Waits (until `waitUntil`) for the breaker to let a call from `from` go. */
+  async function admit(endpoint: Endpoint<EndpointId>, from: CallSource, waitUntil: number): Promise<void> {
+    for (;;) {
+      const wait = breaker.waitMs(from, now());
+      if (wait === 0) return;
+      const left = waitUntil - now();
+      if (left <= 0 || (wait > 25 && wait > left)) {
+        throw new RelayHttpError(
+          503,
+          'upstream_paused',
+          `the relay paused ${endpoint.id} calls: the platform refused too many requests in the last 15 s, and more would get the key shut out`,
+          { retryAfter: Math.max(1, Math.ceil(wait / 1000)) },
+        );
+      }
+      await new Promise((resolve) => setTimeout(resolve, Math.min(wait, left)));
+    }
+  }
+
+  async function call(endpoint: Endpoint<EndpointId>, body: string, callOptions: CallOptions = {}): Promise<UpstreamAnswer> {
+    const from = callOptions.from ?? 'proxy';
+    await admit(endpoint, from, callOptions.waitUntil ?? now());
+    breaker.start(from);
     const started = clockMs();
     let answer: UpstreamAnswer;
     try {
       answer = await transport({ method: endpoint.method, url: urls.get(endpoint.id) as string, headers, body, timeoutMs });
     } catch (cause) {
+      breaker.end(from, 0, now());
       onCall?.({ endpoint: endpoint.id, status: 0, ms: clockMs() - started });
       if (cause instanceof UpstreamTimeout) {
         throw new RelayHttpError(504, 'upstream_timeout', `the platform did not answer ${endpoint.id} within ${timeoutMs} ms; retry later`, { cause });
       }
       throw new RelayHttpError(502, 'upstream_unreachable', `the platform could not be reached for ${endpoint.id}; retry later`, { cause });
     }
+    breaker.end(from, answer.status, now());
     onCall?.({ endpoint: endpoint.id, status: answer.status, ms: clockMs() - started });
     if (answer.status !== 429) return answer;
     // A 429 body is a few bytes: read it for `try-in-seconds`, hold, and hand it on as text.

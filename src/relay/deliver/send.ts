@@ -76,13 +76,15 @@ export async function sendOnce(ctx: SendContext, id: EndpointId, body: Record<st
     let status = 0;
     let answer: unknown;
     try {
-      const reply = await ctx.upstream.call(endpoint, text);
+      const reply = await ctx.upstream.call(endpoint, text, { from: 'browser', waitUntil: ctx.deadline });
       status = reply.status;
       answer = parseJsonOrUndefined(await readText(reply));
       if (status >= 200 && status < 300 && answer === undefined) status = 0; // an answer that is not JSON: as if none came
     } catch (error) {
       // Timeouts (the call was aborted) and network errors come as RelayHttpError; anything else is a bug.
       if (!(error instanceof RelayHttpError)) throw error;
+      // Paused by the breaker: nothing was sent, and trying again within this request cannot help.
+      if (error.code === 'upstream_paused') return { kind: 'unavailable', status: 503, message: error.message, retryAfter: error.retryAfter ?? 1 };
     }
     ctx.statuses.push(status);
     if (status >= 200 && status < 300) return { kind: 'ok', body: answer };

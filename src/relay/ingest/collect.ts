@@ -6,10 +6,10 @@
 import type { RelayConfig, SiteConfig } from '../config.js';
 import { originAllowed } from '../cors.js';
 import { RelayHttpError } from '../errors.js';
-import { type RateLimiter, siteKey, visitorKey } from '../limits.js';
+import { chargeRefusals, type RateLimiter, siteKey, visitorKey } from '../limits.js';
 import type { RejectReason } from '../observe.js';
 import { type DedupeScope, lookupCounter, type RelayStore } from '../store.js';
-import { readCollectBody, type CollectRequest } from './body.js';
+import { readCollectBody, type CollectBody, type CollectRequest } from './body.js';
 import { enrichLocation, enrichmentOf, wantsAddress, type ClientInfo } from './enrich.js';
 import type { Coalescer } from '../collect/coalesce.js';
 import { forward, type EndpointCall, type ItemResult } from '../deliver/calls.js';
@@ -17,6 +17,8 @@ import { createIdentity, type Identity } from './identity.js';
 import { applyIdentityRules, ENTRY_KINDS, platformCall } from './identity-rules.js';
 import type { EntryKind } from '../deliver/outbox.js';
 import { checkEntry, checkItem, type CheckedItem } from './items.js';
+import { checkRefusals, holdGate, type Hold } from './guard.js';
+import { shapeOf, type Shapes, type VisitorGate } from './shapes.js';
 import type { Upstream } from '../deliver/caller.js';
 import type { Clock } from '../deliver/send.js';
 
@@ -50,6 +52,10 @@ export interface CollectContext {
   enqueue: Enqueue | undefined;
   /** when set, the activities/create calls of concurrent requests go as one */
   coalesce?: Coalescer | undefined;
+  /** shapes the platform took lately (shapes.ts) */
+  shapes: Shapes;
+  /** one request with unknown shapes in flight per visitor */
+  gate: VisitorGate;
 }
 
 export interface CollectOutcome {
@@ -140,18 +146,53 @@ async function checkRate(limiter: RateLimiter, site: SiteConfig, ip: string | un
 
 /** Handles one /collect request; throws {@link RelayHttpError} for whole-request failures. */
 export async function collect(ctx: CollectContext, request: CollectRequest, info: ClientInfo, named: { site?: string } = {}): Promise<CollectOutcome> {
-  const { config, store, clock } = ctx;
+  const { config, clock } = ctx;
   const started = clock.now();
-  const deadline = started + config.budgetMs;
-  const origin = request.origin;
   const body = await readCollectBody(request);
   const site = config.sites.get(body.key);
   if (!site)
     throw new RelayHttpError(401, 'unknown_site_key', 'The key does not name a site of this relay; check the key given to cdp("init", …) against RELAY_SITES.');
   // Named for the log line and metrics even when the request fails from here on.
   named.site = site.name;
-  checkOrigin(site, origin);
+  checkOrigin(site, request.origin);
   await checkRate(ctx.limiter, site, info.ip, started);
+  const visitor = info.ip === undefined ? undefined : visitorKey(site.key, info.ip);
+  await checkRefusals(ctx.limiter, site, visitor, started);
+  const hold = { release: () => {} };
+  let outcome: CollectOutcome;
+  try {
+    outcome = await collectItems(ctx, site, body, info, visitor, started, hold);
+  } finally {
+    hold.release();
+  }
+  const refused = [...(outcome.reasons?.values() ?? [])].filter((reason) => reason === 'platform').length;
+  if (refused === 0) return outcome;
+  try {
+    await chargeRefusals(
+      ctx.limiter,
+      site.key,
+      Array.from({ length: visitor === undefined ? 0 : refused }, () => visitor!),
+      clock.now(),
+    );
+  } catch (error) {
+    // The items' fate is decided; a limiter that failed only loses this count.
+    outcome.warning = `${outcome.warning ? `${outcome.warning}; ` : ''}refusals_not_counted: ${describe(error)}`;
+  }
+  return outcome;
+}
+
+/** Everything after the request's gates: item checks, identity, dedupe, forwarding or queueing, the answer. */
+async function collectItems(
+  ctx: CollectContext,
+  site: SiteConfig,
+  body: CollectBody,
+  info: ClientInfo,
+  visitor: string | undefined,
+  started: number,
+  hold: Hold,
+): Promise<CollectOutcome> {
+  const { config, store, clock } = ctx;
+  const deadline = started + config.budgetMs;
 
   const results = new Map<number, ItemResult>();
   const reasons = new Map<number, RejectReason>();
@@ -191,6 +232,16 @@ export async function collect(ctx: CollectContext, request: CollectRequest, info
     if (invalid) reject(item.index, item.id, invalid, 'invalid');
     else pending.push({ item, entry, kind: ruling.kind });
   }
+
+  if (!ctx.enqueue)
+    await holdGate(
+      ctx,
+      site,
+      visitor,
+      pending.map((p) => p.item),
+      deadline,
+      hold,
+    );
 
   // A lease outlives the longest a request can hold it (its platform budget) with room for a slow
   // settle; a relay that dies mid-forward holds its items back for no longer than this.
@@ -262,6 +313,11 @@ export async function collect(ctx: CollectContext, request: CollectRequest, info
   } else if (going.length > 0) {
     const forwarded = await forward({ upstream: ctx.upstream, clock, deadline, random: ctx.random, statuses, coalesce: ctx.coalesce }, [...groups.values()]);
     retryAfter = forwarded.retryAfter;
+    ctx.shapes.learn(
+      site.key,
+      going.filter((p) => forwarded.results.get(p.item.id)?.status === 'accepted').map((p) => shapeOf(p.item)),
+      clock.now(),
+    );
     const accepted: string[] = [];
     const unsent: string[] = [];
     for (const p of going) {

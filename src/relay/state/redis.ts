@@ -40,17 +40,24 @@ if added > 0 then redis.call('INCRBY', KEYS[1], added) end
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
 return added`;
 
-/** KEYS: the bucket. ARGV: per second, burst, now. Returns {ok 0|1, retry after ms}. */
+/**
+ * KEYS: the bucket. ARGV: per second, burst, now, and optionally a charge (limits.ts `refill`:
+ * the same arithmetic). Returns {ok 0|1, retry after ms}.
+ */
 const LIMIT = `
-local rate, burst, now = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local rate, burst, now, charge = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local bucket = redis.call('HMGET', KEYS[1], 't', 'a')
 local tokens = tonumber(bucket[1]) or burst
 local at = tonumber(bucket[2]) or now
 tokens = math.min(burst, tokens + math.max(0, now - at) / 1000 * rate)
 local ok, wait = 0, 0
-if tokens >= 1 then tokens = tokens - 1; ok = 1 else wait = math.ceil((1 - tokens) / rate * 1000) end
+if charge then
+  tokens = math.max(-burst, math.min(burst, tokens - charge))
+  if (charge == 0 and tokens >= 1) or (charge ~= 0 and tokens >= 0) then ok = 1 end
+  if tokens < 1 then wait = math.ceil((1 - tokens) / rate * 1000) end
+elseif tokens >= 1 then tokens = tokens - 1; ok = 1 else wait = math.ceil((1 - tokens) / rate * 1000) end
 redis.call('HSET', KEYS[1], 't', tostring(tokens), 'a', tostring(now))
-redis.call('PEXPIRE', KEYS[1], math.ceil(burst / rate * 1000) + 1000)
+redis.call('PEXPIRE', KEYS[1], math.ceil(2 * burst / rate * 1000) + 1000)
 return {ok, wait}`;
 
 interface Scripts {
@@ -149,8 +156,9 @@ export async function createRedisState(url: string, options: RedisStateOptions =
     },
   };
   const limiter: RateLimiter = {
-    async limit(key, rate, now) {
-      const [ok, wait] = await scripts.cdpLimit(`${prefix}b:${key}`, rate.perSecond, rate.burst, Math.round(now));
+    async limit(key, rate, now, charge) {
+      const args = [`${prefix}b:${key}`, rate.perSecond, rate.burst, Math.round(now), ...(charge === undefined ? [] : [charge])];
+      const [ok, wait] = await scripts.cdpLimit(...args);
       return { ok: ok === 1, retryAfterMs: Number(wait) };
     },
   };

@@ -1,0 +1,106 @@
+/**
+ * Learned shapes, and the gate for items of unknown shape.
+ *
+ * The platform refuses an activity it has no definition for, an attribute the definition lacks,
+ * or a person field it does not know, with a 400; 15 of those in 15 s shut the relay's key out.
+ * Its API cannot list activity definitions (they can only be created, changed and archived), so
+ * the relay cannot check an item against them before sending. What it can know is what the
+ * platform took: a *shape* (an activity id with its set of attribute ids, or an identify's set of
+ * field ids) that the platform accepted for a site within the last 10 minutes is known. Items the
+ * tracking plan checked (`RELAY_PLAN`) are known too.
+ *
+ * Items of an unknown shape are a bet on the key, so each visitor has at most one request with
+ * unknown shapes in flight per relay process: the rest wait (within their budget) for it, and go at
+ * once when its items were taken (the shape is now known), or meet the visitor's emptied refusal
+ * bucket when they were refused. A visitor sending many concurrent requests of known shapes is
+ * never held back.
+ * @module
+ */
+import type { SiteConfig } from '../config.js';
+import type { CheckedItem } from './items.js';
+
+/** How long a shape the platform took stays known. */
+export const SHAPE_TTL_MS = 10 * 60_000;
+
+/** The shape of an item as it goes to the platform: what the platform could refuse it for, values aside. */
+export function shapeOf(item: CheckedItem): string {
+  if (item.type === 'identify') return `merge\u0000${Object.keys(item.input.fields).sort().join('\u0000')}`;
+  const attributes = Object.keys(item.input.attributes ?? {}).sort();
+  const person = Object.keys(item.input.person ?? {}).sort();
+  return `${item.input.activity_id}\u0000${attributes.join('\u0000')}\u0001${person.join('\u0000')}`;
+}
+
+/** Whether the site's own lists already vouch for every id the item names (the plan checked the activity and its attributes). */
+function vouched(site: SiteConfig, item: CheckedItem): boolean {
+  const people = item.type === 'identify' ? item.input.fields : (item.input.person ?? {});
+  const fieldsKnown = Object.keys(people).length === 0 || site.fields !== undefined;
+  if (item.type === 'identify') return fieldsKnown;
+  return fieldsKnown && site.attributeRules !== undefined && site.activities?.has(item.input.activity_id) === true;
+}
+
+/** Whether `item` may go without the visitor's gate: vouched for by the site's plan, or a shape the platform took lately. */
+export const isKnown = (shapes: Shapes, site: SiteConfig, item: CheckedItem, now: number): boolean =>
+  vouched(site, item) || shapes.known(site.key, shapeOf(item), now);
+
+export interface Shapes {
+  known(site: string, shape: string, now: number): boolean;
+  learn(site: string, shapes: Iterable<string>, now: number): void;
+}
+
+/** Known shapes in this process, at most `maxKeys` (least recently learned dropped first: forgetting only makes the relay more careful). */
+export function createShapes(options: { ttlMs?: number; maxKeys?: number } = {}): Shapes {
+  const ttlMs = options.ttlMs ?? SHAPE_TTL_MS;
+  const maxKeys = options.maxKeys ?? 10_000;
+  const until = new Map<string, number>();
+  return {
+    known: (site, shape, now) => (until.get(`${site}\u0002${shape}`) ?? 0) > now,
+    learn(site, shapes, now) {
+      for (const shape of shapes) {
+        const key = `${site}\u0002${shape}`;
+        until.delete(key);
+        until.set(key, now + ttlMs);
+        if (until.size > maxKeys) until.delete(until.keys().next().value as string);
+      }
+    },
+  };
+}
+
+/** One request with unknown shapes in flight per visitor. */
+export interface VisitorGate {
+  /**
+   * Resolves to a release function once `risky()` is false (no gate needed: a no-op) or this
+   * request holds the visitor's gate; to undefined when `deadline` (ms since epoch) passed first.
+   */
+  enter(visitor: string, risky: () => boolean, deadline: number, now: () => number): Promise<(() => void) | undefined>;
+}
+
+export function createVisitorGate(): VisitorGate {
+  const held = new Map<string, Promise<void>>();
+  const none = () => {};
+  return {
+    async enter(visitor, risky, deadline, now) {
+      for (;;) {
+        if (!risky()) return none;
+        const busy = held.get(visitor);
+        if (busy === undefined) {
+          let open = none;
+          held.set(
+            visitor,
+            new Promise<void>((resolve) => {
+              open = resolve;
+            }),
+          );
+          return () => {
+            held.delete(visitor);
+            open();
+          };
+        }
+        const left = deadline - now();
+        if (left <= 0) return undefined;
+        let timer: ReturnType<typeof setTimeout> | undefined;
+        await Promise.race([busy, new Promise((resolve) => (timer = setTimeout(resolve, left)))]);
+        clearTimeout(timer);
+      }
+    },
+  };
+}

@@ -1,0 +1,83 @@
+// The refusal buckets behave the same on every limiter a deployment may share: a visitor is cut
+// off after a few refusals however many relays count them, refusals found later by the deliverer
+// count too, and looking at a bucket takes nothing from it.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  chargeRefusals,
+  createBindingLimiter,
+  createMemoryLimiter,
+  type RateLimiter,
+  refusalWait,
+  VISITOR_REFUSALS,
+  visitorKey,
+} from '../../src/relay/limits.js';
+import { createRedisState } from '../../src/relay/state/redis.js';
+import { type RunningRedis, redisAvailable, startRedis } from '../support/redis.js';
+
+let redis: RunningRedis | undefined;
+const hasRedis = redisAvailable('refusal buckets on Redis (test/security/refusal-buckets.test.ts)');
+beforeAll(async () => {
+  if (hasRedis) redis = await startRedis();
+});
+afterAll(async () => {
+  await redis?.close();
+});
+
+const kinds: { name: string; open(): Promise<RateLimiter> }[] = [
+  { name: 'memory', open: async () => createMemoryLimiter() },
+  // The Workers binding only takes; refusal buckets stay with its per-isolate fallback.
+  {
+    name: 'Workers binding',
+    open: async () =>
+      createBindingLimiter(
+        {
+          limit: async ({ key }) => {
+            if (key.startsWith('refusals:')) throw new Error(`the binding was asked about ${key}`);
+            return { success: true };
+          },
+        },
+        60,
+      ),
+  },
+  ...(hasRedis ? [{ name: 'Redis', open: async () => (await createRedisState(redis!.url, { prefix: `r${Math.random()}:` })).limiter }] : []),
+];
+
+describe.each(kinds)('refusal buckets on $name', ({ open }) => {
+  const site = 'pk_shop';
+  const visitor = visitorKey(site, '198.51.100.7');
+  const other = visitorKey(site, '198.51.100.8');
+
+  it(`cuts a visitor off after ${VISITOR_REFUSALS.burst} refusals, and only that visitor`, async () => {
+    const limiter = await open();
+    const now = 1_000_000;
+    for (let i = 0; i < VISITOR_REFUSALS.burst; i++) {
+      // looking takes nothing: as often as we like
+      expect(await refusalWait(limiter, site, visitor, now)).toBe(0);
+      expect(await refusalWait(limiter, site, visitor, now)).toBe(0);
+      await chargeRefusals(limiter, site, [visitor], now);
+    }
+    const wait = await refusalWait(limiter, site, visitor, now);
+    expect(wait).toBeGreaterThan(0);
+    expect(wait).toBeLessThanOrEqual(1000 / VISITOR_REFUSALS.perSecond);
+    expect(await refusalWait(limiter, site, other, now)).toBe(0);
+    // refilled in time
+    expect(await refusalWait(limiter, site, visitor, now + 1000 / VISITOR_REFUSALS.perSecond + 1)).toBe(0);
+  });
+
+  it('charges refusals found after the answer (the deliverer) to each visitor and to the site, into debt', async () => {
+    const limiter = await open();
+    const now = 4_000_000;
+    await chargeRefusals(limiter, site, [visitor, visitor, visitor, visitor, visitor, other], now);
+    // five refusals against a bucket of three: the visitor waits for the debt too
+    expect(await refusalWait(limiter, site, visitor, now)).toBeGreaterThan(2 * (1000 / VISITOR_REFUSALS.perSecond));
+    expect(await refusalWait(limiter, site, other, now)).toBe(0);
+    // more refusals across many visitors empty the site's own bucket: every visitor of the site waits
+    await chargeRefusals(
+      limiter,
+      site,
+      Array.from({ length: 10 }, (_, i) => visitorKey(site, `203.0.113.${i}`)),
+      now,
+    );
+    expect(await refusalWait(limiter, site, visitorKey(site, '192.0.2.1'), now)).toBeGreaterThan(0);
+  });
+});

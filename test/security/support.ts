@@ -1,0 +1,79 @@
+/**
+ * What every attack starts with: a real emulator (the platform, with its per-key budget and its
+ * bad-request ban when asked) and a relay in front of it over real HTTP, trusting loopback's
+ * X-Forwarded-For so one test can play many visitors. Attacks go to the relay's public port only.
+ */
+import { startEmulator, type RunningEmulator } from '../../src/emulator/index.js';
+import { parseConfig } from '../../src/relay/config.js';
+import { type RunningRelay, type StartRelayOptions, startRelay } from '../../src/relay/node.js';
+import { hashToken } from '../../src/relay/tokens.js';
+
+export const KEY = 'security-platform-key-5c1d';
+export const ORIGIN = 'https://shop.example.com';
+export const SITE = 'pk_shop';
+export const PROXY_TOKEN = 'rt_security_proxy_token_0123456789';
+
+export interface Stack {
+  emulator: RunningEmulator;
+  relay: RunningRelay;
+  close(): Promise<void>;
+}
+
+export interface StackOptions {
+  /** the emulator's per-key budget and ban model @default false */
+  rateLimit?: number | boolean;
+  /** more relay variables */
+  env?: Record<string, string>;
+  relay?: Omit<StartRelayOptions, 'config'>;
+}
+
+/** Starts an emulator with `signed-up` (attribute `plan`) defined, and a relay for site {@link SITE}. */
+export async function startStack(options: StackOptions = {}): Promise<Stack> {
+  const emulator = await startEmulator({ port: 0, key: KEY, plan: 'business', rateLimit: options.rateLimit ?? false });
+  const seeded = await fetch(`${emulator.url}/v1/definitions/activity/create`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-api-key': KEY },
+    body: JSON.stringify({ name: 'signed-up', attributes: [{ name: 'plan', display_type: 'text' }] }),
+  });
+  if (!seeded.ok) throw new Error(`seeding: ${seeded.status} ${await seeded.text()}`);
+  const config = parseConfig({
+    CDP_API_KEY: KEY,
+    CDP_BASE_URL: emulator.url,
+    RELAY_SITES: JSON.stringify([{ key: SITE, origins: [ORIGIN] }]),
+    RELAY_TOKENS: JSON.stringify([{ name: 'crm', sha256: await hashToken(PROXY_TOKEN), scopes: ['read'] }]),
+    RELAY_TRUST_PROXY: '127.0.0.1',
+    RELAY_LOG: 'off',
+    ...options.env,
+  });
+  const relay = await startRelay({ port: 0, config, ...options.relay });
+  return {
+    emulator,
+    relay,
+    close: async () => {
+      await relay.close();
+      await emulator.close();
+    },
+  };
+}
+
+let counter = 0;
+/** A fresh item id. */
+export const itemId = (): string => `item-${process.pid}-${Date.now()}-${++counter}`;
+
+/** Posts a /collect batch as visitor `ip`. */
+export function collect(relayUrl: string, ip: string, batch: unknown[], init: { key?: string } = {}): Promise<Response> {
+  return fetch(`${relayUrl}/collect`, {
+    method: 'POST',
+    headers: { 'content-type': 'text/plain', origin: ORIGIN, 'x-forwarded-for': ip },
+    body: JSON.stringify({ key: init.key ?? SITE, batch }),
+  });
+}
+
+/** A track of `signed-up` for `email`. */
+export const goodTrack = (email: string) => ({
+  id: itemId(),
+  type: 'track',
+  activity_id: 'act:cm:signed-up',
+  attributes: { 'str:cm:plan': 'pro' },
+  person: { 'str::email': email },
+});
