@@ -113,7 +113,7 @@ describe('many visitors drawing platform refusals at once', () => {
     };
     await Promise.all([...attackers.map(attack), ...attackers.map(attack), proxy()]);
     expect(emulator.emulator.bans()).toBe(0);
-    expect(proxyStatuses.length).toBeGreaterThan(5);
+    expect(proxyStatuses.length).toBeGreaterThanOrEqual(3);
     expect(new Set(proxyStatuses)).toEqual(new Set([200]));
     // A good visitor's item meets the paused breaker: kept for later (retry), never lost or refused.
     const response = await collect(relay.url, '203.0.113.50', [goodTrack('late@example.com')]);
