@@ -1,7 +1,9 @@
 /**
  * The visitor's address. Workers: `CF-Connecting-IP` (set by Cloudflare, not by the
  * visitor). Node: the socket's address, or — only when the socket is a trusted proxy
- * (`RELAY_TRUST_PROXY`) — the right-most untrusted address of `X-Forwarded-For`.
+ * (`RELAY_TRUST_PROXY`) — the right-most untrusted address of `X-Forwarded-For`, believed only
+ * when every hop in it is an IP address. Rate limits key IPv6 visitors by their network prefix
+ * (`RELAY_IPV6_PREFIX`, /64 by default): one home or phone gets a whole /64.
  * @module
  */
 
@@ -24,6 +26,52 @@ const ipv4 = (ip: string): number | undefined => {
   return value;
 };
 
+/** The eight 16-bit groups of an IPv6 address (with `::` and a dotted IPv4 tail), or undefined when `ip` is not one. */
+export function ipv6Groups(ip: string): number[] | undefined {
+  if (ip.length > 45 || !ip.includes(':')) return undefined;
+  const halves = ip.split('::');
+  if (halves.length > 2) return undefined;
+  const parse = (part: string): number[] | undefined => {
+    if (part === '') return [];
+    const groups: number[] = [];
+    const pieces = part.split(':');
+    for (let i = 0; i < pieces.length; i++) {
+      const piece = pieces[i]!;
+      if (i === pieces.length - 1 && piece.includes('.')) {
+        const v4 = ipv4(piece);
+        if (v4 === undefined) return undefined;
+        groups.push(Math.floor(v4 / 65536), v4 % 65536);
+      } else if (/^[0-9a-fA-F]{1,4}$/.test(piece)) groups.push(Number.parseInt(piece, 16));
+      else return undefined;
+    }
+    return groups;
+  };
+  const head = parse(halves[0]!);
+  const tail = halves.length === 2 ? parse(halves[1]!) : [];
+  if (head === undefined || tail === undefined) return undefined;
+  const missing = 8 - head.length - tail.length;
+  if (halves.length === 2 ? missing < 1 : missing !== 0) return undefined;
+  return [...head, ...Array<number>(missing).fill(0), ...tail];
+}
+
+/** True when `ip` (normalised) is an IPv4 or IPv6 address. */
+export const isIp = (ip: string): boolean => ipv4(ip) !== undefined || ipv6Groups(ip) !== undefined;
+
+/**
+ * The address a visitor's rate limits are keyed by: an IPv4 address itself, an IPv6 address cut to
+ * its first `prefix` bits (`2001:db8:1:2::/64`), since one subscriber gets a whole /64 and may change
+ * addresses inside it at will.
+ */
+export function limitAddress(ip: string, prefix: number): string {
+  const groups = ipv6Groups(ip);
+  if (groups === undefined || prefix >= 128) return ip;
+  const bits = groups.map((group, i) => {
+    const keep = Math.max(0, Math.min(16, prefix - i * 16));
+    return keep === 0 ? 0 : group & ((0xffff << (16 - keep)) & 0xffff);
+  });
+  return `${bits.map((group) => group.toString(16)).join(':')}/${prefix}`;
+}
+
 /** True when `ip` is one of `trusted` (addresses, or IPv4 CIDR ranges like `10.0.0.0/8`). */
 export function isTrusted(ip: string, trusted: readonly string[]): boolean {
   const address = normaliseIp(ip);
@@ -43,12 +91,20 @@ export function isTrusted(ip: string, trusted: readonly string[]): boolean {
   return false;
 }
 
-/** The client address behind `socket`, believing `forwardedFor` only from trusted proxies. */
+/** Longer `X-Forwarded-For` values are not looked at (a real chain of proxies is a few hops). */
+const MAX_FORWARDED_FOR = 512;
+
+/**
+ * The client address behind `socket`, believing `forwardedFor` only from trusted proxies, and only
+ * when every hop in it is an IP address: a value that is not is ignored, as if the proxy were
+ * untrusted, so nothing but an address ever becomes the visitor's address (or its `source_ip`).
+ */
 export function resolveClientIp(socket: string | undefined, forwardedFor: string | null | undefined, trusted: readonly string[]): string | undefined {
   if (socket === undefined) return undefined;
   const direct = normaliseIp(socket);
-  if (!forwardedFor || !isTrusted(direct, trusted)) return direct;
+  if (!forwardedFor || forwardedFor.length > MAX_FORWARDED_FOR || !isTrusted(direct, trusted)) return direct;
   const hops = forwardedFor.split(',').map(normaliseIp).filter(Boolean);
+  if (!hops.every(isIp)) return direct;
   for (let i = hops.length - 1; i >= 0; i--) {
     if (!isTrusted(hops[i]!, trusted)) return hops[i];
   }

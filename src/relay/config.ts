@@ -65,6 +65,8 @@ export interface RelayConfig {
   addressLookupMonthlyLimit: number;
   /** `RELAY_TRUST_PROXY`: addresses (or IPv4 CIDR ranges) whose `X-Forwarded-For` is believed */
   trustProxy: string[];
+  /** `RELAY_IPV6_PREFIX`: IPv6 visitors are rate-limited per network of this many bits @default 64 */
+  ipv6Prefix: number;
   /** `RELAY_COLLECT_PATH` @default '/collect' */
   collectPath: string;
   /** `/cdp.js` plus `RELAY_SCRIPT_PATH` (an alias less likely to be blocked) */
@@ -277,6 +279,10 @@ export function parseConfig(env: Env): RelayConfig {
     if (!/^[0-9a-fA-F:.]+(\/\d{1,3})?$/.test(entry))
       throw new RelayConfigError('RELAY_TRUST_PROXY', `${JSON.stringify(entry)} is not an IP address or IPv4 CIDR range`);
   }
+  const ipv6Prefix = positive(env, 'RELAY_IPV6_PREFIX', 64);
+  if (!Number.isInteger(ipv6Prefix) || ipv6Prefix < 16 || ipv6Prefix > 128) {
+    throw new RelayConfigError('RELAY_IPV6_PREFIX', `must be a whole number of bits from 16 to 128 (64: one subscriber's network), got ${ipv6Prefix}`);
+  }
   const alias = path(env, 'RELAY_SCRIPT_PATH', undefined);
   let tokens: TokenConfig[];
   try {
@@ -294,6 +300,7 @@ export function parseConfig(env: Env): RelayConfig {
     addressLookup: lookup === 'on',
     addressLookupMonthlyLimit: limit,
     trustProxy,
+    ipv6Prefix,
     collectPath: path(env, 'RELAY_COLLECT_PATH', '/collect') ?? '/collect',
     scriptPaths: alias && alias !== '/cdp.js' ? ['/cdp.js', alias] : ['/cdp.js'],
     budgetMs: positive(env, 'RELAY_BUDGET_MS', 8_000),

@@ -74,6 +74,17 @@ export function createMemoryLimiter(options: { maxKeys?: number } = {}): RateLim
 
 /** The limiter key of one visitor (client address) of a site. */
 export const visitorKey = (site: string, ip: string): string => `visitor:${site}:${ip}`;
+/**
+ * The limiter key of one client address (IPv6: its network, client-ip.ts `limitAddress`) across
+ * all sites, checked before a request's body is read: the site is named inside the body.
+ */
+export const addressKey = (address: string): string => `address:${address}`;
+/**
+ * What one address may send to all sites together before its body is read: twice a visitor's
+ * default (an address may visit a few sites), so the per-visitor limits after parsing stay the
+ * ones a site tunes.
+ */
+export const ADDRESS_RATE: Rate = { perSecond: 20, burst: 100 };
 /** The limiter key of a site's own cap. */
 export const siteKey = (site: string): string => `site:${site}`;
 

@@ -7,6 +7,7 @@ import { startEmulator, type RunningEmulator } from '../../src/emulator/index.js
 import { parseConfig } from '../../src/relay/config.js';
 import { type RunningRelay, type StartRelayOptions, startRelay } from '../../src/relay/node.js';
 import { hashToken } from '../../src/relay/tokens.js';
+import { startTestUpstream, type TestUpstream } from '../relay/support/upstream.js';
 
 export const KEY = 'security-platform-key-5c1d';
 export const ORIGIN = 'https://shop.example.com';
@@ -16,6 +17,8 @@ export const PROXY_TOKEN = 'rt_security_proxy_token_0123456789';
 export interface Stack {
   emulator: RunningEmulator;
   relay: RunningRelay;
+  /** with `record`: every platform call the relay made, read through `${recorder.url}/__control/received` */
+  recorder?: TestUpstream;
   close(): Promise<void>;
 }
 
@@ -25,6 +28,8 @@ export interface StackOptions {
   /** more relay variables */
   env?: Record<string, string>;
   relay?: Omit<StartRelayOptions, 'config'>;
+  /** put a recorder between the relay and the emulator (it passes every call on) */
+  record?: boolean;
 }
 
 /** Starts an emulator with `signed-up` (attribute `plan`) defined, and a relay for site {@link SITE}. */
@@ -36,9 +41,10 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     body: JSON.stringify({ name: 'signed-up', attributes: [{ name: 'plan', display_type: 'text' }] }),
   });
   if (!seeded.ok) throw new Error(`seeding: ${seeded.status} ${await seeded.text()}`);
+  const recorder = options.record ? await startTestUpstream({ key: KEY, emulatorUrl: emulator.url }) : undefined;
   const config = parseConfig({
     CDP_API_KEY: KEY,
-    CDP_BASE_URL: emulator.url,
+    CDP_BASE_URL: recorder?.url ?? emulator.url,
     RELAY_SITES: JSON.stringify([{ key: SITE, origins: [ORIGIN] }]),
     RELAY_TOKENS: JSON.stringify([{ name: 'crm', sha256: await hashToken(PROXY_TOKEN), scopes: ['read'] }]),
     RELAY_TRUST_PROXY: '127.0.0.1',
@@ -49,8 +55,10 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   return {
     emulator,
     relay,
+    ...(recorder ? { recorder } : {}),
     close: async () => {
       await relay.close();
+      await recorder?.close();
       await emulator.close();
     },
   };

@@ -6,7 +6,7 @@
 import type { RelayConfig, SiteConfig } from '../config.js';
 import { originAllowed } from '../cors.js';
 import { RelayHttpError } from '../errors.js';
-import { chargeRefusals, type RateLimiter, siteKey, visitorKey } from '../limits.js';
+import { chargeRefusals, type RateLimiter, visitorKey } from '../limits.js';
 import type { RejectReason } from '../observe.js';
 import { type DedupeScope, lookupCounter, type RelayStore } from '../store.js';
 import { readCollectBody, type CollectBody, type CollectRequest } from './body.js';
@@ -17,7 +17,8 @@ import { createIdentity, type Identity } from './identity.js';
 import { applyIdentityRules, ENTRY_KINDS, platformCall } from './identity-rules.js';
 import type { EntryKind } from '../deliver/outbox.js';
 import { checkEntry, checkItem, type CheckedItem } from './items.js';
-import { checkRefusals, holdGate, type Hold } from './guard.js';
+import { checkAddress, checkRate, checkRefusals, holdGate, type Hold } from './guard.js';
+import { limitAddress } from '../client-ip.js';
 import { shapeOf, type Shapes, type VisitorGate } from './shapes.js';
 import type { Upstream } from '../deliver/caller.js';
 import type { Clock } from '../deliver/send.js';
@@ -129,25 +130,13 @@ function entryOf(item: CheckedItem, location: Record<string, unknown> | undefine
 /** A failure's class and message for the log line (never an item's contents). */
 const describe = (error: unknown): string => (error instanceof Error ? `${error.name}: ${error.message}` : String(error));
 
-/**
- * Per-visitor limit (always), then the site-wide cap (only when the site sets `rate_limit`).
- * A request whose client address is unknown (no socket, no trusted header) is limited site-wide only.
- */
-async function checkRate(limiter: RateLimiter, site: SiteConfig, ip: string | undefined, now: number): Promise<void> {
-  const decisions = [
-    ...(ip === undefined ? [] : [limiter.limit(visitorKey(site.key, ip), site.visitorRateLimit, now)]),
-    ...(site.rateLimit === undefined ? [] : [limiter.limit(siteKey(site.key), site.rateLimit, now)]),
-  ];
-  const refused = (await Promise.all(decisions)).filter((decision) => !decision.ok);
-  if (refused.length === 0) return;
-  const retryAfter = Math.max(1, Math.ceil(Math.max(...refused.map((decision) => decision.retryAfterMs)) / 1000));
-  throw new RelayHttpError(429, 'rate_limited', 'Too many requests from this visitor or for this site; retry after the Retry-After seconds.', { retryAfter });
-}
-
 /** Handles one /collect request; throws {@link RelayHttpError} for whole-request failures. */
 export async function collect(ctx: CollectContext, request: CollectRequest, info: ClientInfo, named: { site?: string } = {}): Promise<CollectOutcome> {
   const { config, clock } = ctx;
   const started = clock.now();
+  // The client address is limited before the body is read or parsed: a flood costs no parsing.
+  const address = info.ip === undefined ? undefined : limitAddress(info.ip, config.ipv6Prefix);
+  await checkAddress(ctx.limiter, address, started);
   const body = await readCollectBody(request);
   const site = config.sites.get(body.key);
   if (!site)
@@ -155,8 +144,8 @@ export async function collect(ctx: CollectContext, request: CollectRequest, info
   // Named for the log line and metrics even when the request fails from here on.
   named.site = site.name;
   checkOrigin(site, request.origin);
-  await checkRate(ctx.limiter, site, info.ip, started);
-  const visitor = info.ip === undefined ? undefined : visitorKey(site.key, info.ip);
+  await checkRate(ctx.limiter, site, address, started);
+  const visitor = address === undefined ? undefined : visitorKey(site.key, address);
   await checkRefusals(ctx.limiter, site, visitor, started);
   const hold = { release: () => {} };
   let outcome: CollectOutcome;

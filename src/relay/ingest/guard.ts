@@ -1,12 +1,13 @@
 /**
- * The guards between a visitor and the platform key: a visitor or site whose items the platform
+ * The guards between a visitor and the platform key: rate limits (per client address before the
+ * body is read; per visitor of a site and per site after), a visitor or site whose items the platform
  * refused too often is cut off (limits.ts refusal buckets), and items of a kind the platform has
  * not taken lately go one request at a time per visitor (shapes.ts).
  * @module
  */
 import type { SiteConfig } from '../config.js';
 import { RelayHttpError } from '../errors.js';
-import { type RateLimiter, refusalWait } from '../limits.js';
+import { ADDRESS_RATE, addressKey, type RateLimiter, refusalWait, siteKey, visitorKey } from '../limits.js';
 import type { CollectContext } from './collect.js';
 import type { CheckedItem } from './items.js';
 import { isKnown } from './shapes.js';
@@ -14,6 +15,31 @@ import { isKnown } from './shapes.js';
 /** What a request holds until it has its answer: the visitor's gate, when it took it. */
 export interface Hold {
   release: () => void;
+}
+
+/**
+ * Per-visitor limit (always), then the site-wide cap (only when the site sets `rate_limit`).
+ * A request whose client address is unknown (no socket, no trusted header) is limited site-wide only.
+ */
+export async function checkRate(limiter: RateLimiter, site: SiteConfig, ip: string | undefined, now: number): Promise<void> {
+  const decisions = [
+    ...(ip === undefined ? [] : [limiter.limit(visitorKey(site.key, ip), site.visitorRateLimit, now)]),
+    ...(site.rateLimit === undefined ? [] : [limiter.limit(siteKey(site.key), site.rateLimit, now)]),
+  ];
+  const refused = (await Promise.all(decisions)).filter((decision) => !decision.ok);
+  if (refused.length === 0) return;
+  const retryAfter = Math.max(1, Math.ceil(Math.max(...refused.map((decision) => decision.retryAfterMs)) / 1000));
+  throw new RelayHttpError(429, 'rate_limited', 'Too many requests from this visitor or for this site; retry after the Retry-After seconds.', { retryAfter });
+}
+
+/** The client address's own bucket, across every site: checked before the body is read, so a flood from one address costs no reading or parsing. */
+export async function checkAddress(limiter: RateLimiter, address: string | undefined, now: number): Promise<void> {
+  if (address === undefined) return;
+  const decision = await limiter.limit(addressKey(address), ADDRESS_RATE, now);
+  if (decision.ok) return;
+  throw new RelayHttpError(429, 'rate_limited', 'Too many requests from this address; retry after the Retry-After seconds.', {
+    retryAfter: Math.max(1, Math.ceil(decision.retryAfterMs / 1000)),
+  });
 }
 
 /** A visitor (or a site) whose requests drew too many platform refusals is cut off before anything of theirs reaches the platform again. */
