@@ -33,7 +33,7 @@ export interface Forwarded {
 }
 
 /** Per-entry result of a successful call. */
-function entryResult(endpoint: EndpointCall['endpoint'], answer: unknown): { ok: boolean; error?: string } {
+export function entryResult(endpoint: EndpointCall['endpoint'], answer: unknown): { ok: boolean; error?: string } {
   if (!isRecord(answer)) return { ok: true };
   const status = answer['status'];
   const error = typeof answer['error'] === 'string' ? answer['error'] : undefined;

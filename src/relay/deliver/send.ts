@@ -48,7 +48,7 @@ const MAX_ATTEMPTS = 4;
 const BASE_DELAY_MS = 250;
 
 /** The message and per-entry details of an error body: the platform's `{error, details}` or a relay's `{error: {message, details}}`. */
-function refusal(body: unknown, status: number): { message: string; details: unknown[] } {
+export function refusal(body: unknown, status: number): { message: string; details: unknown[] } {
   if (!isRecord(body)) return { message: typeof body === 'string' && body !== '' ? body.slice(0, 200) : `HTTP ${status}`, details: [] };
   const error = body['error'];
   if (isRecord(error)) return { message: String(error['message'] ?? 'error'), details: Array.isArray(error['details']) ? error['details'] : [] };

@@ -236,8 +236,11 @@ async function collectItems(
   // settle; a relay that dies mid-forward holds its items back for no longer than this.
   const leaseMs = config.budgetMs + 10_000;
   const scope: DedupeScope = { site: site.key, queue: body.queue };
-  const claim =
-    pending.length > 0
+  // With a queue, ids are checked where they are already batched: in the consumer, against the
+  // site's delivery ledger (workers/queue.ts). /collect then costs no state call at all.
+  const claim = ctx.enqueue
+    ? { fresh: pending.map((p) => p.item.id), duplicate: [], busy: [] }
+    : pending.length > 0
       ? await store.claim(
           scope,
           pending.map((p) => p.item.id),
@@ -274,14 +277,13 @@ async function collectItems(
   let retryAfter = 0;
   let warning: string | undefined;
   if (ctx.enqueue && going.length > 0) {
-    // What the queue took is accepted, even when a later batch or the mark failed: the consumer
-    // delivers it, and skips an id it has delivered already. Only what the queue did not take is retried.
+    // What the queue took is accepted, even when a later batch failed: the consumer delivers it,
+    // and skips an id delivered already. Only what the queue did not take is retried.
     const entries = [...groups.values()].flatMap((group) =>
       group.entries.map(({ id, entry }) => ({ site: site.key, id, endpoint: group.endpoint, envelope: group.envelope, entry })),
     );
     const { taken, failure } = await ctx.enqueue(entries);
     const takenIds = new Set(taken);
-    const released = going.filter((p) => !takenIds.has(p.item.id)).map((p) => p.item.id);
     if (failure !== undefined) {
       retryAfter = 5;
       warning = `queue_send_failed: ${describe(failure)}`;
@@ -293,11 +295,6 @@ async function collectItems(
           ? { id: p.item.id, status: 'accepted' }
           : { id: p.item.id, status: 'retry', error: 'the queue did not take the item; it was kept for later' },
       );
-    }
-    try {
-      await store.settle(scope, { forwarded: taken, until: started + config.dedupeTtlMs, released });
-    } catch (error) {
-      warning = `state_settle_failed: ${describe(error)}`;
     }
   } else if (going.length > 0) {
     const forwarded = await forward({ upstream: ctx.upstream, clock, deadline, random: ctx.random, statuses, coalesce: ctx.coalesce }, [...groups.values()]);

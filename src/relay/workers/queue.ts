@@ -1,15 +1,15 @@
 /**
- * Optional Cloudflare Queues path: `/collect` hands accepted entries to the queue and
- * answers at once; the consumer forwards them (identify groups first), acks what the
- * platform took or refused for good, and retries the rest with a delay. After the queue's
- * `max_retries` a message goes to its dead-letter queue (see wrangler.toml).
+ * The Cloudflare Queues path: `/collect` hands accepted entries to the queue and answers at
+ * once; the consumer is the deliverer. It checks each id against the site's delivery ledger,
+ * sends full paced calls (calls.ts), sends refused and held entries to the dead-letter queue with
+ * their reason, acks what is done and retries what the platform certainly did not apply.
  * @module
  */
 import type { Enqueue, QueuedEntry } from '../ingest/collect.js';
-import { forward, type EndpointCall } from '../deliver/calls.js';
-import type { SendContext } from '../deliver/send.js';
+import { AMBIGUOUS_REASON, afterAmbiguous } from '../deliver/policy.js';
 import type { Logger } from '../logging.js';
-import type { DedupeScope, RelayStore } from '../store.js';
+import { type CallContext, deliverEntries, type Fate, type Sending } from './calls.js';
+import type { Claimed, DeliveryLedger } from './delivery.js';
 import type { MessageBatch, Queue, QueueMessage } from './types.js';
 
 /** Queues' limits per sendBatch: 100 messages, 256 KB. */
@@ -43,97 +43,143 @@ export function queueProducer(queue: Queue): Enqueue {
   };
 }
 
-/** The dedupe scope of what the consumer has delivered: apart from /collect's, which marks ids when they are queued. */
-export const deliveryScope = (site: string): DedupeScope => ({ site: `delivered:${site}` });
-
-export interface ConsumeContext extends Omit<SendContext, 'statuses'> {
-  store: RelayStore;
-  /** how long a delivered id is remembered */
-  dedupeTtlMs: number;
+export interface ConsumeContext extends Omit<CallContext, 'statuses'> {
+  /** which ids of a site were delivered within the window, sharded by id */
+  ledger: DeliveryLedger;
+  /** the producer binding of the queue's dead-letter queue */
+  deadLetters: Queue;
+  /** how long a delivered id is remembered (the dedupe window) */
+  windowMs: number;
+  /** whose leases these are @default a fresh UUID per batch */
+  owner?: string;
 }
 
+/** What the dead-letter queue receives: the entry as it was queued, and why it is there. */
+export interface DeadLetterMessage extends QueuedEntry {
+  reason: string;
+  status?: number;
+  error?: string;
+  /** ms since epoch */
+  failed: number;
+}
+
+/** A lease outlives the batch's deadline by this much, so the settle that follows the last call still finds it. */
+const LEASE_MARGIN_MS = 30_000;
+
 /**
- * Forwards one batch of queued entries; every message is acked or retried. An item already
- * delivered (a redelivered message, or one queued twice) is acked without a call; one another
- * consumer is delivering right now is retried later.
+ * Delivers one batch of queued entries; every message is acked or retried. Ids are checked
+ * where they are already batched: one ledger call per shard touched, per site. An id delivered
+ * or dead-lettered within the window (a redelivered message, a browser's resend under any
+ * `queue`) is acked without a call; one another consumer holds is retried after its lease; one
+ * whose earlier send may have reached the platform is held as a dead letter (activities) or sent
+ * again (merges). The ledger is settled before any ack: a consumer that dies after its calls
+ * leaves leases that make the redelivery hold, not resend.
  */
 export async function consumeQueue(batch: MessageBatch<QueuedEntry>, ctx: ConsumeContext, logger: Logger): Promise<void> {
   const started = ctx.clock.now();
+  const owner = ctx.owner ?? crypto.randomUUID();
+  const leaseMs = ctx.deadline - started + LEASE_MARGIN_MS;
   const counts: Record<string, number> = {};
-  const count = (status: string) => {
-    counts[status] = (counts[status] ?? 0) + 1;
+  const count = (what: string) => {
+    counts[what] = (counts[what] ?? 0) + 1;
   };
-  const bySite = new Map<string, QueueMessage<QueuedEntry>[]>();
-  for (const message of batch.messages) bySite.set(message.body.site, [...(bySite.get(message.body.site) ?? []), message]);
+  const warnings: string[] = [];
+  const fates = new Map<object, Fate>();
+  /** messages acked or retried without being claimed (duplicates in the batch, busy, failed claims) */
+  const untouched = new Map<QueueMessage<QueuedEntry>, { retry?: number }>();
 
-  // A lease outlives this run with room to mark; a consumer that dies mid-run holds its ids no longer.
-  const leaseMs = ctx.deadline - started + 30_000;
-  const going: QueueMessage<QueuedEntry>[] = [];
+  const bySite = new Map<string, QueueMessage<QueuedEntry>[]>();
+  for (const message of batch.messages) {
+    const list = bySite.get(message.body.site);
+    if (list) list.push(message);
+    else bySite.set(message.body.site, [message]);
+  }
+  const claimed: QueueMessage<QueuedEntry>[] = [];
+  const going: Sending[] = [];
   for (const [site, messages] of bySite) {
-    const claim = await ctx.store.claim(
-      deliveryScope(site),
-      messages.map((message) => message.body.id),
-      started,
-      leaseMs,
-    );
-    const fresh = new Set(claim.fresh);
-    const duplicate = new Set(claim.duplicate);
+    const first = new Map<string, QueueMessage<QueuedEntry>>();
     for (const message of messages) {
-      if (fresh.has(message.body.id)) {
-        fresh.delete(message.body.id); // the same id twice in one batch: the second waits
-        going.push(message);
-      } else if (duplicate.has(message.body.id)) {
+      // The same id twice in one batch: the first copy carries it (and goes back to the queue if it must).
+      if (first.has(message.body.id)) {
         count('duplicate');
-        message.ack();
-      } else {
-        // Another run holds it (or held it and died): come back once its lease is over, so
-        // waiting does not spend the message's retries.
+        untouched.set(message, {});
+      } else first.set(message.body.id, message);
+    }
+    let claims: Map<string, Claimed>;
+    try {
+      claims = await ctx.ledger.claim(site, [...first.keys()], owner, started, leaseMs, ctx.windowMs);
+    } catch (error) {
+      warnings.push(`state_claim_failed: ${describe(error)}`);
+      for (const message of first.values()) untouched.set(message, { retry: 5 });
+      continue;
+    }
+    for (const [id, message] of first) {
+      const claim = claims.get(id);
+      if (claim === 'done') {
+        count('duplicate');
+        untouched.set(message, {});
+      } else if (claim === 'busy' || claim === undefined) {
         count('busy');
-        message.retry({ delaySeconds: Math.ceil(leaseMs / 1000) });
+        untouched.set(message, { retry: Math.ceil(leaseMs / 1000) });
+      } else {
+        claimed.push(message);
+        if (claim === 'attempted' && afterAmbiguous(message.body.endpoint, ctx.policy) === 'hold') {
+          fates.set(message, { kind: 'dead', reason: AMBIGUOUS_REASON, error: 'an earlier delivery of this entry ended without an answer' });
+        } else going.push({ key: message, body: message.body });
       }
     }
   }
 
-  const groups = new Map<string, EndpointCall>();
-  for (const message of going) {
-    const { endpoint, envelope, entry, id } = message.body;
-    const key = `${endpoint}\u0000${JSON.stringify(envelope)}`;
-    let group = groups.get(key);
-    if (!group) {
-      group = { endpoint, envelope, entries: [] };
-      groups.set(key, group);
-    }
-    group.entries.push({ id, entry });
-  }
-  // person/merge groups before activities/create: identify before track.
-  const ordered = [...groups.values()].sort((a, b) => (a.endpoint === b.endpoint ? 0 : a.endpoint === 'person/merge' ? -1 : 1));
   const statuses: number[] = [];
-  const forwarded = await forward({ ...ctx, statuses }, ordered);
-  const delivered = new Map<string, { forwarded: string[]; released: string[] }>();
-  const outcomes: { message: QueueMessage<QueuedEntry>; status: string }[] = [];
-  for (const message of going) {
-    const status = forwarded.results.get(message.body.id)?.status ?? 'retry';
-    count(status);
-    outcomes.push({ message, status });
-    const settlement = delivered.get(message.body.site) ?? { forwarded: [], released: [] };
-    delivered.set(message.body.site, settlement);
-    (status === 'accepted' ? settlement.forwarded : settlement.released).push(message.body.id);
-  }
-  // Marked delivered before any ack: a run that dies after this point leaves messages that come
-  // again and are found delivered. Only a death between the platform's answer and this mark can
-  // repeat an item, and the lease holds the redelivery back until it is over.
-  let warning: string | undefined;
-  for (const [site, settlement] of delivered) {
+  for (const [key, fate] of await deliverEntries({ ...ctx, statuses }, going)) fates.set(key, fate);
+
+  // Dead letters first: an entry the dead-letter queue did not take stays leased and comes back.
+  const dead = claimed.filter((message) => fates.get(message)?.kind === 'dead');
+  const unsent = new Set<QueueMessage<QueuedEntry>>();
+  for (let from = 0; from < dead.length; from += 100) {
+    const part = dead.slice(from, from + 100);
     try {
-      await ctx.store.settle(deliveryScope(site), { ...settlement, until: ctx.clock.now() + ctx.dedupeTtlMs });
+      await ctx.deadLetters.sendBatch(part.map((message) => ({ body: deadLetter(message.body, fates.get(message) as Fate & { kind: 'dead' }, ctx.clock.now()) })));
     } catch (error) {
-      // The platform has them: acked anyway, or the queue would send them again at once.
-      warning = `state_settle_failed: ${error instanceof Error ? error.message : String(error)}`;
+      warnings.push(`dead_letter_send_failed: ${describe(error)}`);
+      for (const message of part) unsent.add(message);
     }
   }
-  for (const { message, status } of outcomes) {
-    if (status === 'retry') message.retry({ delaySeconds: Math.max(5, forwarded.retryAfter) });
-    else message.ack();
+
+  const until = ctx.clock.now() + ctx.windowMs;
+  const settleFailed = new Set<string>();
+  for (const [site, messages] of bySite) {
+    const settlement = { delivered: [] as string[], dead: [] as string[], released: [] as string[] };
+    for (const message of messages) {
+      const fate = fates.get(message);
+      if (!fate || unsent.has(message)) continue;
+      (fate.kind === 'delivered' ? settlement.delivered : fate.kind === 'dead' ? settlement.dead : settlement.released).push(message.body.id);
+    }
+    if (settlement.delivered.length + settlement.dead.length + settlement.released.length === 0) continue;
+    try {
+      const skipped = await ctx.ledger.settle(site, owner, settlement, until);
+      if (skipped > 0) warnings.push(`state_settle_skipped: ${skipped} leases were no longer this consumer's`);
+    } catch (error) {
+      // The platform has what was delivered: acked anyway. The leases stay, so a copy of these
+      // entries is held (activities) or resent (merges) when they run out, never sent blindly.
+      warnings.push(`state_settle_failed: ${describe(error)}`);
+      settleFailed.add(site);
+    }
+  }
+
+  for (const [message, { retry }] of untouched) {
+    if (retry === undefined) message.ack();
+    else message.retry({ delaySeconds: retry });
+  }
+  for (const message of claimed) {
+    const fate = fates.get(message)!;
+    if (fate.kind === 'released' || unsent.has(message)) {
+      count('retry');
+      message.retry({ delaySeconds: fate.kind === 'released' ? fate.delaySeconds : 5 });
+      continue;
+    }
+    count(fate.kind === 'delivered' ? 'delivered' : fate.reason);
+    message.ack();
   }
   logger({
     ts: new Date(started).toISOString(),
@@ -145,6 +191,18 @@ export async function consumeQueue(batch: MessageBatch<QueuedEntry>, ctx: Consum
     items: batch.messages.length,
     results: counts,
     upstream: statuses,
-    ...(warning === undefined ? {} : { warning }),
+    ...(warnings.length === 0 ? {} : { warning: warnings.join('; ') }),
   });
+}
+
+const describe = (error: unknown): string => (error instanceof Error ? `${error.name}: ${error.message}` : String(error));
+
+function deadLetter(body: QueuedEntry, fate: Fate & { kind: 'dead' }, now: number): DeadLetterMessage {
+  return {
+    ...body,
+    reason: fate.reason,
+    ...(fate.status === undefined ? {} : { status: fate.status }),
+    ...(fate.error === undefined ? {} : { error: fate.error }),
+    failed: now,
+  };
 }

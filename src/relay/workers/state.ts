@@ -13,7 +13,21 @@
  */
 import type { DurableObjectNamespace, DurableObjectState } from '@cloudflare/workers-types/index.ts';
 import { DurableObject } from 'cloudflare:workers';
+import { pace } from '../deliver/memory.js';
 import { cappedAmount, type Claim, type DedupeScope, type RelayStore } from '../store.js';
+
+/** The states of a row of `delivered`. */
+const LEASED = 0;
+const DELIVERED = 1;
+const DEAD = 2;
+
+/** What {@link RelayState.claimDelivery} found, as indexes into the ids it was given. */
+export interface DeliveryClaim {
+  fresh: number[];
+  attempted: number[];
+  done: number[];
+  busy: number[];
+}
 
 /** Expired rows deleted per claim: more than a claim adds, so the table shrinks back after a peak. */
 const EXPIRY_SLICE = 200;
@@ -46,7 +60,84 @@ export class RelayState extends DurableObject<unknown> {
     this.ctx.storage.sql.exec(`DROP TABLE IF EXISTS items; DROP TABLE IF EXISTS buckets;
       CREATE TABLE IF NOT EXISTS ids (id TEXT PRIMARY KEY, forwarded_until INTEGER NOT NULL DEFAULT 0, lease_until INTEGER NOT NULL DEFAULT 0, expires INTEGER NOT NULL);
       CREATE INDEX IF NOT EXISTS ids_expires ON ids (expires);
-      CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);`);
+      CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
+      CREATE TABLE IF NOT EXISTS delivered (id BLOB PRIMARY KEY, state INTEGER NOT NULL, owner TEXT NOT NULL DEFAULT '', lease_until INTEGER NOT NULL DEFAULT 0, attempts INTEGER NOT NULL DEFAULT 0, expires INTEGER NOT NULL) WITHOUT ROWID;
+      CREATE INDEX IF NOT EXISTS delivered_expires ON delivered (expires);
+      CREATE TABLE IF NOT EXISTS pace (name TEXT PRIMARY KEY, tat REAL NOT NULL, hold REAL NOT NULL);`);
+  }
+
+  /**
+   * The queue consumer's claim on `ids` (16 bytes each) until `now + leaseMs`, in one step. Each
+   * comes back, by index, as: `fresh` (never sent, or only sends known not to be applied), `attempted`
+   * (an earlier lease ran out unsettled: a send may have reached the platform), `done` (delivered
+   * or dead-lettered within the window) or `busy` (another consumer's live lease). Fresh and
+   * attempted ids are now `owner`'s, remembered until `now + windowMs` whatever happens next.
+   */
+  async claimDelivery(ids: ArrayBuffer[], owner: string, now: number, leaseMs: number, windowMs: number): Promise<DeliveryClaim> {
+    this.calls++;
+    const sql = this.ctx.storage.sql;
+    const claim = this.ctx.storage.transactionSync(() => {
+      sql.exec('DELETE FROM delivered WHERE id IN (SELECT id FROM delivered WHERE expires < ? ORDER BY expires LIMIT ?)', now, EXPIRY_SLICE);
+      const claim: DeliveryClaim = { fresh: [], attempted: [], done: [], busy: [] };
+      ids.forEach((id, index) => {
+        const row = sql.exec<{ state: number; lease_until: number; attempts: number }>('SELECT state, lease_until, attempts FROM delivered WHERE id = ?', id).toArray()[0];
+        if (row && row.state !== LEASED) return claim.done.push(index);
+        if (row && row.lease_until > now) return claim.busy.push(index);
+        (row && row.attempts > 0 ? claim.attempted : claim.fresh).push(index);
+        sql.exec(
+          `INSERT INTO delivered (id, state, owner, lease_until, attempts, expires) VALUES (?1, ${LEASED}, ?2, ?3, 1, ?4)
+           ON CONFLICT(id) DO UPDATE SET owner = ?2, lease_until = ?3, attempts = attempts + 1, expires = max(expires, ?4)`,
+          id,
+          owner,
+          now + leaseMs,
+          now + windowMs,
+        );
+      });
+      return claim;
+    });
+    if (claim.fresh.length + claim.attempted.length > 0) await this.sweepBy(now + windowMs);
+    return claim;
+  }
+
+  /**
+   * Ends `owner`'s leases: `delivered` and `dead` are remembered until `until` (a redelivered
+   * message finds them done), `released` ids were known not to be applied and are free again.
+   * Ids leased by someone else are left alone; resolves to how many were skipped.
+   */
+  async settleDelivery(owner: string, settlement: { delivered: ArrayBuffer[]; dead: ArrayBuffer[]; released: ArrayBuffer[] }, until: number): Promise<number> {
+    this.calls++;
+    const sql = this.ctx.storage.sql;
+    return this.ctx.storage.transactionSync(() => {
+      let skipped = 0;
+      const mark = (id: ArrayBuffer, state: number) => {
+        const changed = sql.exec(`UPDATE delivered SET state = ?, lease_until = 0, expires = max(expires, ?) WHERE id = ? AND owner = ? AND state = ${LEASED}`, state, until, id, owner).rowsWritten;
+        if (changed === 0) skipped++;
+      };
+      for (const id of settlement.delivered) mark(id, DELIVERED);
+      for (const id of settlement.dead) mark(id, DEAD);
+      for (const id of settlement.released) {
+        if (sql.exec(`DELETE FROM delivered WHERE id = ? AND owner = ? AND state = ${LEASED}`, id, owner).rowsWritten === 0) skipped++;
+      }
+      return skipped;
+    });
+  }
+
+  /** One platform call from the pacer `name` (see {@link pace}): 0 when granted, else the ms to wait. */
+  take(name: string, now: number, priority: 'proxy' | 'deliver', intervalMs: number): number {
+    this.calls++;
+    const sql = this.ctx.storage.sql;
+    return this.ctx.storage.transactionSync(() => {
+      const state = sql.exec<{ tat: number; hold: number }>('SELECT tat, hold FROM pace WHERE name = ?', name).toArray()[0] ?? { tat: 0, hold: 0 };
+      const wait = pace(state, now, priority, intervalMs);
+      if (wait === 0) sql.exec('INSERT INTO pace (name, tat, hold) VALUES (?, ?, ?) ON CONFLICT(name) DO UPDATE SET tat = excluded.tat', name, state.tat, state.hold);
+      return wait;
+    });
+  }
+
+  /** No call of pacer `name` before `until` (the platform's `try-in-seconds`). */
+  hold(name: string, until: number): void {
+    this.calls++;
+    this.ctx.storage.sql.exec('INSERT INTO pace (name, tat, hold) VALUES (?1, 0, ?2) ON CONFLICT(name) DO UPDATE SET hold = max(hold, ?2)', name, until);
   }
 
   /** Leases `ids` for `leaseMs` unless forwarded or leased already. */
@@ -112,7 +203,9 @@ export class RelayState extends DurableObject<unknown> {
     const now = Date.now();
     const sql = this.ctx.storage.sql;
     sql.exec('DELETE FROM ids WHERE rowid IN (SELECT rowid FROM ids WHERE expires < ? ORDER BY expires LIMIT ?)', now, SWEEP_SLICE);
-    const next = sql.exec<{ next: number | null }>('SELECT min(expires) AS next FROM ids').toArray()[0]?.next ?? null;
+    sql.exec('DELETE FROM delivered WHERE id IN (SELECT id FROM delivered WHERE expires < ? ORDER BY expires LIMIT ?)', now, SWEEP_SLICE);
+    const next =
+      sql.exec<{ next: number | null }>('SELECT min(e) AS next FROM (SELECT min(expires) AS e FROM ids UNION ALL SELECT min(expires) FROM delivered)').toArray()[0]?.next ?? null;
     if (next === null) return;
     // More expired than one slice: the rest a second later; else when the next id expires.
     await (next < now ? this.sweepBy(now + 1000, true) : this.sweepBy(next));
@@ -131,14 +224,14 @@ export class RelayState extends DurableObject<unknown> {
   }
 
   /** Calls served by this instance, the ids it holds now, and when its sweep is due. Not counted as a call. */
-  async usage(): Promise<{ calls: number; rows: number; sweepAt: number | null }> {
-    const rows = this.ctx.storage.sql.exec<{ n: number }>('SELECT count(*) AS n FROM ids').toArray()[0]?.n ?? 0;
-    return { calls: this.calls, rows, sweepAt: await this.ctx.storage.getAlarm() };
+  async usage(): Promise<{ calls: number; rows: number; delivered: number; sweepAt: number | null }> {
+    const count = (table: string) => this.ctx.storage.sql.exec<{ n: number }>(`SELECT count(*) AS n FROM ${table}`).toArray()[0]?.n ?? 0;
+    return { calls: this.calls, rows: count('ids'), delivered: count('delivered'), sweepAt: await this.ctx.storage.getAlarm() };
   }
 }
 
 /** FNV-1a: a fast, stable 32-bit hash, so the same queue or id always meets the same shard. */
-function hash(text: string): number {
+export function hash(text: string): number {
   let h = 0x811c9dc5;
   for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193);
   return h >>> 0;
