@@ -31,6 +31,7 @@ import type { RelayStore } from './store.js';
 import { createCoalescer } from './collect/coalesce.js';
 import { createUpstream, sharedBackoff, type Backoff, type UpstreamCall } from './deliver/caller.js';
 import { fetchTransport, type Transport } from './deliver/transport.js';
+import type { Pacer } from './deliver/outbox.js';
 
 /** Everything that touches the outside world, injected; each has a default. */
 export interface RelayDeps {
@@ -64,6 +65,8 @@ export interface RelayDeps {
   backoff?: Backoff;
   /** hands accepted entries to a queue instead of the platform (Workers Queues) */
   enqueue?: Enqueue;
+  /** the deployment's budget of platform calls: every call of /collect and the proxy takes a slot, as `proxy` priority @default none */
+  pacer?: Pacer;
   /**
    * Joins the activities/create calls of concurrent /collect requests (made in the same turn of the
    * event loop) into one platform call. For long-running processes only: the Node entry turns it
@@ -118,6 +121,7 @@ export function createRelayHandlers(config: RelayConfig, deps: RelayDeps = {}): 
     backoff,
     now: () => clock.now(),
     onCall: observer.upstream,
+    pacer: deps.pacer,
   });
   const logUnexpected = (error: unknown, path: string, method: string) =>
     logger({

@@ -28,6 +28,16 @@ import { createConsoleLogger, type Logger } from './logging.js';
 import { analyticsObserver } from './workers/analytics.js';
 import { queueProducer, consumeQueue } from './workers/queue.js';
 import { createDurableStore, DEFAULT_SHARDS } from './workers/state.js';
+import { createDeliveryLedger, createDurablePacer, type DeliveryLedger, pacerName } from './workers/delivery.js';
+import type { Pacer } from './deliver/outbox.js';
+import { type AmbiguousPolicy, parseAmbiguousPolicy } from './deliver/policy.js';
+
+/** Platform calls per second per key when RELAY_PLATFORM_RATE is not set (the professional plan's limit). */
+const DEFAULT_PLATFORM_RATE = 10;
+/** How long the consumer starts calls for: a batch ends well inside Queues' limits, and its leases with it. */
+const CONSUMER_BUDGET_MS = 25_000;
+/** How long one platform call of the consumer may take before it counts as unanswered (ambiguous). */
+const CONSUMER_CALL_TIMEOUT_MS = 10_000;
 import type { ExecutionContext, MessageBatch, RelayEnv } from './workers/types.js';
 
 export { RelayState, createDurableStore } from './workers/state.js';
@@ -38,6 +48,11 @@ interface Built {
   config: RelayConfig;
   app: Hono;
   store: RelayStore;
+  /** the delivery ledger: delivered ids per site, sharded by id */
+  ledger: DeliveryLedger;
+  /** one budget of platform calls for the deployment */
+  pacer: Pacer;
+  policy: AmbiguousPolicy;
   /** the log lines, at `config.logLevel` (the same fields as pino's on Node) */
   logger: Logger;
   /** Analytics Engine when `ANALYTICS` is bound */
@@ -58,7 +73,18 @@ function build(env: RelayEnv): Built {
   const period = Number(env['RELAY_RATE_LIMIT_PERIOD'] ?? 10);
   if (!(period === 10 || period === 60))
     throw new RelayConfigError('RELAY_RATE_LIMIT_PERIOD', 'must be 10 or 60 (seconds), the period of the [[ratelimits]] binding');
+  const rate = Number(env['RELAY_PLATFORM_RATE'] ?? DEFAULT_PLATFORM_RATE);
+  if (!(Number.isFinite(rate) && rate > 0))
+    throw new RelayConfigError('RELAY_PLATFORM_RATE', 'must be a number of platform calls per second above 0 (10 on the professional plan, 30 on business)');
+  const policy = parseAmbiguousPolicy(env['RELAY_AMBIGUOUS'] as string | undefined);
+  if (env.RELAY_QUEUE && !env.RELAY_DEAD_LETTERS)
+    throw new RelayConfigError(
+      'RELAY_DEAD_LETTERS',
+      "RELAY_QUEUE is bound but the dead-letter queue's producer is not; bind the queue's dead_letter_queue as RELAY_DEAD_LETTERS (see the template)",
+    );
   const store = createDurableStore(env.RELAY_STATE, shards);
+  const ledger = createDeliveryLedger(env.RELAY_STATE, shards);
+  const pacer = createDurablePacer(env.RELAY_STATE, pacerName(config.baseUrl, config.apiKey), rate);
   const logger = createConsoleLogger(config.logLevel);
   const observer = env.ANALYTICS ? analyticsObserver(env.ANALYTICS) : undefined;
   const app = createRelay(config, {
@@ -68,6 +94,8 @@ function build(env: RelayEnv): Built {
     // The Rate Limiting binding when bound (no Durable Object call); else buckets per isolate.
     limiter: env.RELAY_RATE_LIMIT ? createBindingLimiter(env.RELAY_RATE_LIMIT, period) : createMemoryLimiter(),
     ...(env.RELAY_QUEUE ? { enqueue: queueProducer(env.RELAY_QUEUE) } : {}),
+    // Proxy calls (and /collect's own, without a queue) spend the deployment's budget first.
+    pacer,
     snippet: async () => {
       const response = await env.ASSETS?.fetch('https://assets.local/cdp.js');
       return response?.ok ? new Uint8Array(await response.arrayBuffer()) : undefined;
@@ -75,7 +103,7 @@ function build(env: RelayEnv): Built {
     // Cloudflare sets CF-Connecting-IP itself; a visitor cannot forge it.
     clientInfo: (c) => ({ ip: c.req.header('cf-connecting-ip'), cf: (c.req.raw as Request & { cf?: CfGeo }).cf }),
   });
-  entry = { config, app, store, logger, observer };
+  entry = { config, app, store, ledger, pacer, policy, logger, observer };
   built.set(env, entry);
   return entry;
 }
@@ -109,12 +137,18 @@ export default {
   },
 
   async queue(batch: MessageBatch<QueuedEntry>, env: RelayEnv): Promise<void> {
-    const { config, store, logger, observer } = build(env);
+    const { config, ledger, pacer, policy, logger, observer } = build(env);
+    if (!env.RELAY_DEAD_LETTERS) {
+      // Nothing is sent: every message goes back to the queue until the binding is there.
+      misconfigured(new RelayConfigError('RELAY_DEAD_LETTERS', "the queue consumer needs the dead-letter queue's producer binding"), env);
+      batch.retryAll({ delaySeconds: 60 });
+      return;
+    }
     const upstream = createUpstream({
       baseUrl: config.baseUrl,
       apiKey: config.apiKey,
       transport: fetchTransport(fetch.bind(globalThis)),
-      timeoutMs: 10_000,
+      timeoutMs: CONSUMER_CALL_TIMEOUT_MS,
       backoff: sharedBackoff(config.baseUrl),
       now: Date.now,
       // The consumer's calls to the platform count in Analytics Engine like the requests' own.
@@ -124,11 +158,13 @@ export default {
       batch,
       {
         upstream,
-        store,
-        dedupeTtlMs: config.dedupeTtlMs,
+        ledger,
+        pacer,
+        policy,
+        deadLetters: env.RELAY_DEAD_LETTERS,
+        windowMs: config.dedupeTtlMs,
         clock: systemClock,
-        deadline: Date.now() + 25_000,
-        random: Math.random,
+        deadline: Date.now() + CONSUMER_BUDGET_MS,
       },
       logger,
     );

@@ -6,11 +6,12 @@
  * headers, query, path) is copied.
  * @module
  */
-import { ENDPOINT_LIST, type Endpoint, type EndpointId } from '../../api/index.js';
+import { ENDPOINT_LIST, rateLimitBody, type Endpoint, type EndpointId } from '../../api/index.js';
 import { parseJsonOrUndefined } from '../../api/objects.js';
 import { tryInSeconds } from '../../api/retry.js';
 import { RelayHttpError } from '../errors.js';
 import { type Breaker, type CallSource, sharedBreaker } from './breaker.js';
+import type { Pacer } from './outbox.js';
 import { readText, UpstreamTimeout, type Transport, type TransportAnswer } from './transport.js';
 
 /** When calls may go upstream again (ms since epoch); one object shared by every caller of a platform. */
@@ -48,6 +49,12 @@ export interface UpstreamOptions {
   now: () => number;
   /** called once per upstream call, answered or not (metrics) */
   onCall?: ((call: UpstreamCall) => void) | undefined;
+  /**
+   * The deployment's budget of platform calls (a Durable Object on Workers): each call takes a
+   * slot first, as `proxy` priority, which deliveries never delay; only the platform's own hold
+   * (`try-in-seconds`) stops it, and a 429 is shared with every caller of the key.
+   */
+  pacer?: Pacer | undefined;
 }
 
 /** The platform's answer; on a 429, `holdSeconds` is how long the relay now holds calls. */
@@ -101,7 +108,23 @@ export function createUpstream(options: UpstreamOptions): Upstream {
     }
   }
 
+  /** A 429 the relay answers itself while the key is held: the platform is not called. */
+  const held = (waitMs: number): UpstreamAnswer => {
+    const seconds = Math.max(1, Math.ceil(waitMs / 1000));
+    backoff.until = Math.max(backoff.until, now() + waitMs);
+    return {
+      status: 429,
+      contentType: 'application/json',
+      retryAfter: String(seconds),
+      body: new TextEncoder().encode(JSON.stringify(rateLimitBody(seconds))),
+      holdSeconds: seconds,
+    };
+  };
+
   async function call(endpoint: Endpoint<EndpointId>, body: string, callOptions: CallOptions = {}): Promise<UpstreamAnswer> {
+    // A pacer that cannot be reached does not stop the call: the platform's own limit still holds.
+    const wait = options.pacer ? await options.pacer.take(now(), 'proxy').catch(() => 0) : 0;
+    if (wait > 0) return held(wait);
     const from = callOptions.from ?? 'proxy';
     await admit(endpoint, from, callOptions.waitUntil ?? now());
     breaker.start(from);
@@ -125,6 +148,7 @@ export function createUpstream(options: UpstreamOptions): Upstream {
     // A 429 body is JSON from the platform or a relay; anything else has no wait in it.
     const seconds = tryInSeconds(parseJsonOrUndefined(text), answer.retryAfter, now());
     backoff.until = Math.max(backoff.until, now() + seconds * 1000);
+    await options.pacer?.hold(now() + seconds * 1000).catch(() => {});
     const holdSeconds = Math.max(1, Math.ceil(seconds));
     return { ...answer, body: new TextEncoder().encode(text), retryAfter: String(holdSeconds), holdSeconds };
   }

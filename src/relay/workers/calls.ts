@@ -137,7 +137,12 @@ async function sendCall(ctx: CallContext, call: Call, fates: Map<object, Fate>):
     const fate: Fate =
       afterAmbiguous(call.endpoint, ctx.policy) === 'resend'
         ? { kind: 'released', delaySeconds: RELEASE_DELAY_S }
-        : { kind: 'dead', reason: AMBIGUOUS_REASON, status, error: status === 0 ? 'no answer came; the call may have been applied' : `the platform answered ${status}` };
+        : {
+            kind: 'dead',
+            reason: AMBIGUOUS_REASON,
+            status,
+            error: status === 0 ? 'no answer came; the call may have been applied' : `the platform answered ${status}`,
+          };
     set(fate);
     return [];
   }
@@ -178,8 +183,7 @@ export async function deliverEntries(ctx: CallContext, entries: readonly Sending
       continue;
     }
     calls.unshift(...(await sendCall(ctx, call, fates)));
-    if (call.endpoint === 'person/merge')
-      for (const s of call.entries) if (fates.get(s.key)?.kind === 'released') mergesBack.add(s.body.site);
+    if (call.endpoint === 'person/merge') for (const s of call.entries) if (fates.get(s.key)?.kind === 'released') mergesBack.add(s.body.site);
   }
   return fates;
 }

@@ -8,6 +8,7 @@
  * @module
  */
 import type { DurableObjectNamespace } from '@cloudflare/workers-types/index.ts';
+import { sha256 } from '@noble/hashes/sha2.js';
 import { compactId, compactIdString } from '../deliver/ids.js';
 import { paceInterval } from '../deliver/memory.js';
 import type { Pacer } from '../deliver/outbox.js';
@@ -86,19 +87,20 @@ export function createDeliveryLedger(namespace: DurableObjectNamespace<RelayStat
 }
 
 /** The pacer object of a platform key: named by a digest, so the key itself is in no object's name. */
-export async function pacerName(baseUrl: string, apiKey: string): Promise<string> {
-  const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(`${baseUrl}\u0000${apiKey}`)));
+export function pacerName(baseUrl: string, apiKey: string): string {
+  const digest = sha256(new TextEncoder().encode(`${baseUrl}\u0000${apiKey}`));
   return `pacer:${[...digest.subarray(0, 12)].map((byte) => byte.toString(16).padStart(2, '0')).join('')}`;
 }
 
 /** A {@link Pacer} in one {@link RelayState} object: every isolate of the deployment spends the same budget. */
 export function createDurablePacer(namespace: DurableObjectNamespace<RelayState>, name: string, rate: number): Pacer {
   const interval = paceInterval(rate);
-  const object = namespace.get(namespace.idFromName(name));
+  const id = namespace.idFromName(name);
+  // A stub per call: a stub belongs to the request (or batch) that made it.
   return {
-    take: async (now, priority) => (await object.take(name, now, priority, interval)) as number,
+    take: async (now, priority) => (await namespace.get(id).take(name, now, priority, interval)) as number,
     hold: async (until) => {
-      await object.hold(name, until);
+      await namespace.get(id).hold(name, until);
     },
   };
 }

@@ -139,7 +139,9 @@ export async function consumeQueue(batch: MessageBatch<QueuedEntry>, ctx: Consum
   for (let from = 0; from < dead.length; from += 100) {
     const part = dead.slice(from, from + 100);
     try {
-      await ctx.deadLetters.sendBatch(part.map((message) => ({ body: deadLetter(message.body, fates.get(message) as Fate & { kind: 'dead' }, ctx.clock.now()) })));
+      await ctx.deadLetters.sendBatch(
+        part.map((message) => ({ body: deadLetter(message.body, fates.get(message) as Fate & { kind: 'dead' }, ctx.clock.now()) })),
+      );
     } catch (error) {
       warnings.push(`dead_letter_send_failed: ${describe(error)}`);
       for (const message of part) unsent.add(message);

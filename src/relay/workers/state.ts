@@ -79,10 +79,18 @@ export class RelayState extends DurableObject<unknown> {
     const claim = this.ctx.storage.transactionSync(() => {
       sql.exec('DELETE FROM delivered WHERE id IN (SELECT id FROM delivered WHERE expires < ? ORDER BY expires LIMIT ?)', now, EXPIRY_SLICE);
       const claim: DeliveryClaim = { fresh: [], attempted: [], done: [], busy: [] };
-      ids.forEach((id, index) => {
-        const row = sql.exec<{ state: number; lease_until: number; attempts: number }>('SELECT state, lease_until, attempts FROM delivered WHERE id = ?', id).toArray()[0];
-        if (row && row.state !== LEASED) return claim.done.push(index);
-        if (row && row.lease_until > now) return claim.busy.push(index);
+      for (const [index, id] of ids.entries()) {
+        const row = sql
+          .exec<{ state: number; lease_until: number; attempts: number }>('SELECT state, lease_until, attempts FROM delivered WHERE id = ?', id)
+          .toArray()[0];
+        if (row && row.state !== LEASED) {
+          claim.done.push(index);
+          continue;
+        }
+        if (row && row.lease_until > now) {
+          claim.busy.push(index);
+          continue;
+        }
         (row && row.attempts > 0 ? claim.attempted : claim.fresh).push(index);
         sql.exec(
           `INSERT INTO delivered (id, state, owner, lease_until, attempts, expires) VALUES (?1, ${LEASED}, ?2, ?3, 1, ?4)
@@ -92,7 +100,7 @@ export class RelayState extends DurableObject<unknown> {
           now + leaseMs,
           now + windowMs,
         );
-      });
+      }
       return claim;
     });
     if (claim.fresh.length + claim.attempted.length > 0) await this.sweepBy(now + windowMs);
@@ -110,7 +118,13 @@ export class RelayState extends DurableObject<unknown> {
     return this.ctx.storage.transactionSync(() => {
       let skipped = 0;
       const mark = (id: ArrayBuffer, state: number) => {
-        const changed = sql.exec(`UPDATE delivered SET state = ?, lease_until = 0, expires = max(expires, ?) WHERE id = ? AND owner = ? AND state = ${LEASED}`, state, until, id, owner).rowsWritten;
+        const changed = sql.exec(
+          `UPDATE delivered SET state = ?, lease_until = 0, expires = max(expires, ?) WHERE id = ? AND owner = ? AND state = ${LEASED}`,
+          state,
+          until,
+          id,
+          owner,
+        ).rowsWritten;
         if (changed === 0) skipped++;
       };
       for (const id of settlement.delivered) mark(id, DELIVERED);
@@ -129,7 +143,8 @@ export class RelayState extends DurableObject<unknown> {
     return this.ctx.storage.transactionSync(() => {
       const state = sql.exec<{ tat: number; hold: number }>('SELECT tat, hold FROM pace WHERE name = ?', name).toArray()[0] ?? { tat: 0, hold: 0 };
       const wait = pace(state, now, priority, intervalMs);
-      if (wait === 0) sql.exec('INSERT INTO pace (name, tat, hold) VALUES (?, ?, ?) ON CONFLICT(name) DO UPDATE SET tat = excluded.tat', name, state.tat, state.hold);
+      if (wait === 0)
+        sql.exec('INSERT INTO pace (name, tat, hold) VALUES (?, ?, ?) ON CONFLICT(name) DO UPDATE SET tat = excluded.tat', name, state.tat, state.hold);
       return wait;
     });
   }
@@ -205,7 +220,9 @@ export class RelayState extends DurableObject<unknown> {
     sql.exec('DELETE FROM ids WHERE rowid IN (SELECT rowid FROM ids WHERE expires < ? ORDER BY expires LIMIT ?)', now, SWEEP_SLICE);
     sql.exec('DELETE FROM delivered WHERE id IN (SELECT id FROM delivered WHERE expires < ? ORDER BY expires LIMIT ?)', now, SWEEP_SLICE);
     const next =
-      sql.exec<{ next: number | null }>('SELECT min(e) AS next FROM (SELECT min(expires) AS e FROM ids UNION ALL SELECT min(expires) FROM delivered)').toArray()[0]?.next ?? null;
+      sql
+        .exec<{ next: number | null }>('SELECT min(e) AS next FROM (SELECT min(expires) AS e FROM ids UNION ALL SELECT min(expires) FROM delivered)')
+        .toArray()[0]?.next ?? null;
     if (next === null) return;
     // More expired than one slice: the rest a second later; else when the next id expires.
     await (next < now ? this.sweepBy(now + 1000, true) : this.sweepBy(next));

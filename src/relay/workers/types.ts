@@ -13,8 +13,10 @@ export type QueueMessage<T = unknown> = Message<T>;
 export interface RelayEnv {
   /** Durable Object namespace of `RelayState` (required: dedupe must be consistent) */
   RELAY_STATE: DurableObjectNamespace<RelayState>;
-  /** optional producer binding: accepted entries are queued, a consumer forwards them */
+  /** optional producer binding: accepted entries are queued, the consumer delivers them */
   RELAY_QUEUE?: Queue;
+  /** producer binding of RELAY_QUEUE's dead-letter queue (required with it): refused and held entries, with their reason */
+  RELAY_DEAD_LETTERS?: Queue;
   /** optional Workers Rate Limiting binding: limits each visitor without a Durable Object call */
   RELAY_RATE_LIMIT?: RateLimit;
   /** optional Workers Analytics Engine dataset */
