@@ -93,9 +93,11 @@ describe('the Worker entry', () => {
       }
       expect(received.map((call) => call.path)).toEqual(['/v1/person/merge', '/v1/activities/create']);
       expect(received[1]!.body.activities[0]).toMatchObject({ fields: { 'str::email': 'queued@example.com' }, location: { source_ip: VISITOR_IP } });
-      // Queued ids count as forwarded: a repeat is a duplicate.
+      // A repeat is queued again without a state call, and the consumer finds it delivered.
       const again = await post({ RELAY_QUEUE: env['TEST_QUEUE'] }, { key: 'pk_queue', batch: [t] });
-      expect(((await again.json()) as CollectAnswer).results[0]!.status).toBe('duplicate');
+      expect(((await again.json()) as CollectAnswer).results[0]!.status).toBe('accepted');
+      await new Promise((resolve) => setTimeout(resolve, 2500)); // longer than max_batch_timeout
+      expect((await calls()).filter((call) => call.path === '/v1/activities/create')).toHaveLength(1);
     });
 
     it('consumer: a redelivered message is acked without sending its item again', async () => {
@@ -122,7 +124,7 @@ describe('the Worker entry', () => {
       expect((await calls()).filter((call) => call.path === '/v1/activities/create')).toHaveLength(1);
     });
 
-    it('consumer: acks what the platform took or refused, retries what it could not deliver', async () => {
+    it('consumer: acks what the platform took, retries what it certainly did not apply, holds what it may have', async () => {
       const message = (id: string, email: string) => ({
         id,
         timestamp: Date.now(),
@@ -142,7 +144,8 @@ describe('the Worker entry', () => {
       expect(okResult.explicitAcks.sort()).toEqual(['m1', 'm2']);
       expect(okResult.retryMessages).toEqual([]);
 
-      await upstream.always({ drop: true });
+      // 503: not applied, so the message comes back later.
+      await upstream.always({ status: 503 });
       try {
         const down = createMessageBatch('relay-test-events', [message('m3', 'c3@example.com')]);
         const ctx2 = createExecutionContext();
@@ -150,6 +153,18 @@ describe('the Worker entry', () => {
         const downResult = await getQueueResult(down, ctx2);
         expect(downResult.explicitAcks).toEqual([]);
         expect(downResult.retryMessages.map((m) => m.msgId)).toEqual(['m3']);
+      } finally {
+        await upstream.always(undefined);
+      }
+      // A dropped connection: the platform may have the activity, so it is held as a dead letter (acked here), never resent.
+      await upstream.always({ drop: true });
+      try {
+        const lost = createMessageBatch('relay-test-events', [message('m4', 'c4@example.com')]);
+        const ctx3 = createExecutionContext();
+        await worker.queue(lost, env as never);
+        const lostResult = await getQueueResult(lost, ctx3);
+        expect(lostResult.explicitAcks).toEqual(['m4']);
+        expect(lostResult.retryMessages).toEqual([]);
       } finally {
         await upstream.always(undefined);
       }

@@ -1,0 +1,92 @@
+// The deployment's one budget of platform calls, in a Durable Object every isolate asks: never
+// more than the rate in any second, proxy calls first, and the platform's try-in-seconds held by all.
+import { env } from 'cloudflare:test';
+import { describe, expect, it } from 'vitest';
+import { ENDPOINTS } from '../../src/api/index.js';
+import { createUpstream } from '../../src/relay/deliver/caller.js';
+import { fetchTransport } from '../../src/relay/deliver/transport.js';
+import { createDurablePacer, pacerName } from '../../src/relay/workers/delivery.js';
+
+const pacer = (rate: number) => createDurablePacer(env['RELAY_STATE'], `pacer:test-${crypto.randomUUID()}`, rate);
+
+/** The most grants that fall in any one-second window. */
+const busiestSecond = (granted: number[]) => Math.max(...granted.map((start) => granted.filter((at) => at >= start && at < start + 1000).length));
+
+describe('the pacer object', () => {
+  it('grants at most RELAY_PLATFORM_RATE deliver calls in any second, however many ask at once', async () => {
+    const p = pacer(10);
+    const start = 1_000_000;
+    const granted: number[] = [];
+    // Twenty askers every 20 ms for three seconds, all at once (as isolates would).
+    for (let t = start; t < start + 3000; t += 20) {
+      const waits = await Promise.all(Array.from({ length: 20 }, () => p.take(t, 'deliver')));
+      for (const wait of waits) if (wait === 0) granted.push(t);
+    }
+    expect(busiestSecond(granted)).toBeLessThanOrEqual(10);
+    expect(granted.length).toBeGreaterThanOrEqual(29); // and the budget is used, not wasted
+  });
+
+  it('tells a refused caller how long to wait, and that wait is enough', async () => {
+    const p = pacer(10);
+    expect(await p.take(5_000, 'deliver')).toBe(0);
+    const wait = await p.take(5_000, 'deliver');
+    expect(wait).toBe(100);
+    expect(await p.take(5_000 + wait, 'deliver')).toBe(0);
+  });
+
+  it('serves proxy calls first: never kept waiting by deliveries, whose next slot moves back instead', async () => {
+    const p = pacer(10);
+    const t = 2_000_000;
+    expect(await p.take(t, 'deliver')).toBe(0);
+    for (let n = 0; n < 5; n++) expect(await p.take(t, 'proxy')).toBe(0);
+    expect(await p.take(t, 'deliver')).toBe(600);
+  });
+
+  it("holds every caller until the platform's try-in-seconds has passed", async () => {
+    const p = pacer(10);
+    const t = 3_000_000;
+    await p.hold(t + 3000);
+    expect(await p.take(t, 'deliver')).toBe(3000);
+    expect(await p.take(t + 1000, 'proxy')).toBe(2000);
+    await p.hold(t + 1000); // an earlier end does not shorten the hold
+    expect(await p.take(t + 2999, 'deliver')).toBe(1);
+    expect(await p.take(t + 3000, 'deliver')).toBe(0);
+  });
+
+  it('is named by a digest of the platform and key: one budget per key, the key in no name', () => {
+    expect(pacerName('https://api.example.com', 'sk_live_secret')).toBe(pacerName('https://api.example.com', 'sk_live_secret'));
+    expect(pacerName('https://api.example.com', 'sk_live_secret')).not.toBe(pacerName('https://api.example.com', 'sk_live_other'));
+    expect(pacerName('https://api.example.com', 'sk_live_secret')).not.toContain('sk_live');
+  });
+});
+
+describe('proxy calls spend the same budget', () => {
+  it("a call made while the key is held is answered 429 by the relay (try-in-seconds), and the platform's 429 holds everyone", async () => {
+    const p = pacer(10);
+    let calls = 0;
+    let status = 429;
+    const fetchImpl = (async () => {
+      calls++;
+      return Response.json({ error: { code: 'rate-limit', message: 'rate limit', 'try-in-seconds': 4 } }, { status });
+    }) as unknown as typeof fetch;
+    const upstream = () =>
+      createUpstream({
+        apiKey: 'k',
+        baseUrl: 'http://upstream.test',
+        transport: fetchTransport(fetchImpl),
+        timeoutMs: 5000,
+        backoff: { until: 0 },
+        now: Date.now,
+        pacer: p,
+      });
+    // The platform says wait 4 s: the pacer object holds …
+    expect((await upstream().call(ENDPOINTS['tags/get'], '{}')).status).toBe(429);
+    expect(calls).toBe(1);
+    status = 200;
+    // … so another isolate's upstream (its own backoff, the same pacer) does not call at all.
+    const held = await upstream().call(ENDPOINTS['tags/get'], '{}');
+    expect(held.status).toBe(429);
+    expect(Number(held.retryAfter)).toBeGreaterThanOrEqual(3);
+    expect(calls).toBe(1);
+  });
+});
