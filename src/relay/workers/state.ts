@@ -119,7 +119,7 @@ export class RelayState extends DurableObject<unknown> {
       let skipped = 0;
       const mark = (id: ArrayBuffer, state: number) => {
         const changed = sql.exec(
-          `UPDATE delivered SET state = ?, lease_until = 0, expires = max(expires, ?) WHERE id = ? AND owner = ? AND state = ${LEASED}`,
+          `UPDATE delivered SET state = ?, owner = '', lease_until = 0, expires = max(expires, ?) WHERE id = ? AND owner = ? AND state = ${LEASED}`,
           state,
           until,
           id,
