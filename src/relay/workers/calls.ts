@@ -103,10 +103,12 @@ async function sendCall(ctx: CallContext, call: Call, fates: Map<object, Fate>):
   const key = itemsKey(call.endpoint);
   const text = JSON.stringify({ ...call.envelope, [key]: call.entries.map((s) => s.body.entry) });
   let status = 0;
+  let notSent = false;
   let answer: unknown;
   let holdSeconds: number | undefined;
   try {
-    const reply = await ctx.upstream.call(ENDPOINTS[call.endpoint as EndpointId], text);
+    // Deliveries are browser traffic: the breaker of platform refusals pauses them before proxy calls.
+    const reply = await ctx.upstream.call(ENDPOINTS[call.endpoint as EndpointId], text, { from: 'browser' });
     status = reply.status;
     holdSeconds = reply.holdSeconds;
     answer = parseJsonOrUndefined(await readText(reply));
@@ -114,9 +116,11 @@ async function sendCall(ctx: CallContext, call: Call, fates: Map<object, Fate>):
     if (status >= 200 && status < 300 && answer === undefined) status = 0;
   } catch (error) {
     if (!(error instanceof RelayHttpError)) throw error;
+    // The breaker kept the call back: nothing left the relay.
+    notSent = error.code === 'upstream_paused';
   }
   ctx.statuses.push(status);
-  const outcome = callOutcome(status);
+  const outcome = callOutcome(status, notSent);
   if (outcome === 'applied') {
     const answers = isRecord(answer) ? answer[key] : undefined;
     call.entries.forEach((sending, index) => {
