@@ -1,6 +1,9 @@
 /**
  * Benchmark: the relay's `/collect` on Node beside a bare pass-through, in front of the emulator
- * and in front of a no-op platform (targets: relay ≥ 0.5× bare at 1-item batches, ≥ 0.7× at 10; 100-item batches reported).
+ * and in front of a no-op platform, for information: the targets against a bare pass-through are
+ * retired (a relay that checks and keeps state cannot match a proxy that does neither). What
+ * limits a deployment is the platform's ceiling and what it costs is the relay's CPU per item,
+ * both measured on the snippet's traffic by bench/delivery.ts. Target kept here: RSS under load.
  *
  *   npm run build && npx tsx bench/collect.ts [--concurrency 16] [--rounds 3] [--scale 1]
  *
@@ -274,12 +277,6 @@ async function main(): Promise<void> {
     cpus: availableParallelism(),
     concurrency,
     rounds,
-    target_ratio: 0.7,
-    target_ratio_batch_1: 0.5,
-    /** the batch sizes the throughput targets are for; 100-item batches are reported without one */
-    target_ratio_batches: [1, 10],
-    target_cpu_ms_per_100_items: 2,
-    target_p99_ratio: 2,
     target_rss_mb: 150,
     load_average_1m: { before: round2(loadBefore), after: round2(loadavg()[0]!) },
     store: process.env['BENCH_REDIS_URL'] ? 'Redis' : 'SQLite file (the CLI default)',

@@ -33,6 +33,8 @@ const TOTAL_MS = Number(values['total-seconds']) * 1000;
  */
 const PLAN = [
   { name: 'size', budget: 45 },
+  // four phases of offer (65 s) and drain (up to 45 s each; seconds once delivery keeps up)
+  { name: 'delivery', budget: 300 },
   { name: 'emulator', budget: 80 },
   { name: 'relay-proxy', budget: 110 },
   { name: 'relay-cpu', budget: 80 },

@@ -32,10 +32,9 @@ const READERS = {
         `${name}: relay ${relay(x).rps} rps vs bare ${x.bare.rps} (${x.ratio}×), p99 ${relay(x).p99_ms} vs ${x.bare.p99_ms} ms` +
         (x.hono_ratio === undefined ? '' : `; mounted in a Hono app ${x.proxy.rps} rps (${x.hono_ratio}×)`),
     );
-    return {
-      headline: parts.join('; '),
-      targets: Object.entries(r.results).map(([name, x]) => target(`relay/bare rps ${name}`, x.ratio, `≥ ${r.target_ratio}`, x.ratio >= r.target_ratio)),
-    };
+    // Information beside a bare pass-through, no longer a target: what limits a deployment is the
+    // platform's ceiling, and what it costs is the relay's CPU per item (the delivery bench).
+    return { headline: parts.join('; '), targets: [] };
   },
   'relay-cpu'(r) {
     const parts = r.results.map((x) => `${x.items} items ${x.msPerRequest} ms best round, ${x.medianMsPerRequest ?? '?'} ms median`);
@@ -110,29 +109,109 @@ const READERS = {
           : `, platform calls per 100 items ${x.relay_noop.platform_calls_per_100_items} vs ${x.bare_noop.platform_calls_per_100_items}`) +
         `; via emulator ${x.relay_emulator.rps} vs ${x.bare_emulator.rps} rps (${x.ratio_emulator}×)`,
     );
-    // The throughput targets are for 1- and 10-item batches; larger batches are reported without one.
-    const wanted = (x) => (x.items === 1 ? (r.target_ratio_batch_1 ?? r.target_ratio) : r.target_ratio);
-    const targeted = r.results.filter((x) => r.target_ratio_batches === undefined || r.target_ratio_batches.includes(x.items));
-    const ten = r.results.find((x) => x.items === 10);
-    const extra = [];
-    if (ten?.relay_noop.cpu_ms_per_100_items !== undefined && r.target_cpu_ms_per_100_items !== undefined) {
-      const cpu = ten.relay_noop.cpu_ms_per_100_items;
-      extra.push(target('relay CPU ms per 100 items, 10-item batches', cpu, `≤ ${r.target_cpu_ms_per_100_items}`, cpu <= r.target_cpu_ms_per_100_items));
-    }
-    if (r.target_p99_ratio !== undefined) {
-      const worst = Math.max(...r.results.map((x) => x.p99_ratio ?? Number.NaN));
-      extra.push(target('relay/bare p99, worst batch size', worst, `≤ ${r.target_p99_ratio}`, worst <= r.target_p99_ratio));
-    }
-    if (r.target_rss_mb !== undefined) {
-      const rss = Math.max(...r.results.map((x) => x.rss_mb ?? Number.NaN));
-      extra.push(target('relay RSS MB under load', rss, `≤ ${r.target_rss_mb}`, rss <= r.target_rss_mb));
-    }
+    // Beside a bare pass-through for information only: the targets against it are retired (a relay
+    // that checks and keeps state cannot match a proxy that does neither). The relay's CPU per item
+    // on the snippet's traffic is a target of the delivery bench; memory under load stays one here.
+    const rss = Math.max(...r.results.map((x) => x.rss_mb ?? Number.NaN));
     return {
       headline: parts.join('; '),
-      targets: [
-        ...targeted.map((x) => target(`relay/bare rps, ${x.items}-item batches (no-op upstream)`, x.ratio, `≥ ${wanted(x)}`, x.ratio >= wanted(x))),
-        ...extra,
-      ],
+      targets: r.target_rss_mb === undefined ? [] : [target('relay RSS MB under load', rss, `≤ ${r.target_rss_mb}`, rss <= r.target_rss_mb)],
+    };
+  },
+  delivery(r) {
+    const p = r.phases ?? {};
+    const t = r.targets ?? {};
+    const pct = (share) => (typeof share === 'number' ? Math.round(share * 1000) / 10 : share);
+    const line = (name, x) =>
+      `${name === 'cpu' ? `${x.offered_items_per_second} items/s in batches of 10` : `${x.offered_items_per_second} items/s offered${x.platform_ms_per_call === 50 ? '' : ` (platform ${x.platform_ms_per_call} ms per call)`}`}: ` +
+      `${x.delivered_per_second_in_real_time} items/s delivered in real time (${pct(x.delivered_in_real_time_share)}%), ${x.entries_per_call} entries per call, ` +
+      `429s ${pct(x.platform_429_share)}% of ${x.platform_calls} calls, created → platform p50 ${x.created_to_platform_ms.p50} ms p99 ${x.created_to_platform_ms.p99} ms, ` +
+      `/collect p50 ${x.collect_ms.p50} ms p99 ${x.collect_ms.p99} ms, ${x.drained ? `drained in ${x.drain_seconds} s` : `not drained after ${x.drain_seconds} s (${x.items - x.delivered_after_drain} of ${x.items} not delivered)`}, ` +
+      `lost ${x.lost}, duplicated ${x.duplicated}, relay CPU ${x.relay_cpu_ms_per_100_items} ms per 100 items`;
+    const at300 = p['300'];
+    const at1500 = p['1500'];
+    const slow = p['slow-platform'];
+    const cpu = p.cpu;
+    const targets = [];
+    if (at300) {
+      const share = pct(at300.delivered_in_real_time_share);
+      targets.push(
+        target(
+          '300 items/s, 10 calls/s: % delivered in real time',
+          share,
+          `≥ ${pct(t.real_time_share_at_300)}`,
+          at300.delivered_in_real_time_share >= t.real_time_share_at_300,
+        ),
+      );
+      targets.push(
+        target(
+          '300 items/s: % of platform calls answered 429',
+          pct(at300.platform_429_share),
+          `≤ ${pct(t.platform_429_share_at_300)}`,
+          at300.platform_429_share <= t.platform_429_share_at_300,
+        ),
+      );
+      targets.push(
+        target(
+          '300 items/s: created → platform p50 ms',
+          at300.created_to_platform_ms.p50,
+          `≤ ${t.p50_ms_at_300}`,
+          at300.created_to_platform_ms.p50 <= t.p50_ms_at_300,
+        ),
+      );
+      targets.push(
+        target(
+          '300 items/s: created → platform p99 ms',
+          at300.created_to_platform_ms.p99,
+          `≤ ${t.p99_ms_at_300}`,
+          at300.created_to_platform_ms.p99 <= t.p99_ms_at_300,
+        ),
+      );
+    }
+    if (at1500) {
+      const left = at1500.items - at1500.delivered_after_drain;
+      targets.push(
+        target(
+          '1,500 items/s, 10 calls/s: items/s delivered in real time',
+          at1500.delivered_per_second_in_real_time,
+          `≥ ${t.delivered_per_second_at_1500}`,
+          at1500.delivered_per_second_in_real_time >= t.delivered_per_second_at_1500,
+        ),
+      );
+      targets.push(
+        target(
+          '1,500 items/s: entries per platform call',
+          at1500.entries_per_call,
+          `≥ ${t.entries_per_call_at_1500}`,
+          at1500.entries_per_call >= t.entries_per_call_at_1500,
+        ),
+      );
+      targets.push(target('1,500 items/s: items not delivered after the drain', left, '0', left === 0 && at1500.drained));
+      targets.push(target('1,500 items/s: items lost or duplicated', at1500.lost + at1500.duplicated, '0', at1500.lost + at1500.duplicated === 0));
+    }
+    if (slow)
+      targets.push(
+        target(
+          '/collect p50 ms, platform taking 500 ms per call',
+          slow.collect_ms.p50,
+          `≤ ${t.collect_p50_ms_slow_platform}`,
+          slow.collect_ms.p50 <= t.collect_p50_ms_slow_platform,
+        ),
+      );
+    if (cpu)
+      targets.push(
+        target(
+          'relay CPU ms per 100 items, batches of 10',
+          cpu.relay_cpu_ms_per_100_items,
+          `≤ ${t.relay_cpu_ms_per_100_items_batch_10}`,
+          cpu.relay_cpu_ms_per_100_items <= t.relay_cpu_ms_per_100_items_batch_10,
+        ),
+      );
+    return {
+      headline: `relay ${r.commit}, ${r.cpus} cores, load average ${r.load_average?.before?.[0]} → ${r.load_average?.after?.[0]}; ${Object.entries(p)
+        .map(([name, x]) => line(name, x))
+        .join('; ')}`,
+      targets,
     };
   },
   state(r) {

@@ -19,20 +19,28 @@ describe('bench/README.md', () => {
     const readme = readFileSync(join(root, 'README.md'), 'utf8');
     const section = readme.slice(readme.indexOf(TARGETS_START), readme.indexOf(TARGETS_END) + TARGETS_END.length);
     expect(section).toBe(renderTargets(join(root, 'bench', 'results')));
-    expect(section).toMatch(/\| \*\*missed\*\* \|/);
   });
 
-  it('names a missed target, and changes when a result changes', () => {
+  it('names a missed delivery target in both tables, and a met one as met, as the results change', () => {
     const dir = mkdtempSync(join(tmpdir(), 'cdp-bench-results-'));
-    const collect = JSON.parse(readFileSync(join(root, 'bench', 'results', 'collect.json'), 'utf8'));
-    writeFileSync(join(dir, 'collect.json'), JSON.stringify(collect));
-    const before = renderFigures(dir);
-    collect.results[0].ratio = 0.01;
-    writeFileSync(join(dir, 'collect.json'), JSON.stringify(collect));
-    const after = renderFigures(dir);
-    expect(after).not.toBe(before);
-    // 1-item batches have a target of their own (target_ratio_batch_1), larger ones target_ratio.
-    const wanted = collect.results[0].items === 1 ? (collect.target_ratio_batch_1 ?? collect.target_ratio) : collect.target_ratio;
-    expect(after).toContain(`relay/bare rps, ${collect.results[0].items}-item batches (no-op upstream) = 0.01 (target ≥ ${wanted})`);
+    const delivery = JSON.parse(readFileSync(join(root, 'bench', 'results', 'delivery.json'), 'utf8'));
+    const at300 = delivery.phases['300'];
+    const what = '300 items/s: created → platform p50 ms';
+    at300.created_to_platform_ms.p50 = 2500;
+    writeFileSync(join(dir, 'delivery.json'), JSON.stringify(delivery));
+    const missedLine = (figures: string) => figures.split('\n').find((line) => line.startsWith('**Targets missed:**')) ?? '';
+    expect(missedLine(renderFigures(dir))).toContain(`delivery: ${what} = 2500 (target ≤ 2000)`);
+    expect(renderTargets(dir)).toContain(`| delivery | ${what} | 2500 | ≤ 2000 | **missed** |`);
+    at300.created_to_platform_ms.p50 = 1500;
+    writeFileSync(join(dir, 'delivery.json'), JSON.stringify(delivery));
+    expect(missedLine(renderFigures(dir))).not.toContain(what);
+    expect(renderTargets(dir)).toContain(`| delivery | ${what} | 1500 | ≤ 2000 | met |`);
+  });
+
+  it('shows the bare pass-through comparisons as figures, not as targets', () => {
+    const targets = renderTargets(join(root, 'bench', 'results'));
+    expect(targets).not.toMatch(/relay\/bare/);
+    const figures = renderFigures(join(root, 'bench', 'results'));
+    expect(figures).toMatch(/\| collect \| [^|]+ \| 1 items: relay \d+ rps vs bare \d+/);
   });
 });

@@ -1,0 +1,222 @@
+/**
+ * Simulated browsers for the delivery bench, sending what the snippet sends, at a fixed offered
+ * rate (open loop: items are made on schedule whatever the relay answers).
+ *
+ * Each visitor has its own address (`X-Forwarded-For`, which the relay believes from loopback
+ * with `RELAY_TRUST_PROXY=127.0.0.1`), its own `queue` id and email. Its first item is an
+ * identify with a valid `user_hash`; its tracks then name the person (`person` and `user_hash`,
+ * as the snippet fills them in once the visitor is known) and the browser sends back the
+ * relay's `identity` token. After `itemsPerVisitor` items the visitor leaves and a new one
+ * takes its place, so identifies stay a steady share of the traffic at any rate. Like the
+ * snippet, a browser has one request in flight; what it made meanwhile waits for the answer;
+ * items answered `retry` (or a failed request) stay queued and go again after the snippet's own
+ * backoff.
+ *
+ * Item ids are v7 UUIDs, as the snippet makes them. Each track carries its id in the attribute
+ * `str:cm:item` and each identify in the person field `str::first`, so the platform's state
+ * says which items arrived, when, and how often.
+ */
+import { Agent, request } from 'node:http';
+import { backoff, retryAfter } from '../../src/browser/backoff.js';
+import { uuid } from '../../src/browser/uuid.js';
+
+/** The attribute (of every bench activity) and the person field that carry an item's id. */
+export const ITEM_ATTRIBUTE = 'str:cm:item';
+export const IDENTIFY_FIELD = 'str::first';
+const MAX_BATCH = 100;
+
+export interface Made {
+  type: 'track' | 'identify';
+  /** ms since the epoch: when it was made (its `ts`) */
+  at: number;
+  /** the relay's final answer for it, once it has one */
+  status?: 'accepted' | 'duplicate' | 'rejected';
+}
+
+export interface BrowsersOptions {
+  relayUrl: string;
+  siteKey: string;
+  origin: string;
+  /** visitors at once */
+  browsers: number;
+  /** items per visitor (its identify first) */
+  itemsPerVisitor: number;
+  activities: readonly string[];
+  /** the `user_hash` of an email, as the site's server computes it */
+  userHash(email: string): Promise<string>;
+}
+
+export interface CollectCall {
+  /** performance.now() when it was sent */
+  sentAt: number;
+  ms: number;
+  status: number;
+}
+
+interface Visitor {
+  n: number;
+  address: string;
+  queueId: string;
+  email: string;
+  hash: string;
+  made: number;
+  held: Record<string, unknown>[];
+  identity?: string;
+  inFlight: boolean;
+  failures: number;
+  pausedUntil: number;
+}
+
+export function createBrowsers(options: BrowsersOptions) {
+  const made = new Map<string, Made>();
+  const calls: CollectCall[] = [];
+  const agent = new Agent({ keepAlive: true, maxSockets: Math.max(64, options.browsers) });
+  const relay = new URL('/collect', options.relayUrl);
+  const slots: Visitor[] = [];
+  /** visitors who left with items still held: they keep sending until those are settled */
+  const leaving = new Set<Visitor>();
+  let visitors = 0;
+  let rejected = 0;
+
+  const newVisitor = async (): Promise<Visitor> => {
+    const n = visitors++;
+    const email = `v${n}-${process.pid}@bench.example.com`;
+    const address = `10.${(n >> 16) & 255}.${(n >> 8) & 255}.${n & 255}`;
+    return { n, address, queueId: uuid(), email, hash: await options.userHash(email), made: 0, held: [], inFlight: false, failures: 0, pausedUntil: 0 };
+  };
+
+  const item = (visitor: Visitor): Record<string, unknown> => {
+    const at = Date.now();
+    const id = uuid();
+    const ts = new Date(at).toISOString();
+    const first = visitor.made++ === 0;
+    made.set(id, { type: first ? 'identify' : 'track', at });
+    if (first) return { id, type: 'identify', ts, fields: { 'str::email': visitor.email, [IDENTIFY_FIELD]: id }, user_hash: visitor.hash };
+    return {
+      id,
+      type: 'track',
+      ts,
+      activity_id: options.activities[visitor.made % options.activities.length],
+      attributes: { [ITEM_ATTRIBUTE]: id },
+      person: { 'str::email': visitor.email },
+      user_hash: visitor.hash,
+    };
+  };
+
+  const post = (body: string, address: string) =>
+    new Promise<{ status: number; text: string; retryAfter: string | undefined }>((resolve) => {
+      const headers = { 'content-type': 'text/plain', origin: options.origin, 'x-forwarded-for': address, 'content-length': Buffer.byteLength(body) };
+      const req = request(relay, { method: 'POST', headers, agent }, (res) => {
+        const parts: Buffer[] = [];
+        res.on('data', (part: Buffer) => parts.push(part));
+        res.on('end', () =>
+          resolve({ status: res.statusCode ?? 0, text: Buffer.concat(parts).toString('utf8'), retryAfter: res.headers['retry-after'] as string | undefined }),
+        );
+        res.on('error', () => resolve({ status: 0, text: '', retryAfter: undefined }));
+      });
+      req.setTimeout(30_000, () => req.destroy());
+      req.on('error', () => resolve({ status: 0, text: '', retryAfter: undefined }));
+      req.end(body);
+    });
+
+  /** Sends what `visitor` holds (≤ 100 items) unless a request is in flight or it is backing off. */
+  const flush = (visitor: Visitor): void => {
+    if (visitor.inFlight || visitor.held.length === 0 || Date.now() < visitor.pausedUntil) return;
+    visitor.inFlight = true;
+    const batch = visitor.held.slice(0, MAX_BATCH);
+    const body = JSON.stringify({ key: options.siteKey, sent_at: new Date().toISOString(), batch, identity: visitor.identity, queue: visitor.queueId });
+    const sentAt = performance.now();
+    void post(body, visitor.address).then(({ status, text, retryAfter: header }) => {
+      calls.push({ sentAt, ms: performance.now() - sentAt, status });
+      let answer: { results?: { id: string; status: string }[]; identity?: string } = {};
+      try {
+        answer = JSON.parse(text) as typeof answer;
+      } catch {
+        // not JSON: a failure like any other, the items stay held
+      }
+      if (answer.identity) visitor.identity = answer.identity;
+      const results =
+        status === 400 || status === 413 ? batch.map((b) => ({ id: b['id'] as string, status: 'rejected' })) : status === 200 ? answer.results : undefined;
+      const settled = new Set<string>();
+      for (const result of results ?? []) {
+        const entry = made.get(result.id);
+        if (!entry || result.status === 'retry') continue;
+        entry.status = result.status as NonNullable<Made['status']>;
+        if (result.status === 'rejected') rejected++;
+        settled.add(result.id);
+      }
+      visitor.held = visitor.held.filter((h) => !settled.has(h['id'] as string));
+      const retry = !results || results.some((r) => r.status === 'retry');
+      visitor.failures = retry ? visitor.failures + 1 : 0;
+      visitor.pausedUntil = retry ? Date.now() + backoff(visitor.failures, retryAfter(header, Date.now()), Math.random) : 0;
+      visitor.inFlight = false;
+      if (leaving.has(visitor) && visitor.held.length === 0) leaving.delete(visitor);
+      if (visitor.held.length > 0) setTimeout(() => flush(visitor), Math.max(0, visitor.pausedUntil - Date.now()));
+    });
+  };
+
+  /** Makes a batch of `size` items in slot `slot` (a new visitor once the current one is done) and sends it. */
+  const makeBatch = async (slot: number, size: number) => {
+    let visitor = slots[slot];
+    if (!visitor || visitor.made >= options.itemsPerVisitor) {
+      if (visitor && (visitor.held.length > 0 || visitor.inFlight)) leaving.add(visitor);
+      visitor = slots[slot] = await newVisitor();
+    }
+    const count = Math.min(size, options.itemsPerVisitor - visitor.made);
+    for (let i = 0; i < count; i++) visitor.held.push(item(visitor));
+    flush(visitor);
+  };
+
+  const everyone = () => [...slots.filter(Boolean), ...leaving];
+
+  return {
+    made,
+    calls,
+    /** items made but not yet settled by the relay (held by browsers, or in flight) */
+    held: () => everyone().reduce((n, v) => n + v.held.length, 0),
+    rejected: () => rejected,
+    visitors: () => visitors,
+    /**
+     * Makes `rate` items a second for `seconds`, in batches of `batch[0]`–`batch[1]` items, each
+     * batch from the next slot in turn; `tick` is called every second.
+     */
+    async offer(rate: number, seconds: number, batch: readonly [number, number], tick: (elapsed: number) => void): Promise<void> {
+      const started = performance.now();
+      const pick = () => batch[0] + Math.floor(Math.random() * (batch[1] - batch[0] + 1));
+      let size = pick();
+      let count = 0;
+      let slot = 0;
+      let lastTick = 0;
+      for (;;) {
+        const elapsed = (performance.now() - started) / 1000;
+        if (elapsed >= seconds) break;
+        const due = rate * elapsed;
+        // a batch goes once all its items are due, so batches of 10 stay batches of 10
+        while (count + size <= due) {
+          await makeBatch(slot, size);
+          slot = (slot + 1) % options.browsers;
+          count += size;
+          size = pick();
+        }
+        if (Math.floor(elapsed) > lastTick) {
+          lastTick = Math.floor(elapsed);
+          tick(lastTick);
+        }
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+    },
+    /** Resolves once every browser holds nothing, or at `deadline` (ms since the epoch); `tick` every second. */
+    async drain(deadline: number, done: () => Promise<boolean>, tick: () => void): Promise<boolean> {
+      while (Date.now() < deadline) {
+        // a browser backing off is woken by its own timer; this only watches
+        if (everyone().every((v) => v.held.length === 0 && !v.inFlight) && (await done())) return true;
+        tick();
+        await new Promise((resolve) => setTimeout(resolve, 1000));
+      }
+      return false;
+    },
+    close: () => agent.destroy(),
+  };
+}
+
+export type Browsers = ReturnType<typeof createBrowsers>;
