@@ -23,7 +23,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { userHash } from '../src/relay/index.js';
+import { identityHash } from '../src/relay/index.js';
 import { type Browsers, createBrowsers, IDENTIFY_FIELD, ITEM_ATTRIBUTE } from './lib/browsers.js';
 import { type CliProcess, startCli } from './lib/cli.js';
 
@@ -159,7 +159,7 @@ async function runPhase(phase: Phase) {
       browsers: BROWSERS,
       itemsPerVisitor: ITEMS_PER_VISITOR,
       activities: ACTIVITIES,
-      userHash: (email) => userHash(SECRET, email),
+      userHash: (email) => identityHash(SECRET, 'str::email', email),
     });
     const b = browsers;
     const callsBefore = await callCounts(emulator.url);

@@ -77,6 +77,9 @@ export function createBrowsers(options: BrowsersOptions) {
   const leaving = new Set<Visitor>();
   let visitors = 0;
   let rejected = 0;
+  /** backoff timers, cleared on close so a finished bench exits */
+  const timers = new Set<ReturnType<typeof setTimeout>>();
+  let closed = false;
 
   const newVisitor = async (): Promise<Visitor> => {
     const n = visitors++;
@@ -121,7 +124,7 @@ export function createBrowsers(options: BrowsersOptions) {
 
   /** Sends what `visitor` holds (≤ 100 items) unless a request is in flight or it is backing off. */
   const flush = (visitor: Visitor): void => {
-    if (visitor.inFlight || visitor.held.length === 0 || Date.now() < visitor.pausedUntil) return;
+    if (closed || visitor.inFlight || visitor.held.length === 0 || Date.now() < visitor.pausedUntil) return;
     visitor.inFlight = true;
     const batch = visitor.held.slice(0, MAX_BATCH);
     const body = JSON.stringify({ key: options.siteKey, sent_at: new Date().toISOString(), batch, identity: visitor.identity, queue: visitor.queueId });
@@ -151,7 +154,15 @@ export function createBrowsers(options: BrowsersOptions) {
       visitor.pausedUntil = retry ? Date.now() + backoff(visitor.failures, retryAfter(header, Date.now()), Math.random) : 0;
       visitor.inFlight = false;
       if (leaving.has(visitor) && visitor.held.length === 0) leaving.delete(visitor);
-      if (visitor.held.length > 0) setTimeout(() => flush(visitor), Math.max(0, visitor.pausedUntil - Date.now()));
+      if (closed || visitor.held.length === 0) return;
+      const timer = setTimeout(
+        () => {
+          timers.delete(timer);
+          flush(visitor);
+        },
+        Math.max(0, visitor.pausedUntil - Date.now()),
+      );
+      timers.add(timer);
     });
   };
 
@@ -215,7 +226,11 @@ export function createBrowsers(options: BrowsersOptions) {
       }
       return false;
     },
-    close: () => agent.destroy(),
+    close() {
+      closed = true;
+      for (const timer of timers) clearTimeout(timer);
+      agent.destroy();
+    },
   };
 }
 
