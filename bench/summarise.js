@@ -218,8 +218,12 @@ const READERS = {
     const rates = r.throughput.map((x) => `${x.store} ${x.pairs_per_second} claim+settle/s`).join(', ');
     const peak = r.sqlite.at_peak;
     const after = r.sqlite.after_expiry;
+    const o = r.outbox;
+    const outbox = o
+      ? `; outbox ids remembered (${o.ids} measured): SQLite ${o.sqlite.bytes_per_id} B/id${o.redis ? `, Redis ${o.redis.bytes_per_id} B/id` : ''}, a 7-day window at 300 items/s = SQLite ${o.sqlite.window_7d_300_per_s_gb} GiB${o.redis ? `, Redis ${o.redis.window_7d_300_per_s_gb} GiB` : ''}`
+      : '';
     return {
-      headline: `SQLite with ${peak.ids} ids: ${peak.megabytes} MB, reopen ${peak.reopen_ms} ms; after they expired and as many more came: ${after.megabytes} MB, reopen ${after.reopen_ms} ms; one process: ${rates}`,
+      headline: `SQLite with ${peak.ids} ids: ${peak.megabytes} MB, reopen ${peak.reopen_ms} ms; after they expired and as many more came: ${after.megabytes} MB, reopen ${after.reopen_ms} ms; one process: ${rates}${outbox}`,
       targets: [
         target('SQLite reopen ms at 1,000,000 ids', peak.reopen_ms, `≤ ${r.sqlite.target_reopen_ms}`, peak.reopen_ms <= r.sqlite.target_reopen_ms),
         target(

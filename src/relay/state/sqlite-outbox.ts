@@ -10,14 +10,10 @@
  * than it adds, so the file follows the window (SQLite reuses the freed pages).
  * @module
  */
-import { mkdirSync } from 'node:fs';
-import { dirname } from 'node:path';
-import type Database from 'libsql';
 import { compactId } from '../deliver/ids.js';
 import { pace, paceInterval } from '../deliver/memory.js';
 import type { Accepted, DeadLetter, Leased, OutboxItem, OutboxStore, Settlement } from '../deliver/outbox.js';
-import { groupCommit } from './group-commit.js';
-import { loadOptional } from './optional.js';
+import { groupCommit, openSqlite } from './sqlite-file.js';
 
 /** Expired ids deleted per accept: more than an accept adds, so the table shrinks back after a peak. */
 const EXPIRY_SLICE = 1000;
@@ -57,12 +53,7 @@ type Row = unknown[];
 
 /** Opens (or creates) the outbox tables in the file at `path` (the relay's state file). */
 export async function createSqliteOutbox(path: string, options: SqliteOutboxOptions = {}): Promise<OutboxStore> {
-  const { default: Sqlite } = await loadOptional<{ default: typeof Database }>('libsql', 'the SQLite outbox (RELAY_STATE_FILE)');
-  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
-  const db = new Sqlite(path);
-  db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5000}`);
-  db.pragma('journal_mode = WAL');
-  db.pragma('synchronous = NORMAL');
+  const db = await openSqlite(path, options.busyTimeoutMs ?? 5000, 'the SQLite outbox (RELAY_STATE_FILE)');
   db.exec(SCHEMA);
 
   const sql = {

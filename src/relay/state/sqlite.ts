@@ -1,7 +1,7 @@
 /**
  * The relay's state in an embedded SQLite file (libsql, loaded only when used): the default on
  * Node. WAL mode; the claims and settles that arrive together share one transaction (group
- * commit, below), each a single statement over its ids; expiry inside the database (a small slice
+ * commit, sqlite-file.ts), each a single statement over its ids; expiry inside the database (a small slice
  * of expired rows goes with every transaction), so the file's size follows the dedupe window and
  * a restart opens the file without reading it. Several processes on one machine may share the file.
  *
@@ -11,12 +11,8 @@
  * lose it.
  * @module
  */
-import { mkdirSync } from 'node:fs';
-import { dirname } from 'node:path';
-import type Database from 'libsql';
 import { cappedAmount, type Claim, type RelayStore } from '../store.js';
-import { groupCommit } from './group-commit.js';
-import { loadOptional } from './optional.js';
+import { groupCommit, openSqlite } from './sqlite-file.js';
 
 /** Expired rows deleted per claim: more than a claim adds, so the table shrinks back after a peak. */
 const EXPIRY_SLICE = 500;
@@ -31,12 +27,7 @@ const first = (row: unknown): unknown => (Array.isArray(row) ? row[0] : undefine
 
 /** Opens (or creates) the state file at `path`. */
 export async function createSqliteStore(path: string, options: SqliteStoreOptions = {}): Promise<RelayStore> {
-  const { default: Sqlite } = await loadOptional<{ default: typeof Database }>('libsql', 'the SQLite state store (RELAY_STATE_FILE)');
-  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
-  const db = new Sqlite(path);
-  db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5000}`);
-  db.pragma('journal_mode = WAL');
-  db.pragma('synchronous = NORMAL');
+  const db = await openSqlite(path, options.busyTimeoutMs ?? 5000, 'the SQLite state store (RELAY_STATE_FILE)');
   db.exec(`
     CREATE TABLE IF NOT EXISTS items (
       site TEXT NOT NULL,

@@ -1,9 +1,27 @@
 /**
- * Group commit for the SQLite stores (state and outbox): the calls of one turn of the event loop
- * share one write transaction.
+ * What the SQLite stores (state and outbox) share: how the file is opened (WAL,
+ * `synchronous=NORMAL`, a busy timeout for other processes' transactions) and group commit, the
+ * calls of one turn of the event loop in one write transaction.
  * @module
  */
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
 import type Database from 'libsql';
+import { loadOptional } from './optional.js';
+
+/**
+ * Opens (or creates) the SQLite file at `path` with libsql, loaded only now. `neededBy` names
+ * what needs it when libsql is missing.
+ */
+export async function openSqlite(path: string, busyTimeoutMs: number, neededBy: string): Promise<Database.Database> {
+  const { default: Sqlite } = await loadOptional<{ default: typeof Database }>('libsql', neededBy);
+  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+  const db = new Sqlite(path);
+  db.pragma(`busy_timeout = ${busyTimeoutMs}`);
+  db.pragma('journal_mode = WAL');
+  db.pragma('synchronous = NORMAL');
+  return db;
+}
 
 interface Call {
   run: () => unknown;
