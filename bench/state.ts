@@ -79,7 +79,7 @@ async function throughput(name: string, store: RelayStore, pairs = 20_000): Prom
 const WINDOW_IDS = 300 * 7 * 86_400;
 const OUTBOX_WINDOW_MS = 7 * 86_400_000;
 const perId = (bytes: number) => Math.round((bytes / IDS) * 10) / 10;
-const gb = (bytesPerId: number) => Math.round(((bytesPerId * WINDOW_IDS) / 2 ** 30) * 10) / 10;
+const gib = (bytesPerId: number) => Math.round(((bytesPerId * WINDOW_IDS) / 2 ** 30) * 10) / 10;
 
 /** Accepts `IDS` items through `store`, 10 per call, delivering every 1,000 so the outbox stays small. */
 async function acceptIds(store: OutboxStore, prefix: string): Promise<number> {
@@ -181,7 +181,7 @@ async function outboxFigures() {
     file_growth_bytes: sqliteGrowth,
     bytes_per_id: perId(sqliteGrowth),
     id_table_and_index_bytes_per_id: perId(tableBytes),
-    window_7d_300_per_s_gb: gb(perId(sqliteGrowth)),
+    window_7d_300_per_s_gib: gib(perId(sqliteGrowth)),
   };
   rmSync(outboxDir, { recursive: true, force: true });
   console.log(
@@ -224,7 +224,7 @@ async function outboxFigures() {
       seconds: Math.round(redisAcceptMs / 100) / 10,
       used_memory_growth_bytes: growth,
       bytes_per_id: perId(growth),
-      window_7d_300_per_s_gb: gb(perId(growth)),
+      window_7d_300_per_s_gib: gib(perId(growth)),
       raw_keys_with_ttl_bytes_per_id: keysWithTtl,
       raw_sorted_set_per_day_bytes_per_id: sortedSetPerDay,
       raw_hash_per_day_bytes_per_id: hashPerDay,

@@ -220,7 +220,7 @@ const READERS = {
     const after = r.sqlite.after_expiry;
     const o = r.outbox;
     const outbox = o
-      ? `; outbox ids remembered (${o.ids} measured): SQLite ${o.sqlite.bytes_per_id} B/id${o.redis ? `, Redis ${o.redis.bytes_per_id} B/id` : ''}, a 7-day window at 300 items/s = SQLite ${o.sqlite.window_7d_300_per_s_gb} GiB${o.redis ? `, Redis ${o.redis.window_7d_300_per_s_gb} GiB` : ''}`
+      ? `; outbox ids remembered (${o.ids} measured): SQLite ${o.sqlite.bytes_per_id} B/id${o.redis ? `, Redis ${o.redis.bytes_per_id} B/id` : ''}, a 7-day window at 300 items/s = SQLite ${o.sqlite.window_7d_300_per_s_gib} GiB${o.redis ? `, Redis ${o.redis.window_7d_300_per_s_gib} GiB` : ''}`
       : '';
     return {
       headline: `SQLite with ${peak.ids} ids: ${peak.megabytes} MB, reopen ${peak.reopen_ms} ms; after they expired and as many more came: ${after.megabytes} MB, reopen ${after.reopen_ms} ms; one process: ${rates}${outbox}`,
