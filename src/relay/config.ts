@@ -30,7 +30,7 @@ export interface SiteConfig {
   activities: ReadonlySet<string> | undefined;
   /** person field IDs a browser may send; `undefined` = any */
   fields: ReadonlySet<string> | undefined;
-  /** identity verification of `user_hash` @default 'off' */
+  /** what an unproven browser may write (docs/security.md); `off` trusts browsers @default 'optional' */
   verify: Verify;
   /** person/merge `merge_by` @default ['str::email', 'str::ei'] */
   mergeBy: string[];
@@ -162,7 +162,7 @@ function parseSite(raw: unknown, index: number): SiteConfig {
     throw new RelayConfigError('RELAY_SITES', `${where}: key must be 1–128 letters, digits, "_", "." or "-"`);
   const origins = site['origins'] ?? [];
   if (!Array.isArray(origins)) throw new RelayConfigError('RELAY_SITES', `${where} (${key}): origins must be an array`);
-  const verify = site['verify'] ?? 'off';
+  const verify = site['verify'] ?? 'optional';
   if (!VERIFY.includes(verify as Verify)) throw new RelayConfigError('RELAY_SITES', `${where} (${key}): verify must be "off", "optional" or "required"`);
   const mergeBy = site['merge_by'] ?? [...DEFAULT_PERSON_MERGE_BY];
   if (!Array.isArray(mergeBy) || mergeBy.length < 1 || mergeBy.length > 3 || !mergeBy.every((id) => parseFieldId(id)?.kind === 'person')) {
@@ -257,10 +257,12 @@ export function parseConfig(env: Env): RelayConfig {
   applyPlan(sites, env['RELAY_PLAN']);
   const identitySecret = str(env, 'RELAY_IDENTITY_SECRET');
   for (const site of sites.values()) {
-    if (site.verify !== 'off' && identitySecret === undefined) {
+    // Without a secret nothing can be proven: "optional" still keeps its promise (every item may
+    // only create), "required" would refuse everything.
+    if (site.verify === 'required' && identitySecret === undefined) {
       throw new RelayConfigError(
         'RELAY_IDENTITY_SECRET',
-        `is not set, but site ${site.name} has verify "${site.verify}"; set the HMAC secret or use verify "off"`,
+        `is not set, but site ${site.name} has verify "required"; set the HMAC secret or use verify "optional"`,
       );
     }
   }

@@ -25,7 +25,7 @@ describe('parseConfig (the relay configuration)', () => {
     expect(config.tokens).toEqual([]);
     expect(config.dedupeTtlMs).toBeGreaterThanOrEqual(24 * 3600_000);
     const site = config.sites.get('pk_a')!;
-    expect(site).toMatchObject({ verify: 'off', allowNoOrigin: false, mergeBy: ['str::email', 'str::ei'], activities: undefined, fields: undefined });
+    expect(site).toMatchObject({ verify: 'optional', allowNoOrigin: false, mergeBy: ['str::email', 'str::ei'], activities: undefined, fields: undefined });
   });
 
   it('picks the region base, and CDP_BASE_URL wins over it', () => {

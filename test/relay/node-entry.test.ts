@@ -29,7 +29,7 @@ async function relayWith(env: Record<string, string> = {}) {
     port: 0,
     logger: silentLogger,
     snippet: SNIPPET,
-    env: { CDP_API_KEY: UPSTREAM_KEY, CDP_BASE_URL: stack.url, RELAY_SITES: JSON.stringify([{ key: 'pk_node', origins: [ORIGIN] }]), ...env },
+    env: { CDP_API_KEY: UPSTREAM_KEY, CDP_BASE_URL: stack.url, RELAY_SITES: JSON.stringify([{ key: 'pk_node', origins: [ORIGIN], verify: 'off' }]), ...env },
   });
   relays.push(relay);
   return relay;
@@ -126,7 +126,7 @@ describe('the Node entry', () => {
 
   it('a stop lets a request already inside finish: it is answered, and its items are marked forwarded in the state file', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'cdp-edge-stop-'));
-    const env = { CDP_API_KEY: UPSTREAM_KEY, CDP_BASE_URL: stack.url, RELAY_SITES: JSON.stringify([{ key: 'pk_node', origins: [ORIGIN] }]) };
+    const env = { CDP_API_KEY: UPSTREAM_KEY, CDP_BASE_URL: stack.url, RELAY_SITES: JSON.stringify([{ key: 'pk_node', origins: [ORIGIN], verify: 'off' }]) };
     const stateFile = join(dir, 'state.db');
     const first = await startRelay({ port: 0, logger: silentLogger, stateFile, env });
     await upstream.reset();
