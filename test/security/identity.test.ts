@@ -7,32 +7,21 @@
  */
 import { createHmac } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startEmulator, type RunningEmulator } from '../../src/emulator/node.js';
-import { startRelay, type RunningRelay } from '../../src/relay/node.js';
+import { itemId, KEY, ORIGIN, type Stack, startStack } from './support.js';
 
-const KEY = 'security-platform-key';
 const SECRET = 'security-identity-secret-0123456789';
-const ORIGIN = 'https://shop.example.com';
-const VIEWED = 'act:cm:viewed';
+const ACTIVITY = 'act:cm:signed-up';
 const SITES = { required: 'pk_required', optional: 'pk_optional', unset: 'pk_unset' } as const;
 type Site = keyof typeof SITES;
 
 /** What the site's own server renders: exactly the documented formula, not the library's helper. */
 const serverHash = (field: string, value: string) => createHmac('sha256', SECRET).update(`${field}\n${value}`).digest('hex');
 
-let emulator: RunningEmulator;
-let relay: RunningRelay;
-
+let stack: Stack;
 beforeAll(async () => {
-  emulator = await startEmulator({ port: 0, key: KEY, plan: 'business' });
-  await platform('/v1/definitions/activity/create', { name: 'viewed', attributes: [] });
   const busy = { per_second: 1000, burst: 1000 };
-  relay = await startRelay({
-    port: 0,
-    logger: () => {},
+  stack = await startStack({
     env: {
-      CDP_API_KEY: KEY,
-      CDP_BASE_URL: emulator.url,
       RELAY_IDENTITY_SECRET: SECRET,
       RELAY_SITES: JSON.stringify([
         { key: SITES.required, origins: [ORIGIN], verify: 'required', visitor_rate_limit: busy },
@@ -42,13 +31,14 @@ beforeAll(async () => {
     },
   });
 });
-afterAll(async () => {
-  await relay?.close();
-  await emulator?.close();
-});
+afterAll(() => stack?.close());
 
 async function platform(path: string, body: unknown): Promise<unknown> {
-  const response = await fetch(`${emulator.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': KEY }, body: JSON.stringify(body) });
+  const response = await fetch(`${stack.emulator.url}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-api-key': KEY },
+    body: JSON.stringify(body),
+  });
   if (!response.ok) throw new Error(`${path}: ${response.status} ${await response.text()}`);
   return response.json();
 }
@@ -62,7 +52,7 @@ interface Result {
 
 /** POST /collect as a browser of `site` would. */
 async function collect(site: Site, batch: Record<string, unknown>[], identity?: string): Promise<{ results: Result[]; identity?: string }> {
-  const response = await fetch(`${relay.url}/collect`, {
+  const response = await fetch(`${stack.relay.url}/collect`, {
     method: 'POST',
     headers: { 'content-type': 'text/plain', origin: ORIGIN },
     body: JSON.stringify({ key: SITES[site], batch, ...(identity ? { identity } : {}) }),
@@ -72,12 +62,13 @@ async function collect(site: Site, batch: Record<string, unknown>[], identity?: 
 }
 
 const ts = () => new Date().toISOString();
-const identify = (fields: Record<string, unknown>, extra: Record<string, unknown> = {}) => ({ id: crypto.randomUUID(), type: 'identify', ts: ts(), fields, ...extra });
+const identify = (fields: Record<string, unknown>, extra: Record<string, unknown> = {}) => ({ id: itemId(), type: 'identify', ts: ts(), fields, ...extra });
 const track = (person: Record<string, unknown>, extra: Record<string, unknown> = {}) => ({
-  id: crypto.randomUUID(),
+  id: itemId(),
   type: 'track',
   ts: ts(),
-  activity_id: VIEWED,
+  activity_id: ACTIVITY,
+  attributes: { 'str:cm:plan': 'pro' },
   person,
   ...extra,
 });
@@ -94,7 +85,7 @@ interface Person {
 
 /** Everyone, as the emulator holds them (over HTTP). */
 async function people(): Promise<Person[]> {
-  const response = await fetch(`${emulator.url}/_emulator/state`, { headers: { 'x-api-key': KEY } });
+  const response = await fetch(`${stack.emulator.url}/_emulator/state`, { headers: { 'x-api-key': KEY } });
   return ((await response.json()) as { people: Person[] }).people;
 }
 const personBy = async (field: string, value: string) => (await people()).find((person) => person.fields[field] === value);
@@ -251,16 +242,14 @@ describe('attacks with a second identifier or a malformed proof', () => {
     // Unproven, so the track may only name its person: the victim gets an activity and nothing else.
     expect(optional.results[0]).toMatchObject({ status: 'accepted' });
     await until('the activity on the victim', async () => (await eventCount(victim.id)) > 0);
-    const required = await collect('required', [
-      identify({ 'str::email': victim.email, 'str::first': 'Mallory' }, { user_hash: { 'str::ei': forEi } }),
-    ]);
+    const required = await collect('required', [identify({ 'str::email': victim.email, 'str::first': 'Mallory' }, { user_hash: { 'str::ei': forEi } })]);
     expect(required.results[0]).toMatchObject({ status: 'rejected', reason: 'unverified' });
     expect(await profile(victim.id)).toEqual(victim.before);
   });
 });
 
 describe('what a proven browser may still do', () => {
-  it("a proven identify updates its own person, and the token it gets lets later tracks name them", async () => {
+  it('a proven identify updates its own person, and the token it gets lets later tracks name them', async () => {
     const ann = await seedVictim();
     const first = await collect('required', [
       identify({ 'str::email': ann.email, 'str::first': 'Annie' }, { tags: ['vip'], user_hash: serverHash('str::email', ann.email) }),
@@ -282,7 +271,10 @@ describe('what a proven browser may still do', () => {
     const bob = await seedVictim();
     const answer = await collect('required', [
       track({ 'str::email': bob.email, 'str::first': 'Robert' }, { user_hash: serverHash('str::email', bob.email) }),
-      track({ 'str::email': bob.email, 'str::ei': bob.ei }, { user_hash: { 'str::email': serverHash('str::email', bob.email), 'str::ei': serverHash('str::ei', bob.ei) } }),
+      track(
+        { 'str::email': bob.email, 'str::ei': bob.ei },
+        { user_hash: { 'str::email': serverHash('str::email', bob.email), 'str::ei': serverHash('str::ei', bob.ei) } },
+      ),
     ]);
     expect(answer.results.map((result) => result.status)).toEqual(['accepted', 'accepted']);
     await until('both activities', async () => (await eventCount(bob.id)) === 2);

@@ -4,7 +4,7 @@
  * platform's per-entry answers mapped back to per-item results.
  * @module
  */
-import { ENDPOINTS, LIMITS, splitBody, type EndpointId } from '../../api/index.js';
+import { ENDPOINTS, LIMITS, splitBody, type EndpointId, type RejectReason } from '../../api/index.js';
 import { isRecord } from '../../api/objects.js';
 import { sendOnce, type Outcome, type SendContext } from './send.js';
 
@@ -14,6 +14,8 @@ export interface ItemResult {
   id: string;
   status: ResultStatus;
   error?: string;
+  /** the class of a rejection (`RejectReason` of the /collect contract) */
+  reason?: RejectReason;
 }
 
 /** One call's worth of entries: the endpoint, the envelope around them and who they belong to. */

@@ -186,7 +186,7 @@ async function collectItems(
   const results = new Map<number, ItemResult>();
   const reasons = new Map<number, RejectReason>();
   const reject = (index: number, id: string, error: string, reason: RejectReason) => {
-    results.set(index, { id, status: 'rejected', error });
+    results.set(index, { id, status: 'rejected', error, reason });
     reasons.set(index, reason);
   };
   const items: CheckedItem[] = [];
@@ -308,8 +308,10 @@ async function collectItems(
     const unsent: string[] = [];
     for (const p of going) {
       const result = forwarded.results.get(p.item.id) ?? { id: p.item.id, status: 'retry' as const, error: 'not sent' };
-      results.set(p.item.index, result);
-      if (result.status === 'rejected') reasons.set(p.item.index, 'platform');
+      if (result.status === 'rejected') {
+        results.set(p.item.index, { ...result, reason: 'platform' });
+        reasons.set(p.item.index, 'platform');
+      } else results.set(p.item.index, result);
       (result.status === 'accepted' ? accepted : unsent).push(p.item.id);
     }
     // Marked forwarded only now that the platform took them: a crash before this re-sends, never loses. The platform has them either way, so a failing
