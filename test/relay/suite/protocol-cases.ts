@@ -155,7 +155,7 @@ export function protocolCases(target: () => RelayTarget): void {
       const response = await read(await relay.post({ key, batch: [ok, suppressed] }));
       expect(response.body.results).toEqual([
         { id: ok.id, status: 'accepted' },
-        { id: suppressed.id, status: 'rejected', error: expect.stringContaining('Email is suppressed') },
+        { id: suppressed.id, status: 'rejected', reason: 'platform', error: expect.stringContaining('Email is suppressed') },
       ]);
       // A refused item is not remembered as forwarded: sent again, it goes again.
       await target().upstream.reset();
