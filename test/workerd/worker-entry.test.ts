@@ -42,7 +42,9 @@ describe('the Worker entry', () => {
     const key = siteKey('xff');
     await upstream.reset();
     const item = track('act:cm:viewed', { 'str::email': 'xff@example.com' }, { location: { source_ip: '6.6.6.6' } });
-    const response = await post({ RELAY_SITES: sites({ key, origins: [ORIGIN], verify: 'off' }) }, { key, batch: [item] }, CF, { 'x-forwarded-for': '198.51.100.1' });
+    const response = await post({ RELAY_SITES: sites({ key, origins: [ORIGIN], verify: 'off' }) }, { key, batch: [item] }, CF, {
+      'x-forwarded-for': '198.51.100.1',
+    });
     expect(((await response.json()) as CollectAnswer).results[0]!.status).toBe('accepted');
     const [call] = await calls();
     expect(call!.body.activities[0].location.source_ip).toBe(VISITOR_IP);

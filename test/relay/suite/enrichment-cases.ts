@@ -45,7 +45,11 @@ export function enrichmentCases(target: () => RelayTarget): void {
 
     it('forwards addresses while lookup is on, until the monthly budget is spent — and the count survives a restart', async () => {
       const key = siteKey('lookup_on');
-      const relay = await start({ RELAY_SITES: sites({ key, origins: [ORIGIN], verify: 'off' }), RELAY_ADDRESS_LOOKUP: 'on', RELAY_ADDRESS_LOOKUP_MONTHLY_LIMIT: '3' });
+      const relay = await start({
+        RELAY_SITES: sites({ key, origins: [ORIGIN], verify: 'off' }),
+        RELAY_ADDRESS_LOOKUP: 'on',
+        RELAY_ADDRESS_LOOKUP_MONTHLY_LIMIT: '3',
+      });
       await target().upstream.reset();
       const first = [1, 2].map((n) => track('act:cm:viewed', { 'str::email': `a${n}@example.com` }, { location: { address } }));
       expect((await read(await relay.post({ key, batch: first }))).body.results.map((r: { status: string }) => r.status)).toEqual(['accepted', 'accepted']);
