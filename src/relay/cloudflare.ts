@@ -29,11 +29,10 @@ import { analyticsObserver } from './workers/analytics.js';
 import { queueProducer, consumeQueue } from './workers/queue.js';
 import { createDurableStore, DEFAULT_SHARDS } from './workers/state.js';
 import { createDeliveryLedger, createDurablePacer, type DeliveryLedger, pacerName } from './workers/delivery.js';
+import { DEFAULT_PLATFORM_RATE } from './deliver/memory.js';
 import type { Pacer } from './deliver/outbox.js';
 import { type AmbiguousPolicy, parseAmbiguousPolicy } from './deliver/policy.js';
 
-/** Platform calls per second per key when RELAY_PLATFORM_RATE is not set (the professional plan's limit). */
-const DEFAULT_PLATFORM_RATE = 10;
 /** How long the consumer starts calls for: a batch ends well inside Queues' limits, and its leases with it. */
 const CONSUMER_BUDGET_MS = 25_000;
 /** How long one platform call of the consumer may take before it counts as unanswered (ambiguous). */

@@ -153,6 +153,9 @@ export function pace(state: { tat: number; hold: number }, now: number, priority
   return 0;
 }
 
+/** The platform's default budget: about 10 calls a second per API key (professional plan). */
+export const DEFAULT_PLATFORM_RATE = 10;
+
 /** Validates a pacer's rate (platform calls per second) and returns the spacing of calls in ms. */
 export function paceInterval(rate: number): number {
   if (!(Number.isFinite(rate) && rate > 0)) throw new RangeError(`the platform rate must be a number of calls per second above 0, got ${rate}`);

@@ -6,7 +6,7 @@
  */
 import { createReadStream, existsSync, readFileSync, renameSync } from 'node:fs';
 import { createInterface } from 'node:readline';
-import { createMemoryOutbox, createMemoryPacer } from '../deliver/memory.js';
+import { DEFAULT_PLATFORM_RATE, createMemoryOutbox, createMemoryPacer } from '../deliver/memory.js';
 import type { Outbox, OutboxStore, Pacer } from '../deliver/outbox.js';
 import { createMemoryLimiter, type RateLimiter } from '../limits.js';
 import { createMemoryStore } from '../memory.js';
@@ -32,8 +32,7 @@ export interface NodeStateOptions {
   platformRate?: number;
 }
 
-/** The platform's default budget: about 10 calls a second per API key (professional plan). */
-export const DEFAULT_PLATFORM_RATE = 10;
+export { DEFAULT_PLATFORM_RATE };
 
 export interface NodeState {
   store: RelayStore;
