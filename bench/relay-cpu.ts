@@ -71,10 +71,12 @@ const stubFetch = async (input, init) => {
   return new Response(answer(merge, count), { headers: { 'content-type': 'application/json' } });
 };
 // --queued: a stub Queues binding; sendBatch's structured clone is stood in for by JSON.
-const enqueue = QUEUED_FLAG ? async (entries) => { JSON.stringify(entries); return { taken: entries.map((entry) => entry.id) }; } : undefined;
+const enqueue = ${JSON.stringify(QUEUED)} ? async (entries) => { JSON.stringify(entries); return { taken: entries.map((entry) => entry.id) }; } : undefined;
+let addresses = 0;
 const relay = createRelay(config, {
   store: createMemoryStore(), fetch: stubFetch, logger: silentLogger, ...(enqueue ? { enqueue } : {}),
-  clientInfo: () => ({ ip: '203.0.113.9', cf: { country: 'FR', city: 'Paris', region: 'Ile-de-France', latitude: '48.85', longitude: '2.35' } }),
+  // Each request from its own address: one address's bucket would refuse a benchmark's pace.
+  clientInfo: () => ({ ip: '10.' + ((addresses >> 16) & 255) + '.' + ((addresses >> 8) & 255) + '.' + (addresses++ & 255), cf: { country: 'FR', city: 'Paris', region: 'Ile-de-France', latitude: '48.85', longitude: '2.35' } }),
 });
 let sequence = 0;
 function body(items) {

@@ -51,6 +51,11 @@ const READERS = {
       ],
     };
   },
+  // The Queues path (`--queued`): what /collect costs when it hands entries to a queue and calls no store.
+  'relay-cpu-queued'(r) {
+    const parts = r.results.map((x) => `${x.items} items ${x.msPerRequest} ms best round, ${x.medianMsPerRequest ?? '?'} ms median`);
+    return { headline: `workerd CPU per /collect on the Queues path (no store call): ${parts.join(', ')}`, targets: [] };
+  },
   snippet(r) {
     const perTask = r.track.one_call_per_task_incl_write;
     return {
@@ -236,12 +241,17 @@ const READERS = {
     };
   },
   chaos(r) {
-    const parts = r.scenarios.map((s) => `${s.name} ${s.arrived}/${s.sent}${s.lost ? ` lost ${s.lost}` : ''}${s.duplicated ? ` dup ${s.duplicated}` : ''}`);
+    const parts = r.scenarios.map(
+      (s) =>
+        `${s.name} ${s.arrived}/${s.sent}${s.held ? ` held ${s.held}` : ''}${s.lost ? ` lost ${s.lost}` : ''}${s.duplicated ? ` dup ${s.duplicated}` : ''}`,
+    );
     return {
       headline: `${r.totals.sent} events: ${parts.join(', ')}`,
       targets: [
         target('events lost', r.totals.lost, '0', r.totals.lost === 0),
         target('events duplicated', r.totals.duplicated, '0', r.totals.duplicated === 0),
+        // Held events are in the relay's dead-letter list: neither lost nor sent twice, but they wait for a person.
+        ...(r.totals.held === undefined ? [] : [target('events held (dead letters)', r.totals.held, 'counted', true)]),
       ],
     };
   },
