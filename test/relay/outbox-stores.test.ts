@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import Sqlite from 'libsql';
 import { describe, expect, it } from 'vitest';
+import type { OutboxStore } from '../../src/relay/deliver/outbox.js';
 import { createRedisOutbox } from '../../src/relay/state/redis-outbox.js';
 import { createNodeState } from '../../src/relay/state/node.js';
 import { createSqliteOutbox } from '../../src/relay/state/sqlite-outbox.js';
@@ -74,6 +75,70 @@ describe('processes sharing one store', () => {
       const redis = await startRedis();
       try {
         expectOnce(await race('redis', redis.url, 3, 300), 300);
+      } finally {
+        await redis.close();
+      }
+    },
+    60_000,
+  );
+});
+
+/**
+ * SIGKILLs a worker that accepts and leases in a loop, once it has printed `steps` lines; then a
+ * new connection finds every id the worker was answered `accepted` for, once, and the entries it
+ * had leased with their send counted.
+ */
+async function killMidway(kind: 'sqlite' | 'redis', where: string, prefix: string, open: () => Promise<OutboxStore>) {
+  const worker = join(root, 'test', 'support', 'outbox-worker.ts');
+  const child = spawn(process.execPath, ['--import', tsx, worker, kind, where, 'until-killed', prefix, '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stderr.on('data', (chunk) => (err += chunk));
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  await new Promise<void>((resolve, reject) => {
+    child.stdout.on('data', (chunk) => {
+      out += chunk;
+      if (out.split('\n').length > 60) resolve();
+    });
+    void exited.then(() => reject(new Error(`worker exited before it was killed: ${err}`)));
+  });
+  child.kill('SIGKILL');
+  await exited;
+  const lines = out.split('\n').slice(0, -1); // the last line may be cut short
+  const ids = (tag: string) => lines.filter((line) => line.startsWith(`${tag} `)).flatMap((line) => line.slice(2).split(' ').filter(Boolean));
+  const answered = ids('a');
+  const leasedBefore = new Set(ids('l'));
+  const store = await open();
+  try {
+    const entries = await store.outbox.lease('after', 100_000, Date.now() + 120_000, 60_000);
+    const stored = entries.map((entry) => entry.id);
+    expect(new Set(stored).size).toBe(stored.length);
+    // Nothing answered accepted is lost; at most the one accept in flight went in unanswered.
+    for (const id of answered) expect(stored).toContain(id);
+    expect(stored.length - answered.length).toBeGreaterThanOrEqual(0);
+    expect(stored.length - answered.length).toBeLessThanOrEqual(10);
+    // A lease that was answered counted its send; at most the one lease in flight did so unanswered.
+    for (const entry of entries) if (leasedBefore.has(entry.id)) expect(entry.attempts).toBe(1);
+    expect(entries.filter((entry) => entry.attempts === 1 && !leasedBefore.has(entry.id)).length).toBeLessThanOrEqual(5);
+    expect(entries.every((entry) => entry.attempts <= 1)).toBe(true);
+    expect((await store.outbox.stats()).remembered).toBe(stored.length);
+  } finally {
+    await store.close();
+  }
+}
+
+describe('a process killed mid-way', () => {
+  it('SQLite: every item answered accepted is in the file, once; its leases come back with the send counted', async () => {
+    const path = tempFile();
+    await killMidway('sqlite', path, '', () => createSqliteOutbox(path));
+  }, 60_000);
+
+  it.runIf(hasRedis)(
+    'Redis: every item answered accepted is in the server, once; its leases come back with the send counted',
+    async () => {
+      const redis = await startRedis();
+      try {
+        await killMidway('redis', redis.url, 'killed:', () => createRedisOutbox(redis.url, { prefix: 'killed:' }));
       } finally {
         await redis.close();
       }

@@ -1,7 +1,8 @@
 // One process of the cross-process outbox race: through its own connection to the shared SQLite
 // file or Redis it accepts the same ids as its siblings, drains the outbox with leases of its own
 // and, from a common start time, takes platform calls from the shared pacer for one second.
-// Prints {accepted, delivered, granted}.
+// Prints {accepted, delivered, granted}. With the count `until-killed`, it accepts and leases
+// until it is killed (see below).
 import { createRedisOutbox } from '../../src/relay/state/redis-outbox.js';
 import { createSqliteOutbox } from '../../src/relay/state/sqlite-outbox.js';
 
@@ -11,14 +12,25 @@ const { outbox } = store;
 const owner = `worker-${process.pid}`;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+const item = (id: string) => ({ site: 'race', id, kind: 'activity' as const, entry: { id }, browser: 'b', visitor: 'v', accepted: Date.now() });
+
+if (count === 'until-killed') {
+  // Accepts 10 new ids at a time and, after each accept resolved, leases 5 for 60 s; prints a line
+  // for each step done (`a <ids>`, `l <ids>`) until the parent SIGKILLs it mid-way.
+  for (let n = 0; ; n += 10) {
+    const batch = Array.from({ length: 10 }, (_, i) => item(`${process.pid}-${n + i}`));
+    const { accepted } = await outbox.accept(batch, Date.now(), 3600_000);
+    process.stdout.write(`a ${accepted.join(' ')}\n`);
+    const leased = await outbox.lease(owner, 5, Date.now(), 60_000);
+    process.stdout.write(`l ${leased.map((entry) => entry.id).join(' ')}\n`);
+  }
+}
+
 const ids = Array.from({ length: Number(count) }, (_, i) => `id-${i}`);
 const accepted: string[] = [];
 // Ten ids per call, as a browser batch: every id is offered by every process.
 for (let i = 0; i < ids.length; i += 10) {
-  const batch = ids
-    .slice(i, i + 10)
-    .map((id) => ({ site: 'race', id, kind: 'activity' as const, entry: { id }, browser: 'b', visitor: 'v', accepted: Date.now() }));
-  accepted.push(...(await outbox.accept(batch, Date.now(), 3600_000)).accepted);
+  accepted.push(...(await outbox.accept(ids.slice(i, i + 10).map(item), Date.now(), 3600_000)).accepted);
 }
 const delivered: string[] = [];
 for (let idle = 0; idle < 20; ) {
