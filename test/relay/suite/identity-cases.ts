@@ -3,7 +3,7 @@
  * hashes, and the signed identity token that carries a verified person to later batches.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { identityHash } from '../../../src/relay/ingest/identity.js';
+import { identityHash, userHash } from '../../../src/relay/ingest/identity.js';
 import { identify, IDENTITY_SECRET, ORIGIN, read, siteKey, sites, track, type RelayTarget, type RelayUnderTest } from './target.js';
 
 const hashOf = (value: string, field = 'str::email') => identityHash(IDENTITY_SECRET, field, value);
@@ -72,6 +72,35 @@ export function identityCases(target: () => RelayTarget): void {
         .filter((call) => call.path === '/v1/activities/create')
         .map((call) => call.body.activities[0].fields);
       expect(activities).toEqual([{ 'str::email': email }, { 'str::email': email, 'str::first': 'Olive' }]);
+    });
+
+    it('the value-only hash of earlier versions proves nothing, unless RELAY_IDENTITY_LEGACY_HASH=on', async () => {
+      const email = 'legacy@example.com';
+      const legacy = identify({ 'str::email': email }, { user_hash: await userHash(IDENTITY_SECRET, email) });
+      const strict = await read(await relay.post({ key: required, batch: [legacy] }));
+      expect(strict.body.results[0]).toMatchObject({ status: 'rejected', reason: 'unverified' });
+      const key = siteKey('legacy');
+      const lenient = await target().start({
+        RELAY_IDENTITY_SECRET: IDENTITY_SECRET,
+        RELAY_IDENTITY_LEGACY_HASH: 'on',
+        RELAY_SITES: sites({ key, origins: [ORIGIN], verify: 'required' }),
+      });
+      try {
+        const answer = await read(await lenient.post({ key, batch: [{ ...legacy, id: crypto.randomUUID() }] }));
+        expect(answer.body.results[0]).toMatchObject({ status: 'accepted' });
+        // as before: it proves the email, else the external ID; with an email present, never the external ID
+        const asEi = await read(await lenient.post({ key, batch: [identify({ 'str::ei': email }, { user_hash: await userHash(IDENTITY_SECRET, email) })] }));
+        expect(asEi.body.results[0]).toMatchObject({ status: 'accepted' });
+        const both = await read(
+          await lenient.post({
+            key,
+            batch: [identify({ 'str::email': 'other@example.com', 'str::ei': email }, { user_hash: await userHash(IDENTITY_SECRET, email) })],
+          }),
+        );
+        expect(both.body.results[0]).toMatchObject({ status: 'rejected', reason: 'unverified' });
+      } finally {
+        await lenient.close();
+      }
     });
 
     it('required: rejects identifies with a bad or missing hash, accepts a good one (email, or external ID)', async () => {
