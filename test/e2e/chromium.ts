@@ -5,8 +5,12 @@
  */
 import { existsSync } from 'node:fs';
 import { chromium, type Browser } from 'playwright-core';
+import { missingBrowser } from './engines/missing.js';
 
 export const CHROMIUM_PATH = process.env['CDP_EDGE_CHROMIUM'] ?? '/usr/bin/chromium';
+
+/** Why Chromium cannot run, when it is not at CHROMIUM_PATH. */
+export const chromiumMissing = `no Chromium at ${CHROMIUM_PATH} (install the Debian package "chromium")`;
 
 export const CHROMIUM_ARGS = [
   '--headless',
@@ -23,12 +27,7 @@ export const CHROMIUM_ARGS = [
  * loud SKIPPED line for `suite` and returns false.
  */
 export function chromiumAvailable(suite: string): boolean {
-  if (existsSync(CHROMIUM_PATH)) return true;
-  const why = `no Chromium at ${CHROMIUM_PATH} (install the Debian package "chromium")`;
-  if (process.env['CDP_EDGE_REQUIRE_CHROMIUM'] === '1') throw new Error(`${suite}: ${why}, and CDP_EDGE_REQUIRE_CHROMIUM=1 requires it`);
-  const line = `SKIPPED: no Chromium — ${suite} did not run: ${why}`;
-  console.warn(`\n${'!'.repeat(line.length)}\n${line}\n${'!'.repeat(line.length)}\n`);
-  return false;
+  return existsSync(CHROMIUM_PATH) || missingBrowser(suite, 'Chromium', chromiumMissing, 'CDP_EDGE_REQUIRE_CHROMIUM');
 }
 
 /** Launches headless Chromium with the flags this machine's closed network needs. */

@@ -9,22 +9,51 @@ import { createServer, type Server, type ServerResponse } from 'node:http';
 import { resolve } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { startEmulator, type RunningEmulator } from '../../src/emulator/node.js';
+import { userHash } from '../../src/relay/index.js';
 import { startRelay, type RunningRelay } from '../../src/relay/node.js';
 
 export const SITE_KEY = 'pk_e2e';
+/** A second site on the same origin whose relay verifies identity (`verify: "required"`): a track naming a person needs its proof. */
+export const VERIFIED_SITE_KEY = 'pk_e2e_verified';
+const IDENTITY_SECRET = 'e2e-identity-secret-0123456789';
 export const PLATFORM_KEY = 'e2e-platform-key';
 /** The activity the tests send; its text attribute `n` (`str:cm:n`) numbers each event. */
 export const ACTIVITY = 'act:cm:e2e';
 
+export interface PageFlags {
+  isolated?: boolean;
+  twice?: boolean;
+  esm?: boolean;
+  script?: string;
+}
+
+/** First on every page: keeps what went wrong in the page where any driver can read it (WebDriver has no console events). */
+const WATCH = `window.__problems=[];addEventListener('error',function(e){__problems.push('error: '+e.message)});addEventListener('unhandledrejection',function(e){__problems.push('unhandled rejection: '+String(e.reason&&e.reason.message||e.reason))});var consoleError=console.error;console.error=function(){__problems.push('console.error: '+[].map.call(arguments,String).join(' '));return consoleError.apply(console,arguments)};`;
+const sha256 = (text: string) => `'sha256-${createHash('sha256').update(text).digest('base64')}'`;
+
 export interface Stack {
   emulator: RunningEmulator;
-  relay: RunningRelay;
-  /** the relay's log lines (one per request) */
+  /** the relay now running (a new one after `startRelay`) */
+  readonly relay: RunningRelay;
+  /** the relay's log lines (RELAY_LOG=debug: one per request and one per item) */
   relayLog: unknown[];
+  /** what the relay answered for each item it was sent, in order (from its per-item log lines) */
+  answers(): { id: string; result: string }[];
+  /** Stops the relay: the browser's requests to it, `cdp.js` included, are refused. */
+  stopRelay(): Promise<void>;
+  /** Starts it again on the same address. */
+  startRelay(): Promise<void>;
   /** the page origin, e.g. http://127.0.0.1:PORT */
   site: string;
-  /** a page with the snippet; `init` is merged into cdp('init', …); `twice` includes the script tag twice */
-  pageUrl(init?: Record<string, unknown>, flags?: { isolated?: boolean; twice?: boolean; esm?: boolean }): string;
+  /**
+   * A page with the snippet; `init` is merged into cdp('init', …); `twice` includes the script tag
+   * twice; `script` is code run right after the stub's `init` (the ESM page: after createTracker,
+   * as module code). Every page records its uncaught errors, unhandled rejections and
+   * console.error calls in `window.__problems`.
+   */
+  pageUrl(init?: Record<string, unknown>, flags?: PageFlags): string;
+  /** the `user_hash` the site's server would hand the page for `email` (VERIFIED_SITE_KEY) */
+  userHash(email: string): Promise<string>;
   /** the page views the emulator holds for `email`, as paths */
   views(email: string): string[];
   /** the `n` attributes of every e2e event the emulator holds for `email` */
@@ -59,41 +88,49 @@ export async function startStack(): Promise<Stack> {
       return void res.end(readFileSync(resolve(process.cwd(), 'dist/browser.js')));
     }
     if (url.pathname === '/esm') return void servePage(res, url, 'module');
+    // Somewhere else on the site, to navigate away to.
+    if (url.pathname === '/away') return void res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end('<!doctype html><title>away</title>away');
     if (url.pathname !== '/') return void res.writeHead(404).end();
     servePage(res, url, 'script');
   });
   const servePage = (res: ServerResponse, url: URL, kind: 'script' | 'module') => {
     const init = { relay: relayUrl, key: SITE_KEY, ...JSON.parse(url.searchParams.get('init') ?? '{}') };
     // The ESM page: an SPA importing dist/browser.js and keeping the tracker on window.cdp.
+    const script = url.searchParams.get('script') ?? '';
     const stub =
       kind === 'module'
-        ? `import{createTracker}from'/browser.js';window.cdp=Object.assign(createTracker(${JSON.stringify(init)}),{loaded:true});`
-        : `window.cdp=window.cdp||function(){(cdp.q=cdp.q||[]).push(arguments)};cdp('init',${JSON.stringify(init)});`;
-    const hash = createHash('sha256').update(stub).digest('base64');
+        ? `import{createTracker}from'/browser.js';window.cdp=Object.assign(createTracker(${JSON.stringify(init)}),{loaded:true});${script}`
+        : `window.cdp=window.cdp||function(){(cdp.q=cdp.q||[]).push(arguments)};cdp('init',${JSON.stringify(init)});${script}`;
     res.writeHead(200, {
       'content-type': 'text/html; charset=utf-8',
       // ?isolated=1: cross-origin isolated, so performance.now() is precise enough for the benchmark.
       ...(url.searchParams.has('isolated') ? { 'cross-origin-opener-policy': 'same-origin', 'cross-origin-embedder-policy': 'credentialless' } : {}),
       // Strict: no eval, no inline script but the stub itself.
-      'content-security-policy': `default-src 'none'; script-src 'sha256-${hash}' 'self' ${relayUrl}; connect-src ${relayUrl}`,
+      'content-security-policy': `default-src 'none'; script-src ${sha256(WATCH)} ${sha256(stub)} 'self' ${relayUrl}; connect-src ${relayUrl}`,
     });
     const tag = `<script async src="${relayUrl}/cdp.js"></script>`;
     const scripts = kind === 'module' ? `<script type="module">${stub}</script>` : `<script>${stub}</script>${tag}${url.searchParams.has('twice') ? tag : ''}`;
-    res.end(`<!doctype html><html><head><title>e2e</title>${scripts}</head><body>e2e</body></html>`);
+    res.end(`<!doctype html><html><head><title>e2e</title><script>${WATCH}</script>${scripts}</head><body>e2e</body></html>`);
   };
   const site = await listen(pages);
 
   const relayLog: unknown[] = [];
-  const relay = await startRelay({
-    port: 0,
-    logger: (entry) => void relayLog.push(entry),
+  const relayOptions = {
+    logger: (entry: unknown) => void relayLog.push(entry),
     env: {
       CDP_API_KEY: PLATFORM_KEY,
       CDP_BASE_URL: emulator.url,
       RELAY_BUDGET_MS: '1500',
-      RELAY_SITES: JSON.stringify([{ key: SITE_KEY, origins: [site], visitor_rate_limit: { per_second: 1000, burst: 1000 } }]),
+      RELAY_LOG: 'debug',
+      RELAY_IDENTITY_SECRET: IDENTITY_SECRET,
+      RELAY_SITES: JSON.stringify([
+        { key: SITE_KEY, origins: [site], visitor_rate_limit: { per_second: 1000, burst: 1000 } },
+        { key: VERIFIED_SITE_KEY, origins: [site], verify: 'required', visitor_rate_limit: { per_second: 1000, burst: 1000 } },
+      ]),
     },
-  });
+  };
+  let relay: RunningRelay | undefined = await startRelay({ port: 0, ...relayOptions });
+  const relayPort = relay.port;
   relayUrl = relay.url;
 
   /** The value of `attribute` in each `activity` event the emulator holds for `email`. */
@@ -104,17 +141,32 @@ export async function startStack(): Promise<Stack> {
 
   return {
     emulator,
-    relay,
+    get relay() {
+      if (!relay) throw new Error('the relay is stopped');
+      return relay;
+    },
     relayLog,
+    answers: () =>
+      (relayLog as { kind?: string; id?: string; result?: string }[]).flatMap(({ kind, id, result }) =>
+        kind === 'item' && id && result ? [{ id, result }] : [],
+      ),
+    async stopRelay() {
+      await relay?.close();
+      relay = undefined;
+    },
+    async startRelay() {
+      relay ??= await startRelay({ port: relayPort, ...relayOptions });
+    },
     site,
     pageUrl: (init = {}, flags = {}) =>
-      `${site}/${flags.esm ? 'esm' : ''}?init=${encodeURIComponent(JSON.stringify(init))}${flags.isolated ? '&isolated=1' : ''}${flags.twice ? '&twice=1' : ''}`,
+      `${site}/${flags.esm ? 'esm' : ''}?init=${encodeURIComponent(JSON.stringify(init))}${flags.isolated ? '&isolated=1' : ''}${flags.twice ? '&twice=1' : ''}${flags.script ? `&script=${encodeURIComponent(flags.script)}` : ''}`,
+    userHash: (email) => userHash(IDENTITY_SECRET, email),
     views: (email) => valuesOf(email, 'act:cm:page-view', 'str:cm:path'),
     received: (email) => valuesOf(email, ACTIVITY, 'str:cm:n'),
     async close() {
       await new Promise((resolve) => pages.close(resolve));
       pages.closeAllConnections();
-      await relay.close();
+      await relay?.close();
       await emulator.close();
     },
   };
