@@ -8,7 +8,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import { createServer } from 'node:net';
-import WebDriver from 'webdriver';
 import type { Engine, EnginePage } from './types.js';
 
 export const WEBKIT_DRIVER_PATH = process.env['CDP_EDGE_WEBKIT_DRIVER'] ?? '/usr/bin/WebKitWebDriver';
@@ -83,6 +82,9 @@ Promise.resolve().then(() => (${fn})(arg)).then((value) => done({ value }), (err
 export async function launch(): Promise<Engine> {
   const binary = miniBrowserPath();
   if (!binary) throw new Error('no MiniBrowser (install the Debian package webkit2gtk-driver)');
+  // WebdriverIO's loggers take their level from the environment when first loaded: quiet, unless asked.
+  process.env['WDIO_LOG_LEVEL'] ??= 'warn';
+  const { default: WebDriver } = await import('webdriver');
   const xvfb = await startXvfb();
   const driver = await startDriver(xvfb.display).catch((error) => {
     xvfb.process.kill();
