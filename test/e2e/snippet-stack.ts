@@ -9,7 +9,7 @@ import { createServer, type Server, type ServerResponse } from 'node:http';
 import { resolve } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { startEmulator, type RunningEmulator } from '../../src/emulator/node.js';
-import { userHash } from '../../src/relay/index.js';
+import { identityHash } from '../../src/relay/index.js';
 import { startRelay, type RunningRelay } from '../../src/relay/node.js';
 
 export const SITE_KEY = 'pk_e2e';
@@ -160,7 +160,7 @@ export async function startStack(): Promise<Stack> {
     site,
     pageUrl: (init = {}, flags = {}) =>
       `${site}/${flags.esm ? 'esm' : ''}?init=${encodeURIComponent(JSON.stringify(init))}${flags.isolated ? '&isolated=1' : ''}${flags.twice ? '&twice=1' : ''}${flags.script ? `&script=${encodeURIComponent(flags.script)}` : ''}`,
-    userHash: (email) => userHash(IDENTITY_SECRET, email),
+    userHash: (email) => identityHash(IDENTITY_SECRET, 'str::email', email),
     views: (email) => valuesOf(email, 'act:cm:page-view', 'str:cm:path'),
     received: (email) => valuesOf(email, ACTIVITY, 'str:cm:n'),
     async close() {
