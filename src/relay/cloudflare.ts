@@ -29,7 +29,7 @@ import { analyticsObserver } from './workers/analytics.js';
 import { queueProducer, consumeQueue } from './workers/queue.js';
 import { createDurableStore, DEFAULT_SHARDS } from './workers/state.js';
 import { createDeliveryLedger, createDurablePacer, type DeliveryLedger, pacerName } from './workers/delivery.js';
-import { DEFAULT_PLATFORM_RATE } from './deliver/memory.js';
+import { DEFAULT_PLATFORM_RATE } from './deliver/pace.js';
 import type { Pacer } from './deliver/outbox.js';
 import { type AmbiguousPolicy, parseAmbiguousPolicy } from './deliver/policy.js';
 

@@ -6,7 +6,8 @@
  */
 import { createReadStream, existsSync, readFileSync, renameSync } from 'node:fs';
 import { createInterface } from 'node:readline';
-import { DEFAULT_PLATFORM_RATE, createMemoryOutbox, createMemoryPacer } from '../deliver/memory.js';
+import { createMemoryOutbox, createMemoryPacer } from '../deliver/memory.js';
+import { DEFAULT_PLATFORM_RATE } from '../deliver/pace.js';
 import type { Outbox, OutboxStore, Pacer } from '../deliver/outbox.js';
 import { createMemoryLimiter, type RateLimiter } from '../limits.js';
 import { createMemoryStore } from '../memory.js';

@@ -22,7 +22,7 @@
  */
 import { Buffer } from 'node:buffer';
 import { compactId } from '../deliver/ids.js';
-import { paceInterval } from '../deliver/memory.js';
+import { paceInterval } from '../deliver/pace.js';
 import type { DeadLetter, Leased, OutboxItem, OutboxStore } from '../deliver/outbox.js';
 import { connectRedis, type RedisStateOptions } from './redis.js';
 

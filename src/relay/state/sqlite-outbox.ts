@@ -11,7 +11,7 @@
  * @module
  */
 import { compactId } from '../deliver/ids.js';
-import { pace, paceInterval } from '../deliver/memory.js';
+import { pace, paceInterval } from '../deliver/pace.js';
 import type { Accepted, DeadLetter, Leased, OutboxItem, OutboxStore, Settlement } from '../deliver/outbox.js';
 import { groupCommit, openSqlite } from './sqlite-file.js';
 

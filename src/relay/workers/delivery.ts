@@ -10,7 +10,7 @@
 import type { DurableObjectNamespace } from '@cloudflare/workers-types/index.ts';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { compactId, compactIdString } from '../deliver/ids.js';
-import { paceInterval } from '../deliver/memory.js';
+import { paceInterval } from '../deliver/pace.js';
 import type { Pacer } from '../deliver/outbox.js';
 import { type DeliveryClaim, hash, type RelayState, shardName } from './state.js';
 

@@ -13,7 +13,7 @@
  */
 import type { DurableObjectNamespace, DurableObjectState } from '@cloudflare/workers-types/index.ts';
 import { DurableObject } from 'cloudflare:workers';
-import { pace } from '../deliver/memory.js';
+import { pace } from '../deliver/pace.js';
 import { cappedAmount, type Claim, type DedupeScope, type RelayStore } from '../store.js';
 
 /** The states of a row of `delivered`. */
