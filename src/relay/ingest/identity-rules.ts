@@ -109,32 +109,37 @@ export async function applyIdentityRules(
     return { rulings, subjects: [], unverified: 0 };
   }
 
-  const subjectCache = new Map<string, Promise<string>>();
-  const subject = (field: string, value: string) => {
-    const key = `${field}\n${value}`;
-    let digest = subjectCache.get(key);
-    if (!digest) {
-      digest = identity!.subject(site.key, field, value);
-      subjectCache.set(key, digest);
-    }
-    return digest;
-  };
-
   // Every proof of the request counts for all its items: one browser sent them all, in one body.
   const known = new Set(identity ? await identity.read(site.key, token, now) : []);
-  const fresh: string[] = [];
-  if (identity) {
+  const fresh = new Set<string>();
+  const digests = new Map<string, string>();
+  const digestOf = (field: string, value: unknown) => (provable(value) ? digests.get(`${field}\n${value}`) : undefined);
+  const hashed = items.filter((item) => item.input.user_hash !== undefined);
+  if (identity && (known.size > 0 || hashed.length > 0)) {
+    const proofs = memoised(identity);
+    const pairs = new Map<string, [string, string]>();
     for (const item of items) {
-      const hash = item.input.user_hash;
-      if (hash === undefined) continue;
       const person = personOf(item);
       for (const field of identifiersOf(item, site.mergeBy)) {
         const value = person[field];
-        if (!provable(value) || !(await hashProves(identity, hash, field, value, person))) continue;
-        const digest = await subject(field, value);
-        known.add(digest);
-        fresh.push(digest);
+        if (provable(value)) pairs.set(`${field}\n${value}`, [field, value]);
       }
+    }
+    // The HMACs start together: WebCrypto answers asynchronously (on Node, from its thread pool).
+    await Promise.all([...pairs].map(async ([key, [field, value]]) => digests.set(key, await identity.subject(site.key, field, value))));
+    const proved = await Promise.all(
+      hashed.flatMap((item) => {
+        const person = personOf(item);
+        return identifiersOf(item, site.mergeBy).map(async (field) => {
+          const value = person[field];
+          return provable(value) && (await hashProves(proofs, item.input.user_hash!, field, value, person)) ? digestOf(field, value) : undefined;
+        });
+      }),
+    );
+    for (const digest of proved) {
+      if (digest === undefined) continue;
+      known.add(digest);
+      fresh.add(digest);
     }
   }
 
@@ -143,13 +148,10 @@ export async function applyIdentityRules(
   for (const item of items) {
     const person = personOf(item);
     const identifiers = identifiersOf(item, site.mergeBy);
-    const proven: string[] = [];
-    if (identity) {
-      for (const field of identifiers) {
-        const value = person[field];
-        if (provable(value) && known.has(await subject(field, value))) proven.push(field);
-      }
-    }
+    const proven = identifiers.filter((field) => {
+      const digest = digestOf(field, person[field]);
+      return digest !== undefined && known.has(digest);
+    });
     const unproven = identifiers.filter((field) => !proven.includes(field));
     if (proven.length > 0) {
       rulings.push({
@@ -173,12 +175,31 @@ export async function applyIdentityRules(
     const named = item.type === 'track' ? (kept === undefined ? {} : { [kept]: person[kept] }) : without(person, others);
     rulings.push({ ok: true, item: reduced(item, named, true), kind: kindOf(item, false), locate: false, verified: false, stripped: others });
   }
-  return { rulings, subjects: fresh.length > 0 ? fresh : [...known], unverified };
+  return { rulings, subjects: [...(fresh.size > 0 ? fresh : known)], unverified };
+}
+
+type Proofs = ReturnType<typeof memoised>;
+
+/** Hash checks, each computed once per request: a batch repeats one person and one hash on every track. */
+function memoised(identity: Identity) {
+  const cache = new Map<string, Promise<unknown>>();
+  const once = <T>(key: string, make: () => Promise<T>): Promise<T> => {
+    let value = cache.get(key) as Promise<T> | undefined;
+    if (!value) {
+      value = make();
+      cache.set(key, value);
+    }
+    return value;
+  };
+  return {
+    proves: (field: string, value: string, hash: string) => once(`p\n${field}\n${value}\n${hash}`, () => identity.proves(field, value, hash)),
+    provesLegacy: (value: string, hash: string) => once(`l\n${value}\n${hash}`, () => identity.provesLegacy(value, hash)),
+  };
 }
 
 /** Whether `hash` (one string, or one per field) proves `field` = `value`. */
 async function hashProves(
-  identity: Identity,
+  identity: Proofs,
   hash: string | Readonly<Record<string, string>>,
   field: string,
   value: string,
