@@ -47,7 +47,8 @@ export interface Queue {
   discard(): Entry[];
   /**
    * Makes the index what the store holds: `rows` read once `writes` had begun. Items of this page
-   * whose write began later stay. Returns the rows that hold no entries.
+   * whose write began later stay; items this page took out never come back, whenever their
+   * removal is written. Returns the rows that hold no entries.
    */
   adopt(rows: [IDBValidKey, unknown][], writes: number): [IDBValidKey, unknown][];
 }
@@ -78,6 +79,9 @@ export function createQueue(store: Store, written: (entries: Entry[]) => void): 
   let gathered: Gathered | undefined;
   // row -> ids to take out of it with the next write
   let takenOut = new Map<string, Set<string>>();
+  // id -> number of the write that takes it out of the store (Infinity until that write begins):
+  // a full read that began before that write still holds the item, and must not bring it back.
+  const gone = new Map<string, number>();
   let writing = false;
   let writes = 0;
   let timer: ReturnType<typeof setTimeout> | undefined;
@@ -106,6 +110,7 @@ export function createQueue(store: Store, written: (entries: Entry[]) => void): 
     clearTimeout(timer);
     gathered = undefined;
     const changes: [string, unknown][] = takeOut(takenOut);
+    for (const ids of takenOut.values()) for (const id of ids) gone.set(id, writes);
     takenOut = new Map();
     // Items dropped before their write began are not stored; their callers are answered all the same.
     const entries = batch.entries.filter((entry) => items.has(entry.item.id));
@@ -157,7 +162,10 @@ export function createQueue(store: Store, written: (entries: Entry[]) => void): 
         const row = items.get(id)?.row;
         items.delete(id);
         // Not in a row yet: its write has not begun, and will leave it out.
-        if (row) takenOut.set(row, (takenOut.get(row) ?? new Set()).add(id));
+        if (row) {
+          takenOut.set(row, (takenOut.get(row) ?? new Set()).add(id));
+          gone.set(id, Infinity);
+        }
       }
       if (takenOut.size) next();
     },
@@ -186,14 +194,16 @@ export function createQueue(store: Store, written: (entries: Entry[]) => void): 
         if (!entries) corrupt.push([key, value]);
         for (const entry of entries ?? []) {
           const id = entry.item.id;
-          // Already taken out by this page, with a write still to come.
-          if (takenOut.get(key as string)?.has(id)) continue;
+          // Taken out by this page with a write that began after the read (or has still to begin).
+          if (gone.has(id)) continue;
           found.set(id, { entry, bytes: items.get(id)?.bytes ?? utf8Bytes(JSON.stringify(entry.item)), row: key as string });
         }
       }
       // This page's items whose write began after the read: not in `rows`, but stored (or about to be).
       // Written before and missing: another tab has sent them.
       for (const [id, queued] of items) if (!found.has(id) && (queued.writeNumber === undefined || queued.writeNumber >= readAfter)) found.set(id, queued);
+      // Removals written before the read began are in `rows` already: no later read can hold them.
+      for (const [id, writeNumber] of gone) if (writeNumber < readAfter) gone.delete(id);
       items = new Map([...found].sort(([, x], [, y]) => x.entry.n - y.entry.n));
       return corrupt;
     },

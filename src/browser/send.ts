@@ -3,7 +3,7 @@
  * `text/plain` JSON so that no CORS preflight is needed.
  * @module
  */
-import { COLLECT_LIMITS, type CollectEnvelope, type ItemResult } from '../api/collect.js';
+import { type CollectAnswer, COLLECT_LIMITS, type CollectEnvelope } from '../api/collect.js';
 import type { Item } from './types.js';
 
 export const MAX_BATCH_ITEMS = COLLECT_LIMITS.items;
@@ -32,7 +32,7 @@ export const envelope = (key: string, batch: Item[], now: number, queue: string 
   JSON.stringify({ key, sent_at: new Date(now).toISOString(), batch, identity, queue } satisfies CollectEnvelope);
 
 /** What came back from one post: status (0 = no answer), parsed body, `Retry-After`. */
-export type Answer = [status: number, body: { results?: ItemResult[]; identity?: string; error?: { message?: string } }, retryAfter?: string | null];
+export type Answer = [status: number, body: Partial<CollectAnswer> & { error?: { message?: string } }, retryAfter?: string | null];
 
 /** Posts one batch; network errors and timeouts come back as status 0, never as a throw. */
 export async function post(fetchFn: typeof fetch, url: string, body: string, timeout: number): Promise<Answer> {

@@ -1,6 +1,6 @@
 /**
- * Where the queue lives: IndexedDB through idb-keyval's `createStore` in its own store, or a
- * Map when IndexedDB is missing or failing (private mode, quota, blocked).
+ * Where the queue lives: IndexedDB through idb-keyval's `createStore`, or a Map when IndexedDB
+ * is missing or failing (private mode, quota, blocked).
  * @module
  */
 import { createStore, promisifyRequest as done, type UseStore } from 'idb-keyval';
@@ -9,14 +9,37 @@ import type { Store } from './types.js';
 type Change = (old: unknown) => unknown;
 
 /**
- * The queue in IndexedDB: database `cdp-edge`, object store `queue`. Written over idb-keyval's
- * store handle: one transaction per `write`, whatever it changes.
+ * The queue of one site key in IndexedDB: database `cdp-edge`, object store `queue`, each row
+ * under the key `[siteKey, row]`, so that trackers of two site keys on one origin never see each
+ * other's rows. Written over idb-keyval's store handle: one transaction per `write`, whatever it
+ * changes.
+ *
+ * Snippets before this one kept their rows under plain string keys, for whichever site key the
+ * page used. The first transaction of a store moves every such row under its own site key, in
+ * one transaction: the first tracker to open takes them, exactly once.
  */
-export function idbStore(database = 'cdp-edge', storeName = 'queue'): Store {
+export function idbStore(siteKey: string): Store {
   let handle: UseStore | undefined;
+  let mine: IDBKeyRange;
   // Opened on first use, so that importing or creating a tracker touches nothing.
   const use: UseStore = (mode, callback) => {
-    handle ??= createStore(database, storeName);
+    if (!handle) {
+      handle = createStore('cdp-edge', 'queue');
+      // Every array key sorts after every string: this site key's rows are [siteKey] < key < [siteKey, []].
+      mine = IDBKeyRange.bound([siteKey], [siteKey, []]);
+      void handle('readwrite', (objects) => {
+        // Keys that are not arrays: the rows of an older snippet.
+        const older = objects.openCursor(IDBKeyRange.upperBound([], true));
+        older.onsuccess = () => {
+          const row = older.result;
+          if (!row) return;
+          objects.put(row.value, [siteKey, row.key]);
+          row.delete();
+          row.continue();
+        };
+        return done(objects.transaction);
+      }).catch(() => {});
+    }
     return handle(mode, callback);
   };
   const write = (change: (objects: IDBObjectStore) => void) =>
@@ -27,13 +50,14 @@ export function idbStore(database = 'cdp-edge', storeName = 'queue'): Store {
   return {
     all: () =>
       use('readonly', async (objects) => {
-        const [keys, values] = await Promise.all([done(objects.getAllKeys()), done(objects.getAll())]);
-        return keys.map((rowKey, index): [IDBValidKey, unknown] => [rowKey, values[index]]);
+        const [keys, values] = await Promise.all([done(objects.getAllKeys(mine)), done(objects.getAll(mine))]);
+        return keys.map((rowKey, index): [IDBValidKey, unknown] => [(rowKey as IDBValidKey[])[1]!, values[index]]);
       }),
     write: (changes) =>
       write((objects) => {
-        const set = (rowKey: string, value: unknown) => (value === undefined ? objects.delete(rowKey) : objects.put(value, rowKey));
-        for (const [rowKey, change] of changes) {
+        const set = (rowKey: string[], value: unknown) => (value === undefined ? objects.delete(rowKey) : objects.put(value, rowKey));
+        for (const [row, change] of changes) {
+          const rowKey = [siteKey, row];
           if (typeof change !== 'function') set(rowKey, change);
           else {
             const request = objects.get(rowKey);
@@ -41,7 +65,7 @@ export function idbStore(database = 'cdp-edge', storeName = 'queue'): Store {
           }
         }
       }),
-    clear: () => write((objects) => objects.clear()),
+    clear: () => write((objects) => objects.delete(mine)),
   };
 }
 

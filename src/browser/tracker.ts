@@ -17,6 +17,7 @@ import { createQueue } from './queue.js';
 import { createScheduler } from './scheduler.js';
 import { type Answer, batches, envelope, MAX_BATCH_BYTES, MAX_BATCH_ITEMS, post } from './send.js';
 import { idbStore, memoryStore } from './store.js';
+import type { ItemResult } from '../api/collect.js';
 import type { Consent, DropReason, Entry, Fields, Item, Meta, Store, Tracker, TrackerOptions, Who } from './types.js';
 import { uuid } from './uuid.js';
 import { checkFields, ERRORS, checkSize, fail, isActivityId, MAX_ATTRIBUTES, PERSON_KEYS, utf8Bytes } from './validate.js';
@@ -72,7 +73,7 @@ export function createTracker(options: TrackerOptions): Tracker {
     scheduler.plan(interval);
   };
 
-  const primary = options.store ?? idbStore();
+  const primary = options.store ?? idbStore(key);
   let current = primary;
   // IndexedDB failed once (private mode, quota, blocked): memory for the rest of the page, whose index keeps what it held.
   const store = new Proxy({} as Store, {
@@ -147,15 +148,17 @@ export function createTracker(options: TrackerOptions): Tracker {
 
   /**
    * What can go now with the size of each, oldest first: stored items only (their write has
-   * begun). `expired` and `orphaned` collect what must be dropped.
+   * begun). With `dropping`, what must never go (too old, orphaned by a reset) is dropped.
    */
-  const sendable = (startedAt: number, expired: Entry[] = [], orphaned: Entry[] = []) => {
+  const sendable = (startedAt: number, dropping?: boolean) => {
     const ready: [Item, number][] = [];
+    // Older than `maxAge`, or than the relay's window: it could not be told from one delivered.
+    const oldest = meta.w ? Math.min(maxAge, meta.w * 1000) : maxAge;
     for (const { entry, bytes, row } of queue.held.values()) {
       if (!row) continue;
       const item = resolveItem(entry, meta);
-      if (startedAt - Date.parse(entry.item.ts) > maxAge) expired.push(entry);
-      else if (item === null) orphaned.push(entry);
+      const reason = startedAt - Date.parse(entry.item.ts) > oldest ? 'expired' : item === null && 'reset';
+      if (reason) dropping && drop([entry], reason);
       else if (item) ready.push([item, item === entry.item ? bytes : bytes + personBytes(meta.m[entry.a]!)]);
     }
     return ready;
@@ -167,8 +170,10 @@ export function createTracker(options: TrackerOptions): Tracker {
     const answer = await post(fetchFn, url, envelope(key, batch, now(), meta.q, meta.i), timeout);
     const [status, body] = answer;
     if (body.identity) await saveMeta({ i: body.identity });
+    // The relay's dedupe window, kept for the next page too.
+    if (body.window! > 0 && body.window !== meta.w) await saveMeta({ w: body.window });
     // A malformed or oversized body will never be accepted as it is: reject rather than loop.
-    const results =
+    const results: ItemResult[] | false | undefined =
       status === 400 || status === 413
         ? batch.map(({ id }) => ({ id, status: 'rejected' as const, error: body.error?.message }))
         : status === 200 && body.results;
@@ -185,7 +190,11 @@ export function createTracker(options: TrackerOptions): Tracker {
       emit('result', { item, status: result.status, error: result.error });
       if (result.status === 'retry') retry = result.error || 'retry';
       else settled.push(result.id);
-      if (result.status === 'rejected') emit('reject', { item, error: result.error ?? 'rejected' });
+      if (result.status === 'rejected') {
+        emit('reject', { item, error: result.error ?? 'rejected' });
+        // A rejection that names its class is reported where every other loss is, e.g. `unverified`.
+        if (result.reason) emit('drop', { item, reason: result.reason });
+      }
     }
     queue.remove(settled);
     if (retry) {
@@ -200,11 +209,7 @@ export function createTracker(options: TrackerOptions): Tracker {
     const startedAt = now();
     sendableWritten = 0;
     if (stale) await adopt();
-    const expired: Entry[] = [];
-    const orphaned: Entry[] = [];
-    const ready = sendable(startedAt, expired, orphaned);
-    drop(expired, 'expired');
-    drop(orphaned, 'reset');
+    const ready = sendable(startedAt, true);
     if (!mayConsentSend()) return;
     // Identify first: a person must exist before their activities arrive.
     ready.sort(([x], [y]) => +(x.type === 'track') - +(y.type === 'track'));
@@ -289,8 +294,12 @@ export function createTracker(options: TrackerOptions): Tracker {
       const firstTouch: Fields = {};
       for (const [name, fieldId] of Object.entries(options.firstTouchFields ?? {})) if (meta.t?.[name] && fieldId) firstTouch[fieldId] = meta.t[name];
       const [item, bytes] = makeItem('identify', { fields: { ...firstTouch, ...fields }, ...identifyOptions });
-      if (consent !== 'denied') void saveMeta({ m: { [meta.a]: { p: person, h: identifyOptions.user_hash } } });
-      return enqueue(item, bytes);
+      const anonymousId = meta.a;
+      // Held tracks learn their person only once this identify is stored: a flush running
+      // meanwhile must not send them ahead of it (the relay would refuse them as unverified);
+      // from then on the identify goes first, in their batch or an earlier one.
+      await enqueue(item, bytes);
+      if (consent !== 'denied') await saveMeta({ m: { [anonymousId]: { p: person, h: identifyOptions.user_hash } } });
     },
 
     page(attributes) {

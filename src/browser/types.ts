@@ -42,6 +42,8 @@ export interface Meta {
   q?: string | undefined;
   /** first-touch campaign attribution of the visitor (`utm_source`, `gclid`, `referrer`, …) */
   t?: Record<string, string> | undefined;
+  /** the relay's dedupe window in seconds, as its last answer announced it: older items are dropped (`expired`) */
+  w?: number | undefined;
 }
 
 /**
@@ -57,8 +59,12 @@ export interface Store {
   clear(): Promise<void>;
 }
 
-/** Why an item left the queue without being sent. */
-export type DropReason = 'cap' | 'expired' | 'reset' | 'consent' | 'corrupt';
+/**
+ * Why an item left the queue without reaching the platform: `cap`, `expired` (older than
+ * `maxAge` or the relay's dedupe window, or refused by the relay as such), `reset`, `consent`,
+ * `corrupt`, or `unverified` (the relay refused it because its person is not proven).
+ */
+export type DropReason = 'cap' | 'expired' | 'reset' | 'consent' | 'corrupt' | 'unverified';
 
 /** Payloads of `on(event, fn)`. */
 export interface TrackerEvents {
@@ -70,7 +76,7 @@ export interface TrackerEvents {
   result: { item: Item; status: ItemStatus; error?: string | undefined };
   /** the relay rejected an item for good */
   reject: { item: Item; error: string };
-  /** an item was dropped unsent (for `corrupt`, `item` is whatever was stored) */
+  /** an item left the queue without reaching the platform (for `corrupt`, `item` is whatever was stored) */
   drop: { item: Item; reason: DropReason };
   /** IndexedDB failed; the queue now lives in memory for this page */
   'storage-error': unknown;

@@ -2,11 +2,11 @@ import { createStore, entries, get, set } from 'idb-keyval';
 import { describe, expect, it, vi } from 'vitest';
 import { type Entry, idbStore, memoryStore, type Store } from '../../src/browser/index.js';
 import { createQueue } from '../../src/browser/queue.js';
-import { ann, fakeRelay, queued, tracker } from './support.js';
+import { ann, fakeRelay, queued, siteRows, tracker } from './support.js';
 
 /** The IndexedDB store with each operation counted. */
 function countingStore() {
-  const inner = idbStore();
+  const inner = idbStore('pk_test');
   const calls = { all: 0, write: 0, clear: 0 };
   const store: Store = {
     all: () => {
@@ -26,7 +26,7 @@ function countingStore() {
 }
 
 const nextTask = () => new Promise((resolve) => setTimeout(resolve, 0));
-const meta = () => get<{ a: string; q?: string }>('meta', createStore('cdp-edge', 'queue'));
+const meta = () => get<{ a: string; q?: string }>(['pk_test', 'meta'], createStore('cdp-edge', 'queue'));
 
 describe('the queue index', () => {
   it('an anonymous visitor with 1,000 held items: each track is one write, never a full read or a send', async () => {
@@ -69,7 +69,7 @@ describe('the queue index', () => {
   });
 
   it('writes made while a transaction is in flight share the next one', async () => {
-    const inner = idbStore();
+    const inner = idbStore('pk_test');
     let puts = 0;
     let release: () => void = () => {};
     const gate = new Promise<void>((resolve) => {
@@ -145,7 +145,7 @@ describe('the queue id', () => {
 });
 
 /** The snippet's rows as stored: key and value, without `meta`. */
-const rows = async () => (await entries(createStore('cdp-edge', 'queue'))).filter(([key]) => key !== 'meta');
+const rows = async () => (await siteRows()).filter(([key]) => key !== 'meta');
 const microtasks = async () => {
   for (let i = 0; i < 5; i++) await Promise.resolve();
 };
@@ -233,6 +233,73 @@ describe('a full read beside this page’s own writes', () => {
     expect([...queue.held.keys()]).toEqual(['gathering']);
     expect((await store.all()).flatMap(([, value]) => value as Entry[]).map((e) => e.item.id)).toEqual(['gathering']);
   });
+
+  /**
+   * A store whose reads and writes take effect in the order they are called, as IndexedDB
+   * transactions on one object store do, but answer only when the test lets them.
+   */
+  function steppedStore() {
+    const inner = memoryStore();
+    let holding = false;
+    const held: Record<'read' | 'write', (() => void)[]> = { read: [], write: [] };
+    const hold = <T>(kind: 'read' | 'write', answer: Promise<T>): Promise<T> =>
+      holding ? new Promise((resolve) => held[kind].push(() => resolve(answer))) : answer;
+    const store: Store = {
+      all: () => hold('read', inner.all()),
+      write: (changes) => hold('write', inner.write(changes)),
+      clear: () => inner.clear(),
+    };
+    const release = (kind: 'read' | 'write') => held[kind].shift()!();
+    return { store, hold: (on: boolean) => (holding = on), release };
+  }
+
+  /** Every order of two sequences of steps that keeps each one's own order. */
+  const interleavings = <T>(a: T[], b: T[]): T[][] =>
+    !a.length ? [b] : !b.length ? [a] : [...interleavings(a.slice(1), b).map((rest) => [a[0]!, ...rest]), ...interleavings(a, b.slice(1)).map((rest) => [b[0]!, ...rest])];
+
+  // This page takes `sent` out (the relay acknowledged it) while a full read runs, in each order of:
+  // the removal, its write beginning, that write answering / the read beginning, the read answering and adopted.
+  const orders = interleavings(['remove', 'write begins', 'write answers'], ['read begins', 'read adopted']);
+
+  it.each(orders.map((order) => [order.join(' → '), order]))(
+    'never takes back an item this page took out, whatever the interleaving: %s',
+    async (_, order) => {
+      const { store, hold, release } = steppedStore();
+      const queue = createQueue(store, () => {});
+      await queue.add(entry('sent', 1), 100);
+      // The removal's write begins at its step only, never on the gathering timer.
+      vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+      // Stored by another tab: a full read brings it in.
+      await store.write([['other-row', [entry('other', 2)]]]);
+      hold(true);
+      let read: Promise<[IDBValidKey, unknown][]> | undefined;
+      let writesBeforeRead = 0;
+      let settled: Promise<void> | undefined;
+      for (const step of order) {
+        if (step === 'remove') queue.remove(['sent']);
+        if (step === 'write begins') settled = queue.settle();
+        if (step === 'write answers') release('write');
+        if (step === 'read begins') {
+          writesBeforeRead = queue.writes;
+          read = store.all();
+        }
+        if (step === 'read adopted') {
+          release('read');
+          queue.adopt(await read!, writesBeforeRead);
+        }
+        // Steps, not time: what each step set off runs before the next one (well within the 10 ms writes gather).
+        await microtasks();
+      }
+      await settled;
+      vi.useRealTimers();
+      hold(false);
+      expect([...queue.held.keys()]).toEqual(['other']);
+      expect((await store.all()).flatMap(([, value]) => value as Entry[]).map((e) => e.item.id)).toEqual(['other']);
+      // A later read changes nothing.
+      queue.adopt(await store.all(), queue.writes);
+      expect([...queue.held.keys()]).toEqual(['other']);
+    },
+  );
 
   it('does not take back what this page took out and has still to write', async () => {
     const store = memoryStore();

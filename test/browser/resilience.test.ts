@@ -57,7 +57,7 @@ describe('storage failures', () => {
 
   it('drops a corrupted entry once instead of retrying it forever', async () => {
     const { t, relay, events } = await tracker();
-    await set('garbage', { nonsense: true }, createStore('cdp-edge', 'queue'));
+    await set(['pk_test', 'garbage'], { nonsense: true }, createStore('cdp-edge', 'queue'));
     await t.identify(ann);
     await t.flush();
     await t.flush();

@@ -29,11 +29,16 @@ export function fakeRelay(answer?: Answer) {
   return { fetch, sent, items: () => sent.flatMap((s) => s.body.batch) };
 }
 
-/** Every queued entry in the snippet's IndexedDB store (not meta or lock). */
-export async function queued(): Promise<{ item: Item; a: string; n: number }[]> {
+/** The rows of one site key in the snippet's IndexedDB store (`meta` included), keyed as the tracker names them. */
+export async function siteRows(key = 'pk_test'): Promise<[string, unknown][]> {
   const rows = await entries(createStore('cdp-edge', 'queue'));
+  return rows.flatMap(([k, v]) => (Array.isArray(k) && k[0] === key ? [[k[1] as string, v]] : []));
+}
+
+/** Every queued entry of a site key in the snippet's IndexedDB store (not meta or lock). */
+export async function queued(key = 'pk_test'): Promise<{ item: Item; a: string; n: number }[]> {
   // A row holds the entries of one write (an older snippet's: one entry, not in an array).
-  return rows.filter(([k]) => k !== 'meta' && k !== 'lock').flatMap(([, v]) => v);
+  return (await siteRows(key)).filter(([k]) => k !== 'meta' && k !== 'lock').flatMap(([, v]) => v as never);
 }
 
 /**
