@@ -27,7 +27,7 @@ export interface Queued {
 
 /** The next write while it gathers: its entries, and the Promise every caller gets. */
 interface Gathered {
-  entries: Entry[];
+  waiting: Entry[];
   stored: Promise<void>;
   settle: (error?: unknown) => void;
 }
@@ -43,14 +43,12 @@ export interface Queue {
   remove(ids: string[]): void;
   /** Writes what is gathered now (unless a write is in flight: then right after it); resolves once all of it is stored. */
   settle(): Promise<void>;
-  /** Forgets everything, including writes not yet begun; returns the entries of those writes. */
-  discard(): Entry[];
   /**
    * Makes the index what the store holds: `rows` read once `writes` had begun. Items of this page
    * whose write began later stay; items this page took out never come back, whenever their
-   * removal is written. Returns the rows that hold no entries.
+   * removal is written. Returns the values of rows that hold no entries (they leave the store with the next write).
    */
-  adopt(rows: [IDBValidKey, unknown][], writes: number): [IDBValidKey, unknown][];
+  adopt(rows: [IDBValidKey, unknown][], writes: number): unknown[];
 }
 
 const isEntry = (value: unknown): value is Entry => !!(value as Entry)?.item?.ts;
@@ -79,9 +77,9 @@ export function createQueue(store: Store, written: (entries: Entry[]) => void): 
   let gathered: Gathered | undefined;
   // row -> ids to take out of it with the next write
   let takenOut = new Map<string, Set<string>>();
-  // id -> number of the write that takes it out of the store (Infinity until that write begins):
-  // a full read that began before that write still holds the item, and must not bring it back.
-  const gone = new Map<string, number>();
+  // Ids this page took out of the store since the last full read that saw every removal written:
+  // a read that began before a removal was written still holds the item, and must not bring it back.
+  const gone = new Set<string>();
   let writing = false;
   let writes = 0;
   let timer: ReturnType<typeof setTimeout> | undefined;
@@ -93,7 +91,7 @@ export function createQueue(store: Store, written: (entries: Entry[]) => void): 
     const stored = new Promise<void>((resolve, reject) => {
       settle = (error) => (error ? reject(error) : resolve());
     });
-    gathered = { entries: [], stored, settle };
+    gathered = { waiting: [], stored, settle };
     if (!writing) plan();
     return gathered;
   };
@@ -110,10 +108,9 @@ export function createQueue(store: Store, written: (entries: Entry[]) => void): 
     clearTimeout(timer);
     gathered = undefined;
     const changes: [string, unknown][] = takeOut(takenOut);
-    for (const ids of takenOut.values()) for (const id of ids) gone.set(id, writes);
     takenOut = new Map();
     // Items dropped before their write began are not stored; their callers are answered all the same.
-    const entries = batch.entries.filter((entry) => items.has(entry.item.id));
+    const entries = batch.waiting.filter((entry) => items.has(entry.item.id));
     if (entries.length) {
       // One row for the whole write, named after its first item (unique, like every item id).
       const row = entries[0]!.item.id;
@@ -153,7 +150,7 @@ export function createQueue(store: Store, written: (entries: Entry[]) => void): 
     add(entry, bytes) {
       items.set(entry.item.id, { entry, bytes });
       const batch = next();
-      batch.entries.push(entry);
+      batch.waiting.push(entry);
       return batch.stored;
     },
 
@@ -164,7 +161,7 @@ export function createQueue(store: Store, written: (entries: Entry[]) => void): 
         // Not in a row yet: its write has not begun, and will leave it out.
         if (row) {
           takenOut.set(row, (takenOut.get(row) ?? new Set()).add(id));
-          gone.set(id, Infinity);
+          gone.add(id);
         }
       }
       if (takenOut.size) next();
@@ -176,25 +173,20 @@ export function createQueue(store: Store, written: (entries: Entry[]) => void): 
       return stored.catch(() => {});
     },
 
-    discard() {
-      const dropped = gathered?.entries ?? [];
-      gathered?.settle();
-      gathered = undefined;
-      takenOut.clear();
-      items.clear();
-      return dropped;
-    },
-
     adopt(rows, readAfter) {
       const found = new Map<string, Queued>();
-      const corrupt: [IDBValidKey, unknown][] = [];
+      const corrupt: unknown[] = [];
       for (const [key, value] of rows) {
-        if (key === 'meta' || key === 'lock') continue;
+        if (key === 'meta') continue;
         const entries = entriesOf(value);
-        if (!entries) corrupt.push([key, value]);
+        if (!entries) {
+          corrupt.push(value);
+          // Deleted with the next write: it holds nothing that could ever be sent.
+          takenOut.set(key as string, new Set());
+        }
         for (const entry of entries ?? []) {
           const id = entry.item.id;
-          // Taken out by this page with a write that began after the read (or has still to begin).
+          // Taken out by this page with a write that began after the read, or has still to begin.
           if (gone.has(id)) continue;
           found.set(id, { entry, bytes: items.get(id)?.bytes ?? utf8Bytes(JSON.stringify(entry.item)), row: key as string });
         }
@@ -202,9 +194,11 @@ export function createQueue(store: Store, written: (entries: Entry[]) => void): 
       // This page's items whose write began after the read: not in `rows`, but stored (or about to be).
       // Written before and missing: another tab has sent them.
       for (const [id, queued] of items) if (!found.has(id) && (queued.writeNumber === undefined || queued.writeNumber >= readAfter)) found.set(id, queued);
-      // Removals written before the read began are in `rows` already: no later read can hold them.
-      for (const [id, writeNumber] of gone) if (writeNumber < readAfter) gone.delete(id);
+      // Every removal was written before the read began (none waits, no write began since): all
+      // are in `rows` already, and no later read can hold one.
+      if (readAfter === writes && !takenOut.size) gone.clear();
       items = new Map([...found].sort(([, x], [, y]) => x.entry.n - y.entry.n));
+      if (corrupt.length) next();
       return corrupt;
     },
   };

@@ -52,20 +52,20 @@ export function createTracker(options: TrackerOptions): Tracker {
   const { emit, on } = createEvents();
   const scheduler = createScheduler(() => void run(), now, options.random ?? Math.random);
 
+  // Replaced, never changed in place: a full read adopts the stored meta (what other tabs did)
+  // only while this page's own is the one it had when the read began.
   let meta: Meta = { a: '', m: {} };
-  // Counts this page's own changes of `meta`, so a full read may adopt what other tabs did meanwhile.
-  let metaVersion = 0;
   let consent: Consent = options.consent ?? 'granted';
   let order = 0;
   let running: Promise<void> | undefined;
   let runAgain = false;
   let beaconed = false;
-  // Items written since the last flush that could be sent: 100 of them make a batch, sent at once.
-  let sendableWritten = 0;
 
   // Other tabs say when they changed the store; until then this page's index is the truth.
   // (Every browser with Web Locks has BroadcastChannel too.)
-  const channel = new BroadcastChannel('cdp-edge:' + key);
+  // The name of this site key's channel and lock.
+  const name = 'cdp-edge:' + key;
+  const channel = new BroadcastChannel(name);
   let stale = true;
   const announce = () => channel.postMessage(0);
   channel.onmessage = () => {
@@ -89,7 +89,7 @@ export function createTracker(options: TrackerOptions): Tracker {
         });
     },
   });
-  const withLock = lock('cdp-edge:' + key, options.locks ?? nav?.locks);
+  const withLock = lock(name, options.locks ?? nav?.locks);
 
   const drop = (entries: Entry[], reason: DropReason) => {
     for (const entry of entries) emit('drop', { item: entry.item, reason });
@@ -107,16 +107,13 @@ export function createTracker(options: TrackerOptions): Tracker {
   };
 
   const queue = createQueue(store, (entries) => {
-    for (const entry of entries) {
-      emit('queue', { item: entry.item });
-      if (resolveItem(entry, meta)) sendableWritten++;
-    }
+    for (const entry of entries) emit('queue', { item: entry.item });
     announce();
-    if (sendableWritten && mayConsentSend()) scheduler.plan(sendableWritten >= MAX_BATCH_ITEMS ? 0 : interval);
+    // A flush soon, at once for a full batch; it runs only if something can go.
+    if (entries.length && mayConsentSend()) scheduler.plan(entries.length >= MAX_BATCH_ITEMS ? 0 : interval);
   });
 
   const saveMeta = (patch: Partial<Meta>) => {
-    metaVersion++;
     meta = mergeMeta(meta, patch);
     return store.write([['meta', (old: unknown) => mergeMeta(storedMeta(old) ?? meta, patch)]]).then(announce);
   };
@@ -125,7 +122,7 @@ export function createTracker(options: TrackerOptions): Tracker {
 
   /** Reads the store in full: items, deletions and meta changes of other tabs. */
   const adopt = async () => {
-    const version = metaVersion;
+    const before = meta;
     const writes = queue.writes;
     stale = false;
     const rows = await store.all();
@@ -134,9 +131,8 @@ export function createTracker(options: TrackerOptions): Tracker {
     const corrupt = queue.adopt(rows, writes);
     const stored = storedMeta(rows.find(([rowKey]) => rowKey === 'meta')?.[1]);
     // Another tab's reset or identify, unless this page changed its own since the read began.
-    if (stored && version === metaVersion) meta = mergeMeta(stored, {});
-    for (const [, value] of corrupt) emit('drop', { item: value as Item, reason: 'corrupt' });
-    if (corrupt.length) await store.write(corrupt.map(([rowKey]) => [rowKey as string, undefined]));
+    if (stored && before === meta) meta = mergeMeta(stored, {});
+    for (const value of corrupt) emit('drop', { item: value as Item, reason: 'corrupt' });
     enforceCap();
   };
 
@@ -147,13 +143,14 @@ export function createTracker(options: TrackerOptions): Tracker {
   };
 
   /**
-   * What can go now with the size of each, oldest first: stored items only (their write has
-   * begun). With `dropping`, what must never go (too old, orphaned by a reset) is dropped.
+   * What can go now, in batches: stored items only (their write has begun), identifies first (a
+   * person must exist before their activities arrive), then oldest first. With `dropping`, what
+   * must never go (too old, orphaned by a reset) is dropped.
    */
   const sendable = (startedAt: number, dropping?: boolean) => {
     const ready: [Item, number][] = [];
     // Older than `maxAge`, or than the relay's window: it could not be told from one delivered.
-    const oldest = meta.w ? Math.min(maxAge, meta.w * 1000) : maxAge;
+    const oldest = Math.min(maxAge, meta.w! * 1000 || maxAge);
     for (const { entry, bytes, row } of queue.held.values()) {
       if (!row) continue;
       const item = resolveItem(entry, meta);
@@ -161,7 +158,10 @@ export function createTracker(options: TrackerOptions): Tracker {
       if (reason) dropping && drop([entry], reason);
       else if (item) ready.push([item, item === entry.item ? bytes : bytes + personBytes(meta.m[entry.a]!)]);
     }
-    return ready;
+    return batches(
+      ready.sort(([x], [y]) => +(x.type === 'track') - +(y.type === 'track')),
+      BATCH_ROOM,
+    );
   };
 
   /** Posts one batch and settles its items; `false` when the flush must stop (backing off). */
@@ -171,7 +171,7 @@ export function createTracker(options: TrackerOptions): Tracker {
     const [status, body] = answer;
     if (body.identity) await saveMeta({ i: body.identity });
     // The relay's dedupe window, kept for the next page too.
-    if (body.window! > 0 && body.window !== meta.w) await saveMeta({ w: body.window });
+    if (body.window && body.window !== meta.w) await saveMeta({ w: body.window });
     // A malformed or oversized body will never be accepted as it is: reject rather than loop.
     const results: ItemResult[] | false | undefined =
       status === 400 || status === 413
@@ -187,7 +187,7 @@ export function createTracker(options: TrackerOptions): Tracker {
     for (const result of results) {
       const item = byId.get(result?.id);
       if (!item) continue;
-      emit('result', { item, status: result.status, error: result.error });
+      emit('result', { ...result, item });
       if (result.status === 'retry') retry = result.error || 'retry';
       else settled.push(result.id);
       if (result.status === 'rejected') {
@@ -207,23 +207,19 @@ export function createTracker(options: TrackerOptions): Tracker {
 
   const flushOnce = async () => {
     const startedAt = now();
-    sendableWritten = 0;
     if (stale) await adopt();
     const ready = sendable(startedAt, true);
-    if (!mayConsentSend()) return;
-    // Identify first: a person must exist before their activities arrive.
-    ready.sort(([x], [y]) => +(x.type === 'track') - +(y.type === 'track'));
-    for (const batch of batches(ready, BATCH_ROOM)) if (!(await send(batch))) return;
+    if (mayConsentSend()) for (const batch of ready) if (!(await send(batch))) return;
   };
 
   // A flush that cannot send does not run: nothing to adopt, nothing that may go.
-  function run(): Promise<void> {
+  async function run(): Promise<void> {
     scheduler.cancel();
     if (running !== undefined) {
       runAgain = true;
       return running;
     }
-    if (!stale && !(mayConsentSend() && sendable(now()).length)) return Promise.resolve();
+    if (!stale && !(mayConsentSend() && sendable(now()).length)) return;
     running = withLock(flushOnce)
       .then(
         (got) => {
@@ -242,11 +238,8 @@ export function createTracker(options: TrackerOptions): Tracker {
     return running;
   }
 
-  const enqueue = (item: Item, bytes: number): Promise<void> => {
-    if (consent === 'denied') {
-      emit('drop', { item, reason: 'consent' });
-      return Promise.resolve();
-    }
+  const enqueue = async (item: Item, bytes: number): Promise<void> => {
+    if (consent === 'denied') return emit('drop', { item, reason: 'consent' });
     const who = meta.m[meta.a];
     if (item.type === 'track' && who) {
       item.person = who.p;
@@ -264,7 +257,7 @@ export function createTracker(options: TrackerOptions): Tracker {
     void queue.settle();
     if (beaconed || !beacon || consent !== 'granted') return;
     beaconed = true;
-    const first = batches(sendable(now()), BATCH_ROOM)[0];
+    const first = sendable(now())[0];
     if (!first) return;
     emit('send', { items: first, beacon: true });
     beacon(url, envelope(key, first, now(), meta.q, meta.i));
@@ -317,7 +310,9 @@ export function createTracker(options: TrackerOptions): Tracker {
         // Everything tracked before the call goes: what is still gathering is written first.
         await queue.settle();
         stale = true;
-        await (running === undefined ? run() : running.then(() => run()));
+        // After the flush that may be running, one that surely sees all of it.
+        await running;
+        await run();
         // And what was sent has left the store when the Promise resolves.
         await queue.settle();
       }),
@@ -333,13 +328,15 @@ export function createTracker(options: TrackerOptions): Tracker {
         if (consent === 'granted') scheduler.plan(0);
         return;
       }
-      drop(queue.discard(), 'consent');
-      metaVersion++;
+      // Every item leaves, stored or still being written: the store is cleared below.
+      drop(
+        [...queue.held.values()].map(({ entry }) => entry),
+        'consent',
+      );
       // A new anonymous id and nothing else; the queue id stays, it names the browser, not the person.
-      const fresh: Meta = { a: uuid(), m: {}, c: choice, q: meta.q };
-      meta = fresh;
+      meta = { a: uuid(), m: {}, c: choice, q: meta.q };
       await store.clear();
-      await store.write([['meta', fresh]]);
+      await store.write([['meta', meta]]);
       announce();
     },
 

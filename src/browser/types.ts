@@ -9,7 +9,7 @@ export type Fields = Record<string, unknown>;
 /** `pending` stores but never sends, `granted` sends, `denied` deletes the queue and stores nothing. */
 export type Consent = 'granted' | 'denied' | 'pending';
 
-import type { CollectItem, IdentifyItem, ItemStatus, TrackItem, UserHash } from '../api/collect.js';
+import type { CollectItem, IdentifyItem, ItemStatus, RejectReason, TrackItem, UserHash } from '../api/collect.js';
 
 /** Items as the relay receives them in `batch`: the one wire contract, src/api/collect.ts. */
 export type { IdentifyItem, ItemStatus, TrackItem };
@@ -62,9 +62,10 @@ export interface Store {
 /**
  * Why an item left the queue without reaching the platform: `cap`, `expired` (older than
  * `maxAge` or the relay's dedupe window, or refused by the relay as such), `reset`, `consent`,
- * `corrupt`, or `unverified` (the relay refused it because its person is not proven).
+ * `corrupt`, or the class of a rejection by the relay that names one (`unverified`: its person
+ * is not proven; `invalid`, `not_allowed`, `platform`; see `RejectReason`).
  */
-export type DropReason = 'cap' | 'expired' | 'reset' | 'consent' | 'corrupt' | 'unverified';
+export type DropReason = 'cap' | 'expired' | 'reset' | 'consent' | 'corrupt' | RejectReason;
 
 /** Payloads of `on(event, fn)`. */
 export interface TrackerEvents {
@@ -73,7 +74,7 @@ export interface TrackerEvents {
   /** a batch is on its way to the relay (`beacon`: sent with `sendBeacon` on page exit, no answer read) */
   send: { items: Item[]; beacon: boolean };
   /** the relay answered for one item; `retry` keeps it queued */
-  result: { item: Item; status: ItemStatus; error?: string | undefined };
+  result: { item: Item; status: ItemStatus; error?: string | undefined; reason?: RejectReason | undefined };
   /** the relay rejected an item for good */
   reject: { item: Item; error: string };
   /** an item left the queue without reaching the platform (for `corrupt`, `item` is whatever was stored) */

@@ -4,15 +4,14 @@
  */
 
 /**
- * A random v4 UUID. `crypto.randomUUID` exists in secure contexts only; `getRandomValues`
- * exists everywhere, so plain-http pages fill the template's digits with random ones: each `0`
- * gets 4 random bits, the `8` becomes the variant (8 to b), the `4` stays the version.
+ * The random part of a v4 UUID, after its version digit (`xxx-Vxxx-xxxxxxxxxxxx`).
+ * `crypto.randomUUID` exists in secure contexts only; `getRandomValues` exists everywhere, so
+ * plain-http pages fill the template's digits with random ones: each `0` gets 4 random bits, the
+ * `8` becomes the variant (8 to b).
  */
-const randomUuid = (): string =>
-  crypto.randomUUID?.() ??
-  '10000000-1000-4000-8000-100000000000'.replace(/[018]/g, (digit) =>
-    (+digit ^ (crypto.getRandomValues(new Uint8Array(1))[0]! & (15 >> (+digit / 4)))).toString(16),
-  );
+const randomTail = (): string =>
+  crypto.randomUUID?.().slice(15) ??
+  '000-8000-000000000000'.replace(/[08]/g, (digit) => (+digit ^ (crypto.getRandomValues(new Uint8Array(1))[0]! & (15 >> (+digit / 4)))).toString(16));
 
 /**
  * A version 7 UUID (RFC 9562): the first 48 bits are the time in milliseconds, the other 74 are
@@ -23,5 +22,5 @@ const randomUuid = (): string =>
  */
 export function uuid(): string {
   const time = Date.now().toString(16).padStart(12, '0');
-  return `${time.slice(0, 8)}-${time.slice(8)}-7${randomUuid().slice(15)}`;
+  return `${time.slice(0, 8)}-${time.slice(8)}-7${randomTail()}`;
 }

@@ -1,4 +1,4 @@
-import { createStore, entries, get, set } from 'idb-keyval';
+import { createStore, get, set } from 'idb-keyval';
 import { describe, expect, it, vi } from 'vitest';
 import { type Entry, idbStore, memoryStore, type Store } from '../../src/browser/index.js';
 import { createQueue } from '../../src/browser/queue.js';
@@ -255,51 +255,52 @@ describe('a full read beside this page’s own writes', () => {
 
   /** Every order of two sequences of steps that keeps each one's own order. */
   const interleavings = <T>(a: T[], b: T[]): T[][] =>
-    !a.length ? [b] : !b.length ? [a] : [...interleavings(a.slice(1), b).map((rest) => [a[0]!, ...rest]), ...interleavings(a, b.slice(1)).map((rest) => [b[0]!, ...rest])];
+    !a.length
+      ? [b]
+      : !b.length
+        ? [a]
+        : [...interleavings(a.slice(1), b).map((rest) => [a[0]!, ...rest]), ...interleavings(a, b.slice(1)).map((rest) => [b[0]!, ...rest])];
 
   // This page takes `sent` out (the relay acknowledged it) while a full read runs, in each order of:
   // the removal, its write beginning, that write answering / the read beginning, the read answering and adopted.
   const orders = interleavings(['remove', 'write begins', 'write answers'], ['read begins', 'read adopted']);
 
-  it.each(orders.map((order) => [order.join(' → '), order]))(
-    'never takes back an item this page took out, whatever the interleaving: %s',
-    async (_, order) => {
-      const { store, hold, release } = steppedStore();
-      const queue = createQueue(store, () => {});
-      await queue.add(entry('sent', 1), 100);
-      // The removal's write begins at its step only, never on the gathering timer.
-      vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
-      // Stored by another tab: a full read brings it in.
-      await store.write([['other-row', [entry('other', 2)]]]);
-      hold(true);
-      let read: Promise<[IDBValidKey, unknown][]> | undefined;
-      let writesBeforeRead = 0;
-      let settled: Promise<void> | undefined;
-      for (const step of order) {
-        if (step === 'remove') queue.remove(['sent']);
-        if (step === 'write begins') settled = queue.settle();
-        if (step === 'write answers') release('write');
-        if (step === 'read begins') {
-          writesBeforeRead = queue.writes;
-          read = store.all();
-        }
-        if (step === 'read adopted') {
-          release('read');
-          queue.adopt(await read!, writesBeforeRead);
-        }
-        // Steps, not time: what each step set off runs before the next one (well within the 10 ms writes gather).
-        await microtasks();
+  it.each(orders.map((order) => [order.join(' → '), order]))('never takes back an item this page took out, whatever the interleaving: %s', async (_, order) => {
+    const { store, hold, release } = steppedStore();
+    const queue = createQueue(store, () => {});
+    await queue.add(entry('sent', 1), 100);
+    // The removal's write begins at its step only, never on the gathering timer.
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    // Stored by another tab: a full read brings it in.
+    await store.write([['other-row', [entry('other', 2)]]]);
+    hold(true);
+    let read: Promise<[IDBValidKey, unknown][]> | undefined;
+    let writesBeforeRead = 0;
+    let settled: Promise<void> | undefined;
+    for (const step of order) {
+      if (step === 'remove') queue.remove(['sent']);
+      if (step === 'write begins') settled = queue.settle();
+      if (step === 'write answers') release('write');
+      if (step === 'read begins') {
+        writesBeforeRead = queue.writes;
+        read = store.all();
       }
-      await settled;
-      vi.useRealTimers();
-      hold(false);
-      expect([...queue.held.keys()]).toEqual(['other']);
-      expect((await store.all()).flatMap(([, value]) => value as Entry[]).map((e) => e.item.id)).toEqual(['other']);
-      // A later read changes nothing.
-      queue.adopt(await store.all(), queue.writes);
-      expect([...queue.held.keys()]).toEqual(['other']);
-    },
-  );
+      if (step === 'read adopted') {
+        release('read');
+        queue.adopt(await read!, writesBeforeRead);
+      }
+      // Steps, not time: what each step set off runs before the next one (well within the 10 ms writes gather).
+      await microtasks();
+    }
+    await settled;
+    vi.useRealTimers();
+    hold(false);
+    expect([...queue.held.keys()]).toEqual(['other']);
+    expect((await store.all()).flatMap(([, value]) => value as Entry[]).map((e) => e.item.id)).toEqual(['other']);
+    // A later read changes nothing.
+    queue.adopt(await store.all(), queue.writes);
+    expect([...queue.held.keys()]).toEqual(['other']);
+  });
 
   it('does not take back what this page took out and has still to write', async () => {
     const store = memoryStore();

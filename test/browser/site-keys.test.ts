@@ -44,7 +44,11 @@ describe('one store per site key', () => {
   it('moves the rows of an older snippet under the first key that opens the store, exactly once', async () => {
     // The layout before one store per key: plain row keys, a meta record and entries (a row of a batch, and a single one).
     const db = createStore('cdp-edge', 'queue');
-    const entry = (id: string) => ({ item: { id, type: 'track', ts: new Date().toISOString(), activity_id: 'act:cm:old' }, a: 'anon-old', n: Date.now() * 1000 });
+    const entry = (id: string) => ({
+      item: { id, type: 'track', ts: new Date().toISOString(), activity_id: 'act:cm:old' },
+      a: 'anon-old',
+      n: Date.now() * 1000,
+    });
     await set('meta', { a: 'anon-old', q: 'queue-old', m: { 'anon-old': { p: ann } } }, db);
     await set('old-1', [entry('old-1'), entry('old-2')], db);
     await set('old-3', entry('old-3'), db);
