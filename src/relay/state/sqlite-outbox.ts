@@ -11,6 +11,7 @@
  * @module
  */
 import { compactId } from '../deliver/ids.js';
+import { toHex } from '../encoding.js';
 import { pace, paceInterval } from '../deliver/pace.js';
 import type { Accepted, DeadLetter, Leased, OutboxItem, OutboxStore, Settlement } from '../deliver/outbox.js';
 import { groupCommit, openSqlite } from './sqlite-file.js';
@@ -61,12 +62,14 @@ export async function createSqliteOutbox(path: string, options: SqliteOutboxOpti
     addSite: db.prepare('INSERT INTO outbox_sites (site) VALUES (?) ON CONFLICT (site) DO NOTHING'),
     expire: db.prepare('DELETE FROM outbox_seen WHERE (site, id) IN (SELECT site, id FROM outbox_seen WHERE until <= ? LIMIT ?)'),
     // Inserted, or taken over from an expired row: a RETURNING row says the id is new.
+    // One statement per call, whatever the number of ids: [site number, id as hex] pairs go in as
+    // JSON. Inserted, or taken over from an expired row: a RETURNING row says the id is new.
     remember: db
       .prepare(
-        'INSERT INTO outbox_seen (site, id, until) VALUES (?1, ?2, ?3) ON CONFLICT (site, id) DO UPDATE SET until = excluded.until WHERE until <= ?4 RETURNING 1',
+        'INSERT INTO outbox_seen (site, id, until) SELECT value ->> 0, unhex(value ->> 1), ?2 FROM json_each(?1) WHERE true ON CONFLICT (site, id) DO UPDATE SET until = excluded.until WHERE until <= ?3 RETURNING site, hex(id)',
       )
       .raw(),
-    add: db.prepare('INSERT INTO outbox (item) VALUES (?)'),
+    add: db.prepare('INSERT INTO outbox (item) SELECT value FROM json_each(?)'),
     lease: db
       .prepare(
         'UPDATE outbox SET attempts = attempts + 1, owner = ?1, available = ?2 WHERE seq IN (SELECT seq FROM outbox WHERE available <= ?3 ORDER BY seq LIMIT ?4) RETURNING seq, item, attempts - 1',
@@ -94,29 +97,33 @@ export async function createSqliteOutbox(path: string, options: SqliteOutboxOpti
     stats: db.prepare('SELECT (SELECT count(*) FROM outbox), (SELECT count(*) FROM outbox_dead), (SELECT count(*) FROM outbox_seen)').raw(),
   };
 
-  // Sites are never deleted, so their numbers may be kept in memory once read.
-  const siteNumbers = new Map<string, number>();
+  /** The site's number in `outbox_sites`, added the first time (inside the caller's transaction: never cached, a rollback forgets it). */
   const siteNumber = (site: string): number => {
-    let n = siteNumbers.get(site);
-    if (n === undefined) {
-      sql.addSite.run(site);
-      n = Number((sql.site.get(site) as Row)[0]);
-      siteNumbers.set(site, n);
-    }
-    return n;
+    sql.addSite.run(site);
+    return Number((sql.site.get(site) as Row)[0]);
   };
 
   const acceptIn = (items: readonly OutboxItem[], now: number, windowMs: number): Accepted => {
     sql.expire.run(now, EXPIRY_SLICE);
     const result: Accepted = { accepted: [], duplicate: [] };
-    for (const item of items) {
-      if (sql.remember.get(siteNumber(item.site), compactId(item.id), now + windowMs, now) === undefined) {
-        result.duplicate.push(item.id);
-        continue;
-      }
-      sql.add.run(JSON.stringify(item));
-      result.accepted.push(item.id);
-    }
+    if (items.length === 0) return result;
+    const sites = new Map<string, number>();
+    const pairs = items.map((item): [number, string] => {
+      const n = sites.get(item.site) ?? siteNumber(item.site);
+      sites.set(item.site, n);
+      return [n, toHex(compactId(item.id)).toUpperCase()]; // upper case: what SQLite's hex() answers
+    });
+    const keys = pairs.map(([n, hex]) => `${n}:${hex}`);
+    const fresh = new Set((sql.remember.all(JSON.stringify(pairs), now + windowMs, now) as Row[]).map(([n, hex]) => `${n}:${hex}`));
+    // In the order given; an id given twice is new once, its second copy a duplicate.
+    const added: string[] = [];
+    items.forEach((item, i) => {
+      if (fresh.delete(keys[i]!)) {
+        result.accepted.push(item.id);
+        added.push(JSON.stringify(item));
+      } else result.duplicate.push(item.id);
+    });
+    if (added.length > 0) sql.add.run(JSON.stringify(added));
     return result;
   };
 
