@@ -7,8 +7,7 @@
  *
  * Roles:
  *  - relay  startRelay with `{ key, sites }` (bench/collect.ts): SQLite state file, or Redis when
- *           BENCH_REDIS_URL is set; request logging off; BENCH_NO_COALESCE=1 turns joined
- *           platform calls off, to compare;
+ *           BENCH_REDIS_URL is set; request logging off; its deliverer sends what it accepts;
  *  - proxy  createProxyRoutes on @hono/node-server with createUndiciTransport, what the Node entry
  *           runs for `/v1/…` (bench/relay-proxy.ts), with `{ key, token }`;
  *  - entry  the whole Node entry (startRelay) with `{ key, token }` (bench/relay-proxy.ts).
@@ -38,7 +37,6 @@ const roles = {
     const relay = await startRelay({
       port: 0,
       logger: () => {},
-      ...(process.env['BENCH_NO_COALESCE'] ? { coalesce: false } : {}),
       ...(redisUrl ? { redisUrl } : { stateFile: join(mkdtempSync(join(tmpdir(), 'cdp-bench-collect-')), 'relay-state.db') }),
       env: { CDP_API_KEY: options.key, CDP_BASE_URL: baseUrl, RELAY_LOG: 'off', RELAY_SITES: JSON.stringify(options.sites) },
     });

@@ -30,3 +30,15 @@ export function tryInSeconds(body: unknown, header: string | null | undefined, n
   if (Number.isFinite(fromBody) && fromBody >= 0) return fromBody;
   return retryAfterSeconds(header, now) ?? fallback;
 }
+
+/** Error codes that prove a request never left: nothing can have been applied. */
+const NOT_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ENETUNREACH', 'EHOSTUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);
+
+/** True when `error` (or one of its causes) says the request was never sent: safe to send again. */
+export function wasNotSent(error: unknown): boolean {
+  for (let cause = error, depth = 0; cause instanceof Error && depth < 5; cause = cause.cause, depth++) {
+    const code = (cause as { code?: unknown }).code;
+    if (typeof code === 'string' && NOT_SENT.has(code)) return true;
+  }
+  return false;
+}

@@ -12,7 +12,7 @@
  */
 import ky, { isHTTPError, isNetworkError, isTimeoutError, type KyInstance } from 'ky';
 import type { Endpoint } from '../api/index.js';
-import { tryInSeconds } from '../api/retry.js';
+import { tryInSeconds, wasNotSent } from '../api/retry.js';
 import { CdpError } from './errors/cdp-error.js';
 import { HTTPError } from './errors/http-error.js';
 import { MaybeAppliedError } from './errors/maybe-applied-error.js';
@@ -22,16 +22,6 @@ import { TimeoutError } from './errors/timeout-error.js';
 import type { ResolvedOptions } from './options.js';
 
 /** Error codes of a connection that was never made: the request cannot have reached the platform. */
-const NOT_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ENETUNREACH', 'EHOSTUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);
-
-const wasNotSent = (error: unknown): boolean => {
-  for (let cause = error, depth = 0; cause instanceof Error && depth < 5; cause = cause.cause, depth++) {
-    const code = (cause as { code?: unknown }).code;
-    if (typeof code === 'string' && NOT_SENT.has(code)) return true;
-  }
-  return false;
-};
-
 /** What a failure says about the call: `unapplied` (safe to send again), `ambiguous`, or `final` (refused: do not retry). */
 export function classifyFailure(error: unknown): 'unapplied' | 'ambiguous' | 'final' {
   if (isHTTPError(error)) {

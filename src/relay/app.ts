@@ -12,10 +12,12 @@ import { Hono, type Context } from 'hono';
 import { relayError } from '../api/index.js';
 import type { RelayConfig } from './config.js';
 import { anySiteAllows, corsHeaders, preflightHeaders } from './cors.js';
-import { collect, type CollectOutcome, type Enqueue } from './ingest/collect.js';
+import { collect, type CollectOutcome } from './ingest/collect.js';
+import { outboxHandoff, type Handoff } from './ingest/handoff.js';
+import { inlineHandoff, queueHandoff, type Enqueue } from './workers/handoff.js';
 import { fromRequest, type CollectRequest } from './ingest/body.js';
 import type { ClientInfo } from './ingest/enrich.js';
-import { systemClock, type Clock } from './deliver/send.js';
+import { systemClock, type Clock } from './clock.js';
 import { describeError, RelayHttpError, type HttpAnswer } from './errors.js';
 import { authenticate } from './proxy/auth.js';
 import { createTokenVerifier } from './tokens.js';
@@ -23,15 +25,16 @@ import { createConsoleLogger, scrub, silentLogger, writes, type Logger } from '.
 import { countBy, observeAll, type ObservedItem, type RelayObserver } from './observe.js';
 import { createReadiness, type Readiness } from './ready.js';
 import { createShapes, createVisitorGate } from './ingest/shapes.js';
-import { createMemoryLimiter, type RateLimiter } from './limits.js';
+import { chargeRefusals, createMemoryLimiter, type RateLimiter } from './limits.js';
 import { createMemoryStore } from './memory.js';
 import { createProxy, type ProxyRequest } from './proxy/index.js';
 import { createSnippetHandler, type SnippetSource } from './snippet.js';
 import type { RelayStore } from './store.js';
-import { createCoalescer } from './collect/coalesce.js';
 import { createUpstream, sharedBackoff, type Backoff, type UpstreamCall } from './deliver/caller.js';
+import { createDeliverer, type Deliverer } from './deliver/deliverer.js';
+import { createMemoryOutbox, createMemoryPacer } from './deliver/memory.js';
+import type { Leased, Outbox, Pacer } from './deliver/outbox.js';
 import { fetchTransport, type Transport } from './deliver/transport.js';
-import type { Pacer } from './deliver/outbox.js';
 
 /** Everything that touches the outside world, injected; each has a default. */
 export interface RelayDeps {
@@ -63,16 +66,24 @@ export interface RelayDeps {
   random?: () => number;
   /** the upstream's 429 backoff @default one per upstream base URL in this process/isolate */
   backoff?: Backoff;
-  /** hands accepted entries to a queue instead of the platform (Workers Queues) */
-  enqueue?: Enqueue;
-  /** the deployment's budget of platform calls: every call of /collect and the proxy takes a slot, as `proxy` priority @default none */
-  pacer?: Pacer;
   /**
-   * Joins the activities/create calls of concurrent /collect requests (made in the same turn of the
-   * event loop) into one platform call. For long-running processes only: the Node entry turns it
-   * on; a Workers isolate may not answer one request with another's I/O. @default false
+   * where accepted items wait for the deliverer (SQLite or Redis on Node) @default an in-memory outbox
+   * (forgotten on restart), drained by a deliverer in this process
    */
-  coalesce?: boolean;
+  outbox?: Outbox;
+  /** the deployment's budget of platform calls, shared by deliveries and the proxy @default one in this process at `RELAY_PLATFORM_RATE` */
+  pacer?: Pacer;
+  /** run a deliverer in this process (it takes the outbox's lead lock; a standby waits) @default true */
+  deliver?: boolean;
+  /** told of platform refusals after acceptance, to charge their visitors */
+  onRefused?: (entries: readonly Leased[]) => void;
+  /** Workers Queues: accepted entries go to the queue (the consumer delivers them) instead of an outbox */
+  enqueue?: Enqueue;
+  /**
+   * Workers without a queue: each /collect forwards its own items to the platform before it answers
+   * (no outbox, no deliverer). @default false
+   */
+  inline?: boolean;
 }
 
 const NO_STORE = 'no-store';
@@ -95,6 +106,14 @@ export interface RelayHandlers {
   readiness: Readiness;
   /** resolves when no POST /collect is being handled (a graceful stop waits for this before closing the store) */
   drain(): Promise<void>;
+  /** this process's deliverer, when it runs one */
+  deliverer: Deliverer | undefined;
+  /** where accepted items wait (undefined on the Workers paths: a queue, or the platform itself) */
+  outbox: Outbox | undefined;
+  /** Resolves once the outbox is empty and no call is in flight (tests); at once without a deliverer. */
+  drained(options?: { timeoutMs?: number }): Promise<void>;
+  /** Stops the deliverer: the call in flight finishes and settles, the other leases go back. */
+  close(): Promise<void>;
 }
 
 /** Creates the relay's Hono app; `app.fetch` is the handler for every runtime. */
@@ -113,15 +132,17 @@ export function createRelayHandlers(config: RelayConfig, deps: RelayDeps = {}): 
   const backoff = deps.backoff ?? sharedBackoff(config.baseUrl);
   const readiness = createReadiness({ store, transport, baseUrl: config.baseUrl, now: () => clock.now(), freshMs: deps.platformFreshMs ?? 60_000 });
   const observer = observeAll(deps.observer, deps.onUpstreamCall && { upstream: deps.onUpstreamCall }, readiness.observer);
+  const pacer = deps.pacer ?? createMemoryPacer(config.platformRate);
   const upstream = createUpstream({
     baseUrl: config.baseUrl,
     apiKey: config.apiKey,
     transport,
-    timeoutMs: Math.max(500, Math.min(5_000, config.budgetMs)),
+    timeoutMs: Math.max(500, Math.min(10_000, config.budgetMs)),
     backoff,
     now: () => clock.now(),
     onCall: observer.upstream,
-    pacer: deps.pacer,
+    // Calls not paced by the deliverer (the proxy's, /collect's inline on Workers) take a `proxy` slot; a 429 holds every process.
+    pacer,
   });
   const logUnexpected = (error: unknown, path: string, method: string) =>
     logger({
@@ -135,18 +156,55 @@ export function createRelayHandlers(config: RelayConfig, deps: RelayDeps = {}): 
       error: 'internal_error',
       cause: causeOf(error),
     });
-  const context = {
-    config,
-    store,
-    limiter,
-    clock,
-    upstream,
-    random: deps.random ?? Math.random,
-    enqueue: deps.enqueue,
-    coalesce: deps.coalesce ? createCoalescer() : undefined,
-    shapes: createShapes(),
-    gate: createVisitorGate(),
-  };
+  // Where accepted items go: a queue (Workers), the platform itself (Workers without a queue), or the outbox a deliverer drains.
+  let deliverer: Deliverer | undefined;
+  let outbox: Outbox | undefined;
+  let handoff: Handoff;
+  const shapes = createShapes();
+  if (deps.enqueue) handoff = queueHandoff(deps.enqueue);
+  else if (deps.inline)
+    handoff = inlineHandoff({
+      store,
+      upstream,
+      clock,
+      random: deps.random ?? Math.random,
+      config,
+      learn: (site, taken, now) => shapes.learn(site, taken, now),
+    });
+  else {
+    outbox = deps.outbox ?? createMemoryOutbox();
+    if (deps.deliver ?? true) {
+      deliverer = createDeliverer({
+        outbox,
+        pacer,
+        upstream,
+        // Leases and pacing run on real time: an injected clock moves ingest's view (the window), not the platform's pace.
+        clock: systemClock,
+        sites: config.sites,
+        waitMs: config.deliveryWaitMs,
+        callTimeoutMs: Math.max(500, Math.min(10_000, config.budgetMs)),
+        ambiguous: config.ambiguous,
+        onDelivery: observer.delivery,
+        // What the platform refused after acceptance counts against its visitor and site, as at ingest.
+        onRefused: (entries) => {
+          deps.onRefused?.(entries);
+          const bySite = new Map<string, string[]>();
+          for (const entry of entries) bySite.set(entry.site, [...(bySite.get(entry.site) ?? []), entry.visitor]);
+          for (const [site, visitors] of bySite)
+            void chargeRefusals(
+              limiter,
+              site,
+              visitors.filter((visitor) => visitor !== ''),
+              clock.now(),
+            ).catch(() => {});
+        },
+        logger,
+      });
+      deliverer.start();
+    }
+    handoff = outboxHandoff(outbox, config.windowMs, deliverer ? (count) => deliverer?.kick(count) : undefined);
+  }
+  const context = { config, store, limiter, clock, handoff, shapes, gate: createVisitorGate() };
   const sites = [...config.sites.values()];
   const app = new Hono();
 
@@ -310,6 +368,7 @@ export function createRelayHandlers(config: RelayConfig, deps: RelayDeps = {}): 
     now: () => clock.now(),
     sleep: (ms) => clock.sleep(ms),
     backoff,
+    pacer,
   });
   app.route('/', proxy.app);
 
@@ -340,7 +399,17 @@ export function createRelayHandlers(config: RelayConfig, deps: RelayDeps = {}): 
     return c.json(relayError('internal_error', 'The relay failed unexpectedly; nothing was lost, retry later.'), 500, { 'Cache-Control': NO_STORE });
   });
 
-  return { app, collect: trackedCollect, proxy: proxy.call, readiness, drain };
+  return {
+    app,
+    collect: trackedCollect,
+    proxy: proxy.call,
+    readiness,
+    drain,
+    deliverer,
+    outbox,
+    drained: async (options) => deliverer?.drained(options),
+    close: async () => deliverer?.stop(),
+  };
 }
 
 /** An unexpected error for a log line: name, message, stack and cause, scrubbed of anything personal. */

@@ -15,9 +15,9 @@
 import type { Hono } from 'hono';
 import { relayError } from '../api/index.js';
 import { createRelay } from './app.js';
-import type { QueuedEntry } from './ingest/collect.js';
+import type { QueuedEntry } from './workers/handoff.js';
 import type { CfGeo } from './ingest/enrich.js';
-import { systemClock } from './deliver/send.js';
+import { systemClock } from './clock.js';
 import { createUpstream, sharedBackoff } from './deliver/caller.js';
 import { fetchTransport } from './deliver/transport.js';
 import { parseConfig, type RelayConfig } from './config.js';
@@ -92,7 +92,8 @@ function build(env: RelayEnv): Built {
     ...(observer ? { observer } : {}),
     // The Rate Limiting binding when bound (no Durable Object call); else buckets per isolate.
     limiter: env.RELAY_RATE_LIMIT ? createBindingLimiter(env.RELAY_RATE_LIMIT, period) : createMemoryLimiter(),
-    ...(env.RELAY_QUEUE ? { enqueue: queueProducer(env.RELAY_QUEUE) } : {}),
+    // Queues are the Workers outbox; without one, each request forwards its own items.
+    ...(env.RELAY_QUEUE ? { enqueue: queueProducer(env.RELAY_QUEUE) } : { inline: true }),
     // Proxy calls (and /collect's own, without a queue) spend the deployment's budget first.
     pacer,
     snippet: async () => {
@@ -161,7 +162,7 @@ export default {
         pacer,
         policy,
         deadLetters: env.RELAY_DEAD_LETTERS,
-        windowMs: config.dedupeTtlMs,
+        windowMs: config.windowMs,
         clock: systemClock,
         deadline: Date.now() + CONSUMER_BUDGET_MS,
       },

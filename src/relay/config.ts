@@ -10,6 +10,7 @@
 import { baseUrlFor, DEFAULT_PERSON_MERGE_BY, isRecord, isRegion, parseFieldId } from '../api/index.js';
 import { activityRules, type ActivityRules } from '../plan/rules.js';
 import { type Plan, parsePlan, PlanError } from '../plan/schema.js';
+import { parseAmbiguousPolicy, type AmbiguousPolicy } from './deliver/policy.js';
 import { RelayConfigError } from './errors.js';
 import type { Rate } from './limits.js';
 import { parseTokens, type TokenConfig } from './tokens.js';
@@ -73,8 +74,22 @@ export interface RelayConfig {
   scriptPaths: string[];
   /** `RELAY_BUDGET_MS`: how long one /collect may spend on the platform, retries included @default 8000 */
   budgetMs: number;
-  /** how long forwarded item ids are remembered @default 48 h (the contract asks ≥ 24 h) */
-  dedupeTtlMs: number;
+  /**
+   * `RELAY_DEDUPE_WINDOW_HOURS`: how long an accepted item id is remembered, and how old an item may
+   * be and still be accepted (older: `rejected`, reason `expired`). Announced as `window` in every
+   * /collect answer. @default 7 days (the snippet keeps an item that long)
+   */
+  windowMs: number;
+  /** `RELAY_PLATFORM_RATE`: platform calls per second for the key, shared by the whole deployment @default 10 */
+  platformRate: number;
+  /** `RELAY_DELIVERY_WAIT_MS`: how long a partial platform call waits for more entries @default 250 */
+  deliveryWaitMs: number;
+  /**
+   * `RELAY_AMBIGUOUS`: what happens to `activities/create` entries whose call may or may not have
+   * been applied: `hold` (dead-letter list, reason `ambiguous`: never a duplicate) or `resend`
+   * (at least once) @default 'hold'
+   */
+  ambiguous: AmbiguousPolicy;
   /** `RELAY_LOG`: `info` one JSON line per request, `debug` also one per item with its result and reason, `off` none @default 'info' */
   logLevel: LogLevel;
   /** lifetime of the identity token handed to the browser @default 3600 */
@@ -91,6 +106,23 @@ function logLevel(env: Env): LogLevel {
   if (!LOG_LEVELS.includes(raw as LogLevel)) throw new RelayConfigError('RELAY_LOG', `must be ${LOG_LEVELS.join(', ')}; got ${JSON.stringify(raw)}`);
   return raw as LogLevel;
 }
+
+/** The snippet keeps an item 7 days: the relay remembers ids as long, so a resend is always caught. */
+export const DEFAULT_WINDOW_HOURS = 7 * 24;
+
+function windowHours(env: Env): number {
+  const hours = positive(env, 'RELAY_DEDUPE_WINDOW_HOURS', DEFAULT_WINDOW_HOURS);
+  if (hours < 1) throw new RelayConfigError('RELAY_DEDUPE_WINDOW_HOURS', `must be at least 1 (hour), got ${hours}`);
+  return hours;
+}
+
+function rate(env: Env): number {
+  const perSecond = positive(env, 'RELAY_PLATFORM_RATE', 10);
+  if (!(perSecond > 0)) throw new RelayConfigError('RELAY_PLATFORM_RATE', `must be more than 0 calls per second, got ${perSecond}`);
+  return perSecond;
+}
+
+const ambiguousPolicy = (env: Env): AmbiguousPolicy => parseAmbiguousPolicy(str(env, 'RELAY_AMBIGUOUS')?.toLowerCase());
 
 const VERIFY: readonly Verify[] = ['off', 'optional', 'required'];
 
@@ -306,7 +338,10 @@ export function parseConfig(env: Env): RelayConfig {
     collectPath: path(env, 'RELAY_COLLECT_PATH', '/collect') ?? '/collect',
     scriptPaths: alias && alias !== '/cdp.js' ? ['/cdp.js', alias] : ['/cdp.js'],
     budgetMs: positive(env, 'RELAY_BUDGET_MS', 8_000),
-    dedupeTtlMs: 48 * 3600_000,
+    windowMs: windowHours(env) * 3600_000,
+    platformRate: rate(env),
+    deliveryWaitMs: positive(env, 'RELAY_DELIVERY_WAIT_MS', 250),
+    ambiguous: ambiguousPolicy(env),
     logLevel: logLevel(env),
     identityTtlSeconds: 3600,
   };

@@ -15,9 +15,10 @@ export { consoleLogger, silentLogger, type Logger, type LogLine } from './loggin
 export { identityHash, userHash, createIdentity, type Identity, type IdentityOptions } from './ingest/identity.js';
 export { snippetVersion, SNIPPET_CACHE, VERSIONED_SNIPPET_CACHE } from './snippet.js';
 export { resolveClientIp } from './client-ip.js';
-export { systemClock, type Clock, type Backoff } from './deliver/send.js';
+export { systemClock, type Clock } from './clock.js';
+export type { Backoff } from './deliver/caller.js';
 export type { ClientInfo, CfGeo } from './ingest/enrich.js';
-export type { QueuedEntry, Enqueue, Enqueued } from './ingest/collect.js';
+export type { QueuedEntry, Enqueue, Enqueued } from './workers/handoff.js';
 export type { ItemResult, ResultStatus } from './deliver/calls.js';
 export { createProxyRoutes, type ProxyOptions } from './proxy/index.js';
 export { parseTokens, hashToken, createToken, type TokenConfig } from './tokens.js';

@@ -12,6 +12,8 @@ import { readFile } from 'node:fs/promises';
 import { listen } from '../listen.js';
 import type { HttpBindings } from '@hono/node-server';
 import { createRelayHandlers, type RelayDeps } from './app.js';
+import { createMemoryOutbox, createMemoryPacer } from './deliver/memory.js';
+import type { Outbox } from './deliver/outbox.js';
 import { createNodeFront } from './node-front.js';
 import { resolveClientIp } from './client-ip.js';
 import { withPlanFile } from '../plan/files.js';
@@ -66,6 +68,11 @@ export interface RunningRelay {
   state: string;
   /** the metrics port's address (its /status page, /metrics), when one was asked for */
   metricsUrl?: string;
+  /** where accepted items wait for the deliverer (its dead-letter list included) */
+  outbox: Outbox;
+  /** Resolves once the outbox is empty and no platform call is in flight (tests, benchmarks). */
+  drained(options?: { timeoutMs?: number }): Promise<void>;
+  /** Stops: no new requests, those inside finish, the deliverer finishes its call and settles, then the store closes. */
   close(): Promise<void>;
 }
 
@@ -102,21 +109,25 @@ export async function startRelay(options: StartRelayOptions = {}): Promise<Runni
       ? { store: options.store, limiter: options.limiter ?? createMemoryLimiter(), description: 'given' }
       : stateFile === undefined && redisUrl === undefined
         ? { store: createMemoryStore(), limiter: options.limiter ?? createMemoryLimiter(), description: 'memory (forgotten on restart)' }
-        : await createNodeState({ stateFile, redisUrl, log: (message) => console.log(`cdp-edge relay: ${message}`) });
+        : await createNodeState({ stateFile, redisUrl, platformRate: config.platformRate, log: (message) => console.log(`cdp-edge relay: ${message}`) });
   const { store, limiter } = state;
+  // The outbox lives where the state does: Redis for many processes, the SQLite file for one machine.
+  const outbox = options.outbox ?? ('outbox' in state ? state.outbox : createMemoryOutbox());
+  const pacer = options.pacer ?? ('pacer' in state ? state.pacer : createMemoryPacer(config.platformRate));
   // Node's global fetch costs more per upstream call than the whole relay around it: undici's pooled request instead.
   const pool = options.transport === undefined && options.fetch === undefined ? createUndiciTransport() : undefined;
-  const metrics = createRelayMetrics({ store });
+  const metrics = createRelayMetrics({ outbox });
   const status = createStatusRecorder();
   const handlers = createRelayHandlers(config, {
     ...options,
     ...(pool === undefined ? {} : { transport: pool }),
-    coalesce: options.coalesce ?? true,
     logger: options.logger ?? createPinoLogger(config.logLevel),
     observer: observeAll(options.observer, metrics.observer, options.clusterWorker ? reportToPrimary(metrics.registry) : status.observer),
     metrics,
     store,
     limiter,
+    outbox,
+    pacer,
     snippet: options.snippet ?? readSnippet,
     clientInfo: (c) => {
       const incoming = (c.env as HttpBindings | undefined)?.incoming;
@@ -153,6 +164,8 @@ export async function startRelay(options: StartRelayOptions = {}): Promise<Runni
     port: listening.port,
     state: state.description,
     ...(ops === undefined ? {} : { metricsUrl: ops.url }),
+    outbox,
+    drained: (drainOptions) => handlers.drained(drainOptions),
     close: async () => {
       await ops?.close();
       // No new connections; requests already inside finish (their items settle in the store) before it closes.
@@ -161,6 +174,8 @@ export async function startRelay(options: StartRelayOptions = {}): Promise<Runni
       await Promise.race([handlers.drain(), new Promise((resolve) => setTimeout(resolve, config.budgetMs + 1_000).unref())]);
       server.closeAllConnections();
       await closed;
+      // The call in flight finishes and settles; the deliverer's other leases go back to the outbox.
+      await handlers.close();
       await closeStore();
       await pool?.close();
     },

@@ -43,8 +43,30 @@ export interface CollectEvent {
   unverified: number;
 }
 
+/** One platform call of the deliverer (or, `called` false, entries it settled without a call), answered or not. */
+export interface DeliveryEvent {
+  at: number;
+  endpoint: 'person/merge' | 'activities/create';
+  /** the platform's status; 0 = no answer */
+  status: number;
+  /** false when no call was made (entries held at lease, their earlier call's outcome unknown) */
+  called: boolean;
+  delivered: number;
+  /** sent back to the outbox for later (not applied, or a merge whose outcome is unknown) */
+  released: number;
+  /** refused by the platform for good: kept in the dead-letter list with the reason */
+  dead: { site: string; id: string; reason: string; status?: number | undefined }[];
+  /** activities whose call may or may not have been applied */
+  ambiguous: { site: string; id: string }[];
+  /** whether the ambiguous ones were held (dead letters, reason `ambiguous`) or sent again */
+  held: boolean;
+  /** ms from acceptance to delivery, per delivered entry */
+  latencies: number[];
+}
+
 export interface RelayObserver {
   collect?(event: CollectEvent): void;
+  delivery?(event: DeliveryEvent): void;
   proxy?(entry: AuditEntry): void;
   upstream?(call: UpstreamCall): void;
 }
@@ -65,6 +87,7 @@ export function observeAll(...observers: (RelayObserver | undefined)[]): Require
     collect: (event) => tell('collect', event),
     proxy: (entry) => tell('proxy', entry),
     upstream: (call) => tell('upstream', call),
+    delivery: (event) => tell('delivery', event),
   };
 }
 

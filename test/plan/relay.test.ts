@@ -90,6 +90,7 @@ describe('RELAY_PLAN', () => {
     expect(results[5]!.error).toBe('attribute str:cm:plan is required by the tracking plan for act:cm:signed-up');
     // the plan's site list replaces RELAY_SITES' (which allowed any activity)
     expect(results[6]!.error).toMatch(/activity act:cm:page-view may not be sent/);
+    await relay.drained();
     const arrived = emulator.emulator.snapshot().recent_events.filter((event) => event.activity_id === 'act:cm:signed-up');
     expect(arrived).toHaveLength(1);
   });

@@ -23,9 +23,21 @@ describe('parseConfig (the relay configuration)', () => {
     expect(config.collectPath).toBe('/collect');
     expect(config.scriptPaths).toEqual(['/cdp.js']);
     expect(config.tokens).toEqual([]);
-    expect(config.dedupeTtlMs).toBeGreaterThanOrEqual(24 * 3600_000);
+    expect(config.windowMs).toBe(7 * 24 * 3600_000);
+    expect(config.platformRate).toBe(10);
+    expect(config.deliveryWaitMs).toBe(250);
+    expect(config.ambiguous).toBe('hold');
     const site = config.sites.get('pk_a')!;
     expect(site).toMatchObject({ verify: 'optional', allowNoOrigin: false, mergeBy: ['str::email', 'str::ei'], activities: undefined, fields: undefined });
+  });
+
+  it('reads the delivery settings and names the variable at fault', () => {
+    const config = parseConfig({ ...base, RELAY_DEDUPE_WINDOW_HOURS: '48', RELAY_PLATFORM_RATE: '30', RELAY_DELIVERY_WAIT_MS: '0', RELAY_AMBIGUOUS: 'resend' });
+    expect(config).toMatchObject({ windowMs: 48 * 3600_000, platformRate: 30, deliveryWaitMs: 0, ambiguous: 'resend' });
+    expect(() => parseConfig({ ...base, RELAY_DEDUPE_WINDOW_HOURS: '0' })).toThrow(/RELAY_DEDUPE_WINDOW_HOURS/);
+    expect(() => parseConfig({ ...base, RELAY_PLATFORM_RATE: '0' })).toThrow(/RELAY_PLATFORM_RATE/);
+    expect(() => parseConfig({ ...base, RELAY_DELIVERY_WAIT_MS: 'soon' })).toThrow(/RELAY_DELIVERY_WAIT_MS/);
+    expect(() => parseConfig({ ...base, RELAY_AMBIGUOUS: 'retry' })).toThrow(/RELAY_AMBIGUOUS/);
   });
 
   it('picks the region base, and CDP_BASE_URL wins over it', () => {

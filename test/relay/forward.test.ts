@@ -2,7 +2,8 @@
 // backoff, retries within the budget. No sockets: what is checked is what was called when.
 import { describe, expect, it } from 'vitest';
 import { forward, type EndpointCall } from '../../src/relay/deliver/calls.js';
-import type { Clock, SendContext } from '../../src/relay/deliver/send.js';
+import type { SendContext } from '../../src/relay/deliver/send.js';
+import type { Clock } from '../../src/relay/clock.js';
 import { fetchUpstream } from './support/fetch-upstream.js';
 
 interface Call {
@@ -89,10 +90,11 @@ describe('forward', () => {
     expect(calls).toHaveLength(1);
   });
 
-  it('retries 5xx and network errors a bounded number of times with jittered waits inside the budget', async () => {
+  it('retries what was not applied (503, a connection never made) a bounded number of times with jittered waits inside the budget', async () => {
+    const refused = Object.assign(new TypeError('fetch failed'), { cause: Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }) });
     const { ctx, calls, clock } = context((_, index) => {
-      if (index === 0) return new Response('oops', { status: 502 });
-      if (index === 1) throw new TypeError('fetch failed');
+      if (index === 0) return new Response('busy', { status: 503 });
+      if (index === 1) throw refused;
       return Response.json({ activities: [{ status: 'queued' }] });
     });
     const out = await forward(ctx, [activities(1)]);
@@ -107,12 +109,36 @@ describe('forward', () => {
     expect(down.calls.length).toBeLessThanOrEqual(4);
   });
 
-  it('treats a call that times out like a 5xx: retried, then forwarded', async () => {
+  it('never repeats an activities/create whose outcome is unknown (502, 500, 504, a lost connection); repeats a merge', async () => {
+    for (const failure of [() => new Response('oops', { status: 502 }), () => new Response('', { status: 500 }), () => new Response('', { status: 504 })]) {
+      const { ctx, calls } = context((call, index) => (index === 0 ? failure() : ok(call)));
+      const out = await forward(ctx, [activities(1)]);
+      expect(out.results.get('a0')!.status).toBe('retry');
+      expect(calls).toHaveLength(1);
+    }
+    const lost = context((call, index) => {
+      if (index === 0) throw new TypeError('fetch failed', { cause: Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' }) });
+      return ok(call);
+    });
+    expect((await forward(lost.ctx, [activities(1)])).results.get('a0')!.status).toBe('retry');
+    expect(lost.calls).toHaveLength(1);
+
+    const merge = context((call, index) => (index === 0 ? new Response('oops', { status: 502 }) : ok(call)));
+    const people: EndpointCall = { endpoint: 'person/merge', envelope: {}, entries: [{ id: 'p0', entry: { fields: { 'str::email': 'p@example.com' } } }] };
+    expect((await forward(merge.ctx, [people])).results.get('p0')!.status).toBe('accepted');
+    expect(merge.calls).toHaveLength(2);
+  });
+
+  it('does not repeat an activities/create that timed out (it may have been applied); a merge that timed out goes again', async () => {
     const { ctx, calls } = context((call, index) => (index === 0 ? new Promise<Response>(() => {}) : ok(call)), fakeClock(), 10_000, 50);
     const out = await forward(ctx, [activities(1)]);
-    expect(out.results.get('a0')!.status).toBe('accepted');
-    expect(calls).toHaveLength(2);
-    expect(ctx.statuses).toEqual([0, 200]);
+    expect(out.results.get('a0')!.status).toBe('retry');
+    expect(calls).toHaveLength(1);
+    expect(ctx.statuses).toEqual([0]);
+    const merge = context((call, index) => (index === 0 ? new Promise<Response>(() => {}) : ok(call)), fakeClock(), 10_000, 50);
+    const people: EndpointCall = { endpoint: 'person/merge', envelope: {}, entries: [{ id: 'p0', entry: { fields: { 'str::email': 'p@example.com' } } }] };
+    expect((await forward(merge.ctx, [people])).results.get('p0')!.status).toBe('accepted');
+    expect(merge.ctx.statuses).toEqual([0, 200]);
   });
 
   it('keeps items (retry) when the platform refuses the key, without retrying', async () => {

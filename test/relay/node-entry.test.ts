@@ -44,6 +44,7 @@ async function sourceIpFor(relay: RunningRelay, headers: Record<string, string>)
     body: JSON.stringify({ key: 'pk_node', batch: [item] }),
   });
   expect((await response.json()).results[0].status).toBe('accepted');
+  await relay.drained();
   const [call] = (await upstream.received()).filter((c) => c.path.startsWith('/v1/'));
   return call!.body.people[0].location.source_ip as string;
 }
@@ -124,29 +125,38 @@ describe('the Node entry', () => {
     expect(after.status).toBe(200);
   });
 
-  it('a stop lets a request already inside finish: it is answered, and its items are marked forwarded in the state file', async () => {
+  it('a stop lets the platform call in flight finish and settle: a relay restarted on the same file neither sends it again nor takes it twice', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'cdp-edge-stop-'));
-    const env = { CDP_API_KEY: UPSTREAM_KEY, CDP_BASE_URL: stack.url, RELAY_SITES: JSON.stringify([{ key: 'pk_node', origins: [ORIGIN], verify: 'off' }]) };
+    const env = {
+      CDP_API_KEY: UPSTREAM_KEY,
+      CDP_BASE_URL: stack.url,
+      RELAY_SITES: JSON.stringify([{ key: 'pk_node', origins: [ORIGIN], verify: 'off' }]),
+      RELAY_DELIVERY_WAIT_MS: '0',
+    };
     const stateFile = join(dir, 'state.db');
     const first = await startRelay({ port: 0, logger: silentLogger, stateFile, env });
     await upstream.reset();
-    // The platform takes its time: the stop arrives while the request is inside the relay.
-    await upstream.faults([{ delayMs: 400 }]);
-    const item = { id: crypto.randomUUID(), type: 'identify', fields: { 'str::email': 'stopping@example.com' } };
+    // The platform takes its time: the stop arrives while the deliverer's call is in flight.
+    await upstream.faults([{ delayMs: 600 }]);
+    const item = { id: crypto.randomUUID(), type: 'track', activity_id: 'act:cm:viewed', person: { 'str::email': 'stopping@example.com' } };
     const post = (url: string) =>
       fetch(`${url}/collect`, {
         method: 'POST',
         headers: { origin: ORIGIN, 'content-type': 'text/plain' },
         body: JSON.stringify({ key: 'pk_node', batch: [item] }),
       });
-    const answer = post(first.url);
-    await new Promise((resolve) => setTimeout(resolve, 150));
+    expect(((await (await post(first.url)).json()) as { results: { status: string }[] }).results[0]?.status).toBe('accepted');
+    await new Promise((resolve) => setTimeout(resolve, 250));
     await first.close();
-    expect(((await (await answer).json()) as { results: { status: string }[] }).results[0]?.status).toBe('accepted');
-    // A relay started on the same file knows the item was forwarded.
+    const sent = async () => (await upstream.received()).filter((call) => call.path === '/v1/activities/create');
+    expect((await sent()).map((call) => call.status)).toEqual([200]);
+    // A relay started on the same file knows the item: it answers duplicate and has nothing left to send.
     const second = await startRelay({ port: 0, logger: silentLogger, stateFile, env });
     relays.push(second);
     expect(((await (await post(second.url)).json()) as { results: { status: string }[] }).results[0]?.status).toBe('duplicate');
+    await second.drained();
+    expect(await sent()).toHaveLength(1);
+    expect(await second.outbox.deadLetters()).toEqual([]);
     rmSync(dir, { recursive: true, force: true });
   });
 

@@ -89,6 +89,7 @@ describe('metrics', () => {
     expect((await proxied({ authorization: `Bearer ${reader}` })).status).toBe(200);
     expect((await proxied({})).status).toBe(401);
 
+    await relay.drained();
     const response = await fetch(`${relay.metricsUrl}/metrics`);
     expect(response.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
     const metrics = samples(await response.text());
@@ -108,9 +109,12 @@ describe('metrics', () => {
       'cdp_edge_collect_request_duration_seconds_count{site="shop"}': 5,
       'cdp_edge_proxy_requests_total{endpoint="person/get",status="200",token="crm"}': 1,
       'cdp_edge_proxy_requests_total{endpoint="person/get",status="401",token="(none)"}': 1,
-      // the SQLite file remembers the three forwarded ids; nothing is in flight
+      // the SQLite file remembers the three accepted ids; all delivered, nothing waits
       cdp_edge_store_remembered_ids: 3,
-      cdp_edge_store_leases: 0,
+      cdp_edge_outbox_pending: 0,
+      cdp_edge_outbox_dead_letters: 0,
+      'cdp_edge_delivered_entries_total{endpoint="person/merge"}': 2,
+      'cdp_edge_delivered_entries_total{endpoint="activities/create"}': 1,
     };
     for (const [sample, value] of Object.entries(expected)) expect([sample, metrics.get(sample)]).toEqual([sample, value]);
     // Nothing counted under a key or a token: labels name sites and token holders only.

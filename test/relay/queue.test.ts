@@ -2,7 +2,7 @@
 // whatever fails after it (the consumer's dedupe is tested in workerd: test/workerd/). Each failure is injected.
 import { describe, expect, it } from 'vitest';
 import { createRelay } from '../../src/relay/app.js';
-import type { QueuedEntry } from '../../src/relay/ingest/collect.js';
+import type { QueuedEntry } from '../../src/relay/workers/handoff.js';
 import { parseConfig } from '../../src/relay/config.js';
 import type { LogLine } from '../../src/relay/logging.js';
 import { createMemoryStore } from '../../src/relay/memory.js';

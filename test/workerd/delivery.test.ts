@@ -7,7 +7,7 @@ import { env } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
 import type { Pacer } from '../../src/relay/deliver/outbox.js';
 import type { AmbiguousPolicy } from '../../src/relay/deliver/policy.js';
-import type { QueuedEntry } from '../../src/relay/ingest/collect.js';
+import type { QueuedEntry } from '../../src/relay/workers/handoff.js';
 import { createDeliveryLedger, createDurablePacer } from '../../src/relay/workers/delivery.js';
 import { type ConsumeContext, consumeQueue, type DeadLetterMessage } from '../../src/relay/workers/queue.js';
 import type { MessageBatch, Queue, QueueMessage } from '../../src/relay/workers/types.js';

@@ -18,6 +18,7 @@ export function workerdTarget(): RelayTarget {
   const upstreamUrl = env['TEST_UPSTREAM'] as string;
   return {
     name: 'workerd',
+    deliversLater: false,
     upstream: upstreamControl(upstreamUrl),
     async start(extra = {}) {
       const vars = { CDP_API_KEY: API_KEY, CDP_BASE_URL: upstreamUrl, RELAY_SITES: sites({ key: 'pk_test', origins: [ORIGIN] }), ...extra };
@@ -32,6 +33,8 @@ export function workerdTarget(): RelayTarget {
         visitorIp: VISITOR_IP,
         visitorCustom: CF_CUSTOM,
         fetch: send,
+        drained: async () => {},
+        deadLetters: async () => [],
         post(body, options: PostOptions = {}) {
           const headers: Record<string, string> = { ...options.headers };
           if (options.origin !== null) headers['origin'] = options.origin ?? ORIGIN;

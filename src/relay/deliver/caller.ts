@@ -68,6 +68,10 @@ export interface CallOptions {
   from?: CallSource;
   /** ms since epoch until which a call may wait for the breaker to let it go @default now (no wait) */
   waitUntil?: number;
+  /** this call's timeout, when shorter than the caller's (a delivery's lease may have less time left) */
+  timeoutMs?: number;
+  /** the caller paced itself (the deliverer takes `deliver` slots): no `proxy` slot is taken @default false */
+  paced?: boolean;
 }
 
 export interface Upstream {
@@ -123,7 +127,7 @@ export function createUpstream(options: UpstreamOptions): Upstream {
 
   async function call(endpoint: Endpoint<EndpointId>, body: string, callOptions: CallOptions = {}): Promise<UpstreamAnswer> {
     // A pacer that cannot be reached does not stop the call: the platform's own limit still holds.
-    const wait = options.pacer ? await options.pacer.take(now(), 'proxy').catch(() => 0) : 0;
+    const wait = options.pacer && !callOptions.paced ? await options.pacer.take(now(), 'proxy').catch(() => 0) : 0;
     if (wait > 0) return held(wait);
     const from = callOptions.from ?? 'proxy';
     await admit(endpoint, from, callOptions.waitUntil ?? now());
@@ -131,12 +135,19 @@ export function createUpstream(options: UpstreamOptions): Upstream {
     const started = clockMs();
     let answer: UpstreamAnswer;
     try {
-      answer = await transport({ method: endpoint.method, url: urls.get(endpoint.id) as string, headers, body, timeoutMs });
+      answer = await transport({ method: endpoint.method, url: urls.get(endpoint.id) as string, headers, body, timeoutMs: callOptions.timeoutMs ?? timeoutMs });
     } catch (cause) {
       breaker.end(from, 0, now());
       onCall?.({ endpoint: endpoint.id, status: 0, ms: clockMs() - started });
       if (cause instanceof UpstreamTimeout) {
-        throw new RelayHttpError(504, 'upstream_timeout', `the platform did not answer ${endpoint.id} within ${timeoutMs} ms; retry later`, { cause });
+        throw new RelayHttpError(
+          504,
+          'upstream_timeout',
+          `the platform did not answer ${endpoint.id} within ${callOptions.timeoutMs ?? timeoutMs} ms; retry later`,
+          {
+            cause,
+          },
+        );
       }
       throw new RelayHttpError(502, 'upstream_unreachable', `the platform could not be reached for ${endpoint.id}; retry later`, { cause });
     }

@@ -34,7 +34,7 @@ export interface Forwarded {
   retryAfter: number;
 }
 
-/** Per-entry result of a successful call. */
+/** Per-entry result of a successful call: whether the platform took the entry, and why not. */
 export function entryResult(endpoint: EndpointCall['endpoint'], answer: unknown): { ok: boolean; error?: string } {
   if (!isRecord(answer)) return { ok: true };
   const status = answer['status'];
@@ -49,14 +49,11 @@ export function entryResult(endpoint: EndpointCall['endpoint'], answer: unknown)
     : { ok: true };
 }
 
-/** Sends one chunk; `join` lets an activities/create chunk go with other requests' (never the halves of a refused one). */
-async function sendChunk(ctx: SendContext, group: EndpointCall, chunk: EndpointCall['entries'], out: Forwarded, join = true): Promise<void> {
+/** Sends one chunk, halving a chunk refused as a whole until the bad entries are alone. */
+async function sendChunk(ctx: SendContext, group: EndpointCall, chunk: EndpointCall['entries'], out: Forwarded): Promise<void> {
   const itemsKey = group.endpoint === 'person/merge' ? 'people' : 'activities';
   const entries = chunk.map((c) => c.entry);
-  const outcome: Outcome =
-    join && ctx.coalesce && group.endpoint === 'activities/create'
-      ? await ctx.coalesce(ctx, group.envelope, entries)
-      : await sendOnce(ctx, group.endpoint as EndpointId, { ...group.envelope, [itemsKey]: entries });
+  const outcome: Outcome = await sendOnce(ctx, group.endpoint as EndpointId, { ...group.envelope, [itemsKey]: entries });
   if (outcome.kind === 'ok') {
     const answers = isRecord(outcome.body) ? outcome.body[itemsKey] : undefined;
     chunk.forEach(({ id }, i) => {
@@ -85,8 +82,8 @@ async function sendChunk(ctx: SendContext, group: EndpointCall, chunk: EndpointC
     return;
   }
   const half = Math.ceil(chunk.length / 2);
-  await sendChunk(ctx, group, chunk.slice(0, half), out, false);
-  await sendChunk(ctx, group, chunk.slice(half), out, false);
+  await sendChunk(ctx, group, chunk.slice(0, half), out);
+  await sendChunk(ctx, group, chunk.slice(half), out);
 }
 
 /** Sends `groups` in order (identify groups first), each chunked as the platform requires. */

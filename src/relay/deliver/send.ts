@@ -1,51 +1,30 @@
 /**
- * One call to the platform within the request's time budget. 429 → wait `try-in-seconds`
- * (one backoff shared by every request to the same upstream: never hammer); 5xx, 408 and
- * network errors → bounded retries with full jitter; other 4xx → the entries are refused.
+ * One platform call and what its answer proves about the entries in it:
+ * - `ok`: the platform answered 2xx (per-entry results are in the body);
+ * - `refused`: a 4xx the entries caused (with per-entry `details` when the platform gave them);
+ * - `unapplied`: nothing was applied (429, 503, 408, the key refused, the request never left): send again later;
+ * - `ambiguous`: the platform may have applied it (timeout after sending, lost connection, 500/502/504).
+ * The classes are those of `policy.ts`, shared with the Workers consumer.
+ *
+ * Only `unapplied` calls, and ambiguous calls of idempotent endpoints, may be sent again: an
+ * `activities/create` that may have been applied is never repeated blindly (`Endpoint.idempotent`).
  * @module
  */
 import { ENDPOINTS, type EndpointId } from '../../api/index.js';
 import { isRecord, parseJsonOrUndefined } from '../../api/objects.js';
+import { wasNotSent } from '../../api/retry.js';
+import type { Clock } from '../clock.js';
 import { RelayHttpError } from '../errors.js';
-import type { Upstream } from './caller.js';
+import type { CallOptions, Upstream } from './caller.js';
+import { callOutcome } from './policy.js';
 import { readText } from './transport.js';
-import type { Coalescer } from '../collect/coalesce.js';
 
-export { sharedBackoff, type Backoff } from './caller.js';
-
-/** Time, injected so tests and benchmarks can watch or skip waits. */
-export interface Clock {
-  now(): number;
-  sleep(ms: number): Promise<void>;
-}
-
-export const systemClock: Clock = {
-  now: () => Date.now(),
-  sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
-};
-
-export type Outcome =
-  | { kind: 'ok'; body: unknown }
-  /** the platform refused the call (4xx): `details` are per-entry when it gave them */
+export type CallOutcome =
+  | { kind: 'ok'; status: number; body: unknown }
   | { kind: 'refused'; status: number; message: string; details: unknown[] }
-  /** nothing got through within the budget: try again after `retryAfter` seconds */
-  | { kind: 'unavailable'; status: number; message: string; retryAfter: number };
-
-export interface SendContext {
-  /** the relay's one caller of the platform (it holds the shared 429 backoff) */
-  upstream: Upstream;
-  clock: Clock;
-  /** ms since epoch by which the request must answer */
-  deadline: number;
-  random: () => number;
-  /** every upstream status seen (0 = no answer), for the log */
-  statuses: number[];
-  /** joins the activities/create calls of concurrent requests (the Node entry); each request calls alone without it */
-  coalesce?: Coalescer | undefined;
-}
-
-const MAX_ATTEMPTS = 4;
-const BASE_DELAY_MS = 250;
+  /** `holdMs`: how long the platform asked to wait (429), else 0 */
+  | { kind: 'unapplied'; status: number; message: string; holdMs: number }
+  | { kind: 'ambiguous'; status: number; message: string };
 
 /** The message and per-entry details of an error body: the platform's `{error, details}` or a relay's `{error: {message, details}}`. */
 export function refusal(body: unknown, status: number): { message: string; details: unknown[] } {
@@ -55,53 +34,87 @@ export function refusal(body: unknown, status: number): { message: string; detai
   return { message: typeof error === 'string' ? error : `HTTP ${status}`, details: Array.isArray(body['details']) ? body['details'] : [] };
 }
 
-const slowDown = (seconds: number): Outcome => ({
-  kind: 'unavailable',
-  status: 429,
-  message: 'the platform asked the relay to slow down',
-  retryAfter: Math.max(1, Math.ceil(seconds)),
-});
+/**
+ * Sends `text` (JSON) to endpoint `id` once, as browser traffic (the breaker of platform refusals
+ * pauses it before proxy traffic); never throws for upstream trouble.
+ */
+export async function callOnce(upstream: Upstream, id: EndpointId, text: string, options: Omit<CallOptions, 'from'> = {}): Promise<CallOutcome> {
+  let status = 0;
+  let answer: unknown;
+  try {
+    const reply = await upstream.call(ENDPOINTS[id], text, { ...options, from: 'browser' });
+    status = reply.status;
+    if (status === 429) return { kind: 'unapplied', status, message: 'the platform asked the relay to slow down', holdMs: (reply.holdSeconds ?? 1) * 1000 };
+    answer = parseJsonOrUndefined(await readText(reply));
+  } catch (error) {
+    // Timeouts (the call was aborted) and network errors come as RelayHttpError; anything else is a bug.
+    if (!(error instanceof RelayHttpError)) throw error;
+    // Paused by the breaker: nothing was sent.
+    if (error.code === 'upstream_paused') return { kind: 'unapplied', status: 0, message: error.message, holdMs: (error.retryAfter ?? 1) * 1000 };
+    if (wasNotSent(error)) return { kind: 'unapplied', status: 0, message: 'the platform could not be reached', holdMs: 0 };
+    return { kind: 'ambiguous', status: 0, message: error.code === 'upstream_timeout' ? 'the platform did not answer in time' : 'the connection was lost' };
+  }
+  switch (callOutcome(status)) {
+    case 'applied':
+      // A 2xx whose body is not JSON cannot say what it applied.
+      return answer === undefined ? { kind: 'ambiguous', status, message: 'the platform answered without a body' } : { kind: 'ok', status, body: answer };
+    case 'unapplied':
+      return status === 401 || status === 403
+        ? { kind: 'unapplied', status, message: "the platform refused the relay's key (check CDP_API_KEY and CDP_REGION)", holdMs: 0 }
+        : { kind: 'unapplied', status, message: `the platform answered ${status}`, holdMs: 0 };
+    case 'refused':
+      return { kind: 'refused', status, ...refusal(answer, status) };
+    default:
+      return { kind: 'ambiguous', status, message: `the platform answered ${status}` };
+  }
+}
 
-/** Sends `body` (serialised once, here, unless given as JSON text) to endpoint `id`; never throws for upstream trouble. */
+/** What the Workers paths (the request forwarding inline, the queue consumer) need to send within a time budget. */
+export interface SendContext {
+  upstream: Upstream;
+  clock: Clock;
+  /** ms since epoch by which the caller must be done */
+  deadline: number;
+  random: () => number;
+  /** every upstream status seen (0 = no answer), for the log */
+  statuses: number[];
+}
+
+/** A call that did not get through: try again after `retryAfter` seconds; `ambiguous` when it may have been applied. */
+export type Outcome =
+  | { kind: 'ok'; body: unknown }
+  | { kind: 'refused'; status: number; message: string; details: unknown[] }
+  | { kind: 'unavailable'; status: number; message: string; retryAfter: number; ambiguous: boolean };
+
+const MAX_ATTEMPTS = 4;
+const BASE_DELAY_MS = 250;
+
+/**
+ * Sends `body` to `id` within the budget: waits out the shared 429 hold, and retries what was
+ * not applied, plus ambiguous failures of idempotent endpoints only, with full jitter.
+ */
 export async function sendOnce(ctx: SendContext, id: EndpointId, body: Record<string, unknown> | string): Promise<Outcome> {
-  const endpoint = ENDPOINTS[id];
   const text = typeof body === 'string' ? body : JSON.stringify(body);
-  let last: Outcome = { kind: 'unavailable', status: 0, message: 'the platform was not called', retryAfter: 1 };
+  let last: Outcome = { kind: 'unavailable', status: 0, message: 'the platform was not called', retryAfter: 1, ambiguous: false };
   for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
     const wait = ctx.upstream.holdMs();
     if (wait > 0) {
-      if (ctx.clock.now() + wait > ctx.deadline) return slowDown(wait / 1000);
+      if (ctx.clock.now() + wait > ctx.deadline) return { ...last, retryAfter: Math.max(1, Math.ceil(wait / 1000)) };
       await ctx.clock.sleep(wait);
     }
-    let status = 0;
-    let answer: unknown;
-    try {
-      const reply = await ctx.upstream.call(endpoint, text, { from: 'browser', waitUntil: ctx.deadline });
-      status = reply.status;
-      answer = parseJsonOrUndefined(await readText(reply));
-      if (status >= 200 && status < 300 && answer === undefined) status = 0; // an answer that is not JSON: as if none came
-    } catch (error) {
-      // Timeouts (the call was aborted) and network errors come as RelayHttpError; anything else is a bug.
-      if (!(error instanceof RelayHttpError)) throw error;
-      // Paused by the breaker: nothing was sent, and trying again within this request cannot help.
-      if (error.code === 'upstream_paused') return { kind: 'unavailable', status: 503, message: error.message, retryAfter: error.retryAfter ?? 1 };
-    }
-    ctx.statuses.push(status);
-    if (status >= 200 && status < 300) return { kind: 'ok', body: answer };
-    if (status === 429) {
-      last = slowDown(ctx.upstream.holdMs() / 1000);
-      continue;
-    }
-    if (status === 401 || status === 403) {
-      // The key itself was refused: retrying cannot help, and the items must not be lost.
-      return { kind: 'unavailable', status, message: "the platform refused the relay's key (check CDP_API_KEY and CDP_REGION)", retryAfter: 60 };
-    }
-    if (status !== 0 && status < 500 && status !== 408) return { kind: 'refused', status, ...refusal(answer, status) };
-    last =
-      status === 0
-        ? { kind: 'unavailable', status: 0, message: 'the platform did not answer', retryAfter: 5 }
-        : { kind: 'unavailable', status, message: `the platform answered ${status}`, retryAfter: 5 };
-    // Full jitter: a random wait up to an exponentially growing cap, inside the budget.
+    const outcome = await callOnce(ctx.upstream, id, text, { waitUntil: ctx.deadline });
+    ctx.statuses.push(outcome.status);
+    if (outcome.kind === 'ok' || outcome.kind === 'refused') return outcome;
+    const ambiguous = outcome.kind === 'ambiguous';
+    const retryAfter =
+      outcome.kind === 'unapplied' && outcome.holdMs > 0 ? Math.ceil(outcome.holdMs / 1000) : outcome.status === 401 || outcome.status === 403 ? 60 : 5;
+    last = { kind: 'unavailable', status: outcome.status, message: outcome.message, retryAfter, ambiguous };
+    if (outcome.status === 401 || outcome.status === 403) break;
+    // The platform may have applied it: only a call that does the same when repeated goes again.
+    if (ambiguous && !ENDPOINTS[id].idempotent) break;
+    // Paused by the breaker: trying again within this request cannot help.
+    if (outcome.kind === 'unapplied' && outcome.status === 0 && outcome.holdMs > 0) break;
+    if (outcome.kind === 'unapplied' && outcome.holdMs > 0) continue;
     const delay = Math.round(ctx.random() * BASE_DELAY_MS * 2 ** attempt);
     if (ctx.clock.now() + delay >= ctx.deadline || attempt === MAX_ATTEMPTS - 1) break;
     await ctx.clock.sleep(delay);

@@ -5,7 +5,7 @@
  * a token, an address or an item id.
  *
  * @example
- * const metrics = createRelayMetrics({ store });
+ * const metrics = createRelayMetrics({ outbox });
  * const relay = createRelay(config, { store, observer: metrics.observer });
  * const { body } = await metrics.render(); // the text format for a scrape
  * @module
@@ -13,11 +13,11 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { MetricsSource } from '../app.js';
 import { NONE, type RelayObserver, UNKNOWN_SITE } from '../observe.js';
-import type { RelayStore } from '../store.js';
+import type { Outbox } from '../deliver/outbox.js';
 
 export interface RelayMetricsOptions {
-  /** the store whose size and leases the gauges report */
-  store?: Pick<RelayStore, 'stats'>;
+  /** the outbox whose backlog, dead letters and remembered ids the gauges report */
+  outbox?: Pick<Outbox, 'stats'>;
   /** the process's CPU, memory, event-loop lag and GC, prefixed `cdp_edge_` @default true */
   processMetrics?: boolean;
 }
@@ -85,36 +85,55 @@ export function createRelayMetrics(options: RelayMetricsOptions = {}): RelayMetr
     registers,
   });
 
-  const store = options.store;
-  if (store !== undefined) {
-    // One read of the store per scrape serves both gauges; `max` so processes sharing a store are not summed.
-    let reading: Promise<Awaited<ReturnType<RelayStore['stats']>>> | undefined;
+  const deadLetters = new Counter({
+    name: 'cdp_edge_dead_letters_total',
+    help: 'Accepted entries moved to the dead-letter list, by site and reason (refused, invalid, ambiguous)',
+    labelNames: ['site', 'reason'] as const,
+    registers,
+  });
+  const ambiguous = new Counter({
+    name: 'cdp_edge_ambiguous_entries_total',
+    help: 'activities/create entries whose call may or may not have been applied (timeout, lost connection, 500/502/504), by site and what was done (held or resent)',
+    labelNames: ['site', 'policy'] as const,
+    registers,
+  });
+  const delivered = new Counter({
+    name: 'cdp_edge_delivered_entries_total',
+    help: 'Entries the platform took, by endpoint',
+    labelNames: ['endpoint'] as const,
+    registers,
+  });
+  const deliveryLatency = new Histogram({
+    name: 'cdp_edge_delivery_latency_seconds',
+    help: 'Time from an item being accepted to the platform taking it',
+    buckets: [0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300],
+    registers,
+  });
+
+  const outbox = options.outbox;
+  if (outbox !== undefined) {
+    // One read of the outbox per scrape serves every gauge; `max` so processes sharing it are not summed.
+    let reading: Promise<Awaited<ReturnType<Outbox['stats']>>> | undefined;
     const read = () => {
-      reading ??= store.stats().finally(() => {
+      reading ??= outbox.stats().finally(() => {
         reading = undefined;
       });
       return reading;
     };
-    new Gauge({
-      name: 'cdp_edge_store_remembered_ids',
-      help: 'Item ids the store remembers as forwarded (the dedupe window)',
-      aggregator: 'max',
-      registers,
-      async collect() {
-        const stats = await read().catch(() => undefined);
-        if (stats !== undefined) this.set(stats.remembered);
-      },
-    });
-    new Gauge({
-      name: 'cdp_edge_store_leases',
-      help: 'Item ids leased to requests still forwarding them',
-      aggregator: 'max',
-      registers,
-      async collect() {
-        const stats = await read().catch(() => undefined);
-        if (stats !== undefined) this.set(stats.leased);
-      },
-    });
+    const gauge = (name: string, help: string, pick: (stats: Awaited<ReturnType<Outbox['stats']>>) => number) =>
+      new Gauge({
+        name,
+        help,
+        aggregator: 'max',
+        registers,
+        async collect() {
+          const stats = await read().catch(() => undefined);
+          if (stats !== undefined) this.set(pick(stats));
+        },
+      });
+    gauge('cdp_edge_store_remembered_ids', 'Item ids remembered for dedupe (the window)', (stats) => stats.remembered);
+    gauge('cdp_edge_outbox_pending', 'Accepted entries waiting to be delivered (or being delivered)', (stats) => stats.pending);
+    gauge('cdp_edge_outbox_dead_letters', 'Entries in the dead-letter list (`cdp-edge outbox list`)', (stats) => stats.dead);
   }
 
   const observer: RelayObserver = {
@@ -131,6 +150,16 @@ export function createRelayMetrics(options: RelayMetricsOptions = {}): RelayMetr
     proxy(entry) {
       proxyRequests.inc({ token: entry.token ?? NONE, endpoint: entry.endpoint ?? NONE, status: entry.status });
     },
+    delivery(event) {
+      if (event.delivered > 0) delivered.inc({ endpoint: event.endpoint }, event.delivered);
+      for (const ms of event.latencies) deliveryLatency.observe(ms / 1000);
+      for (const letter of event.dead) deadLetters.inc({ site: letter.site, reason: reasonClass(letter.reason) });
+      const policy = event.held ? 'held' : 'resent';
+      for (const entry of event.ambiguous) {
+        ambiguous.inc({ site: entry.site, policy });
+        if (event.held) deadLetters.inc({ site: entry.site, reason: 'ambiguous' });
+      }
+    },
     upstream(call) {
       upstreamRequests.inc({ endpoint: call.endpoint, status: call.status });
       upstreamLatency.observe({ endpoint: call.endpoint }, call.ms / 1000);
@@ -143,3 +172,9 @@ export function createRelayMetrics(options: RelayMetricsOptions = {}): RelayMetr
     render: async () => ({ contentType: registry.contentType, body: await registry.metrics() }),
   };
 }
+
+/** A dead letter's reason as a bounded label: its class before the colon (`refused: …` → `refused`). */
+const reasonClass = (reason: string): string => {
+  const cut = reason.indexOf(':');
+  return (cut < 0 ? reason : reason.slice(0, cut)).slice(0, 32);
+};

@@ -7,7 +7,8 @@
  */
 import { html, raw } from 'hono/html';
 import type { HtmlEscapedString } from 'hono/utils/html';
-import { type CollectEvent, type RelayObserver, UNKNOWN_SITE } from '../observe.js';
+import { scrub } from '../logging.js';
+import { type CollectEvent, type DeliveryEvent, type RelayObserver, UNKNOWN_SITE } from '../observe.js';
 
 export interface StatusOptions {
   /** @default Date.now */
@@ -37,6 +38,15 @@ export interface RejectedItem {
   error: string;
 }
 
+/** An accepted entry the platform refused afterwards, or held because its call's outcome is unknown. */
+export interface DeadLetterRow {
+  at: number;
+  site: string;
+  id: string;
+  /** `ambiguous`, or the platform's refusal (`refused: …`, `invalid: …`) */
+  reason: string;
+}
+
 export interface StatusSnapshot {
   now: number;
   bucketMs: number;
@@ -44,8 +54,10 @@ export interface StatusSnapshot {
   buckets: StatusBucket[];
   /** newest first */
   rejected: RejectedItem[];
+  /** newest first: entries moved to the dead-letter list (`cdp-edge outbox list` shows them all) */
+  deadLetters: DeadLetterRow[];
   /** since the recorder started */
-  totals: { requests: number; items: number; errors: number };
+  totals: { requests: number; items: number; errors: number; delivered: number; dead: number; ambiguous: number };
 }
 
 export interface StatusRecorder {
@@ -62,7 +74,19 @@ export function createStatusRecorder(options: StatusOptions = {}): StatusRecorde
   const keep = options.keep ?? 50;
   const buckets = new Map<number, StatusBucket>();
   const rejected: RejectedItem[] = [];
-  const totals = { requests: 0, items: 0, errors: 0 };
+  const totals = { requests: 0, items: 0, errors: 0, delivered: 0, dead: 0, ambiguous: 0 };
+  const deadLetters: DeadLetterRow[] = [];
+  const delivery = (event: DeliveryEvent) => {
+    totals.delivered += event.delivered;
+    totals.ambiguous += event.ambiguous.length;
+    const dead = [
+      ...event.dead.map((letter) => ({ at: event.at, site: letter.site, id: letter.id, reason: scrub(letter.reason).slice(0, 200) })),
+      ...(event.held ? event.ambiguous.map((entry) => ({ at: event.at, site: entry.site, id: entry.id, reason: 'ambiguous' })) : []),
+    ];
+    totals.dead += dead.length;
+    deadLetters.unshift(...dead.reverse());
+    if (deadLetters.length > keep) deadLetters.length = keep;
+  };
 
   const bucketAt = (at: number) => {
     const start = Math.floor(at / bucketMs) * bucketMs;
@@ -97,7 +121,7 @@ export function createStatusRecorder(options: StatusOptions = {}): StatusRecorde
   };
 
   return {
-    observer: { collect: (event) => record(event) },
+    observer: { collect: (event) => record(event), delivery },
     record,
     snapshot() {
       const at = now();
@@ -106,7 +130,7 @@ export function createStatusRecorder(options: StatusOptions = {}): StatusRecorde
       for (let start = last - (count - 1) * bucketMs; start <= last; start += bucketMs) {
         series.push(buckets.get(start) ?? { at: start, requests: 0, items: 0, errors: 0 });
       }
-      return { now: at, bucketMs, buckets: series, rejected: [...rejected], totals: { ...totals } };
+      return { now: at, bucketMs, buckets: series, rejected: [...rejected], deadLetters: [...deadLetters], totals: { ...totals } };
     },
   };
 }
@@ -158,7 +182,8 @@ export function renderStatusPage(snapshot: StatusSnapshot, refreshSeconds = 5): 
   <body>
     <h1>cdp-edge relay</h1>
     <p>Last 15 minutes, one point per ${seconds} s, as of ${new Date(snapshot.now).toISOString().slice(0, 19)}Z. Since start:
-      ${snapshot.totals.requests} requests, ${snapshot.totals.items} items, ${snapshot.totals.errors} errors.</p>
+      ${snapshot.totals.requests} requests, ${snapshot.totals.items} items, ${snapshot.totals.errors} errors;
+      ${snapshot.totals.delivered} entries delivered, ${snapshot.totals.dead} dead letters, ${snapshot.totals.ambiguous} ambiguous.</p>
     ${chart('Items', perSecond('items'), '#1f6feb')} ${chart('Errors', perSecond('errors'), '#cf222e')}
     <h2>Last ${snapshot.rejected.length} rejected items</h2>
     ${
@@ -167,6 +192,19 @@ export function renderStatusPage(snapshot: StatusSnapshot, refreshSeconds = 5): 
         : html`<table>
             <thead><tr><th>time (UTC)</th><th>site</th><th>item</th><th>reason</th><th>why</th></tr></thead>
             <tbody>${rows}</tbody>
+          </table>`
+    }
+    <h2>Last ${snapshot.deadLetters.length} dead letters</h2>
+    <p>Accepted, then refused by the platform, or held because their call may or may not have been applied (<code>ambiguous</code>): <code>cdp-edge outbox list</code>, <code>retry</code> and <code>drop</code> act on them.</p>
+    ${
+      snapshot.deadLetters.length === 0
+        ? html`<p>None.</p>`
+        : html`<table>
+            <thead><tr><th>time (UTC)</th><th>site</th><th>item</th><th>reason</th></tr></thead>
+            <tbody>${snapshot.deadLetters.map(
+              (letter) =>
+                html`<tr><td>${new Date(letter.at).toISOString().slice(11, 19)}</td><td>${letter.site}</td><td><code>${letter.id}</code></td><td>${letter.reason}</td></tr>`,
+            )}</tbody>
           </table>`
     }
   </body>

@@ -8,8 +8,8 @@ import { isRecord } from '../../api/objects.js';
 import { chunksOf, Pacer, sendChunks } from './chunk.js';
 import { jsonAnswer, RelayHttpError, type HttpAnswer } from '../errors.js';
 import { createUpstream, type Upstream } from '../deliver/caller.js';
+import { discard, type TransportAnswer } from '../deliver/transport.js';
 import type { ProxyConfig } from './options.js';
-import { passThrough } from './upstream.js';
 
 /**
  * A proxy call as the handler needs it, whatever the runtime built: the standard `Request`
@@ -67,21 +67,45 @@ const invalid = (endpoint: Endpoint<EndpointId>, issues: { path: string; message
   });
 };
 
-/** Throws the relay's own 429 (with `Retry-After`) while the platform's hold is in force. */
-function refuseWhileHeld(upstream: Upstream): void {
-  const ms = upstream.holdMs();
-  if (ms === 0) return;
+/**
+ * The platform's answer for the caller: its status, body and Content-Type, plus
+ * `Cache-Control: no-store`; `Retry-After` on a 429. Bodies larger than 64 kB, or of unknown
+ * length, are streamed through as they arrive, never buffered.
+ */
+export async function passThrough(answer: TransportAnswer): Promise<HttpAnswer> {
+  if (answer.status < 200 || (answer.status >= 300 && answer.status < 400) || answer.status > 599) {
+    // 1xx cannot be a final answer and a 3xx would point the caller somewhere we never vetted.
+    await discard(answer);
+    throw new RelayHttpError(502, 'upstream_bad_response', `the platform answered with status ${answer.status}, which the relay does not pass on`);
+  }
+  // A plain object and a byte array: the shapes node:http (and @hono/node-server) write in a single call.
+  const headers: Record<string, string> = { 'cache-control': 'no-store' };
+  if (answer.contentType !== undefined) headers['content-type'] = answer.contentType;
+  if (answer.status === 429 && answer.retryAfter !== undefined) headers['retry-after'] = answer.retryAfter;
+  return { status: answer.status, headers, body: answer.body };
+}
+
+const heldError = (ms: number) => {
   const seconds = Math.ceil(ms / 1000);
-  throw new RelayHttpError(
+  return new RelayHttpError(
     429,
     'rate_limited',
     `the platform asked to slow down; the relay holds calls for ${seconds} more second(s): retry after the Retry-After header`,
-    { retryAfter: seconds },
+    {
+      retryAfter: seconds,
+    },
   );
+};
+
+/** Throws the relay's own 429 (with `Retry-After`) while the platform's hold is in force. */
+function refuseWhileHeld(upstream: Upstream): void {
+  const ms = upstream.holdMs();
+  if (ms > 0) throw heldError(ms);
 }
 
 export function createHandler(config: ProxyConfig): ProxyHandler {
   const verify = createTokenVerifier(config.tokens);
+  // Each call takes its slot of the deployment's budget first (`pacer`): never made to wait for deliveries.
   const upstream = createUpstream(config);
   const pacer = new Pacer(config);
 

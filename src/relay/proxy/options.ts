@@ -3,6 +3,7 @@ import { LIMITS, RATE_LIMITS } from '../../api/index.js';
 import { checkTokens, type TokenConfig } from '../tokens.js';
 import { consoleAudit, type AuditEntry } from './audit.js';
 import type { Backoff, UpstreamCall } from '../deliver/caller.js';
+import type { Pacer } from '../deliver/outbox.js';
 import { fetchTransport, type Transport } from '../deliver/transport.js';
 
 export interface ProxyOptions {
@@ -32,6 +33,11 @@ export interface ProxyOptions {
    * @default a window of this proxy's own
    */
   backoff?: Backoff;
+  /**
+   * the deployment's budget of platform calls (the relay's deliveries spend it too): each proxy call
+   * takes its slot first, and is never made to wait for deliveries @default none
+   */
+  pacer?: Pacer;
   /** calls per second a chunked request may make upstream @default RATE_LIMITS.professional (10) */
   ratePerSecond?: number;
   /** most items one `?chunk=true` request may carry @default 5_000 */
@@ -54,6 +60,7 @@ export interface ProxyConfig {
   sleep: (ms: number) => Promise<void>;
   timeoutMs: number;
   backoff: Backoff;
+  pacer: Pacer | undefined;
   ratePerSecond: number;
   maxBytes: number;
   maxChunkedItems: number;
@@ -93,6 +100,7 @@ export function resolveOptions(options: ProxyOptions): ProxyConfig {
     sleep: options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms))),
     timeoutMs: positive('timeoutMs', options.timeoutMs ?? 30_000),
     backoff: options.backoff ?? { until: 0 },
+    pacer: options.pacer,
     ratePerSecond: positive('ratePerSecond', options.ratePerSecond ?? RATE_LIMITS.professional),
     maxBytes: LIMITS.payloadBytes,
     maxChunkedItems: positive('maxChunkedItems', options.maxChunkedItems ?? 5_000),

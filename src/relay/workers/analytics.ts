@@ -149,5 +149,7 @@ export function analyticsObserver(dataset: AnalyticsEngineDataset): Required<Rel
     collect: (event) => write(() => collectPoint(event)),
     proxy: (entry) => write(() => proxyPoint(entry)),
     upstream: (call) => write(() => upstreamPoint(call)),
+    // Workers deliver from the request or the queue consumer; their platform calls are the upstream points.
+    delivery: () => {},
   };
 }

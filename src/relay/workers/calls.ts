@@ -7,9 +7,10 @@
  */
 import { ENDPOINTS, isRecord, splitBody, type EndpointId } from '../../api/index.js';
 import { parseJsonOrUndefined } from '../../api/objects.js';
-import type { QueuedEntry } from '../ingest/collect.js';
+import type { QueuedEntry } from './handoff.js';
 import { entryResult } from '../deliver/calls.js';
-import { refusal, type Clock } from '../deliver/send.js';
+import { refusal } from '../deliver/send.js';
+import type { Clock } from '../clock.js';
 import type { Pacer } from '../deliver/outbox.js';
 import { AMBIGUOUS_REASON, afterAmbiguous, type AmbiguousPolicy, callOutcome } from '../deliver/policy.js';
 import { RelayHttpError } from '../errors.js';

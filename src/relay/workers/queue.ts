@@ -5,7 +5,7 @@
  * their reason, acks what is done and retries what the platform certainly did not apply.
  * @module
  */
-import type { Enqueue, QueuedEntry } from '../ingest/collect.js';
+import type { Enqueue, QueuedEntry } from './handoff.js';
 import { AMBIGUOUS_REASON, afterAmbiguous } from '../deliver/policy.js';
 import type { Logger } from '../logging.js';
 import { type CallContext, deliverEntries, type Fate, type Sending } from './calls.js';

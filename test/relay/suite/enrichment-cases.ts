@@ -3,7 +3,7 @@
  * when lookup is on and the month's budget allows, the postal address.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { identify, ORIGIN, read, siteKey, sites, track, type RelayTarget, type RelayUnderTest } from './target.js';
+import { delivered, identify, ORIGIN, read, siteKey, sites, track, type RelayTarget, type RelayUnderTest } from './target.js';
 
 const address = { address: '10 Downing Street, London', country: 'GB' };
 
@@ -19,7 +19,7 @@ export function enrichmentCases(target: () => RelayTarget): void {
       return relay;
     };
     const forwardedLocations = async () =>
-      (await target().upstream.received())
+      (await delivered(target(), ...relays))
         .filter((call) => call.path.startsWith('/v1/'))
         .flatMap((call) => (call.body.people ?? call.body.activities).map((entry: { location?: Record<string, unknown> }) => entry.location));
 

@@ -13,6 +13,7 @@ export function nodeTarget(upstreamUrl: string): RelayTarget {
   const upstream = upstreamControl(upstreamUrl);
   return {
     name: 'node',
+    deliversLater: true,
     upstream,
     async start(extra = {}) {
       const env = { CDP_API_KEY: API_KEY, CDP_BASE_URL: upstreamUrl, RELAY_SITES: sites({ key: 'pk_test', origins: [ORIGIN] }), ...extra };
@@ -23,6 +24,8 @@ export function nodeTarget(upstreamUrl: string): RelayTarget {
         visitorIp: '127.0.0.1',
         visitorCustom: undefined,
         fetch: (path, init) => fetch(`${running.url}${path}`, init),
+        drained: () => running.drained(),
+        deadLetters: async () => (await running.outbox.deadLetters()).map(({ id, reason }) => ({ id, reason })),
         post(body, options: PostOptions = {}) {
           const headers: Record<string, string> = { ...options.headers };
           if (options.origin !== null) headers['origin'] = options.origin ?? ORIGIN;

@@ -4,7 +4,7 @@
  * provide one; the suite itself runs unchanged on both.
  */
 import { expect } from 'vitest';
-import type { UpstreamControl } from '../support/control.js';
+import type { Received, UpstreamControl } from '../support/control.js';
 
 export const API_KEY = 'test-platform-key-7f3a9c';
 export const ORIGIN = 'https://shop.example.com';
@@ -25,6 +25,10 @@ export interface RelayUnderTest {
   visitorIp: string;
   /** the location.custom the runtime adds for items without one (Workers: from request.cf) */
   visitorCustom: Record<string, unknown> | undefined;
+  /** the dead-letter list (entries the platform refused after acceptance, or held): [] where there is none */
+  deadLetters(): Promise<{ id: string; reason: string }[]>;
+  /** resolves once every accepted item has been delivered (or dead-lettered): at once where /collect forwards inline */
+  drained(): Promise<void>;
   /** stops and starts the relay on the same state (Node: same state file; workerd: Durable Objects restarted) */
   restart(): Promise<void>;
   close(): Promise<void>;
@@ -32,9 +36,20 @@ export interface RelayUnderTest {
 
 export interface RelayTarget {
   name: 'node' | 'workerd';
+  /**
+   * true where /collect answers `accepted` once the item is durable and a deliverer sends it later
+   * (Node's outbox); false where the request forwards its own items and answers with the platform's outcome
+   */
+  deliversLater: boolean;
   upstream: UpstreamControl;
   /** a relay with the base variables (key, upstream, one site) plus `env` */
   start(env?: Record<string, string>): Promise<RelayUnderTest>;
+}
+
+/** What the platform received once `relays` delivered everything they accepted. */
+export async function delivered(target: RelayTarget, ...relays: RelayUnderTest[]): Promise<Received[]> {
+  await Promise.all(relays.map((relay) => relay.drained()));
+  return target.upstream.received();
 }
 
 /** Every response seen by the suite, to prove the key never leaks. */

@@ -1,0 +1,417 @@
+/**
+ * The deliverer: drains the outbox to the platform in full, paced calls. One deliverer drains a
+ * deployment at a time (the outbox's `lead` lock, renewed; a standby takes over when the leader
+ * dies), so ordering and pacing need no coordination of leases between processes.
+ *
+ * One cycle: wait for entries (a partial call waits at most `waitMs` for more), lease the oldest,
+ * plan calls (merges first, then activities), and for each call take a pacer slot, send it once
+ * within what the lease has left, and settle what its answer proves:
+ * - delivered → settled (the id stays remembered for the window);
+ * - refused per entry (4xx details, an `invalid` entry) → dead letter with the reason;
+ * - refused as a whole without details → halved until the bad entries are alone (bounded);
+ * - not applied (429, 503, unreachable) → released for later; a 429 holds the whole deployment;
+ * - ambiguous (timeout, lost connection, 500/502/504): merges are sent again (merging the same
+ *   fields again changes nothing); activities are held in the dead-letter list, reason
+ *   `ambiguous` (or released with `RELAY_AMBIGUOUS=resend`: at least once).
+ * An entry leased with `attempts > 0` was sent by a deliverer that died before it heard the
+ * answer: its outcome is unknown too, and the same policy applies.
+ *
+ * Identifies go before the tracks of the same browser: a track whose browser has an identify in
+ * the lease that was not delivered is released, not sent.
+ * @module
+ */
+import type { SiteConfig } from '../config.js';
+import type { Clock } from '../clock.js';
+import type { Logger } from '../logging.js';
+import type { DeliveryEvent } from '../observe.js';
+import { halves, planCalls, bodyOf, type Call } from './batch.js';
+import type { Upstream } from './caller.js';
+import { entryResult } from './calls.js';
+import type { Leased, Outbox, Pacer, Settlement } from './outbox.js';
+import { AMBIGUOUS_REASON, afterAmbiguous, type AmbiguousPolicy } from './policy.js';
+import { callOnce, type CallOutcome } from './send.js';
+
+export interface DelivererOptions {
+  outbox: Outbox;
+  pacer: Pacer;
+  upstream: Upstream;
+  clock: Clock;
+  /** the sites by key: `merge_by` of their calls, their names for metrics */
+  sites: ReadonlyMap<string, SiteConfig>;
+  /** how long a partial call waits for more entries (ms) */
+  waitMs: number;
+  ambiguous: AmbiguousPolicy;
+  /** this process's name in leases and the lead lock @default a random one */
+  owner?: string;
+  /** how long a lease lasts @default 30 000 ms */
+  leaseMs?: number;
+  /** the longest one platform call may take @default 10 000 ms */
+  callTimeoutMs?: number;
+  /** entries leased at once: calls' worth, so merges and activities both fill @default 1000 */
+  leaseSize?: number;
+  /** the lead lock's lifetime; a standby takes over this long after the leader died @default 5 000 ms */
+  leadTtlMs?: number;
+  /** told of every call's outcome (metrics, the status page) */
+  onDelivery?: (event: DeliveryEvent) => void;
+  /** told of entries the platform refused, to charge their visitors */
+  onRefused?: (entries: readonly Leased[]) => void;
+  logger?: Logger;
+}
+
+export interface Deliverer {
+  /** this deliverer's name in the outbox */
+  readonly owner: string;
+  start(): void;
+  /** Ingest accepted `count` items: a deliverer waiting to fill a call looks again. */
+  kick(count?: number): void;
+  /** Resolves once nothing is pending in the outbox and no call is in flight (tests, a graceful stop's report). */
+  drained(options?: { timeoutMs?: number }): Promise<void>;
+  /** Finishes the call in flight, settles, releases its other leases and the lead lock. */
+  stop(): Promise<void>;
+}
+
+/** Halving a refused call stops after this many levels (100 entries → single entries in 7). */
+const MAX_SPLIT_DEPTH = 7;
+/** Time kept free at the end of a lease to settle after the call's timeout. */
+const SETTLE_MARGIN_MS = 2_000;
+/** A call is not started with less time than this left on its lease. */
+const MIN_CALL_MS = 1_000;
+/** A released entry waits this long after a failure that asked no particular wait. */
+const RETRY_MS = 5_000;
+/** The pacer's wait a leased entry sits out; longer (a 429 hold), the entries go back to the outbox. */
+const MAX_PACER_WAIT_MS = 2_000;
+
+/** What a call proved about its entries. */
+interface Verdict {
+  delivered: Leased[];
+  dead: { entry: Leased; reason: string; status?: number }[];
+  /** not sent or not applied: back to the outbox */
+  released: Leased[];
+  /** ambiguous activities held (dead letter `ambiguous`) or, under `resend`, released */
+  ambiguous: Leased[];
+  notBefore: number;
+}
+
+export function createDeliverer(options: DelivererOptions): Deliverer {
+  const { outbox, pacer, upstream, clock, sites } = options;
+  const owner = options.owner ?? `deliverer-${crypto.randomUUID()}`;
+  const leaseMs = options.leaseMs ?? 30_000;
+  const callTimeoutMs = options.callTimeoutMs ?? 10_000;
+  const leaseSize = options.leaseSize ?? 1_000;
+  const leadTtlMs = options.leadTtlMs ?? 5_000;
+  const mergeBy = (site: string) => sites.get(site)?.mergeBy ?? ['str::email', 'str::ei'];
+  const siteName = (site: string) => sites.get(site)?.name ?? site;
+
+  let running: Promise<void> | undefined;
+  let stopping = false;
+  let busy = false;
+  let leading = false;
+  let leadRenewAt = 0;
+  /** items accepted in this process since the last lease, and when the first of them came */
+  let kicked = 0;
+  let firstKickAt: number | undefined;
+  let wake: (() => void) | undefined;
+  /** a drained() caller wants the next lease now, without waiting to fill */
+  let hurry = 0;
+
+  const log = (line: Record<string, unknown>) =>
+    options.logger?.({ ts: new Date(clock.now()).toISOString(), kind: 'deliver', method: 'DELIVER', path: '', status: 0, ms: 0, ...line });
+
+  /** Sleeps `ms` (real time), or less when kicked or stopped. */
+  function nap(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, Math.max(0, ms));
+      // Never what keeps a process alive: the server (or the caller) does that.
+      (timer as { unref?: () => void }).unref?.();
+      function done() {
+        clearTimeout(timer);
+        if (wake === done) wake = undefined;
+        resolve();
+      }
+      wake = done;
+    });
+  }
+
+  async function keepLead(): Promise<boolean> {
+    const now = clock.now();
+    if (leading && now < leadRenewAt) return true;
+    try {
+      leading = await outbox.lead(owner, now, leadTtlMs);
+    } catch (error) {
+      leading = false;
+      log({ level: 'error', error: 'lead_failed', cause: String(error) });
+    }
+    leadRenewAt = now + leadTtlMs / 3;
+    return leading;
+  }
+
+  /** Waits until a call is worth leasing for: enough accepted here, the oldest waited `waitMs`, or a poll's worth of time. */
+  async function waitToFill(): Promise<void> {
+    if (hurry > 0 || options.waitMs === 0) return;
+    const started = Date.now();
+    for (;;) {
+      if (stopping || hurry > 0 || kicked >= 100) return;
+      const since = firstKickAt ?? started;
+      const left = since + options.waitMs - Date.now();
+      if (left <= 0) return;
+      await nap(left);
+    }
+  }
+
+  async function loop(): Promise<void> {
+    while (!stopping) {
+      if (!(await keepLead())) {
+        await nap(leadTtlMs / 3);
+        continue;
+      }
+      await waitToFill();
+      if (stopping) break;
+      kicked = 0;
+      firstKickAt = undefined;
+      let leased: Leased[] = [];
+      busy = true;
+      try {
+        leased = await outbox.lease(owner, leaseSize, clock.now(), leaseMs);
+        if (leased.length > 0) await deliver(leased, leased.length === leaseSize);
+      } catch (error) {
+        log({ level: 'error', error: 'delivery_failed', cause: error instanceof Error ? `${error.name}: ${error.message}` : String(error) });
+        await nap(1_000);
+      } finally {
+        busy = false;
+      }
+      // Nothing there: wait for the next kick or poll; a full lease: a backlog, go on at once.
+      if (leased.length === 0) {
+        if (hurry > 0) hurry = 0;
+        await nap(options.waitMs > 0 ? options.waitMs : 50);
+      }
+    }
+  }
+
+  /** Delivers one lease; `full` when the outbox had more than it gave (a backlog). */
+  async function deliver(leased: Leased[], full: boolean): Promise<void> {
+    const expires = clock.now() + leaseMs;
+    // Entries a dead deliverer may have sent: merges go again, activities follow the policy.
+    const going: Leased[] = [];
+    const heldAtLease: Leased[] = [];
+    for (const entry of leased) {
+      if (entry.attempts > 0 && afterAmbiguous(entry.kind === 'activity' ? 'activities/create' : 'person/merge', options.ambiguous) === 'hold')
+        heldAtLease.push(entry);
+      else going.push(entry);
+    }
+    if (heldAtLease.length > 0) {
+      await settle({ delivered: [], released: [], dead: heldAtLease.map((entry) => ({ seq: entry.seq, reason: AMBIGUOUS_REASON, status: 0 })) });
+      report({ endpoint: 'activities/create', status: 0, calls: [], delivered: [], dead: [], released: [], ambiguous: heldAtLease, held: true });
+    }
+
+    const calls = planCalls(going, mergeBy);
+    // In a backlog, a last partial activities call waits for the next lease, where it fills.
+    const last = calls.at(-1);
+    if (full && last !== undefined && last.endpoint === 'activities/create' && last.entries.length < 100 && calls.length > 1) calls.pop();
+    const sent = new Set(calls.flatMap((call) => call.entries.map((entry) => entry.seq)));
+    const unplanned = going.filter((entry) => !sent.has(entry.seq));
+
+    /** browsers whose identify in this lease was not delivered: their tracks wait */
+    const blocked = new Set<string>();
+    const queue: { call: Call; depth: number }[] = calls.map((call) => ({ call, depth: 0 }));
+    let stopAt: { notBefore: number } | undefined;
+    let released: Leased[] = [...unplanned];
+    let releaseAt = clock.now();
+    while (queue.length > 0) {
+      const { call: planned, depth } = queue.shift()!;
+      let call = planned;
+      if (call.endpoint === 'activities/create' && blocked.size > 0) {
+        const keep = call.entries.map((entry) => !blocked.has(entry.browser));
+        released.push(...call.entries.filter((_, i) => !keep[i]));
+        call = { ...call, entries: call.entries.filter((_, i) => keep[i]), texts: call.texts.filter((_, i) => keep[i]) };
+        if (call.entries.length === 0) continue;
+      }
+      if (stopAt !== undefined) {
+        released.push(...call.entries);
+        continue;
+      }
+      // A slot of the deployment's budget; a long wait (a 429 hold) sends the entries back instead.
+      const slot = await takeSlot();
+      const left = expires - clock.now() - SETTLE_MARGIN_MS;
+      if (slot !== 0 || left < MIN_CALL_MS || stopping) {
+        stopAt = { notBefore: clock.now() + Math.max(slot, 0) };
+        releaseAt = stopAt.notBefore;
+        released.push(...call.entries);
+        continue;
+      }
+      const started = clock.now();
+      const outcome = await callOnce(upstream, call.endpoint, bodyOf(call), { timeoutMs: Math.min(callTimeoutMs, left), paced: true });
+      const canSplit = call.entries.length > 1 && depth < MAX_SPLIT_DEPTH;
+      const verdict = judge(call, outcome, canSplit);
+      if (outcome.kind === 'refused' && canSplit && verdict.dead.length === 0) {
+        // Refused as a whole without per-entry details: halve until the bad entries are alone.
+        const [a, b] = halves(call);
+        queue.unshift({ call: a, depth: depth + 1 }, { call: b, depth: depth + 1 });
+        report({ endpoint: call.endpoint, status: outcome.status, calls: [started], delivered: [], dead: [], released: [], ambiguous: [], held: false });
+        continue;
+      }
+      if (call.endpoint === 'person/merge') {
+        for (const entry of call.entries) if (!verdict.delivered.includes(entry)) blocked.add(entry.browser);
+      }
+      const held = afterAmbiguous(call.endpoint, options.ambiguous) === 'hold';
+      const part: Settlement = {
+        delivered: verdict.delivered.map((entry) => entry.seq),
+        released: [...verdict.released, ...(held ? [] : verdict.ambiguous)].map((entry) => ({ seq: entry.seq, notBefore: verdict.notBefore })),
+        dead: [
+          ...verdict.dead.map(({ entry, reason, status }) => ({ seq: entry.seq, reason, status })),
+          ...(held ? verdict.ambiguous.map((entry) => ({ seq: entry.seq, reason: AMBIGUOUS_REASON, status: outcome.status })) : []),
+        ],
+      };
+      await settle(part);
+      const refused = verdict.dead.map(({ entry }) => entry);
+      if (refused.length > 0) options.onRefused?.(refused);
+      report({
+        endpoint: call.endpoint,
+        status: outcome.status,
+        calls: [started],
+        delivered: verdict.delivered,
+        dead: verdict.dead,
+        released: verdict.released,
+        ambiguous: verdict.ambiguous,
+        held,
+      });
+      // The platform is in trouble (or asked to wait): the rest of the lease goes back, in order.
+      if (outcome.kind === 'unapplied' || outcome.kind === 'ambiguous') {
+        stopAt = { notBefore: verdict.notBefore };
+        releaseAt = verdict.notBefore;
+      }
+    }
+    if (released.length > 0) {
+      await settle({ delivered: [], released: released.map((entry) => ({ seq: entry.seq, notBefore: releaseAt })), dead: [] });
+      released = [];
+    }
+  }
+
+  /** Waits for a pacer slot: 0 once taken, else how long the budget is held (the caller gives up the lease). */
+  async function takeSlot(): Promise<number> {
+    for (;;) {
+      const wait = await pacer.take(clock.now(), 'deliver');
+      if (wait === 0) return 0;
+      if (wait > MAX_PACER_WAIT_MS || stopping) return wait;
+      await nap(wait);
+    }
+  }
+
+  async function settle(settlement: Settlement): Promise<void> {
+    const { skipped } = await outbox.settle(owner, settlement, clock.now());
+    // Our lease ran out and another deliverer took the entries: it settles them, not us.
+    if (skipped > 0) log({ level: 'warn', error: 'lease_lost', skipped });
+  }
+
+  /** What `outcome` proves about each entry of `call`. */
+  function judge(call: Call, outcome: CallOutcome, canSplit: boolean): Verdict {
+    const verdict: Verdict = { delivered: [], dead: [], released: [], ambiguous: [], notBefore: clock.now() };
+    if (outcome.kind === 'ok') {
+      const key = call.endpoint === 'person/merge' ? 'people' : 'activities';
+      const body = outcome.body as Record<string, unknown> | undefined;
+      const answers = body !== null && typeof body === 'object' ? body[key] : undefined;
+      call.entries.forEach((entry, i) => {
+        const result = entryResult(call.endpoint, Array.isArray(answers) && answers.length === call.entries.length ? answers[i] : undefined);
+        if (result.ok) verdict.delivered.push(entry);
+        else verdict.dead.push({ entry, reason: `invalid: ${result.error ?? 'the platform refused the entry'}`, status: outcome.status });
+      });
+    } else if (outcome.kind === 'refused') {
+      // A merge whose every entry failed is a 4xx with one detail per entry.
+      if (outcome.details.length === call.entries.length) {
+        call.entries.forEach((entry, i) => {
+          const detail = outcome.details[i] as { error?: unknown } | undefined;
+          const error = typeof detail?.error === 'string' ? detail.error : outcome.message;
+          verdict.dead.push({ entry, reason: `refused: ${error}`, status: outcome.status });
+        });
+      } else if (!canSplit) {
+        for (const entry of call.entries) verdict.dead.push({ entry, reason: `refused: ${outcome.message}`, status: outcome.status });
+      }
+    } else if (outcome.kind === 'unapplied') {
+      verdict.released.push(...call.entries);
+      verdict.notBefore = clock.now() + (outcome.holdMs > 0 ? outcome.holdMs : RETRY_MS);
+    } else if (call.endpoint === 'person/merge') {
+      // Merging the same fields again leaves the person as one merge did: sent again.
+      verdict.released.push(...call.entries);
+      verdict.notBefore = clock.now() + 1_000;
+    } else {
+      verdict.ambiguous.push(...call.entries);
+      verdict.notBefore = clock.now() + 1_000;
+    }
+    return verdict;
+  }
+
+  function report(outcome: {
+    endpoint: Call['endpoint'];
+    status: number;
+    calls: number[];
+    delivered: Leased[];
+    dead: Verdict['dead'];
+    released: Leased[];
+    ambiguous: Leased[];
+    held: boolean;
+  }): void {
+    const event: DeliveryEvent = {
+      at: clock.now(),
+      endpoint: outcome.endpoint,
+      status: outcome.status,
+      called: outcome.calls.length > 0,
+      delivered: outcome.delivered.length,
+      released: outcome.released.length,
+      dead: outcome.dead.map(({ entry, reason, status }) => ({ site: siteName(entry.site), id: entry.id, reason, status })),
+      ambiguous: outcome.ambiguous.map((entry) => ({ site: siteName(entry.site), id: entry.id })),
+      held: outcome.held,
+      latencies: outcome.delivered.map((entry) => clock.now() - entry.accepted),
+    };
+    options.onDelivery?.(event);
+    if (event.dead.length > 0 || event.ambiguous.length > 0 || (outcome.calls.length > 0 && outcome.status !== 200)) {
+      log({
+        level: event.dead.length > 0 || event.ambiguous.length > 0 ? 'warn' : 'info',
+        path: `/v1/${outcome.endpoint}`,
+        status: outcome.status,
+        delivered: event.delivered,
+        released: event.released,
+        dead: event.dead.length,
+        ambiguous: event.ambiguous.length,
+        ...(event.ambiguous.length > 0 ? { policy: outcome.held ? 'hold' : 'resend' } : {}),
+      });
+    }
+  }
+
+  return {
+    owner,
+    start() {
+      if (running !== undefined) return;
+      stopping = false;
+      running = loop();
+    },
+    kick(count = 1) {
+      kicked += count;
+      firstKickAt ??= Date.now();
+      // A full call's worth: no reason to wait for the timer.
+      if (kicked >= 100) wake?.();
+    },
+    async drained({ timeoutMs = 10_000 } = {}) {
+      const until = Date.now() + timeoutMs;
+      hurry++;
+      try {
+        for (;;) {
+          wake?.();
+          const stats = await outbox.stats();
+          if (!busy && stats.pending === 0) return;
+          if (Date.now() > until) throw new Error(`the outbox did not drain within ${timeoutMs} ms (${stats.pending} pending)`);
+          await new Promise((resolve) => setTimeout(resolve, 10));
+        }
+      } finally {
+        hurry--;
+      }
+    },
+    async stop() {
+      stopping = true;
+      wake?.();
+      await running;
+      running = undefined;
+      // Hand the lock on at once: a standby need not wait for it to run out.
+      if (leading) await outbox.lead(owner, clock.now(), 1).catch(() => false);
+      leading = false;
+    },
+  };
+}

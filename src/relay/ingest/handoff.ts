@@ -1,0 +1,75 @@
+/**
+ * The hand-off: how ingest makes accepted items durable before it answers. On Node the outbox
+ * takes them in one atomic step (and remembers their ids for the window); the deliverer sends
+ * them later. Workers hand them to a queue or, without one, to the platform itself
+ * (src/relay/workers/handoff.ts).
+ * @module
+ */
+import type { ItemResult } from '../../api/collect.js';
+import type { SiteConfig } from '../config.js';
+import type { EntryKind, Outbox } from '../deliver/outbox.js';
+
+/** One checked item, as the platform entry it will be sent as. */
+export interface Prepared {
+  /** its place in the batch */
+  index: number;
+  id: string;
+  kind: EntryKind;
+  entry: Record<string, unknown>;
+  /** what the platform could refuse it for, values aside (shapes.ts) */
+  shape: string;
+}
+
+export interface HandoffInput {
+  site: SiteConfig;
+  items: Prepared[];
+  /** the sending browser (the envelope's queue id, else the visitor): identifies go before its tracks */
+  browser: string;
+  /** the visitor's rate-limit key, charged when the platform refuses an item */
+  visitor: string;
+  /** the envelope's queue id, as sent (the Workers store routes its shards by it) */
+  queue: string | undefined;
+  /** ms since epoch when the request arrived */
+  now: number;
+  /** the request body's size: an upper bound of what the items weigh */
+  bytes: number;
+}
+
+export interface HandoffResult {
+  /** a result per item id: `accepted`, `duplicate`, `rejected` (with its reason) or `retry` */
+  results: Map<string, ItemResult>;
+  /** seconds the browser should wait when nothing got through */
+  retryAfter?: number;
+  /** the platform's statuses, when the hand-off called it (Workers without a queue) */
+  upstream?: number[];
+  /** something went wrong that the browser need not know (logged) */
+  warning?: string;
+}
+
+export type Handoff = ((input: HandoffInput) => Promise<HandoffResult>) & {
+  /** true when the request waits for the platform's answer (Workers without a queue) */
+  waitsForPlatform?: boolean;
+};
+
+/**
+ * Margin on top of the window that ids are remembered: an item's age is judged on the relay's
+ * clock after correcting the browser's, which may still be off by the two minutes left
+ * uncorrected, so a resend at the very end of the window is still caught.
+ */
+export const REMEMBER_MARGIN_MS = 10 * 60_000;
+
+/** Hands items to `outbox` (one atomic step); `accepted(count)` wakes the deliverer. */
+export function outboxHandoff(outbox: Outbox, windowMs: number, accepted?: (count: number) => void): Handoff {
+  return async ({ site, items, browser, visitor, now }) => {
+    const taken = await outbox.accept(
+      items.map((item) => ({ site: site.key, id: item.id, kind: item.kind, entry: item.entry, browser, visitor, accepted: now })),
+      now,
+      windowMs + REMEMBER_MARGIN_MS,
+    );
+    const results = new Map<string, ItemResult>();
+    for (const id of taken.accepted) results.set(id, { id, status: 'accepted' });
+    for (const id of taken.duplicate) results.set(id, { id, status: 'duplicate' });
+    if (taken.accepted.length > 0) accepted?.(taken.accepted.length);
+    return { results };
+  };
+}
