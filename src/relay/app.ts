@@ -25,7 +25,7 @@ import { createConsoleLogger, scrub, silentLogger, writes, type Logger } from '.
 import { countBy, observeAll, type ObservedItem, type RelayObserver } from './observe.js';
 import { createReadiness, type Readiness } from './ready.js';
 import { createShapes, createVisitorGate } from './ingest/shapes.js';
-import { chargeRefusals, createMemoryLimiter, type RateLimiter } from './limits.js';
+import { chargeDelivered, createMemoryLimiter, type RateLimiter } from './limits.js';
 import { createMemoryStore } from './memory.js';
 import { createProxy, type ProxyRequest } from './proxy/index.js';
 import { createSnippetHandler, type SnippetSource } from './snippet.js';
@@ -75,8 +75,8 @@ export interface RelayDeps {
   pacer?: Pacer;
   /** run a deliverer in this process (it takes the outbox's lead lock; a standby waits) @default true */
   deliver?: boolean;
-  /** told of platform refusals after acceptance, to charge their visitors */
-  onRefused?: (entries: readonly Leased[]) => void;
+  /** told of platform refusals after acceptance (they are charged to their visitors too) */
+  onRefused?: (entries: readonly Leased[], wholeCall: boolean) => void;
   /** Workers Queues: accepted entries go to the queue (the consumer delivers them) instead of an outbox */
   enqueue?: Enqueue;
   /**
@@ -185,18 +185,12 @@ export function createRelayHandlers(config: RelayConfig, deps: RelayDeps = {}): 
         callTimeoutMs: Math.max(500, Math.min(10_000, config.budgetMs)),
         ambiguous: config.ambiguous,
         onDelivery: observer.delivery,
-        // What the platform refused after acceptance counts against its visitor and site, as at ingest.
-        onRefused: (entries) => {
-          deps.onRefused?.(entries);
-          const bySite = new Map<string, string[]>();
-          for (const entry of entries) bySite.set(entry.site, [...(bySite.get(entry.site) ?? []), entry.visitor]);
-          for (const [site, visitors] of bySite)
-            void chargeRefusals(
-              limiter,
-              site,
-              visitors.filter((visitor) => visitor !== ''),
-              clock.now(),
-            ).catch(() => {});
+        // What the platform refused after acceptance counts against its visitors, one per entry; the
+        // site pays only for a call the platform refused as a whole (what its ban counts), not for
+        // one bad entry among good ones.
+        onRefused: (entries, wholeCall) => {
+          deps.onRefused?.(entries, wholeCall);
+          void chargeDelivered(limiter, entries, wholeCall, clock.now()).catch(() => {});
         },
         logger,
       });

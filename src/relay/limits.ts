@@ -129,6 +129,26 @@ export async function chargeRefusals(limiter: RateLimiter, site: string, visitor
   ]);
 }
 
+/**
+ * Charges refusals the deliverer met after the items were accepted: each entry's visitor once per
+ * entry (`''`: no known visitor), and the site once when the platform refused the call as a whole
+ * (the platform's ban counts refused requests, and one call carries many visitors' entries).
+ */
+export async function chargeDelivered(
+  limiter: RateLimiter,
+  entries: readonly { site: string; visitor: string }[],
+  wholeCall: boolean,
+  now: number,
+): Promise<void> {
+  const counts = new Map<string, number>();
+  for (const { visitor } of entries) if (visitor !== '') counts.set(visitor, (counts.get(visitor) ?? 0) + 1);
+  const sites = new Set(entries.map((entry) => entry.site));
+  await Promise.all([
+    ...[...counts].map(([visitor, count]) => limiter.limit(refusalKey(visitor), VISITOR_REFUSALS, now, count)),
+    ...(wholeCall ? [...sites].map((site) => limiter.limit(refusalKey(siteKey(site)), SITE_REFUSALS, now, 1)) : []),
+  ]);
+}
+
 /** The Workers Rate Limiting binding (`[[ratelimits]]` in wrangler.toml). */
 export interface RateLimitBinding {
   limit(options: { key: string }): Promise<{ success: boolean }>;

@@ -63,6 +63,7 @@ describe('X-Forwarded-For from a trusted proxy', () => {
       expect(response.status).toBe(200);
       await response.body?.cancel();
     }
+    await stack.relay.drained();
     const sent = (
       (await (await fetch(`${stack.recorder!.url}/__control/received`)).json()) as {
         path: string;

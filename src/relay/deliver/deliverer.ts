@@ -53,8 +53,8 @@ export interface DelivererOptions {
   leadTtlMs?: number;
   /** told of every call's outcome (metrics, the status page) */
   onDelivery?: (event: DeliveryEvent) => void;
-  /** told of entries the platform refused, to charge their visitors */
-  onRefused?: (entries: readonly Leased[]) => void;
+  /** told of entries the platform refused, to charge their visitors; `wholeCall` when the platform refused the call itself (a 4xx) */
+  onRefused?: (entries: readonly Leased[], wholeCall: boolean) => void;
   logger?: Logger;
 }
 
@@ -263,7 +263,7 @@ export function createDeliverer(options: DelivererOptions): Deliverer {
       };
       await settle(part);
       const refused = verdict.dead.map(({ entry }) => entry);
-      if (refused.length > 0) options.onRefused?.(refused);
+      if (refused.length > 0) options.onRefused?.(refused, outcome.kind === 'refused');
       report({
         endpoint: call.endpoint,
         status: outcome.status,
