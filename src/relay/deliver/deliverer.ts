@@ -94,7 +94,9 @@ interface Verdict {
 
 export function createDeliverer(options: DelivererOptions): Deliverer {
   const { outbox, pacer, upstream, clock, sites } = options;
-  const owner = options.owner ?? `deliverer-${crypto.randomUUID()}`;
+  // The process id (where there is one) tells an operator which process leads.
+  const pid = (globalThis as { process?: { pid?: number } }).process?.pid;
+  const owner = options.owner ?? `deliverer-${pid ?? 0}-${crypto.randomUUID().slice(0, 8)}`;
   const leaseMs = options.leaseMs ?? 30_000;
   const callTimeoutMs = options.callTimeoutMs ?? 10_000;
   const leaseSize = options.leaseSize ?? 1_000;
