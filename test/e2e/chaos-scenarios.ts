@@ -2,7 +2,8 @@
  * The chaos scenarios: each opens pages of the script-tag snippet, identifies one person, tracks
  * events numbered 0…n-1 while something goes wrong, and counts at the emulator what arrived.
  * `sent` counts events whose track() Promise resolved (stored durably, the snippet's promise);
- * `lost` = sent but never arrived, `duplicated` = arrivals beyond the first of an event.
+ * `lost` = sent but neither arrived nor held by the relay (its dead-letter list, reason
+ * `ambiguous`), `duplicated` = arrivals beyond the first of an event.
  */
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { activityOf, type ChaosStack } from './chaos-stack.js';
@@ -12,6 +13,8 @@ export interface ScenarioResult {
   what: string;
   sent: number;
   arrived: number;
+  /** held by the relay in its dead-letter list (their call's outcome unknown), not arrived: never sent twice */
+  held: number;
   lost: number;
   duplicated: number;
   /** arrivals of events never confirmed as sent (should be 0) */
@@ -97,7 +100,7 @@ export interface Scenario {
   cleanup?(ctx: Context): Promise<void> | void;
 }
 
-const faulty = (name: string, what: string, spec: { status: number; delayMs?: number }): Scenario => ({
+const faulty = (name: string, what: string, spec: { status: number; delayMs?: number; applied?: boolean }): Scenario => ({
   disturbs: 'platform',
   name,
   what,
@@ -203,6 +206,10 @@ export const SCENARIOS: Scenario[] = [
   faulty('upstream-429', 'the platform answers 429 with try-in-seconds to 20% of calls', { status: 429 }),
   faulty('upstream-500', 'the platform answers 500 to 20% of calls', { status: 500 }),
   faulty('upstream-timeout', "the platform stays silent for 2.5 s (past the relay's timeout) on 20% of calls", { status: 504, delayMs: 2500 }),
+  faulty('upstream-applied-504', 'the platform applies 20% of calls, then answers 504 (the outcome the relay cannot know)', {
+    status: 504,
+    applied: true,
+  }),
   {
     name: 'consent',
     what: 'consent flips pending ↔ granted every chunk: stored while pending, sent once granted',
@@ -241,7 +248,8 @@ export async function runScenario(browser: Browser, stack: ChaosStack, scenario:
     await scenario.run(ctx);
     sentAt = Date.now();
     const until = sentAt + deadlineMs;
-    while (Date.now() < until && new Set(stack.received(ctx.email)).size < ctx.sent.size) await sleep(200);
+    const accounted = async () => new Set([...stack.received(ctx.email), ...(await stack.held(ctx.email))]).size;
+    while (Date.now() < until && (await accounted()) < ctx.sent.size) await sleep(200);
     await scenario.cleanup?.(ctx);
     await sleep(1500); // late duplicates would land now
   } finally {
@@ -250,12 +258,14 @@ export async function runScenario(browser: Browser, stack: ChaosStack, scenario:
   }
   const arrivals = stack.received(ctx.email);
   const unique = new Set(arrivals);
-  const lost = [...ctx.sent].filter((n) => !unique.has(n)).length;
+  const heldBack = new Set(await stack.held(ctx.email));
+  const lost = [...ctx.sent].filter((n) => !unique.has(n) && !heldBack.has(n)).length;
   return {
     name: scenario.name,
     what: scenario.what,
     sent: ctx.sent.size,
     arrived: [...unique].filter((n) => ctx.sent.has(n)).length,
+    held: [...heldBack].filter((n) => ctx.sent.has(n) && !unique.has(n)).length,
     lost,
     duplicated: arrivals.length - unique.size,
     unexpected: [...unique].filter((n) => !ctx.sent.has(n)).length,

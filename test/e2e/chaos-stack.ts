@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startEmulator, type RunningEmulator } from '../../src/emulator/node.js';
+import { createSqliteOutbox } from '../../src/relay/state/sqlite-outbox.js';
 
 export const SITE_KEY = 'pk_chaos';
 const PLATFORM_KEY = 'chaos-platform-key';
@@ -31,11 +32,13 @@ export interface ChaosStack {
   killRelay(): void;
   startRelay(): Promise<void>;
   /** makes the platform fail on purpose (the emulator's fault mode), one spec for its two endpoints; `undefined` heals it */
-  setFaults(spec: { status: number; rate: number; delayMs?: number } | undefined): void;
+  setFaults(spec: { status: number; rate: number; delayMs?: number; applied?: boolean } | undefined): void;
   /** how many platform calls the fault mode has failed so far */
   readonly faultsInjected: number;
   /** `n` of every chaos event the emulator holds for `email`, duplicates included */
   received(email: string): string[];
+  /** `n` of every chaos event of `email` the relay holds in its dead-letter list (reason `ambiguous`: its call's outcome is unknown) */
+  held(email: string): Promise<string[]>;
   /** everything the relay processes wrote (RELAY_LOG=debug: a line per request and per item) */
   relayOutput(): string;
   close(): Promise<void>;
@@ -154,6 +157,16 @@ export async function startChaosStack(events: number): Promise<ChaosStack> {
       }
     },
     relayOutput: () => relayOutput,
+    async held(email) {
+      const store = await createSqliteOutbox(join(state, 'relay-state.db'));
+      try {
+        return (await store.outbox.deadLetters())
+          .filter((letter) => letter.reason === 'ambiguous' && (letter.entry['fields'] as Record<string, unknown> | undefined)?.['str::email'] === email)
+          .map((letter) => String((letter.entry['attributes'] as Record<string, unknown> | undefined)?.['str:cm:n']));
+      } finally {
+        await store.close();
+      }
+    },
     received(email) {
       const person = emulator.emulator.snapshot().people.find((p) => p.fields?.['str::email'] === email);
       return (person?.events ?? []).filter((e) => e.activity_id.startsWith('act:cm:chaos-')).map((e) => String(e.attributes['str:cm:n']));
