@@ -240,6 +240,24 @@ describe('order and pacing', () => {
   }, 30_000);
 });
 
+/** Puts `item` straight into `outbox`, as ingest would have. */
+const acceptTrack = (outbox: ReturnType<typeof createMemoryOutbox>, item: ReturnType<typeof track>) =>
+  outbox.accept(
+    [
+      {
+        site: 'pk_d',
+        id: item.id,
+        kind: 'activity',
+        entry: { activity_id: item.activity_id, fields: item.person },
+        browser: 'b',
+        visitor: 'v',
+        accepted: Date.now(),
+      },
+    ],
+    Date.now(),
+    DAY,
+  );
+
 describe('leases and the lead', () => {
   const config = () =>
     parseConfig({
@@ -254,21 +272,7 @@ describe('leases and the lead', () => {
   it('no call outlives its lease: a platform that never answers is cut off before the lease ends, and the entry is held', async () => {
     const outbox = createMemoryOutbox();
     const item = track(`lease-${crypto.randomUUID()}@example.com`);
-    await outbox.accept(
-      [
-        {
-          site: 'pk_d',
-          id: item.id,
-          kind: 'activity',
-          entry: { activity_id: item.activity_id, fields: item.person },
-          browser: 'b',
-          visitor: 'v',
-          accepted: Date.now(),
-        },
-      ],
-      Date.now(),
-      DAY,
-    );
+    await acceptTrack(outbox, item);
     emulator.emulator.setFaults({ 'activities/create': { drop: 'hang', applied: true } });
     const events: DeliveryEvent[] = [];
     const deliverer = createDeliverer({
@@ -332,21 +336,7 @@ describe('leases and the lead', () => {
     dead = true;
     const email = `takeover-${crypto.randomUUID()}@example.com`;
     const item = track(email);
-    await outbox.accept(
-      [
-        {
-          site: 'pk_d',
-          id: item.id,
-          kind: 'activity',
-          entry: { activity_id: item.activity_id, fields: item.person },
-          browser: 'b',
-          visitor: 'v',
-          accepted: Date.now(),
-        },
-      ],
-      Date.now(),
-      DAY,
-    );
+    await acceptTrack(outbox, item);
     await standby.drained({ timeoutMs: 10_000 });
     await standby.stop();
     expect(eventsOf(email)).toHaveLength(1);
