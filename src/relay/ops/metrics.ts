@@ -114,8 +114,12 @@ export function createRelayMetrics(options: RelayMetricsOptions = {}): RelayMetr
   if (outbox !== undefined) {
     // One read of the outbox per scrape serves every gauge; `max` so processes sharing it are not summed.
     let reading: Promise<Awaited<ReturnType<Outbox['stats']>>> | undefined;
+    // A store busy with deliveries must not hold the scrape (the primary of --workers gives up after a few seconds).
     const read = () => {
-      reading ??= outbox.stats().finally(() => {
+      reading ??= Promise.race([
+        outbox.stats(),
+        new Promise<never>((_, reject) => setTimeout(() => reject(new Error('outbox stats timed out')), 1_000).unref()),
+      ]).finally(() => {
         reading = undefined;
       });
       return reading;
