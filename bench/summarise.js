@@ -6,6 +6,9 @@
 
 const target = (what, value, wanted, met) => ({ what, value, target: wanted, met: typeof value === 'number' ? met : null });
 
+/** Each batch size of a relay-cpu run: its best round and median. */
+const cpuRounds = (r) => r.results.map((x) => `${x.items} items ${x.msPerRequest} ms best round, ${x.medianMsPerRequest ?? '?'} ms median`);
+
 const READERS = {
   size(r) {
     const ours = r.rows.find((row) => row.name === 'cdp-edge');
@@ -37,7 +40,7 @@ const READERS = {
     return { headline: parts.join('; '), targets: [] };
   },
   'relay-cpu'(r) {
-    const parts = r.results.map((x) => `${x.items} items ${x.msPerRequest} ms best round, ${x.medianMsPerRequest ?? '?'} ms median`);
+    const parts = cpuRounds(r);
     const hundred = r.results.find((x) => x.items === 100);
     return {
       headline: `workerd CPU per /collect: ${parts.join(', ')}`,
@@ -53,8 +56,7 @@ const READERS = {
   },
   // The Queues path (`--queued`): what /collect costs when it hands entries to a queue and calls no store.
   'relay-cpu-queued'(r) {
-    const parts = r.results.map((x) => `${x.items} items ${x.msPerRequest} ms best round, ${x.medianMsPerRequest ?? '?'} ms median`);
-    return { headline: `workerd CPU per /collect on the Queues path (no store call): ${parts.join(', ')}`, targets: [] };
+    return { headline: `workerd CPU per /collect on the Queues path (no store call): ${cpuRounds(r).join(', ')}`, targets: [] };
   },
   snippet(r) {
     const perTask = r.track.one_call_per_task_incl_write;
