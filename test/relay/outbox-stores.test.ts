@@ -167,6 +167,23 @@ describe('a write that fails', () => {
     await store.close();
   });
 
+  it('SQLite: a call that fails midway leaves nothing behind, not even the site it named first', async () => {
+    const path = tempFile();
+    const [one, two] = [await createSqliteOutbox(path), await createSqliteOutbox(path)];
+    try {
+      const now = Date.now();
+      // An entry JSON cannot hold: the accept fails after it numbered the new site 'x'.
+      await expect(one.outbox.accept([item('x', 'a', { entry: { n: 1n } })], now, 60_000)).rejects.toThrow(/BigInt/);
+      // Another process numbers its own new site; sites must still never share ids.
+      expect((await two.outbox.accept([item('y', 'shared')], now, 60_000)).accepted).toEqual(['shared']);
+      expect(await one.outbox.accept([item('x', 'shared'), item('x', 'a')], now, 60_000)).toEqual({ accepted: ['shared', 'a'], duplicate: [] });
+      expect(await one.outbox.stats()).toMatchObject({ pending: 3, remembered: 3 });
+    } finally {
+      await one.close();
+      await two.close();
+    }
+  });
+
   it.runIf(hasRedis)(
     'Redis: rejects at once while the server is away; the next call once it is back works',
     async () => {
