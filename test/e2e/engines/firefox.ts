@@ -13,7 +13,7 @@ export async function launch(options: LaunchOptions = {}): Promise<Engine> {
     browser: 'firefox',
     executablePath: FIREFOX_PATH,
     headless: true,
-    extraPrefsFirefox: { 'xpinstall.signatures.required': false },
+    extraPrefsFirefox: { 'xpinstall.signatures.required': false, ...options.prefs },
   });
   try {
     for (const extension of options.extensions ?? []) await browser.installExtension(extension);

@@ -60,9 +60,9 @@ export function engineAvailable(engine: EngineName, suite: string): boolean {
 /** The engines of ENGINES that can run here (see engineAvailable), for `describe.each`. */
 export const availableEngines = (suite: string): EngineName[] => ENGINES.filter((engine) => engineAvailable(engine, suite));
 
-/** Launches `engine`; `extensions` are for Firefox only. */
+/** Launches `engine`; `extensions` and `prefs` are for Firefox only. */
 export function launch(engine: EngineName, options: LaunchOptions = {}): Promise<Engine> {
-  if (options.extensions?.length && engine !== 'firefox') throw new Error(`launch(${engine}): extensions are installed in Firefox only`);
+  if ((options.extensions?.length || options.prefs) && engine !== 'firefox') throw new Error(`launch(${engine}): extensions and prefs are for Firefox only`);
   if (engine === 'chromium') return launchChromium();
   if (engine === 'firefox') return launchFirefox(options);
   return launchWebKit();

@@ -24,6 +24,8 @@ export interface EnginePage {
 export interface LaunchOptions {
   /** Firefox only: unpacked WebExtensions to install into the session (signatures not required). */
   extensions?: string[];
+  /** Firefox only: preferences for the session's profile, e.g. `network.dns.localDomains` */
+  prefs?: Record<string, string | number | boolean>;
 }
 
 /** A running browser of one engine. */
