@@ -7,6 +7,7 @@
  * @module
  */
 import * as v from 'valibot';
+import { QUOTE_CHARS, quoteId } from './objects.js';
 import { ENDPOINTS, type EndpointId } from './endpoints.js';
 import { jsonBytes } from './limits.js';
 
@@ -23,7 +24,10 @@ function pathOf(issue: v.BaseIssue<unknown>): string {
   for (const item of issue.path ?? []) {
     const key = (item as { key?: unknown }).key;
     if (typeof key === 'number') out += `[${key}]`;
-    else if (typeof key === 'string') out += out === '' ? key : /^[A-Za-z_][A-Za-z0-9_]*$/.test(key) ? `.${key}` : `[${JSON.stringify(key)}]`;
+    else if (typeof key === 'string') {
+      const plain = key.length <= QUOTE_CHARS && /^[A-Za-z_][A-Za-z0-9_]*$/.test(key);
+      out += plain ? (out === '' ? key : `.${key}`) : out === '' ? quoteId(key) : `[${quoteId(key)}]`;
+    }
   }
   return out;
 }
@@ -32,7 +36,10 @@ function pathOf(issue: v.BaseIssue<unknown>): string {
 export function toIssues(issues: readonly v.BaseIssue<unknown>[]): ValidationIssue[] {
   return issues.map((issue) => {
     const path = pathOf(issue);
-    const message = path && !issue.message.startsWith(path) ? `${path}: ${issue.message}` : issue.message;
+    // valibot's own messages end in "but received <the value>": cut it, a message never quotes a value.
+    const own = issue.received !== undefined && issue.message.endsWith(` but received ${issue.received}`);
+    const text = own ? issue.message.slice(0, -` but received ${issue.received}`.length) : issue.message;
+    const message = path && !text.startsWith(path) ? `${path}: ${text}` : text;
     return { path, message };
   });
 }
@@ -58,7 +65,7 @@ export function forbiddenKey(value: unknown, maxDepth = MAX_BODY_DEPTH, path = '
     return undefined;
   }
   for (const key of Object.keys(value)) {
-    if (FORBIDDEN_KEYS.has(key)) return { path, message: `${path ? `${path}: ` : ''}key ${JSON.stringify(key)} is not allowed` };
+    if (FORBIDDEN_KEYS.has(key)) return { path, message: `${path ? `${path}: ` : ''}key ${quoteId(key)} is not allowed` };
     const found = forbiddenKey((value as Record<string, unknown>)[key], maxDepth, path ? `${path}.${key}` : key, depth + 1);
     if (found) return found;
   }

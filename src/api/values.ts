@@ -10,7 +10,7 @@
  */
 import { parseFieldId, type FieldType } from './fields.js';
 import { LIMITS } from './limits.js';
-import { isRecord } from './objects.js';
+import { isRecord, quoteId } from './objects.js';
 
 export interface PhoneValue {
   c: string;
@@ -68,7 +68,7 @@ function checkPhone(id: string, value: unknown, options: CheckOptions): CheckRes
     const all = digits(value['phone']);
     if (value['parse_with_country_code'] === true || value['phone'].trim().startsWith('+')) {
       phone = splitCallingCode(all);
-      if (!phone) return { ok: false, error: `${id}: ${JSON.stringify(value['phone'])} does not start with a known country code` };
+      if (!phone) return { ok: false, error: `${id}: the phone number does not start with a known country code` };
     } else {
       phone = { c: options.defaultCountryCode ?? '1', n: all.replace(/^0/, '') };
     }
@@ -96,7 +96,7 @@ function checkDate(id: string, value: unknown): CheckResult<DateValue> {
   const [y, mo, d, h, mi, s] = [year, month, day, hour, minute, second] as number[] as [number, number, number, number, number, number];
   const date = new Date(Date.UTC(y, mo - 1, d, h, mi, s));
   if (y < 1 || y > 9999 || date.getUTCMonth() !== mo - 1 || date.getUTCDate() !== d || h > 23 || mi > 59 || s > 59 || h < 0 || mi < 0 || s < 0) {
-    return { ok: false, error: `${id}: ${y}-${mo}-${d} ${h}:${mi}:${s} is not a valid date` };
+    return { ok: false, error: `${id}: the value is not a valid date` };
   }
   if (timezone !== undefined && (typeof timezone !== 'string' || timezone.length === 0 || timezone.length > 64)) {
     return { ok: false, error: `${id}: timezone must be a time zone name such as "Europe/Paris"` };
@@ -121,14 +121,13 @@ function checkByType(id: string, type: FieldType, value: unknown, custom: boolea
       if (typeof value !== 'string') return { ok: false, error: `${id}: expected a string, got ${typeName(value)}` };
       const max = custom ? LIMITS.textChars : LIMITS.stringChars;
       if (value.length > max) return { ok: false, error: `${id}: string of ${value.length} characters is longer than ${max}` };
-      if (id === 'str::email' && value !== '' && !/^[^\s@]+@[^\s@]+$/.test(value))
-        return { ok: false, error: `${id}: ${JSON.stringify(value.slice(0, 80))} is not an email address` };
+      if (id === 'str::email' && value !== '' && !/^[^\s@]+@[^\s@]+$/.test(value)) return { ok: false, error: `${id}: the value is not an email address` };
       return { ok: true, value };
     }
     case 'int': {
       const number = typeof value === 'string' && value.trim() !== '' ? Number(value) : value;
       if (typeof number !== 'number' || !Number.isFinite(number)) return { ok: false, error: `${id}: expected a number, got ${typeName(value)}` };
-      if (Math.abs(number) > LIMITS.maxInt) return { ok: false, error: `${id}: ${number} is out of range` };
+      if (Math.abs(number) > LIMITS.maxInt) return { ok: false, error: `${id}: the number is out of range` };
       if (Math.abs(scaleInt(number) - number * 1000) > 1e-6 * Math.max(1, Math.abs(number))) {
         return { ok: false, error: `${id}: at most 3 decimal places are kept (integers are stored ×1000)` };
       }
@@ -164,7 +163,7 @@ function checkByType(id: string, type: FieldType, value: unknown, custom: boolea
  */
 export function checkFieldValue(fieldId: string, value: unknown, options: CheckOptions = {}): CheckResult {
   const parts = parseFieldId(fieldId);
-  if (!parts) return { ok: false, error: `${JSON.stringify(fieldId)} is not a field ID of the form type:namespace:name` };
+  if (!parts) return { ok: false, error: `${quoteId(fieldId)} is not a field ID of the form type:namespace:name` };
   if (value === null) return { ok: true, value: null };
   return checkByType(fieldId, parts.type, value, parts.custom, options);
 }
@@ -183,9 +182,7 @@ export function checkFields(
   for (const [id, value] of Object.entries(fields)) {
     const parts = parseFieldId(id === 'accounts_id' ? 'str:o:account_id' : id);
     if (!parts || parts.kind !== kind) {
-      errors.push(
-        `${JSON.stringify(id)} is not a ${kind} field ID (expected ${kind === 'person' ? 'type::name or type:cm:name' : 'type:o:name or type:oc:name'})`,
-      );
+      errors.push(`${quoteId(id)} is not a ${kind} field ID (expected ${kind === 'person' ? 'type::name or type:cm:name' : 'type:o:name or type:oc:name'})`);
       continue;
     }
     const result = checkFieldValue(id === 'accounts_id' ? 'str:o:account_id' : id, value, options);

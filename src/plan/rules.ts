@@ -45,14 +45,16 @@ function valueProblem(rule: AttributeRule, id: string, value: unknown): string |
       return typeof value === 'string' ? undefined : `expected a string, got ${kind(value)}`;
     case 'single_select':
       if (typeof value !== 'string') return `expected a string, got ${kind(value)}`;
-      return !rule.values || rule.values.has(value) ? undefined : `${JSON.stringify(value)} is not one of ${[...rule.values].join(', ')}`;
+      return !rule.values || rule.values.has(value) ? undefined : `the value is not one of ${[...rule.values].join(', ')}`;
     case 'multi_select':
       if (!Array.isArray(value) || !value.every((item) => typeof item === 'string')) return `expected an array of strings, got ${kind(value)}`;
       return value.find((item) => rule.values && !rule.values.has(item)) === undefined
         ? undefined
         : `values must be among ${[...(rule.values ?? [])].join(', ')}`;
     case 'integer':
-      return typeof value === 'number' && Number.isInteger(value) ? undefined : `expected an integer, got ${typeof value === 'number' ? value : kind(value)}`;
+      return typeof value === 'number' && Number.isInteger(value)
+        ? undefined
+        : `expected an integer, got ${typeof value === 'number' ? 'a fraction' : kind(value)}`;
     case 'decimal':
     case 'currency':
     case 'price':

@@ -80,11 +80,19 @@ export const visitorKey = (site: string, ip: string): string => `visitor:${site}
  */
 export const addressKey = (address: string): string => `address:${address}`;
 /**
- * What one address may send to all sites together before its body is read: twice a visitor's
- * default (an address may visit a few sites), so the per-visitor limits after parsing stay the
- * ones a site tunes.
+ * What one address may send to all sites together before its body is read: twice the most
+ * generous site's visitor limit (an address may visit a few sites), so the per-visitor limits
+ * after parsing stay the ones a site tunes.
  */
-export const ADDRESS_RATE: Rate = { perSecond: 20, burst: 100 };
+export function addressRate(visitorRates: Iterable<Rate>): Rate {
+  let perSecond = 0;
+  let burst = 0;
+  for (const rate of visitorRates) {
+    perSecond = Math.max(perSecond, rate.perSecond);
+    burst = Math.max(burst, rate.burst);
+  }
+  return { perSecond: 2 * perSecond || 1, burst: 2 * burst || 1 };
+}
 /** The limiter key of a site's own cap. */
 export const siteKey = (site: string): string => `site:${site}`;
 

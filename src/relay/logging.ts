@@ -52,15 +52,114 @@ export const consoleLogger: Logger = createConsoleLogger('info');
 /** Discards lines (tests, benchmarks). */
 export const silentLogger: Logger = () => {};
 
-const EMAIL = /[^\s"'<>@,;:()[\]]+@[^\s"'<>@,;:()[\]]+\.[A-Za-z]{2,}/g;
-// HMACs, SHA-256 hashes and relay tokens: long runs of hex or base64url.
-const HEX = /\b[0-9a-fA-F]{32,}\b/g;
-const TOKEN = /\brt_[A-Za-z0-9_-]{16,}/g;
+/** Characters that end a word for the scrubber: whitespace, quotes and the punctuation around values in messages. */
+const BREAK = new Set([...' \t\r\n"\'`<>,;()[]{}=|\\'].map((c) => c.charCodeAt(0)));
+const isHex = (c: number) => (c >= 48 && c <= 57) || (c >= 65 && c <= 70) || (c >= 97 && c <= 102);
+const isDigit = (c: number) => c >= 48 && c <= 57;
+const isLetter = (c: number) => (c >= 65 && c <= 90) || (c >= 97 && c <= 122);
+const isBase64Url = (c: number) => isDigit(c) || isLetter(c) || c === 95 || c === 45;
+
+/** What a word is, when it is something a log line must not hold. */
+function classify(word: string): string | undefined {
+  if (word.startsWith('rt_') && word.length >= 19) {
+    let token = true;
+    for (let i = 3; i < word.length && token; i++) token = isBase64Url(word.charCodeAt(i));
+    if (token) return '[token]';
+  }
+  const at = word.indexOf('@');
+  if (at > 0) {
+    // user@host.tld: a dot after the @, followed by two or more letters to the end (or a trailing dot or colon)
+    let end = word.length;
+    while (end > at && (word.charCodeAt(end - 1) === 46 || word.charCodeAt(end - 1) === 58)) end--;
+    const dot = word.lastIndexOf('.', end - 1);
+    if (dot > at + 1 && end - dot > 2) {
+      let letters = true;
+      for (let i = dot + 1; i < end && letters; i++) letters = isLetter(word.charCodeAt(i));
+      if (letters) return '[email]';
+    }
+  }
+  return undefined;
+}
+
+/** Replaces runs of 32 or more hex digits (HMACs, SHA-256 hashes) inside `word`. */
+function hexRuns(word: string): string {
+  const parts: string[] = [];
+  let kept = 0;
+  let start = -1;
+  for (let i = 0; i <= word.length; i++) {
+    const hex = i < word.length && isHex(word.charCodeAt(i));
+    if (hex && start < 0) start = i;
+    else if (!hex && start >= 0) {
+      if (i - start >= 32) {
+        parts.push(word.slice(kept, start), '[hex]');
+        kept = i;
+      }
+      start = -1;
+    }
+  }
+  if (kept === 0) return word;
+  parts.push(word.slice(kept));
+  return parts.join('');
+}
+
+/** Phone-like runs: digits with `+ - . ( )` and single spaces between, seven digits or more (not an ISO date). */
+function phones(text: string): string {
+  const parts: string[] = [];
+  let kept = 0;
+  let i = 0;
+  while (i < text.length) {
+    const c = text.charCodeAt(i);
+    if (!(isDigit(c) || c === 43 || c === 40)) {
+      i++;
+      continue;
+    }
+    // the run: digits and separators; a space only when a digit, "(" or "+" follows
+    let end = i;
+    let digits = 0;
+    for (; end < text.length; end++) {
+      const d = text.charCodeAt(end);
+      if (isDigit(d)) digits++;
+      else if (d === 32) {
+        const next = end + 1 < text.length ? text.charCodeAt(end + 1) : 0;
+        if (!(isDigit(next) || next === 40 || next === 43)) break;
+      } else if (!(d === 43 || d === 45 || d === 46 || d === 40 || d === 41)) break;
+    }
+    // A run glued to a letter before it is part of a word (an id, a time); an ISO date is not a phone.
+    const glued = i > 0 && isLetter(text.charCodeAt(i - 1));
+    const date = end - i === 10 && /^\d{4}-\d{2}-\d{2}$/.test(text.slice(i, end));
+    if (digits >= 7 && !glued && !date) {
+      parts.push(text.slice(kept, i), '[phone]');
+      kept = end;
+    }
+    i = Math.max(end, i + 1);
+  }
+  if (kept === 0) return text;
+  parts.push(text.slice(kept));
+  return parts.join('');
+}
 
 /**
  * Free text bound for a log line (an error's message or stack, a platform's refusal) with email
- * addresses, long hashes and relay tokens replaced: a message may quote what it refused.
+ * addresses, long hashes, relay tokens and phone numbers replaced: a message may quote what it
+ * refused. One pass over words and one over digits, so the work is linear in the text whatever
+ * an attacker put in it (a regex over unbounded runs is not: it can backtrack for minutes).
  */
 export function scrub(text: string): string {
-  return text.replace(EMAIL, '[email]').replace(TOKEN, '[token]').replace(HEX, '[hex]');
+  const parts: string[] = [];
+  let kept = 0;
+  let start = 0;
+  for (let i = 0; i <= text.length; i++) {
+    if (i < text.length && !BREAK.has(text.charCodeAt(i))) continue;
+    if (i > start) {
+      const word = text.slice(start, i);
+      const clean = classify(word) ?? hexRuns(word);
+      if (clean !== word) {
+        parts.push(text.slice(kept, start), clean);
+        kept = i;
+      }
+    }
+    start = i + 1;
+  }
+  parts.push(text.slice(kept));
+  return phones(parts.join(''));
 }

@@ -84,8 +84,8 @@ describe('RELAY_PLAN', () => {
     ]);
     expect(results.map((r) => r.status)).toEqual(['accepted', 'rejected', 'rejected', 'rejected', 'rejected', 'rejected', 'rejected']);
     expect(results[1]!.error).toBe('attribute int:cm:seats (integer): expected an integer, got a string');
-    expect(results[2]!.error).toBe('attribute int:cm:seats (integer): expected an integer, got 2.5');
-    expect(results[3]!.error).toBe('attribute str:cm:plan (single_select): "platinum" is not one of free, pro');
+    expect(results[2]!.error).toBe('attribute int:cm:seats (integer): expected an integer, got a fraction');
+    expect(results[3]!.error).toBe('attribute str:cm:plan (single_select): the value is not one of free, pro');
     expect(results[4]!.error).toMatch(/^attribute str:cm:coupon is not defined for act:cm:signed-up in the tracking plan/);
     expect(results[5]!.error).toBe('attribute str:cm:plan is required by the tracking plan for act:cm:signed-up');
     // the plan's site list replaces RELAY_SITES' (which allowed any activity)

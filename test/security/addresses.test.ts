@@ -20,13 +20,16 @@ describe('IPv6 visitors are limited per network', () => {
 
   it('gives 120 addresses of one /64 one bucket, and another /64 its own', async () => {
     const statuses: number[] = [];
+    const started = Date.now();
     for (let i = 1; i <= 120; i++) {
       const response = await collect(stack.relay.url, `2001:db8:aa:bb:${i.toString(16)}:0:0:${(i * 7).toString(16)}`, [goodTrack(`six${i}@example.com`)]);
       statuses.push(response.status);
       await response.body?.cancel();
     }
-    expect(statuses.filter((status) => status === 200).length).toBeLessThanOrEqual(21);
-    expect(statuses.filter((status) => status === 429).length).toBeGreaterThanOrEqual(99);
+    // the burst of 20, plus what refilled (0.5 a second) while the loop ran
+    const allowed = 20 + Math.ceil(((Date.now() - started) / 1000) * 0.5);
+    expect(statuses.filter((status) => status === 200).length).toBeLessThanOrEqual(allowed);
+    expect(statuses.filter((status) => status === 429).length).toBeGreaterThanOrEqual(120 - allowed);
     const neighbour = await collect(stack.relay.url, '2001:db8:aa:cc::1', [goodTrack('next-door@example.com')]);
     expect(neighbour.status).toBe(200);
   }, 30_000);

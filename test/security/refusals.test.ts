@@ -73,7 +73,7 @@ describe('one visitor drawing platform refusals', () => {
     expect(emulator.emulator.calls()['activities/create']?.statuses['400'] ?? 0).toBeLessThanOrEqual(5);
     expect(visitorResults.length).toBeGreaterThan(20);
     expect(new Set(visitorResults)).toEqual(new Set(['accepted']));
-    expect(proxyStatuses.length).toBeGreaterThan(5);
+    expect(proxyStatuses.length).toBeGreaterThanOrEqual(3);
     expect(new Set(proxyStatuses)).toEqual(new Set([200]));
   }, 20_000);
 });

@@ -1,5 +1,6 @@
 /** Building blocks shared by the endpoint schemas. */
 import * as v from 'valibot';
+import { quoteId } from '../objects.js';
 import { isFieldId, parseFieldId, canonicalFieldId } from '../fields.js';
 import { LIMITS } from '../limits.js';
 import { checkFieldValue } from '../values.js';
@@ -8,7 +9,7 @@ export const fieldId = v.pipe(
   v.string('expected a field ID string'),
   v.check<string, (issue: v.CheckIssue<string>) => string>(
     (value) => isFieldId(value),
-    (issue) => `${JSON.stringify(issue.input)} is not a field ID of the form type:namespace:name`,
+    (issue) => `${quoteId(String(issue.input))} is not a field ID of the form type:namespace:name`,
   ),
 );
 
@@ -31,7 +32,7 @@ export const fieldIdOf = (kind: 'person' | 'account') =>
     v.check(
       (id) => kindOf(id) === kind,
       (issue) =>
-        `${JSON.stringify(issue.input)} is not a ${kind} field ID (${kind === 'person' ? 'type::name or type:cm:name' : 'type:o:name or type:oc:name'})`,
+        `${quoteId(String(issue.input))} is not a ${kind} field ID (${kind === 'person' ? 'type::name or type:cm:name' : 'type:o:name or type:oc:name'})`,
     ),
   );
 

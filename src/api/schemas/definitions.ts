@@ -1,5 +1,6 @@
 /** Request bodies of custom fields, activity definitions, activity events and tags. */
 import * as v from 'valibot';
+import { quoteId } from '../objects.js';
 import { isFieldId, parseFieldId, type FieldType } from '../fields.js';
 import { jsonBytes, LIMITS } from '../limits.js';
 import { fieldsOf, id, itemFields, location, record } from './common.js';
@@ -82,7 +83,7 @@ const activityFieldId = v.pipe(
   v.string('activity_field_id must be a string'),
   v.check(
     (value) => parseFieldId(value)?.kind === 'activity',
-    (issue) => `${JSON.stringify(issue.input)} is not an activity field ID (act:cm:<name>)`,
+    (issue) => `${quoteId(String(issue.input))} is not an activity field ID (act:cm:<name>)`,
   ),
 );
 

@@ -1,5 +1,6 @@
 /** Request bodies of the person endpoints and audience subscription. */
 import * as v from 'valibot';
+import { quoteId } from '../objects.js';
 import { isSelectableField } from '../fields.js';
 import { LIMITS } from '../limits.js';
 import { fieldIdOf, fieldsOf, findStrategy, id, itemFields, location, mergeStrategy, paging, record, tagList } from './common.js';
@@ -62,7 +63,7 @@ const selectable = (kind: 'person' | 'account') =>
     v.string(),
     v.check(
       (field) => isSelectableField(field, kind),
-      (issue) => `${JSON.stringify(issue.input)} is not a ${kind} field ID`,
+      (issue) => `${quoteId(String(issue.input))} is not a ${kind} field ID`,
     ),
   );
 

@@ -5,6 +5,7 @@
  * @module
  */
 import { COLLECT_LIMITS } from '../../api/index.js';
+import { quoteId } from '../../api/objects.js';
 import { RelayHttpError } from '../errors.js';
 import { readBody } from '../proxy/body.js';
 
@@ -67,14 +68,15 @@ async function readText(request: CollectRequest): Promise<{ text: string; size: 
 export async function readCollectBody(request: CollectRequest): Promise<CollectBody> {
   const type = (request.contentType ?? 'text/plain').split(';')[0]!.trim().toLowerCase();
   if (type !== 'text/plain' && type !== 'application/json') {
-    throw new RelayHttpError(415, 'unsupported_media_type', `Content-Type ${JSON.stringify(type)} is not accepted; send text/plain or application/json.`);
+    throw new RelayHttpError(415, 'unsupported_media_type', `Content-Type ${quoteId(type)} is not accepted; send text/plain or application/json.`);
   }
   const { text, size } = await readText(request);
   let body: unknown;
   try {
     body = JSON.parse(text);
   } catch (cause) {
-    throw new RelayHttpError(400, 'malformed_body', `The body is not valid JSON (${(cause as Error).message}).`, { cause });
+    // JSON.parse's message quotes the text around the fault: none of it goes into the answer or the logs.
+    throw new RelayHttpError(400, 'malformed_body', 'The body is not valid JSON; send the batch as one JSON object.', { cause });
   }
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
     throw new RelayHttpError(400, 'invalid_body', 'The body must be a JSON object {"key","batch":[…]}.');

@@ -10,9 +10,10 @@ import type { ItemResult, RejectReason } from '../../api/collect.js';
 import type { Clock } from '../clock.js';
 import type { RelayConfig, SiteConfig } from '../config.js';
 import { originAllowed } from '../cors.js';
+import { quoteId } from '../../api/objects.js';
 import { RelayHttpError } from '../errors.js';
 import { limitAddress } from '../client-ip.js';
-import { chargeRefusals, type RateLimiter, visitorKey } from '../limits.js';
+import { addressRate, chargeRefusals, type Rate, type RateLimiter, visitorKey } from '../limits.js';
 import { lookupCounter, type RelayStore } from '../store.js';
 import { readCollectBody, type CollectBody, type CollectRequest } from './body.js';
 import { enrichLocation, enrichmentOf, wantsAddress, type ClientInfo } from './enrich.js';
@@ -80,7 +81,7 @@ function checkOrigin(site: SiteConfig, origin: string | undefined): void {
     return;
   }
   if (!originAllowed(origin, site.origins)) {
-    throw new RelayHttpError(403, 'origin_not_allowed', `Origin ${origin} may not send to this site; add it to the site's "origins" in RELAY_SITES.`);
+    throw new RelayHttpError(403, 'origin_not_allowed', `Origin ${quoteId(origin)} may not send to this site; add it to the site's "origins" in RELAY_SITES.`);
   }
 }
 
@@ -116,6 +117,17 @@ function entryOf(item: CheckedItem, location: Record<string, unknown> | undefine
   return entry;
 }
 
+const addressRates = new WeakMap<RelayConfig, Rate>();
+/** The pre-parse rate of a client address under `config` (limits.ts `addressRate`), worked out once. */
+function addressRateOf(config: RelayConfig): Rate {
+  let rate = addressRates.get(config);
+  if (rate === undefined) {
+    rate = addressRate([...config.sites.values()].map((site) => site.visitorRateLimit));
+    addressRates.set(config, rate);
+  }
+  return rate;
+}
+
 /** Handles one /collect request; throws {@link RelayHttpError} for whole-request failures. */
 export async function collect(ctx: CollectContext, request: CollectRequest, info: ClientInfo, named: { site?: string } = {}): Promise<CollectOutcome> {
   const { config, clock } = ctx;
@@ -124,7 +136,7 @@ export async function collect(ctx: CollectContext, request: CollectRequest, info
   // The request: the client address's limit before the body is read or parsed (a flood costs no
   // parsing), then the body, site, origin, the visitor's and the site's limits and refusals.
   const address = info.ip === undefined ? undefined : limitAddress(info.ip, config.ipv6Prefix);
-  await checkAddress(ctx.limiter, address, started);
+  await checkAddress(ctx.limiter, addressRateOf(config), address, started);
   const body = await readCollectBody(request);
   const site = config.sites.get(body.key);
   if (!site)

@@ -6,8 +6,9 @@
  * @module
  */
 import type { SiteConfig } from '../config.js';
+import type { Rate } from '../limits.js';
 import { RelayHttpError } from '../errors.js';
-import { ADDRESS_RATE, addressKey, type RateLimiter, refusalWait, siteKey, visitorKey } from '../limits.js';
+import { addressKey, type RateLimiter, refusalWait, siteKey, visitorKey } from '../limits.js';
 import type { CollectContext } from './collect.js';
 import type { CheckedItem } from './items.js';
 import { isKnown } from './shapes.js';
@@ -33,9 +34,9 @@ export async function checkRate(limiter: RateLimiter, site: SiteConfig, ip: stri
 }
 
 /** The client address's own bucket, across every site: checked before the body is read, so a flood from one address costs no reading or parsing. */
-export async function checkAddress(limiter: RateLimiter, address: string | undefined, now: number): Promise<void> {
+export async function checkAddress(limiter: RateLimiter, rate: Rate, address: string | undefined, now: number): Promise<void> {
   if (address === undefined) return;
-  const decision = await limiter.limit(addressKey(address), ADDRESS_RATE, now);
+  const decision = await limiter.limit(addressKey(address), rate, now);
   if (decision.ok) return;
   throw new RelayHttpError(429, 'rate_limited', 'Too many requests from this address; retry after the Retry-After seconds.', {
     retryAfter: Math.max(1, Math.ceil(decision.retryAfterMs / 1000)),

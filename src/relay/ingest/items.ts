@@ -10,7 +10,8 @@ import { mergedPerson } from '../../api/schemas/people.js';
 import { activityEvent } from '../../api/schemas/definitions.js';
 import { attributesProblem } from '../../plan/rules.js';
 import type { SiteConfig } from '../config.js';
-import { isRecord } from '../../api/objects.js';
+import { clipId, isRecord } from '../../api/objects.js';
+import { COLLECT_LIMITS } from '../../api/collect.js';
 
 // valibot's record takes arrays and silently drops prototype keys: refuse both instead.
 const record = (what: string) =>
@@ -62,7 +63,7 @@ const identifySchema = v.looseObject({
 const trackSchema = v.looseObject({
   ...base,
   type: v.literal('track'),
-  activity_id: v.string('activity_id must be a string like "act:cm:signed-up"'),
+  activity_id: v.pipe(v.string('activity_id must be a string like "act:cm:signed-up"'), v.maxLength(128, 'activity_id is at most 128 characters')),
   attributes: v.optional(record('attributes')),
   person: v.optional(record('person')),
   user_hash: userHash,
@@ -82,11 +83,31 @@ const message = (issues: readonly v.BaseIssue<unknown>[]) =>
     .map((issue) => issue.message)
     .join('; ');
 
+/**
+ * The longest field ID (or attribute, location key) an item may use: far above any real one, and
+ * checked before any other work on the item, so a huge key costs one length comparison.
+ */
+export const MAX_FIELD_ID_CHARS = 128;
+
+/** The first key of the item's objects longer than {@link MAX_FIELD_ID_CHARS}, as where it is. */
+function longKey(raw: Record<string, unknown>): string | undefined {
+  for (const member of ['fields', 'person', 'attributes', 'location']) {
+    const object = raw[member];
+    if (typeof object !== 'object' || object === null) continue;
+    for (const key in object) if (key.length > MAX_FIELD_ID_CHARS) return member;
+  }
+  return undefined;
+}
+
 /** Checks the envelope of item `index` and the site's allow-lists. */
 export function checkItem(raw: unknown, index: number, site: SiteConfig): Checked {
-  const id = typeof raw === 'object' && raw !== null && typeof (raw as { id?: unknown }).id === 'string' ? (raw as { id: string }).id : `#${index}`;
+  const given = typeof raw === 'object' && raw !== null ? (raw as { id?: unknown }).id : undefined;
+  // An id is echoed in the answer and the logs: only one the schema could accept.
+  const id = typeof given === 'string' && given.length <= COLLECT_LIMITS.idChars ? given : `#${index}`;
   const type = typeof raw === 'object' && raw !== null ? (raw as { type?: unknown }).type : undefined;
   if (type !== 'identify' && type !== 'track') return { ok: false, id, error: `item ${index}: type must be "identify" or "track"`, reason: 'invalid' };
+  const long = longKey(raw as Record<string, unknown>);
+  if (long) return { ok: false, id, error: `item ${index}: a key of ${long} is longer than ${MAX_FIELD_ID_CHARS} characters`, reason: 'invalid' };
   const unsafe = forbiddenKey(raw, MAX_ITEM_DEPTH);
   if (unsafe) return { ok: false, id, error: `item ${index}: ${unsafe.message}`, reason: 'invalid' };
   const parsed = v.safeParse(type === 'identify' ? identifySchema : trackSchema, raw);
@@ -99,7 +120,7 @@ export function checkItem(raw: unknown, index: number, site: SiteConfig): Checke
       return {
         ok: false,
         id,
-        error: `field${refused.length > 1 ? 's' : ''} ${refused.join(', ')} may not be sent from a browser to this site (not in its "fields" list)`,
+        error: `field${refused.length > 1 ? 's' : ''} ${refused.map(clipId).join(', ')} may not be sent from a browser to this site (not in its "fields" list)`,
         reason: 'not_allowed',
       };
   }
@@ -107,7 +128,7 @@ export function checkItem(raw: unknown, index: number, site: SiteConfig): Checke
     return {
       ok: false,
       id,
-      error: `activity ${item.input.activity_id} may not be sent from a browser to this site (not in its "activities" list)`,
+      error: `activity ${clipId(item.input.activity_id)} may not be sent from a browser to this site (not in its "activities" list)`,
       reason: 'not_allowed',
     };
   }
