@@ -26,6 +26,9 @@ async function call(...args) {
   await loaded();
   return window.cdp(...args);
 }
+// Every call's failure (the snippet not loaded, bad input) shows in the log, never as an
+// unhandled rejection.
+const problem = (error) => note('problem', error.message);
 
 // "Go offline": requests to the relay fail as they would without a network; back online,
 // the browser's `online` event makes the snippet send what it kept.
@@ -43,12 +46,12 @@ window.fetch = async (input, init) => {
 // The live log, from the snippet's own events: what left, and what the relay said of each item
 // (one answer's results arrive together, so they are gathered into one line).
 const names = (items) => items.map((item) => item.activity_id ?? item.type).join(', ');
-void call('on', 'send', ({ items, beacon }) =>
+window.cdp('on', 'send', ({ items, beacon }) =>
   note('sent', `${items.length} item${items.length === 1 ? '' : 's'} to the relay${beacon ? ' (exit beacon)' : ''}: ${names(items)}`),
 );
 let answered = {};
 let gathering = false;
-void call('on', 'result', ({ status }) => {
+window.cdp('on', 'result', ({ status }) => {
   answered[status] = (answered[status] ?? 0) + 1;
   if (gathering) return;
   gathering = true;
@@ -68,10 +71,10 @@ if (navigator.sendBeacon) {
   navigator.sendBeacon = (url, body) => (offline ? false : realBeacon(url, body));
 }
 
-void call('on', 'reject', ({ item, error }) => note('problem', `rejected ${item.activity_id ?? item.type}: ${error}`));
-void call('on', 'drop', ({ item, reason }) => note('info', `dropped ${item?.activity_id ?? item?.type ?? 'an item'} (${reason})`));
-void call('on', 'error', ({ message, retryIn }) => note('problem', `${message}; retrying in ${(retryIn / 1000).toFixed(1)} s`));
-void call('on', 'storage-error', () => note('problem', 'IndexedDB is unavailable; the queue lives in memory for this page'));
+window.cdp('on', 'reject', ({ item, error }) => note('problem', `rejected ${item.activity_id ?? item.type}: ${error}`));
+window.cdp('on', 'drop', ({ item, reason }) => note('info', `dropped ${item?.activity_id ?? item?.type ?? 'an item'} (${reason})`));
+window.cdp('on', 'error', ({ message, retryIn }) => note('problem', `${message}; retrying in ${(retryIn / 1000).toFixed(1)} s`));
+window.cdp('on', 'storage-error', () => note('problem', 'IndexedDB is unavailable; the queue lives in memory for this page'));
 
 async function stored(what, promise) {
   try {
@@ -126,8 +129,10 @@ for (const [id, state] of [
   $(id).addEventListener('click', async () => {
     localStorage.setItem('demo-consent', state);
     showConsent(state);
-    await call('consent', state);
-    note('info', state === 'granted' ? 'consent granted: the queue is sent' : 'consent denied: the queue is deleted, nothing is stored');
+    await call('consent', state).then(
+      () => note('info', state === 'granted' ? 'consent granted: the queue is sent' : 'consent denied: the queue is deleted, nothing is stored'),
+      problem,
+    );
   });
 }
 showConsent(localStorage.getItem('demo-consent') ?? 'pending');
@@ -138,10 +143,7 @@ $('#offline').addEventListener('change', (event) => {
   note('info', offline ? 'offline: events are stored, sends fail and are retried' : 'online again: sending what was kept');
   if (!offline) window.dispatchEvent(new Event('online'));
 });
-$('#flush').addEventListener('click', () => call('flush'));
-$('#reset').addEventListener('click', async () => {
-  await call('reset');
-  note('info', 'reset: a new anonymous visitor from now on');
-});
+$('#flush').addEventListener('click', () => call('flush').catch(problem));
+$('#reset').addEventListener('click', () => call('reset').then(() => note('info', 'reset: a new anonymous visitor from now on'), problem));
 if (dashboard) $('#dashboard').href = dashboard;
 else $('#dashboard').remove();

@@ -9,6 +9,8 @@ import { PNG } from 'pngjs';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient, type Client } from '../../src/client/index.js';
+import { createServer } from 'node:net';
+import { startDemoServer } from '../../src/demo/server.js';
 import { EMULATOR_KEY, startDevStack, type DevStack } from '../../src/demo/stack.js';
 import { chromiumAvailable, launchChromium } from './chromium.js';
 
@@ -156,5 +158,40 @@ describe.runIf(available)('the demo in Chromium (what npm start serves)', () => 
       return (person?.events ?? []).filter((e) => e.activity_id === 'act:cm:page-view').map((e) => e.attributes['str:cm:path']);
     };
     await expect.poll(paths, { timeout: 15_000 }).toEqual(expect.arrayContaining(['/spa/', '/spa/teas', '/spa/about', '/spa/account']));
+  });
+
+  it('when cdp.js cannot load (the relay is gone): every call says so in the log, nothing is an unhandled rejection; the favicon is served', async () => {
+    // A port that was free a moment ago: nothing answers there.
+    const dead = await new Promise<number>((resolve) => {
+      const server = createServer().listen(0, '127.0.0.1', () => {
+        const { port } = server.address() as { port: number };
+        server.close(() => resolve(port));
+      });
+    });
+    const demo = await startDemoServer({ port: 0, config: () => ({ relay: `http://127.0.0.1:${dead}`, key: 'pk_demo', identitySecret: 'not-used' }) });
+    try {
+      const page = await browser.newPage();
+      const problems: string[] = [];
+      const missing: string[] = [];
+      page.on('pageerror', (e) => problems.push(String(e)));
+      page.on('response', (response) => {
+        if (response.status() === 404) missing.push(response.url());
+      });
+      await page.goto(`${demo.url}/`);
+      await page.click('#flush');
+      await page.click('#reset');
+      await page.click('#accept');
+      // The page waits up to 5 s for the snippet, then logs why each call failed: the page view, flush, reset, consent.
+      await expect.poll(async () => (await logText(page)).match(/the snippet did not load/g)?.length ?? 0, { timeout: 15_000 }).toBeGreaterThanOrEqual(4);
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      expect(problems).toEqual([]);
+      expect(missing).toEqual([]);
+      const icon = await fetch(`${demo.url}/favicon.svg`);
+      expect(icon.status).toBe(200);
+      expect(icon.headers.get('content-type')).toMatch(/^image\/svg\+xml/);
+      expect(await page.locator('link[rel=icon]').getAttribute('href')).toBe('/favicon.svg');
+    } finally {
+      await demo.close();
+    }
   });
 });
