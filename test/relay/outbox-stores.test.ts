@@ -212,6 +212,35 @@ describe('a write that fails', () => {
   );
 });
 
+describe('the SQLite outbox counts its remembered ids as they come and go', () => {
+  it('keeps the count through accepts, expiry and a reopen, and counts a file that had none once', async () => {
+    const path = tempFile();
+    const store = await createSqliteOutbox(path);
+    const now = Date.now();
+    await store.outbox.accept([item('s', 'a'), item('s', 'b'), item('s', 'a')], now, 1000);
+    expect((await store.outbox.stats()).remembered).toBe(2);
+    // a's and b's windows passed: b forgotten, a remembered anew, c new.
+    expect(await store.outbox.accept([item('s', 'a'), item('s', 'c')], now + 1000, 1000)).toEqual({ accepted: ['a', 'c'], duplicate: [] });
+    expect((await store.outbox.stats()).remembered).toBe(2);
+    await store.outbox.accept([], now + 5000, 1000); // the expiry slice forgets both
+    expect((await store.outbox.stats()).remembered).toBe(0);
+    // More expired ids than one accept's expiry slice (1,000): those left are forgotten when sent again.
+    const many = Array.from({ length: 1005 }, (_, i) => item('m', `m${i}`));
+    expect((await store.outbox.accept(many, now, 1000)).accepted).toHaveLength(1005);
+    expect((await store.outbox.accept(many, now + 2000, 1000)).accepted).toHaveLength(1005);
+    expect((await store.outbox.stats()).remembered).toBe(1005);
+    await store.outbox.accept([item('s', 'd'), item('s', 'e')], now + 5000, 60_000);
+    expect((await store.outbox.stats()).remembered).toBe(1005 + 2 - 1000);
+    await store.close();
+    const db = new Sqlite(path);
+    db.exec('DROP TABLE outbox_count');
+    db.close();
+    const reopened = await createSqliteOutbox(path);
+    expect((await reopened.outbox.stats()).remembered).toBe(7);
+    await reopened.close();
+  });
+});
+
 describe('createNodeState opens the outbox on the relay’s backend', () => {
   it('SQLite: accepted items and the pacer live in the state file, shared by a second opening and kept across a reopen', async () => {
     const stateFile = tempFile();
