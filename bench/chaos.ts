@@ -5,8 +5,10 @@
  *
  *   npm run build && npx tsx bench/chaos.ts [--events 2000] [--deadline-seconds 45]
  *
- * Prints a table and writes bench/results/chaos.json (per scenario: sent, arrived, lost,
- * duplicated, seconds, what the pages saw of /collect, faults the platform injected).
+ * Prints a table and writes bench/results/chaos.json (per scenario: sent, arrived, held in the
+ * relay's dead-letter list, lost (neither arrived nor held), duplicated, seconds, what the pages
+ * saw of /collect, faults the platform injected). The applied-then-504 and applied-then-drop
+ * scenarios apply calls and then fail them, so a relay that resends blindly shows duplicates.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
@@ -28,15 +30,24 @@ try {
   for (const scenario of SCENARIOS) {
     const result = await runScenario(browser, stack, scenario, perScenario, DEADLINE_MS);
     results.push(result);
-    console.log(`${result.name}: sent ${result.sent}, arrived ${result.arrived}, lost ${result.lost}, duplicated ${result.duplicated} in ${result.seconds} s`);
+    console.log(
+      `${result.name}: sent ${result.sent}, arrived ${result.arrived}, held ${result.held}, lost ${result.lost}, duplicated ${result.duplicated} in ${result.seconds} s`,
+    );
   }
 } finally {
   await browser.close();
   await stack.close();
 }
 
-const sum = (key: 'sent' | 'arrived' | 'lost' | 'duplicated' | 'unexpected') => results.reduce((n, r) => n + r[key], 0);
-const totals = { sent: sum('sent'), arrived: sum('arrived'), lost: sum('lost'), duplicated: sum('duplicated'), unexpected: sum('unexpected') };
+const sum = (key: 'sent' | 'arrived' | 'held' | 'lost' | 'duplicated' | 'unexpected') => results.reduce((n, r) => n + r[key], 0);
+const totals = {
+  sent: sum('sent'),
+  arrived: sum('arrived'),
+  held: sum('held'),
+  lost: sum('lost'),
+  duplicated: sum('duplicated'),
+  unexpected: sum('unexpected'),
+};
 const report = {
   benchmark: 'chaos',
   date: new Date().toISOString(),
@@ -60,6 +71,7 @@ console.table(
     scenario: r.name,
     sent: r.sent,
     arrived: r.arrived,
+    held: r.held,
     lost: r.lost,
     duplicated: r.duplicated,
     s: r.seconds,

@@ -165,6 +165,8 @@ export default {
         windowMs: config.windowMs,
         clock: systemClock,
         deadline: Date.now() + CONSUMER_BUDGET_MS,
+        // What became of the entries, in Analytics Engine (`delivery` points) when bound.
+        observe: observer?.delivery,
       },
       logger,
     );

@@ -6,6 +6,7 @@
  * `ambiguous`), `duplicated` = arrivals beyond the first of an event.
  */
 import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { FaultSpec } from '../../src/emulator/options.js';
 import { activityOf, type ChaosStack } from './chaos-stack.js';
 
 export interface ScenarioResult {
@@ -13,7 +14,7 @@ export interface ScenarioResult {
   what: string;
   sent: number;
   arrived: number;
-  /** held by the relay in its dead-letter list (their call's outcome unknown), not arrived: never sent twice */
+  /** held by the relay in its dead-letter list (their call's outcome unknown, so the platform may have them): never sent twice */
   held: number;
   lost: number;
   duplicated: number;
@@ -100,20 +101,22 @@ export interface Scenario {
   cleanup?(ctx: Context): Promise<void> | void;
 }
 
-const faulty = (name: string, what: string, spec: { status: number; delayMs?: number; applied?: boolean }): Scenario => ({
+const faulty = (name: string, what: string, spec: FaultSpec, endpoints?: readonly string[]): Scenario => ({
   disturbs: 'platform',
   name,
   what,
   async run(ctx) {
     const context = await ctx.newContext();
     const page = await open(context, ctx);
-    // The first chunk meets a platform failing every call (so even a short run sees the fault), then 20%.
-    ctx.stack.setFaults({ ...spec, rate: 1 });
+    // The first chunk meets a platform failing every call until one call has failed (so even a
+    // short run sees the fault, however few calls the relay's deliverer makes), then 20%.
+    const before = ctx.stack.faultsInjected;
+    ctx.stack.setFaults({ ...spec, rate: 1 }, endpoints);
     await inChunks(0, ctx.n, async (a, b, i) => {
       await track(page, ctx, a, b, i === 0 ? ctx.email : undefined);
       if (i === 0) {
-        await sleep(300);
-        ctx.stack.setFaults({ ...spec, rate: 0.2 });
+        for (let waited = 0; ctx.stack.faultsInjected === before && waited < 10_000; waited += 100) await sleep(100);
+        ctx.stack.setFaults({ ...spec, rate: 0.2 }, endpoints);
       }
       await sleep(50);
     });
@@ -206,10 +209,20 @@ export const SCENARIOS: Scenario[] = [
   faulty('upstream-429', 'the platform answers 429 with try-in-seconds to 20% of calls', { status: 429 }),
   faulty('upstream-500', 'the platform answers 500 to 20% of calls', { status: 500 }),
   faulty('upstream-timeout', "the platform stays silent for 2.5 s (past the relay's timeout) on 20% of calls", { status: 504, delayMs: 2500 }),
-  faulty('upstream-applied-504', 'the platform applies 20% of calls, then answers 504 (the outcome the relay cannot know)', {
-    status: 504,
-    applied: true,
-  }),
+  // Outcomes a relay cannot tell from failures: activities/create applied, then the answer lost. A
+  // relay that sends such a call again duplicates its events; one that holds them counts them held.
+  faulty(
+    'upstream-applied-504',
+    'the platform records the events of 20% of activities/create calls, then answers 504 (the outcome the relay cannot know)',
+    { status: 504, applied: true },
+    ['activities/create'],
+  ),
+  faulty(
+    'upstream-applied-drop',
+    'the platform records the events of 20% of activities/create calls, then drops the connection without an answer',
+    { drop: 'close', applied: true },
+    ['activities/create'],
+  ),
   {
     name: 'consent',
     what: 'consent flips pending ↔ granted every chunk: stored while pending, sent once granted',
@@ -265,7 +278,8 @@ export async function runScenario(browser: Browser, stack: ChaosStack, scenario:
     what: scenario.what,
     sent: ctx.sent.size,
     arrived: [...unique].filter((n) => ctx.sent.has(n)).length,
-    held: [...heldBack].filter((n) => ctx.sent.has(n) && !unique.has(n)).length,
+    // Every held event counts, arrived or not: each waits for a person to check it against the platform.
+    held: [...heldBack].filter((n) => ctx.sent.has(n)).length,
     lost,
     duplicated: arrivals.length - unique.size,
     unexpected: [...unique].filter((n) => !ctx.sent.has(n)).length,

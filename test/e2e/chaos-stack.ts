@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startEmulator, type RunningEmulator } from '../../src/emulator/node.js';
+import type { FaultSpec } from '../../src/emulator/options.js';
 import { createSqliteOutbox } from '../../src/relay/state/sqlite-outbox.js';
 
 export const SITE_KEY = 'pk_chaos';
@@ -31,8 +32,8 @@ export interface ChaosStack {
   /** SIGKILL: no graceful close, whatever was in flight is cut */
   killRelay(): void;
   startRelay(): Promise<void>;
-  /** makes the platform fail on purpose (the emulator's fault mode), one spec for its two endpoints; `undefined` heals it */
-  setFaults(spec: { status: number; rate: number; delayMs?: number; applied?: boolean } | undefined): void;
+  /** makes the platform fail on purpose (the emulator's fault mode), one spec for `endpoints` (both by default); `undefined` heals it */
+  setFaults(spec: (FaultSpec & { rate: number }) | undefined, endpoints?: readonly string[]): void;
   /** how many platform calls the fault mode has failed so far */
   readonly faultsInjected: number;
   /** `n` of every chaos event the emulator holds for `email`, duplicates included */
@@ -138,9 +139,9 @@ export async function startChaosStack(events: number): Promise<ChaosStack> {
     site,
     pageUrl: (init = {}) => `${site}/?init=${encodeURIComponent(JSON.stringify(init))}`,
     killRelay,
-    setFaults(spec) {
+    setFaults(spec, endpoints = ['activities/create', 'person/merge']) {
       rate = spec?.rate ?? 0;
-      emulator.emulator.setFaults(spec ? { 'activities/create': spec, 'person/merge': spec } : {});
+      emulator.emulator.setFaults(spec ? Object.fromEntries(endpoints.map((endpoint) => [endpoint, spec])) : {});
     },
     get faultsInjected() {
       return faultsInjected;

@@ -276,7 +276,7 @@ describe('the Worker entry with an ANALYTICS binding', () => {
     }
   });
 
-  it('counts the queue consumer’s platform calls as upstream points', async () => {
+  it('counts the queue consumer’s platform calls as upstream points, and what became of their entries as delivery points', async () => {
     const { dataset, points } = recording(env['TEST_ANALYTICS']);
     const id = crypto.randomUUID();
     const batch = createMessageBatch('relay-test-events', [
@@ -295,7 +295,11 @@ describe('the Worker entry with an ANALYTICS binding', () => {
     ]);
     await upstream.reset();
     await worker.queue(batch, { ...env, ANALYTICS: dataset } as never);
-    expect(points).toEqual([{ indexes: ['activities/create'], blobs: ['upstream', 'activities/create', '200'], doubles: [1, expect.any(Number), 200] }]);
+    expect(points).toEqual([
+      { indexes: ['activities/create'], blobs: ['upstream', 'activities/create', '200'], doubles: [1, expect.any(Number), 200] },
+      // delivered 1, released 0, refused 0, ambiguous 0, a call was made
+      { indexes: ['activities/create'], blobs: ['delivery', 'activities/create', '200', 'held'], doubles: [1, 0, 200, 1, 0, 0, 0, 1] },
+    ]);
   });
 });
 

@@ -3,9 +3,11 @@
 // calls are full, ambiguous activities are held as dead letters with their reason, refusals are
 // dead letters too, and a 429 holds the deployment's pacer. The platform here is a stand-in on an
 // injected fetch that records every call and answers as each test scripts.
-import { env } from 'cloudflare:test';
+import { env, runDurableObjectAlarm, runInDurableObject } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
 import type { Pacer } from '../../src/relay/deliver/outbox.js';
+import type { DeliveryEvent } from '../../src/relay/observe.js';
+import { deliveryPoint } from '../../src/relay/workers/analytics.js';
 import type { AmbiguousPolicy } from '../../src/relay/deliver/policy.js';
 import type { QueuedEntry } from '../../src/relay/workers/handoff.js';
 import { createDeliveryLedger, createDurablePacer } from '../../src/relay/workers/delivery.js';
@@ -291,4 +293,63 @@ describe('refusals and the platform’s pace', () => {
     expect(await pacer.take(Date.now(), 'deliver')).toBeGreaterThan(5_000);
     expect(await pacer.take(Date.now(), 'proxy')).toBeGreaterThan(5_000);
   });
+});
+
+describe('what the consumer tells', () => {
+  it('one delivery event per call, as the Node deliverer tells it: delivered, refused, ambiguous held; the Analytics Engine point carries the counts', async () => {
+    const s = site();
+    const [good, bad] = [activity(s), activity(s)];
+    const events: DeliveryEvent[] = [];
+    let status = 200;
+    const { upstream } = platform((call) =>
+      status === 200
+        ? Response.json({ activities: call.entries.map((_, n) => (n === 1 ? { status: 'invalid', error: 'unknown attribute' } : { status: 'queued' })) })
+        : Response.json({ code: status, error: 'gateway timeout' }, { status }),
+    );
+    const { ctx } = context(upstream);
+    ctx.observe = (event) => events.push(event);
+    await consumeQueue(batchOf([good!, bad!]).batch, ctx, quiet);
+    status = 504;
+    const [late] = [activity(s)];
+    await consumeQueue(batchOf([late!]).batch, ctx, quiet);
+    expect(events.map((e) => [e.endpoint, e.status, e.called, e.delivered, e.dead.map((d) => d.reason), e.ambiguous.map((a) => a.id), e.held])).toEqual([
+      ['activities/create', 200, true, 1, ['refused'], [], true],
+      ['activities/create', 504, true, 0, [], [late!.id], true],
+    ]);
+    expect(deliveryPoint(events[1]!)).toEqual({
+      indexes: ['activities/create'],
+      blobs: ['delivery', 'activities/create', '504', 'held'],
+      doubles: [1, 0, 504, 0, 0, 0, 1, 1],
+    });
+  });
+});
+
+describe('what the ledger keeps', () => {
+  it('a delivered id costs under 100 bytes of the object’s SQLite, and expired ids are swept by the alarm', async () => {
+    const s = site();
+    const ledger = createDeliveryLedger(namespace(), 1); // one object, to weigh it
+    const stub = namespace().get(namespace().idFromName(`delivered:${s}#0`));
+    const size = () => runInDurableObject(stub, (_, state) => state.storage.sql.databaseSize);
+    const now = Date.now();
+    const deliver = async (count: number) => {
+      for (let done = 0; done < count; done += 500) {
+        const ids = Array.from({ length: 500 }, () => crypto.randomUUID());
+        await ledger.claim(s, ids, 'weigh', now, 60_000, 1000);
+        await ledger.settle(s, 'weigh', { delivered: ids, dead: [], released: [] }, now + 1000);
+      }
+    };
+    await deliver(500); // the tables exist
+    const before = await size();
+    const COUNT = 10_000;
+    await deliver(COUNT);
+    const perId = ((await size()) - before) / COUNT;
+    console.log(`delivery ledger: ${perId.toFixed(1)} bytes per delivered id (object SQLite, ${COUNT} ids)`);
+    expect(perId).toBeLessThan(100);
+
+    // The window (1 s here) passes: the object's alarm deletes what expired.
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+    while (await runDurableObjectAlarm(stub)) {}
+    const usage = (await (stub as unknown as { usage(): Promise<{ delivered: number }> }).usage()).delivered;
+    expect(usage).toBe(0);
+  }, 60_000);
 });

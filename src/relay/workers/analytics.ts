@@ -29,7 +29,7 @@
  * @module
  */
 import type { AnalyticsEngineDataPoint, AnalyticsEngineDataset } from '@cloudflare/workers-types/index.ts';
-import { type CollectEvent, NONE, type RejectReason, type RelayObserver, UNKNOWN_SITE } from '../observe.js';
+import { type CollectEvent, type DeliveryEvent, NONE, type RejectReason, type RelayObserver, UNKNOWN_SITE } from '../observe.js';
 import type { AuditEntry } from '../proxy/audit.js';
 import type { UpstreamCall } from '../deliver/caller.js';
 
@@ -112,6 +112,20 @@ export function proxyPoint(entry: AuditEntry): AnalyticsEngineDataPoint {
   };
 }
 
+/**
+ * The data point for one call of the queue consumer (or entries it held without a call): what
+ * became of its entries. `index1` is the endpoint ID; `blob4` `'held'` or `'resent'` (the
+ * ambiguous policy); doubles after the common three: delivered, released, refused (dead letters),
+ * ambiguous, and whether a call was made (1) or not (0).
+ */
+export function deliveryPoint(event: DeliveryEvent): AnalyticsEngineDataPoint {
+  return {
+    indexes: [clip(event.endpoint)],
+    blobs: ['delivery', event.endpoint, String(event.status), event.held ? 'held' : 'resent'],
+    doubles: [1, 0, event.status, event.delivered, event.released, event.dead.length, event.ambiguous.length, event.called ? 1 : 0],
+  };
+}
+
 /** The data point for one call to the platform. */
 export function upstreamPoint(call: UpstreamCall): AnalyticsEngineDataPoint {
   return {
@@ -149,7 +163,6 @@ export function analyticsObserver(dataset: AnalyticsEngineDataset): Required<Rel
     collect: (event) => write(() => collectPoint(event)),
     proxy: (entry) => write(() => proxyPoint(entry)),
     upstream: (call) => write(() => upstreamPoint(call)),
-    // Workers deliver from the request or the queue consumer; their platform calls are the upstream points.
-    delivery: () => {},
+    delivery: (event) => write(() => deliveryPoint(event)),
   };
 }

@@ -12,6 +12,7 @@ import { entryResult } from '../deliver/calls.js';
 import { refusal } from '../deliver/send.js';
 import type { Clock } from '../clock.js';
 import type { Pacer } from '../deliver/outbox.js';
+import type { DeliveryEvent } from '../observe.js';
 import { AMBIGUOUS_REASON, afterAmbiguous, type AmbiguousPolicy, callOutcome } from '../deliver/policy.js';
 import { RelayHttpError } from '../errors.js';
 import type { Upstream } from '../deliver/caller.js';
@@ -40,6 +41,8 @@ export interface CallContext {
   deadline: number;
   /** every status seen (0 = no answer), for the log line */
   statuses: number[];
+  /** told what became of each call's entries (Analytics Engine's `delivery` points) */
+  observe?: ((event: DeliveryEvent) => void) | undefined;
 }
 
 interface Call {
@@ -92,13 +95,14 @@ async function slot(ctx: CallContext): Promise<{ ok: true } | { ok: false; waitM
 const itemsKey = (endpoint: Call['endpoint']) => (endpoint === 'person/merge' ? 'people' : 'activities');
 
 /** Sends `call` once; the fate of each of its entries goes into `fates`. Resolves to halves to send when the platform refused the call as a whole. */
-async function sendCall(ctx: CallContext, call: Call, fates: Map<object, Fate>): Promise<Call[]> {
+async function sendCall(ctx: CallContext, call: Call, fates: Map<object, Fate>, seen: { value: number }): Promise<Call[]> {
   const set = (fate: Fate) => {
     for (const sending of call.entries) fates.set(sending.key, fate);
   };
   const paced = await slot(ctx);
   if (!paced.ok) {
     set({ kind: 'released', delaySeconds: Math.max(1, Math.ceil(paced.waitMs / 1000)) });
+    seen.value = -1; // no call: nothing to tell
     return [];
   }
   const key = itemsKey(call.endpoint);
@@ -121,6 +125,7 @@ async function sendCall(ctx: CallContext, call: Call, fates: Map<object, Fate>):
     notSent = error.code === 'upstream_paused';
   }
   ctx.statuses.push(status);
+  seen.value = status;
   const outcome = callOutcome(status, notSent);
   if (outcome === 'applied') {
     const answers = isRecord(answer) ? answer[key] : undefined;
@@ -187,8 +192,44 @@ export async function deliverEntries(ctx: CallContext, entries: readonly Sending
       if (rest.length > 0) calls.unshift({ ...call, entries: rest });
       continue;
     }
-    calls.unshift(...(await sendCall(ctx, call, fates)));
+    const status = { value: 0 };
+    const halves = await sendCall(ctx, call, fates, status);
+    calls.unshift(...halves);
+    if (halves.length === 0 && status.value >= 0) ctx.observe?.(deliveryEvent(ctx, call, fates, status.value));
     if (call.endpoint === 'person/merge') for (const s of call.entries) if (fates.get(s.key)?.kind === 'released') mergesBack.add(s.body.site);
   }
   return fates;
+}
+
+/** What became of one call's entries, as the deliverer on Node tells it (metrics, Analytics Engine). */
+export function deliveryEvent(
+  ctx: Pick<CallContext, 'policy' | 'clock'>,
+  call: Pick<Call, 'endpoint' | 'entries'>,
+  fates: Map<object, Fate>,
+  status: number,
+  called = true,
+): DeliveryEvent {
+  const event: DeliveryEvent = {
+    at: ctx.clock.now(),
+    endpoint: call.endpoint,
+    status,
+    called,
+    delivered: 0,
+    released: 0,
+    dead: [],
+    ambiguous: [],
+    held: ctx.policy === 'hold',
+    latencies: [],
+  };
+  // Activities of an ambiguous call (or held without one) are the ambiguous entries, held or resent.
+  const unknown = call.endpoint === 'activities/create' && (!called || callOutcome(status) === 'ambiguous');
+  for (const sending of call.entries) {
+    const fate = fates.get(sending.key);
+    const { site, id } = sending.body;
+    if (unknown) event.ambiguous.push({ site, id });
+    else if (fate?.kind === 'delivered') event.delivered++;
+    else if (fate?.kind === 'released') event.released++;
+    else if (fate?.kind === 'dead') event.dead.push({ site, id, reason: fate.reason, ...(fate.status === undefined ? {} : { status: fate.status }) });
+  }
+  return event;
 }

@@ -8,7 +8,7 @@
 import type { Enqueue, QueuedEntry } from './handoff.js';
 import { AMBIGUOUS_REASON, afterAmbiguous } from '../deliver/policy.js';
 import type { Logger } from '../logging.js';
-import { type CallContext, deliverEntries, type Fate, type Sending } from './calls.js';
+import { type CallContext, deliverEntries, deliveryEvent, type Fate, type Sending } from './calls.js';
 import type { Claimed, DeliveryLedger } from './delivery.js';
 import type { MessageBatch, Queue, QueueMessage } from './types.js';
 
@@ -130,6 +130,11 @@ export async function consumeQueue(batch: MessageBatch<QueuedEntry>, ctx: Consum
     }
   }
 
+  const heldAtClaim = claimed.filter((message) => fates.has(message));
+  if (heldAtClaim.length > 0) {
+    const entries = heldAtClaim.map((message) => ({ key: message, body: message.body }));
+    ctx.observe?.(deliveryEvent(ctx, { endpoint: 'activities/create', entries }, fates, 0, false));
+  }
   const statuses: number[] = [];
   for (const [key, fate] of await deliverEntries({ ...ctx, statuses }, going)) fates.set(key, fate);
 
