@@ -135,85 +135,31 @@ const READERS = {
       `429s ${pct(x.platform_429_share)}% of ${x.platform_calls} calls, created → platform p50 ${x.created_to_platform_ms.p50} ms p99 ${x.created_to_platform_ms.p99} ms, ` +
       `/collect p50 ${x.collect_ms.p50} ms p99 ${x.collect_ms.p99} ms, ${x.drained ? `drained in ${x.drain_seconds} s` : `not drained after ${x.drain_seconds} s (${x.items - x.delivered_after_drain} of ${x.items} not delivered)`}, ` +
       `lost ${x.lost}, duplicated ${x.duplicated}, relay CPU ${x.relay_cpu_ms_per_100_items} ms per 100 items`;
+    const atMost = (what, value, limit) => target(what, value, `≤ ${limit}`, value <= limit);
+    const atLeast = (what, value, limit) => target(what, value, `≥ ${limit}`, value >= limit);
     const at300 = p['300'];
     const at1500 = p['1500'];
-    const slow = p['slow-platform'];
-    const cpu = p.cpu;
     const targets = [];
     if (at300) {
-      const share = pct(at300.delivered_in_real_time_share);
       targets.push(
-        target(
-          '300 items/s, 10 calls/s: % delivered in real time',
-          share,
-          `≥ ${pct(t.real_time_share_at_300)}`,
-          at300.delivered_in_real_time_share >= t.real_time_share_at_300,
-        ),
-      );
-      targets.push(
-        target(
-          '300 items/s: % of platform calls answered 429',
-          pct(at300.platform_429_share),
-          `≤ ${pct(t.platform_429_share_at_300)}`,
-          at300.platform_429_share <= t.platform_429_share_at_300,
-        ),
-      );
-      targets.push(
-        target(
-          '300 items/s: created → platform p50 ms',
-          at300.created_to_platform_ms.p50,
-          `≤ ${t.p50_ms_at_300}`,
-          at300.created_to_platform_ms.p50 <= t.p50_ms_at_300,
-        ),
-      );
-      targets.push(
-        target(
-          '300 items/s: created → platform p99 ms',
-          at300.created_to_platform_ms.p99,
-          `≤ ${t.p99_ms_at_300}`,
-          at300.created_to_platform_ms.p99 <= t.p99_ms_at_300,
-        ),
+        atLeast('300 items/s, 10 calls/s: % delivered in real time', pct(at300.delivered_in_real_time_share), pct(t.real_time_share_at_300)),
+        atMost('300 items/s: % of platform calls answered 429', pct(at300.platform_429_share), pct(t.platform_429_share_at_300)),
+        atMost('300 items/s: created → platform p50 ms', at300.created_to_platform_ms.p50, t.p50_ms_at_300),
+        atMost('300 items/s: created → platform p99 ms', at300.created_to_platform_ms.p99, t.p99_ms_at_300),
       );
     }
     if (at1500) {
       const left = at1500.items - at1500.delivered_after_drain;
       targets.push(
-        target(
-          '1,500 items/s, 10 calls/s: items/s delivered in real time',
-          at1500.delivered_per_second_in_real_time,
-          `≥ ${t.delivered_per_second_at_1500}`,
-          at1500.delivered_per_second_in_real_time >= t.delivered_per_second_at_1500,
-        ),
+        atLeast('1,500 items/s, 10 calls/s: items/s delivered in real time', at1500.delivered_per_second_in_real_time, t.delivered_per_second_at_1500),
+        atLeast('1,500 items/s: entries per platform call', at1500.entries_per_call, t.entries_per_call_at_1500),
+        target('1,500 items/s: items not delivered after the drain', left, '0', left === 0 && at1500.drained),
+        target('1,500 items/s: items lost or duplicated', at1500.lost + at1500.duplicated, '0', at1500.lost + at1500.duplicated === 0),
       );
-      targets.push(
-        target(
-          '1,500 items/s: entries per platform call',
-          at1500.entries_per_call,
-          `≥ ${t.entries_per_call_at_1500}`,
-          at1500.entries_per_call >= t.entries_per_call_at_1500,
-        ),
-      );
-      targets.push(target('1,500 items/s: items not delivered after the drain', left, '0', left === 0 && at1500.drained));
-      targets.push(target('1,500 items/s: items lost or duplicated', at1500.lost + at1500.duplicated, '0', at1500.lost + at1500.duplicated === 0));
     }
-    if (slow)
-      targets.push(
-        target(
-          '/collect p50 ms, platform taking 500 ms per call',
-          slow.collect_ms.p50,
-          `≤ ${t.collect_p50_ms_slow_platform}`,
-          slow.collect_ms.p50 <= t.collect_p50_ms_slow_platform,
-        ),
-      );
-    if (cpu)
-      targets.push(
-        target(
-          'relay CPU ms per 100 items, batches of 10',
-          cpu.relay_cpu_ms_per_100_items,
-          `≤ ${t.relay_cpu_ms_per_100_items_batch_10}`,
-          cpu.relay_cpu_ms_per_100_items <= t.relay_cpu_ms_per_100_items_batch_10,
-        ),
-      );
+    if (p['slow-platform'])
+      targets.push(atMost('/collect p50 ms, platform taking 500 ms per call', p['slow-platform'].collect_ms.p50, t.collect_p50_ms_slow_platform));
+    if (p.cpu) targets.push(atMost('relay CPU ms per 100 items, batches of 10', p.cpu.relay_cpu_ms_per_100_items, t.relay_cpu_ms_per_100_items_batch_10));
     return {
       headline: `relay ${r.commit}, ${r.cpus} cores, load average ${r.load_average?.before?.[0]} → ${r.load_average?.after?.[0]}; ${Object.entries(p)
         .map(([name, x]) => line(name, x))
