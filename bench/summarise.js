@@ -159,7 +159,14 @@ const READERS = {
     }
     if (p['slow-platform'])
       targets.push(atMost('/collect p50 ms, platform taking 500 ms per call', p['slow-platform'].collect_ms.p50, t.collect_p50_ms_slow_platform));
-    if (p.cpu) targets.push(atMost('relay CPU ms per 100 items, batches of 10', p.cpu.relay_cpu_ms_per_100_items, t.relay_cpu_ms_per_100_items_batch_10));
+    if (p.cpu)
+      targets.push(
+        atMost(
+          `relay CPU ms per 100 items, ${p.cpu.offered_items_per_second} items/s in batches of 10`,
+          p.cpu.relay_cpu_ms_per_100_items,
+          t.relay_cpu_ms_per_100_items_batch_10,
+        ),
+      );
     return {
       headline: `relay ${r.commit}, ${r.cpus} cores, load average ${r.load_average?.before?.[0]} → ${r.load_average?.after?.[0]}; ${Object.entries(p)
         .map(([name, x]) => line(name, x))
