@@ -230,6 +230,8 @@ async function runPhase(phase: Phase) {
       duplicated,
       rejected: b.rejected(),
       held_by_browsers_at_end: heldAtEnd,
+      browsers_holding_at_end: b.holding().slice(0, 10),
+      collect_failures: b.errors(),
       platform_calls: calls.calls,
       platform_calls_per_second: round(calls.calls / ((drainEnd - offerStart) / 1000), 1),
       platform_429: calls.limited,

@@ -77,6 +77,8 @@ export function createBrowsers(options: BrowsersOptions) {
   const leaving = new Set<Visitor>();
   let visitors = 0;
   let rejected = 0;
+  /** requests that failed without an answer, by cause */
+  const errors = new Map<string, number>();
   /** backoff timers, cleared on close so a finished bench exits */
   const timers = new Set<ReturnType<typeof setTimeout>>();
   let closed = false;
@@ -106,19 +108,23 @@ export function createBrowsers(options: BrowsersOptions) {
     };
   };
 
+  /** One POST; status 0 when it failed without an answer (reset, timeout, an answer cut short). */
   const post = (body: string, address: string) =>
-    new Promise<{ status: number; text: string; retryAfter: string | undefined }>((resolve) => {
+    new Promise<{ status: number; text: string; retryAfter: string | undefined; error?: string }>((resolve) => {
       const headers = { 'content-type': 'text/plain', origin: options.origin, 'x-forwarded-for': address, 'content-length': Buffer.byteLength(body) };
+      const failed = (error: string) => resolve({ status: 0, text: '', retryAfter: undefined, error });
       const req = request(relay, { method: 'POST', headers, agent }, (res) => {
         const parts: Buffer[] = [];
         res.on('data', (part: Buffer) => parts.push(part));
         res.on('end', () =>
           resolve({ status: res.statusCode ?? 0, text: Buffer.concat(parts).toString('utf8'), retryAfter: res.headers['retry-after'] as string | undefined }),
         );
-        res.on('error', () => resolve({ status: 0, text: '', retryAfter: undefined }));
+        res.on('error', (error) => failed(error.message));
+        // an answer cut short ends with 'close' and no 'end': the request failed (a resolved Promise ignores this)
+        res.on('close', () => failed('answer cut short'));
       });
-      req.setTimeout(30_000, () => req.destroy());
-      req.on('error', () => resolve({ status: 0, text: '', retryAfter: undefined }));
+      req.setTimeout(30_000, () => req.destroy(new Error('no answer within 30 s')));
+      req.on('error', (error) => failed(error.message));
       req.end(body);
     });
 
@@ -129,8 +135,9 @@ export function createBrowsers(options: BrowsersOptions) {
     const batch = visitor.held.slice(0, MAX_BATCH);
     const body = JSON.stringify({ key: options.siteKey, sent_at: new Date().toISOString(), batch, identity: visitor.identity, queue: visitor.queueId });
     const sentAt = performance.now();
-    void post(body, visitor.address).then(({ status, text, retryAfter: header }) => {
+    void post(body, visitor.address).then(({ status, text, retryAfter: header, error }) => {
       calls.push({ sentAt, ms: performance.now() - sentAt, status });
+      if (error) errors.set(error, (errors.get(error) ?? 0) + 1);
       let answer: { results?: { id: string; status: string }[]; identity?: string } = {};
       try {
         answer = JSON.parse(text) as typeof answer;
@@ -186,6 +193,12 @@ export function createBrowsers(options: BrowsersOptions) {
     /** items made but not yet settled by the relay (held by browsers, or in flight) */
     held: () => everyone().reduce((n, v) => n + v.held.length, 0),
     rejected: () => rejected,
+    errors: () => Object.fromEntries(errors),
+    /** the browsers still holding items: what each holds and why it is not sending */
+    holding: () =>
+      everyone()
+        .filter((v) => v.held.length > 0 || v.inFlight)
+        .map((v) => ({ held: v.held.length, in_flight: v.inFlight, failures: v.failures, paused_for_ms: Math.max(0, v.pausedUntil - Date.now()) })),
     visitors: () => visitors,
     /**
      * Makes `rate` items a second for `seconds`, in batches of `batch[0]`–`batch[1]` items, each
