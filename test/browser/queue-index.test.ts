@@ -302,6 +302,48 @@ describe('a full read beside this page’s own writes', () => {
     expect([...queue.held.keys()]).toEqual(['other']);
   });
 
+  it('flush() during an automatic flush never sends an acknowledged item again, even when its removal is written while the full read runs', async () => {
+    // IndexedDB, with one interleaving forced: the removal of what the relay acknowledged begins
+    // only after flush()'s full read has begun, and the read answers only after that.
+    const inner = idbStore('pk_test');
+    let armed = false;
+    let readBegan!: () => void;
+    const reading = new Promise<void>((resolve) => (readBegan = resolve));
+    let removalBegan!: () => void;
+    const removing = new Promise<void>((resolve) => (removalBegan = resolve));
+    const store: Store = {
+      all: () => {
+        if (!armed) return inner.all();
+        const rows = inner.all();
+        readBegan();
+        return removing.then(() => rows);
+      },
+      write: async (changes) => {
+        if (armed && changes.some(([key, change]) => key !== 'meta' && typeof change === 'function')) {
+          await reading;
+          const written = inner.write(changes);
+          removalBegan();
+          return written;
+        }
+        return inner.write(changes);
+      },
+      clear: () => inner.clear(),
+    };
+    const relay = fakeRelay();
+    const { t } = await tracker({ store }, relay);
+    await t.identify(ann);
+    await t.track('act:cm:once');
+    armed = true;
+    // The automatic flush (the browser coming back online), and the page's own flush() meanwhile.
+    dispatchEvent(new Event('online'));
+    await t.flush();
+    await t.flush();
+    const ids = relay.items().map((item) => item.id);
+    expect(ids).toHaveLength(2);
+    expect(new Set(ids).size).toBe(2);
+    expect(await queued()).toEqual([]);
+  });
+
   it('does not take back what this page took out and has still to write', async () => {
     const store = memoryStore();
     const queue = createQueue(store, () => {});
