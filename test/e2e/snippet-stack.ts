@@ -9,7 +9,7 @@ import { createServer, type Server, type ServerResponse } from 'node:http';
 import { resolve } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { startEmulator, type RunningEmulator } from '../../src/emulator/node.js';
-import { identityHash } from '../../src/relay/index.js';
+import { identityHash, snippetVersion } from '../../src/relay/index.js';
 import { startRelay, type RunningRelay } from '../../src/relay/node.js';
 
 export const SITE_KEY = 'pk_e2e';
@@ -25,6 +25,8 @@ export interface PageFlags {
   twice?: boolean;
   esm?: boolean;
   script?: string;
+  /** load the script from its versioned address, `cdp.js?v=<version>` (immutable: cached for good) */
+  versioned?: boolean;
 }
 
 /** First on every page: keeps what went wrong in the page where any driver can read it (WebDriver has no console events). */
@@ -80,6 +82,8 @@ export async function startStack(): Promise<Stack> {
   });
   if (!views.ok) throw new Error(`seeding act:cm:page-view: ${views.status} ${await views.text()}`);
 
+  // What the README has pages use for the script to load while the relay is down.
+  const version = await snippetVersion(new Uint8Array(readFileSync(resolve(process.cwd(), 'dist/cdp.js'))));
   let relayUrl = '';
   const pages = createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://x');
@@ -108,7 +112,7 @@ export async function startStack(): Promise<Stack> {
       // Strict: no eval, no inline script but the stub itself.
       'content-security-policy': `default-src 'none'; script-src ${sha256(WATCH)} ${sha256(stub)} 'self' ${relayUrl}; connect-src ${relayUrl}`,
     });
-    const tag = `<script async src="${relayUrl}/cdp.js"></script>`;
+    const tag = `<script async src="${relayUrl}/cdp.js${url.searchParams.has('versioned') ? `?v=${version}` : ''}"></script>`;
     const scripts = kind === 'module' ? `<script type="module">${stub}</script>` : `<script>${stub}</script>${tag}${url.searchParams.has('twice') ? tag : ''}`;
     res.end(`<!doctype html><html><head><title>e2e</title><script>${WATCH}</script>${scripts}</head><body>e2e</body></html>`);
   };
@@ -159,7 +163,7 @@ export async function startStack(): Promise<Stack> {
     },
     site,
     pageUrl: (init = {}, flags = {}) =>
-      `${site}/${flags.esm ? 'esm' : ''}?init=${encodeURIComponent(JSON.stringify(init))}${flags.isolated ? '&isolated=1' : ''}${flags.twice ? '&twice=1' : ''}${flags.script ? `&script=${encodeURIComponent(flags.script)}` : ''}`,
+      `${site}/${flags.esm ? 'esm' : ''}?init=${encodeURIComponent(JSON.stringify(init))}${flags.isolated ? '&isolated=1' : ''}${flags.twice ? '&twice=1' : ''}${flags.script ? `&script=${encodeURIComponent(flags.script)}` : ''}${flags.versioned ? '&versioned=1' : ''}`,
     userHash: (email) => identityHash(IDENTITY_SECRET, 'str::email', email),
     views: (email) => valuesOf(email, 'act:cm:page-view', 'str:cm:path'),
     received: (email) => valuesOf(email, ACTIVITY, 'str:cm:n'),
