@@ -142,7 +142,7 @@ describe('the window', () =>
       const clock = { now: () => now, sleep: async () => {} };
       const { post, handlers } = relay({}, { clock });
       const email = `window-${crypto.randomUUID()}@example.com`;
-    const item = track(email, new Date(now).toISOString());
+      const item = track(email, new Date(now).toISOString());
       const first = await post([item]);
       expect(first.results).toEqual([{ id: item.id, status: 'accepted' }]);
       expect(first.window).toBe(7 * 24 * 3600);
@@ -167,7 +167,7 @@ describe('the window', () =>
       const now = Date.now();
       // Made 2 h ago on a browser whose clock runs 30 h behind: its ts looks 32 h old, but it is 2 h old.
       const email = `skew-${crypto.randomUUID()}@example.com`;
-    const behind = track(email, new Date(now - 32 * 3600_000).toISOString());
+      const behind = track(email, new Date(now - 32 * 3600_000).toISOString());
       const answer = await post([behind], { sent_at: new Date(now - 30 * 3600_000).toISOString() });
       expect(answer.window).toBe(24 * 3600);
       expect(answer.results[0]!.status).toBe('accepted');
