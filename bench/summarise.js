@@ -10,6 +10,13 @@ const target = (what, value, wanted, met) => ({ what, value, target: wanted, met
 const cpuRounds = (r) => r.results.map((x) => `${x.items} items ${x.msPerRequest} ms best round, ${x.medianMsPerRequest ?? '?'} ms median`);
 
 const READERS = {
+  connections(r) {
+    const last = r.steps.filter((step) => step.collectStatus === 200).at(-1);
+    return {
+      headline: `${r.held} idle connections held with /collect answering (${last?.collectMs ?? '?'} ms at the last step; fd limit ${r.fdLimit}); ${r.reaped} of ${r.opened} closed by the relay within ${Math.round(r.reapedMs / 1000)} s`,
+      targets: [],
+    };
+  },
   size(r) {
     const ours = r.rows.find((row) => row.name === 'cdp-edge');
     const peers = r.rows.filter((row) => row.name !== 'cdp-edge');

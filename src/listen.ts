@@ -1,11 +1,59 @@
 /**
  * The Node servers' one way to listen and stop (relay, its metrics port, emulator, demo site):
  * resolves once listening, with the address to print; `close` stops accepting and ends every
- * connection, keep-alive ones included, so a stop never waits on an idle browser.
+ * connection, keep-alive ones included, so a stop never waits on an idle browser. Every server
+ * bounds its connections ({@link ConnectionLimits}): headers and whole requests must arrive in
+ * time, and a socket with no request in flight is closed after a short idle time, so idle or
+ * trickling connections cannot pile up until the process runs out of file descriptors.
  * @module
  */
 import { createServer, type RequestListener, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
+
+/** How long a connection may take, or sit idle; all in ms. */
+export interface ConnectionLimits {
+  /** the request's headers must have arrived within this @default 10000 */
+  headersTimeoutMs: number;
+  /** the whole request (headers and body) must have arrived within this @default 30000 */
+  requestTimeoutMs: number;
+  /** a kept-alive connection waits this long for its next request @default 5000 */
+  keepAliveTimeoutMs: number;
+  /** a connection with no request in flight and nothing received is closed after this @default 10000 */
+  idleTimeoutMs: number;
+  /** requests one connection may carry before it is closed @default 1000 */
+  maxRequestsPerSocket: number;
+}
+
+export const CONNECTION_LIMITS: ConnectionLimits = {
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 30_000,
+  keepAliveTimeoutMs: 5_000,
+  idleTimeoutMs: 10_000,
+  maxRequestsPerSocket: 1_000,
+};
+
+/**
+ * Applies `limits` to `server`. The idle timer is the socket's own inactivity timeout, but a
+ * socket whose request is still being answered (a slow platform call) is left alone: only one
+ * that carries no request is ended.
+ */
+function bound(server: Server, limits: ConnectionLimits): void {
+  server.headersTimeout = limits.headersTimeoutMs;
+  server.requestTimeout = limits.requestTimeoutMs;
+  server.keepAliveTimeout = limits.keepAliveTimeoutMs;
+  server.maxRequestsPerSocket = limits.maxRequestsPerSocket;
+  const busy = new WeakMap<Socket, number>();
+  server.on('connection', (socket: Socket) => {
+    socket.setTimeout(limits.idleTimeoutMs, () => {
+      if ((busy.get(socket) ?? 0) === 0) socket.destroy();
+    });
+  });
+  server.on('request', (request, response) => {
+    const socket = request.socket;
+    busy.set(socket, (busy.get(socket) ?? 0) + 1);
+    response.once('close', () => busy.set(socket, (busy.get(socket) ?? 1) - 1));
+  });
+}
 
 export interface Listening {
   server: Server;
@@ -16,9 +64,12 @@ export interface Listening {
   close(): Promise<void>;
 }
 
-/** Listens on `hostname`:`port` (0 = any free port); rejects when the port is taken. */
-export async function listen(listener: RequestListener, port: number, hostname: string): Promise<Listening> {
-  const server = createServer(listener);
+/** Listens on `hostname`:`port` (0 = any free port) within `limits`; rejects when the port is taken. */
+export async function listen(listener: RequestListener, port: number, hostname: string, limits: Partial<ConnectionLimits> = {}): Promise<Listening> {
+  const resolved = { ...CONNECTION_LIMITS, ...limits };
+  // Deadlines are checked this often: a tenth of the shortest, so none overruns by much.
+  const server = createServer({ connectionsCheckingInterval: Math.max(100, Math.min(resolved.headersTimeoutMs, resolved.requestTimeoutMs) / 10) }, listener);
+  bound(server, resolved);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, hostname, () => {

@@ -9,7 +9,7 @@
  * @module
  */
 import { readFile } from 'node:fs/promises';
-import { listen } from '../listen.js';
+import { CONNECTION_LIMITS, type ConnectionLimits, listen } from '../listen.js';
 import type { HttpBindings } from '@hono/node-server';
 import { createRelayHandlers, type RelayDeps } from './app.js';
 import { createMemoryOutbox, createMemoryPacer } from './deliver/memory.js';
@@ -59,6 +59,8 @@ export interface StartRelayOptions extends Omit<RelayDeps, 'clientInfo'> {
   metricsHostname?: string;
   /** a worker of `cdp-edge relay --workers N`: its metrics and status events go to the primary, which serves the metrics port */
   clusterWorker?: boolean;
+  /** header, request, keep-alive and idle deadlines of the relay's connections (src/listen.ts) @default CONNECTION_LIMITS, the request deadline at least the budget + 10 s */
+  connections?: Partial<ConnectionLimits>;
 }
 
 export interface RunningRelay {
@@ -137,7 +139,9 @@ export async function startRelay(options: StartRelayOptions = {}): Promise<Runni
   const hostname = options.hostname ?? '127.0.0.1';
   // The store is closed with the relay only when the relay opened it.
   const closeStore = options.store !== undefined ? async () => {} : 'close' in state ? state.close : () => store.close();
-  const listening = await listen(createNodeFront(handlers, config), options.port ?? 8787, hostname).catch(async (error: unknown) => {
+  // A request may take the platform budget to answer; its body must arrive well within the request deadline.
+  const limits = { requestTimeoutMs: Math.max(CONNECTION_LIMITS.requestTimeoutMs, config.budgetMs + 10_000), ...options.connections };
+  const listening = await listen(createNodeFront(handlers, config), options.port ?? 8787, hostname, limits).catch(async (error: unknown) => {
     await closeStore();
     throw error;
   });
