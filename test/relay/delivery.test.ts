@@ -235,14 +235,86 @@ describe('ambiguous calls', () =>
       const { post, handlers } = relay({}, { deliver: false });
       const item = track(`orphan-${crypto.randomUUID()}@example.com`);
       expect((await post([item])).results[0]!.status).toBe('accepted');
-      // A deliverer that leased it and died before it heard the answer.
-      expect(await outbox.lease('dead-deliverer', 10, Date.now() - 60_000, 1_000)).toHaveLength(1);
+      // A deliverer that leased it, started a call with it and died before it heard the answer.
+      const [leased] = await outbox.lease('dead-deliverer', 10, Date.now() - 60_000, 1_000);
+      expect(await outbox.sending('dead-deliverer', [leased!.seq], Date.now() - 60_000)).toEqual([leased!.seq]);
       const { handlers: next } = relay();
       await next.drained();
       expect((await outbox.deadLetters()).map((letter) => [letter.id, letter.reason])).toEqual([[item.id, 'ambiguous']]);
       expect(eventsOf(item.person['str::email'])).toHaveLength(0);
       await handlers.close();
     });
+  }));
+
+describe('a deliverer that dies holding a lease of many entries', () =>
+  onEachBackend(() => {
+    it('holds at most the entries of the call in flight; the never-sent rest is delivered, once', async () => {
+      const { outbox, pacer } = backing!;
+      const run = crypto.randomUUID().slice(0, 8);
+      const now = Date.now();
+      // 250 entries: three calls (100, 100, 50) of one lease. One person each, under the platform's daily cap.
+      const items = Array.from({ length: 250 }, (_, n) => ({
+        site: 'pk_d',
+        id: `${run}-${n}`,
+        kind: 'activity' as const,
+        entry: { activity_id: 'act:cm:viewed', fields: { 'str::email': `die-${run}-${n}@example.com` } },
+        browser: `b-${n}`,
+        visitor: 'v',
+        accepted: now,
+      }));
+      let dead = false;
+      // The leader dies (SIGKILL) the moment its first platform call leaves: that call reaches the
+      // platform and is applied, but nothing the leader asks of the outbox afterwards ever happens.
+      const leaderOutbox = new Proxy(outbox, {
+        get(target, property, receiver) {
+          const value = Reflect.get(target, property, receiver);
+          return typeof value === 'function' ? (...args: unknown[]) => (dead ? new Promise(() => {}) : value.apply(target, args)) : value;
+        },
+      });
+      const upstream = (onCall: () => void) =>
+        createUpstream({
+          baseUrl: emulator.url,
+          apiKey: KEY,
+          transport: fetchTransport((input, init) => {
+            onCall();
+            return fetch(input, init);
+          }),
+          timeoutMs: 10_000,
+          backoff: { until: 0 },
+          now: Date.now,
+        });
+      const sites = parseConfig({
+        CDP_API_KEY: KEY,
+        CDP_BASE_URL: emulator.url,
+        RELAY_SITES: JSON.stringify([{ key: 'pk_d', origins: [ORIGIN] }]),
+        RELAY_LOG: 'off',
+      }).sites;
+      const common = { pacer, clock: systemClock, sites, waitMs: 0, ambiguous: 'hold' as const, leaseMs: 3_500, leadTtlMs: 1_000 };
+      const leader = createDeliverer({
+        ...common,
+        outbox: leaderOutbox,
+        owner: `leader-${run}`,
+        upstream: upstream(() => (dead = true)),
+      });
+      leader.start();
+      await expect.poll(async () => outbox.lead('probe', Date.now(), 1)).toBe(false);
+      expect((await outbox.accept(items, Date.now(), DAY)).accepted).toHaveLength(250);
+      await expect.poll(() => dead, { timeout: 5_000 }).toBe(true);
+      const standby = createDeliverer({ ...common, outbox, owner: `standby-${run}`, upstream: upstream(() => {}) });
+      standby.start();
+      closing.push(() => standby.stop());
+      // The standby leads once the lock runs out, and leases the entries once the dead leader's lease has.
+      await standby.drained({ timeoutMs: 15_000 });
+      const arrived = items.map((entry) => eventsOf(`die-${run}-${entry.id.slice(run.length + 1)}@example.com`).length);
+      // Never twice; every entry arrived (the first call's were applied by the leader's call).
+      expect(arrived.filter((count) => count !== 1)).toEqual([]);
+      const held = (await outbox.deadLetters()).filter((letter) => letter.id.startsWith(run));
+      expect(held.every((letter) => letter.reason === 'ambiguous')).toBe(true);
+      // At most the 100 entries of the one call in flight are held; the 150 never sent are not.
+      expect(held.length).toBeLessThanOrEqual(100);
+      const firstHundred = new Set(items.slice(0, 100).map((entry) => entry.id));
+      expect(held.filter((letter) => !firstHundred.has(letter.id))).toEqual([]);
+    }, 30_000);
   }));
 
 describe('order and pacing', () => {
@@ -370,7 +442,7 @@ describe('leases and the lead', () => {
     await outbox.accept([{ site: 'pk_d', id: 'x1', kind: 'activity', entry: {}, browser: 'b', visitor: 'v', accepted: now }], now, DAY);
     const [stale] = await outbox.lease('old', 10, now, 1_000);
     const [fresh] = await outbox.lease('new', 10, now + 2_000, 1_000);
-    expect(fresh!.attempts).toBe(1);
+    expect(fresh!.seq).toBe(stale!.seq);
     expect(await outbox.settle('old', { delivered: [stale!.seq], released: [], dead: [] }, now + 2_500)).toEqual({ skipped: 1 });
     expect((await outbox.stats()).pending).toBe(1);
     expect(await outbox.settle('new', { delivered: [fresh!.seq], released: [], dead: [] }, now + 2_600)).toEqual({ skipped: 0 });

@@ -117,7 +117,7 @@ async function killMidway(kind: 'sqlite' | 'redis', where: string, prefix: strin
     for (const id of answered) expect(stored).toContain(id);
     expect(stored.length - answered.length).toBeGreaterThanOrEqual(0);
     expect(stored.length - answered.length).toBeLessThanOrEqual(10);
-    // A lease that was answered counted its send; at most the one lease in flight did so unanswered.
+    // A call that was marked sending counted its send; at most the one in flight did so unanswered.
     for (const entry of entries) if (leasedBefore.has(entry.id)) expect(entry.attempts).toBe(1);
     expect(entries.filter((entry) => entry.attempts === 1 && !leasedBefore.has(entry.id)).length).toBeLessThanOrEqual(5);
     expect(entries.every((entry) => entry.attempts <= 1)).toBe(true);

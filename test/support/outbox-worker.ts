@@ -15,13 +15,20 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const item = (id: string) => ({ site: 'race', id, kind: 'activity' as const, entry: { id }, browser: 'b', visitor: 'v', accepted: Date.now() });
 
 if (count === 'until-killed') {
-  // Accepts 10 new ids at a time and, after each accept resolved, leases 5 for 60 s; prints a line
-  // for each step done (`a <ids>`, `l <ids>`) until the parent SIGKILLs it mid-way.
+  // Accepts 10 new ids at a time and, after each accept resolved, leases 5 for 60 s and marks them
+  // sending (a call starts); prints a line for each step done (`a <ids>`, `l <ids>`) until the
+  // parent SIGKILLs it mid-way.
   for (let n = 0; ; n += 10) {
     const batch = Array.from({ length: 10 }, (_, i) => item(`${process.pid}-${n + i}`));
     const { accepted } = await outbox.accept(batch, Date.now(), 3600_000);
     process.stdout.write(`a ${accepted.join(' ')}\n`);
+    // Leased, then a call with them starts: the send is counted.
     const leased = await outbox.lease(owner, 5, Date.now(), 60_000);
+    await outbox.sending(
+      owner,
+      leased.map((entry) => entry.seq),
+      Date.now(),
+    );
     process.stdout.write(`l ${leased.map((entry) => entry.id).join(' ')}\n`);
   }
 }

@@ -13,8 +13,10 @@
  * - ambiguous (timeout, lost connection, 500/502/504): merges are sent again (merging the same
  *   fields again changes nothing); activities are held in the dead-letter list, reason
  *   `ambiguous` (or released with `RELAY_AMBIGUOUS=resend`: at least once).
- * An entry leased with `attempts > 0` was sent by a deliverer that died before it heard the
- * answer: its outcome is unknown too, and the same policy applies.
+ * A send is counted (`Outbox.sending`) right before each call, on that call's entries only. An
+ * entry leased with `attempts > 0` was in a call of a deliverer that died before it heard the
+ * answer: its outcome is unknown too, and the same policy applies. The rest of a dead deliverer's
+ * lease was never sent and goes as if new.
  *
  * Identifies go before the tracks of the same browser: a track whose browser has an identify in
  * the lease that was not delivered is released, not sent.
@@ -80,6 +82,13 @@ const MIN_CALL_MS = 1_000;
 const RETRY_MS = 5_000;
 /** The pacer's wait a leased entry sits out; longer (a 429 hold), the entries go back to the outbox. */
 const MAX_PACER_WAIT_MS = 2_000;
+
+/** The call with only the entries `keep` chooses. */
+const only = (call: Call, keep: (entry: Leased) => boolean): Call => ({
+  ...call,
+  entries: call.entries.filter(keep),
+  texts: call.texts.filter((_, i) => keep(call.entries[i]!)),
+});
 
 /** What a call proved about its entries. */
 interface Verdict {
@@ -222,9 +231,8 @@ export function createDeliverer(options: DelivererOptions): Deliverer {
       const { call: planned, depth } = queue.shift()!;
       let call = planned;
       if (call.endpoint === 'activities/create' && blocked.size > 0) {
-        const keep = call.entries.map((entry) => !blocked.has(entry.browser));
-        released.push(...call.entries.filter((_, i) => !keep[i]));
-        call = { ...call, entries: call.entries.filter((_, i) => keep[i]), texts: call.texts.filter((_, i) => keep[i]) };
+        released.push(...call.entries.filter((entry) => blocked.has(entry.browser)));
+        call = only(call, (entry) => !blocked.has(entry.browser));
         if (call.entries.length === 0) continue;
       }
       if (stopAt !== undefined) {
@@ -239,6 +247,21 @@ export function createDeliverer(options: DelivererOptions): Deliverer {
         releaseAt = stopAt.notBefore;
         released.push(...call.entries);
         continue;
+      }
+      // A send is counted as started only now, on this call's entries: a deliverer that dies
+      // leaves the rest of its lease never-sent (attempts unchanged), not ambiguous.
+      const marked = new Set(
+        await outbox.sending(
+          owner,
+          call.entries.map((entry) => entry.seq),
+          clock.now(),
+        ),
+      );
+      if (marked.size < call.entries.length) {
+        // Our lease ran out: another deliverer may hold those entries now; they are not ours to send.
+        log({ level: 'warn', error: 'lease_lost', skipped: call.entries.length - marked.size });
+        call = only(call, (entry) => marked.has(entry.seq));
+        if (call.entries.length === 0) continue;
       }
       const started = clock.now();
       const outcome = await callOnce(upstream, call.endpoint, bodyOf(call), { timeoutMs: Math.min(callTimeoutMs, left), paced: true });

@@ -60,11 +60,21 @@ export function createMemoryOutbox(): Outbox {
         if (leased.length >= max) break;
         if (entry.availableAt > now) continue;
         leased.push({ ...copyItem(entry.item), seq, attempts: entry.attempts });
-        entry.attempts++;
         entry.owner = owner;
         entry.availableAt = now + leaseMs;
       }
       return leased;
+    },
+
+    async sending(owner, seqs, now) {
+      const marked: number[] = [];
+      for (const seq of new Set(seqs)) {
+        const entry = pending.get(seq);
+        if (entry?.owner !== owner || entry.availableAt <= now) continue;
+        entry.attempts++;
+        marked.push(seq);
+      }
+      return marked;
     },
 
     async settle(owner, { delivered, released, dead: failed }, now) {

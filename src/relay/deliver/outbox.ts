@@ -89,10 +89,19 @@ export interface Outbox {
   accept(items: readonly OutboxItem[], now: number, windowMs: number): Promise<Accepted>;
   /**
    * Leases up to `max` ready entries (not dead, not leased by a live lease, `notBefore` passed),
-   * lowest `seq` first, to `owner` until `now + leaseMs`, and counts a started send on each
-   * (`attempts` + 1 after returning the value it had).
+   * lowest `seq` first, to `owner` until `now + leaseMs`. Leasing counts nothing: an entry leased
+   * by a deliverer that died before it sent it comes back with the `attempts` it had.
    */
   lease(owner: string, max: number, now: number, leaseMs: number): Promise<Leased[]>;
+  /**
+   * A call carrying these entries is about to go: counts a started send on each (`attempts` + 1)
+   * that is still under `owner`'s live lease (leased to `owner`, lease not expired at `now`), in
+   * one atomic step. Resolves to the seqs it marked, in the order given; the caller sends only
+   * those (the others' leases ran out, and another deliverer may hold them now). Called right
+   * before each platform call, so a deliverer that dies leaves `attempts > 0` only on the entries
+   * of the calls it had in flight.
+   */
+  sending(owner: string, seqs: readonly number[], now: number): Promise<number[]>;
   /** Settles `owner`'s leases; resolves to how many of the named entries were not owner's (skipped). */
   settle(owner: string, settlement: Settlement, now: number): Promise<{ skipped: number }>;
   /**

@@ -84,11 +84,24 @@ local seqs = redis.call('ZRANGE', P..'o:ready', 0, max - 1)
 local out = {}
 for _, seq in ipairs(seqs) do
   local attempts = tonumber(redis.call('HGET', P..'o:attempts', seq) or '0')
-  redis.call('HSET', P..'o:attempts', seq, attempts + 1)
   redis.call('HSET', P..'o:owner', seq, owner)
   redis.call('ZREM', P..'o:ready', seq)
   redis.call('ZADD', P..'o:wait', now + leaseMs, seq)
   out[#out + 1] = {seq, redis.call('HGET', P..'o:items', seq), attempts}
+end
+return out`;
+
+/** ARGV: prefix, owner, now, then seqs. Counts a started send on each under owner's live lease; returns the seqs marked. */
+const SENDING = `
+local P, owner, now = ARGV[1], ARGV[2], tonumber(ARGV[3])
+local out = {}
+for i = 4, #ARGV do
+  local seq = ARGV[i]
+  local leasedTill = tonumber(redis.call('ZSCORE', P..'o:wait', seq) or '0')
+  if redis.call('HGET', P..'o:owner', seq) == owner and leasedTill > now then
+    redis.call('HINCRBY', P..'o:attempts', seq, 1)
+    out[#out + 1] = tonumber(seq)
+  end
 end
 return out`;
 
@@ -182,6 +195,7 @@ type Arg = string | number | Buffer;
 interface Scripts {
   cdpOutboxAccept(...args: Arg[]): Promise<number[]>;
   cdpOutboxLease(...args: Arg[]): Promise<[string, string, number][]>;
+  cdpOutboxSending(...args: Arg[]): Promise<number[]>;
   cdpOutboxSettle(...args: Arg[]): Promise<number>;
   cdpOutboxDead(...args: Arg[]): Promise<number>;
   cdpOutboxDeadList(...args: Arg[]): Promise<[string, string, string][]>;
@@ -197,6 +211,7 @@ export async function createRedisOutbox(url: string, options: RedisStateOptions 
   const redis = await connectRedis(url, options, {
     cdpOutboxAccept: script(ACCEPT),
     cdpOutboxLease: script(LEASE),
+    cdpOutboxSending: script(SENDING),
     cdpOutboxSettle: script(SETTLE),
     cdpOutboxDead: script(DEAD),
     cdpOutboxDeadList: script(DEAD_LIST),
@@ -222,6 +237,11 @@ export async function createRedisOutbox(url: string, options: RedisStateOptions 
         if (max <= 0) return [];
         const rows = await run.cdpOutboxLease(P, owner, ms(now), ms(leaseMs), Math.floor(max));
         return rows.map(([seq, item, attempts]): Leased => ({ ...(JSON.parse(item) as OutboxItem), seq: Number(seq), attempts: Number(attempts) }));
+      },
+      async sending(owner, seqs, now) {
+        if (seqs.length === 0) return [];
+        const marked = new Set((await run.cdpOutboxSending(P, owner, ms(now), ...new Set(seqs))).map(Number));
+        return seqs.filter((seq) => marked.delete(seq));
       },
       async settle(owner, { delivered, released, dead }, now) {
         const skipped = await run.cdpOutboxSettle(P, owner, ms(now), JSON.stringify({ delivered, released, dead }));

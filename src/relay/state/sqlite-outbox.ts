@@ -80,8 +80,12 @@ export async function createSqliteOutbox(path: string, options: SqliteOutboxOpti
     add: db.prepare('INSERT INTO outbox (item) SELECT value FROM json_each(?)'),
     lease: db
       .prepare(
-        'UPDATE outbox SET attempts = attempts + 1, owner = ?1, available = ?2 WHERE seq IN (SELECT seq FROM outbox WHERE available <= ?3 ORDER BY seq LIMIT ?4) RETURNING seq, item, attempts - 1',
+        'UPDATE outbox SET owner = ?1, available = ?2 WHERE seq IN (SELECT seq FROM outbox WHERE available <= ?3 ORDER BY seq LIMIT ?4) RETURNING seq, item, attempts',
       )
+      .raw(),
+    // Only the owner's live leases: one that ran out may be another deliverer's by now.
+    sending: db
+      .prepare('UPDATE outbox SET attempts = attempts + 1 WHERE seq IN (SELECT value FROM json_each(?1)) AND owner = ?2 AND available > ?3 RETURNING seq')
       .raw(),
     deliver: db.prepare('DELETE FROM outbox WHERE seq = ? AND owner = ?'),
     release: db.prepare('UPDATE outbox SET attempts = 0, owner = NULL, available = ?3 WHERE seq = ?1 AND owner = ?2'),
@@ -152,6 +156,11 @@ export async function createSqliteOutbox(path: string, options: SqliteOutboxOpti
       .map(([seq, item, attempts]) => ({ ...(JSON.parse(item as string) as OutboxItem), seq: Number(seq), attempts: Number(attempts) }))
       .sort((a, b) => a.seq - b.seq);
 
+  const sendingIn = (owner: string, seqs: readonly number[], now: number): number[] => {
+    const marked = new Set((sql.sending.all(JSON.stringify([...new Set(seqs)]), owner, now) as Row[]).map(([seq]) => Number(seq)));
+    return seqs.filter((seq) => marked.delete(seq));
+  };
+
   const settleIn = (owner: string, { delivered, released, dead }: Settlement, now: number) => {
     let skipped = 0;
     for (const seq of delivered) if (sql.deliver.run(seq, owner).changes === 0) skipped++;
@@ -190,6 +199,7 @@ export async function createSqliteOutbox(path: string, options: SqliteOutboxOpti
     outbox: {
       accept: (items, now, windowMs) => group(() => acceptIn(items, now, windowMs)),
       lease: (owner, max, now, leaseMs) => group(() => leaseIn(owner, max, now, leaseMs)),
+      sending: (owner, seqs, now) => group(() => sendingIn(owner, seqs, now)),
       settle: (owner, settlement, now) => group(() => settleIn(owner, settlement, now)),
       lead: (owner, now, ttlMs) => group(() => sql.lead.get(owner, now + ttlMs, now) !== undefined),
       async deadLetters(options = {}) {

@@ -107,20 +107,14 @@ export function outboxSuite(name: string, target: OutboxTarget): void {
           const second = await other.outbox.lease('two', 10, now + 999, 1000);
           expect(second.map((leased) => leased.id)).toEqual(['d', 'e']);
           expect(await other.outbox.lease('three', 10, now + 999, 1000)).toEqual([]);
-          // Expired: leased again, with the earlier send counted.
+          // Expired: leased again; leasing alone counts no send (see `sending`).
           const third = await other.outbox.lease('three', 2, now + 1000, 1000);
           expect(third.map((leased) => [leased.id, leased.attempts])).toEqual([
-            ['a', 1],
-            ['b', 1],
+            ['a', 0],
+            ['b', 0],
           ]);
           const fourth = await outbox.lease('four', 10, now + 5000, 1000);
-          expect(fourth.map((leased) => [leased.id, leased.attempts])).toEqual([
-            ['a', 2],
-            ['b', 2],
-            ['c', 1],
-            ['d', 1],
-            ['e', 1],
-          ]);
+          expect(fourth.map((leased) => leased.id)).toEqual(['a', 'b', 'c', 'd', 'e']);
         } finally {
           await other.close();
         }
@@ -139,6 +133,14 @@ export function outboxSuite(name: string, target: OutboxTarget): void {
         );
         const leased = await outbox.lease('one', 5, now, 1000);
         const seq = Object.fromEntries(leased.map((entry) => [entry.id, entry.seq])) as Record<string, number>;
+        // One call carries them all.
+        expect(
+          await outbox.sending(
+            'one',
+            leased.map((entry) => entry.seq),
+            now,
+          ),
+        ).toHaveLength(5);
         // A stranger settles nothing.
         expect(
           await outbox.settle(
@@ -175,6 +177,59 @@ export function outboxSuite(name: string, target: OutboxTarget): void {
     );
 
     it(
+      'counts a send when a call starts, not at lease: only on the owner’s live leases, and it stays until settled',
+      withStore(async ({ outbox, another }) => {
+        const now = Date.now();
+        await outbox.accept(
+          ['a', 'b', 'c', 'd'].map((id) => item('m', id)),
+          now,
+          WINDOW,
+        );
+        const leased = await outbox.lease('one', 10, now, 1000);
+        const seq = Object.fromEntries(leased.map((entry) => [entry.id, entry.seq])) as Record<string, number>;
+        // One call carrying `b` and `c` goes; `a` and `d` stay leased, never sent.
+        expect(await outbox.sending('one', [seq['c']!, seq['b']!], now + 10)).toEqual([seq['c']!, seq['b']!]);
+        // A stranger marks nothing: not even an entry it names twice, nor one that is not there.
+        const other = await another();
+        try {
+          expect(await other.outbox.sending('stranger', [seq['a']!, seq['a']!, 999_999], now + 20)).toEqual([]);
+          // The owner died: its lease runs out. What it never sent comes back with attempts 0;
+          // what its call carried comes back with attempts 1 (the outcome is unknown).
+          const again = await other.outbox.lease('two', 10, now + 1000, 1000);
+          expect(again.map((entry) => [entry.id, entry.attempts])).toEqual([
+            ['a', 0],
+            ['b', 1],
+            ['c', 1],
+            ['d', 0],
+          ]);
+        } finally {
+          await other.close();
+        }
+        // The first owner's lease ran out and was taken: it can mark nothing any more.
+        expect(await outbox.sending('one', [seq['a']!, seq['d']!], now + 1001)).toEqual([]);
+        // Nor can the new owner once its own lease has run out (no call outlives its lease).
+        expect(await outbox.sending('two', [seq['a']!], now + 2000)).toEqual([]);
+        const third = await outbox.lease('three', 10, now + 2000, 1000);
+        expect(third.map((entry) => [entry.id, entry.attempts])).toEqual([
+          ['a', 0],
+          ['b', 1],
+          ['c', 1],
+          ['d', 0],
+        ]);
+        // Marked twice (two calls started, neither settled): 2. Released (known not applied): back to 0.
+        expect(await outbox.sending('three', [seq['b']!], now + 2001)).toEqual([seq['b']!]);
+        await outbox.settle('three', { delivered: [], released: [{ seq: seq['c']!, notBefore: now + 2001 }], dead: [] }, now + 2001);
+        const fourth = await outbox.lease('four', 10, now + 3000, 1000);
+        expect(fourth.map((entry) => [entry.id, entry.attempts])).toEqual([
+          ['a', 0],
+          ['b', 2],
+          ['c', 0],
+          ['d', 0],
+        ]);
+      }),
+    );
+
+    it(
       'keeps dead letters with their reason, lists them oldest first, retries and drops them',
       withStore(async ({ outbox }) => {
         const now = Date.now();
@@ -204,12 +259,14 @@ export function outboxSuite(name: string, target: OutboxTarget): void {
         expect((await outbox.deadLetters({ site: 'd1' })).map((letter) => letter.id)).toEqual(['a', 'c']);
         expect((await outbox.deadLetters({ limit: 1 })).map((letter) => letter.id)).toEqual(['a']);
         // A dead letter is never leased; retried, it goes again with attempts 0 in seq order.
-        expect(await outbox.lease('me', 10, now + 2000, 1000)).toMatchObject([{ id: 'keep', attempts: 1 }]);
+        const kept = await outbox.lease('me', 10, now + 2000, 1000);
+        expect(kept).toMatchObject([{ id: 'keep' }]);
+        expect(await outbox.sending('me', [kept[0]!.seq], now + 2000)).toEqual([kept[0]!.seq]);
         expect(await outbox.retryDead([c!.seq, 424_242], now + 2000)).toBe(1);
         expect(await outbox.retryDead([c!.seq], now + 2000)).toBe(0);
         expect((await outbox.lease('me', 10, now + 4000, 1000)).map((entry) => [entry.id, entry.attempts])).toEqual([
           ['c', 0],
-          ['keep', 2],
+          ['keep', 1],
         ]);
         expect(await outbox.dropDead([a!.seq])).toBe(1);
         expect((await outbox.deadLetters()).map((letter) => letter.id)).toEqual(['b']);
