@@ -1,6 +1,6 @@
 /** Chromium through playwright-core (the Chrome DevTools Protocol): Debian's /usr/bin/chromium. */
 import { launchChromium } from '../chromium.js';
-import type { Engine, EnginePage } from './types.js';
+import { type Engine, type EnginePage, scriptedPage } from './types.js';
 
 export async function launch(): Promise<Engine> {
   const browser = await launchChromium();
@@ -11,12 +11,7 @@ export async function launch(): Promise<Engine> {
       // A context is a profile of its own: nothing stored by an earlier test is seen.
       const context = await browser.newContext();
       const page = await context.newPage();
-      return {
-        goto: async (url) => void (await page.goto(url, { waitUntil: 'load' })),
-        reload: async () => void (await page.reload({ waitUntil: 'load' })),
-        evaluate: (fn, arg) => page.evaluate(fn as never, arg) as never,
-        close: () => context.close(),
-      };
+      return scriptedPage(page, () => context.close());
     },
     close: () => browser.close(),
   };

@@ -4,7 +4,7 @@
  * `webExtension.install`, which Firefox accepts unsigned once `xpinstall.signatures.required` is off.
  */
 import puppeteer from 'puppeteer-core';
-import type { Engine, EnginePage, LaunchOptions } from './types.js';
+import { type Engine, type EnginePage, scriptedPage, type LaunchOptions } from './types.js';
 
 export const FIREFOX_PATH = process.env['CDP_EDGE_FIREFOX'] ?? '/usr/bin/firefox-esr';
 
@@ -28,12 +28,7 @@ export async function launch(options: LaunchOptions = {}): Promise<Engine> {
       // A user context is a profile of its own (its own IndexedDB and cache), like a container tab.
       const context = await browser.createBrowserContext();
       const page = await context.newPage();
-      return {
-        goto: async (url) => void (await page.goto(url, { waitUntil: 'load' })),
-        reload: async () => void (await page.reload({ waitUntil: 'load' })),
-        evaluate: (fn, arg) => page.evaluate(fn as never, arg) as never,
-        close: () => context.close(),
-      };
+      return scriptedPage(page, () => context.close());
     },
     close: () => browser.close(),
   };

@@ -37,3 +37,18 @@ export interface Engine {
   newPage(): Promise<EnginePage>;
   close(): Promise<void>;
 }
+
+/** What playwright-core's and puppeteer-core's pages share, as far as EnginePage uses them. */
+export interface ScriptedPage {
+  goto(url: string, options: { waitUntil: 'load' }): Promise<unknown>;
+  reload(options: { waitUntil: 'load' }): Promise<unknown>;
+  evaluate(fn: never, arg: never): Promise<unknown>;
+}
+
+/** An EnginePage over a playwright-core or puppeteer-core page; `close` ends its profile. */
+export const scriptedPage = (page: ScriptedPage, close: () => Promise<void>): EnginePage => ({
+  goto: async (url) => void (await page.goto(url, { waitUntil: 'load' })),
+  reload: async () => void (await page.reload({ waitUntil: 'load' })),
+  evaluate: (fn, arg) => page.evaluate(fn as never, arg as never) as never,
+  close,
+});
