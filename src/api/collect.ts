@@ -68,8 +68,8 @@ export interface CollectEnvelope {
   identity?: string | undefined;
   /**
    * The stable id of the browser's queue (one per browser profile and site, kept in IndexedDB).
-   * Every item is only ever sent under the queue that stored it, so the relay may route its
-   * dedupe state by this id (Workers shards). Server callers may leave it out.
+   * The relay orders a browser's identifies before its tracks by it; dedupe holds per site whatever
+   * it says. Server callers may leave it out.
    */
   queue?: string | undefined;
 }

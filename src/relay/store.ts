@@ -6,9 +6,9 @@
  */
 
 /**
- * Whose ids: ids are unique per site. `queue` is the envelope's stable browser-queue id
- * (src/api/collect.ts): every item is only ever sent under the queue that stored it, so a
- * sharded store may route by it.
+ * Whose ids: ids are unique per site, and every store remembers them per site. `queue` is the
+ * envelope's browser-queue id (src/api/collect.ts), passed along for the record: no store routes
+ * by it, so an id sent under two queues is still one id.
  */
 export interface DedupeScope {
   site: string;

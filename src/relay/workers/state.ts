@@ -1,11 +1,11 @@
 /**
  * The relay's state on Workers: Durable Objects with SQLite storage, called over RPC. A site's
  * dedupe ids are spread over `RELAY_SHARDS` shard objects, so no object sees all of a site's
- * traffic. A browser's request goes to the shard of its queue id (every item is only ever sent
- * under the queue that stored it: retries, beacons, other tabs and identify/reset all meet the
- * same shard), which makes one `/collect` one claim and one settle, on one object. A request
- * without a queue id (a server's) goes to the shards of its item ids, in parallel. The
- * address-lookup budget is a counter of its own object per site, exact across the world.
+ * traffic. Each id goes to the shard of its own hash, whatever the envelope's `queue` says, so an
+ * id sent under two queues meets one object: dedupe holds per site. A `/collect` costs one claim
+ * and one settle per shard its items touch, in parallel. The queue consumer's delivery ledger
+ * (delivery.ts) lives in the same class. The address-lookup budget is a counter of its own object
+ * per site, exact across the world.
  *
  * Durable Objects are strongly consistent and single-threaded, which dedupe needs; KV is eventually
  * consistent and must not be used.
@@ -262,13 +262,12 @@ export const shardName = (site: string, shard: number): string => `${site}#${sha
  */
 export const countersName = (site: string): string => site;
 
-/** Which shard each id of `scope` lives in: the queue's shard for all, else each id's own. */
-function byShard(scope: DedupeScope, ids: readonly string[], shards: number): Map<number, string[]> {
+/**
+ * Which shard each id lives in: its own, by a hash of the id, whatever the envelope's `queue` says,
+ * so the same id sent under two queues (two tabs, a beacon, a server) meets the same shard.
+ */
+function byShard(_scope: DedupeScope, ids: readonly string[], shards: number): Map<number, string[]> {
   const groups = new Map<number, string[]>();
-  if (scope.queue !== undefined) {
-    if (ids.length > 0) groups.set(hash(scope.queue) % shards, [...ids]);
-    return groups;
-  }
   for (const id of ids) {
     const shard = hash(id) % shards;
     groups.set(shard, [...(groups.get(shard) ?? []), id]);
