@@ -49,8 +49,10 @@ describe('the RelayState Durable Object', () => {
   it('deletes expired ids by alarm in an object no claim visits any more, and keeps the live ones', async () => {
     const site = scope();
     const now = Date.now();
-    await store.settle({ site, queue: 'tab-1' }, { forwarded: ['short-1', 'short-2'], until: now + 50, released: [] });
-    await store.settle({ site, queue: 'tab-1' }, { forwarded: ['long'], until: now + 86_400_000, released: [] });
+    // One shard, so the three ids share an object.
+    const single = createDurableStore(env['RELAY_STATE'], 1);
+    await single.settle({ site }, { forwarded: ['short-1', 'short-2'], until: now + 50, released: [] });
+    await single.settle({ site }, { forwarded: ['long'], until: now + 86_400_000, released: [] });
     const [shard, ...others] = (await shards(site)).sort((a, b) => b.usage.rows - a.usage.rows);
     expect(others.every((other) => other.usage.rows === 0)).toBe(true);
     expect(shard!.usage.rows).toBe(3);
@@ -64,7 +66,7 @@ describe('the RelayState Durable Object', () => {
     expect(after.rows).toBe(1);
     // The next sweep waits for the id left: it expires in a day.
     expect(after.sweepAt).toBe(now + 86_400_000);
-    expect((await store.claim({ site, queue: 'tab-1' }, ['short-1', 'long'], Date.now(), 1000)).duplicate).toEqual(['long']);
+    expect((await single.claim({ site }, ['short-1', 'long'], Date.now(), 1000)).duplicate).toEqual(['long']);
   });
 
   it('upgrading from the single object per site: its address-lookup count stays, its old tables go', async () => {
