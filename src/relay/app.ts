@@ -23,7 +23,7 @@ import { authenticate } from './proxy/auth.js';
 import { createTokenVerifier } from './tokens.js';
 import { createConsoleLogger, scrub, silentLogger, writes, type Logger } from './logging.js';
 import { countBy, observeAll, type ObservedItem, type RelayObserver } from './observe.js';
-import { createReadiness, type Readiness } from './ready.js';
+import { createReadiness, publicState, type Readiness } from './ready.js';
 import { createShapes, createVisitorGate } from './ingest/shapes.js';
 import { chargeDelivered, createMemoryLimiter, type RateLimiter } from './limits.js';
 import { createMemoryStore } from './memory.js';
@@ -130,7 +130,25 @@ export function createRelayHandlers(config: RelayConfig, deps: RelayDeps = {}): 
   const transport = deps.transport ?? fetchTransport(deps.fetch ?? globalThis.fetch.bind(globalThis));
   // One 429 window per upstream, shared by /collect and the proxy: the platform limits the key, not the route.
   const backoff = deps.backoff ?? sharedBackoff(config.baseUrl);
-  const readiness = createReadiness({ store, transport, baseUrl: config.baseUrl, now: () => clock.now(), freshMs: deps.platformFreshMs ?? 60_000 });
+  const readiness = createReadiness({
+    store,
+    transport,
+    baseUrl: config.baseUrl,
+    now: () => clock.now(),
+    freshMs: deps.platformFreshMs ?? 60_000,
+    // The public /readyz says only ready or not: why goes to the log (and the metrics port).
+    onChange: (state) =>
+      logger({
+        level: state.ready ? 'info' : 'warn',
+        ts: new Date(clock.now()).toISOString(),
+        kind: 'ready',
+        method: 'GET',
+        path: '/readyz',
+        status: state.ready ? 200 : 503,
+        ms: 0,
+        ...(state.reason === undefined ? {} : { error: 'not_ready', reason: scrub(state.reason) }),
+      }),
+  });
   const observer = observeAll(deps.observer, deps.onUpstreamCall && { upstream: deps.onUpstreamCall }, readiness.observer);
   const pacer = deps.pacer ?? createMemoryPacer(config.platformRate);
   const upstream = createUpstream({
@@ -333,7 +351,7 @@ export function createRelayHandlers(config: RelayConfig, deps: RelayDeps = {}): 
   app.get('/healthz', (c) => c.json({ ok: true }));
   app.get('/readyz', async (c) => {
     const state = await readiness.check();
-    return c.json(state, state.ready ? 200 : 503);
+    return c.json(publicState(state), state.ready ? 200 : 503);
   });
 
   const metrics = deps.metrics;

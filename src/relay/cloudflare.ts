@@ -24,7 +24,7 @@ import { parseConfig, type RelayConfig } from './config.js';
 import { RelayConfigError } from './errors.js';
 import type { RelayStore } from './store.js';
 import { createBindingLimiter, createMemoryLimiter } from './limits.js';
-import { createConsoleLogger, type Logger } from './logging.js';
+import { createConsoleLogger, type Logger, scrub } from './logging.js';
 import { analyticsObserver } from './workers/analytics.js';
 import { queueProducer, consumeQueue } from './workers/queue.js';
 import { createDurableStore, DEFAULT_SHARDS } from './workers/state.js';
@@ -108,6 +108,11 @@ function build(env: RelayEnv): Built {
   return entry;
 }
 
+/**
+ * A misconfiguration: the caller gets a fixed message (a config error quotes what it could not
+ * read: fragments of RELAY_SITES, RELAY_TOKENS, origins, base URLs); the log gets the variable and
+ * the message, scrubbed like every other line.
+ */
 function misconfigured(error: unknown, env: RelayEnv): Response {
   const message = error instanceof RelayConfigError ? error.message : 'the relay could not start';
   // The config did not parse, so RELAY_LOG is read as it stands: only "off" silences this line.
@@ -119,11 +124,15 @@ function misconfigured(error: unknown, env: RelayEnv): Response {
         kind: 'config',
         status: 500,
         error: error instanceof RelayConfigError ? error.variable : 'startup',
+        message: scrub(message),
       }),
     );
   }
-  return Response.json(relayError('relay_misconfigured', `The relay is misconfigured: ${message}.`), { status: 500, headers: { 'Cache-Control': 'no-store' } });
+  return Response.json(relayError('relay_misconfigured', MISCONFIGURED), { status: 500, headers: { 'Cache-Control': 'no-store' } });
 }
+
+/** What every caller of a misconfigured relay reads. */
+export const MISCONFIGURED = "The relay is misconfigured; its operator finds the variable at fault in the relay's logs.";
 
 export default {
   async fetch(request: Request, env: RelayEnv, ctx: ExecutionContext): Promise<Response> {

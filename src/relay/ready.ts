@@ -3,6 +3,10 @@
  * lately. Any answer counts, a 4xx or a 429 included: it proves the way there works. When the last
  * answer is older than `freshMs`, or a call failed since, one probe (a GET of the platform's base
  * address, without the key) decides; concurrent checks share it and its result is kept briefly.
+ *
+ * The public port answers only ready or not ready ({@link publicState}): a reason names internal
+ * addresses and error text. The reason goes to the private metrics port's `/readyz` and, each time
+ * it changes, to the log.
  * @module
  */
 import type { RelayObserver } from './observe.js';
@@ -21,7 +25,12 @@ export interface Readiness {
   observer: RelayObserver;
 }
 
+/** What the public port may say: ready or not, nothing about why. */
+export const publicState = (state: ReadyState): ReadyState => ({ ready: state.ready });
+
 export interface ReadinessOptions {
+  /** told once each time readiness changes (a new reason, or ready again), for the log */
+  onChange?: ((state: ReadyState) => void) | undefined;
   store: Pick<RelayStore, 'ping'>;
   transport: Transport;
   baseUrl: string;
@@ -41,6 +50,7 @@ export function createReadiness(options: ReadinessOptions): Readiness {
   let answeredAt = Number.NEGATIVE_INFINITY;
   let failedAt = Number.NEGATIVE_INFINITY;
   let probe: { at: number; result: Promise<string | undefined> } | undefined;
+  let lastReason: string | undefined;
 
   const within = <T>(work: Promise<T>, what: string): Promise<T> => {
     let timer: ReturnType<typeof setTimeout> | undefined;
@@ -80,7 +90,12 @@ export function createReadiness(options: ReadinessOptions): Readiness {
         platformProblem(),
       ]);
       const reason = storeProblem ?? platform;
-      return reason === undefined ? { ready: true } : { ready: false, reason };
+      const state: ReadyState = reason === undefined ? { ready: true } : { ready: false, reason };
+      if (reason !== lastReason) {
+        lastReason = reason;
+        options.onChange?.(state);
+      }
+      return state;
     },
     observer: {
       upstream: ({ status }) => {

@@ -2,10 +2,10 @@
 // misconfiguration answered in the error shape, and the optional Queues path (producer in
 // /collect, consumer with ack/retry and a dead-letter queue).
 import { createExecutionContext, createMessageBatch, env, getQueueResult, SELF } from 'cloudflare:test';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { CollectAnswer } from '../../src/api/collect.js';
 import type { RelayErrorBody } from '../../src/api/errors.js';
-import worker from '../../src/relay/cloudflare.js';
+import worker, { MISCONFIGURED } from '../../src/relay/cloudflare.js';
 import { upstreamControl } from '../relay/support/control.js';
 import { API_KEY, ORIGIN, siteKey, sites, track, identify } from '../relay/suite/target.js';
 import { CF, CF_CUSTOM, VISITOR_IP } from './target.js';
@@ -50,12 +50,30 @@ describe('the Worker entry', () => {
     expect(call!.body.activities[0].location.source_ip).toBe(VISITOR_IP);
   });
 
-  it('answers a misconfiguration with 500 naming the variable, never the key', async () => {
-    const response = await post({ RELAY_SITES: '{broken' }, { key: 'pk', batch: [] });
-    expect(response.status).toBe(500);
-    const text = await response.text();
-    expect(JSON.parse(text)).toEqual({ error: { code: 'relay_misconfigured', message: expect.stringContaining('RELAY_SITES'), details: [] } });
-    expect(text).not.toContain(API_KEY);
+  it('answers a misconfiguration with a fixed message, and logs the variable at fault', async () => {
+    const lines: string[] = [];
+    const spy = vi.spyOn(console, 'log').mockImplementation((line: unknown) => void lines.push(String(line)));
+    let text: string;
+    try {
+      // a config error quotes what it could not read: here an internal origin and a token hash
+      const response = await post(
+        {
+          RELAY_SITES: '[{"key":"pk_x","origins":["https://intranet.corp.example/secret-path"]}]',
+          RELAY_TOKENS: '[{"name":"n","sha256":"abc"}]',
+          RELAY_LOG: 'info',
+        },
+        { key: 'pk', batch: [] },
+      );
+      expect(response.status).toBe(500);
+      text = await response.text();
+    } finally {
+      spy.mockRestore();
+    }
+    expect(JSON.parse(text)).toEqual({ error: { code: 'relay_misconfigured', message: MISCONFIGURED, details: [] } });
+    for (const fragment of [API_KEY, 'intranet', 'secret-path', 'RELAY_SITES', 'abc']) expect(text).not.toContain(fragment);
+    const logged = lines.map((line) => JSON.parse(line) as { kind?: string; error?: string; message?: string }).find((line) => line.kind === 'config');
+    expect(logged?.error).toBe('RELAY_SITES');
+    expect(logged?.message).toContain('RELAY_SITES');
   });
 
   it('limits each visitor with the Rate Limiting binding, answering 429 with its period as Retry-After', async () => {
