@@ -235,6 +235,7 @@ describe('outcomes the consumer cannot know are never resent blindly', () => {
     const ledger = dying.ctx.ledger;
     dying.ctx.ledger = {
       claim: ledger.claim,
+      sending: ledger.sending,
       settle: async () => {
         throw new Error('the isolate went away');
       },
@@ -249,6 +250,38 @@ describe('outcomes the consumer cannot know are never resent blindly', () => {
     expect(calls).toHaveLength(1);
     expect(copy.outcome.acked).toEqual([entry.id]);
     expect(later.letters.map((letter) => letter.reason)).toEqual(['ambiguous']);
+  });
+
+  it('a consumer that dies after its first call of a batch: only that call’s entries are held, the never-sent rest is delivered once', async () => {
+    const s = site();
+    const entries = Array.from({ length: 250 }, () => activity(s));
+    const { calls, upstream } = platform();
+    const now = Date.now();
+    // The isolate goes away after its first call: the pacer never grants a second one within the
+    // batch's deadline, and nothing it settles lands.
+    let granted = 0;
+    const stalled: Pacer = { take: async () => (granted++ === 0 ? 0 : 600_000), hold: async () => {} };
+    const dying = context(upstream, { now, pacer: stalled });
+    const ledger = dying.ctx.ledger;
+    dying.ctx.ledger = {
+      claim: ledger.claim,
+      sending: ledger.sending,
+      settle: async () => {
+        throw new Error('the isolate went away');
+      },
+    };
+    await consumeQueue(batchOf(entries).batch, dying.ctx, quiet);
+    expect(calls.map((call) => call.entries.length)).toEqual([100]);
+
+    // The batch comes back once the dead consumer's leases have run out.
+    const later = context(upstream, { now: now + 60_000 });
+    const again = batchOf(entries);
+    await consumeQueue(again.batch, later.ctx, quiet);
+    // Every entry reached the platform once: the first 100 by the dead consumer's call, the rest now.
+    expect(sends(calls, entries).filter((count) => count !== 1)).toEqual([]);
+    // Held: exactly the entries of the call that was in flight; all acked.
+    expect(later.letters.map((letter) => [letter.id, letter.reason])).toEqual(entries.slice(0, 100).map((entry) => [entry.id, 'ambiguous']));
+    expect(again.outcome.acked.sort()).toEqual(entries.map((entry) => entry.id).sort());
   });
 
   it('a dead letter the dead-letter queue does not take stays with its message, which comes back', async () => {

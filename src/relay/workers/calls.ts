@@ -41,6 +41,11 @@ export interface CallContext {
   deadline: number;
   /** every status seen (0 = no answer), for the log line */
   statuses: number[];
+  /**
+   * A call carrying `entries` is about to go: counts the send in the ledger, and resolves to the
+   * keys of the entries still this consumer's (only those are sent).
+   */
+  sending(entries: readonly Sending[]): Promise<ReadonlySet<object>>;
   /** told what became of each call's entries (Analytics Engine's `delivery` points) */
   observe?: ((event: DeliveryEvent) => void) | undefined;
 }
@@ -103,6 +108,21 @@ async function sendCall(ctx: CallContext, call: Call, fates: Map<object, Fate>, 
   if (!paced.ok) {
     set({ kind: 'released', delaySeconds: Math.max(1, Math.ceil(paced.waitMs / 1000)) });
     seen.value = -1; // no call: nothing to tell
+    return [];
+  }
+  // The send counts as started only now, on this call's entries: a consumer that dies leaves the
+  // rest of its batch fresh for the next delivery, not ambiguous.
+  let marked: ReadonlySet<object>;
+  try {
+    marked = await ctx.sending(call.entries);
+  } catch {
+    marked = new Set();
+  }
+  // One whose lease ran out (or could not be marked) is not sent: back to the queue.
+  for (const sending of call.entries) if (!marked.has(sending.key)) fates.set(sending.key, { kind: 'released', delaySeconds: RELEASE_DELAY_S });
+  call = { ...call, entries: call.entries.filter((sending) => marked.has(sending.key)) };
+  if (call.entries.length === 0) {
+    seen.value = -1;
     return [];
   }
   const key = itemsKey(call.endpoint);

@@ -26,6 +26,8 @@ export interface DeliverySettlement {
 export interface DeliveryLedger {
   /** Leases the ids of `site` to `owner` (see {@link RelayState.claimDelivery}); one object call per shard touched, in parallel. */
   claim(site: string, ids: readonly string[], owner: string, now: number, leaseMs: number, windowMs: number): Promise<Map<string, Claimed>>;
+  /** A call carrying `ids` is about to go (see {@link RelayState.markSending}): resolves to the ids marked, still `owner`'s. */
+  sending(site: string, ids: readonly string[], owner: string, now: number): Promise<Set<string>>;
   /** Ends `owner`'s leases; resolves to how many ids were not `owner`'s. */
   settle(site: string, owner: string, settlement: DeliverySettlement, until: number): Promise<number>;
 }
@@ -59,6 +61,15 @@ export function createDeliveryLedger(namespace: DurableObjectNamespace<RelayStat
         }),
       );
       return found;
+    },
+    async sending(site, ids, owner, now) {
+      const marked = new Set<string>();
+      await Promise.all(
+        [...byShard(ids, shards)].map(async ([shard, part]) => {
+          for (const index of (await object(site, shard).markSending(part.map(blob), owner, now)) as number[]) marked.add(part[index]!);
+        }),
+      );
+      return marked;
     },
     async settle(site, owner, settlement, until) {
       const shardsOf = {

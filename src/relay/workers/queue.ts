@@ -43,7 +43,7 @@ export function queueProducer(queue: Queue): Enqueue {
   };
 }
 
-export interface ConsumeContext extends Omit<CallContext, 'statuses'> {
+export interface ConsumeContext extends Omit<CallContext, 'statuses' | 'sending'> {
   /** which ids of a site were delivered within the window, sharded by id */
   ledger: DeliveryLedger;
   /** the producer binding of the queue's dead-letter queue */
@@ -72,8 +72,9 @@ const LEASE_MARGIN_MS = 30_000;
  * or dead-lettered within the window (a redelivered message, a browser's resend under any
  * `queue`) is acked without a call; one another consumer holds is retried after its lease; one
  * whose earlier send may have reached the platform is held as a dead letter (activities) or sent
- * again (merges). The ledger is settled before any ack: a consumer that dies after its calls
- * leaves leases that make the redelivery hold, not resend.
+ * again (merges). A send is counted in the ledger right before each call, on that call's ids only;
+ * the ledger is settled before any ack: a consumer that dies leaves leases that make the
+ * redelivery of its calls in flight hold, not resend, and the rest of its batch go as new.
  */
 export async function consumeQueue(batch: MessageBatch<QueuedEntry>, ctx: ConsumeContext, logger: Logger): Promise<void> {
   const started = ctx.clock.now();
@@ -136,7 +137,22 @@ export async function consumeQueue(batch: MessageBatch<QueuedEntry>, ctx: Consum
     ctx.observe?.(deliveryEvent(ctx, { endpoint: 'activities/create', entries }, fates, 0, false));
   }
   const statuses: number[] = [];
-  for (const [key, fate] of await deliverEntries({ ...ctx, statuses }, going)) fates.set(key, fate);
+  /** Marks a call's entries sending in the ledger, per site: what a dead consumer leaves attempted is its calls in flight. */
+  const sending = async (entries: readonly Sending[]): Promise<Set<object>> => {
+    const marked = new Set<object>();
+    for (const site of new Set(entries.map((entry) => entry.body.site))) {
+      const ofSite = entries.filter((entry) => entry.body.site === site);
+      const ids = await ctx.ledger.sending(
+        site,
+        ofSite.map((entry) => entry.body.id),
+        owner,
+        ctx.clock.now(),
+      );
+      for (const entry of ofSite) if (ids.has(entry.body.id)) marked.add(entry.key);
+    }
+    return marked;
+  };
+  for (const [key, fate] of await deliverEntries({ ...ctx, statuses, sending }, going)) fates.set(key, fate);
 
   // Dead letters first: an entry the dead-letter queue did not take stays leased and comes back.
   const dead = claimed.filter((message) => fates.get(message)?.kind === 'dead');

@@ -69,9 +69,10 @@ export class RelayState extends DurableObject<unknown> {
   /**
    * The queue consumer's claim on `ids` (16 bytes each) until `now + leaseMs`, in one step. Each
    * comes back, by index, as: `fresh` (never sent, or only sends known not to be applied), `attempted`
-   * (an earlier lease ran out unsettled: a send may have reached the platform), `done` (delivered
-   * or dead-lettered within the window) or `busy` (another consumer's live lease). Fresh and
-   * attempted ids are now `owner`'s, remembered until `now + windowMs` whatever happens next.
+   * (a call carrying it started under a lease that ran out unsettled: a send may have reached the
+   * platform), `done` (delivered or dead-lettered within the window) or `busy` (another consumer's
+   * live lease). Fresh and attempted ids are now `owner`'s, remembered until `now + windowMs`
+   * whatever happens next. Claiming counts no send: {@link markSending} does, per call.
    */
   async claimDelivery(ids: ArrayBuffer[], owner: string, now: number, leaseMs: number, windowMs: number): Promise<DeliveryClaim> {
     this.calls++;
@@ -93,8 +94,8 @@ export class RelayState extends DurableObject<unknown> {
         }
         (row && row.attempts > 0 ? claim.attempted : claim.fresh).push(index);
         sql.exec(
-          `INSERT INTO delivered (id, state, owner, lease_until, attempts, expires) VALUES (?1, ${LEASED}, ?2, ?3, 1, ?4)
-           ON CONFLICT(id) DO UPDATE SET owner = ?2, lease_until = ?3, attempts = attempts + 1, expires = max(expires, ?4)`,
+          `INSERT INTO delivered (id, state, owner, lease_until, attempts, expires) VALUES (?1, ${LEASED}, ?2, ?3, 0, ?4)
+           ON CONFLICT(id) DO UPDATE SET owner = ?2, lease_until = ?3, expires = max(expires, ?4)`,
           id,
           owner,
           now + leaseMs,
@@ -105,6 +106,27 @@ export class RelayState extends DurableObject<unknown> {
     });
     if (claim.fresh.length + claim.attempted.length > 0) await this.sweepBy(now + windowMs);
     return claim;
+  }
+
+  /**
+   * A call carrying `ids` is about to go: counts a started send on each id still under `owner`'s
+   * live lease, in one step. Resolves to the indexes marked; the caller sends only those. A
+   * consumer that dies then leaves `attempted` only on the ids of the calls it had in flight.
+   */
+  markSending(ids: ArrayBuffer[], owner: string, now: number): number[] {
+    this.calls++;
+    const sql = this.ctx.storage.sql;
+    return this.ctx.storage.transactionSync(() =>
+      ids.flatMap((id, index) => {
+        const marked = sql.exec(
+          `UPDATE delivered SET attempts = attempts + 1 WHERE id = ? AND owner = ? AND state = ${LEASED} AND lease_until > ?`,
+          id,
+          owner,
+          now,
+        ).rowsWritten;
+        return marked > 0 ? [index] : [];
+      }),
+    );
   }
 
   /**
