@@ -53,10 +53,12 @@ describe.each(engines)('the snippet in %s', (name) => {
     );
     await arrivesExactlyOnce(email, range(0, ROUNDS * PER_ROUND));
     const answers = stack().answers().slice(answered);
-    // Every item (the identify too) answered once, and never as a duplicate of one sent before.
+    // Every item (the identify too) accepted once, and never answered as a duplicate of one sent
+    // before (a `retry` answer, when the platform was slow, is a resend the relay asked for).
     expect(answers.filter((a) => a.result === 'duplicate')).toEqual([]);
-    expect(answers.length).toBe(ROUNDS * PER_ROUND + 1);
-    expect(new Set(answers.map((a) => a.id)).size).toBe(answers.length);
+    const accepted = answers.filter((a) => a.result === 'accepted').map((a) => a.id);
+    expect(accepted.length).toBe(ROUNDS * PER_ROUND + 1);
+    expect(new Set(accepted).size).toBe(accepted.length);
     expect(await problems(page)).toEqual([]);
   });
 
