@@ -9,6 +9,20 @@ const ATTACKER = '198.51.100.66';
 const VISITORS = ['203.0.113.1', '203.0.113.2', '203.0.113.3', '203.0.113.4', '203.0.113.5'];
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** A server calling the proxy (`tags/get`) every `everyMs` until `until`, its statuses pushed to `statuses`. */
+async function callProxy(relayUrl: string, until: number, everyMs: number, statuses: number[]): Promise<void> {
+  while (Date.now() < until) {
+    const response = await fetch(`${relayUrl}/v1/tags/get`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${PROXY_TOKEN}`, 'content-type': 'application/json' },
+      body: '{}',
+    });
+    statuses.push(response.status);
+    await response.body?.cancel();
+    await sleep(everyMs);
+  }
+}
+
 describe('one visitor drawing platform refusals', () => {
   let stack: Stack;
   beforeAll(async () => {
@@ -49,18 +63,7 @@ describe('one visitor drawing platform refusals', () => {
       }
     };
     const proxyStatuses: number[] = [];
-    const proxy = async () => {
-      while (Date.now() < until) {
-        const response = await fetch(`${relay.url}/v1/tags/get`, {
-          method: 'POST',
-          headers: { authorization: `Bearer ${PROXY_TOKEN}`, 'content-type': 'application/json' },
-          body: '{}',
-        });
-        proxyStatuses.push(response.status);
-        await response.body?.cancel();
-        await sleep(400);
-      }
-    };
+    const proxy = () => callProxy(relay.url, until, 400, proxyStatuses);
     await Promise.all([...[0, 1, 2, 3, 4].map(attack), ...VISITORS.map(visit), proxy()]);
 
     expect(emulator.emulator.bans()).toBe(0);
@@ -100,18 +103,7 @@ describe('many visitors drawing platform refusals at once', () => {
       }
     };
     const proxyStatuses: number[] = [];
-    const proxy = async () => {
-      while (Date.now() < until) {
-        const response = await fetch(`${relay.url}/v1/tags/get`, {
-          method: 'POST',
-          headers: { authorization: `Bearer ${PROXY_TOKEN}`, 'content-type': 'application/json' },
-          body: '{}',
-        });
-        proxyStatuses.push(response.status);
-        await response.body?.cancel();
-        await sleep(300);
-      }
-    };
+    const proxy = () => callProxy(relay.url, until, 300, proxyStatuses);
     await Promise.all([...attackers.map(attack), ...attackers.map(attack), proxy()]);
     expect(emulator.emulator.bans()).toBe(0);
     expect(proxyStatuses.length).toBeGreaterThanOrEqual(3);
