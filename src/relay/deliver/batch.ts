@@ -81,3 +81,9 @@ export function halves(call: Call): [Call, Call] {
   });
   return [part(0, half), part(half)];
 }
+
+/** The call with only the entries `keep` chooses (a browser's tracks held back, leases lost). */
+export function only(call: Call, keep: (entry: Leased) => boolean): Call {
+  const kept = call.entries.map(keep);
+  return { ...call, entries: call.entries.filter((_, i) => kept[i]), texts: call.texts.filter((_, i) => kept[i]) };
+}

@@ -26,7 +26,7 @@ import type { SiteConfig } from '../config.js';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../logging.js';
 import type { DeliveryEvent } from '../observe.js';
-import { halves, planCalls, bodyOf, type Call } from './batch.js';
+import { halves, only, planCalls, bodyOf, type Call } from './batch.js';
 import type { Upstream } from './caller.js';
 import { entryResult } from './calls.js';
 import type { Leased, Outbox, Pacer, Settlement } from './outbox.js';
@@ -82,13 +82,6 @@ const MIN_CALL_MS = 1_000;
 const RETRY_MS = 5_000;
 /** The pacer's wait a leased entry sits out; longer (a 429 hold), the entries go back to the outbox. */
 const MAX_PACER_WAIT_MS = 2_000;
-
-/** The call with only the entries `keep` chooses. */
-const only = (call: Call, keep: (entry: Leased) => boolean): Call => ({
-  ...call,
-  entries: call.entries.filter(keep),
-  texts: call.texts.filter((_, i) => keep(call.entries[i]!)),
-});
 
 /** What a call proved about its entries. */
 interface Verdict {
