@@ -5,9 +5,11 @@
  * - `/cdp.js` is fresh for a week, then revalidated in the background (`stale-while-revalidate`)
  *   and still used for 30 days when the relay cannot answer (`stale-if-error`).
  * - `/cdp.js?v=<version>`, where the version is the ETag without its quotes, is the same file
- *   served `immutable` for a year: a browser never asks again, so the relay being down cannot
- *   cost the page its snippet, in every engine (some ignore `stale-if-error`). A `v` naming
- *   another build (a page rendered before an upgrade) gets today's file with the ordinary headers.
+ *   served `immutable` for a year: it stays fresh in the cache long after plain `/cdp.js` would
+ *   need the relay (some engines ignore `stale-if-error`). WebKit still asks again on a reload,
+ *   so a page reloaded there while the relay is down has no snippet (docs/snippet.md). A `v`
+ *   naming another build (a page rendered before an upgrade) gets today's file with the ordinary
+ *   headers.
  * @module
  */
 import { relayError } from '../api/index.js';

@@ -27,6 +27,8 @@ export interface PageFlags {
   script?: string;
   /** load the script from its versioned address, `cdp.js?v=<version>` (immutable: cached for good) */
   versioned?: boolean;
+  /** another page of the site (`/page/<name>`), served like `/`: for navigating within the site */
+  page?: string;
 }
 
 /** First on every page: keeps what went wrong in the page where any driver can read it (WebDriver has no console events). */
@@ -94,7 +96,7 @@ export async function startStack(): Promise<Stack> {
     if (url.pathname === '/esm') return void servePage(res, url, 'module');
     // Somewhere else on the site, to navigate away to.
     if (url.pathname === '/away') return void res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end('<!doctype html><title>away</title>away');
-    if (url.pathname !== '/') return void res.writeHead(404).end();
+    if (url.pathname !== '/' && !url.pathname.startsWith('/page/')) return void res.writeHead(404).end();
     servePage(res, url, 'script');
   });
   const servePage = (res: ServerResponse, url: URL, kind: 'script' | 'module') => {
@@ -163,7 +165,7 @@ export async function startStack(): Promise<Stack> {
     },
     site,
     pageUrl: (init = {}, flags = {}) =>
-      `${site}/${flags.esm ? 'esm' : ''}?init=${encodeURIComponent(JSON.stringify(init))}${flags.isolated ? '&isolated=1' : ''}${flags.twice ? '&twice=1' : ''}${flags.script ? `&script=${encodeURIComponent(flags.script)}` : ''}${flags.versioned ? '&versioned=1' : ''}`,
+      `${site}/${flags.esm ? 'esm' : flags.page ? `page/${encodeURIComponent(flags.page)}` : ''}?init=${encodeURIComponent(JSON.stringify(init))}${flags.isolated ? '&isolated=1' : ''}${flags.twice ? '&twice=1' : ''}${flags.script ? `&script=${encodeURIComponent(flags.script)}` : ''}${flags.versioned ? '&versioned=1' : ''}`,
     userHash: (email) => identityHash(IDENTITY_SECRET, 'str::email', email),
     views: (email) => valuesOf(email, 'act:cm:page-view', 'str:cm:path'),
     received: (email) => valuesOf(email, ACTIVITY, 'str:cm:n'),
