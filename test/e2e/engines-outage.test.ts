@@ -21,17 +21,23 @@ const stack = useStack();
 describe.each(engines)('the snippet through a relay outage in %s', (name) => {
   const { open, newPerson, arrivesExactlyOnce } = useEngine(name, stack);
 
+  /** A page whose person's first 5 events arrived, then the relay stopped: the caller starts it again. */
+  const pageThenOutage = async (versioned: boolean) => {
+    const page = await open({}, { versioned });
+    const email = newPerson();
+    await send(page, email, 0, 5);
+    await arrivesExactlyOnce(email, range(0, 5));
+    await stack().stopRelay();
+    return { page, email };
+  };
+
   it.each([
     ['the versioned address', true],
     ['plain /cdp.js', false],
   ])(
     'the relay down, the visitor moves to another page: that page has cdp.js (from %s, cached), and what was stored meanwhile arrives once the relay is back',
     async (_, versioned) => {
-      const page = await open({}, { versioned });
-      const email = newPerson();
-      await send(page, email, 0, 5);
-      await arrivesExactlyOnce(email, range(0, 5));
-      await stack().stopRelay();
+      const { page, email } = await pageThenOutage(versioned);
       try {
         await send(page, undefined, 5, 5);
         // Another page of the site, in the same tab: the browser's cache is all there is to load cdp.js from.
@@ -49,11 +55,7 @@ describe.each(engines)('the snippet through a relay outage in %s', (name) => {
   );
 
   it('the relay down, the page reloaded: what was stored before is kept and arrives once a page has the snippet again', async () => {
-    const page = await open({}, { versioned: true });
-    const email = newPerson();
-    await send(page, email, 0, 5);
-    await arrivesExactlyOnce(email, range(0, 5));
-    await stack().stopRelay();
+    const { page, email } = await pageThenOutage(true);
     try {
       await send(page, undefined, 5, 5);
       await page.reload();
