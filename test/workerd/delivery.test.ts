@@ -111,6 +111,15 @@ function context(upstream: ConsumeContext['upstream'], options: { now?: number; 
 }
 
 const site = () => `pk_delivery_${crypto.randomUUID().slice(0, 8)}`;
+
+/** The ledger of a consumer whose isolate goes away before it settles: claims and marks land, settles never do. */
+const settleNeverLands = (ledger: ConsumeContext['ledger']): ConsumeContext['ledger'] => ({
+  claim: ledger.claim,
+  sending: ledger.sending,
+  settle: async () => {
+    throw new Error('the isolate went away');
+  },
+});
 const quiet = () => {};
 
 describe('the consumer delivers each id once per site', () => {
@@ -232,14 +241,7 @@ describe('outcomes the consumer cannot know are never resent blindly', () => {
     const { calls, upstream } = platform();
     const now = Date.now();
     const dying = context(upstream, { now });
-    const ledger = dying.ctx.ledger;
-    dying.ctx.ledger = {
-      claim: ledger.claim,
-      sending: ledger.sending,
-      settle: async () => {
-        throw new Error('the isolate went away');
-      },
-    };
+    dying.ctx.ledger = settleNeverLands(dying.ctx.ledger);
     await consumeQueue(batchOf([entry]).batch, dying.ctx, quiet);
     expect(calls).toHaveLength(1);
 
@@ -262,14 +264,7 @@ describe('outcomes the consumer cannot know are never resent blindly', () => {
     let granted = 0;
     const stalled: Pacer = { take: async () => (granted++ === 0 ? 0 : 600_000), hold: async () => {} };
     const dying = context(upstream, { now, pacer: stalled });
-    const ledger = dying.ctx.ledger;
-    dying.ctx.ledger = {
-      claim: ledger.claim,
-      sending: ledger.sending,
-      settle: async () => {
-        throw new Error('the isolate went away');
-      },
-    };
+    dying.ctx.ledger = settleNeverLands(dying.ctx.ledger);
     await consumeQueue(batchOf(entries).batch, dying.ctx, quiet);
     expect(calls.map((call) => call.entries.length)).toEqual([100]);
 
