@@ -66,7 +66,12 @@ export async function createSqliteOutbox(path: string, options: SqliteOutboxOpti
     // One statement each per call, whatever the number of ids: [site number, id as hex] pairs go in
     // as JSON. First the batch's ids whose window has passed are forgotten, then the ids not
     // remembered are inserted: a RETURNING row says the id is new.
-    forgetStale: db.prepare('DELETE FROM outbox_seen WHERE (site, id) IN (SELECT value ->> 0, unhex(value ->> 1) FROM json_each(?1)) AND until <= ?2'),
+    // Driven by the `until` index (only ids past their window, which the sweep keeps few), then
+    // matched against the batch: `(site, id) IN (SELECT … FROM json_each)` used only the key's first
+    // column, reading every id of the site on every accept (2.4 ms at 30,000 ids, and growing).
+    forgetStale: db.prepare(
+      'DELETE FROM outbox_seen WHERE until <= ?2 AND EXISTS (SELECT 1 FROM json_each(?1) WHERE value ->> 0 = outbox_seen.site AND unhex(value ->> 1) = outbox_seen.id)',
+    ),
     remember: db
       .prepare(
         'INSERT INTO outbox_seen (site, id, until) SELECT value ->> 0, unhex(value ->> 1), ?2 FROM json_each(?1) WHERE true ON CONFLICT (site, id) DO NOTHING RETURNING site, hex(id)',
