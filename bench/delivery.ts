@@ -20,7 +20,7 @@
  * process's CPU (user + system from /proc) per 100 items. Writes bench/results/delivery.json.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -250,22 +250,27 @@ async function runPhase(phase: Phase) {
 }
 
 const loadBefore = loadavg();
-const results: Record<string, Awaited<ReturnType<typeof runPhase>>> = {};
+type PhaseResult = Awaited<ReturnType<typeof runPhase>>;
+const RESULTS = new URL('./results/delivery.json', import.meta.url);
+// With --only, the phases not run keep their last figures (each records the commit it ran on).
+const results: Record<string, PhaseResult & { commit?: string }> =
+  only && existsSync(RESULTS) ? (JSON.parse(readFileSync(RESULTS, 'utf8')) as { phases: Record<string, PhaseResult> }).phases : {};
 for (const phase of phases) {
   console.log(
     `━━ ${phase.name}: ${phase.rate} items/s for ${phase.seconds} s, batches of ${phase.batch.join('–')}, platform ${phase.latencyMs} ms per call ━━`,
   );
-  results[phase.name] = await runPhase(phase);
+  results[phase.name] = { ...(await runPhase(phase)), commit: headCommit() };
   console.log(JSON.stringify(results[phase.name]));
 }
 
-const commit = (() => {
+function headCommit(): string {
   try {
     return execFileSync('git', ['rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim();
   } catch {
     return 'unknown';
   }
-})();
+}
+const commit = headCommit();
 const report = {
   benchmark: 'delivery',
   date: new Date().toISOString(),
@@ -288,7 +293,7 @@ const report = {
   phases: results,
 };
 mkdirSync(new URL('./results/', import.meta.url), { recursive: true });
-writeFileSync(new URL('./results/delivery.json', import.meta.url), `${JSON.stringify(report, null, 2)}\n`);
+writeFileSync(RESULTS, `${JSON.stringify(report, null, 2)}\n`);
 console.table(
   Object.entries(results).map(([name, r]) => ({
     phase: name,

@@ -51,6 +51,8 @@ export interface DelivererOptions {
   callTimeoutMs?: number;
   /** entries leased at once: calls' worth, so merges and activities both fill @default 1000 */
   leaseSize?: number;
+  /** platform calls in flight at once, each in its own pacer slot: overlapping calls keep the budget full when calls are slow @default 4 */
+  maxInFlight?: number;
   /** the lead lock's lifetime; a standby takes over this long after the leader died @default 5 000 ms */
   leadTtlMs?: number;
   /** told of every call's outcome (metrics, the status page) */
@@ -83,6 +85,18 @@ const RETRY_MS = 5_000;
 /** The pacer's wait a leased entry sits out; longer (a 429 hold), the entries go back to the outbox. */
 const MAX_PACER_WAIT_MS = 2_000;
 
+/** What the calls of one lease share while they overlap. */
+interface LeaseRun {
+  expires: number;
+  /** browsers whose identify in this lease was not delivered: their tracks wait */
+  blocked: Set<string>;
+  /** entries going back to the outbox at the end of the lease, not before `releaseAt` */
+  released: Leased[];
+  releaseAt: number;
+  /** set once the platform asked to wait (or the lease runs short): no further call starts */
+  stopAt: { notBefore: number } | undefined;
+}
+
 /** What a call proved about its entries. */
 interface Verdict {
   delivered: Leased[];
@@ -103,6 +117,8 @@ export function createDeliverer(options: DelivererOptions): Deliverer {
   const callTimeoutMs = options.callTimeoutMs ?? 10_000;
   const leaseSize = options.leaseSize ?? 1_000;
   const leadTtlMs = options.leadTtlMs ?? 5_000;
+  const maxInFlight = options.maxInFlight ?? 4;
+  if (!Number.isInteger(maxInFlight) || maxInFlight < 1) throw new RangeError(`maxInFlight must be a whole number ≥ 1, got ${maxInFlight}`);
   const mergeBy = (site: string) => sites.get(site)?.mergeBy ?? ['str::email', 'str::ei'];
   const siteName = (site: string) => sites.get(site)?.name ?? site;
 
@@ -216,92 +232,131 @@ export function createDeliverer(options: DelivererOptions): Deliverer {
 
     /** browsers whose identify in this lease was not delivered: their tracks wait */
     const blocked = new Set<string>();
+    const state: LeaseRun = { expires, blocked, released: [...unplanned], releaseAt: clock.now(), stopAt: undefined };
+    // Merges first, all answered, then the activities: a track never goes before its browser's
+    // identify. Within each, calls overlap (up to `maxInFlight`), each in its own pacer slot.
+    await runCalls(
+      calls.filter((call) => call.endpoint === 'person/merge'),
+      state,
+    );
+    await runCalls(
+      calls.filter((call) => call.endpoint === 'activities/create'),
+      state,
+    );
+    if (state.released.length > 0) {
+      await settle({ delivered: [], released: state.released.map((entry) => ({ seq: entry.seq, notBefore: state.releaseAt })), dead: [] });
+    }
+  }
+
+  /**
+   * Sends `calls` with up to `maxInFlight` in flight: each takes its pacer slot and is marked
+   * `sending` right before it goes, in plan order. Returns once every call started here has been
+   * answered and settled (a stop waits for them).
+   */
+  async function runCalls(calls: readonly Call[], state: LeaseRun): Promise<void> {
     const queue: { call: Call; depth: number }[] = calls.map((call) => ({ call, depth: 0 }));
-    let stopAt: { notBefore: number } | undefined;
-    let released: Leased[] = [...unplanned];
-    let releaseAt = clock.now();
-    while (queue.length > 0) {
-      const { call: planned, depth } = queue.shift()!;
-      let call = planned;
-      if (call.endpoint === 'activities/create' && blocked.size > 0) {
-        released.push(...call.entries.filter((entry) => blocked.has(entry.browser)));
-        call = only(call, (entry) => !blocked.has(entry.browser));
-        if (call.entries.length === 0) continue;
+    const inFlight = new Set<Promise<void>>();
+    let failure: unknown;
+    try {
+      while (queue.length > 0 || inFlight.size > 0) {
+        if (failure !== undefined) break;
+        if (queue.length === 0 || inFlight.size >= maxInFlight) {
+          await Promise.race(inFlight);
+          continue;
+        }
+        const { call: planned, depth } = queue.shift()!;
+        let call = planned;
+        if (call.endpoint === 'activities/create' && state.blocked.size > 0) {
+          state.released.push(...call.entries.filter((entry) => state.blocked.has(entry.browser)));
+          call = only(call, (entry) => !state.blocked.has(entry.browser));
+          if (call.entries.length === 0) continue;
+        }
+        if (state.stopAt !== undefined) {
+          state.released.push(...call.entries);
+          continue;
+        }
+        // A slot of the deployment's budget; a long wait (a 429 hold) sends the entries back instead.
+        const slot = await takeSlot();
+        const left = state.expires - clock.now() - SETTLE_MARGIN_MS;
+        if (slot !== 0 || left < MIN_CALL_MS || stopping || state.stopAt !== undefined) {
+          state.stopAt ??= { notBefore: clock.now() + Math.max(slot, 0) };
+          state.releaseAt = Math.max(state.releaseAt, state.stopAt.notBefore);
+          state.released.push(...call.entries);
+          continue;
+        }
+        // A send is counted as started only now, on this call's entries: a deliverer that dies
+        // leaves the rest of its lease never-sent (attempts unchanged), not ambiguous.
+        const marked = new Set(
+          await outbox.sending(
+            owner,
+            call.entries.map((entry) => entry.seq),
+            clock.now(),
+          ),
+        );
+        if (marked.size < call.entries.length) {
+          // Our lease ran out: another deliverer may hold those entries now; they are not ours to send.
+          log({ level: 'warn', error: 'lease_lost', skipped: call.entries.length - marked.size });
+          call = only(call, (entry) => marked.has(entry.seq));
+          if (call.entries.length === 0) continue;
+        }
+        const going = call;
+        const flight: Promise<void> = sendAndSettle(going, depth, left, state, queue)
+          .catch((error: unknown) => {
+            failure ??= error;
+          })
+          .finally(() => inFlight.delete(flight));
+        inFlight.add(flight);
       }
-      if (stopAt !== undefined) {
-        released.push(...call.entries);
-        continue;
-      }
-      // A slot of the deployment's budget; a long wait (a 429 hold) sends the entries back instead.
-      const slot = await takeSlot();
-      const left = expires - clock.now() - SETTLE_MARGIN_MS;
-      if (slot !== 0 || left < MIN_CALL_MS || stopping) {
-        stopAt = { notBefore: clock.now() + Math.max(slot, 0) };
-        releaseAt = stopAt.notBefore;
-        released.push(...call.entries);
-        continue;
-      }
-      // A send is counted as started only now, on this call's entries: a deliverer that dies
-      // leaves the rest of its lease never-sent (attempts unchanged), not ambiguous.
-      const marked = new Set(
-        await outbox.sending(
-          owner,
-          call.entries.map((entry) => entry.seq),
-          clock.now(),
-        ),
-      );
-      if (marked.size < call.entries.length) {
-        // Our lease ran out: another deliverer may hold those entries now; they are not ours to send.
-        log({ level: 'warn', error: 'lease_lost', skipped: call.entries.length - marked.size });
-        call = only(call, (entry) => marked.has(entry.seq));
-        if (call.entries.length === 0) continue;
-      }
-      const started = clock.now();
-      const outcome = await callOnce(upstream, call.endpoint, bodyOf(call), { timeoutMs: Math.min(callTimeoutMs, left), paced: true });
-      const canSplit = call.entries.length > 1 && depth < MAX_SPLIT_DEPTH;
-      const verdict = judge(call, outcome, canSplit);
-      if (outcome.kind === 'refused' && canSplit && verdict.dead.length === 0) {
-        // Refused as a whole without per-entry details: halve until the bad entries are alone.
-        const [a, b] = halves(call);
-        queue.unshift({ call: a, depth: depth + 1 }, { call: b, depth: depth + 1 });
-        report({ endpoint: call.endpoint, status: outcome.status, calls: [started], delivered: [], dead: [], released: [], ambiguous: [], held: false });
-        continue;
-      }
-      if (call.endpoint === 'person/merge') {
-        for (const entry of call.entries) if (!verdict.delivered.includes(entry)) blocked.add(entry.browser);
-      }
-      const held = afterAmbiguous(call.endpoint, options.ambiguous) === 'hold';
-      const part: Settlement = {
-        delivered: verdict.delivered.map((entry) => entry.seq),
-        released: [...verdict.released, ...(held ? [] : verdict.ambiguous)].map((entry) => ({ seq: entry.seq, notBefore: verdict.notBefore })),
-        dead: [
-          ...verdict.dead.map(({ entry, reason, status }) => ({ seq: entry.seq, reason, status })),
-          ...(held ? verdict.ambiguous.map((entry) => ({ seq: entry.seq, reason: AMBIGUOUS_REASON, status: outcome.status })) : []),
-        ],
-      };
-      await settle(part);
-      const refused = verdict.dead.map(({ entry }) => entry);
-      if (refused.length > 0) options.onRefused?.(refused, outcome.kind === 'refused');
-      report({
-        endpoint: call.endpoint,
-        status: outcome.status,
-        calls: [started],
-        delivered: verdict.delivered,
-        dead: verdict.dead,
-        released: verdict.released,
-        ambiguous: verdict.ambiguous,
-        held,
-      });
-      // The platform is in trouble (or asked to wait): the rest of the lease goes back, in order.
-      if (outcome.kind === 'unapplied' || outcome.kind === 'ambiguous') {
-        stopAt = { notBefore: verdict.notBefore };
-        releaseAt = verdict.notBefore;
-      }
+    } finally {
+      // Never leave a call unanswered behind us: its settle is ours to do.
+      await Promise.allSettled([...inFlight]);
     }
-    if (released.length > 0) {
-      await settle({ delivered: [], released: released.map((entry) => ({ seq: entry.seq, notBefore: releaseAt })), dead: [] });
-      released = [];
+    if (failure !== undefined) throw failure;
+  }
+
+  /** Sends one call, settles what its answer proves; a refused call's halves go back to the front of `queue`. */
+  async function sendAndSettle(call: Call, depth: number, left: number, state: LeaseRun, queue: { call: Call; depth: number }[]): Promise<void> {
+    const started = clock.now();
+    const outcome = await callOnce(upstream, call.endpoint, bodyOf(call), { timeoutMs: Math.min(callTimeoutMs, left), paced: true });
+    const canSplit = call.entries.length > 1 && depth < MAX_SPLIT_DEPTH;
+    const verdict = judge(call, outcome, canSplit);
+    if (outcome.kind === 'refused' && canSplit && verdict.dead.length === 0) {
+      // Refused as a whole without per-entry details: halve until the bad entries are alone.
+      const [a, b] = halves(call);
+      queue.unshift({ call: a, depth: depth + 1 }, { call: b, depth: depth + 1 });
+      report({ endpoint: call.endpoint, status: outcome.status, calls: [started], delivered: [], dead: [], released: [], ambiguous: [], held: false });
+      return;
     }
+    if (call.endpoint === 'person/merge') {
+      for (const entry of call.entries) if (!verdict.delivered.includes(entry)) state.blocked.add(entry.browser);
+    }
+    // The platform is in trouble (or asked to wait): the rest of the lease goes back, in order.
+    if (outcome.kind === 'unapplied' || outcome.kind === 'ambiguous') {
+      state.stopAt ??= { notBefore: verdict.notBefore };
+      state.releaseAt = Math.max(state.releaseAt, verdict.notBefore);
+    }
+    const held = afterAmbiguous(call.endpoint, options.ambiguous) === 'hold';
+    const part: Settlement = {
+      delivered: verdict.delivered.map((entry) => entry.seq),
+      released: [...verdict.released, ...(held ? [] : verdict.ambiguous)].map((entry) => ({ seq: entry.seq, notBefore: verdict.notBefore })),
+      dead: [
+        ...verdict.dead.map(({ entry, reason, status }) => ({ seq: entry.seq, reason, status })),
+        ...(held ? verdict.ambiguous.map((entry) => ({ seq: entry.seq, reason: AMBIGUOUS_REASON, status: outcome.status })) : []),
+      ],
+    };
+    await settle(part);
+    const refused = verdict.dead.map(({ entry }) => entry);
+    if (refused.length > 0) options.onRefused?.(refused, outcome.kind === 'refused');
+    report({
+      endpoint: call.endpoint,
+      status: outcome.status,
+      calls: [started],
+      delivered: verdict.delivered,
+      dead: verdict.dead,
+      released: verdict.released,
+      ambiguous: verdict.ambiguous,
+      held,
+    });
   }
 
   /** Waits for a pacer slot: 0 once taken, else how long the budget is held (the caller gives up the lease). */
