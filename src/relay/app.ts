@@ -17,6 +17,7 @@ import { outboxHandoff, type Handoff } from './ingest/handoff.js';
 import { inlineHandoff, queueHandoff, type Enqueue } from './workers/handoff.js';
 import { fromRequest, type CollectRequest } from './ingest/body.js';
 import type { ClientInfo } from './ingest/enrich.js';
+import type { Hmac } from './ingest/identity.js';
 import { systemClock, type Clock } from './clock.js';
 import { describeError, RelayHttpError, type HttpAnswer } from './errors.js';
 import { authenticate } from './proxy/auth.js';
@@ -40,6 +41,8 @@ import { fetchTransport, type Transport } from './deliver/transport.js';
 export interface RelayDeps {
   /** @default globalThis.fetch */
   fetch?: typeof fetch;
+  /** HMAC-SHA256 for identity checks (the Node entry gives `node:crypto`'s) @default Web Crypto's */
+  hmac?: Hmac;
   /** how calls reach the platform (the Node entry gives `createUndiciTransport()`); wins over `fetch` @default a transport on `fetch` */
   transport?: Transport;
   /** called once per upstream call of /collect and the proxy (metrics) */
@@ -216,7 +219,7 @@ export function createRelayHandlers(config: RelayConfig, deps: RelayDeps = {}): 
     }
     handoff = outboxHandoff(outbox, config.windowMs, deliverer ? (count) => deliverer?.kick(count) : undefined);
   }
-  const context = { config, store, limiter, clock, handoff, shapes, gate: createVisitorGate() };
+  const context = { config, store, limiter, clock, handoff, shapes, gate: createVisitorGate(), hmac: deps.hmac };
   const sites = [...config.sites.values()];
   const app = new Hono();
 

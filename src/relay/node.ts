@@ -9,6 +9,8 @@
  * @module
  */
 import { readFile } from 'node:fs/promises';
+import { createHmac } from 'node:crypto';
+import type { Hmac } from './ingest/identity.js';
 import { CONNECTION_LIMITS, type ConnectionLimits, listen } from '../listen.js';
 import type { HttpBindings } from '@hono/node-server';
 import { createRelayHandlers, type RelayDeps } from './app.js';
@@ -29,6 +31,9 @@ import { createRelayMetrics } from './ops/metrics.js';
 import { reportToPrimary } from './ops/cluster.js';
 import { startOpsServer, type OpsServer } from './ops/server.js';
 import { createStatusRecorder } from './ops/status.js';
+
+/** HMAC-SHA256 by `node:crypto`: about a sixth of Web Crypto's cost per identity check on Node. */
+export const nodeHmac: Hmac = (key, message) => new Uint8Array(createHmac('sha256', key).update(message).digest());
 
 export { identityHash } from './ingest/identity.js';
 export { createNodeState, DEFAULT_STATE_FILE, type NodeState, type NodeStateOptions } from './state/node.js';
@@ -123,6 +128,7 @@ export async function startRelay(options: StartRelayOptions = {}): Promise<Runni
   const handlers = createRelayHandlers(config, {
     ...options,
     ...(pool === undefined ? {} : { transport: pool }),
+    hmac: options.hmac ?? nodeHmac,
     logger: options.logger ?? createPinoLogger(config.logLevel),
     observer: observeAll(options.observer, metrics.observer, options.clusterWorker ? reportToPrimary(metrics.registry) : status.observer),
     metrics,

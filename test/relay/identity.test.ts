@@ -1,6 +1,7 @@
 import { createHmac } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { createIdentity, identityHash, timingSafeEqual, userHash } from '../../src/relay/ingest/identity.js';
+import { nodeHmac } from '../../src/relay/node.js';
 
 const SECRET = 'a-secret-of-enough-length';
 
@@ -65,5 +66,21 @@ describe('identity tokens cannot be forged from user hashes', () => {
         expect(await identity.read('pk_a', `${payload}.${b64}`, now)).toEqual([]);
       }
     }
+  });
+});
+
+describe('the HMAC implementation is injectable', () => {
+  it("node:crypto's (the Node entry's) and Web Crypto's (Workers') agree: same proofs, each reads the other's tokens", async () => {
+    const web = createIdentity(SECRET, 3600);
+    const node = createIdentity(SECRET, 3600, { hmac: nodeHmac });
+    const now = Date.UTC(2026, 10, 23, 9);
+    const hash = await identityHash(SECRET, 'str::email', 'ann@example.com');
+    expect(await node.proves('str::email', 'ann@example.com', hash)).toBe(true);
+    expect(await node.proves('str::ei', 'ann@example.com', hash)).toBe(false);
+    const subject = await node.subject('pk_a', 'str::email', 'ann@example.com');
+    expect(subject).toBe(await web.subject('pk_a', 'str::email', 'ann@example.com'));
+    expect(await web.read('pk_a', await node.issue('pk_a', [subject], now), now)).toEqual([subject]);
+    expect(await node.read('pk_a', await web.issue('pk_a', [subject], now), now)).toEqual([subject]);
+    expect(await node.read('pk_b', await web.issue('pk_a', [subject], now), now)).toEqual([]);
   });
 });

@@ -18,7 +18,7 @@ import { lookupCounter, type RelayStore } from '../store.js';
 import { readCollectBody, type CollectBody, type CollectRequest } from './body.js';
 import { enrichLocation, enrichmentOf, wantsAddress, type ClientInfo } from './enrich.js';
 import type { Handoff, Prepared } from './handoff.js';
-import { createIdentity, type Identity } from './identity.js';
+import { createIdentity, type Hmac, type Identity } from './identity.js';
 import { applyIdentityRules } from './identity-rules.js';
 import { checkAddress, checkRate, checkRefusals, holdGate, type Hold } from './guard.js';
 import { checkEntry, checkItem, type CheckedItem } from './items.js';
@@ -36,6 +36,8 @@ export interface CollectContext {
   shapes: Shapes;
   /** one request with unknown shapes in flight per visitor (only where the request waits for the platform) */
   gate: VisitorGate;
+  /** HMAC-SHA256 for identity checks @default Web Crypto's */
+  hmac?: Hmac | undefined;
 }
 
 export interface CollectOutcome {
@@ -55,14 +57,21 @@ export interface CollectOutcome {
   warning?: string;
 }
 
-const identities = new Map<string, Identity>();
-function identityFor(config: RelayConfig): Identity | undefined {
+/** Identities by HMAC implementation, then by secret and settings: built once, not per request. */
+const WEB_CRYPTO = {};
+const identities = new WeakMap<Hmac | typeof WEB_CRYPTO, Map<string, Identity>>();
+function identityFor(config: RelayConfig, hmac: Hmac | undefined): Identity | undefined {
   if (config.identitySecret === undefined) return undefined;
+  const byHmac = identities.get(hmac ?? WEB_CRYPTO) ?? new Map<string, Identity>();
+  identities.set(hmac ?? WEB_CRYPTO, byHmac);
   const cacheKey = `${config.identityTtlSeconds}\u0000${config.identityLegacyHash}\u0000${config.identitySecret}`;
-  let identity = identities.get(cacheKey);
+  let identity = byHmac.get(cacheKey);
   if (!identity) {
-    identity = createIdentity(config.identitySecret, config.identityTtlSeconds, { legacyHash: config.identityLegacyHash });
-    identities.set(cacheKey, identity);
+    identity = createIdentity(config.identitySecret, config.identityTtlSeconds, {
+      legacyHash: config.identityLegacyHash,
+      ...(hmac === undefined ? {} : { hmac }),
+    });
+    byHmac.set(cacheKey, identity);
   }
   return identity;
 }
@@ -206,7 +215,7 @@ async function collectItems(
   });
 
   // Identity, enrichment, the window: what goes becomes the platform entry it will be sent as.
-  const identity = identityFor(config);
+  const identity = identityFor(config, ctx.hmac);
   const { rulings, subjects, unverified } = await applyIdentityRules(site, items, body.identity, identity, started);
   const enrichment = enrichmentOf(info, config.addressLookup);
   const skew = body.sentAt === undefined ? 0 : started - body.sentAt;

@@ -28,9 +28,29 @@ export function timingSafeEqual(a: string, b: string): boolean {
 /** What a `user_hash` signs: the field ID, a newline, the value (a field ID never holds a newline). */
 export const identityMessage = (field: string, value: string): string => `${field}\n${value}`;
 
+/**
+ * HMAC-SHA256 of `message` under `key`. Web Crypto's is the default (every runtime has it); the
+ * Node entry gives `node:crypto`'s, several times cheaper per call (no promise, no imported key).
+ */
+export type Hmac = (key: Uint8Array<ArrayBuffer>, message: Uint8Array<ArrayBuffer>) => Uint8Array | Promise<Uint8Array>;
+
+/** HMAC-SHA256 by Web Crypto (Workers, browsers, Node): imports the key on first use of each. */
+export function webCryptoHmac(): Hmac {
+  const keys = new WeakMap<Uint8Array<ArrayBuffer>, Promise<CryptoKey>>();
+  return async (key, message) => {
+    let imported = keys.get(key);
+    if (imported === undefined) {
+      imported = crypto.subtle.importKey('raw', key, { name: 'HMAC', hash: 'SHA-256' }, false, ['sign']);
+      keys.set(key, imported);
+    }
+    return new Uint8Array(await crypto.subtle.sign('HMAC', await imported, message));
+  };
+}
+
+const defaultHmac = webCryptoHmac();
+
 async function hmacHex(secret: string, message: string): Promise<string> {
-  const key = await crypto.subtle.importKey('raw', encoder.encode(secret), { name: 'HMAC', hash: 'SHA-256' }, false, ['sign']);
-  return toHex(new Uint8Array(await crypto.subtle.sign('HMAC', key, encoder.encode(message))));
+  return toHex(await defaultHmac(encoder.encode(secret), encoder.encode(message)));
 }
 
 /**
@@ -72,6 +92,8 @@ export interface Identity {
 export interface IdentityOptions {
   /** also accept the value-only hash of earlier versions (`RELAY_IDENTITY_LEGACY_HASH=on`) @default false */
   legacyHash?: boolean;
+  /** the HMAC-SHA256 implementation @default Web Crypto's ({@link webCryptoHmac}) */
+  hmac?: Hmac;
 }
 
 /** At most this many people per token: one browser rarely speaks for more. */
@@ -79,13 +101,13 @@ const MAX_SUBJECTS = 4;
 
 /** Identity checks under `secret`, issuing tokens valid for `ttlSeconds`. */
 export function createIdentity(secret: string, ttlSeconds: number, options: IdentityOptions = {}): Identity {
-  const hmacKey = (bytes: BufferSource) => crypto.subtle.importKey('raw', bytes, { name: 'HMAC', hash: 'SHA-256' }, false, ['sign']);
-  const userKey = hmacKey(encoder.encode(secret));
+  const hmac = options.hmac ?? webCryptoHmac();
+  const userKey = encoder.encode(secret);
   // Tokens are signed with a key derived by SHA-256, not by HMAC under the secret: a site's server
   // hands out HMACs of strings a visitor chooses (user_hash of an external ID), so no token key may
   // be an HMAC of anything.
-  const tokenKey = crypto.subtle.digest('SHA-256', encoder.encode(`cdp-edge identity token v1\u0000${secret}`)).then(hmacKey);
-  const mac = async (key: Promise<CryptoKey>, message: string) => new Uint8Array(await crypto.subtle.sign('HMAC', await key, encoder.encode(message)));
+  const tokenKey = crypto.subtle.digest('SHA-256', encoder.encode(`cdp-edge identity token v1\u0000${secret}`)).then((digest) => new Uint8Array(digest));
+  const mac = async (key: Uint8Array<ArrayBuffer> | Promise<Uint8Array<ArrayBuffer>>, message: string) => hmac(await key, encoder.encode(message));
   const sign = async (site: string, payload: string) => toBase64url(await mac(tokenKey, `token\n${site}\n${payload}`));
   const matches = async (message: string, hash: string) => timingSafeEqual(toHex(await mac(userKey, message)), hash.toLowerCase());
 
