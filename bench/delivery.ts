@@ -145,13 +145,19 @@ async function runPhase(phase: Phase) {
       await platform(emulator.url, '/v1/definitions/activity/create', { name, attributes: [{ name: 'item', display_type: 'text' }] });
       await new Promise((resolve) => setTimeout(resolve, 1000 / PLATFORM_RATE));
     }
-    const relay = await startCli(['relay', '--port', '0', '--state-file', join(dir, 'relay-state.db')], {
-      CDP_API_KEY: PLATFORM_KEY,
-      CDP_BASE_URL: emulator.url,
-      RELAY_SITES: JSON.stringify([{ key: SITE_KEY, origins: [ORIGIN], verify: 'required' }]),
-      RELAY_IDENTITY_SECRET: SECRET,
-      RELAY_TRUST_PROXY: '127.0.0.1',
-    });
+    const relay = await startCli(
+      ['relay', '--port', '0', '--state-file', join(dir, 'relay-state.db')],
+      {
+        CDP_API_KEY: PLATFORM_KEY,
+        CDP_BASE_URL: emulator.url,
+        RELAY_SITES: JSON.stringify([{ key: SITE_KEY, origins: [ORIGIN], verify: 'required' }]),
+        RELAY_IDENTITY_SECRET: SECRET,
+        RELAY_TRUST_PROXY: '127.0.0.1',
+      },
+      30_000,
+      // e.g. BENCH_RELAY_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof": profile the relay alone
+      process.env['BENCH_RELAY_NODE_ARGS']?.split(' ').filter(Boolean) ?? [],
+    );
     started.push(relay);
     browsers = createBrowsers({
       relayUrl: relay.url,

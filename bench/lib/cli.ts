@@ -40,11 +40,12 @@ export interface CliProcess {
 /**
  * Starts `cdp-edge <args>` with `env` added to this process's; resolves once it prints
  * `listening on <url>`. Its output after that is read and dropped (the relay logs a line per
- * request at the default level), so a full pipe never blocks it.
+ * request at the default level), so a full pipe never blocks it. `nodeArgs` go to node itself
+ * (e.g. `--cpu-prof`, which NODE_OPTIONS does not take).
  */
-export function startCli(args: string[], env: Record<string, string> = {}, timeoutMs = 30_000): Promise<CliProcess> {
+export function startCli(args: string[], env: Record<string, string> = {}, timeoutMs = 30_000, nodeArgs: string[] = []): Promise<CliProcess> {
   if (!existsSync(dist)) throw new Error('the benches run the built CLI: run `npm run build` first');
-  const child = spawn(process.execPath, [bin, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [...nodeArgs, bin, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const stop = async () => {
     if (child.exitCode !== null || child.signalCode !== null) return;
