@@ -74,6 +74,8 @@ export interface Deliverer {
   stop(): Promise<void>;
 }
 
+/** Leases delivered at once: the next one's calls start while this one's last answers come back. */
+const MAX_ACTIVE_LEASES = 2;
 /** Halving a refused call stops after this many levels (100 entries → single entries in 7). */
 const MAX_SPLIT_DEPTH = 7;
 /** Time kept free at the end of a lease to settle after the call's timeout. */
@@ -90,6 +92,8 @@ interface LeaseRun {
   expires: number;
   /** browsers whose identify in this lease was not delivered: their tracks wait */
   blocked: Set<string>;
+  /** the blocked browsers of the leases still being delivered when this one began */
+  earlier: readonly Set<string>[];
   /** entries going back to the outbox at the end of the lease, not before `releaseAt` */
   released: Leased[];
   releaseAt: number;
@@ -124,7 +128,12 @@ export function createDeliverer(options: DelivererOptions): Deliverer {
 
   let running: Promise<void> | undefined;
   let stopping = false;
-  let busy = false;
+  /** the leases being delivered: at most {@link MAX_ACTIVE_LEASES}, overlapping */
+  const active = new Set<Promise<void>>();
+  /** the blocked browsers of each lease being delivered, for the leases that overlap it */
+  const leaseBlocks = new Set<Set<string>>();
+  /** platform calls in flight, over every lease */
+  const flights = new Set<Promise<void>>();
   let leading = false;
   let leadRenewAt = 0;
   /** items accepted in this process since the last lease, and when the first of them came */
@@ -189,15 +198,29 @@ export function createDeliverer(options: DelivererOptions): Deliverer {
       kicked = 0;
       firstKickAt = undefined;
       let leased: Leased[] = [];
-      busy = true;
       try {
+        // Leases overlap: the next is taken once every call of this one has started (its merges
+        // answered), so the budget never idles while the last answers of a lease come back.
+        while (active.size >= MAX_ACTIVE_LEASES) await Promise.race(active);
         leased = await outbox.lease(owner, leaseSize, clock.now(), leaseMs);
-        if (leased.length > 0) await deliver(leased, leased.length === leaseSize);
+        if (leased.length > 0) {
+          let started!: () => void;
+          const allStarted = new Promise<void>((resolve) => {
+            started = resolve;
+          });
+          const previous = [...leaseBlocks];
+          const run: Promise<void> = deliver(leased, leased.length === leaseSize, previous, started)
+            .catch((error: unknown) => {
+              log({ level: 'error', error: 'delivery_failed', cause: error instanceof Error ? `${error.name}: ${error.message}` : String(error) });
+              return nap(1_000);
+            })
+            .finally(() => active.delete(run));
+          active.add(run);
+          await Promise.race([allStarted, run]);
+        }
       } catch (error) {
         log({ level: 'error', error: 'delivery_failed', cause: error instanceof Error ? `${error.name}: ${error.message}` : String(error) });
         await nap(1_000);
-      } finally {
-        busy = false;
       }
       // Nothing there: wait for the next kick or poll; a full lease: a backlog, go on at once.
       if (leased.length === 0) {
@@ -208,7 +231,7 @@ export function createDeliverer(options: DelivererOptions): Deliverer {
   }
 
   /** Delivers one lease; `full` when the outbox had more than it gave (a backlog). */
-  async function deliver(leased: Leased[], full: boolean): Promise<void> {
+  async function deliver(leased: Leased[], full: boolean, earlier: readonly Set<string>[], started: () => void): Promise<void> {
     const expires = clock.now() + leaseMs;
     // Entries a dead deliverer may have sent: merges go again, activities follow the policy.
     const going: Leased[] = [];
@@ -232,19 +255,26 @@ export function createDeliverer(options: DelivererOptions): Deliverer {
 
     /** browsers whose identify in this lease was not delivered: their tracks wait */
     const blocked = new Set<string>();
-    const state: LeaseRun = { expires, blocked, released: [...unplanned], releaseAt: clock.now(), stopAt: undefined };
-    // Merges first, all answered, then the activities: a track never goes before its browser's
-    // identify. Within each, calls overlap (up to `maxInFlight`), each in its own pacer slot.
-    await runCalls(
-      calls.filter((call) => call.endpoint === 'person/merge'),
-      state,
-    );
-    await runCalls(
-      calls.filter((call) => call.endpoint === 'activities/create'),
-      state,
-    );
-    if (state.released.length > 0) {
-      await settle({ delivered: [], released: state.released.map((entry) => ({ seq: entry.seq, notBefore: state.releaseAt })), dead: [] });
+    const state: LeaseRun = { expires, blocked, earlier, released: [...unplanned], releaseAt: clock.now(), stopAt: undefined };
+    leaseBlocks.add(blocked);
+    try {
+      // Merges first, all answered, then the activities: a track never goes before its browser's
+      // identify. Within each, calls overlap (up to `maxInFlight`), each in its own pacer slot.
+      await runCalls(
+        calls.filter((call) => call.endpoint === 'person/merge'),
+        state,
+      );
+      await runCalls(
+        calls.filter((call) => call.endpoint === 'activities/create'),
+        state,
+        started,
+      );
+      if (state.released.length > 0) {
+        await settle({ delivered: [], released: state.released.map((entry) => ({ seq: entry.seq, notBefore: state.releaseAt })), dead: [] });
+      }
+    } finally {
+      leaseBlocks.delete(blocked);
+      started();
     }
   }
 
@@ -253,23 +283,38 @@ export function createDeliverer(options: DelivererOptions): Deliverer {
    * `sending` right before it goes, in plan order. Returns once every call started here has been
    * answered and settled (a stop waits for them).
    */
-  async function runCalls(calls: readonly Call[], state: LeaseRun): Promise<void> {
+  async function runCalls(calls: readonly Call[], state: LeaseRun, started?: () => void): Promise<void> {
     const queue: { call: Call; depth: number }[] = calls.map((call) => ({ call, depth: 0 }));
     const inFlight = new Set<Promise<void>>();
     let failure: unknown;
     try {
       while (queue.length > 0 || inFlight.size > 0) {
         if (failure !== undefined) break;
-        if (queue.length === 0 || inFlight.size >= maxInFlight) {
+        if (queue.length === 0) {
+          // Every call of the lease has started: the next lease may begin.
+          started?.();
           await Promise.race(inFlight);
+          continue;
+        }
+        // The halves of a refused call go one at a time: each answer decides what is halved next.
+        if (queue[0]!.depth > 0 && inFlight.size > 0) {
+          await Promise.race(inFlight);
+          continue;
+        }
+        if (flights.size >= maxInFlight) {
+          await Promise.race(flights);
           continue;
         }
         const { call: planned, depth } = queue.shift()!;
         let call = planned;
-        if (call.endpoint === 'activities/create' && state.blocked.size > 0) {
-          state.released.push(...call.entries.filter((entry) => state.blocked.has(entry.browser)));
-          call = only(call, (entry) => !state.blocked.has(entry.browser));
-          if (call.entries.length === 0) continue;
+        if (call.endpoint === 'activities/create') {
+          // Tracks wait while their browser's identify was not delivered, in this lease or one still running.
+          const isBlocked = (browser: string) => state.blocked.has(browser) || state.earlier.some((set) => set.has(browser));
+          if (call.entries.some((entry) => isBlocked(entry.browser))) {
+            state.released.push(...call.entries.filter((entry) => isBlocked(entry.browser)));
+            call = only(call, (entry) => !isBlocked(entry.browser));
+            if (call.entries.length === 0) continue;
+          }
         }
         if (state.stopAt !== undefined) {
           state.released.push(...call.entries);
@@ -304,8 +349,12 @@ export function createDeliverer(options: DelivererOptions): Deliverer {
           .catch((error: unknown) => {
             failure ??= error;
           })
-          .finally(() => inFlight.delete(flight));
+          .finally(() => {
+            inFlight.delete(flight);
+            flights.delete(flight);
+          });
         inFlight.add(flight);
+        flights.add(flight);
       }
     } finally {
       // Never leave a call unanswered behind us: its settle is ours to do.
@@ -469,7 +518,7 @@ export function createDeliverer(options: DelivererOptions): Deliverer {
         for (;;) {
           wake?.();
           const stats = await outbox.stats();
-          if (!busy && stats.pending === 0) return;
+          if (active.size === 0 && stats.pending === 0) return;
           if (Date.now() > until) throw new Error(`the outbox did not drain within ${timeoutMs} ms (${stats.pending} pending)`);
           await new Promise((resolve) => setTimeout(resolve, 10));
         }
@@ -481,6 +530,8 @@ export function createDeliverer(options: DelivererOptions): Deliverer {
       stopping = true;
       wake?.();
       await running;
+      // A graceful stop waits for every call in flight, and settles it.
+      await Promise.allSettled([...active]);
       running = undefined;
       // Hand the lock on at once: a standby need not wait for it to run out.
       if (leading) await outbox.lead(owner, clock.now(), 1).catch(() => false);
