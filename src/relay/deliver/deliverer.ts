@@ -5,7 +5,10 @@
  *
  * One cycle: wait for entries (a partial call waits at most `waitMs` for more), lease the oldest,
  * plan calls (merges first, then activities), and for each call take a pacer slot, send it once
- * within what the lease has left, and settle what its answer proves:
+ * within what the lease has left, and settle what its answer proves (`verdict.ts`). Up to
+ * `maxInFlight` calls overlap, each in its own slot, so a slow platform still gets its pace; a
+ * lease's merges are answered before its activities go, and the next lease starts once every call
+ * of this one has started. What an answer proves:
  * - delivered → settled (the id stays remembered for the window);
  * - refused per entry (4xx details, an `invalid` entry) → dead letter with the reason;
  * - refused as a whole without details → halved until the bad entries are alone (bounded);
@@ -28,10 +31,10 @@ import type { Logger } from '../logging.js';
 import type { DeliveryEvent } from '../observe.js';
 import { halves, only, planCalls, bodyOf, type Call } from './batch.js';
 import type { Upstream } from './caller.js';
-import { entryResult } from './calls.js';
 import type { Leased, Outbox, Pacer, Settlement } from './outbox.js';
 import { AMBIGUOUS_REASON, afterAmbiguous, type AmbiguousPolicy } from './policy.js';
-import { callOnce, type CallOutcome } from './send.js';
+import { callOnce } from './send.js';
+import { judge, type Verdict } from './verdict.js';
 
 export interface DelivererOptions {
   outbox: Outbox;
@@ -82,8 +85,6 @@ const MAX_SPLIT_DEPTH = 7;
 const SETTLE_MARGIN_MS = 2_000;
 /** A call is not started with less time than this left on its lease. */
 const MIN_CALL_MS = 1_000;
-/** A released entry waits this long after a failure that asked no particular wait. */
-const RETRY_MS = 5_000;
 /** The pacer's wait a leased entry sits out; longer (a 429 hold), the entries go back to the outbox. */
 const MAX_PACER_WAIT_MS = 2_000;
 
@@ -99,17 +100,6 @@ interface LeaseRun {
   releaseAt: number;
   /** set once the platform asked to wait (or the lease runs short): no further call starts */
   stopAt: { notBefore: number } | undefined;
-}
-
-/** What a call proved about its entries. */
-interface Verdict {
-  delivered: Leased[];
-  dead: { entry: Leased; reason: string; status?: number }[];
-  /** not sent or not applied: back to the outbox */
-  released: Leased[];
-  /** ambiguous activities held (dead letter `ambiguous`) or, under `resend`, released */
-  ambiguous: Leased[];
-  notBefore: number;
 }
 
 export function createDeliverer(options: DelivererOptions): Deliverer {
@@ -368,7 +358,7 @@ export function createDeliverer(options: DelivererOptions): Deliverer {
     const started = clock.now();
     const outcome = await callOnce(upstream, call.endpoint, bodyOf(call), { timeoutMs: Math.min(callTimeoutMs, left), paced: true });
     const canSplit = call.entries.length > 1 && depth < MAX_SPLIT_DEPTH;
-    const verdict = judge(call, outcome, canSplit);
+    const verdict = judge(call, outcome, canSplit, clock.now());
     if (outcome.kind === 'refused' && canSplit && verdict.dead.length === 0) {
       // Refused as a whole without per-entry details: halve until the bad entries are alone.
       const [a, b] = halves(call);
@@ -422,43 +412,6 @@ export function createDeliverer(options: DelivererOptions): Deliverer {
     const { skipped } = await outbox.settle(owner, settlement, clock.now());
     // Our lease ran out and another deliverer took the entries: it settles them, not us.
     if (skipped > 0) log({ level: 'warn', error: 'lease_lost', skipped });
-  }
-
-  /** What `outcome` proves about each entry of `call`. */
-  function judge(call: Call, outcome: CallOutcome, canSplit: boolean): Verdict {
-    const verdict: Verdict = { delivered: [], dead: [], released: [], ambiguous: [], notBefore: clock.now() };
-    if (outcome.kind === 'ok') {
-      const key = call.endpoint === 'person/merge' ? 'people' : 'activities';
-      const body = outcome.body as Record<string, unknown> | undefined;
-      const answers = body !== null && typeof body === 'object' ? body[key] : undefined;
-      call.entries.forEach((entry, i) => {
-        const result = entryResult(call.endpoint, Array.isArray(answers) && answers.length === call.entries.length ? answers[i] : undefined);
-        if (result.ok) verdict.delivered.push(entry);
-        else verdict.dead.push({ entry, reason: `invalid: ${result.error ?? 'the platform refused the entry'}`, status: outcome.status });
-      });
-    } else if (outcome.kind === 'refused') {
-      // A merge whose every entry failed is a 4xx with one detail per entry.
-      if (outcome.details.length === call.entries.length) {
-        call.entries.forEach((entry, i) => {
-          const detail = outcome.details[i] as { error?: unknown } | undefined;
-          const error = typeof detail?.error === 'string' ? detail.error : outcome.message;
-          verdict.dead.push({ entry, reason: `refused: ${error}`, status: outcome.status });
-        });
-      } else if (!canSplit) {
-        for (const entry of call.entries) verdict.dead.push({ entry, reason: `refused: ${outcome.message}`, status: outcome.status });
-      }
-    } else if (outcome.kind === 'unapplied') {
-      verdict.released.push(...call.entries);
-      verdict.notBefore = clock.now() + (outcome.holdMs > 0 ? outcome.holdMs : RETRY_MS);
-    } else if (call.endpoint === 'person/merge') {
-      // Merging the same fields again leaves the person as one merge did: sent again.
-      verdict.released.push(...call.entries);
-      verdict.notBefore = clock.now() + 1_000;
-    } else {
-      verdict.ambiguous.push(...call.entries);
-      verdict.notBefore = clock.now() + 1_000;
-    }
-    return verdict;
   }
 
   function report(outcome: {
