@@ -7,8 +7,15 @@ import type { LogLine } from '../../src/relay/logging.js';
 import { collect, itemId, type Stack, startStack } from './support.js';
 
 const PHONES = ['+44 20 7946 0958', '+999 5550 1234 567', '07946 095812'];
-// the digits a leak would show, in any formatting
-const DIGITS = ['7946', '0958', '5550', '095812'];
+// What a leak would show: a number's distinctive groups standing alone (as written), or its digits
+// run together (normalised). A group inside a longer run of digits is not a leak: the status page
+// is full of millisecond timestamps, and 5550 is as likely as any four digits to turn up in one.
+const GROUPS = ['7946', '0958', '5550', '095812'];
+const RUNS = ['442079460958', '99955501234567', '07946095812', '447946095812'];
+const leaks = (text: string): string[] => [
+  ...GROUPS.filter((group) => new RegExp(`(?<![0-9])${group}(?![0-9])`).test(text)),
+  ...RUNS.filter((run) => text.includes(run)),
+];
 
 describe('what the relay gives away', () => {
   let stack: Stack;
@@ -44,7 +51,7 @@ describe('what the relay gives away', () => {
       ['status page', page],
       ['status.json', json],
     ] as const) {
-      for (const digits of DIGITS) expect(text, `${where} holds ${digits}`).not.toContain(digits);
+      expect(leaks(text), `${where} holds phone digits`).toEqual([]);
     }
   });
 
