@@ -7,7 +7,7 @@
 import { LIMITS } from '../../api/index.js';
 import { utf8Length } from '../../api/limits.js';
 import { platformCall } from '../ingest/identity-rules.js';
-import type { Leased } from './outbox.js';
+import type { Leased } from '../state/outbox.js';
 
 export type CallEndpoint = 'person/merge' | 'activities/create';
 

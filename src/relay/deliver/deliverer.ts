@@ -25,13 +25,13 @@
  * the lease that was not delivered is released, not sent.
  * @module
  */
-import type { SiteConfig } from '../config.js';
-import type { Clock } from '../clock.js';
-import type { Logger } from '../logging.js';
-import type { DeliveryEvent } from '../observe.js';
+import type { SiteConfig } from '../core/config.js';
+import type { Clock } from '../core/clock.js';
+import type { Logger } from '../core/logging.js';
+import type { DeliveryEvent } from '../core/observe.js';
 import { halves, only, planCalls, bodyOf, type Call } from './batch.js';
 import type { Upstream } from './caller.js';
-import type { Leased, Outbox, Pacer, Settlement } from './outbox.js';
+import type { Leased, Outbox, Pacer, Settlement } from '../state/outbox.js';
 import { AMBIGUOUS_REASON, afterAmbiguous, type AmbiguousPolicy } from './policy.js';
 import { callOnce } from './send.js';
 import { judge, type Verdict } from './verdict.js';

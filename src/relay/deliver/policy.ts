@@ -14,7 +14,7 @@
  * @module
  */
 import { ENDPOINTS, type EndpointId } from '../../api/index.js';
-import { RelayConfigError } from '../errors.js';
+import { RelayConfigError } from '../core/errors.js';
 
 export type CallOutcome = 'applied' | 'unapplied' | 'ambiguous' | 'refused';
 

@@ -5,7 +5,7 @@
  */
 import type { Call } from './batch.js';
 import { entryResult } from './calls.js';
-import type { Leased } from './outbox.js';
+import type { Leased } from '../state/outbox.js';
 import type { CallOutcome } from './send.js';
 
 /** A released entry waits this long after a failure that asked no particular wait. */

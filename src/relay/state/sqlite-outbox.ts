@@ -10,10 +10,10 @@
  * than it adds, so the file follows the window (SQLite reuses the freed pages).
  * @module
  */
-import { compactId } from '../deliver/ids.js';
-import { toHex } from '../encoding.js';
-import { pace, paceInterval } from '../deliver/pace.js';
-import type { Accepted, DeadLetter, Leased, OutboxItem, OutboxStore, Settlement } from '../deliver/outbox.js';
+import { compactId } from './ids.js';
+import { toHex } from '../core/encoding.js';
+import { pace, paceInterval } from './pace.js';
+import type { Accepted, DeadLetter, Leased, OutboxItem, OutboxStore, Settlement } from './outbox.js';
 import { groupCommit, openSqlite } from './sqlite-file.js';
 
 /** Expired ids deleted per accept: more than an accept adds, so the table shrinks back after a peak. */

@@ -11,7 +11,7 @@
  * lose it.
  * @module
  */
-import { cappedAmount, type Claim, type RelayStore } from '../store.js';
+import { cappedAmount, type Claim, type RelayStore } from './store.js';
 import { groupCommit, openSqlite } from './sqlite-file.js';
 
 /** Expired rows deleted per claim: more than a claim adds, so the table shrinks back after a peak. */
