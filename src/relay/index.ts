@@ -7,7 +7,7 @@ export { createRelay, type RelayDeps } from './app.js';
 export { fetchTransport, type Transport, type TransportAnswer, type TransportRequest } from './deliver/transport.js';
 export type { UpstreamCall } from './deliver/caller.js';
 export { parseConfig, parseSites, type RelayConfig, type SiteConfig, type Verify } from './core/config.js';
-export { RelayConfigError, RelayHttpError } from './core/errors.js';
+export { MISCONFIGURED, RelayConfigError, RelayHttpError } from './core/errors.js';
 export { createMemoryStore } from './state/memory.js';
 export { lookupCounter, type RelayStore, type Claim, type DedupeScope, type Settlement, type StoreStats } from './state/store.js';
 export { createMemoryLimiter, refill, type RateLimiter, type Rate, type LimitDecision } from './core/limits.js';
