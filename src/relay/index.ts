@@ -19,6 +19,6 @@ export { systemClock, type Clock } from './core/clock.js';
 export type { Backoff } from './deliver/caller.js';
 export type { ClientInfo, CfGeo } from './ingest/enrich.js';
 export type { QueuedEntry, Enqueue, Enqueued } from './workers/handoff.js';
-export type { ItemResult, ResultStatus } from './deliver/calls.js';
+export type { ItemResult, ItemStatus } from '../api/collect.js';
 export { createProxyRoutes, type ProxyOptions } from './proxy/index.js';
 export { parseTokens, hashToken, createToken, type TokenConfig } from './core/tokens.js';
