@@ -4,10 +4,10 @@
 // window and the ambiguous calls run on each outbox: memory, an SQLite file, a real redis-server.
 import { describe, expect, it } from 'vitest';
 import { createRelayHandlers } from '../../src/relay/app.js';
-import { parseConfig } from '../../src/relay/config.js';
-import { createMemoryOutbox, createMemoryPacer } from '../../src/relay/deliver/memory.js';
-import type { DeliveryEvent } from '../../src/relay/observe.js';
-import { systemClock } from '../../src/relay/clock.js';
+import { parseConfig } from '../../src/relay/core/config.js';
+import { createMemoryOutbox, createMemoryPacer } from '../../src/relay/state/memory-outbox.js';
+import type { DeliveryEvent } from '../../src/relay/core/observe.js';
+import { systemClock } from '../../src/relay/core/clock.js';
 import { createUpstream } from '../../src/relay/deliver/caller.js';
 import { createDeliverer } from '../../src/relay/deliver/deliverer.js';
 import { fetchTransport } from '../../src/relay/deliver/transport.js';

@@ -2,7 +2,7 @@
 // a browser's identify whose merge the platform did not apply (a 503) goes back to the outbox for
 // later, and a track the same browser sends afterwards, in a later request, still waits for it.
 import { expect, it } from 'vitest';
-import type { DeliveryEvent } from '../../src/relay/observe.js';
+import type { DeliveryEvent } from '../../src/relay/core/observe.js';
 import { emulator, eventsOf, identify, onEachBackend, person, relay, track } from './support/delivery-kit.js';
 
 const calls = (events: DeliveryEvent[], endpoint: DeliveryEvent['endpoint']) => events.filter((event) => event.called && event.endpoint === endpoint);

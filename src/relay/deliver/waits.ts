@@ -7,7 +7,7 @@
  * a takeover holds its browser's tracks back a little longer at most, never sends them early.
  * @module
  */
-import type { Leased } from './outbox.js';
+import type { Leased } from '../state/outbox.js';
 
 export interface Waits {
   /** `merge` was not delivered and may go again from `notBefore`: its browser's tracks wait until it is settled, at most until `until`. */
