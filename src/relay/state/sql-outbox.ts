@@ -65,7 +65,7 @@ export const OUTBOX_SCHEMA = `
   CREATE TABLE IF NOT EXISTS outbox_count (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
 `;
 
-const SQL = {
+export const SQL = {
   site: 'SELECT n FROM outbox_sites WHERE site = ?1',
   addSite: 'INSERT INTO outbox_sites (site) VALUES (?1) ON CONFLICT (site) DO NOTHING',
   expire: 'DELETE FROM outbox_seen WHERE (site, id) IN (SELECT site, id FROM outbox_seen WHERE until <= ?1 LIMIT ?2)',
