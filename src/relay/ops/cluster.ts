@@ -10,7 +10,7 @@
  */
 import cluster, { type Worker } from 'node:cluster';
 import { AggregatorRegistry, Gauge, type MetricObjectWithValues, type MetricValue, type Registry } from 'prom-client';
-import type { CollectEvent, RelayObserver } from '../observe.js';
+import type { CollectEvent, RelayObserver } from '../core/observe.js';
 import { startOpsServer, type OpsServer } from './server.js';
 import { createStatusRecorder } from './status.js';
 
