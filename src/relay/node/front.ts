@@ -16,7 +16,7 @@ import { resolveClientIp } from '../core/client-ip.js';
 import type { CollectRequest } from '../ingest/body.js';
 import type { RelayConfig } from '../core/config.js';
 import type { HttpAnswer } from '../core/errors.js';
-import { decode, tooLarge } from '../proxy/body.js';
+import { decode, tooLarge } from '../core/request-body.js';
 import type { ProxyRequest } from '../proxy/index.js';
 
 /** The body as text and its size, refused (413) as soon as more than `limit` bytes are declared or arrive. */
