@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'libsql';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { scrubbing } from '../../src/relay/logging.js';
+import { scrubbing } from '../../src/relay/core/logging.js';
 import { createPinoLogger, type RunningRelay, startRelay } from '../../src/relay/node.js';
 import { startUpstreamStack, UPSTREAM_KEY, type UpstreamStack } from './support/stack.js';
 
