@@ -8,6 +8,8 @@
  * @module
  */
 import { type ItemStatus, REJECT_REASONS, type RejectReason } from '../../api/collect.js';
+import { describeError } from './errors.js';
+import { scrubLine } from './logging.js';
 
 /** Why an item was rejected, in classes fit for a metric label (the wire contract's reasons). */
 export { REJECT_REASONS, type RejectReason };
@@ -106,7 +108,7 @@ export function observeAll(...observers: (RelayObserver | undefined)[]): Require
       try {
         (observer[kind] as ((event: unknown) => void) | undefined)?.(event);
       } catch (error) {
-        console.error(`cdp-edge relay: an observer failed on a ${kind} event`, error);
+        console.error(`cdp-edge relay: an observer failed on a ${kind} event`, scrubLine(describeError(error)));
       }
     }
   };
