@@ -17,20 +17,20 @@ import { relayError } from '../api/index.js';
 import { createRelay } from './app.js';
 import type { QueuedEntry } from './workers/handoff.js';
 import type { CfGeo } from './ingest/enrich.js';
-import { systemClock } from './clock.js';
+import { systemClock } from './core/clock.js';
 import { createUpstream, sharedBackoff } from './deliver/caller.js';
 import { fetchTransport } from './deliver/transport.js';
-import { parseConfig, type RelayConfig } from './config.js';
-import { MISCONFIGURED, RelayConfigError } from './errors.js';
-import type { RelayStore } from './store.js';
-import { createBindingLimiter, createMemoryLimiter } from './limits.js';
-import { createConsoleLogger, type Logger, scrub } from './logging.js';
+import { parseConfig, type RelayConfig } from './core/config.js';
+import { MISCONFIGURED, RelayConfigError } from './core/errors.js';
+import type { RelayStore } from './state/store.js';
+import { createBindingLimiter, createMemoryLimiter } from './core/limits.js';
+import { createConsoleLogger, type Logger, scrub } from './core/logging.js';
 import { analyticsObserver } from './workers/analytics.js';
 import { queueProducer, consumeQueue } from './workers/queue.js';
 import { createDurableStore, DEFAULT_SHARDS } from './workers/state.js';
 import { createDeliveryLedger, createDurablePacer, type DeliveryLedger, pacerName } from './workers/delivery.js';
-import { DEFAULT_PLATFORM_RATE } from './deliver/pace.js';
-import type { Pacer } from './deliver/outbox.js';
+import { DEFAULT_PLATFORM_RATE } from './state/pace.js';
+import type { Pacer } from './state/outbox.js';
 import { type AmbiguousPolicy, parseAmbiguousPolicy } from './deliver/policy.js';
 
 /** How long the consumer starts calls for: a batch ends well inside Queues' limits, and its leases with it. */

@@ -3,9 +3,9 @@
 import { describe, expect, it } from 'vitest';
 import { createRelay } from '../../src/relay/app.js';
 import type { QueuedEntry } from '../../src/relay/workers/handoff.js';
-import { parseConfig } from '../../src/relay/config.js';
-import type { LogLine } from '../../src/relay/logging.js';
-import { createMemoryStore } from '../../src/relay/memory.js';
+import { parseConfig } from '../../src/relay/core/config.js';
+import type { LogLine } from '../../src/relay/core/logging.js';
+import { createMemoryStore } from '../../src/relay/state/memory.js';
 import { queueProducer } from '../../src/relay/workers/queue.js';
 import type { Queue } from '../../src/relay/workers/types.js';
 

@@ -12,7 +12,7 @@ import {
   siteGuardWait,
   VISITOR_REFUSALS,
   visitorKey,
-} from '../../src/relay/limits.js';
+} from '../../src/relay/core/limits.js';
 import { createRedisState } from '../../src/relay/state/redis.js';
 import { type RunningRedis, redisAvailable, startRedis } from '../support/redis.js';
 

@@ -4,7 +4,7 @@
 // its person, however often it is refreshed (docs/security.md).
 import { createHmac } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Clock } from '../../src/relay/clock.js';
+import type { Clock } from '../../src/relay/core/clock.js';
 import { itemId, ORIGIN, type Stack, startStack } from './support.js';
 
 const SECRET = 'token-lifetime-identity-secret-0123456789';

@@ -5,13 +5,13 @@
  * {@link deliverRound} (round.ts).
  * @module
  */
-import type { Clock } from '../clock.js';
-import type { SiteConfig } from '../config.js';
-import type { Logger } from '../logging.js';
-import type { DeliveryEvent } from '../observe.js';
+import type { Clock } from '../core/clock.js';
+import type { SiteConfig } from '../core/config.js';
+import type { Logger } from '../core/logging.js';
+import type { DeliveryEvent } from '../core/observe.js';
 import type { Upstream } from './caller.js';
 import type { Lead } from './lead.js';
-import type { Leased, Outbox, Pacer, Settlement } from './outbox.js';
+import type { Leased, Outbox, Pacer, Settlement } from '../state/outbox.js';
 import type { AmbiguousPolicy } from './policy.js';
 import { createReporter, type Report } from './report.js';
 

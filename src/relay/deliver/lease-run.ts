@@ -7,7 +7,7 @@
  */
 import { planCalls } from './batch.js';
 import type { Engine } from './engine.js';
-import type { Leased } from './outbox.js';
+import type { Leased } from '../state/outbox.js';
 import { AMBIGUOUS_REASON, afterAmbiguous } from './policy.js';
 import { type LeaseRun, runCalls } from './scheduler.js';
 

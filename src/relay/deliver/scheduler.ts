@@ -10,7 +10,7 @@
 import { bodyOf, type Call, only } from './batch.js';
 import type { Engine } from './engine.js';
 import { MAX_SPLIT_DEPTH, splitRefused } from './halving.js';
-import type { Leased, Settlement } from './outbox.js';
+import type { Leased, Settlement } from '../state/outbox.js';
 import { AMBIGUOUS_REASON, afterAmbiguous } from './policy.js';
 import { callOnce } from './send.js';
 import { MAX_PACER_WAIT_MS, takeSlot } from './slots.js';

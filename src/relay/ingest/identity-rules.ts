@@ -21,8 +21,8 @@
  * docs/security.md has the same rules as a table.
  * @module
  */
-import type { SiteConfig } from '../config.js';
-import type { EntryKind } from '../deliver/outbox.js';
+import type { SiteConfig } from '../core/config.js';
+import type { EntryKind } from '../state/outbox.js';
 import type { Identity } from './identity.js';
 import type { CheckedItem } from './items.js';
 

@@ -14,8 +14,8 @@
  * @module
  */
 
-import type { RelayConfig } from '../config.js';
-import { toBase64url, toHex } from '../encoding.js';
+import type { RelayConfig } from '../core/config.js';
+import { toBase64url, toHex } from '../core/encoding.js';
 
 const encoder = new TextEncoder();
 
