@@ -22,7 +22,7 @@ import { systemClock, type Clock } from './core/clock.js';
 import { describeError, RelayHttpError, type HttpAnswer } from './core/errors.js';
 import { authenticate } from './proxy/auth.js';
 import { createTokenVerifier } from './core/tokens.js';
-import { createConsoleLogger, scrub, silentLogger, writes, type Logger } from './core/logging.js';
+import { createConsoleLogger, scrubbing, silentLogger, writes, type Logger } from './core/logging.js';
 import { countBy, observeAll, type ObservedItem, type RelayObserver } from './core/observe.js';
 import { createReadiness, publicState, type Readiness } from './ops/ready.js';
 import { createShapes, createVisitorGate } from './ingest/shapes.js';
@@ -126,7 +126,8 @@ export function createRelay(config: RelayConfig, deps: RelayDeps = {}): Hono {
 
 export function createRelayHandlers(config: RelayConfig, deps: RelayDeps = {}): RelayHandlers {
   const clock = deps.clock ?? systemClock;
-  const logger = deps.logger ?? (config.logLevel === 'off' ? silentLogger : createConsoleLogger(config.logLevel));
+  // Every line is scrubbed by the logger (logging.ts), whoever gave it: no call site scrubs.
+  const logger = scrubbing(deps.logger ?? (config.logLevel === 'off' ? silentLogger : createConsoleLogger(config.logLevel)));
   const debug = writes(config.logLevel, 'debug');
   const store = deps.store ?? createMemoryStore();
   const limiter = deps.limiter ?? createMemoryLimiter();
@@ -149,7 +150,7 @@ export function createRelayHandlers(config: RelayConfig, deps: RelayDeps = {}): 
         path: '/readyz',
         status: state.ready ? 200 : 503,
         ms: 0,
-        ...(state.reason === undefined ? {} : { error: 'not_ready', reason: scrub(state.reason) }),
+        ...(state.reason === undefined ? {} : { error: 'not_ready', reason: state.reason }),
       }),
   });
   const observer = observeAll(deps.observer, deps.onUpstreamCall && { upstream: deps.onUpstreamCall }, readiness.observer);
@@ -175,7 +176,7 @@ export function createRelayHandlers(config: RelayConfig, deps: RelayDeps = {}): 
       status: 500,
       ms: 0,
       error: 'internal_error',
-      cause: causeOf(error),
+      cause: describeError(error),
     });
   // Where accepted items go: a queue (Workers), the platform itself (Workers without a queue), or the outbox a deliverer drains.
   let deliverer: Deliverer | undefined;
@@ -303,7 +304,7 @@ export function createRelayHandlers(config: RelayConfig, deps: RelayDeps = {}): 
         id: result.id,
         status: result.status,
         ...(reason === undefined ? {} : { reason }),
-        ...(result.error === undefined ? {} : { error: scrub(result.error) }),
+        ...(result.error === undefined ? {} : { error: result.error }),
       };
     });
     const ms = clock.now() - started;
@@ -328,8 +329,8 @@ export function createRelayHandlers(config: RelayConfig, deps: RelayDeps = {}): 
             upstream: outcome.upstream ?? [],
           }),
       ...(error === undefined ? {} : { error }),
-      ...(outcome.warning === undefined ? {} : { warning: scrub(outcome.warning) }),
-      ...(unexpected === undefined ? {} : { cause: causeOf(unexpected) }),
+      ...(outcome.warning === undefined ? {} : { warning: outcome.warning }),
+      ...(unexpected === undefined ? {} : { cause: describeError(unexpected) }),
     });
     if (debug) {
       for (const { status, ...item } of items)
@@ -409,7 +410,7 @@ export function createRelayHandlers(config: RelayConfig, deps: RelayDeps = {}): 
       status: 500,
       ms: 0,
       error: error.name,
-      cause: causeOf(error),
+      cause: describeError(error),
     });
     return c.json(relayError('internal_error', 'The relay failed unexpectedly; nothing was lost, retry later.'), 500, { 'Cache-Control': NO_STORE });
   });
@@ -425,9 +426,4 @@ export function createRelayHandlers(config: RelayConfig, deps: RelayDeps = {}): 
     drained: async (options) => deliverer?.drained(options),
     close: async () => deliverer?.stop(),
   };
-}
-
-/** An unexpected error for a log line: name, message, stack and cause, scrubbed of anything personal. */
-function causeOf(error: unknown): unknown {
-  return JSON.parse(scrub(JSON.stringify(describeError(error))));
 }
