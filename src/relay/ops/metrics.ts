@@ -65,7 +65,7 @@ export function createRelayMetrics(options: RelayMetricsOptions = {}): RelayMetr
   });
   const identityFailures = new Counter({
     name: 'cdp_edge_identity_verification_failures_total',
-    help: 'Items whose identity could not be verified (rejected under verify=required, reduced to identifiers under optional)',
+    help: 'Items whose identity could not be verified (rejected under verify=required, and tracks under optional; reduced to one identifier otherwise)',
     labelNames: ['site'] as const,
     registers,
   });
