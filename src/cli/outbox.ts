@@ -7,7 +7,7 @@
  */
 import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import type { Command } from '../cli.js';
+import type { Command } from './command.js';
 import type { DeadLetter } from '../relay/state/outbox.js';
 import { createNodeOutbox, DEFAULT_STATE_FILE } from '../relay/state/node.js';
 import { type DeadLetterDoor, remoteOutbox } from './outbox-remote.js';
