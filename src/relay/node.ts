@@ -17,7 +17,7 @@ import { createRelayHandlers, type RelayDeps } from './app.js';
 import { createMemoryOutbox, createMemoryPacer } from './state/memory-outbox.js';
 import type { Outbox } from './state/outbox.js';
 import { createNodeFront } from './node/front.js';
-import { resolveClientIp } from './core/client-ip.js';
+import { isTrusted, limitAddress, resolveClientIp } from './core/client-ip.js';
 import { withPlanFile } from '../plan/files.js';
 import { parseConfig, type RelayConfig } from './core/config.js';
 import { RelayConfigError } from './core/errors.js';
@@ -111,6 +111,18 @@ function redisUnsafe(raw: string | undefined): boolean {
   return value === 'on';
 }
 
+/** Connections one visitor address may hold open: a browser opens a handful; many visitors may share one address (NAT). */
+export const DEFAULT_MAX_CONNECTIONS_PER_ADDRESS = 128;
+
+/** `RELAY_MAX_CONNECTIONS_PER_ADDRESS` as a whole number ≥ 1. */
+function connectionsPerAddress(raw: string | undefined): number {
+  if (raw === undefined || raw.trim() === '') return DEFAULT_MAX_CONNECTIONS_PER_ADDRESS;
+  const count = Number(raw);
+  if (!Number.isInteger(count) || count < 1)
+    throw new RelayConfigError('RELAY_MAX_CONNECTIONS_PER_ADDRESS', `must be a whole number ≥ 1; got ${JSON.stringify(raw)}`);
+  return count;
+}
+
 /** Starts the relay on Node; resolves once it listens. */
 export async function startRelay(options: StartRelayOptions = {}): Promise<RunningRelay> {
   // RELAY_PLAN is a file path on Node: its text is what parseConfig reads
@@ -159,7 +171,13 @@ export async function startRelay(options: StartRelayOptions = {}): Promise<Runni
   // The store is closed with the relay only when the relay opened it.
   const closeStore = options.store !== undefined ? async () => {} : 'close' in state ? state.close : () => store.close();
   // A request may take the platform budget to answer; its body must arrive well within the request deadline.
-  const limits = { requestTimeoutMs: Math.max(CONNECTION_LIMITS.requestTimeoutMs, config.budgetMs + 10_000), ...options.connections };
+  // Connections are capped per visitor address (an IPv6 /64 as one); a trusted proxy's are not.
+  const limits = {
+    requestTimeoutMs: Math.max(CONNECTION_LIMITS.requestTimeoutMs, config.budgetMs + 10_000),
+    maxConnectionsPerAddress: connectionsPerAddress(env['RELAY_MAX_CONNECTIONS_PER_ADDRESS']),
+    addressOf: (address: string) => (isTrusted(address, config.trustProxy) ? undefined : limitAddress(address, config.ipv6Prefix)),
+    ...options.connections,
+  };
   const listening = await listen(createNodeFront(handlers, config), options.port ?? 8787, hostname, limits).catch(async (error: unknown) => {
     await closeStore();
     throw error;
