@@ -110,7 +110,7 @@ describe('cdp-edge relay', () => {
     expect(relay.output()).not.toContain(KEY);
   }, 40_000);
 
-  const site = JSON.stringify([{ key: 'pk_cli', origins: [ORIGIN] }]);
+  const site = JSON.stringify([{ key: 'pk_cli', origins: [ORIGIN], verify: 'open' }]);
   const send = async (url: string, batch: unknown[]) => {
     const response = await fetch(`${url}/collect`, {
       method: 'POST',
@@ -148,7 +148,7 @@ describe('cdp-edge relay', () => {
 
   it('--workers 3 runs three processes on one port that forward each item once between them', async () => {
     // One test client is one visitor sending 100 requests at once: lift its limit, the point here is dedupe.
-    const busySite = JSON.stringify([{ key: 'pk_cli', origins: [ORIGIN], visitor_rate_limit: { per_second: 1000, burst: 1000 } }]);
+    const busySite = JSON.stringify([{ key: 'pk_cli', origins: [ORIGIN], verify: 'open', visitor_rate_limit: { per_second: 1000, burst: 1000 } }]);
     const relay = launch({ CDP_API_KEY: KEY, CDP_BASE_URL: emulator.url, RELAY_SITES: busySite }, ['--workers', '3']);
     const url = await relay.address;
     expect(relay.output()).toContain('3 workers');
@@ -164,7 +164,9 @@ describe('cdp-edge relay', () => {
   }, 60_000);
 
   it('--workers 2 --metrics-port 0: the primary serves metrics and the status page summed over both workers', async () => {
-    const busySite = JSON.stringify([{ key: 'pk_cli', name: 'cli-shop', origins: [ORIGIN], visitor_rate_limit: { per_second: 1000, burst: 1000 } }]);
+    const busySite = JSON.stringify([
+      { key: 'pk_cli', name: 'cli-shop', origins: [ORIGIN], verify: 'open', visitor_rate_limit: { per_second: 1000, burst: 1000 } },
+    ]);
     const relay = launch({ CDP_API_KEY: KEY, CDP_BASE_URL: emulator.url, RELAY_SITES: busySite }, ['--workers', '2', '--metrics-port', '0']);
     const url = await relay.address;
     const metricsUrl = await waitFor(() => /metrics on (http:\/\/\S+)\/metrics/.exec(relay.output())?.[1]);

@@ -165,7 +165,7 @@ describe('a deliverer that dies holding a lease of many entries', () =>
       const sites = parseConfig({
         CDP_API_KEY: KEY,
         CDP_BASE_URL: emulator.url,
-        RELAY_SITES: JSON.stringify([{ key: 'pk_d', origins: [ORIGIN] }]),
+        RELAY_SITES: JSON.stringify([{ key: 'pk_d', origins: [ORIGIN], verify: 'open' }]),
         RELAY_LOG: 'off',
       }).sites;
       const common = { pacer, clock: systemClock, sites, waitMs: 0, ambiguous: 'hold' as const, leaseMs: 3_500, leadTtlMs: 1_000 };
@@ -227,7 +227,7 @@ describe('order and pacing', () => {
       const config = parseConfig({
         CDP_API_KEY: KEY,
         CDP_BASE_URL: limited.url,
-        RELAY_SITES: JSON.stringify([{ key: 'pk_d', origins: [ORIGIN], visitor_rate_limit: { per_second: 10_000, burst: 10_000 } }]),
+        RELAY_SITES: JSON.stringify([{ key: 'pk_d', origins: [ORIGIN], verify: 'open', visitor_rate_limit: { per_second: 10_000, burst: 10_000 } }]),
         RELAY_LOG: 'off',
         RELAY_PLATFORM_RATE: '10',
       });
@@ -313,7 +313,7 @@ describe('leases and the lead', () => {
     parseConfig({
       CDP_API_KEY: KEY,
       CDP_BASE_URL: emulator.url,
-      RELAY_SITES: JSON.stringify([{ key: 'pk_d', origins: [ORIGIN] }]),
+      RELAY_SITES: JSON.stringify([{ key: 'pk_d', origins: [ORIGIN], verify: 'open' }]),
       RELAY_LOG: 'off',
     });
   const upstreamOf = (timeoutMs = 10_000) =>

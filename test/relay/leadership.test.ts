@@ -74,7 +74,7 @@ interface Sent {
 const sites = parseConfig({
   CDP_API_KEY: KEY,
   CDP_BASE_URL: 'http://127.0.0.1:1',
-  RELAY_SITES: JSON.stringify([{ key: 'pk_l', origins: ['https://shop.example.com'] }]),
+  RELAY_SITES: JSON.stringify([{ key: 'pk_l', origins: ['https://shop.example.com'], verify: 'open' }]),
   RELAY_LOG: 'off',
 }).sites;
 

@@ -95,7 +95,7 @@ export function relay(env: Record<string, string> = {}, deps: RelayDeps = {}) {
   const config = parseConfig({
     CDP_API_KEY: KEY,
     CDP_BASE_URL: emulator.url,
-    RELAY_SITES: JSON.stringify([{ key: 'pk_d', name: 'shop', origins: [ORIGIN], visitor_rate_limit: { per_second: 10_000, burst: 10_000 } }]),
+    RELAY_SITES: JSON.stringify([{ key: 'pk_d', name: 'shop', origins: [ORIGIN], verify: 'open', visitor_rate_limit: { per_second: 10_000, burst: 10_000 } }]),
     RELAY_LOG: 'off',
     ...env,
   });
