@@ -1,14 +1,26 @@
+import { availableParallelism } from 'node:os';
 import { defineConfig } from 'vitest/config';
+import InterleavedSequencer from './test/support/sequencer.js';
 
 /**
  * One `npm test` runs every project:
  *  - node:     api, client, emulator, relay (real HTTP on loopback), cli
  *  - dom:      the snippet's unit tests in happy-dom with fake-indexeddb
  *  - workerd:  the relay's Worker entry inside workerd (test/workerd/vitest.config.ts)
- *  - e2e:      real Chromium against a real relay + emulator (serial)
+ *  - e2e:      real browsers against a real relay + emulator
+ *
+ * All four share one pool of workers, so the browser files (which mostly wait on pages, timers
+ * and the network) run beside the CPU-bound ones instead of after them. Vitest's default is one
+ * worker fewer than the cores (1 on a 2-core machine); one more than the cores keeps both busy
+ * while a file waits. CDP_EDGE_TEST_WORKERS (or `--maxWorkers`) overrides it. The order files
+ * start in is test/support/sequencer.ts.
  */
+const workers = Number(process.env['CDP_EDGE_TEST_WORKERS']) || availableParallelism() + 1;
+
 export default defineConfig({
   test: {
+    maxWorkers: workers,
+    sequence: { sequencer: InterleavedSequencer },
     projects: [
       {
         test: {
@@ -35,7 +47,6 @@ export default defineConfig({
           name: 'e2e',
           environment: 'node',
           include: ['test/e2e/**/*.test.ts'],
-          fileParallelism: false,
           testTimeout: 120_000,
           hookTimeout: 120_000,
         },
