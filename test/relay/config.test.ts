@@ -43,7 +43,10 @@ describe('parseConfig (the relay configuration)', () => {
   });
 
   it('reads the lease and lead lock lifetimes, and refuses ones too short to make a call in', () => {
-    expect(parseConfig({ ...base, RELAY_DELIVERY_LEASE_MS: '4000', RELAY_DELIVERY_LEAD_MS: '1000' })).toMatchObject({ deliveryLeaseMs: 4_000, deliveryLeadMs: 1_000 });
+    expect(parseConfig({ ...base, RELAY_DELIVERY_LEASE_MS: '4000', RELAY_DELIVERY_LEAD_MS: '1000' })).toMatchObject({
+      deliveryLeaseMs: 4_000,
+      deliveryLeadMs: 1_000,
+    });
     expect(errorOf({ ...base, RELAY_DELIVERY_LEASE_MS: '3000' }).message).toMatch(/RELAY_DELIVERY_LEASE_MS.*at least 3500/);
     expect(errorOf({ ...base, RELAY_DELIVERY_LEASE_MS: 'long' }).message).toMatch(/RELAY_DELIVERY_LEASE_MS/);
     expect(errorOf({ ...base, RELAY_DELIVERY_LEAD_MS: '100' }).message).toMatch(/RELAY_DELIVERY_LEAD_MS.*at least 500/);
