@@ -104,6 +104,13 @@ function portFrom(raw: string | undefined): number | undefined {
   return port;
 }
 
+/** `RELAY_REDIS_UNSAFE`: `on` starts on a Redis that can lose accepted items; `off` (the default) refuses it. */
+function redisUnsafe(raw: string | undefined): boolean {
+  const value = raw?.trim().toLowerCase() || 'off';
+  if (value !== 'on' && value !== 'off') throw new RelayConfigError('RELAY_REDIS_UNSAFE', `must be "on" or "off"; got ${JSON.stringify(raw)}`);
+  return value === 'on';
+}
+
 /** Starts the relay on Node; resolves once it listens. */
 export async function startRelay(options: StartRelayOptions = {}): Promise<RunningRelay> {
   // RELAY_PLAN is a file path on Node: its text is what parseConfig reads
@@ -116,7 +123,13 @@ export async function startRelay(options: StartRelayOptions = {}): Promise<Runni
       ? { store: options.store, limiter: options.limiter ?? createMemoryLimiter(), description: 'given' }
       : stateFile === undefined && redisUrl === undefined
         ? { store: createMemoryStore(), limiter: options.limiter ?? createMemoryLimiter(), description: 'memory (forgotten on restart)' }
-        : await createNodeState({ stateFile, redisUrl, platformRate: config.platformRate, log: (message) => console.log(`cdp-edge relay: ${message}`) });
+        : await createNodeState({
+            stateFile,
+            redisUrl,
+            redisUnsafe: redisUnsafe(env['RELAY_REDIS_UNSAFE']),
+            platformRate: config.platformRate,
+            log: (message) => console.log(`cdp-edge relay: ${message}`),
+          });
   const { store, limiter } = state;
   // The outbox lives where the state does: Redis for many processes, the SQLite file for one machine.
   const outbox = options.outbox ?? ('outbox' in state ? state.outbox : createMemoryOutbox());

@@ -12,7 +12,8 @@ import type { RelayConfig } from '../config.js';
 import type { Upstream } from '../deliver/caller.js';
 import { forward, type EndpointCall } from '../deliver/calls.js';
 import type { EntryKind } from '../deliver/outbox.js';
-import { ENTRY_KINDS, platformCall } from '../ingest/identity-rules.js';
+import { ENTRY_KINDS } from '../ingest/identity-rules.js';
+import { platformCall } from '../deliver/batch.js';
 import { REMEMBER_MARGIN_MS, type Handoff, type Prepared } from '../ingest/handoff.js';
 import type { DedupeScope, RelayStore } from '../store.js';
 
