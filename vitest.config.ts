@@ -11,11 +11,12 @@ import InterleavedSequencer from './test/support/sequencer.js';
  *
  * All four share one pool of workers, so the browser files (which mostly wait on pages, timers
  * and the network) run beside the CPU-bound ones instead of after them. Vitest's default is one
- * worker fewer than the cores (1 on a 2-core machine); one more than the cores keeps both busy
- * while a file waits. CDP_EDGE_TEST_WORKERS (or `--maxWorkers`) overrides it. The order files
- * start in is test/support/sequencer.ts.
+ * worker fewer than the cores (1 on a 2-core machine, where everything then ran one file at a
+ * time); here it is one per core, at least 2: more than that and files that time their own work
+ * (bounded-work, limits) compete for a core. CDP_EDGE_TEST_WORKERS (or `--maxWorkers`) overrides
+ * it. The order files start in is test/support/sequencer.ts.
  */
-const workers = Number(process.env['CDP_EDGE_TEST_WORKERS']) || availableParallelism() + 1;
+const workers = Number(process.env['CDP_EDGE_TEST_WORKERS']) || Math.max(2, availableParallelism());
 
 export default defineConfig({
   test: {

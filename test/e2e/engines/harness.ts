@@ -69,7 +69,7 @@ export interface EngineHarness {
   newPerson(): string;
   /** A fresh profile with a page of the stack (`flushInterval` 100 ms unless `init` says otherwise), once the snippet loaded. */
   open(init?: Record<string, unknown>, flags?: PageFlags): Promise<EnginePage>;
-  /** Waits until the emulator holds `expected` for `email`, then a while longer: exactly those, once each. */
+  /** Waits until the emulator holds `expected` for `email`, then until nothing more can arrive (Stack.settled): exactly those, once each. */
   arrivesExactlyOnce(email: string, expected: string[]): Promise<void>;
 }
 
@@ -106,7 +106,7 @@ export function useEngine(name: EngineName, stack: () => Stack, options: LaunchO
     },
     async arrivesExactlyOnce(email, expected) {
       await expect.poll(() => stack().received(email).length, { timeout: 30_000, interval: 100 }).toBeGreaterThanOrEqual(expected.length);
-      await sleep(1500);
+      await stack().settled(pages);
       expect(stack().received(email).sort()).toEqual([...expected].sort());
     },
   };
