@@ -34,13 +34,21 @@ export function useStack(): () => Stack {
   };
 }
 
-/** Until `cdp.js` has replaced the stub (`cdp.loaded`), for at most 10 s; false if it never does. */
+/**
+ * Whether `cdp.js` replaced the stub (`cdp.loaded`): true as soon as it has; false once the page
+ * has loaded without it (a page's scripts, `async` and module ones too, hold its load event until
+ * they ran or failed), or after 10 s at most.
+ */
 export const snippetLoaded = (page: EnginePage) =>
   page.evaluate(
     () =>
       new Promise<boolean>((resolve) => {
         const started = Date.now();
-        const check = () => (window.cdp?.loaded ? resolve(true) : Date.now() - started > 10_000 ? resolve(false) : setTimeout(check, 20));
+        const check = () => {
+          if (window.cdp?.loaded) return resolve(true);
+          if (document.readyState === 'complete' || Date.now() - started > 10_000) return resolve(false);
+          setTimeout(check, 20);
+        };
         check();
       }),
     undefined,
