@@ -17,7 +17,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import type { Outbox, OutboxItem } from '../src/relay/deliver/outbox.js';
+import type { Outbox, OutboxItem } from '../src/relay/state/outbox.js';
 import { createSqlOutbox } from '../src/relay/state/sql-outbox.js';
 import { durabilityOf, openSqlite } from '../src/relay/state/sqlite-file.js';
 import { libsqlPort } from '../src/relay/state/sqlite-outbox.js';

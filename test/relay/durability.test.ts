@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { silentLogger } from '../../src/relay/logging.js';
+import { silentLogger } from '../../src/relay/core/logging.js';
 import { type RunningRelay, startRelay } from '../../src/relay/node.js';
 import { type RunningRedis, redisAvailable, startRedis } from '../support/redis.js';
 import { upstreamControl, type UpstreamControl } from './support/control.js';

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import Sqlite from 'libsql';
 import { describe, expect, it } from 'vitest';
-import type { OutboxStore } from '../../src/relay/deliver/outbox.js';
+import type { OutboxStore } from '../../src/relay/state/outbox.js';
 import { createRedisOutbox } from '../../src/relay/state/redis-outbox.js';
 import { createNodeState } from '../../src/relay/state/node.js';
 import { createSqliteOutbox } from '../../src/relay/state/sqlite-outbox.js';

@@ -2,7 +2,7 @@
 // may have been applied, and which entries are therefore never sent again without a decision.
 import { describe, expect, it } from 'vitest';
 import { afterAmbiguous, outcomeKind, parseAmbiguousPolicy } from '../../src/relay/deliver/policy.js';
-import { RelayConfigError } from '../../src/relay/errors.js';
+import { RelayConfigError } from '../../src/relay/core/errors.js';
 
 describe('the ambiguous-call policy', () => {
   it('reads each status as applied, unapplied, ambiguous or refused', () => {

@@ -6,7 +6,7 @@
  */
 import { LIMITS } from '../../api/index.js';
 import { utf8Length } from '../../api/limits.js';
-import type { EntryKind, Leased } from './outbox.js';
+import type { EntryKind, Leased } from '../state/outbox.js';
 
 export type CallEndpoint = 'person/merge' | 'activities/create';
 

@@ -7,8 +7,8 @@
  * further call.
  * @module
  */
-import type { Clock } from '../clock.js';
-import type { Outbox } from './outbox.js';
+import type { Clock } from '../core/clock.js';
+import type { Outbox } from '../state/outbox.js';
 import { describe } from './report.js';
 
 export interface Lead {

@@ -14,7 +14,7 @@
  * @module
  */
 import { ENDPOINTS, type EndpointId } from '../../api/index.js';
-import { RelayConfigError } from '../errors.js';
+import { RelayConfigError } from '../core/errors.js';
 
 /** The one vocabulary of outcomes: the `kind` of every `CallOutcome` (send.ts). */
 export type OutcomeKind = 'ok' | 'unapplied' | 'ambiguous' | 'refused';

@@ -3,11 +3,11 @@
  * and a log line for any call that did not simply deliver.
  * @module
  */
-import type { Clock } from '../clock.js';
-import type { SiteConfig } from '../config.js';
-import type { DeliveryEvent } from '../observe.js';
+import type { Clock } from '../core/clock.js';
+import type { SiteConfig } from '../core/config.js';
+import type { DeliveryEvent } from '../core/observe.js';
 import type { CallEndpoint } from './batch.js';
-import type { Leased } from './outbox.js';
+import type { Leased } from '../state/outbox.js';
 import type { Verdict } from './verdict.js';
 
 /** One call's outcome (or entries held without a call, `called: false`). */

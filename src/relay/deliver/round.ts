@@ -9,7 +9,7 @@
  */
 import { createEngine, type RoundOptions } from './engine.js';
 import { deliverLease } from './lease-run.js';
-import type { Leased } from './outbox.js';
+import type { Leased } from '../state/outbox.js';
 import { describe } from './report.js';
 
 /** Leases delivered at once: the next one's calls start while this one's last answers come back. */

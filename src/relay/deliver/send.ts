@@ -13,8 +13,8 @@
 import { ENDPOINTS, type EndpointId } from '../../api/index.js';
 import { parseJsonOrUndefined } from '../../api/objects.js';
 import { wasNotSent } from '../../api/retry.js';
-import type { Clock } from '../clock.js';
-import { RelayHttpError } from '../errors.js';
+import type { Clock } from '../core/clock.js';
+import { RelayHttpError } from '../core/errors.js';
 import type { CallOptions, Upstream } from './caller.js';
 import { outcomeKind } from './policy.js';
 import { refusal } from './verdict.js';

@@ -6,7 +6,7 @@
  */
 import { isRecord } from '../../api/objects.js';
 import type { Call, CallEndpoint } from './batch.js';
-import type { Leased } from './outbox.js';
+import type { Leased } from '../state/outbox.js';
 import type { CallOutcome } from './send.js';
 
 /** A released entry waits this long after a failure that asked no particular wait. */

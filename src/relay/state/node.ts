@@ -6,12 +6,12 @@
  */
 import { createReadStream, existsSync, readFileSync, renameSync } from 'node:fs';
 import { createInterface } from 'node:readline';
-import { createMemoryOutbox, createMemoryPacer } from '../deliver/memory.js';
-import { DEFAULT_PLATFORM_RATE } from '../deliver/pace.js';
-import type { Outbox, OutboxStore, Pacer } from '../deliver/outbox.js';
-import { createMemoryLimiter, type RateLimiter } from '../limits.js';
-import { createMemoryStore } from '../memory.js';
-import type { RelayStore } from '../store.js';
+import { createMemoryOutbox, createMemoryPacer } from './memory-outbox.js';
+import { DEFAULT_PLATFORM_RATE } from './pace.js';
+import type { Outbox, OutboxStore, Pacer } from './outbox.js';
+import { createMemoryLimiter, type RateLimiter } from '../core/limits.js';
+import { createMemoryStore } from './memory.js';
+import type { RelayStore } from './store.js';
 import { createRedisState } from './redis.js';
 import { createRedisOutbox } from './redis-outbox.js';
 import { createSqliteStore } from './sqlite.js';

@@ -22,9 +22,9 @@
  * @module
  */
 import { Buffer } from 'node:buffer';
-import { compactId } from '../deliver/ids.js';
-import { paceInterval } from '../deliver/pace.js';
-import type { DeadLetter, Leased, OutboxItem, OutboxStore } from '../deliver/outbox.js';
+import { compactId } from './ids.js';
+import { paceInterval } from './pace.js';
+import type { DeadLetter, Leased, OutboxItem, OutboxStore } from './outbox.js';
 import { connectRedis, type RedisStateOptions } from './redis.js';
 import { importPreviousIds, UPGRADE } from './redis-upgrade.js';
 

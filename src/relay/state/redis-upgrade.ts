@@ -10,7 +10,7 @@
  */
 import { Buffer } from 'node:buffer';
 import type { Redis } from 'ioredis';
-import { compactId } from '../deliver/ids.js';
+import { compactId } from './ids.js';
 
 /** ARGV: prefix, then per old key: the key, its site, the 16-byte id. Returns how many ids it moved. */
 export const UPGRADE = `

@@ -9,8 +9,8 @@
  * @module
  */
 import type { Redis, RedisOptions } from 'ioredis';
-import type { RateLimiter } from '../limits.js';
-import type { Claim, RelayStore } from '../store.js';
+import type { RateLimiter } from '../core/limits.js';
+import type { Claim, RelayStore } from './store.js';
 import { loadOptional } from './optional.js';
 import { checkRedisPersistence } from './redis-persistence.js';
 

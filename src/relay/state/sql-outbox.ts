@@ -9,10 +9,10 @@
  * than it adds, so the storage follows the window (SQLite reuses the freed pages).
  * @module
  */
-import { compactId } from '../deliver/ids.js';
-import { toHex } from '../encoding.js';
-import { pace, paceInterval } from '../deliver/pace.js';
-import type { Accepted, DeadLetter, Leased, OutboxItem, OutboxStore, Settlement } from '../deliver/outbox.js';
+import { compactId } from './ids.js';
+import { toHex } from '../core/encoding.js';
+import { pace, paceInterval } from './pace.js';
+import type { Accepted, DeadLetter, Leased, OutboxItem, OutboxStore, Settlement } from './outbox.js';
 
 /** A value SQLite binds or answers. */
 export type SqlValue = string | number | null;

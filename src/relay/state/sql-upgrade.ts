@@ -9,8 +9,8 @@
  * In chunks of one transaction each, so processes opening the file together move each row once.
  * @module
  */
-import { compactId } from '../deliver/ids.js';
-import { toHex } from '../encoding.js';
+import { compactId } from './ids.js';
+import { toHex } from '../core/encoding.js';
 import { SQL, type Row, type SqlPort } from './sql-outbox.js';
 
 const CHUNK = 5000;

@@ -8,7 +8,7 @@
  * @module
  */
 import type Database from 'libsql';
-import type { OutboxStore } from '../deliver/outbox.js';
+import type { OutboxStore } from './outbox.js';
 import { durabilityOf, groupCommit, openSqlite } from './sqlite-file.js';
 import { createSqlOutbox, type Row, type SqlPort } from './sql-outbox.js';
 import { importPreviousIds } from './sql-upgrade.js';

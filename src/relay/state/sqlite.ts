@@ -9,7 +9,7 @@
  * before the call returns, so neither a killed process nor a power cut loses what it acknowledged.
  * @module
  */
-import { cappedAmount, type Claim, type RelayStore } from '../store.js';
+import { cappedAmount, type Claim, type RelayStore } from './store.js';
 import { groupCommit, openSqlite } from './sqlite-file.js';
 
 /** Expired rows deleted per claim: more than a claim adds, so the table shrinks back after a peak. */

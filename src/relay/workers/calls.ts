@@ -9,11 +9,11 @@ import { ENDPOINTS, isRecord, splitBody, type EndpointId } from '../../api/index
 import { parseJsonOrUndefined } from '../../api/objects.js';
 import type { QueuedEntry } from './handoff.js';
 import { entryResult, refusal } from '../deliver/verdict.js';
-import type { Clock } from '../clock.js';
-import type { Pacer } from '../deliver/outbox.js';
-import type { DeliveryEvent } from '../observe.js';
+import type { Clock } from '../core/clock.js';
+import type { Pacer } from '../state/outbox.js';
+import type { DeliveryEvent } from '../core/observe.js';
 import { AMBIGUOUS_REASON, afterAmbiguous, type AmbiguousPolicy, outcomeKind } from '../deliver/policy.js';
-import { RelayHttpError } from '../errors.js';
+import { RelayHttpError } from '../core/errors.js';
 import type { Upstream } from '../deliver/caller.js';
 import { readText } from '../deliver/transport.js';
 
