@@ -47,13 +47,16 @@ export function send(base: string, method: string, path: string, headers: Record
     const large = bytes !== undefined && bytes.byteLength > 1024 * 1024;
     const length = bytes === undefined ? {} : { 'content-length': String(bytes.byteLength) };
     // Large bodies on their own connection: the server may answer early and drop it.
-    const req = request({ host: url.hostname, port: url.port, method, path, headers: { ...length, ...headers }, agent: large || !reuse ? false : agent }, (res) => {
-      replied = true;
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(chunks).toString('utf8') }));
-      res.on('error', reject);
-    });
+    const req = request(
+      { host: url.hostname, port: url.port, method, path, headers: { ...length, ...headers }, agent: large || !reuse ? false : agent },
+      (res) => {
+        replied = true;
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(chunks).toString('utf8') }));
+        res.on('error', reject);
+      },
+    );
     // A server may answer 413 and close before a large body is written: the answer is what counts.
     req.on('error', (error: NodeJS.ErrnoException) => {
       if (replied) return;
