@@ -5,6 +5,7 @@ import InterleavedSequencer from './test/support/sequencer.js';
 /**
  * One `npm test` runs every project:
  *  - node:     api, client, emulator, relay (real HTTP on loopback), cli
+ *  - timed:    the node files that time their own work (TIMED below), one at a time after the rest
  *  - dom:      the snippet's unit tests in happy-dom with fake-indexeddb
  *  - workerd:  the relay's Worker entry inside workerd (test/workerd/vitest.config.ts)
  *  - e2e:      real browsers against a real relay + emulator
@@ -18,6 +19,13 @@ import InterleavedSequencer from './test/support/sequencer.js';
  */
 const workers = Number(process.env['CDP_EDGE_TEST_WORKERS']) || Math.max(2, availableParallelism());
 
+/**
+ * Node files whose assertions time the relay's own work against a wall clock (an answer "at once",
+ * a rate per second): they run one at a time, after the pool, with no other file of this run
+ * competing for the cores.
+ */
+const TIMED = ['test/security/bounded-work.test.ts', 'test/security/refusals.test.ts', 'test/relay/limits.test.ts'];
+
 export default defineConfig({
   test: {
     maxWorkers: workers,
@@ -28,7 +36,17 @@ export default defineConfig({
           name: 'node',
           environment: 'node',
           include: ['test/**/*.test.ts'],
-          exclude: ['test/browser/**', 'test/workerd/**', 'test/e2e/**', '**/node_modules/**'],
+          exclude: ['test/browser/**', 'test/workerd/**', 'test/e2e/**', '**/node_modules/**', ...TIMED],
+          testTimeout: 20_000,
+          hookTimeout: 30_000,
+        },
+      },
+      {
+        test: {
+          name: 'timed',
+          environment: 'node',
+          include: TIMED,
+          maxWorkers: 1,
           testTimeout: 20_000,
           hookTimeout: 30_000,
         },
