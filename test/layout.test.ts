@@ -1,5 +1,5 @@
 /**
- * The source layout's rules (docs/architecture.md, "Layers"): every file under src/ is read and
+ * The source layout's rules (docs/architecture.md, "The relay's layers"): every file under src/ is read and
  * its imports found with TypeScript's own `ts.preProcessFile` (static, dynamic and type-only
  * imports alike), and each rule fails naming the file and the import that breaks it.
  */
