@@ -71,7 +71,6 @@ const LONG_FILES_DEBT: readonly string[] = [
   'browser/tracker.ts',
   'emulator/store.ts',
   'relay/app.ts',
-  'relay/core/config.ts',
   'relay/ingest/collect.ts',
   'relay/workers/state.ts',
 ];
