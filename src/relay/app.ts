@@ -23,7 +23,8 @@ import { describeError, RelayHttpError, type HttpAnswer } from './core/errors.js
 import { authenticate } from './proxy/auth.js';
 import { createTokenVerifier } from './core/tokens.js';
 import { createConsoleLogger, scrubbing, silentLogger, writes, type Logger } from './core/logging.js';
-import { countBy, observeAll, type ObservedItem, type RelayObserver } from './core/observe.js';
+import { countBy, observeAll, type ObservedItem, type RelayObserver, type UpstreamCall } from './core/observe.js';
+import type { MetricsSource } from './ops/metrics.js';
 import { createReadiness, publicState, type Readiness } from './ops/ready.js';
 import { createShapes, createVisitorGate } from './ingest/shapes.js';
 import { chargeDelivered, createMemoryLimiter, type RateLimiter } from './core/limits.js';
@@ -31,7 +32,7 @@ import { createMemoryStore } from './state/memory.js';
 import { createProxy, type ProxyRequest } from './proxy/index.js';
 import { createSnippetHandler, type SnippetSource } from './ingest/snippet.js';
 import type { RelayStore } from './state/store.js';
-import { createUpstream, sharedBackoff, type Backoff, type UpstreamCall } from './deliver/caller.js';
+import { createUpstream, sharedBackoff, type Backoff } from './deliver/caller.js';
 import { createDeliverer, type Deliverer } from './deliver/deliverer.js';
 import { createMemoryOutbox, createMemoryPacer } from './state/memory-outbox.js';
 import type { Leased, Outbox, Pacer } from './state/outbox.js';
@@ -95,10 +96,6 @@ const NO_STORE = 'no-store';
 export type CollectAnswer = HttpAnswer & { body: string };
 
 /** The metrics text and its content type (Prometheus exposition format). */
-export interface MetricsSource {
-  render(): Promise<{ contentType: string; body: string }>;
-}
-
 /** The relay's Hono app and, for a runtime front that skips building a `Request`, its POST /collect. */
 export interface RelayHandlers {
   app: Hono;
