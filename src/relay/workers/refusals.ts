@@ -4,16 +4,15 @@
  * answers a visitor, the isolate that met a refusal in a request, and the Durable Object whose
  * alarm delivers (it charges with `chargeDelivered(durableRefusals(env.RELAY_STATE), entries,
  * wholeCall, now)` from the engine's `onRefused`). A bucket is one row in one of
- * {@link REFUSAL_OBJECTS} objects, by a hash of its key; a row is deleted once its bucket would be
- * full again, so storage holds only the visitors that drew refusals lately.
+ * {@link REFUSAL_OBJECTS} objects, by a hash of its key (buckets.ts keeps the rows).
  *
  * Looking (charge 0) is what every `/collect` does for its visitor and its site: a look that found
  * a token is remembered in the isolate for {@link LOOK_CACHE_MS}, so a busy site costs each
  * isolate about one call a second for its guard, and a visitor's cut-off may come that much late.
  * @module
  */
-import type { DurableObjectNamespace, DurableObjectStorage } from '@cloudflare/workers-types/index.ts';
-import { type LimitDecision, type Rate, type RateLimiter, refill } from '../core/limits.js';
+import type { DurableObjectNamespace } from '@cloudflare/workers-types/index.ts';
+import type { LimitDecision, RateLimiter } from '../core/limits.js';
 import { hash, type RelayState } from './state.js';
 
 /** How many objects hold the refusal buckets of a deployment. */
@@ -22,40 +21,6 @@ export const REFUSAL_OBJECTS = 16;
 export const LOOK_CACHE_MS = 1_000;
 /** Looks remembered per isolate, at most (the oldest forgotten first: forgetting only asks again). */
 const MAX_CACHED = 10_000;
-/** Rows of full buckets deleted per charge. */
-const EXPIRY_SLICE = 16;
-
-const prepared = new WeakSet<object>();
-
-/**
- * Moves the bucket `key` of `rate` by `charge` (0: looks, writes nothing), in one step of the
- * object's storage: what `RelayState.bucket` runs.
- */
-export function chargeBucket(storage: DurableObjectStorage, key: string, rate: Rate, now: number, charge: number): LimitDecision {
-  const sql = storage.sql;
-  if (!prepared.has(storage)) {
-    sql.exec(`CREATE TABLE IF NOT EXISTS refusals (key TEXT PRIMARY KEY, tokens REAL NOT NULL, at INTEGER NOT NULL, full_at INTEGER NOT NULL);
-      CREATE INDEX IF NOT EXISTS refusals_full_at ON refusals (full_at);`);
-    prepared.add(storage);
-  }
-  return storage.transactionSync(() => {
-    const row = sql.exec<{ tokens: number; at: number }>('SELECT tokens, at FROM refusals WHERE key = ?', key).toArray()[0];
-    const result = refill(row, rate, now, charge);
-    if (charge !== 0) {
-      sql.exec('DELETE FROM refusals WHERE key IN (SELECT key FROM refusals WHERE full_at < ? ORDER BY full_at LIMIT ?)', now, EXPIRY_SLICE);
-      const fullAt = result.bucket.at + Math.ceil(((rate.burst - result.bucket.tokens) / rate.perSecond) * 1000);
-      sql.exec(
-        'INSERT INTO refusals (key, tokens, at, full_at) VALUES (?1, ?2, ?3, ?4) ON CONFLICT(key) DO UPDATE SET tokens = ?2, at = ?3, full_at = ?4',
-        key,
-        result.bucket.tokens,
-        result.bucket.at,
-        fullAt,
-      );
-    }
-    return { ok: result.ok, retryAfterMs: result.retryAfterMs };
-  });
-}
-
 /**
  * A {@link RateLimiter} whose refusal buckets (keys `refusals:…`, charged or looked at) live in the
  * `RelayState` objects; every other call goes to `fallback` (the request buckets: the Rate

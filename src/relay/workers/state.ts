@@ -15,7 +15,7 @@ import type { DurableObjectNamespace, DurableObjectState } from '@cloudflare/wor
 import { DurableObject } from 'cloudflare:workers';
 import type { LimitDecision } from '../core/limits.js';
 import { pace } from '../state/pace.js';
-import { chargeBucket } from './refusals.js';
+import { chargeBucket } from './buckets.js';
 import { cappedAmount, type Claim, type DedupeScope, type RelayStore } from '../state/store.js';
 
 /** The states of a row of `delivered`. */
@@ -224,7 +224,7 @@ export class RelayState extends DurableObject<unknown> {
     if (forwarded.length > 0) await this.sweepBy(until);
   }
 
-  /** Moves refusal bucket `key` by `charge` (0: looks) in one step (refusals.ts). */
+  /** Moves refusal bucket `key` by `charge` (0: looks) in one step (buckets.ts, for refusals.ts). */
   bucket(key: string, perSecond: number, burst: number, now: number, charge: number): LimitDecision {
     this.calls++;
     return chargeBucket(this.ctx.storage, key, { perSecond, burst }, now, charge);
