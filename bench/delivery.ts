@@ -4,14 +4,16 @@
  * from the built dist/, default configuration plus the site), fed by hundreds of simulated
  * browsers that send what the snippet sends (bench/lib/browsers.ts) at a fixed offered rate.
  *
- *   npm run build && npx tsx bench/delivery.ts [--only 300,1500,slow-platform,cpu] [--seconds 20] [--browsers 500] [--drain-seconds 45]
+ *   npm run build && npx tsx bench/delivery.ts [--only 300,1500,slow-platform,cpu,business] [--seconds 20] [--browsers 500] [--drain-seconds 45]
  *
  * Phases, each with a fresh emulator and relay:
  *  - 300            300 items/s for --seconds, batches of 1–3, platform 50 ms per call;
  *  - 1500           1,500 items/s (above the key's 1,000 items/s ceiling), same otherwise;
  *  - slow-platform  300 items/s for half of --seconds with a platform taking 500 ms per call;
  *  - cpu            1,000 items/s (the key's ceiling) in batches of 10 for 15 s: the relay's CPU
- *                   per item where it matters, when the relay is busy (every phase reports its own).
+ *                   per item where it matters, when the relay is busy (every phase reports its own);
+ *  - business       4,000 items/s in batches of 10 to a business key (30 calls/s: the emulator's
+ *                   --rate-limit 30 and RELAY_PLATFORM_RATE=30), whose ceiling is 3,000 items/s.
  * Each offer is followed by a drain: until every browser holds nothing and the platform has every
  * accepted item, or --drain-seconds. Counted at the platform (its state and GET /_emulator/calls):
  * items delivered per second against offered, delivered in real time (applied before the offer
@@ -59,12 +61,15 @@ interface Phase {
   seconds: number;
   batch: readonly [number, number];
   latencyMs: number;
+  /** the key's platform calls per second (`--rate-limit` and `RELAY_PLATFORM_RATE`) @default 10 */
+  platformRate?: number;
 }
 const PHASES: Phase[] = [
   { name: '300', rate: 300, seconds: SECONDS, batch: [1, 3], latencyMs: 50 },
   { name: '1500', rate: 1500, seconds: SECONDS, batch: [1, 3], latencyMs: 50 },
   { name: 'slow-platform', rate: 300, seconds: Math.ceil(SECONDS / 2), batch: [1, 3], latencyMs: 500 },
   { name: 'cpu', rate: 1000, seconds: 15, batch: [10, 10], latencyMs: 50 },
+  { name: 'business', rate: 4000, seconds: SECONDS, batch: [10, 10], latencyMs: 50, platformRate: 30 },
 ];
 const only = values.only?.split(',');
 const phases = PHASES.filter((p) => !only || only.includes(p.name));
@@ -136,7 +141,7 @@ async function runPhase(phase: Phase) {
       '--key',
       PLATFORM_KEY,
       '--rate-limit',
-      String(PLATFORM_RATE),
+      String(phase.platformRate ?? PLATFORM_RATE),
       '--latency-ms',
       String(phase.latencyMs),
     ]);
@@ -153,6 +158,7 @@ async function runPhase(phase: Phase) {
         RELAY_SITES: JSON.stringify([{ key: SITE_KEY, origins: [ORIGIN], verify: 'required' }]),
         RELAY_IDENTITY_SECRET: SECRET,
         RELAY_TRUST_PROXY: '127.0.0.1',
+        RELAY_PLATFORM_RATE: String(phase.platformRate ?? PLATFORM_RATE),
       },
       30_000,
       // e.g. BENCH_RELAY_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof": profile the relay alone
@@ -221,6 +227,7 @@ async function runPhase(phase: Phase) {
       offered_items_per_second: phase.rate,
       batch: phase.batch,
       platform_ms_per_call: phase.latencyMs,
+      key_calls_per_second: phase.platformRate ?? PLATFORM_RATE,
       offer_seconds: round(offerSeconds, 1),
       items: offered,
       identifies: identifies.length,
@@ -292,6 +299,8 @@ const report = {
     p50_ms_at_300: 2000,
     p99_ms_at_300: 5000,
     delivered_per_second_at_1500: 900,
+    platform_429_calls_at_1500: 0,
+    delivered_per_second_at_business: 2700,
     entries_per_call_at_1500: 90,
     collect_p50_ms_slow_platform: 20,
     relay_cpu_ms_per_100_items_batch_10: 3,

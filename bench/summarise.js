@@ -145,7 +145,7 @@ const READERS = {
     const t = r.targets ?? {};
     const pct = (share) => (typeof share === 'number' ? Math.round(share * 1000) / 10 : share);
     const line = (name, x) =>
-      `${name === 'cpu' ? `${x.offered_items_per_second} items/s in batches of 10` : `${x.offered_items_per_second} items/s offered${x.platform_ms_per_call === 50 ? '' : ` (platform ${x.platform_ms_per_call} ms per call)`}`}: ` +
+      `${name === 'cpu' ? `${x.offered_items_per_second} items/s in batches of 10` : `${x.offered_items_per_second} items/s offered${x.platform_ms_per_call === 50 ? '' : ` (platform ${x.platform_ms_per_call} ms per call)`}`}${(x.key_calls_per_second ?? 10) === 10 ? '' : ` to a key of ${x.key_calls_per_second} calls/s`}: ` +
       `${x.delivered_per_second_in_real_time} items/s delivered in real time (${pct(x.delivered_in_real_time_share)}%), ${x.entries_per_call} entries per call, ` +
       `429s ${pct(x.platform_429_share)}% of ${x.platform_calls} calls, created → platform p50 ${x.created_to_platform_ms.p50} ms p99 ${x.created_to_platform_ms.p99} ms, ` +
       `/collect p50 ${x.collect_ms.p50} ms p99 ${x.collect_ms.p99} ms, ${x.drained ? `drained in ${x.drain_seconds} s` : `not drained after ${x.drain_seconds} s (${x.items - x.delivered_after_drain} of ${x.items} not delivered)`}, ` +
@@ -168,10 +168,21 @@ const READERS = {
       targets.push(
         atLeast('1,500 items/s, 10 calls/s: items/s delivered in real time', at1500.delivered_per_second_in_real_time, t.delivered_per_second_at_1500),
         atLeast('1,500 items/s: entries per platform call', at1500.entries_per_call, t.entries_per_call_at_1500),
+        ...(t.platform_429_calls_at_1500 === undefined
+          ? []
+          : [atMost('1,500 items/s: platform calls answered 429', at1500.platform_429, t.platform_429_calls_at_1500)]),
         target('1,500 items/s: items not delivered after the drain', left, '0', left === 0 && at1500.drained),
         target('1,500 items/s: items lost or duplicated', at1500.lost + at1500.duplicated, '0', at1500.lost + at1500.duplicated === 0),
       );
     }
+    if (p.business && t.delivered_per_second_at_business !== undefined)
+      targets.push(
+        atLeast(
+          `${p.business.offered_items_per_second} items/s, ${p.business.key_calls_per_second} calls/s: items/s delivered in real time`,
+          p.business.delivered_per_second_in_real_time,
+          t.delivered_per_second_at_business,
+        ),
+      );
     if (p['slow-platform'])
       targets.push(atMost('/collect p50 ms, platform taking 500 ms per call', p['slow-platform'].collect_ms.p50, t.collect_p50_ms_slow_platform));
     if (p.cpu)

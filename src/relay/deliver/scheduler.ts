@@ -1,6 +1,6 @@
 /**
- * The call scheduler of one lease: up to `maxInFlight` calls in flight over the whole round, each
- * in its own pacer slot, marked `sending` right before it goes, in plan order. Each answer is
+ * The call scheduler of one lease: up to `maxInFlight` calls in flight over the whole round (merge
+ * calls one at a time), each in its own pacer slot, marked `sending` right before it goes, in plan order. Each answer is
  * judged (verdict.ts) and settled at once; a call refused as a whole is cut into parts that go as
  * ordinary calls (halving.ts). A call starts only while the lead covers it (lead.ts), the lease
  * has time for it, the round's deadline has not come and the platform has not asked to wait;
@@ -68,6 +68,11 @@ export async function runCalls(engine: Engine, calls: readonly Call[], state: Le
       }
       if (engine.flights.size >= engine.maxInFlight) {
         await Promise.race(engine.flights);
+        continue;
+      }
+      // Merge calls go one at a time: two merges of one person in calls in flight together could apply out of order.
+      if (queue[0]!.call.endpoint === 'person/merge' && inFlight.size > 0) {
+        await Promise.race(inFlight);
         continue;
       }
       const { call: planned, depth } = queue.shift()!;
