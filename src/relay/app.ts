@@ -20,12 +20,13 @@ import type { ClientInfo } from './ingest/enrich.js';
 import type { Hmac } from './ingest/identity.js';
 import { systemClock, type Clock } from './core/clock.js';
 import { describeError, RelayHttpError, type HttpAnswer } from './core/errors.js';
-import { authenticate } from './proxy/auth.js';
+import { authenticate } from './core/auth.js';
 import { createTokenVerifier } from './core/tokens.js';
 import { createConsoleLogger, scrubbing, silentLogger, writes, type Logger } from './core/logging.js';
 import { countBy, observeAll, type ObservedItem, type RelayObserver, type UpstreamCall } from './core/observe.js';
 import type { MetricsSource } from './ops/metrics.js';
 import { createReadiness, publicState, type Readiness } from './ops/ready.js';
+import { ADMIN_PATHS, createAdminRoutes } from './ops/admin.js';
 import { createShapes, createVisitorGate } from './ingest/shapes.js';
 import { chargeDelivered, createMemoryLimiter, type RateLimiter } from './core/limits.js';
 import { createMemoryStore } from './state/memory.js';
@@ -201,7 +202,10 @@ export function createRelayHandlers(config: RelayConfig, deps: RelayDeps = {}): 
         clock: systemClock,
         sites: config.sites,
         waitMs: config.deliveryWaitMs,
+        leaseMs: config.deliveryLeaseMs,
+        leadTtlMs: config.deliveryLeadMs,
         callTimeoutMs: Math.max(500, Math.min(10_000, config.budgetMs)),
+        rate: config.platformRate,
         ambiguous: config.ambiguous,
         onDelivery: observer.delivery,
         // What the platform refused after acceptance counts against its visitors, one per entry; the
@@ -221,7 +225,7 @@ export function createRelayHandlers(config: RelayConfig, deps: RelayDeps = {}): 
   const sites = [...config.sites.values()];
   const app = new Hono();
 
-  const known = new Set([...config.scriptPaths, '/healthz', '/readyz', '/metrics', config.collectPath]);
+  const known = new Set([...config.scriptPaths, '/healthz', '/readyz', '/metrics', ...ADMIN_PATHS, config.collectPath]);
   app.use('*', async (c, next) => {
     const started = clock.now();
     await next();
@@ -367,6 +371,9 @@ export function createRelayHandlers(config: RelayConfig, deps: RelayDeps = {}): 
       return c.body(body, 200, { 'Content-Type': contentType });
     });
   }
+
+  // The outbox's dead letters for admin tokens (`cdp-edge outbox --relay URL`): whichever outbox this relay hands items to.
+  app.route('/', createAdminRoutes({ tokens: config.tokens, outbox: outbox ?? deps.outbox, now: () => clock.now(), logger, onError: logUnexpected }));
 
   const proxy = createProxy({
     tokens: config.tokens,
