@@ -6,7 +6,7 @@
  * Keys (after the prefix):
  * - `d:<site n>:<16 bytes>`: a remembered id (state/ids.ts), value `1`, expiring (`PXAT`) when
  *   its window ends: Redis forgets it by itself, so memory follows the window. A script reads the
- *   expiry time (`PEXPIRETIME`, Redis 7) so the caller's clock decides what is still remembered;
+ *   expiry time (`PEXPIRETIME`, Redis 7) and compares it with the caller's time, on Redis's clock;
  * - `o:sites` (site → n), `o:meta` (seq and site counters);
  * - `o:items` (seq → item JSON), `o:attempts`, `o:owner` (hashes by seq);
  * - `o:ready` (sorted set of seqs ready now, by seq), `o:wait` (seqs leased or released until a
