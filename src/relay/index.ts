@@ -18,7 +18,7 @@ export { resolveClientIp } from './client-ip.js';
 export { systemClock, type Clock } from './clock.js';
 export type { Backoff } from './deliver/caller.js';
 export type { ClientInfo, CfGeo } from './ingest/enrich.js';
-export type { QueuedEntry, Enqueue, Enqueued } from './workers/handoff.js';
+export type { Enqueue, Enqueued } from './workers/handoff.js';
 export type { ItemResult, ResultStatus } from './deliver/calls.js';
 export { createProxyRoutes, type ProxyOptions } from './proxy/index.js';
 export { parseTokens, hashToken, createToken, type TokenConfig } from './tokens.js';
