@@ -19,6 +19,7 @@ export default defineProject({
     root: fileURLToPath(new URL('../..', import.meta.url)),
     include: ['test/workerd/**/*.test.ts'],
     globalSetup: [fileURLToPath(new URL('./global-setup.ts', import.meta.url))],
+    setupFiles: [fileURLToPath(new URL('./setup.ts', import.meta.url))],
     testTimeout: 30_000,
     hookTimeout: 30_000,
   },
