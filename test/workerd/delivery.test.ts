@@ -1,0 +1,106 @@
+// The Worker as the shipped template configures it (no queue bound, RELAY_SHARDS unset), with its
+// real outbox objects (SQLite) and their alarms, against the loopback platform: /collect answers
+// `accepted` once the items are in the outbox objects, whatever the platform does, and the objects
+// deliver them exactly once, in full calls, holding what may have been applied without an answer.
+import { createExecutionContext, env } from 'cloudflare:test';
+import { beforeEach, describe, expect, it } from 'vitest';
+import worker from '../../src/relay/cloudflare.js';
+import { createShardedOutbox } from '../../src/relay/workers/outbox.js';
+import { DEFAULT_SHARDS } from '../../src/relay/workers/state.js';
+import { upstreamControl } from '../relay/support/control.js';
+import { ORIGIN, siteKey, sites, track } from '../relay/suite/target.js';
+import { drained } from './target.js';
+
+const upstream = upstreamControl(env['TEST_UPSTREAM'] as string);
+const outbox = createShardedOutbox(env['RELAY_OUTBOX'], DEFAULT_SHARDS);
+/** How long the platform is down in the outage case (ms). */
+const OUTAGE_MS = Number(env['TEST_OUTAGE_MS'] ?? 20_000);
+
+function post(key: string, body: unknown, ip = '192.0.2.50'): Promise<Response> {
+  const request = new Request('https://relay.example.com/collect', {
+    method: 'POST',
+    headers: { origin: ORIGIN, 'content-type': 'text/plain', 'cf-connecting-ip': ip },
+    body: JSON.stringify(body),
+  });
+  return worker.fetch(request, { ...env, RELAY_SITES: sites({ key, origins: [ORIGIN], verify: 'off' }) } as never, createExecutionContext());
+}
+const statuses = async (response: Response) => ((await response.json()) as { results: { status: string }[] }).results.map((r) => r.status);
+
+/** The activities the platform took (2xx), by the email each carries. */
+async function taken(): Promise<{ calls: number[]; emails: string[] }> {
+  const applied = (await upstream.received()).filter((call) => call.path === '/v1/activities/create' && call.status >= 200 && call.status < 300);
+  return {
+    calls: applied.map((call) => call.body.activities.length),
+    emails: applied.flatMap((call) => call.body.activities.map((activity: { fields: Record<string, string> }) => activity.fields['str::email']!)),
+  };
+}
+const visit = (label: string, n: number) => track('act:cm:viewed', { 'str::email': `${label}-${n}-${crypto.randomUUID().slice(0, 8)}@example.com` });
+const emailOf = (item: ReturnType<typeof track>) => (item.person as Record<string, string>)['str::email']!;
+
+describe('the Worker without a queue: accept, then deliver', () => {
+  beforeEach(async () => {
+    await drained(outbox);
+    await upstream.reset();
+  });
+
+  it(`answers accepted to every item while the platform answers 503 for ${OUTAGE_MS / 1000} s, then delivers each exactly once`, async () => {
+    const key = siteKey('outage');
+    const sent: ReturnType<typeof track>[] = [];
+    await upstream.always({ status: 503 });
+    const ended = Date.now() + OUTAGE_MS;
+    try {
+      // Visitors keep coming through the outage: a request of three items every 250 ms, each from its own browser.
+      for (let n = 0; Date.now() < ended; n++) {
+        const batch = [visit('outage', 3 * n), visit('outage', 3 * n + 1), visit('outage', 3 * n + 2)];
+        sent.push(...batch);
+        expect(await statuses(await post(key, { key, queue: crypto.randomUUID(), batch }))).toEqual(['accepted', 'accepted', 'accepted']);
+        await new Promise((resolve) => setTimeout(resolve, 250));
+      }
+      // The objects kept trying: the platform was called, and answered 503 every time.
+      const during = await upstream.received();
+      expect(during.filter((call) => call.path === '/v1/activities/create').length).toBeGreaterThan(0);
+      expect(during.every((call) => call.status === 503)).toBe(true);
+      expect((await outbox.stats()).pending).toBe(sent.length);
+    } finally {
+      await upstream.always(undefined);
+    }
+    await drained(outbox, 90_000);
+    const { emails } = await taken();
+    expect(emails.sort()).toEqual(sent.map(emailOf).sort());
+    expect((await outbox.deadLetters({ site: key })).length).toBe(0);
+  }, 150_000);
+
+  it('fills calls with items from many requests', async () => {
+    const key = siteKey('fill');
+    const items = Array.from({ length: 400 }, (_, n) => visit('fill', n));
+    // 400 requests of one item each, from 400 browsers, 50 at a time.
+    for (let start = 0; start < items.length; start += 50) {
+      const answers = await Promise.all(
+        items.slice(start, start + 50).map(async (item) => statuses(await post(key, { key, queue: crypto.randomUUID(), batch: [item] }))),
+      );
+      expect(answers.flat().every((status) => status === 'accepted')).toBe(true);
+    }
+    await drained(outbox, 60_000);
+    const { calls, emails } = await taken();
+    expect(emails.sort()).toEqual(items.map(emailOf).sort());
+    const perCall = emails.length / calls.length;
+    console.log(`fill: ${items.length} requests → ${calls.length} activities/create calls, ${perCall.toFixed(1)} entries per call (largest ${Math.max(...calls)})`);
+    // One call per request forwarded inline; here a call carries what many requests accepted.
+    expect(calls.length).toBeLessThanOrEqual(items.length / 5);
+  }, 90_000);
+
+  it('holds an activity whose call was applied but whose answer was lost: a dead letter `ambiguous`, never sent twice', async () => {
+    const key = siteKey('lost');
+    const item = visit('lost', 0);
+    // The platform takes the first call, then the connection closes before its answer.
+    await upstream.faults([{ lose: true }]);
+    expect(await statuses(await post(key, { key, batch: [item] }))).toEqual(['accepted']);
+    await drained(outbox, 60_000);
+    expect((await outbox.deadLetters({ site: key })).map(({ id, reason }) => ({ id, reason }))).toEqual([{ id: item.id, reason: 'ambiguous' }]);
+    // The browser's resend is a duplicate; a later round of the alarm sends nothing either.
+    expect(await statuses(await post(key, { key, batch: [item] }))).toEqual(['duplicate']);
+    await drained(outbox);
+    expect((await taken()).emails).toEqual([emailOf(item)]);
+    expect((await upstream.received()).filter((call) => call.path === '/v1/activities/create')).toHaveLength(1);
+  }, 90_000);
+});
