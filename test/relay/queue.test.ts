@@ -43,7 +43,15 @@ function flakyQueue(failOn: number[]) {
 describe('the producer', () => {
   it('reports what earlier batches took when a later batch fails, instead of throwing it all away', async () => {
     const { queue, taken } = flakyQueue([2]);
-    const entries = Array.from({ length: 150 }, (_, i) => ({ site: 'pk_q', id: `e${i}`, kind: 'activity' as const, entry: {}, browser: 'b', visitor: 'v', accepted: 0 }));
+    const entries = Array.from({ length: 150 }, (_, i) => ({
+      site: 'pk_q',
+      id: `e${i}`,
+      kind: 'activity' as const,
+      entry: {},
+      browser: 'b',
+      visitor: 'v',
+      accepted: 0,
+    }));
     const result = await queueProducer(queue)(entries);
     expect(result.taken).toEqual(entries.slice(0, 100).map((entry) => entry.id));
     expect(String(result.failure)).toContain('queue unavailable (call 2)');

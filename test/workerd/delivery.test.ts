@@ -84,7 +84,9 @@ describe('the Worker without a queue: accept, then deliver', () => {
     const { calls, emails } = await taken();
     expect(emails.sort()).toEqual(items.map(emailOf).sort());
     const perCall = emails.length / calls.length;
-    console.log(`fill: ${items.length} requests → ${calls.length} activities/create calls, ${perCall.toFixed(1)} entries per call (largest ${Math.max(...calls)})`);
+    console.log(
+      `fill: ${items.length} requests → ${calls.length} activities/create calls, ${perCall.toFixed(1)} entries per call (largest ${Math.max(...calls)})`,
+    );
     // One call per request forwarded inline; here a call carries what many requests accepted.
     expect(calls.length).toBeLessThanOrEqual(items.length / 5);
   }, 90_000);

@@ -47,7 +47,9 @@ describe('the outbox objects', () => {
     const before = await usage(DEFAULT_SHARDS);
     for (let start = 0; start < VISITORS; start += 25) {
       const statuses = await Promise.all(
-        batches.slice(start, start + 25).map(async ({ queue, batch }, i) => answers(await post(vars, { key: site, queue, batch }, `198.51.100.${(start + i) % 250}`))),
+        batches
+          .slice(start, start + 25)
+          .map(async ({ queue, batch }, i) => answers(await post(vars, { key: site, queue, batch }, `198.51.100.${(start + i) % 250}`))),
       );
       expect(statuses.flat().every((status) => status === 'accepted')).toBe(true);
     }
@@ -64,7 +66,9 @@ describe('the outbox objects', () => {
     expect(busiest).toBeLessThanOrEqual(total / 8);
 
     // Retries from the same queue (another tab, a beacon) meet the same object: all duplicates.
-    const again = await Promise.all(batches.slice(0, 50).map(async ({ queue, batch }) => answers(await post(vars, { key: site, queue, batch }, '198.51.100.1'))));
+    const again = await Promise.all(
+      batches.slice(0, 50).map(async ({ queue, batch }) => answers(await post(vars, { key: site, queue, batch }, '198.51.100.1'))),
+    );
     expect(again.flat().every((status) => status === 'duplicate')).toBe(true);
 
     // The same items under another queue id (a second browser profile's copy, a server): still duplicates.

@@ -163,7 +163,9 @@ describe('the Worker entry', () => {
       await drained(outbox);
       await upstream.reset();
       await upstream.always({ status: 503 });
-      const batch = createMessageBatch('relay-test-events', [{ id: 'd1', timestamp: Date.now(), attempts: 1, body: queued(crypto.randomUUID(), 'down@example.com') }]);
+      const batch = createMessageBatch('relay-test-events', [
+        { id: 'd1', timestamp: Date.now(), attempts: 1, body: queued(crypto.randomUUID(), 'down@example.com') },
+      ]);
       const ctx = createExecutionContext();
       try {
         await worker.queue(batch, env as never);

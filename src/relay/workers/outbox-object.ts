@@ -138,7 +138,9 @@ export class RelayOutbox extends DurableObject<RelayEnv> {
     try {
       deliverer = createShardDeliverer(this.env, this.store.outbox, this.ctx.id.toString());
     } catch (error) {
-      console.log(JSON.stringify({ level: 'error', ts: new Date().toISOString(), kind: 'deliver', error: 'deliverer_misconfigured', cause: scrub(String(error)) }));
+      console.log(
+        JSON.stringify({ level: 'error', ts: new Date().toISOString(), kind: 'deliver', error: 'deliverer_misconfigured', cause: scrub(String(error)) }),
+      );
       return;
     }
     this.deliverer = deliverer;

@@ -18,7 +18,7 @@
  */
 import type { DurableObjectNamespace } from '@cloudflare/workers-types/index.ts';
 import { compactIdString } from '../deliver/ids.js';
-import type { Accepted, DeadLetter, Outbox, OutboxItem } from '../deliver/outbox.js';
+import type { Accepted, DeadLetter, Outbox } from '../deliver/outbox.js';
 import type { RelayOutbox } from './outbox-object.js';
 import { hash } from './state.js';
 
@@ -62,7 +62,12 @@ export function createShardedOutbox(namespace: DurableObjectNamespace<RelayOutbo
       );
       const answers = await Promise.all(
         [...groupBy(keyed, ({ key }) => homes.get(key)!)].map(
-          ([home, part]) => object(outboxName(home)).acceptToDeliver(part.map(({ item }) => item), now, windowMs) as Promise<Accepted>,
+          ([home, part]) =>
+            object(outboxName(home)).acceptToDeliver(
+              part.map(({ item }) => item),
+              now,
+              windowMs,
+            ) as Promise<Accepted>,
         ),
       );
       const accepted = new Set(answers.flatMap((answer) => answer.accepted));
@@ -90,14 +95,15 @@ export function createShardedOutbox(namespace: DurableObjectNamespace<RelayOutbo
     async retryDead(seqs, now) {
       const groups = seqs === undefined ? new Map(all().map((shard) => [shard, undefined])) : bySeqShard(seqs);
       const counts = await Promise.all(
-        [...groups].map(
-          async ([shard, part]) => {
-            const stub = object(outboxName(shard));
-            const count = (await stub.retryDead(part?.map((seq) => Math.floor(seq / MAX_SHARDS)), now)) as number;
-            if (count > 0) await stub.wake();
-            return count;
-          },
-        ),
+        [...groups].map(async ([shard, part]) => {
+          const stub = object(outboxName(shard));
+          const count = (await stub.retryDead(
+            part?.map((seq) => Math.floor(seq / MAX_SHARDS)),
+            now,
+          )) as number;
+          if (count > 0) await stub.wake();
+          return count;
+        }),
       );
       return counts.reduce((sum, n) => sum + n, 0);
     },
