@@ -10,31 +10,31 @@
  */
 import { Hono, type Context } from 'hono';
 import { relayError } from '../api/index.js';
-import type { RelayConfig } from './config.js';
-import { anySiteAllows, corsHeaders, preflightHeaders } from './cors.js';
+import type { RelayConfig } from './core/config.js';
+import { anySiteAllows, corsHeaders, preflightHeaders } from './core/cors.js';
 import { collect, type CollectOutcome } from './ingest/collect.js';
 import { outboxHandoff, type Handoff } from './ingest/handoff.js';
 import { queueHandoff, type Enqueue } from './workers/handoff.js';
 import { fromRequest, type CollectRequest } from './ingest/body.js';
 import type { ClientInfo } from './ingest/enrich.js';
 import type { Hmac } from './ingest/identity.js';
-import { systemClock, type Clock } from './clock.js';
-import { describeError, RelayHttpError, type HttpAnswer } from './errors.js';
+import { systemClock, type Clock } from './core/clock.js';
+import { describeError, RelayHttpError, type HttpAnswer } from './core/errors.js';
 import { authenticate } from './proxy/auth.js';
-import { createTokenVerifier } from './tokens.js';
-import { createConsoleLogger, scrub, silentLogger, writes, type Logger } from './logging.js';
-import { countBy, observeAll, type ObservedItem, type RelayObserver } from './observe.js';
-import { createReadiness, publicState, type Readiness } from './ready.js';
+import { createTokenVerifier } from './core/tokens.js';
+import { createConsoleLogger, scrub, silentLogger, writes, type Logger } from './core/logging.js';
+import { countBy, observeAll, type ObservedItem, type RelayObserver } from './core/observe.js';
+import { createReadiness, publicState, type Readiness } from './ops/ready.js';
 import { createShapes, createVisitorGate } from './ingest/shapes.js';
-import { chargeDelivered, createMemoryLimiter, type RateLimiter } from './limits.js';
-import { createMemoryStore } from './memory.js';
+import { chargeDelivered, createMemoryLimiter, type RateLimiter } from './core/limits.js';
+import { createMemoryStore } from './state/memory.js';
 import { createProxy, type ProxyRequest } from './proxy/index.js';
-import { createSnippetHandler, type SnippetSource } from './snippet.js';
-import type { RelayStore } from './store.js';
+import { createSnippetHandler, type SnippetSource } from './ingest/snippet.js';
+import type { RelayStore } from './state/store.js';
 import { createUpstream, sharedBackoff, type Backoff, type UpstreamCall } from './deliver/caller.js';
 import { createDeliverer, type Deliverer } from './deliver/deliverer.js';
-import { createMemoryOutbox, createMemoryPacer } from './deliver/memory.js';
-import type { Leased, Outbox, Pacer } from './deliver/outbox.js';
+import { createMemoryOutbox, createMemoryPacer } from './state/memory-outbox.js';
+import type { Leased, Outbox, Pacer } from './state/outbox.js';
 import { fetchTransport, type Transport } from './deliver/transport.js';
 
 /** Everything that touches the outside world, injected; each has a default. */

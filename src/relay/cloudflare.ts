@@ -14,7 +14,7 @@
  * export { default, RelayState, RelayOutbox } from 'cdp-edge/relay/cloudflare';
  * @module
  */
-import type { OutboxItem } from './deliver/outbox.js';
+import type { OutboxItem } from './state/outbox.js';
 import { build, misconfigured } from './workers/build.js';
 import { consumeQueue } from './workers/queue.js';
 import type { ExecutionContext, MessageBatch, RelayEnv } from './workers/types.js';

@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseConfig } from '../../src/relay/config.js';
+import { parseConfig } from '../../src/relay/core/config.js';
 import { createClient } from '../../src/client/index.js';
 import { startEmulator, type RunningEmulator } from '../../src/emulator/node.js';
 import { emptyLock, pushPlan, type Plan } from '../../src/plan/index.js';

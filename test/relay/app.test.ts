@@ -2,10 +2,10 @@
 // log lines without personal data or the key, and exactly-once under concurrent sends.
 import { describe, expect, it } from 'vitest';
 import { createRelay, createRelayHandlers, type RelayDeps } from '../../src/relay/app.js';
-import { createMemoryOutbox } from '../../src/relay/deliver/memory.js';
-import { parseConfig } from '../../src/relay/config.js';
-import type { LogLine } from '../../src/relay/logging.js';
-import { createMemoryStore } from '../../src/relay/memory.js';
+import { createMemoryOutbox } from '../../src/relay/state/memory-outbox.js';
+import { parseConfig } from '../../src/relay/core/config.js';
+import type { LogLine } from '../../src/relay/core/logging.js';
+import { createMemoryStore } from '../../src/relay/state/memory.js';
 
 /** What the tests read of a platform call's body and of the relay's answer. */
 interface UpstreamBody {
@@ -178,7 +178,7 @@ describe('one 429 window for the whole relay', () => {
       calls++;
       return Response.json({ error: { code: 'rate-limit', message: 'rate limit', 'try-in-seconds': 60 } }, { status: 429 });
     }) as typeof fetch;
-    const { hashToken } = await import('../../src/relay/tokens.js');
+    const { hashToken } = await import('../../src/relay/core/tokens.js');
     const token = 'rt_app_test_token_0123456789abcdefghij';
     const withTokens = parseConfig({
       CDP_API_KEY: KEY,

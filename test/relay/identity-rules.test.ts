@@ -3,9 +3,10 @@
  * and what is stripped (docs/security.md has the same table).
  */
 import { describe, expect, it } from 'vitest';
-import type { Verify } from '../../src/relay/config.js';
+import type { Verify } from '../../src/relay/core/config.js';
 import { createIdentity, identityHash, userHash } from '../../src/relay/ingest/identity.js';
-import { applyIdentityRules, platformCall, type Ruling } from '../../src/relay/ingest/identity-rules.js';
+import { platformCall } from '../../src/relay/deliver/batch.js';
+import { applyIdentityRules, type Ruling } from '../../src/relay/ingest/identity-rules.js';
 import type { CheckedItem } from '../../src/relay/ingest/items.js';
 
 const SECRET = 'rules-secret-0123456789abcdef';

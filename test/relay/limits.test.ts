@@ -2,8 +2,8 @@
 // a site sets one, and every 429 says when to come back. Over real HTTP through a trusted proxy's
 // X-Forwarded-For, as a relay behind a load balancer sees its visitors.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseConfig } from '../../src/relay/config.js';
-import { createMemoryLimiter, refill } from '../../src/relay/limits.js';
+import { parseConfig } from '../../src/relay/core/config.js';
+import { createMemoryLimiter, refill } from '../../src/relay/core/limits.js';
 import { type RunningRelay, startRelay } from '../../src/relay/node.js';
 import { startTestUpstream, type TestUpstream } from './support/upstream.js';
 

@@ -6,9 +6,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type RunningEmulator } from '../../src/emulator/index.js';
-import { silentLogger } from '../../src/relay/logging.js';
+import { silentLogger } from '../../src/relay/core/logging.js';
 import { startRelay, type RunningRelay } from '../../src/relay/node.js';
-import { createToken } from '../../src/relay/tokens.js';
+import { createToken } from '../../src/relay/core/tokens.js';
 import { redisAvailable, startRedis, type RunningRedis } from '../support/redis.js';
 import { startUpstreamStack, UPSTREAM_KEY, type UpstreamStack } from './support/stack.js';
 

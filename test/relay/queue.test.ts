@@ -2,10 +2,10 @@
 // whatever fails after it (the consumer's dedupe, in the outbox objects, is tested in workerd: test/workerd/). Each failure is injected.
 import { describe, expect, it } from 'vitest';
 import { createRelay } from '../../src/relay/app.js';
-import type { OutboxItem } from '../../src/relay/deliver/outbox.js';
-import { parseConfig } from '../../src/relay/config.js';
-import type { LogLine } from '../../src/relay/logging.js';
-import { createMemoryStore } from '../../src/relay/memory.js';
+import type { OutboxItem } from '../../src/relay/state/outbox.js';
+import { parseConfig } from '../../src/relay/core/config.js';
+import type { LogLine } from '../../src/relay/core/logging.js';
+import { createMemoryStore } from '../../src/relay/state/memory.js';
 import { queueProducer } from '../../src/relay/workers/queue.js';
 import type { Queue } from '../../src/relay/workers/types.js';
 

@@ -10,7 +10,7 @@ import {
   refusalWait,
   VISITOR_REFUSALS,
   visitorKey,
-} from '../../src/relay/limits.js';
+} from '../../src/relay/core/limits.js';
 import { createRedisState } from '../../src/relay/state/redis.js';
 import { type RunningRedis, redisAvailable, startRedis } from '../support/redis.js';
 

@@ -2,7 +2,7 @@
 // stores run, against the Workers outbox: a RelayOutbox Durable Object with SQLite storage,
 // called over RPC as the Worker calls it. Each case gets an object of its own.
 import { env, runInDurableObject } from 'cloudflare:test';
-import type { Outbox, Pacer } from '../../src/relay/deliver/outbox.js';
+import type { Outbox, Pacer } from '../../src/relay/state/outbox.js';
 import type { RelayOutbox } from '../../src/relay/workers/outbox-object.js';
 import { outboxSuite } from '../relay/suite/outbox-suite.js';
 

@@ -6,7 +6,7 @@
 import { createExecutionContext, createMessageBatch, env, getQueueResult } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
 import worker from '../../src/relay/cloudflare.js';
-import type { OutboxItem } from '../../src/relay/deliver/outbox.js';
+import type { OutboxItem } from '../../src/relay/state/outbox.js';
 import { upstreamControl } from '../relay/support/control.js';
 import { ORIGIN, track } from '../relay/suite/target.js';
 

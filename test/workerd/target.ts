@@ -3,7 +3,7 @@
  * inside workerd with its Durable Object binding and per-test variables. Requests carry what
  * Cloudflare adds: CF-Connecting-IP and request.cf.
  */
-import type { Outbox } from '../../src/relay/deliver/outbox.js';
+import type { Outbox } from '../../src/relay/state/outbox.js';
 import { abortAllDurableObjects, createExecutionContext, env } from 'cloudflare:test';
 import worker from '../../src/relay/cloudflare.js';
 import { createShardedOutbox } from '../../src/relay/workers/outbox.js';

@@ -5,9 +5,9 @@ import { createExecutionContext, createMessageBatch, env, getQueueResult, SELF }
 import { describe, expect, it, vi } from 'vitest';
 import type { CollectAnswer } from '../../src/api/collect.js';
 import type { RelayErrorBody } from '../../src/api/errors.js';
-import type { OutboxItem } from '../../src/relay/deliver/outbox.js';
+import type { OutboxItem } from '../../src/relay/state/outbox.js';
 import worker from '../../src/relay/cloudflare.js';
-import { MISCONFIGURED } from '../../src/relay/workers/build.js';
+import { MISCONFIGURED } from '../../src/relay/core/errors.js';
 import { upstreamControl } from '../relay/support/control.js';
 import { API_KEY, ORIGIN, siteKey, sites, track, identify } from '../relay/suite/target.js';
 import { createShardedOutbox } from '../../src/relay/workers/outbox.js';

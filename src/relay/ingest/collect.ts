@@ -7,14 +7,14 @@
  * @module
  */
 import type { ItemResult, RejectReason } from '../../api/collect.js';
-import type { Clock } from '../clock.js';
-import type { RelayConfig, SiteConfig } from '../config.js';
-import { originAllowed } from '../cors.js';
+import type { Clock } from '../core/clock.js';
+import type { RelayConfig, SiteConfig } from '../core/config.js';
+import { originAllowed } from '../core/cors.js';
 import { quoteId } from '../../api/objects.js';
-import { RelayHttpError } from '../errors.js';
-import { limitAddress } from '../client-ip.js';
-import { addressRate, chargeRefusals, type Rate, type RateLimiter, visitorKey } from '../limits.js';
-import { lookupCounter, type RelayStore } from '../store.js';
+import { RelayHttpError } from '../core/errors.js';
+import { limitAddress } from '../core/client-ip.js';
+import { addressRate, chargeRefusals, type Rate, type RateLimiter, visitorKey } from '../core/limits.js';
+import { lookupCounter, type RelayStore } from '../state/store.js';
 import { readCollectBody, type CollectBody, type CollectRequest } from './body.js';
 import { enrichLocation, enrichmentOf, wantsAddress, type ClientInfo } from './enrich.js';
 import type { Handoff, Prepared } from './handoff.js';

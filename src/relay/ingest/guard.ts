@@ -5,10 +5,10 @@
  * not taken lately go one request at a time per visitor (shapes.ts).
  * @module
  */
-import type { SiteConfig } from '../config.js';
-import type { Rate } from '../limits.js';
-import { RelayHttpError } from '../errors.js';
-import { addressKey, type RateLimiter, refusalWait, siteKey, visitorKey } from '../limits.js';
+import type { SiteConfig } from '../core/config.js';
+import type { Rate } from '../core/limits.js';
+import { RelayHttpError } from '../core/errors.js';
+import { addressKey, type RateLimiter, refusalWait, siteKey, visitorKey } from '../core/limits.js';
 import type { CollectContext } from './collect.js';
 import type { CheckedItem } from './items.js';
 import { isKnown } from './shapes.js';

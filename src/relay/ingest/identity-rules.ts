@@ -18,25 +18,13 @@
  * docs/security.md has the same rules as a table.
  * @module
  */
-import type { SiteConfig } from '../config.js';
-import type { EntryKind } from '../deliver/outbox.js';
+import type { SiteConfig } from '../core/config.js';
+import type { EntryKind } from '../state/outbox.js';
 import type { Identity } from './identity.js';
 import type { CheckedItem } from './items.js';
 
 /** Every kind, in the order a request's calls go: people before their activities. */
 export const ENTRY_KINDS: readonly EntryKind[] = ['merge', 'merge-create', 'activity'];
-
-/**
- * The platform call of a kind, everything but its entries. `merge-create` is merge strategy 3
- * ("ignore"): a person no identifier matches is created, an existing one is not changed at all.
- */
-export function platformCall(
-  kind: EntryKind,
-  mergeBy: readonly string[],
-): { endpoint: 'person/merge' | 'activities/create'; envelope: Record<string, unknown> } {
-  if (kind === 'activity') return { endpoint: 'activities/create', envelope: { merge_by: [...mergeBy] } };
-  return { endpoint: 'person/merge', envelope: { merge_by: [...mergeBy], merge_strategy: kind === 'merge' ? 2 : 3 } };
-}
 
 /** What the rules decided for one item. */
 export type Ruling =

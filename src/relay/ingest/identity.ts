@@ -12,7 +12,7 @@
  * @module
  */
 
-import { toBase64url, toHex } from '../encoding.js';
+import { toBase64url, toHex } from '../core/encoding.js';
 
 const encoder = new TextEncoder();
 

@@ -7,7 +7,7 @@
  */
 import cluster from 'node:cluster';
 import { AggregatorRegistry, type Registry } from 'prom-client';
-import type { CollectEvent, RelayObserver } from '../observe.js';
+import type { CollectEvent, RelayObserver } from '../core/observe.js';
 import { startOpsServer, type OpsServer } from './server.js';
 import { createStatusRecorder } from './status.js';
 

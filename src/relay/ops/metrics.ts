@@ -12,8 +12,8 @@
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { MetricsSource } from '../app.js';
-import { NONE, type RelayObserver, UNKNOWN_SITE } from '../observe.js';
-import type { Outbox } from '../deliver/outbox.js';
+import { NONE, type RelayObserver, UNKNOWN_SITE } from '../core/observe.js';
+import type { Outbox } from '../state/outbox.js';
 
 export interface RelayMetricsOptions {
   /** the outbox whose backlog, dead letters and remembered ids the gauges report */

@@ -18,13 +18,15 @@
  *   `stats().remembered` never scans keys).
  *
  * The scripts touch keys built from the prefix, so the outbox needs one Redis, not a cluster.
+ * Connecting moves the previous release's remembered ids into `d:` keys, once (redis-upgrade.ts).
  * @module
  */
 import { Buffer } from 'node:buffer';
-import { compactId } from '../deliver/ids.js';
-import { paceInterval } from '../deliver/pace.js';
-import type { DeadLetter, Leased, OutboxItem, OutboxStore } from '../deliver/outbox.js';
+import { compactId } from './ids.js';
+import { paceInterval } from './pace.js';
+import type { DeadLetter, Leased, OutboxItem, OutboxStore } from './outbox.js';
 import { connectRedis, type RedisStateOptions } from './redis.js';
+import { importPreviousIds, UPGRADE } from './redis-upgrade.js';
 
 /** Drops the gauge's buckets that ended by `now` (seconds). Shared head of ACCEPT and STATS. */
 const FORGET = `
@@ -202,6 +204,7 @@ interface Scripts {
   cdpOutboxLead(...args: Arg[]): Promise<number>;
   cdpOutboxPace(...args: Arg[]): Promise<number>;
   cdpOutboxStats(...args: Arg[]): Promise<[number, number, number]>;
+  cdpOutboxUpgrade(...args: Arg[]): Promise<number>;
 }
 
 /** Connects to `url`; resolves once connected, or rejects naming the address. */
@@ -218,8 +221,15 @@ export async function createRedisOutbox(url: string, options: RedisStateOptions 
     cdpOutboxLead: script(LEAD),
     cdpOutboxPace: script(PACE),
     cdpOutboxStats: script(STATS),
+    cdpOutboxUpgrade: script(UPGRADE),
   });
   const run = redis as unknown as Scripts;
+  try {
+    await importPreviousIds(redis, P, (...args) => run.cdpOutboxUpgrade(...args));
+  } catch (error) {
+    redis.disconnect();
+    throw error;
+  }
   const ms = (time: number) => Math.round(time);
 
   return {

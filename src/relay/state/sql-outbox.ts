@@ -9,10 +9,10 @@
  * than it adds, so the storage follows the window (SQLite reuses the freed pages).
  * @module
  */
-import { compactId } from '../deliver/ids.js';
-import { toHex } from '../encoding.js';
-import { pace, paceInterval } from '../deliver/pace.js';
-import type { Accepted, DeadLetter, Leased, OutboxItem, OutboxStore, Settlement } from '../deliver/outbox.js';
+import { compactId } from './ids.js';
+import { toHex } from '../core/encoding.js';
+import { pace, paceInterval } from './pace.js';
+import type { Accepted, DeadLetter, Leased, OutboxItem, OutboxStore, Settlement } from './outbox.js';
 
 /** A value SQLite binds or answers. */
 export type SqlValue = string | number | null;
@@ -65,7 +65,7 @@ export const OUTBOX_SCHEMA = `
   CREATE TABLE IF NOT EXISTS outbox_count (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
 `;
 
-const SQL = {
+export const SQL = {
   site: 'SELECT n FROM outbox_sites WHERE site = ?1',
   addSite: 'INSERT INTO outbox_sites (site) VALUES (?1) ON CONFLICT (site) DO NOTHING',
   expire: 'DELETE FROM outbox_seen WHERE (site, id) IN (SELECT site, id FROM outbox_seen WHERE until <= ?1 LIMIT ?2)',

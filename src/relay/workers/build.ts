@@ -7,12 +7,12 @@
 import type { Hono } from 'hono';
 import { relayError } from '../../api/index.js';
 import { createRelay } from '../app.js';
-import { parseConfig, type RelayConfig } from '../config.js';
-import type { Outbox } from '../deliver/outbox.js';
-import { RelayConfigError } from '../errors.js';
+import { parseConfig, type RelayConfig } from '../core/config.js';
+import type { Outbox } from '../state/outbox.js';
+import { MISCONFIGURED, RelayConfigError } from '../core/errors.js';
 import type { CfGeo } from '../ingest/enrich.js';
-import { createBindingLimiter, createMemoryLimiter } from '../limits.js';
-import { createConsoleLogger, type Logger, scrub } from '../logging.js';
+import { createBindingLimiter, createMemoryLimiter } from '../core/limits.js';
+import { createConsoleLogger, type Logger, scrub } from '../core/logging.js';
 import { analyticsObserver } from './analytics.js';
 import { keyPacer } from './delivery.js';
 import { createShardedOutbox, MAX_SHARDS } from './outbox.js';
@@ -68,9 +68,6 @@ export function build(env: RelayEnv): Built {
   built.set(env, entry);
   return entry;
 }
-
-/** What every caller of a misconfigured relay reads. */
-export const MISCONFIGURED = "The relay is misconfigured; its operator finds the variable at fault in the relay's logs.";
 
 /**
  * A misconfiguration: the caller gets a fixed message (a config error quotes what it could not

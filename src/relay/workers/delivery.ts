@@ -1,20 +1,20 @@
 /**
- * Delivery on Workers: each outbox object's alarm runs the relay's deliverer
- * (deliver/deliverer.ts) over its own entries, and every call takes a slot from one pacer object
- * per platform key, so the whole deployment keeps to the key's rate (`RELAY_PLATFORM_RATE`).
+ * Delivery on Workers: each outbox object's alarm runs a round of the relay's delivery engine
+ * (deliver/round.ts) over its own entries, and every call takes a slot from one pacer object per
+ * platform key, so the whole deployment keeps to the key's rate (`RELAY_PLATFORM_RATE`).
  * @module
  */
 import type { DurableObjectNamespace } from '@cloudflare/workers-types/index.ts';
 import { sha256 } from '@noble/hashes/sha2.js';
-import { systemClock } from '../clock.js';
-import { parseConfig, type RelayConfig } from '../config.js';
+import { systemClock } from '../core/clock.js';
+import { parseConfig, type RelayConfig } from '../core/config.js';
 import { createUpstream, sharedBackoff } from '../deliver/caller.js';
-import { createDeliverer, type Deliverer } from '../deliver/deliverer.js';
-import type { Outbox, Pacer } from '../deliver/outbox.js';
-import { DEFAULT_PLATFORM_RATE, paceInterval } from '../deliver/pace.js';
+import type { EngineOptions } from '../deliver/engine.js';
+import type { Outbox, Pacer } from '../state/outbox.js';
+import { DEFAULT_PLATFORM_RATE, paceInterval } from '../state/pace.js';
 import { fetchTransport } from '../deliver/transport.js';
-import { RelayConfigError } from '../errors.js';
-import { createConsoleLogger } from '../logging.js';
+import { RelayConfigError } from '../core/errors.js';
+import { createConsoleLogger } from '../core/logging.js';
 import { analyticsObserver } from './analytics.js';
 import type { RelayState } from './state.js';
 import type { RelayEnv } from './types.js';
@@ -57,10 +57,16 @@ export function keyPacer(env: RelayEnv, config: RelayConfig): Pacer {
 // The env object is stable per isolate: parse once per env.
 const configs = new WeakMap<object, RelayConfig>();
 
-/** The deliverer of one outbox object, configured from the Worker's variables. */
-export function createShardDeliverer(env: RelayEnv, outbox: Outbox, owner: string): Deliverer {
+/** The Worker's configuration, as its outbox objects read it from their own env (the same vars). */
+export function workerConfig(env: RelayEnv): RelayConfig {
   const config = configs.get(env) ?? parseConfig(env);
   configs.set(env, config);
+  return config;
+}
+
+/** What an outbox object's rounds deliver with: the key, the sites, the pacer, the platform caller. */
+export function shardEngine(env: RelayEnv, outbox: Outbox, owner: string): EngineOptions {
+  const config = workerConfig(env);
   const observer = env.ANALYTICS ? analyticsObserver(env.ANALYTICS) : undefined;
   const upstream = createUpstream({
     baseUrl: config.baseUrl,
@@ -71,17 +77,16 @@ export function createShardDeliverer(env: RelayEnv, outbox: Outbox, owner: strin
     now: Date.now,
     onCall: observer?.upstream,
   });
-  return createDeliverer({
+  return {
     outbox,
     pacer: keyPacer(env, config),
     upstream,
     clock: systemClock,
     sites: config.sites,
-    waitMs: config.deliveryWaitMs,
     ambiguous: config.ambiguous,
     owner,
     callTimeoutMs: CALL_TIMEOUT_MS,
-    ...(observer ? { onDelivery: observer.delivery } : {}),
+    onDelivery: observer?.delivery,
     logger: createConsoleLogger(config.logLevel),
-  });
+  };
 }

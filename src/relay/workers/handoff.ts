@@ -6,7 +6,7 @@
  * @module
  */
 import type { ItemResult } from '../../api/collect.js';
-import type { OutboxItem } from '../deliver/outbox.js';
+import type { OutboxItem } from '../state/outbox.js';
 import type { Handoff } from '../ingest/handoff.js';
 
 /** What a queue producer took: the ids of every batch it sent, and why it stopped when it did not send them all. */

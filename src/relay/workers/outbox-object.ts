@@ -1,7 +1,7 @@
 /**
  * The Workers outbox: a Durable Object with SQLite storage that runs the Node SQLite outbox's own
- * statements (state/sql-outbox.ts) and delivers its entries from its alarm with the deliverer
- * Node runs (deliver/deliverer.ts), taking call slots from the key's pacer object. `/collect`
+ * statements (state/sql-outbox.ts) and delivers its entries from its alarm, a round of the engine
+ * the Node deliverer runs (deliver/round.ts), taking call slots from the key's pacer object. `/collect`
  * answers `accepted` once the items are in one of these objects (outbox.ts spreads them over
  * `RELAY_SHARDS`); the alarm then sends full, paced calls, releases what the platform did not take
  * for later (an outage of any length: nothing expires but remembered ids), and holds what may have
@@ -12,18 +12,18 @@
  */
 import type { DurableObjectState } from '@cloudflare/workers-types/index.ts';
 import { DurableObject } from 'cloudflare:workers';
-import type { Deliverer } from '../deliver/deliverer.js';
-import type { Accepted, DeadLetter, Leased, OutboxItem, OutboxStats, OutboxStore, Settlement } from '../deliver/outbox.js';
-import { scrub } from '../logging.js';
+import { deliverRound } from '../deliver/round.js';
+import type { Accepted, DeadLetter, Leased, OutboxItem, OutboxStats, OutboxStore, Settlement } from '../state/outbox.js';
+import { scrub } from '../core/logging.js';
 import { createSqlOutbox, type SqlPort } from '../state/sql-outbox.js';
-import { createShardDeliverer } from './delivery.js';
+import { shardEngine, workerConfig } from './delivery.js';
 import { durableSqlPort } from './sql-port.js';
 import type { RelayEnv } from './types.js';
 
-/** How long one alarm delivers before it hands over to the next (an alarm may run 15 minutes; a short turn keeps each visible in the logs). */
+/** How long one alarm's round starts calls for; a backlog continues in the next alarm at once. */
 const ALARM_TURN_MS = 30_000;
-/** How often the alarm looks whether its outbox is empty. */
-const POLL_MS = 100;
+/** After a round that left entries waiting (released for later: an outage, a 429), the next alarm. */
+const AGAIN_MS = 1_000;
 /** Expired routes deleted per call: more than a call adds. */
 const ROUTE_EXPIRY_SLICE = 500;
 
@@ -35,8 +35,10 @@ const ROUTE = `INSERT INTO outbox_routes (key, home, until) SELECT value ->> 0, 
 export class RelayOutbox extends DurableObject<RelayEnv> {
   private readonly port: SqlPort;
   private store!: Omit<OutboxStore, 'close'>;
-  /** the deliverer while an alarm runs in this instance: accepts wake it */
-  private deliverer: Deliverer | undefined;
+  /** an alarm's round is running in this instance */
+  private delivering = false;
+  /** items accepted since this instance started: a round waiting to fill sees more came */
+  private acceptedCount = 0;
   /** an alarm is set (false: not set or not known) */
   private alarmSet = false;
   /** calls served since this instance started (not persisted): shows the spread over objects */
@@ -53,16 +55,15 @@ export class RelayOutbox extends DurableObject<RelayEnv> {
   /** Outbox.accept, then makes sure this object's alarm delivers what it accepted: what the Worker calls. */
   async acceptToDeliver(items: OutboxItem[], now: number, windowMs: number): Promise<Accepted> {
     const accepted = await this.accept(items, now, windowMs);
-    if (accepted.accepted.length > 0) {
-      if (this.deliverer) this.deliverer.kick(accepted.accepted.length);
-      else await this.wakeAt(Date.now());
-    }
+    this.acceptedCount += accepted.accepted.length;
+    // The first item of a quiet object waits RELAY_DELIVERY_WAIT_MS for others to fill its call.
+    if (accepted.accepted.length > 0 && !this.delivering) await this.wakeAt(Date.now() + workerConfig(this.env).deliveryWaitMs);
     return accepted;
   }
 
   /** Delivers what is ready (dead letters moved back, say) from the next alarm. */
   async wake(): Promise<void> {
-    if (!this.deliverer) await this.wakeAt(Date.now());
+    if (!this.delivering) await this.wakeAt(Date.now());
   }
 
   // The Outbox itself, as on Node: the conformance suite's, and the facade's (outbox.ts).
@@ -119,43 +120,44 @@ export class RelayOutbox extends DurableObject<RelayEnv> {
 
   /** Calls served by this instance, and whether it is delivering now. Not counted as a call. */
   usage(): { calls: number; delivering: boolean } {
-    return { calls: this.calls, delivering: this.deliverer !== undefined };
+    return { calls: this.calls, delivering: this.delivering };
   }
 
   /**
-   * Delivers for a turn: the deliverer runs until the outbox is empty or the turn is over, then
-   * stops (its calls in flight settle). Entries still there (an outage, a backlog) set the next
-   * alarm, so delivery goes on however long the platform is away. A failure never escapes: the
-   * next alarm is set before anything can throw.
+   * One round of the delivery engine over this object's entries: full calls of what is ready,
+   * waiting up to `RELAY_DELIVERY_WAIT_MS` after a partial lease for more, until nothing is ready
+   * or the turn is over. Entries still waiting (released for later by an outage or a 429, or a
+   * backlog) set the next alarm, so delivery goes on for as long as the platform is away, and no
+   * retry count ever gives up on an item. A failure never escapes the alarm: the next one is set
+   * before the round starts (for the end of the turn, should this isolate die in it).
    */
   override async alarm(): Promise<void> {
     this.alarmSet = false;
-    if (this.deliverer) return;
-    // Should this isolate die mid-turn, the turn comes back (after the longest a stop may take).
+    if (this.delivering) return;
     await this.ctx.storage.setAlarm(Date.now() + ALARM_TURN_MS + 60_000);
     this.alarmSet = true;
-    let deliverer: Deliverer;
+    this.delivering = true;
+    let more = false;
     try {
-      deliverer = createShardDeliverer(this.env, this.store.outbox, this.ctx.id.toString());
+      const config = workerConfig(this.env);
+      const round = await deliverRound({
+        ...shardEngine(this.env, this.store.outbox, `outbox-${this.ctx.id.toString().slice(0, 12)}`),
+        deadline: Date.now() + ALARM_TURN_MS,
+        refill: async () => {
+          const before = this.acceptedCount;
+          await new Promise((resolve) => setTimeout(resolve, config.deliveryWaitMs));
+          return this.acceptedCount > before;
+        },
+      });
+      more = round.more;
     } catch (error) {
-      console.log(
-        JSON.stringify({ level: 'error', ts: new Date().toISOString(), kind: 'deliver', error: 'deliverer_misconfigured', cause: scrub(String(error)) }),
-      );
-      return;
-    }
-    this.deliverer = deliverer;
-    deliverer.start();
-    const until = Date.now() + ALARM_TURN_MS;
-    try {
-      while (Date.now() < until && (await this.store.outbox.stats()).pending > 0) await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+      console.log(JSON.stringify({ level: 'error', ts: new Date().toISOString(), kind: 'deliver', error: 'delivery_failed', cause: scrub(String(error)) }));
     } finally {
-      await deliverer.stop();
-      this.deliverer = undefined;
+      this.delivering = false;
     }
     await this.ctx.storage.deleteAlarm();
     this.alarmSet = false;
-    const { pending } = await this.store.outbox.stats();
-    if (pending > 0) await this.wakeAt(Date.now() + POLL_MS);
+    if (more || (await this.store.outbox.stats()).pending > 0) await this.wakeAt(Date.now() + (more ? 0 : AGAIN_MS));
   }
 
   /** Sets the alarm for `at` unless one is set already (for no later). */

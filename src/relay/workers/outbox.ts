@@ -17,8 +17,8 @@
  * @module
  */
 import type { DurableObjectNamespace } from '@cloudflare/workers-types/index.ts';
-import { compactIdString } from '../deliver/ids.js';
-import type { Accepted, DeadLetter, Outbox } from '../deliver/outbox.js';
+import { compactIdString } from '../state/ids.js';
+import type { Accepted, DeadLetter, Outbox } from '../state/outbox.js';
 import type { RelayOutbox } from './outbox-object.js';
 import { hash } from './state.js';
 

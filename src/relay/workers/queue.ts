@@ -6,9 +6,9 @@
  * nothing depends on `max_retries` or a dead-letter queue.
  * @module
  */
-import type { Outbox, OutboxItem } from '../deliver/outbox.js';
+import type { Outbox, OutboxItem } from '../state/outbox.js';
 import { REMEMBER_MARGIN_MS } from '../ingest/handoff.js';
-import { type Logger, scrub } from '../logging.js';
+import { type Logger, scrub } from '../core/logging.js';
 import type { Enqueue } from './handoff.js';
 import type { MessageBatch, Queue } from './types.js';
 

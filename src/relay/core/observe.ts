@@ -7,9 +7,9 @@
  * its id: never a key, a token, a hash or an item's contents.
  * @module
  */
-import { type ItemStatus, REJECT_REASONS, type RejectReason } from '../api/collect.js';
-import type { AuditEntry } from './proxy/audit.js';
-import type { UpstreamCall } from './deliver/caller.js';
+import { type ItemStatus, REJECT_REASONS, type RejectReason } from '../../api/collect.js';
+import type { AuditEntry } from '../proxy/audit.js';
+import type { UpstreamCall } from '../deliver/caller.js';
 
 /** Why an item was rejected, in classes fit for a metric label (the wire contract's reasons). */
 export { REJECT_REASONS, type RejectReason };

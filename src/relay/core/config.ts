@@ -7,10 +7,10 @@
  * config.sites.get('pk_demo')?.origins // ['https://shop.example.com']
  * @module
  */
-import { baseUrlFor, DEFAULT_PERSON_MERGE_BY, isRecord, isRegion, parseFieldId } from '../api/index.js';
-import { activityRules, type ActivityRules } from '../plan/rules.js';
-import { type Plan, parsePlan, PlanError } from '../plan/schema.js';
-import { parseAmbiguousPolicy, type AmbiguousPolicy } from './deliver/policy.js';
+import { baseUrlFor, DEFAULT_PERSON_MERGE_BY, isRecord, isRegion, parseFieldId } from '../../api/index.js';
+import { activityRules, type ActivityRules } from '../../plan/rules.js';
+import { type Plan, parsePlan, PlanError } from '../../plan/schema.js';
+import { parseAmbiguousPolicy, type AmbiguousPolicy } from '../deliver/policy.js';
 import { RelayConfigError } from './errors.js';
 import type { Rate } from './limits.js';
 import { parseTokens, type TokenConfig } from './tokens.js';

@@ -10,14 +10,14 @@ import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http
 import { pipeline, Readable } from 'node:stream';
 import type { ReadableStream as NodeReadableStream } from 'node:stream/web';
 import { getRequestListener } from '@hono/node-server';
-import { relayError } from '../api/index.js';
-import type { RelayHandlers } from './app.js';
-import { resolveClientIp } from './client-ip.js';
-import type { CollectRequest } from './ingest/body.js';
-import type { RelayConfig } from './config.js';
-import type { HttpAnswer } from './errors.js';
-import { decode, tooLarge } from './proxy/body.js';
-import type { ProxyRequest } from './proxy/index.js';
+import { relayError } from '../../api/index.js';
+import type { RelayHandlers } from '../app.js';
+import { resolveClientIp } from '../core/client-ip.js';
+import type { CollectRequest } from '../ingest/body.js';
+import type { RelayConfig } from '../core/config.js';
+import type { HttpAnswer } from '../core/errors.js';
+import { decode, tooLarge } from '../proxy/body.js';
+import type { ProxyRequest } from '../proxy/index.js';
 
 /** The body as text and its size, refused (413) as soon as more than `limit` bytes are declared or arrive. */
 function readIncoming(incoming: IncomingMessage, limit: number): Promise<{ text: string; size: number }> {

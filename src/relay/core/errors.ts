@@ -3,7 +3,7 @@
  * whole-request answers of `/collect` and the proxy alike (the documented error body).
  * @module
  */
-import { relayError, type RelayErrorBody } from '../api/index.js';
+import { relayError, type RelayErrorBody } from '../../api/index.js';
 
 /** A configuration variable is missing or wrong; `variable` names it (e.g. `RELAY_SITES`). */
 export class RelayConfigError extends Error {
@@ -14,6 +14,9 @@ export class RelayConfigError extends Error {
     this.variable = variable;
   }
 }
+
+/** What every caller of a misconfigured relay reads (the log line names the variable at fault). */
+export const MISCONFIGURED = "The relay is misconfigured; its operator finds the variable at fault in the relay's logs.";
 
 /** An unexpected error for a log line: its name, message and stack (and its cause's), never only its name. */
 export function describeError(error: unknown): { name: string; message: string; stack?: string; cause?: unknown } {

@@ -4,8 +4,8 @@
  * @module
  */
 import pino, { type DestinationStream } from 'pino';
-import type { LogLevel } from './config.js';
-import { silentLogger, type Logger } from './logging.js';
+import type { LogLevel } from '../core/config.js';
+import { silentLogger, type Logger } from '../core/logging.js';
 
 /** A logger writing lines of `level` and above to `destination` @default stdout, asynchronously */
 export function createPinoLogger(level: LogLevel, destination?: DestinationStream): Logger {
