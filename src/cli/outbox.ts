@@ -6,7 +6,7 @@
  */
 import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import type { Command } from '../cli.js';
+import type { Command } from './command.js';
 import type { DeadLetter, OutboxStore } from '../relay/state/outbox.js';
 import { createNodeOutbox, DEFAULT_STATE_FILE } from '../relay/state/node.js';
 

@@ -22,8 +22,9 @@ import { systemClock, type Clock } from './core/clock.js';
 import { describeError, RelayHttpError, type HttpAnswer } from './core/errors.js';
 import { authenticate } from './proxy/auth.js';
 import { createTokenVerifier } from './core/tokens.js';
-import { createConsoleLogger, scrub, silentLogger, writes, type Logger } from './core/logging.js';
-import { countBy, observeAll, type ObservedItem, type RelayObserver } from './core/observe.js';
+import { createConsoleLogger, scrubbing, silentLogger, writes, type Logger } from './core/logging.js';
+import { countBy, observeAll, type ObservedItem, type RelayObserver, type UpstreamCall } from './core/observe.js';
+import type { MetricsSource } from './ops/metrics.js';
 import { createReadiness, publicState, type Readiness } from './ops/ready.js';
 import { createShapes, createVisitorGate } from './ingest/shapes.js';
 import { chargeDelivered, createMemoryLimiter, type RateLimiter } from './core/limits.js';
@@ -31,7 +32,7 @@ import { createMemoryStore } from './state/memory.js';
 import { createProxy, type ProxyRequest } from './proxy/index.js';
 import { createSnippetHandler, type SnippetSource } from './ingest/snippet.js';
 import type { RelayStore } from './state/store.js';
-import { createUpstream, sharedBackoff, type Backoff, type UpstreamCall } from './deliver/caller.js';
+import { createUpstream, sharedBackoff, type Backoff } from './deliver/caller.js';
 import { createDeliverer, type Deliverer } from './deliver/deliverer.js';
 import { createMemoryOutbox, createMemoryPacer } from './state/memory-outbox.js';
 import type { Leased, Outbox, Pacer } from './state/outbox.js';
@@ -90,10 +91,6 @@ const NO_STORE = 'no-store';
 export type CollectAnswer = HttpAnswer & { body: string };
 
 /** The metrics text and its content type (Prometheus exposition format). */
-export interface MetricsSource {
-  render(): Promise<{ contentType: string; body: string }>;
-}
-
 /** The relay's Hono app and, for a runtime front that skips building a `Request`, its POST /collect. */
 export interface RelayHandlers {
   app: Hono;
@@ -121,7 +118,8 @@ export function createRelay(config: RelayConfig, deps: RelayDeps = {}): Hono {
 
 export function createRelayHandlers(config: RelayConfig, deps: RelayDeps = {}): RelayHandlers {
   const clock = deps.clock ?? systemClock;
-  const logger = deps.logger ?? (config.logLevel === 'off' ? silentLogger : createConsoleLogger(config.logLevel));
+  // Every line is scrubbed by the logger (logging.ts), whoever gave it: no call site scrubs.
+  const logger = scrubbing(deps.logger ?? (config.logLevel === 'off' ? silentLogger : createConsoleLogger(config.logLevel)));
   const debug = writes(config.logLevel, 'debug');
   const store = deps.store ?? createMemoryStore();
   const limiter = deps.limiter ?? createMemoryLimiter();
@@ -144,7 +142,7 @@ export function createRelayHandlers(config: RelayConfig, deps: RelayDeps = {}): 
         path: '/readyz',
         status: state.ready ? 200 : 503,
         ms: 0,
-        ...(state.reason === undefined ? {} : { error: 'not_ready', reason: scrub(state.reason) }),
+        ...(state.reason === undefined ? {} : { error: 'not_ready', reason: state.reason }),
       }),
   });
   const observer = observeAll(deps.observer, deps.onUpstreamCall && { upstream: deps.onUpstreamCall }, readiness.observer);
@@ -170,7 +168,7 @@ export function createRelayHandlers(config: RelayConfig, deps: RelayDeps = {}): 
       status: 500,
       ms: 0,
       error: 'internal_error',
-      cause: causeOf(error),
+      cause: describeError(error),
     });
   // Where accepted items go: a queue (Workers, its consumer fills the outbox), or the outbox a deliverer drains (on Workers, each outbox object's alarm).
   let deliverer: Deliverer | undefined;
@@ -289,7 +287,7 @@ export function createRelayHandlers(config: RelayConfig, deps: RelayDeps = {}): 
         id: result.id,
         status: result.status,
         ...(reason === undefined ? {} : { reason }),
-        ...(result.error === undefined ? {} : { error: scrub(result.error) }),
+        ...(result.error === undefined ? {} : { error: result.error }),
       };
     });
     const ms = clock.now() - started;
@@ -314,8 +312,8 @@ export function createRelayHandlers(config: RelayConfig, deps: RelayDeps = {}): 
             upstream: outcome.upstream ?? [],
           }),
       ...(error === undefined ? {} : { error }),
-      ...(outcome.warning === undefined ? {} : { warning: scrub(outcome.warning) }),
-      ...(unexpected === undefined ? {} : { cause: causeOf(unexpected) }),
+      ...(outcome.warning === undefined ? {} : { warning: outcome.warning }),
+      ...(unexpected === undefined ? {} : { cause: describeError(unexpected) }),
     });
     if (debug) {
       for (const { status, ...item } of items)
@@ -395,7 +393,7 @@ export function createRelayHandlers(config: RelayConfig, deps: RelayDeps = {}): 
       status: 500,
       ms: 0,
       error: error.name,
-      cause: causeOf(error),
+      cause: describeError(error),
     });
     return c.json(relayError('internal_error', 'The relay failed unexpectedly; nothing was lost, retry later.'), 500, { 'Cache-Control': NO_STORE });
   });
@@ -411,9 +409,4 @@ export function createRelayHandlers(config: RelayConfig, deps: RelayDeps = {}): 
     drained: async (options) => deliverer?.drained(options),
     close: async () => deliverer?.stop(),
   };
-}
-
-/** An unexpected error for a log line: name, message, stack and cause, scrubbed of anything personal. */
-function causeOf(error: unknown): unknown {
-  return JSON.parse(scrub(JSON.stringify(describeError(error))));
 }

@@ -62,7 +62,9 @@ describe.runIf(available)('the status page in Chromium', () => {
       env: {
         CDP_API_KEY: KEY,
         CDP_BASE_URL: emulator.url,
-        RELAY_SITES: JSON.stringify([{ key: 'pk_status', name: 'status-shop', origins: [ORIGIN], visitor_rate_limit: { per_second: 1000, burst: 1000 } }]),
+        RELAY_SITES: JSON.stringify([
+          { key: 'pk_status', name: 'status-shop', origins: [ORIGIN], verify: 'open', visitor_rate_limit: { per_second: 1000, burst: 1000 } },
+        ]),
       },
     });
     browser = await launchChromium();

@@ -25,7 +25,7 @@ const PLAN: Plan = {
   ],
   sites: [{ key: 'pk_plan', activities: ['act:cm:signed-up'], fields: ['str::email'] }],
 };
-const SITES = JSON.stringify([{ key: 'pk_plan', origins: [ORIGIN] }]);
+const SITES = JSON.stringify([{ key: 'pk_plan', origins: [ORIGIN], verify: 'open' }]);
 
 let dir: string;
 let emulator: RunningEmulator;

@@ -22,7 +22,7 @@ const ORIGIN = 'https://shop.example.com';
 const config = parseConfig({
   CDP_API_KEY: KEY,
   CDP_BASE_URL: 'https://upstream.test',
-  RELAY_SITES: JSON.stringify([{ key: 'pk_app', name: 'shop', origins: [ORIGIN] }]),
+  RELAY_SITES: JSON.stringify([{ key: 'pk_app', name: 'shop', origins: [ORIGIN], verify: 'open' }]),
 });
 
 function platform(delayMs = 0) {
@@ -110,7 +110,7 @@ describe('the relay app', () => {
       CDP_API_KEY: KEY,
       CDP_BASE_URL: 'https://upstream.test',
       RELAY_COLLECT_PATH: '/e',
-      RELAY_SITES: JSON.stringify([{ key: 'pk_app', origins: [ORIGIN] }]),
+      RELAY_SITES: JSON.stringify([{ key: 'pk_app', origins: [ORIGIN], verify: 'open' }]),
     });
     const app = createRelay(custom, { fetch: platform().fetch, store: createMemoryStore(), logger: () => {} });
     const batch = [{ id: 'c-1', type: 'track', activity_id: 'act:cm:signed-up', person: { 'str::email': 'path@example.com' } }];
@@ -183,7 +183,7 @@ describe('one 429 window for the whole relay', () => {
     const withTokens = parseConfig({
       CDP_API_KEY: KEY,
       CDP_BASE_URL: 'https://upstream-429.test',
-      RELAY_SITES: JSON.stringify([{ key: 'pk_app', origins: [ORIGIN] }]),
+      RELAY_SITES: JSON.stringify([{ key: 'pk_app', origins: [ORIGIN], verify: 'open' }]),
       RELAY_TOKENS: JSON.stringify([{ name: 'crm', sha256: await hashToken(token), scopes: ['read'] }]),
     });
     const { app, close } = relay({ fetch: fetchImpl, store: createMemoryStore(), logger: () => {}, backoff: { until: 0 } }, withTokens);

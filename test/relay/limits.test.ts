@@ -45,7 +45,7 @@ describe('the default limits over HTTP', () => {
     const config = parseConfig({
       CDP_API_KEY: KEY,
       CDP_BASE_URL: upstream.url,
-      RELAY_SITES: JSON.stringify([{ key: 'pk_busy', origins: [ORIGIN] }]),
+      RELAY_SITES: JSON.stringify([{ key: 'pk_busy', origins: [ORIGIN], verify: 'open' }]),
       RELAY_TRUST_PROXY: '127.0.0.1',
       RELAY_LOG: 'off',
     });

@@ -13,7 +13,14 @@ import { redisAvailable, startRedis, type RunningRedis } from '../support/redis.
 import { startUpstreamStack, UPSTREAM_KEY, type UpstreamStack } from './support/stack.js';
 
 const ORIGIN = 'https://shop.example.com';
-const SITE = { key: 'pk_ops_site', name: 'shop', origins: [ORIGIN], activities: ['act:cm:signed-up'], visitor_rate_limit: { per_second: 0.001, burst: 3 } };
+const SITE = {
+  key: 'pk_ops_site',
+  name: 'shop',
+  origins: [ORIGIN],
+  verify: 'open',
+  activities: ['act:cm:signed-up'],
+  visitor_rate_limit: { per_second: 0.001, burst: 3 },
+};
 
 /** `name{a="1",b="2"}` → value, labels sorted, for every sample of the scrape. */
 function samples(text: string): Map<string, number> {

@@ -13,7 +13,7 @@ const ORIGIN = 'https://shop.example.com';
 const config = parseConfig({
   CDP_API_KEY: 'sk_queue_test',
   CDP_BASE_URL: 'https://upstream.test',
-  RELAY_SITES: JSON.stringify([{ key: 'pk_q', origins: [ORIGIN] }]),
+  RELAY_SITES: JSON.stringify([{ key: 'pk_q', origins: [ORIGIN], verify: 'open' }]),
 });
 const track = (n: number) => ({
   id: `item-${n}-${crypto.randomUUID()}`,

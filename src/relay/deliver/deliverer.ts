@@ -19,6 +19,7 @@ import { createFiller } from './fill.js';
 import { createLead } from './lead.js';
 import { describe } from './report.js';
 import { deliverRound } from './round.js';
+import { createWaits } from './waits.js';
 
 export interface DelivererOptions extends Omit<EngineOptions, 'owner'> {
   /** how long a partial call waits for more entries (ms) */
@@ -54,6 +55,7 @@ export function createDeliverer(options: DelivererOptions): Deliverer {
   let inRound = false;
   const filler = createFiller(options.waitMs, () => stopping);
   const lead = createLead({ outbox, owner, clock, ttlMs: leadTtlMs, log });
+  const waits = createWaits();
 
   async function loop(): Promise<void> {
     while (!stopping) {
@@ -71,6 +73,7 @@ export function createDeliverer(options: DelivererOptions): Deliverer {
           ...options,
           owner,
           lead,
+          waits,
           deadline: Number.POSITIVE_INFINITY,
           stopped: () => stopping,
           nap: filler.nap,

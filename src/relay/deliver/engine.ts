@@ -12,8 +12,9 @@ import type { DeliveryEvent } from '../core/observe.js';
 import type { Upstream } from './caller.js';
 import type { Lead } from './lead.js';
 import type { Leased, Outbox, Pacer, Settlement } from '../state/outbox.js';
-import type { AmbiguousPolicy } from './policy.js';
+import type { AmbiguousPolicy } from '../core/config.js';
 import { createReporter, type Report } from './report.js';
+import { createWaits, type Waits } from './waits.js';
 
 export interface EngineOptions {
   outbox: Outbox;
@@ -51,6 +52,8 @@ export interface RoundOptions extends EngineOptions {
   stopped?: (() => boolean) | undefined;
   /** waits `ms` of real time, or less when woken (a stop) @default a timer */
   nap?: ((ms: number) => Promise<void>) | undefined;
+  /** the browsers whose tracks wait for their identify; keep one across rounds @default a new one per round */
+  waits?: Waits | undefined;
 }
 
 /** A round's settings with defaults, and what its leases share. */
@@ -65,8 +68,8 @@ export interface Engine {
   nap(ms: number): Promise<void>;
   /** platform calls in flight, over every lease of the round */
   flights: Set<Promise<void>>;
-  /** the browsers whose identify was not delivered, per lease being delivered */
-  blocks: Set<Set<string>>;
+  /** the browsers whose tracks wait for their identify */
+  waits: Waits;
   log(line: Record<string, unknown>): void;
   report: Report;
   /** settles `settlement` under lease `lease` */
@@ -96,7 +99,7 @@ export function createEngine(options: RoundOptions): Engine {
     stopped: () => options.stopped?.() ?? false,
     nap: options.nap ?? timerNap,
     flights: new Set(),
-    blocks: new Set(),
+    waits: options.waits ?? createWaits(),
     log,
     report: createReporter({ clock, sites, onDelivery: options.onDelivery, log }),
     async settle(lease, settlement) {

@@ -37,26 +37,31 @@ export async function deliverLease(engine: Engine, lease: string, leased: readon
   const sent = new Set(calls.flatMap((call) => call.entries.map((entry) => entry.seq)));
   const unplanned = going.filter((entry) => !sent.has(entry.seq));
 
-  const blocked = new Set<string>();
-  const state: LeaseRun = { lease, expires, blocked, earlier: [...engine.blocks], released: [...unplanned], releaseAt: clock.now(), stopAt: undefined };
-  engine.blocks.add(blocked);
+  const state: LeaseRun = { lease, expires, released: [...unplanned], releaseAt: clock.now(), waiting: [], stopAt: undefined };
+  /** Merges going back unsent hold their browsers' tracks, in this lease and later ones. */
+  const holdReleasedMerges = () => {
+    for (const entry of state.released) if (entry.kind !== 'activity') engine.waits.hold(entry, state.releaseAt, state.releaseAt + engine.leaseMs);
+  };
   try {
     await runCalls(
       engine,
       calls.filter((call) => call.endpoint === 'person/merge'),
       state,
     );
+    holdReleasedMerges();
     await runCalls(
       engine,
       calls.filter((call) => call.endpoint === 'activities/create'),
       state,
       started,
     );
-    if (state.released.length > 0) {
-      await engine.settle(lease, { delivered: [], released: state.released.map((entry) => ({ seq: entry.seq, notBefore: state.releaseAt })), dead: [] });
-    }
+    holdReleasedMerges();
+    const released = [
+      ...state.released.map((entry) => ({ seq: entry.seq, notBefore: state.releaseAt })),
+      ...state.waiting.map(({ entry, notBefore }) => ({ seq: entry.seq, notBefore })),
+    ];
+    if (released.length > 0) await engine.settle(lease, { delivered: [], released, dead: [] });
   } finally {
-    engine.blocks.delete(blocked);
     started();
   }
 }

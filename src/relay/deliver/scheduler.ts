@@ -28,13 +28,11 @@ export interface LeaseRun {
   /** the lease's name in the outbox */
   lease: string;
   expires: number;
-  /** browsers whose identify in this lease was not delivered: their tracks wait */
-  blocked: Set<string>;
-  /** the blocked browsers of the leases still being delivered when this one began */
-  earlier: readonly Set<string>[];
   /** entries going back to the outbox at the end of the lease, not before `releaseAt` */
   released: Leased[];
   releaseAt: number;
+  /** tracks going back to wait for their browser's identify, each until its merge may go */
+  waiting: { entry: Leased; notBefore: number }[];
   /** set once the platform asked to wait (or the lease runs short, the lead is lost): no further call starts */
   stopAt: { notBefore: number } | undefined;
 }
@@ -60,7 +58,6 @@ export async function runCalls(engine: Engine, calls: readonly Call[], state: Le
   const queue: Planned[] = calls.map((call) => ({ call, depth: 0 }));
   const inFlight = new Set<Promise<void>>();
   let failure: unknown;
-  const isBlocked = (browser: string) => state.blocked.has(browser) || state.earlier.some((set) => set.has(browser));
   try {
     while ((queue.length > 0 || inFlight.size > 0) && failure === undefined) {
       if (queue.length === 0) {
@@ -75,11 +72,15 @@ export async function runCalls(engine: Engine, calls: readonly Call[], state: Le
       }
       const { call: planned, depth } = queue.shift()!;
       let call = planned;
-      if (call.endpoint === 'activities/create' && call.entries.some((entry) => isBlocked(entry.browser))) {
-        // Tracks wait while their browser's identify was not delivered, in this lease or one still running.
-        state.released.push(...call.entries.filter((entry) => isBlocked(entry.browser)));
-        call = only(call, (entry) => !isBlocked(entry.browser));
-        if (call.entries.length === 0) continue;
+      if (call.endpoint === 'activities/create') {
+        // Tracks wait while their browser's identify was not delivered, in this lease or an earlier one.
+        const now = clock.now();
+        const waits = new Map(call.entries.map((entry) => [entry, engine.waits.waitFor(entry, now)]));
+        if ([...waits.values()].some((wait) => wait > 0)) {
+          for (const [entry, notBefore] of waits) if (notBefore > 0) state.waiting.push({ entry, notBefore });
+          call = only(call, (entry) => waits.get(entry) === 0);
+          if (call.entries.length === 0) continue;
+        }
       }
       const timeout = () => Math.min(engine.callTimeoutMs, state.expires - clock.now() - SETTLE_MARGIN_MS);
       if (state.stopAt === undefined && (engine.stopped() || clock.now() >= engine.options.deadline)) stop(state, clock.now());
@@ -154,7 +155,8 @@ async function sendAndSettle(engine: Engine, call: Call, depth: number, timeoutM
     return;
   }
   if (call.endpoint === 'person/merge') {
-    for (const entry of call.entries) if (!verdict.delivered.includes(entry)) state.blocked.add(entry.browser);
+    for (const entry of [...verdict.delivered, ...verdict.dead.map((dead) => dead.entry)]) engine.waits.done(entry);
+    for (const entry of verdict.released) engine.waits.hold(entry, verdict.notBefore, verdict.notBefore + engine.leaseMs);
   }
   // The platform is in trouble (or asked to wait): the rest of the lease goes back, in order.
   if (outcome.kind === 'unapplied' || outcome.kind === 'ambiguous') stop(state, verdict.notBefore);

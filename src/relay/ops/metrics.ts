@@ -11,7 +11,6 @@
  * @module
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { MetricsSource } from '../app.js';
 import { NONE, type RelayObserver, UNKNOWN_SITE } from '../core/observe.js';
 import type { Outbox } from '../state/outbox.js';
 
@@ -20,6 +19,11 @@ export interface RelayMetricsOptions {
   outbox?: Pick<Outbox, 'stats'>;
   /** the process's CPU, memory, event-loop lag and GC, prefixed `cdp_edge_` @default true */
   processMetrics?: boolean;
+}
+
+/** What serves `GET /metrics`: the metrics in Prometheus's text format. */
+export interface MetricsSource {
+  render(): Promise<{ contentType: string; body: string }>;
 }
 
 export interface RelayMetrics extends MetricsSource {
@@ -61,7 +65,7 @@ export function createRelayMetrics(options: RelayMetricsOptions = {}): RelayMetr
   });
   const identityFailures = new Counter({
     name: 'cdp_edge_identity_verification_failures_total',
-    help: 'Items whose identity could not be verified (rejected under verify=required, reduced to identifiers under optional)',
+    help: 'Items whose identity could not be verified (rejected under verify=required, and tracks under optional; reduced to one identifier otherwise)',
     labelNames: ['site'] as const,
     registers,
   });

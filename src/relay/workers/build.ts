@@ -12,7 +12,7 @@ import type { Outbox } from '../state/outbox.js';
 import { MISCONFIGURED, RelayConfigError } from '../core/errors.js';
 import type { CfGeo } from '../ingest/enrich.js';
 import { createBindingLimiter, createMemoryLimiter } from '../core/limits.js';
-import { createConsoleLogger, type Logger, scrub } from '../core/logging.js';
+import { createConsoleLogger, type Logger, scrubLine } from '../core/logging.js';
 import { analyticsObserver } from './analytics.js';
 import { keyPacer } from './delivery.js';
 import { createShardedOutbox, MAX_SHARDS } from './outbox.js';
@@ -79,14 +79,16 @@ export function misconfigured(error: unknown, env: RelayEnv): Response {
   // The config did not parse, so RELAY_LOG is read as it stands: only "off" silences this line.
   if (env['RELAY_LOG'] !== 'off') {
     console.log(
-      JSON.stringify({
-        level: 'error',
-        ts: new Date().toISOString(),
-        kind: 'config',
-        status: 500,
-        error: error instanceof RelayConfigError ? error.variable : 'startup',
-        message: scrub(message),
-      }),
+      JSON.stringify(
+        scrubLine({
+          level: 'error',
+          ts: new Date().toISOString(),
+          kind: 'config',
+          status: 500,
+          error: error instanceof RelayConfigError ? error.variable : 'startup',
+          message,
+        }),
+      ),
     );
   }
   return Response.json(relayError('relay_misconfigured', MISCONFIGURED), { status: 500, headers: { 'Cache-Control': 'no-store' } });
