@@ -4,7 +4,7 @@
  * platform key, so the whole deployment keeps to the key's rate (`RELAY_PLATFORM_RATE`).
  * @module
  */
-import type { DurableObjectNamespace } from '@cloudflare/workers-types/index.ts';
+import type { AnalyticsEngineDataset, DurableObjectNamespace } from '@cloudflare/workers-types/index.ts';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { systemClock } from '../core/clock.js';
 import { parseConfig, type RelayConfig } from '../core/config.js';
@@ -17,10 +17,16 @@ import { RelayConfigError } from '../core/errors.js';
 import { createConsoleLogger } from '../core/logging.js';
 import { analyticsObserver } from './analytics.js';
 import type { RelayState } from './state.js';
-import type { RelayEnv } from './types.js';
 
 /** How long one platform call may take before it counts as unanswered (ambiguous). */
 const CALL_TIMEOUT_MS = 10_000;
+
+/** What delivery reads of the Worker's env (the vars, the pacer's namespace, Analytics Engine): a part of `RelayEnv`. */
+export interface DeliveryEnv {
+  RELAY_STATE: DurableObjectNamespace<RelayState>;
+  ANALYTICS?: AnalyticsEngineDataset;
+  [name: string]: unknown;
+}
 
 /** The pacer object of a platform key: named by a digest, so the key itself is in no object's name. */
 export function pacerName(baseUrl: string, apiKey: string): string {
@@ -42,7 +48,7 @@ export function createDurablePacer(namespace: DurableObjectNamespace<RelayState>
 }
 
 /** `RELAY_PLATFORM_RATE`: platform calls per second for the key. */
-export function platformRate(env: RelayEnv): number {
+export function platformRate(env: DeliveryEnv): number {
   const rate = Number(env['RELAY_PLATFORM_RATE'] ?? DEFAULT_PLATFORM_RATE);
   if (!(Number.isFinite(rate) && rate > 0))
     throw new RelayConfigError('RELAY_PLATFORM_RATE', 'must be a number of platform calls per second above 0 (10 on the professional plan, 30 on business)');
@@ -50,7 +56,7 @@ export function platformRate(env: RelayEnv): number {
 }
 
 /** The deployment's pacer: one object per platform key. */
-export function keyPacer(env: RelayEnv, config: RelayConfig): Pacer {
+export function keyPacer(env: DeliveryEnv, config: RelayConfig): Pacer {
   return createDurablePacer(env.RELAY_STATE, pacerName(config.baseUrl, config.apiKey), platformRate(env));
 }
 
@@ -58,14 +64,14 @@ export function keyPacer(env: RelayEnv, config: RelayConfig): Pacer {
 const configs = new WeakMap<object, RelayConfig>();
 
 /** The Worker's configuration, as its outbox objects read it from their own env (the same vars). */
-export function workerConfig(env: RelayEnv): RelayConfig {
+export function workerConfig(env: DeliveryEnv): RelayConfig {
   const config = configs.get(env) ?? parseConfig(env);
   configs.set(env, config);
   return config;
 }
 
 /** What an outbox object's rounds deliver with: the key, the sites, the pacer, the platform caller. */
-export function shardEngine(env: RelayEnv, outbox: Outbox, owner: string): EngineOptions {
+export function shardEngine(env: DeliveryEnv, outbox: Outbox, owner: string): EngineOptions {
   const config = workerConfig(env);
   const observer = env.ANALYTICS ? analyticsObserver(env.ANALYTICS) : undefined;
   const upstream = createUpstream({

@@ -16,9 +16,8 @@ import { deliverRound } from '../deliver/round.js';
 import type { Accepted, DeadLetter, Leased, OutboxItem, OutboxStats, OutboxStore, Settlement } from '../state/outbox.js';
 import { scrub } from '../core/logging.js';
 import { createSqlOutbox, type SqlPort } from '../state/sql-outbox.js';
-import { shardEngine, workerConfig } from './delivery.js';
+import { type DeliveryEnv, shardEngine, workerConfig } from './delivery.js';
 import { durableSqlPort } from './sql-port.js';
-import type { RelayEnv } from './types.js';
 
 /** How long one alarm's round starts calls for; a backlog continues in the next alarm at once. */
 const ALARM_TURN_MS = 30_000;
@@ -32,7 +31,7 @@ const ROUTES = `CREATE TABLE IF NOT EXISTS outbox_routes (key TEXT PRIMARY KEY, 
 const ROUTE = `INSERT INTO outbox_routes (key, home, until) SELECT value ->> 0, value ->> 1, ?2 FROM json_each(?1) WHERE true
   ON CONFLICT (key) DO UPDATE SET home = iif(until <= ?3, excluded.home, home), until = iif(until <= ?3, excluded.until, until) RETURNING key, home`;
 
-export class RelayOutbox extends DurableObject<RelayEnv> {
+export class RelayOutbox extends DurableObject<DeliveryEnv> {
   private readonly port: SqlPort;
   private store!: Omit<OutboxStore, 'close'>;
   /** an alarm's round is running in this instance */
@@ -44,7 +43,7 @@ export class RelayOutbox extends DurableObject<RelayEnv> {
   /** calls served since this instance started (not persisted): shows the spread over objects */
   private calls = 0;
 
-  constructor(ctx: DurableObjectState, env: RelayEnv) {
+  constructor(ctx: DurableObjectState, env: DeliveryEnv) {
     super(ctx, env);
     this.port = durableSqlPort(ctx.storage);
     void ctx.blockConcurrencyWhile(async () => {
