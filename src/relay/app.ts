@@ -26,6 +26,7 @@ import { createConsoleLogger, scrubbing, silentLogger, writes, type Logger } fro
 import { countBy, observeAll, type ObservedItem, type RelayObserver, type UpstreamCall } from './core/observe.js';
 import type { MetricsSource } from './ops/metrics.js';
 import { createReadiness, publicState, type Readiness } from './ops/ready.js';
+import { ADMIN_PATHS, createAdminRoutes } from './ops/admin.js';
 import { createShapes, createVisitorGate } from './ingest/shapes.js';
 import { chargeDelivered, createMemoryLimiter, type RateLimiter } from './core/limits.js';
 import { createMemoryStore } from './state/memory.js';
@@ -187,6 +188,8 @@ export function createRelayHandlers(config: RelayConfig, deps: RelayDeps = {}): 
         clock: systemClock,
         sites: config.sites,
         waitMs: config.deliveryWaitMs,
+        leaseMs: config.deliveryLeaseMs,
+        leadTtlMs: config.deliveryLeadMs,
         callTimeoutMs: Math.max(500, Math.min(10_000, config.budgetMs)),
         ambiguous: config.ambiguous,
         onDelivery: observer.delivery,
@@ -207,7 +210,7 @@ export function createRelayHandlers(config: RelayConfig, deps: RelayDeps = {}): 
   const sites = [...config.sites.values()];
   const app = new Hono();
 
-  const known = new Set([...config.scriptPaths, '/healthz', '/readyz', '/metrics', config.collectPath]);
+  const known = new Set([...config.scriptPaths, '/healthz', '/readyz', '/metrics', ...ADMIN_PATHS, config.collectPath]);
   app.use('*', async (c, next) => {
     const started = clock.now();
     await next();
@@ -353,6 +356,9 @@ export function createRelayHandlers(config: RelayConfig, deps: RelayDeps = {}): 
       return c.body(body, 200, { 'Content-Type': contentType });
     });
   }
+
+  // The outbox's dead letters for admin tokens (`cdp-edge outbox --relay URL`): whichever outbox this relay hands items to.
+  app.route('/', createAdminRoutes({ tokens: config.tokens, outbox: outbox ?? deps.outbox, now: () => clock.now(), logger, onError: logUnexpected }));
 
   const proxy = createProxy({
     tokens: config.tokens,

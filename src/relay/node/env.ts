@@ -1,6 +1,7 @@
 /**
  * The variables only the Node relay reads, on top of those of `parseConfig`: `RELAY_PLAN` as a
- * file path, `RELAY_METRICS_PORT` and `RELAY_REDIS_UNSAFE`. Each error names its variable.
+ * file path, `RELAY_METRICS_PORT`, `RELAY_REDIS_UNSAFE` and `RELAY_MAX_CONNECTIONS_PER_ADDRESS`.
+ * Each error names its variable.
  * @module
  */
 import { readFileSync } from 'node:fs';
@@ -40,4 +41,16 @@ export function redisUnsafe(raw: string | undefined): boolean {
   const value = raw?.trim().toLowerCase() || 'off';
   if (value !== 'on' && value !== 'off') throw new RelayConfigError('RELAY_REDIS_UNSAFE', `must be "on" or "off"; got ${JSON.stringify(raw)}`);
   return value === 'on';
+}
+
+/** Connections one visitor address may hold open: a browser opens a handful; many visitors may share one address (NAT). */
+export const DEFAULT_MAX_CONNECTIONS_PER_ADDRESS = 128;
+
+/** `RELAY_MAX_CONNECTIONS_PER_ADDRESS` as a whole number ≥ 1. */
+export function connectionsPerAddress(raw: string | undefined): number {
+  if (raw === undefined || raw.trim() === '') return DEFAULT_MAX_CONNECTIONS_PER_ADDRESS;
+  const count = Number(raw);
+  if (!Number.isInteger(count) || count < 1)
+    throw new RelayConfigError('RELAY_MAX_CONNECTIONS_PER_ADDRESS', `must be a whole number ≥ 1; got ${JSON.stringify(raw)}`);
+  return count;
 }

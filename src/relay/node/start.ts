@@ -6,7 +6,7 @@
 import type { HttpBindings } from '@hono/node-server';
 import { CONNECTION_LIMITS, type ConnectionLimits, listen } from '../../listen.js';
 import { createRelayHandlers, type RelayDeps } from '../app.js';
-import { resolveClientIp } from '../core/client-ip.js';
+import { isTrusted, limitAddress, resolveClientIp } from '../core/client-ip.js';
 import { parseConfig, type RelayConfig } from '../core/config.js';
 import { observeAll } from '../core/observe.js';
 import { createUndiciTransport } from '../deliver/undici.js';
@@ -15,7 +15,7 @@ import { createRelayMetrics } from '../ops/metrics.js';
 import { startOpsServer, type OpsServer } from '../ops/server.js';
 import { createStatusRecorder } from '../ops/status.js';
 import type { Outbox } from '../state/outbox.js';
-import { metricsPortFrom, withPlanFile } from './env.js';
+import { connectionsPerAddress, metricsPortFrom, withPlanFile } from './env.js';
 import { createNodeFront } from './front.js';
 import { createPinoLogger } from './log.js';
 import { openNodeState } from './state.js';
@@ -91,7 +91,13 @@ export async function startNodeRelay(options: StartRelayOptions, defaults: NodeD
   });
   const hostname = options.hostname ?? '127.0.0.1';
   // A request may take the platform budget to answer; its body must arrive well within the request deadline.
-  const limits = { requestTimeoutMs: Math.max(CONNECTION_LIMITS.requestTimeoutMs, config.budgetMs + 10_000), ...options.connections };
+  // Connections are capped per visitor address (an IPv6 /64 as one); a trusted proxy's are not.
+  const limits = {
+    requestTimeoutMs: Math.max(CONNECTION_LIMITS.requestTimeoutMs, config.budgetMs + 10_000),
+    maxConnectionsPerAddress: connectionsPerAddress(env['RELAY_MAX_CONNECTIONS_PER_ADDRESS']),
+    addressOf: (address: string) => (isTrusted(address, config.trustProxy) ? undefined : limitAddress(address, config.ipv6Prefix)),
+    ...options.connections,
+  };
   const listening = await listen(createNodeFront(handlers, config), options.port ?? 8787, hostname, limits).catch(async (error: unknown) => {
     await state.close();
     throw error;
