@@ -17,6 +17,7 @@ import { analyticsObserver } from './analytics.js';
 import { keyPacer } from './delivery.js';
 import { createShardedOutbox, MAX_SHARDS } from './outbox.js';
 import { queueProducer } from './queue.js';
+import { durableRefusals } from './refusals.js';
 import { createDurableStore, DEFAULT_SHARDS } from './state.js';
 import type { RelayEnv } from './types.js';
 
@@ -49,8 +50,9 @@ export function build(env: RelayEnv): Built {
     store: createDurableStore(env.RELAY_STATE, shards),
     logger,
     ...(observer ? { observer } : {}),
-    // The Rate Limiting binding when bound (no Durable Object call); else buckets per isolate.
-    limiter: env.RELAY_RATE_LIMIT ? createBindingLimiter(env.RELAY_RATE_LIMIT, period) : createMemoryLimiter(),
+    // Requests: the Rate Limiting binding when bound (no Durable Object call), else buckets per
+    // isolate. Refusals: in the RelayState objects, the same for every isolate (refusals.ts).
+    limiter: durableRefusals(env.RELAY_STATE, env.RELAY_RATE_LIMIT ? createBindingLimiter(env.RELAY_RATE_LIMIT, period) : createMemoryLimiter()),
     // Accepted once in an outbox object (or the queue, whose consumer puts them there); each object's alarm delivers.
     outbox,
     deliver: false,

@@ -14,8 +14,10 @@ import type { Outbox, Pacer } from '../state/outbox.js';
 import { DEFAULT_PLATFORM_RATE, paceInterval } from '../state/pace.js';
 import { fetchTransport } from '../deliver/transport.js';
 import { RelayConfigError } from '../core/errors.js';
+import { chargeDelivered } from '../core/limits.js';
 import { createConsoleLogger } from '../core/logging.js';
 import { analyticsObserver } from './analytics.js';
+import { durableRefusals } from './refusals.js';
 import type { RelayState } from './state.js';
 
 /** How long one platform call may take before it counts as unanswered (ambiguous). */
@@ -93,6 +95,9 @@ export function shardEngine(env: DeliveryEnv, outbox: Outbox, owner: string): En
     owner,
     callTimeoutMs: CALL_TIMEOUT_MS,
     onDelivery: observer?.delivery,
+    // What the platform refused after acceptance counts against its visitors (and, for a call
+    // refused as a whole, its site), in the refusal buckets every isolate reads.
+    onRefused: (entries, wholeCall) => void chargeDelivered(durableRefusals(env.RELAY_STATE), entries, wholeCall, Date.now()).catch(() => {}),
     logger: createConsoleLogger(config.logLevel),
   };
 }
