@@ -20,7 +20,7 @@ import type { ClientInfo } from './ingest/enrich.js';
 import type { Hmac } from './ingest/identity.js';
 import { systemClock, type Clock } from './core/clock.js';
 import { describeError, RelayHttpError, type HttpAnswer } from './core/errors.js';
-import { authenticate } from './proxy/auth.js';
+import { authenticate } from './core/auth.js';
 import { createTokenVerifier } from './core/tokens.js';
 import { createConsoleLogger, scrubbing, silentLogger, writes, type Logger } from './core/logging.js';
 import { countBy, observeAll, type ObservedItem, type RelayObserver, type UpstreamCall } from './core/observe.js';
@@ -205,6 +205,7 @@ export function createRelayHandlers(config: RelayConfig, deps: RelayDeps = {}): 
         leaseMs: config.deliveryLeaseMs,
         leadTtlMs: config.deliveryLeadMs,
         callTimeoutMs: Math.max(500, Math.min(10_000, config.budgetMs)),
+        rate: config.platformRate,
         ambiguous: config.ambiguous,
         onDelivery: observer.delivery,
         // What the platform refused after acceptance counts against its visitors, one per entry; the

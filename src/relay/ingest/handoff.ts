@@ -6,7 +6,7 @@
  * @module
  */
 import type { ItemResult } from '../../api/collect.js';
-import type { SiteConfig } from '../core/config.js';
+import type { SiteConfig } from '../core/sites.js';
 import type { EntryKind, Outbox } from '../state/outbox.js';
 
 /** One checked item, as the platform entry it will be sent as. */

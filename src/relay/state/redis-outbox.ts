@@ -4,7 +4,7 @@
  * one Lua script, so it is atomic across processes.
  *
  * Keys (after the prefix):
- * - `d:<site n>:<16 bytes>`: a remembered id (deliver/ids.ts), value `1`, expiring (`PXAT`) when
+ * - `d:<site n>:<16 bytes>`: a remembered id (state/ids.ts), value `1`, expiring (`PXAT`) when
  *   its window ends: Redis forgets it by itself, so memory follows the window. A script reads the
  *   expiry time (`PEXPIRETIME`, Redis 7) so the caller's clock decides what is still remembered;
  * - `o:sites` (site → n), `o:meta` (seq and site counters);

@@ -1,7 +1,7 @@
 /**
  * The outbox and pacer in SQL, for any SQLite behind a {@link SqlPort}: a file on Node (libsql,
  * `sqlite-outbox.ts`) and a Durable Object's own storage on Workers (`ctx.storage.sql`). Accepted
- * items, the ids remembered for the dedupe window (16 bytes each, see deliver/ids.ts), dead
+ * items, the ids remembered for the dedupe window (16 bytes each, see ids.ts), dead
  * letters, the deliverer's lock and the pacer's one row. Each method is one transaction of the
  * port. Nothing here imports Node: workerd runs the same statements.
  *
