@@ -81,13 +81,8 @@ export interface RelayDeps {
   deliver?: boolean;
   /** told of platform refusals after acceptance (they are charged to their visitors too) */
   onRefused?: (entries: readonly Leased[], wholeCall: boolean) => void;
-  /** Workers Queues: accepted entries go to the queue (the consumer delivers them) instead of an outbox */
+  /** Workers Queues: accepted items go to the queue (its consumer puts them into the outbox) instead of the outbox */
   enqueue?: Enqueue;
-  /**
-   * Workers without a queue: each /collect forwards its own items to the platform before it answers
-   * (no outbox, no deliverer). @default false
-   */
-  inline?: boolean;
 }
 
 const NO_STORE = 'no-store';
@@ -155,7 +150,7 @@ export function createRelayHandlers(config: RelayConfig, deps: RelayDeps = {}): 
     backoff,
     now: () => clock.now(),
     onCall: observer.upstream,
-    // Calls not paced by the deliverer (the proxy's, /collect's inline on Workers) take a `proxy` slot; a 429 holds every process.
+    // Calls not paced by the deliverer (the proxy's) take a `proxy` slot; a 429 holds every process.
     pacer,
   });
   const logUnexpected = (error: unknown, path: string, method: string) =>
@@ -171,7 +166,7 @@ export function createRelayHandlers(config: RelayConfig, deps: RelayDeps = {}): 
       cause: describeError(error),
     });
   const shapes = createShapes();
-  const { handoff, outbox, deliverer } = chooseHandoff({ ...deps, config, store, limiter, upstream, pacer, clock, shapes, observer, logger });
+  const { handoff, outbox, deliverer } = chooseHandoff({ ...deps, config, limiter, upstream, pacer, clock, observer, logger });
   const context = { config, store, limiter, clock, handoff, shapes, gate: createVisitorGate(), hmac: deps.hmac };
   const sites = [...config.sites.values()];
   const app = new Hono();

@@ -1,6 +1,7 @@
 /**
- * Where the relay hands accepted items: a queue (Workers with a queue bound), the platform itself
- * (Workers without a queue: `inline`), or an outbox that a deliverer in this process drains.
+ * Where the relay hands accepted items: a queue (Workers with a queue bound: its consumer fills the
+ * outbox), or the outbox a deliverer drains (in this process on Node; on Workers, each outbox
+ * object's alarm).
  * @module
  */
 import type { Clock } from '../core/clock.js';
@@ -12,38 +13,28 @@ import type { RelayObserver } from '../core/observe.js';
 import type { Upstream } from '../deliver/caller.js';
 import { createDeliverer, type Deliverer } from '../deliver/deliverer.js';
 import { outboxHandoff, type Handoff } from '../ingest/handoff.js';
-import type { Shapes } from '../ingest/shapes.js';
 import { createMemoryOutbox } from '../state/memory-outbox.js';
 import type { Leased, Outbox, Pacer } from '../state/outbox.js';
-import type { RelayStore } from '../state/store.js';
-import { inlineHandoff, queueHandoff, type Enqueue } from '../workers/handoff.js';
+import { queueHandoff, type Enqueue } from '../workers/handoff.js';
 
 export interface HandoffChoice {
   config: RelayConfig;
-  store: RelayStore;
   limiter: RateLimiter;
   upstream: Upstream;
   pacer: Pacer;
   clock: Clock;
-  shapes: Shapes;
   observer: Required<RelayObserver>;
   logger: Logger;
   enqueue?: Enqueue | undefined;
-  inline?: boolean | undefined;
   outbox?: Outbox | undefined;
   deliver?: boolean | undefined;
-  random?: (() => number) | undefined;
   onRefused?: ((entries: readonly Leased[], wholeCall: boolean) => void) | undefined;
 }
 
 /** The handoff, and the outbox and deliverer behind it when there is one (the deliverer started). */
 export function chooseHandoff(choice: HandoffChoice): { handoff: Handoff; outbox?: Outbox; deliverer?: Deliverer } {
-  const { config, store, limiter, upstream, pacer, clock, shapes, observer, logger } = choice;
+  const { config, limiter, upstream, pacer, clock, observer, logger } = choice;
   if (choice.enqueue) return { handoff: queueHandoff(choice.enqueue) };
-  if (choice.inline) {
-    const learn = (site: string, taken: string[], now: number) => shapes.learn(site, taken, now);
-    return { handoff: inlineHandoff({ store, upstream, clock, random: choice.random ?? Math.random, config, learn }) };
-  }
   const outbox = choice.outbox ?? createMemoryOutbox();
   if (!(choice.deliver ?? true)) return { handoff: outboxHandoff(outbox, config.windowMs), outbox };
   const deliverer = createDeliverer({
@@ -57,6 +48,7 @@ export function chooseHandoff(choice: HandoffChoice): { handoff: Handoff; outbox
     leaseMs: config.deliveryLeaseMs,
     leadTtlMs: config.deliveryLeadMs,
     callTimeoutMs: Math.max(500, Math.min(10_000, config.budgetMs)),
+    rate: config.platformRate,
     ambiguous: config.ambiguous,
     onDelivery: observer.delivery,
     // What the platform refused after acceptance counts against its visitors, one per entry; the

@@ -6,7 +6,7 @@
  * Keys (after the prefix):
  * - `d:<site n>:<16 bytes>`: a remembered id (state/ids.ts), value `1`, expiring (`PXAT`) when
  *   its window ends: Redis forgets it by itself, so memory follows the window. A script reads the
- *   expiry time (`PEXPIRETIME`, Redis 7) so the caller's clock decides what is still remembered;
+ *   expiry time (`PEXPIRETIME`, Redis 7) and compares it with the caller's time, on Redis's clock;
  * - `o:sites` (site → n), `o:meta` (seq and site counters);
  * - `o:items` (seq → item JSON), `o:attempts`, `o:owner` (hashes by seq);
  * - `o:ready` (sorted set of seqs ready now, by seq), `o:wait` (seqs leased or released until a
@@ -18,15 +18,18 @@
  *   `stats().remembered` never scans keys).
  *
  * The scripts touch keys built from the prefix, so the outbox needs one Redis, not a cluster.
- * Connecting moves the previous release's remembered ids into `d:` keys, once (redis-upgrade.ts).
+ * Connecting moves the previous release's remembered ids into `d:` keys, once (redis-upgrade.ts);
+ * times arrive on Redis's clock (redis-time.ts), so relays with skewed clocks share one pace.
  * @module
  */
 import { Buffer } from 'node:buffer';
 import { compactId } from './ids.js';
 import { paceInterval } from './pace.js';
 import type { DeadLetter, Leased, OutboxItem, OutboxStore } from './outbox.js';
+import { systemClock, type Clock } from '../core/clock.js';
 import { connectRedis, type RedisStateOptions } from './redis.js';
-import { importPreviousIds, UPGRADE } from './redis-upgrade.js';
+import { onRedisTime, redisTime } from './redis-time.js';
+import { importPreviousIds } from './redis-upgrade.js';
 
 /** Drops the gauge's buckets that ended by `now` (seconds). Shared head of ACCEPT and STATS. */
 const FORGET = `
@@ -204,11 +207,10 @@ interface Scripts {
   cdpOutboxLead(...args: Arg[]): Promise<number>;
   cdpOutboxPace(...args: Arg[]): Promise<number>;
   cdpOutboxStats(...args: Arg[]): Promise<[number, number, number]>;
-  cdpOutboxUpgrade(...args: Arg[]): Promise<number>;
 }
 
-/** Connects to `url`; resolves once connected, or rejects naming the address. */
-export async function createRedisOutbox(url: string, options: RedisStateOptions = {}): Promise<OutboxStore> {
+/** Connects to `url`; resolves once connected, or rejects naming the address. Times go on Redis's clock, measured against `clock`. */
+export async function createRedisOutbox(url: string, options: RedisStateOptions & { clock?: Clock } = {}): Promise<OutboxStore> {
   const P = options.prefix ?? 'cdp-edge:';
   const script = (lua: string) => ({ lua, numberOfKeys: 0 });
   const redis = await connectRedis(url, options, {
@@ -221,18 +223,15 @@ export async function createRedisOutbox(url: string, options: RedisStateOptions 
     cdpOutboxLead: script(LEAD),
     cdpOutboxPace: script(PACE),
     cdpOutboxStats: script(STATS),
-    cdpOutboxUpgrade: script(UPGRADE),
   });
   const run = redis as unknown as Scripts;
-  try {
-    await importPreviousIds(redis, P, (...args) => run.cdpOutboxUpgrade(...args));
-  } catch (error) {
+  const [, time] = await Promise.all([importPreviousIds(redis, P), redisTime(redis, options.clock ?? systemClock)]).catch((error: unknown) => {
     redis.disconnect();
     throw error;
-  }
+  });
   const ms = (time: number) => Math.round(time);
 
-  return {
+  const store: OutboxStore = {
     outbox: {
       async accept(items, now, windowMs) {
         if (items.length === 0) return { accepted: [], duplicate: [] };
@@ -297,4 +296,5 @@ export async function createRedisOutbox(url: string, options: RedisStateOptions 
       await redis.quit().catch(() => redis.disconnect());
     },
   };
+  return onRedisTime(store, time);
 }
