@@ -71,7 +71,11 @@ const LONG_FILES_DEBT: readonly string[] = ['browser/tracker.ts', 'emulator/stor
 /** Runtime entries over their limit: */
 const ENTRY_DEBT: readonly string[] = ['relay/cloudflare.ts'];
 /** Import cycles, each as its files sorted: */
-const CYCLES_DEBT: readonly string[] = ['relay/deliver/send.ts relay/deliver/verdict.ts', 'relay/ingest/collect.ts relay/ingest/guard.ts'];
+const CYCLES_DEBT: readonly string[] = [
+  'relay/deliver/engine.ts relay/deliver/slots.ts',
+  'relay/deliver/send.ts relay/deliver/verdict.ts',
+  'relay/ingest/collect.ts relay/ingest/guard.ts',
+];
 const MAX_LINES = 300;
 /** The runtime entries are only wiring, each read at a glance. */
 const ENTRY_LINES = 100;
