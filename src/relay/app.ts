@@ -217,7 +217,7 @@ export function createRelayHandlers(config: RelayConfig, deps: RelayDeps = {}): 
       });
       deliverer.start();
     }
-    handoff = outboxHandoff(outbox, config.windowMs, deliverer ? (count) => deliverer?.kick(count) : undefined);
+    handoff = outboxHandoff(outbox, config.windowMs, config.outboxLimits, deliverer ? (count) => deliverer?.kick(count) : undefined);
   }
   const context = { config, store, limiter, clock, handoff, shapes, gate: createVisitorGate(), hmac: deps.hmac };
   const sites = [...config.sites.values()];

@@ -11,6 +11,7 @@ import { baseUrlFor, DEFAULT_PERSON_MERGE_BY, isRecord, isRegion, parseFieldId }
 import { activityRules, type ActivityRules } from '../plan/rules.js';
 import { type Plan, parsePlan, PlanError } from '../plan/schema.js';
 import { parseAmbiguousPolicy, type AmbiguousPolicy } from './deliver/policy.js';
+import { DEFAULT_OUTBOX_LIMITS, type OutboxLimits } from './deliver/outbox.js';
 import { RelayConfigError } from './errors.js';
 import type { Rate } from './limits.js';
 import { parseTokens, type TokenConfig } from './tokens.js';
@@ -90,6 +91,12 @@ export interface RelayConfig {
    * (at least once) @default 'hold'
    */
   ambiguous: AmbiguousPolicy;
+  /**
+   * How much the outbox holds (Node): `RELAY_OUTBOX_MAX_PER_VISITOR`, `RELAY_OUTBOX_MAX_PER_SITE`,
+   * `RELAY_OUTBOX_MAX` (entries waiting) and `RELAY_DEAD_LETTERS_MAX`. Past a limit `/collect`
+   * answers `retry` with `Retry-After`. @default {@link DEFAULT_OUTBOX_LIMITS}
+   */
+  outboxLimits: OutboxLimits;
   /** `RELAY_LOG`: `info` one JSON line per request, `debug` also one per item with its result and reason, `off` none @default 'info' */
   logLevel: LogLevel;
   /** lifetime of the identity token handed to the browser @default 3600 */
@@ -120,6 +127,22 @@ function rate(env: Env): number {
   const perSecond = positive(env, 'RELAY_PLATFORM_RATE', 10);
   if (!(perSecond > 0)) throw new RelayConfigError('RELAY_PLATFORM_RATE', `must be more than 0 calls per second, got ${perSecond}`);
   return perSecond;
+}
+
+function whole(env: Env, name: string, fallback: number): number {
+  const value = positive(env, name, fallback);
+  if (!Number.isInteger(value) || value < 1) throw new RelayConfigError(name, `must be a whole number ≥ 1, got ${value}`);
+  return value;
+}
+
+function outboxLimits(env: Env): OutboxLimits {
+  const d = DEFAULT_OUTBOX_LIMITS;
+  return {
+    visitor: whole(env, 'RELAY_OUTBOX_MAX_PER_VISITOR', d.visitor),
+    site: whole(env, 'RELAY_OUTBOX_MAX_PER_SITE', d.site),
+    total: whole(env, 'RELAY_OUTBOX_MAX', d.total),
+    dead: whole(env, 'RELAY_DEAD_LETTERS_MAX', d.dead),
+  };
 }
 
 const ambiguousPolicy = (env: Env): AmbiguousPolicy => parseAmbiguousPolicy(str(env, 'RELAY_AMBIGUOUS')?.toLowerCase());
@@ -342,6 +365,7 @@ export function parseConfig(env: Env): RelayConfig {
     platformRate: rate(env),
     deliveryWaitMs: positive(env, 'RELAY_DELIVERY_WAIT_MS', 250),
     ambiguous: ambiguousPolicy(env),
+    outboxLimits: outboxLimits(env),
     logLevel: logLevel(env),
     identityTtlSeconds: 3600,
   };
