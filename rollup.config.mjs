@@ -17,6 +17,7 @@ const serverEntries = Object.fromEntries(
     ['client/index', 'src/client/index.ts'],
     ['relay/index', 'src/relay/index.ts'],
     ['relay/cloudflare', 'src/relay/cloudflare.ts'],
+    ['relay/workers', 'src/relay/workers/index.ts'],
     ['relay/node', 'src/relay/node.ts'],
     ['emulator/index', 'src/emulator/index.ts'],
     ['plan/index', 'src/plan/index.ts'],

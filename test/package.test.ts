@@ -26,7 +26,7 @@ describe('the package', () => {
   });
 
   it('maps every required entry, types first, to files the build produced', () => {
-    for (const entry of ['./browser', './relay', './relay/cloudflare', './client', './emulator']) {
+    for (const entry of ['./browser', './relay', './relay/cloudflare', './relay/workers', './client', './emulator']) {
       const target = pkg.exports[entry] as Record<string, string>;
       expect(Object.keys(target)[0], entry).toBe('types');
       expect(existsSync(target['types']!), `${entry} types ${target['types']}`).toBe(true);

@@ -21,7 +21,7 @@ import { systemClock } from './clock.js';
 import { createUpstream, sharedBackoff } from './deliver/caller.js';
 import { fetchTransport } from './deliver/transport.js';
 import { parseConfig, type RelayConfig } from './config.js';
-import { RelayConfigError } from './errors.js';
+import { MISCONFIGURED, RelayConfigError } from './errors.js';
 import type { RelayStore } from './store.js';
 import { createBindingLimiter, createMemoryLimiter } from './limits.js';
 import { createConsoleLogger, type Logger, scrub } from './logging.js';
@@ -39,8 +39,9 @@ const CONSUMER_BUDGET_MS = 25_000;
 const CONSUMER_CALL_TIMEOUT_MS = 10_000;
 import type { ExecutionContext, MessageBatch, RelayEnv } from './workers/types.js';
 
-export { RelayState, createDurableStore } from './workers/state.js';
-export { queueProducer, consumeQueue } from './workers/queue.js';
+// workerd takes every export of the main module for an entrypoint: export only the handler and the
+// Durable Object class here; the building blocks are in `cdp-edge/relay/workers`.
+export { RelayState } from './workers/state.js';
 export type { RelayEnv } from './workers/types.js';
 
 interface Built {
@@ -130,9 +131,6 @@ function misconfigured(error: unknown, env: RelayEnv): Response {
   }
   return Response.json(relayError('relay_misconfigured', MISCONFIGURED), { status: 500, headers: { 'Cache-Control': 'no-store' } });
 }
-
-/** What every caller of a misconfigured relay reads. */
-export const MISCONFIGURED = "The relay is misconfigured; its operator finds the variable at fault in the relay's logs.";
 
 export default {
   async fetch(request: Request, env: RelayEnv, ctx: ExecutionContext): Promise<Response> {

@@ -15,6 +15,9 @@ export class RelayConfigError extends Error {
   }
 }
 
+/** What every caller of a misconfigured relay reads (the log line names the variable at fault). */
+export const MISCONFIGURED = "The relay is misconfigured; its operator finds the variable at fault in the relay's logs.";
+
 /** An unexpected error for a log line: its name, message and stack (and its cause's), never only its name. */
 export function describeError(error: unknown): { name: string; message: string; stack?: string; cause?: unknown } {
   if (!(error instanceof Error)) return { name: typeof error, message: String(error) };

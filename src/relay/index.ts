@@ -7,7 +7,7 @@ export { createRelay, type RelayDeps } from './app.js';
 export { fetchTransport, type Transport, type TransportAnswer, type TransportRequest } from './deliver/transport.js';
 export type { UpstreamCall } from './deliver/caller.js';
 export { parseConfig, parseSites, type RelayConfig, type SiteConfig, type Verify } from './config.js';
-export { RelayConfigError, RelayHttpError } from './errors.js';
+export { MISCONFIGURED, RelayConfigError, RelayHttpError } from './errors.js';
 export { createMemoryStore } from './memory.js';
 export { lookupCounter, type RelayStore, type Claim, type DedupeScope, type Settlement, type StoreStats } from './store.js';
 export { createMemoryLimiter, refill, type RateLimiter, type Rate, type LimitDecision } from './limits.js';

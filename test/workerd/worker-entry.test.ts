@@ -5,7 +5,8 @@ import { createExecutionContext, createMessageBatch, env, getQueueResult, SELF }
 import { describe, expect, it, vi } from 'vitest';
 import type { CollectAnswer } from '../../src/api/collect.js';
 import type { RelayErrorBody } from '../../src/api/errors.js';
-import worker, { MISCONFIGURED } from '../../src/relay/cloudflare.js';
+import worker from '../../src/relay/cloudflare.js';
+import { MISCONFIGURED } from '../../src/relay/errors.js';
 import { upstreamControl } from '../relay/support/control.js';
 import { API_KEY, ORIGIN, siteKey, sites, track, identify } from '../relay/suite/target.js';
 import { CF, CF_CUSTOM, VISITOR_IP } from './target.js';
