@@ -6,7 +6,7 @@
  */
 import { takeFair, type Lane } from './fair.js';
 import { compactIdString } from './ids.js';
-import { type Accepted, DEAD_SLICE, type DeadLetter, DEFAULT_OUTBOX_LIMITS, type Leased, type Outbox, type OutboxItem, type Pacer } from './outbox.js';
+import { type Accepted, DEAD_SLICE, type DeadLetter, DEFAULT_OUTBOX_LIMITS, type Outbox, type OutboxItem, type Pacer } from './outbox.js';
 import { pace, paceInterval } from './pace.js';
 
 interface Entry {

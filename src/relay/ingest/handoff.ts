@@ -79,7 +79,8 @@ export function outboxHandoff(outbox: Outbox, windowMs: number, limits: OutboxLi
     for (const id of taken.accepted) results.set(id, { id, status: 'accepted' });
     for (const id of taken.duplicate) results.set(id, { id, status: 'duplicate' });
     // Neither stored nor remembered: the browser keeps them and sends them again after Retry-After.
-    for (const id of taken.full) results.set(id, { id, status: 'retry', error: 'outbox_full: the relay holds as much as it may for this visitor or site; retry later' });
+    for (const id of taken.full)
+      results.set(id, { id, status: 'retry', error: 'outbox_full: the relay holds as much as it may for this visitor or site; retry later' });
     if (taken.accepted.length > 0) accepted?.(taken.accepted.length);
     return taken.full.length === 0 ? { results } : { results, retryAfter: FULL_RETRY_AFTER_S, code: 'outbox_full' };
   };
