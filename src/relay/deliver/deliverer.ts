@@ -476,7 +476,7 @@ export function createDeliverer(options: DelivererOptions): Deliverer {
           await new Promise((resolve) => setTimeout(resolve, 10));
         }
       } finally {
-        hurry--;
+        hurry = Math.max(0, hurry - 1); // the loop may have reset it already: never below 0, or the next drained() could not hurry
       }
     },
     async stop() {

@@ -65,6 +65,8 @@ export const REMEMBER_MARGIN_MS = 10 * 60_000;
  * deliverer needs to take a visitor's share of a full outbox at a professional key's pace.
  */
 export const FULL_RETRY_AFTER_S = 5;
+/** The code of a 503 whose items all found the outbox full, and the start of a `retry` item's error. */
+export const OUTBOX_FULL = 'outbox_full';
 
 /** Hands items to `outbox` (one atomic step, within `limits`); `accepted(count)` wakes the deliverer. */
 export function outboxHandoff(outbox: Outbox, windowMs: number, limits: OutboxLimits, accepted?: (count: number) => void): Handoff {
@@ -80,8 +82,8 @@ export function outboxHandoff(outbox: Outbox, windowMs: number, limits: OutboxLi
     for (const id of taken.duplicate) results.set(id, { id, status: 'duplicate' });
     // Neither stored nor remembered: the browser keeps them and sends them again after Retry-After.
     for (const id of taken.full)
-      results.set(id, { id, status: 'retry', error: 'outbox_full: the relay holds as much as it may for this visitor or site; retry later' });
+      results.set(id, { id, status: 'retry', error: `${OUTBOX_FULL}: the relay holds as much as it may for this visitor or site; retry later` });
     if (taken.accepted.length > 0) accepted?.(taken.accepted.length);
-    return taken.full.length === 0 ? { results } : { results, retryAfter: FULL_RETRY_AFTER_S, code: 'outbox_full' };
+    return taken.full.length === 0 ? { results } : { results, retryAfter: FULL_RETRY_AFTER_S, code: OUTBOX_FULL };
   };
 }
