@@ -6,7 +6,7 @@
  */
 import { takeFair, type Lane } from './fair.js';
 import { compactIdString } from './ids.js';
-import { type Accepted, DEAD_SLICE, type DeadLetter, DEFAULT_OUTBOX_LIMITS, type Outbox, type OutboxItem, type Pacer } from './outbox.js';
+import { type Accepted, DEAD_SLICE, type DeadLetter, NO_LIMITS, type Outbox, type OutboxItem, type Pacer } from './outbox.js';
 import { pace, paceInterval } from './pace.js';
 
 interface Entry {
@@ -95,7 +95,7 @@ export function createMemoryOutbox(): Outbox {
   };
 
   return {
-    async accept(items, now, windowMs, limits = DEFAULT_OUTBOX_LIMITS) {
+    async accept(items, now, windowMs, limits = NO_LIMITS) {
       forget(now);
       trimDead(now, windowMs, limits.dead);
       const result: Accepted = { accepted: [], duplicate: [], full: [] };

@@ -79,6 +79,14 @@ export interface OutboxLimits {
  */
 export const DEFAULT_OUTBOX_LIMITS: OutboxLimits = { visitor: 1_000, site: 100_000, total: 200_000, dead: 10_000 };
 
+/** No limits: what a store holds when an accept names none (tests, tools). */
+export const NO_LIMITS: OutboxLimits = {
+  visitor: Number.POSITIVE_INFINITY,
+  site: Number.POSITIVE_INFINITY,
+  total: Number.POSITIVE_INFINITY,
+  dead: Number.POSITIVE_INFINITY,
+};
+
 /** Dead letters expired or cut per accept at most: each accept's work stays bounded; more than a lease can add, so the list shrinks back. */
 export const DEAD_SLICE = 1_000;
 
@@ -118,7 +126,7 @@ export interface Outbox {
   /**
    * Stores every item whose id the site has not seen within the window, and remembers each id
    * until `now + windowMs`; ids remembered already are answered duplicate, new ids past `limits`
-   * full (neither stored nor remembered). Also expires dead letters that failed `windowMs` ago or
+   * (default {@link NO_LIMITS}; the relay passes its settings) full (neither stored nor remembered). Also expires dead letters that failed `windowMs` ago or
    * more, and cuts the oldest past `limits.dead`, at most {@link DEAD_SLICE} of each. One atomic step.
    */
   accept(items: readonly OutboxItem[], now: number, windowMs: number, limits?: OutboxLimits): Promise<Accepted>;

@@ -75,7 +75,8 @@ export function outboxHandoff(outbox: Outbox, windowMs: number, limits: OutboxLi
       items.map((item) => ({ site: site.key, id: item.id, kind: item.kind, entry: item.entry, browser, visitor, accepted: now })),
       now,
       windowMs + REMEMBER_MARGIN_MS,
-      limits,
+      // An unknown address ('') is not one visitor: only the site's and the outbox's limits hold.
+      visitor === '' ? { ...limits, visitor: Number.POSITIVE_INFINITY } : limits,
     );
     const results = new Map<string, ItemResult>();
     for (const id of taken.accepted) results.set(id, { id, status: 'accepted' });

@@ -11,7 +11,7 @@
 import { Buffer } from 'node:buffer';
 import { compactId } from '../deliver/ids.js';
 import { paceInterval } from '../deliver/pace.js';
-import { DEAD_SLICE, type DeadLetter, DEFAULT_OUTBOX_LIMITS, type Leased, type OutboxItem, type OutboxStore } from '../deliver/outbox.js';
+import { DEAD_SLICE, type DeadLetter, NO_LIMITS, type Leased, type OutboxItem, type OutboxStore } from '../deliver/outbox.js';
 import { connectRedis, type RedisStateOptions } from './redis.js';
 import { ACCEPT, DEAD, DEAD_LIST, LEAD, LEASE, PACE, SENDING, SETTLE, STATS } from './redis-outbox-lua.js';
 
@@ -61,8 +61,8 @@ export async function createRedisOutbox(url: string, options: RedisStateOptions 
 
   return {
     outbox: {
-      async accept(items, now, windowMs, limits = DEFAULT_OUTBOX_LIMITS) {
-        const bounds = [limits.visitor, limits.site, limits.total, limits.dead, DEAD_SLICE];
+      async accept(items, now, windowMs, limits = NO_LIMITS) {
+        const bounds = [limits.visitor, limits.site, limits.total, limits.dead, DEAD_SLICE].map((bound) => Math.min(bound, Number.MAX_SAFE_INTEGER));
         const args = items.flatMap((item) => [item.site, Buffer.from(compactId(item.id)), item.visitor, JSON.stringify(item)]);
         const flags = await run.cdpOutboxAccept(P, ms(now), ms(windowMs), ...bounds, ...args);
         const pick = (flag: number) => items.filter((_, i) => flags[i] === flag).map((item) => item.id);

@@ -16,7 +16,7 @@ import {
   type Accepted,
   DEAD_SLICE,
   type DeadLetter,
-  DEFAULT_OUTBOX_LIMITS,
+  NO_LIMITS,
   type Leased,
   type OutboxItem,
   type OutboxLimits,
@@ -246,7 +246,7 @@ export async function createSqlOutbox(db: SqlPort): Promise<Omit<OutboxStore, 'c
 
   return {
     outbox: {
-      accept: (items, now, windowMs, limits = DEFAULT_OUTBOX_LIMITS) => db.transaction(() => acceptIn(items, now, windowMs, limits)),
+      accept: (items, now, windowMs, limits = NO_LIMITS) => db.transaction(() => acceptIn(items, now, windowMs, limits)),
       lease: (owner, max, now, leaseMs) => db.transaction(() => leaseIn(owner, max, now, leaseMs)),
       sending: (owner, seqs, now) => db.transaction(() => sendingIn(owner, seqs, now)),
       settle: (owner, settlement, now) => db.transaction(() => settleIn(owner, settlement, now)),
