@@ -94,7 +94,10 @@ const spawn = (which: Role, upstreamPort = 0) =>
         [
           'relay',
           String(upstreamPort),
-          JSON.stringify({ key: PLATFORM_KEY, sites: [{ key: SITE_KEY, origins: [ORIGIN], visitor_rate_limit: { per_second: 1_000_000, burst: 1_000_000 } }] }),
+          JSON.stringify({
+            key: PLATFORM_KEY,
+            sites: [{ key: SITE_KEY, origins: [ORIGIN], verify: 'open', visitor_rate_limit: { per_second: 1_000_000, burst: 1_000_000 } }],
+          }),
         ],
         { plain: true },
       )

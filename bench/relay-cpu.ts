@@ -51,7 +51,7 @@ import { createRelay, parseConfig, createMemoryStore, silentLogger } from ${JSON
 const ORIGIN = 'https://shop.example.com';
 const config = parseConfig({
   CDP_API_KEY: 'bench-platform-key', CDP_BASE_URL: 'https://upstream.bench', RELAY_LOG: 'off',
-  RELAY_SITES: JSON.stringify([{ key: 'pk_bench', origins: [ORIGIN], visitor_rate_limit: { per_second: 1e9, burst: 1e9 } }]),
+  RELAY_SITES: JSON.stringify([{ key: 'pk_bench', origins: [ORIGIN], verify: 'open', visitor_rate_limit: { per_second: 1e9, burst: 1e9 } }]),
 });
 // The stub platform answers from a cache by entry count, so the platform's own JSON work
 // does not count as the relay's.

@@ -24,14 +24,14 @@ import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { uuid } from '../src/browser/uuid.js';
-import { compactId } from '../src/relay/deliver/ids.js';
-import type { OutboxStore } from '../src/relay/deliver/outbox.js';
-import { createMemoryStore } from '../src/relay/memory.js';
+import { compactId } from '../src/relay/state/ids.js';
+import type { OutboxStore } from '../src/relay/state/outbox.js';
+import { createMemoryStore } from '../src/relay/state/memory.js';
 import { createRedisState } from '../src/relay/state/redis.js';
 import { createRedisOutbox } from '../src/relay/state/redis-outbox.js';
 import { createSqliteStore } from '../src/relay/state/sqlite.js';
 import { createSqliteOutbox } from '../src/relay/state/sqlite-outbox.js';
-import type { RelayStore } from '../src/relay/store.js';
+import type { RelayStore } from '../src/relay/state/store.js';
 import { startRedis } from '../test/support/redis.js';
 
 const newId = process.env['BENCH_ID_KIND'] === 'v4' ? () => crypto.randomUUID() : uuid;

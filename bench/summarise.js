@@ -10,6 +10,14 @@ const target = (what, value, wanted, met) => ({ what, value, target: wanted, met
 const cpuRounds = (r) => r.results.map((x) => `${x.items} items ${x.msPerRequest} ms best round, ${x.medianMsPerRequest ?? '?'} ms median`);
 
 const READERS = {
+  durability(r) {
+    const line = (x) =>
+      `sequential p50 ${x.sequential.p50_ms} ms (${x.sequential.items_per_second} items/s), ${r.concurrent} in flight ${x.concurrent.items_per_second} items/s p50 ${x.concurrent.p50_ms} ms`;
+    return {
+      headline: `SQLite outbox accept of ${r.batch} items, load average ${r.load_average.before[0]} → ${r.load_average.after[0]} on ${r.cpus} cores: synchronous=FULL ${line(r.full)}; NORMAL (before, two runs) ${r.normal.map(line).join(' / ')}`,
+      targets: [],
+    };
+  },
   connections(r) {
     const last = r.steps.filter((step) => step.collectStatus === 200).at(-1);
     return {

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient } from '../src/client/index.js';
 import { startEmulator, type RunningEmulator } from '../src/emulator/node.js';
 import { startRelay, type RunningRelay } from '../src/relay/node.js';
-import { createToken, parseTokens } from '../src/relay/tokens.js';
+import { createToken, parseTokens } from '../src/relay/core/tokens.js';
 import { createIdentity } from '../src/relay/ingest/identity.js';
 import { readmeBlocks, type Block } from './readme-blocks.js';
 

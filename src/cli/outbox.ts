@@ -7,7 +7,7 @@
 import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import type { Command } from '../cli.js';
-import type { DeadLetter, OutboxStore } from '../relay/deliver/outbox.js';
+import type { DeadLetter, OutboxStore } from '../relay/state/outbox.js';
 import { createNodeOutbox, DEFAULT_STATE_FILE } from '../relay/state/node.js';
 
 const USAGE = `Usage: cdp-edge outbox list [--site <key>] [--limit <n>] [--json]

@@ -6,7 +6,7 @@
 import cluster from 'node:cluster';
 import { parseArgs } from 'node:util';
 import type { Command } from '../cli.js';
-import { RelayConfigError } from '../relay/errors.js';
+import { RelayConfigError } from '../relay/core/errors.js';
 import { DEFAULT_STATE_FILE } from '../relay/state/node.js';
 import { untilStopped } from './signals.js';
 import type { RunningRelay } from '../relay/node.js';

@@ -13,10 +13,10 @@
 import { randomBytes } from 'node:crypto';
 import { createClient } from '../client/index.js';
 import { startEmulator, type RunningEmulator } from '../emulator/node.js';
-import type { LogLevel } from '../relay/config.js';
-import type { Logger } from '../relay/logging.js';
+import type { LogLevel } from '../relay/core/config.js';
+import type { Logger } from '../relay/core/logging.js';
 import { startRelay, type RunningRelay } from '../relay/node.js';
-import { createToken } from '../relay/tokens.js';
+import { createToken } from '../relay/core/tokens.js';
 import { listenOn, type PortChoice } from './ports.js';
 import { demoPlanFile, seedDemo } from './seed.js';
 import { startDemoServer, type DemoConfig, type RunningDemo } from './server.js';

@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { readFile, rename, writeFile } from 'node:fs/promises';
 import { isRecord } from '../api/index.js';
-import { RelayConfigError } from '../relay/errors.js';
+import { RelayConfigError } from '../relay/core/errors.js';
 import { emptyLock, type Lock } from './push.js';
 import { PlanError, parsePlan, type Plan } from './schema.js';
 

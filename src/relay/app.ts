@@ -10,31 +10,31 @@
  */
 import { Hono, type Context } from 'hono';
 import { relayError } from '../api/index.js';
-import type { RelayConfig } from './config.js';
-import { anySiteAllows, corsHeaders, preflightHeaders } from './cors.js';
+import type { RelayConfig } from './core/config.js';
+import { anySiteAllows, corsHeaders, preflightHeaders } from './core/cors.js';
 import { collect, type CollectOutcome } from './ingest/collect.js';
 import { outboxHandoff, type Handoff } from './ingest/handoff.js';
 import { inlineHandoff, queueHandoff, type Enqueue } from './workers/handoff.js';
 import { fromRequest, type CollectRequest } from './ingest/body.js';
 import type { ClientInfo } from './ingest/enrich.js';
 import type { Hmac } from './ingest/identity.js';
-import { systemClock, type Clock } from './clock.js';
-import { describeError, RelayHttpError, type HttpAnswer } from './errors.js';
+import { systemClock, type Clock } from './core/clock.js';
+import { describeError, RelayHttpError, type HttpAnswer } from './core/errors.js';
 import { authenticate } from './proxy/auth.js';
-import { createTokenVerifier } from './tokens.js';
-import { createConsoleLogger, scrub, silentLogger, writes, type Logger } from './logging.js';
-import { countBy, observeAll, type ObservedItem, type RelayObserver } from './observe.js';
-import { createReadiness, publicState, type Readiness } from './ready.js';
+import { createTokenVerifier } from './core/tokens.js';
+import { createConsoleLogger, scrubbing, silentLogger, writes, type Logger } from './core/logging.js';
+import { countBy, observeAll, type ObservedItem, type RelayObserver } from './core/observe.js';
+import { createReadiness, publicState, type Readiness } from './ops/ready.js';
 import { createShapes, createVisitorGate } from './ingest/shapes.js';
-import { chargeDelivered, createMemoryLimiter, type RateLimiter } from './limits.js';
-import { createMemoryStore } from './memory.js';
+import { chargeDelivered, createMemoryLimiter, type RateLimiter } from './core/limits.js';
+import { createMemoryStore } from './state/memory.js';
 import { createProxy, type ProxyRequest } from './proxy/index.js';
-import { createSnippetHandler, type SnippetSource } from './snippet.js';
-import type { RelayStore } from './store.js';
+import { createSnippetHandler, type SnippetSource } from './ingest/snippet.js';
+import type { RelayStore } from './state/store.js';
 import { createUpstream, sharedBackoff, type Backoff, type UpstreamCall } from './deliver/caller.js';
 import { createDeliverer, type Deliverer } from './deliver/deliverer.js';
-import { createMemoryOutbox, createMemoryPacer } from './deliver/memory.js';
-import type { Leased, Outbox, Pacer } from './deliver/outbox.js';
+import { createMemoryOutbox, createMemoryPacer } from './state/memory-outbox.js';
+import type { Leased, Outbox, Pacer } from './state/outbox.js';
 import { fetchTransport, type Transport } from './deliver/transport.js';
 
 /** Everything that touches the outside world, injected; each has a default. */
@@ -126,7 +126,8 @@ export function createRelay(config: RelayConfig, deps: RelayDeps = {}): Hono {
 
 export function createRelayHandlers(config: RelayConfig, deps: RelayDeps = {}): RelayHandlers {
   const clock = deps.clock ?? systemClock;
-  const logger = deps.logger ?? (config.logLevel === 'off' ? silentLogger : createConsoleLogger(config.logLevel));
+  // Every line is scrubbed by the logger (logging.ts), whoever gave it: no call site scrubs.
+  const logger = scrubbing(deps.logger ?? (config.logLevel === 'off' ? silentLogger : createConsoleLogger(config.logLevel)));
   const debug = writes(config.logLevel, 'debug');
   const store = deps.store ?? createMemoryStore();
   const limiter = deps.limiter ?? createMemoryLimiter();
@@ -149,7 +150,7 @@ export function createRelayHandlers(config: RelayConfig, deps: RelayDeps = {}): 
         path: '/readyz',
         status: state.ready ? 200 : 503,
         ms: 0,
-        ...(state.reason === undefined ? {} : { error: 'not_ready', reason: scrub(state.reason) }),
+        ...(state.reason === undefined ? {} : { error: 'not_ready', reason: state.reason }),
       }),
   });
   const observer = observeAll(deps.observer, deps.onUpstreamCall && { upstream: deps.onUpstreamCall }, readiness.observer);
@@ -175,7 +176,7 @@ export function createRelayHandlers(config: RelayConfig, deps: RelayDeps = {}): 
       status: 500,
       ms: 0,
       error: 'internal_error',
-      cause: causeOf(error),
+      cause: describeError(error),
     });
   // Where accepted items go: a queue (Workers), the platform itself (Workers without a queue), or the outbox a deliverer drains.
   let deliverer: Deliverer | undefined;
@@ -303,7 +304,7 @@ export function createRelayHandlers(config: RelayConfig, deps: RelayDeps = {}): 
         id: result.id,
         status: result.status,
         ...(reason === undefined ? {} : { reason }),
-        ...(result.error === undefined ? {} : { error: scrub(result.error) }),
+        ...(result.error === undefined ? {} : { error: result.error }),
       };
     });
     const ms = clock.now() - started;
@@ -328,8 +329,8 @@ export function createRelayHandlers(config: RelayConfig, deps: RelayDeps = {}): 
             upstream: outcome.upstream ?? [],
           }),
       ...(error === undefined ? {} : { error }),
-      ...(outcome.warning === undefined ? {} : { warning: scrub(outcome.warning) }),
-      ...(unexpected === undefined ? {} : { cause: causeOf(unexpected) }),
+      ...(outcome.warning === undefined ? {} : { warning: outcome.warning }),
+      ...(unexpected === undefined ? {} : { cause: describeError(unexpected) }),
     });
     if (debug) {
       for (const { status, ...item } of items)
@@ -409,7 +410,7 @@ export function createRelayHandlers(config: RelayConfig, deps: RelayDeps = {}): 
       status: 500,
       ms: 0,
       error: error.name,
-      cause: causeOf(error),
+      cause: describeError(error),
     });
     return c.json(relayError('internal_error', 'The relay failed unexpectedly; nothing was lost, retry later.'), 500, { 'Cache-Control': NO_STORE });
   });
@@ -425,9 +426,4 @@ export function createRelayHandlers(config: RelayConfig, deps: RelayDeps = {}): 
     drained: async (options) => deliverer?.drained(options),
     close: async () => deliverer?.stop(),
   };
-}
-
-/** An unexpected error for a log line: name, message, stack and cause, scrubbed of anything personal. */
-function causeOf(error: unknown): unknown {
-  return JSON.parse(scrub(JSON.stringify(describeError(error))));
 }

@@ -17,20 +17,20 @@ import { relayError } from '../api/index.js';
 import { createRelay } from './app.js';
 import type { QueuedEntry } from './workers/handoff.js';
 import type { CfGeo } from './ingest/enrich.js';
-import { systemClock } from './clock.js';
+import { systemClock } from './core/clock.js';
 import { createUpstream, sharedBackoff } from './deliver/caller.js';
 import { fetchTransport } from './deliver/transport.js';
-import { parseConfig, type RelayConfig } from './config.js';
-import { MISCONFIGURED, RelayConfigError } from './errors.js';
-import type { RelayStore } from './store.js';
-import { createBindingLimiter, createMemoryLimiter } from './limits.js';
-import { createConsoleLogger, type Logger, scrub } from './logging.js';
+import { parseConfig, type RelayConfig } from './core/config.js';
+import { MISCONFIGURED, RelayConfigError } from './core/errors.js';
+import type { RelayStore } from './state/store.js';
+import { createBindingLimiter, createMemoryLimiter } from './core/limits.js';
+import { createConsoleLogger, type Logger, scrubLine } from './core/logging.js';
 import { analyticsObserver } from './workers/analytics.js';
 import { queueProducer, consumeQueue } from './workers/queue.js';
 import { createDurableStore, DEFAULT_SHARDS } from './workers/state.js';
 import { createDeliveryLedger, createDurablePacer, type DeliveryLedger, pacerName } from './workers/delivery.js';
-import { DEFAULT_PLATFORM_RATE } from './deliver/pace.js';
-import type { Pacer } from './deliver/outbox.js';
+import { DEFAULT_PLATFORM_RATE } from './state/pace.js';
+import type { Pacer } from './state/outbox.js';
 import { type AmbiguousPolicy, parseAmbiguousPolicy } from './deliver/policy.js';
 
 /** How long the consumer starts calls for: a batch ends well inside Queues' limits, and its leases with it. */
@@ -119,14 +119,16 @@ function misconfigured(error: unknown, env: RelayEnv): Response {
   // The config did not parse, so RELAY_LOG is read as it stands: only "off" silences this line.
   if (env['RELAY_LOG'] !== 'off') {
     console.log(
-      JSON.stringify({
-        level: 'error',
-        ts: new Date().toISOString(),
-        kind: 'config',
-        status: 500,
-        error: error instanceof RelayConfigError ? error.variable : 'startup',
-        message: scrub(message),
-      }),
+      JSON.stringify(
+        scrubLine({
+          level: 'error',
+          ts: new Date().toISOString(),
+          kind: 'config',
+          status: 500,
+          error: error instanceof RelayConfigError ? error.variable : 'startup',
+          message,
+        }),
+      ),
     );
   }
   return Response.json(relayError('relay_misconfigured', MISCONFIGURED), { status: 500, headers: { 'Cache-Control': 'no-store' } });

@@ -14,19 +14,19 @@ import type { Hmac } from './ingest/identity.js';
 import { CONNECTION_LIMITS, type ConnectionLimits, listen } from '../listen.js';
 import type { HttpBindings } from '@hono/node-server';
 import { createRelayHandlers, type RelayDeps } from './app.js';
-import { createMemoryOutbox, createMemoryPacer } from './deliver/memory.js';
-import type { Outbox } from './deliver/outbox.js';
-import { createNodeFront } from './node-front.js';
-import { resolveClientIp } from './client-ip.js';
+import { createMemoryOutbox, createMemoryPacer } from './state/memory-outbox.js';
+import type { Outbox } from './state/outbox.js';
+import { createNodeFront } from './node/front.js';
+import { resolveClientIp } from './core/client-ip.js';
 import { withPlanFile } from '../plan/files.js';
-import { parseConfig, type RelayConfig } from './config.js';
-import { RelayConfigError } from './errors.js';
-import { createMemoryLimiter } from './limits.js';
-import { createMemoryStore } from './memory.js';
+import { parseConfig, type RelayConfig } from './core/config.js';
+import { RelayConfigError } from './core/errors.js';
+import { createMemoryLimiter } from './core/limits.js';
+import { createMemoryStore } from './state/memory.js';
 import { createNodeState } from './state/node.js';
 import { createUndiciTransport } from './deliver/undici.js';
-import { createPinoLogger } from './node-log.js';
-import { observeAll } from './observe.js';
+import { createPinoLogger } from './node/log.js';
+import { observeAll } from './core/observe.js';
 import { createRelayMetrics } from './ops/metrics.js';
 import { reportToPrimary } from './ops/cluster.js';
 import { startOpsServer, type OpsServer } from './ops/server.js';
@@ -40,7 +40,7 @@ export { createNodeState, DEFAULT_STATE_FILE, type NodeState, type NodeStateOpti
 export { createSqliteStore } from './state/sqlite.js';
 export { createRedisState, type RedisState } from './state/redis.js';
 export { createUndiciTransport, type UndiciTransport, type UndiciTransportOptions } from './deliver/undici.js';
-export { createPinoLogger } from './node-log.js';
+export { createPinoLogger } from './node/log.js';
 export { createRelayMetrics, type RelayMetrics, type RelayMetricsOptions } from './ops/metrics.js';
 export { createStatusRecorder, renderStatusPage, type StatusRecorder, type StatusSnapshot } from './ops/status.js';
 export { startOpsServer, createOpsApp, type OpsServer, type OpsServerOptions } from './ops/server.js';
@@ -104,6 +104,13 @@ function portFrom(raw: string | undefined): number | undefined {
   return port;
 }
 
+/** `RELAY_REDIS_UNSAFE`: `on` starts on a Redis that can lose accepted items; `off` (the default) refuses it. */
+function redisUnsafe(raw: string | undefined): boolean {
+  const value = raw?.trim().toLowerCase() || 'off';
+  if (value !== 'on' && value !== 'off') throw new RelayConfigError('RELAY_REDIS_UNSAFE', `must be "on" or "off"; got ${JSON.stringify(raw)}`);
+  return value === 'on';
+}
+
 /** Starts the relay on Node; resolves once it listens. */
 export async function startRelay(options: StartRelayOptions = {}): Promise<RunningRelay> {
   // RELAY_PLAN is a file path on Node: its text is what parseConfig reads
@@ -116,7 +123,13 @@ export async function startRelay(options: StartRelayOptions = {}): Promise<Runni
       ? { store: options.store, limiter: options.limiter ?? createMemoryLimiter(), description: 'given' }
       : stateFile === undefined && redisUrl === undefined
         ? { store: createMemoryStore(), limiter: options.limiter ?? createMemoryLimiter(), description: 'memory (forgotten on restart)' }
-        : await createNodeState({ stateFile, redisUrl, platformRate: config.platformRate, log: (message) => console.log(`cdp-edge relay: ${message}`) });
+        : await createNodeState({
+            stateFile,
+            redisUrl,
+            redisUnsafe: redisUnsafe(env['RELAY_REDIS_UNSAFE']),
+            platformRate: config.platformRate,
+            log: (message) => console.log(`cdp-edge relay: ${message}`),
+          });
   const { store, limiter } = state;
   // The outbox lives where the state does: Redis for many processes, the SQLite file for one machine.
   const outbox = options.outbox ?? ('outbox' in state ? state.outbox : createMemoryOutbox());

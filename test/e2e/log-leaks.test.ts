@@ -9,7 +9,7 @@ import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient } from '../../src/client/index.js';
 import { EMULATOR_KEY, startDevStack, type DevStack } from '../../src/demo/stack.js';
-import type { LogLine } from '../../src/relay/logging.js';
+import type { LogLine } from '../../src/relay/core/logging.js';
 import { leaksIn } from '../support/leaks.js';
 import { chromiumAvailable, launchChromium } from './chromium.js';
 

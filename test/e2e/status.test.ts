@@ -7,7 +7,7 @@
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type RunningEmulator } from '../../src/emulator/index.js';
-import { silentLogger } from '../../src/relay/logging.js';
+import { silentLogger } from '../../src/relay/core/logging.js';
 import { startRelay, type RunningRelay } from '../../src/relay/node.js';
 import { chromiumAvailable, launchChromium } from './chromium.js';
 
@@ -62,7 +62,9 @@ describe.runIf(available)('the status page in Chromium', () => {
       env: {
         CDP_API_KEY: KEY,
         CDP_BASE_URL: emulator.url,
-        RELAY_SITES: JSON.stringify([{ key: 'pk_status', name: 'status-shop', origins: [ORIGIN], visitor_rate_limit: { per_second: 1000, burst: 1000 } }]),
+        RELAY_SITES: JSON.stringify([
+          { key: 'pk_status', name: 'status-shop', origins: [ORIGIN], verify: 'open', visitor_rate_limit: { per_second: 1000, burst: 1000 } },
+        ]),
       },
     });
     browser = await launchChromium();

@@ -70,7 +70,7 @@ beforeAll(async () => {
       CDP_API_KEY: 'fuzz-platform-key',
       CDP_BASE_URL: stub.url,
       RELAY_BUDGET_MS: '1000',
-      RELAY_SITES: JSON.stringify([{ key: KEY, origins: [ORIGIN], visitor_rate_limit: { per_second: 1_000_000, burst: 1_000_000 } }]),
+      RELAY_SITES: JSON.stringify([{ key: KEY, origins: [ORIGIN], verify: 'open', visitor_rate_limit: { per_second: 1_000_000, burst: 1_000_000 } }]),
     },
   });
   await post(JSON.stringify({ key: KEY, batch: [{}] })); // warm the relay's paths and fast-check's tables before the heap baseline

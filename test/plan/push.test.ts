@@ -7,7 +7,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest
 import { main } from '../../src/cli.js';
 import { startEmulator, type RunningEmulator } from '../../src/emulator/node.js';
 import { startRelay } from '../../src/relay/node.js';
-import { createToken } from '../../src/relay/tokens.js';
+import { createToken } from '../../src/relay/core/tokens.js';
 
 const root = join(import.meta.dirname, '..', '..');
 let dir: string;

@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseConfig } from '../../src/relay/config.js';
+import { parseConfig } from '../../src/relay/core/config.js';
 import { createClient } from '../../src/client/index.js';
 import { startEmulator, type RunningEmulator } from '../../src/emulator/node.js';
 import { emptyLock, pushPlan, type Plan } from '../../src/plan/index.js';
@@ -25,7 +25,7 @@ const PLAN: Plan = {
   ],
   sites: [{ key: 'pk_plan', activities: ['act:cm:signed-up'], fields: ['str::email'] }],
 };
-const SITES = JSON.stringify([{ key: 'pk_plan', origins: [ORIGIN] }]);
+const SITES = JSON.stringify([{ key: 'pk_plan', origins: [ORIGIN], verify: 'open' }]);
 
 let dir: string;
 let emulator: RunningEmulator;

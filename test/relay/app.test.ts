@@ -2,10 +2,10 @@
 // log lines without personal data or the key, and exactly-once under concurrent sends.
 import { describe, expect, it } from 'vitest';
 import { createRelay, createRelayHandlers, type RelayDeps } from '../../src/relay/app.js';
-import { createMemoryOutbox } from '../../src/relay/deliver/memory.js';
-import { parseConfig } from '../../src/relay/config.js';
-import type { LogLine } from '../../src/relay/logging.js';
-import { createMemoryStore } from '../../src/relay/memory.js';
+import { createMemoryOutbox } from '../../src/relay/state/memory-outbox.js';
+import { parseConfig } from '../../src/relay/core/config.js';
+import type { LogLine } from '../../src/relay/core/logging.js';
+import { createMemoryStore } from '../../src/relay/state/memory.js';
 
 /** What the tests read of a platform call's body and of the relay's answer. */
 interface UpstreamBody {
@@ -22,7 +22,7 @@ const ORIGIN = 'https://shop.example.com';
 const config = parseConfig({
   CDP_API_KEY: KEY,
   CDP_BASE_URL: 'https://upstream.test',
-  RELAY_SITES: JSON.stringify([{ key: 'pk_app', name: 'shop', origins: [ORIGIN] }]),
+  RELAY_SITES: JSON.stringify([{ key: 'pk_app', name: 'shop', origins: [ORIGIN], verify: 'open' }]),
 });
 
 function platform(delayMs = 0) {
@@ -110,7 +110,7 @@ describe('the relay app', () => {
       CDP_API_KEY: KEY,
       CDP_BASE_URL: 'https://upstream.test',
       RELAY_COLLECT_PATH: '/e',
-      RELAY_SITES: JSON.stringify([{ key: 'pk_app', origins: [ORIGIN] }]),
+      RELAY_SITES: JSON.stringify([{ key: 'pk_app', origins: [ORIGIN], verify: 'open' }]),
     });
     const app = createRelay(custom, { fetch: platform().fetch, store: createMemoryStore(), logger: () => {} });
     const batch = [{ id: 'c-1', type: 'track', activity_id: 'act:cm:signed-up', person: { 'str::email': 'path@example.com' } }];
@@ -178,12 +178,12 @@ describe('one 429 window for the whole relay', () => {
       calls++;
       return Response.json({ error: { code: 'rate-limit', message: 'rate limit', 'try-in-seconds': 60 } }, { status: 429 });
     }) as typeof fetch;
-    const { hashToken } = await import('../../src/relay/tokens.js');
+    const { hashToken } = await import('../../src/relay/core/tokens.js');
     const token = 'rt_app_test_token_0123456789abcdefghij';
     const withTokens = parseConfig({
       CDP_API_KEY: KEY,
       CDP_BASE_URL: 'https://upstream-429.test',
-      RELAY_SITES: JSON.stringify([{ key: 'pk_app', origins: [ORIGIN] }]),
+      RELAY_SITES: JSON.stringify([{ key: 'pk_app', origins: [ORIGIN], verify: 'open' }]),
       RELAY_TOKENS: JSON.stringify([{ name: 'crm', sha256: await hashToken(token), scopes: ['read'] }]),
     });
     const { app, close } = relay({ fetch: fetchImpl, store: createMemoryStore(), logger: () => {}, backoff: { until: 0 } }, withTokens);

@@ -1,7 +1,7 @@
 // `cdp-edge relay` as a user runs it: configured by the relay's environment variables, pointed at the
 // emulator; a browser-origin batch lands as people and events with the visitor's address;
 // SIGINT and SIGTERM close it with exit code 0; a bad variable is named and exits 2.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -110,7 +110,7 @@ describe('cdp-edge relay', () => {
     expect(relay.output()).not.toContain(KEY);
   }, 40_000);
 
-  const site = JSON.stringify([{ key: 'pk_cli', origins: [ORIGIN] }]);
+  const site = JSON.stringify([{ key: 'pk_cli', origins: [ORIGIN], verify: 'open' }]);
   const send = async (url: string, batch: unknown[]) => {
     const response = await fetch(`${url}/collect`, {
       method: 'POST',
@@ -148,7 +148,7 @@ describe('cdp-edge relay', () => {
 
   it('--workers 3 runs three processes on one port that forward each item once between them', async () => {
     // One test client is one visitor sending 100 requests at once: lift its limit, the point here is dedupe.
-    const busySite = JSON.stringify([{ key: 'pk_cli', origins: [ORIGIN], visitor_rate_limit: { per_second: 1000, burst: 1000 } }]);
+    const busySite = JSON.stringify([{ key: 'pk_cli', origins: [ORIGIN], verify: 'open', visitor_rate_limit: { per_second: 1000, burst: 1000 } }]);
     const relay = launch({ CDP_API_KEY: KEY, CDP_BASE_URL: emulator.url, RELAY_SITES: busySite }, ['--workers', '3']);
     const url = await relay.address;
     expect(relay.output()).toContain('3 workers');
@@ -164,7 +164,9 @@ describe('cdp-edge relay', () => {
   }, 60_000);
 
   it('--workers 2 --metrics-port 0: the primary serves metrics and the status page summed over both workers', async () => {
-    const busySite = JSON.stringify([{ key: 'pk_cli', name: 'cli-shop', origins: [ORIGIN], visitor_rate_limit: { per_second: 1000, burst: 1000 } }]);
+    const busySite = JSON.stringify([
+      { key: 'pk_cli', name: 'cli-shop', origins: [ORIGIN], verify: 'open', visitor_rate_limit: { per_second: 1000, burst: 1000 } },
+    ]);
     const relay = launch({ CDP_API_KEY: KEY, CDP_BASE_URL: emulator.url, RELAY_SITES: busySite }, ['--workers', '2', '--metrics-port', '0']);
     const url = await relay.address;
     const metricsUrl = await waitFor(() => /metrics on (http:\/\/\S+)\/metrics/.exec(relay.output())?.[1]);
@@ -173,7 +175,11 @@ describe('cdp-edge relay', () => {
       Array.from({ length: 30 }, (_, i) => send(url, [trackOf(`metrics-${i}@example.com`), { id: crypto.randomUUID(), type: 'track' }])),
     );
     expect(answers.flat().filter((status) => status === 'accepted')).toHaveLength(30);
-    const scrape = await (await fetch(`${metricsUrl}/metrics`)).text();
+    // A worker still starting (or busy) does not answer a scrape in time: wait for one where both did.
+    const scrape = await waitFor(async () => {
+      const text = await (await fetch(`${metricsUrl}/metrics`)).text();
+      return text.includes('cdp_edge_metrics_workers_missing 0') ? text : undefined;
+    });
     expect(scrape).toContain('cdp_edge_collect_requests_total{site="cli-shop",status="200"} 30');
     expect(scrape).toContain('cdp_edge_items_total{site="cli-shop",result="accepted"} 30');
     expect(scrape).toContain('cdp_edge_items_total{site="cli-shop",result="rejected",reason="invalid"} 30');
@@ -184,6 +190,50 @@ describe('cdp-edge relay', () => {
     });
     expect(status.totals.items).toBe(60);
     expect(status.rejected).toHaveLength(30);
+    relay.child.kill('SIGTERM');
+    expect(await relay.exit).toBe(0);
+  }, 60_000);
+
+  it('--workers 2: a scrape while one worker is stopped answers within the bound, with its last figures, and names it', async () => {
+    const busySite = JSON.stringify([{ key: 'pk_cli', name: 'slow-shop', origins: [ORIGIN], visitor_rate_limit: { per_second: 1000, burst: 1000 } }]);
+    const relay = launch({ CDP_API_KEY: KEY, CDP_BASE_URL: emulator.url, RELAY_SITES: busySite }, ['--workers', '2', '--metrics-port', '0']);
+    const url = await relay.address;
+    const metricsUrl = await waitFor(() => /metrics on (http:\/\/\S+)\/metrics/.exec(relay.output())?.[1]);
+    await Promise.all(Array.from({ length: 20 }, (_, i) => send(url, [trackOf(`slow-${i}@example.com`)])));
+    const counted = 'cdp_edge_collect_requests_total{site="slow-shop",status="200"} 20';
+    const scrape = async () => {
+      const response = await fetch(`${metricsUrl}/metrics`);
+      return { status: response.status, text: await response.text() };
+    };
+    await waitFor(async () => {
+      const { text } = await scrape();
+      return text.includes('cdp_edge_metrics_workers_missing 0') && text.includes(counted) ? true : undefined;
+    });
+    // One worker stops answering anything (as if stuck in a long task): SIGSTOP, no hook in the relay.
+    const workers = execFileSync('pgrep', ['-P', String(relay.child.pid)], { encoding: 'utf8' })
+      .trim()
+      .split('\n')
+      .map(Number);
+    expect(workers).toHaveLength(2);
+    const slow = workers[0]!;
+    process.kill(slow, 'SIGSTOP');
+    try {
+      const started = Date.now();
+      const { status, text } = await scrape();
+      const took = Date.now() - started;
+      expect(status).toBe(200);
+      // bounded: the 2 s wait for the workers, plus a loaded machine's slack
+      expect(took).toBeLessThan(8_000);
+      expect(text).toContain('cdp_edge_metrics_workers_missing 1');
+      expect(text).toMatch(
+        new RegExp(`^# cdp-edge: worker \\d+ \\(pid ${slow}\\) did not answer within 2000 ms; its figures here are from [\\d.]+ s ago$`, 'm'),
+      );
+      // the stopped worker's counts are its last answer: the sum does not drop
+      expect(text).toContain(counted);
+    } finally {
+      process.kill(slow, 'SIGCONT');
+    }
+    await waitFor(async () => ((await scrape()).text.includes('cdp_edge_metrics_workers_missing 0') ? true : undefined));
     relay.child.kill('SIGTERM');
     expect(await relay.exit).toBe(0);
   }, 60_000);

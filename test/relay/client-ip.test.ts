@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isTrusted, resolveClientIp } from '../../src/relay/client-ip.js';
+import { isTrusted, resolveClientIp } from '../../src/relay/core/client-ip.js';
 
 describe('the visitor address on Node', () => {
   it('is the socket address when the socket is not a trusted proxy, whatever X-Forwarded-For says', () => {

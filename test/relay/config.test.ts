@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { parseConfig } from '../../src/relay/config.js';
-import { RelayConfigError } from '../../src/relay/errors.js';
+import { parseConfig } from '../../src/relay/core/config.js';
+import { RelayConfigError } from '../../src/relay/core/errors.js';
 
 const base = { CDP_API_KEY: 'k-123', RELAY_SITES: '[{"key":"pk_a","origins":["https://a.example.com"]}]' };
 

@@ -2,138 +2,17 @@
 // the ambiguous-call policy (the emulator applies a call, then fails to answer), identify before
 // track, pacing under the platform's rate limit, and counted at the emulator: never twice. The
 // window and the ambiguous calls run on each outbox: memory, an SQLite file, a real redis-server.
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createRelayHandlers, type RelayDeps } from '../../src/relay/app.js';
-import { parseConfig } from '../../src/relay/config.js';
-import { createMemoryOutbox, createMemoryPacer } from '../../src/relay/deliver/memory.js';
-import type { DeliveryEvent } from '../../src/relay/observe.js';
-import { systemClock } from '../../src/relay/clock.js';
+import { describe, expect, it } from 'vitest';
+import { createRelayHandlers } from '../../src/relay/app.js';
+import { parseConfig } from '../../src/relay/core/config.js';
+import { createMemoryOutbox, createMemoryPacer } from '../../src/relay/state/memory-outbox.js';
+import type { DeliveryEvent } from '../../src/relay/core/observe.js';
+import { systemClock } from '../../src/relay/core/clock.js';
 import { createUpstream } from '../../src/relay/deliver/caller.js';
 import { createDeliverer } from '../../src/relay/deliver/deliverer.js';
 import { fetchTransport } from '../../src/relay/deliver/transport.js';
-import { startEmulator, type RunningEmulator } from '../../src/emulator/index.js';
-import type { Outbox, Pacer } from '../../src/relay/deliver/outbox.js';
-import { createRedisOutbox } from '../../src/relay/state/redis-outbox.js';
-import { createSqliteOutbox } from '../../src/relay/state/sqlite-outbox.js';
-import { type RunningRedis, redisAvailable, startRedis } from '../support/redis.js';
-
-const KEY = 'delivery-test-key';
-const ORIGIN = 'https://shop.example.com';
-const DAY = 24 * 3600_000;
-
-let emulator: RunningEmulator;
-beforeAll(async () => {
-  emulator = await startEmulator({ port: 0, key: KEY, plan: 'business' });
-  for (const name of ['viewed', 'bought']) {
-    const response = await fetch(`${emulator.url}/v1/definitions/activity/create`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-api-key': KEY },
-      body: JSON.stringify({ name, attributes: [] }),
-    });
-    expect(response.ok).toBe(true);
-  }
-});
-afterAll(() => emulator?.close());
-
-const withRedis = redisAvailable('the delivery tests on Redis (test/relay/delivery.test.ts)');
-let redis: RunningRedis | undefined;
-beforeAll(async () => {
-  if (withRedis) redis = await startRedis();
-});
-afterAll(() => redis?.close());
-
-/** The outbox a test's relays share (set per backend below); a relay given its own keeps that. */
-let backing: { outbox: Outbox; pacer: Pacer } | undefined;
-let opened = 0;
-const BACKENDS: { name: string; open(): Promise<{ outbox: Outbox; pacer: Pacer; close(): Promise<void> }> }[] = [
-  { name: 'memory', open: async () => ({ outbox: createMemoryOutbox(), pacer: createMemoryPacer(10), close: async () => {} }) },
-  {
-    name: 'SQLite',
-    async open() {
-      const store = await createSqliteOutbox(join(mkdtempSync(join(tmpdir(), 'cdp-delivery-')), 'relay-state.db'));
-      return { outbox: store.outbox, pacer: store.pacer(10), close: () => store.close() };
-    },
-  },
-  ...(withRedis
-    ? [
-        {
-          name: 'Redis',
-          async open() {
-            const store = await createRedisOutbox(redis!.url, { prefix: `delivery-${++opened}:` });
-            return { outbox: store.outbox, pacer: store.pacer(10), close: () => store.close() };
-          },
-        },
-      ]
-    : []),
-];
-
-/** Registers `suite` once per outbox backend, each test on a fresh one. */
-function onEachBackend(suite: () => void): void {
-  for (const backend of BACKENDS) {
-    describe(`on ${backend.name}`, () => {
-      let close: (() => Promise<void>) | undefined;
-      beforeEach(async () => {
-        const store = await backend.open();
-        backing = { outbox: store.outbox, pacer: store.pacer };
-        close = store.close;
-      });
-      afterEach(async () => {
-        for (const stop of closing.splice(0)) await stop();
-        backing = undefined;
-        await close?.();
-      });
-      suite();
-    });
-  }
-}
-
-const closing: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  emulator.emulator.setFaults({});
-  for (const close of closing.splice(0)) await close();
-});
-
-function relay(env: Record<string, string> = {}, deps: RelayDeps = {}) {
-  const config = parseConfig({
-    CDP_API_KEY: KEY,
-    CDP_BASE_URL: emulator.url,
-    RELAY_SITES: JSON.stringify([{ key: 'pk_d', name: 'shop', origins: [ORIGIN], visitor_rate_limit: { per_second: 10_000, burst: 10_000 } }]),
-    RELAY_LOG: 'off',
-    ...env,
-  });
-  const events: DeliveryEvent[] = [];
-  const handlers = createRelayHandlers(config, { observer: { delivery: (event) => events.push(event) }, ...backing, ...deps });
-  closing.push(() => handlers.close());
-  const post = async (batch: unknown[], extra: Record<string, unknown> = {}) => {
-    const response = await handlers.app.request('/collect', {
-      method: 'POST',
-      headers: { origin: ORIGIN, 'content-type': 'text/plain' },
-      body: JSON.stringify({ key: 'pk_d', batch, ...extra }),
-    });
-    expect(response.status).toBe(200);
-    return (await response.json()) as { results: { id: string; status: string; reason?: string }[]; window: number };
-  };
-  return { handlers, post, events };
-}
-
-const person = (email: string) => [...emulator.emulator.state.people.values()].filter((p) => p.fields['str::email'] === email);
-const eventsOf = (email: string) => person(email).flatMap((p) => p.events);
-const track = (email: string, ts = new Date().toISOString()) => ({
-  id: crypto.randomUUID(),
-  type: 'track',
-  ts,
-  activity_id: 'act:cm:viewed',
-  person: { 'str::email': email },
-});
-const identify = (email: string, first: string) => ({
-  id: crypto.randomUUID(),
-  type: 'identify',
-  ts: new Date().toISOString(),
-  fields: { 'str::email': email, 'str::first': first },
-});
+import { startEmulator } from '../../src/emulator/index.js';
+import { backing, closing, DAY, emulator, eventsOf, identify, KEY, ORIGIN, onEachBackend, person, relay, track } from './support/delivery-kit.js';
 
 describe('the window', () =>
   onEachBackend(() => {
@@ -286,7 +165,7 @@ describe('a deliverer that dies holding a lease of many entries', () =>
       const sites = parseConfig({
         CDP_API_KEY: KEY,
         CDP_BASE_URL: emulator.url,
-        RELAY_SITES: JSON.stringify([{ key: 'pk_d', origins: [ORIGIN] }]),
+        RELAY_SITES: JSON.stringify([{ key: 'pk_d', origins: [ORIGIN], verify: 'open' }]),
         RELAY_LOG: 'off',
       }).sites;
       const common = { pacer, clock: systemClock, sites, waitMs: 0, ambiguous: 'hold' as const, leaseMs: 3_500, leadTtlMs: 1_000 };
@@ -345,7 +224,7 @@ describe('order and pacing', () => {
       const config = parseConfig({
         CDP_API_KEY: KEY,
         CDP_BASE_URL: limited.url,
-        RELAY_SITES: JSON.stringify([{ key: 'pk_d', origins: [ORIGIN], visitor_rate_limit: { per_second: 10_000, burst: 10_000 } }]),
+        RELAY_SITES: JSON.stringify([{ key: 'pk_d', origins: [ORIGIN], verify: 'open', visitor_rate_limit: { per_second: 10_000, burst: 10_000 } }]),
         RELAY_LOG: 'off',
         RELAY_PLATFORM_RATE: '10',
       });
@@ -419,7 +298,7 @@ describe('leases and the lead', () => {
     parseConfig({
       CDP_API_KEY: KEY,
       CDP_BASE_URL: emulator.url,
-      RELAY_SITES: JSON.stringify([{ key: 'pk_d', origins: [ORIGIN] }]),
+      RELAY_SITES: JSON.stringify([{ key: 'pk_d', origins: [ORIGIN], verify: 'open' }]),
       RELAY_LOG: 'off',
     });
   const upstreamOf = (timeoutMs = 10_000) =>

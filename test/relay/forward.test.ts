@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { forward, type EndpointCall } from '../../src/relay/deliver/calls.js';
 import type { SendContext } from '../../src/relay/deliver/send.js';
-import type { Clock } from '../../src/relay/clock.js';
+import type { Clock } from '../../src/relay/core/clock.js';
 import { fetchUpstream } from './support/fetch-upstream.js';
 
 interface Call {

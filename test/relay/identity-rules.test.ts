@@ -3,9 +3,10 @@
  * and what is stripped (docs/security.md has the same table).
  */
 import { describe, expect, it } from 'vitest';
-import type { Verify } from '../../src/relay/config.js';
+import type { Verify } from '../../src/relay/core/config.js';
 import { createIdentity, identityHash, userHash } from '../../src/relay/ingest/identity.js';
-import { applyIdentityRules, platformCall, type Ruling } from '../../src/relay/ingest/identity-rules.js';
+import { platformCall } from '../../src/relay/deliver/batch.js';
+import { applyIdentityRules, type Ruling } from '../../src/relay/ingest/identity-rules.js';
 import type { CheckedItem } from '../../src/relay/ingest/items.js';
 
 const SECRET = 'rules-secret-0123456789abcdef';
@@ -120,16 +121,38 @@ describe('identity rules: unverified items', () => {
       await rule('optional', identify({ 'str::email': VICTIM, 'str::ei': 'new-ei', 'str::first': 'Mallory' }, { user_hash: 'ab'.repeat(32) })),
     );
     expect(ruling).toMatchObject({ kind: 'merge-create', verified: false, locate: false, stripped: ['str::ei'] });
-    expect(ruling.item.input).toEqual({ id: 'x', type: 'identify', fields: { 'str::email': VICTIM, 'str::first': 'Mallory' }, user_hash: 'ab'.repeat(32) });
+    expect(ruling.item.input).toEqual({
+      id: 'x',
+      type: 'identify',
+      fields: { 'str::email': VICTIM, 'str::first': 'Mallory', 'bol::p': false },
+      user_hash: 'ab'.repeat(32),
+    });
     expect(platformCall(ruling.kind, ['str::email'])).toEqual({ endpoint: 'person/merge', envelope: { merge_by: ['str::email'], merge_strategy: 3 } });
   });
 
-  it('optional: an unproven track names its person by one identifier and carries no other person field and no location', async () => {
-    const ruling = accepted(await rule('optional', track({ 'str::email': VICTIM, 'str::ei': 'new-ei', 'str::first': 'Mallory' })));
+  it('optional and open: a person an unproven identify creates is not subscribed, whatever it sends, unless the site subscribes unproven emails', async () => {
+    for (const verify of ['optional', 'open'] as const) {
+      const item = identify({ 'str::email': VICTIM, 'bol::p': true, 'bol::sp': true });
+      expect(fieldsOf(await rule(verify, item))).toEqual({ 'str::email': VICTIM, 'bol::p': false });
+      const { rulings } = await applyIdentityRules({ ...site(verify), subscribeUnverified: true }, [item], undefined, identity, NOW);
+      expect(fieldsOf(rulings[0]!)).toEqual({ 'str::email': VICTIM, 'bol::p': true, 'bol::sp': true });
+    }
+  });
+
+  it('optional: an unproven track is rejected as unverified (it would land on whoever it names), with a message that never quotes values', async () => {
+    for (const item of [track({ 'str::email': VICTIM, 'str::first': 'Mallory' }), track(undefined)]) {
+      const ruling = await rule('optional', item);
+      expect(ruling).toMatchObject({ ok: false, reason: 'unverified' });
+      expect(ruling.ok ? '' : ruling.error).not.toContain('victim');
+    }
+  });
+
+  it('open: an unproven track names its person by one identifier and carries no other person field and no location', async () => {
+    const ruling = accepted(await rule('open', track({ 'str::email': VICTIM, 'str::ei': 'new-ei', 'str::first': 'Mallory' })));
     expect(ruling).toMatchObject({ kind: 'activity', verified: false, locate: false });
     expect(ruling.item.input).toEqual({ id: 'x', type: 'track', activity_id: 'act:cm:viewed', person: { 'str::email': VICTIM } });
     // the identifier kept is the first with a usable value, in merge_by order
-    expect(fieldsOf(await rule('optional', track({ 'str::email': '', 'str::ei': 'e-1' })))).toEqual({ 'str::ei': 'e-1' });
+    expect(fieldsOf(await rule('open', track({ 'str::email': '', 'str::ei': 'e-1' })))).toEqual({ 'str::ei': 'e-1' });
   });
 
   it('optional without a secret: nothing can be proven, so every item is reduced', async () => {
@@ -161,5 +184,21 @@ describe('identity rules: the token handed back', () => {
     const later = await applyIdentityRules(site('optional'), [track({ 'str::email': ME })], token, identity, NOW);
     expect(later.subjects).toEqual(first.subjects);
     expect(later.unverified).toBe(0);
+  });
+
+  it('keeps the expiry of the token it came with: a refresh never extends the lifetime a proof started', async () => {
+    const proof = identify({ 'str::email': ME }, { user_hash: await hash('str::email', ME) });
+    const first = await applyIdentityRules(site('required'), [proof], undefined, identity, NOW);
+    expect(first.expires).toBeUndefined();
+    let token = await identity.issue('pk_rules', first.subjects, NOW, first.expires);
+    // refreshed every 10 minutes: each answer's token still ends an hour after the proof
+    for (let at = NOW + 600_000; at < NOW + 3600_000; at += 600_000) {
+      const later = await applyIdentityRules(site('required'), [track({ 'str::email': ME })], token, identity, at);
+      expect(later.rulings[0]).toMatchObject({ ok: true, verified: true });
+      expect(later.expires).toBe(NOW + 3600_000);
+      token = await identity.issue('pk_rules', later.subjects, at, later.expires);
+    }
+    const late = await applyIdentityRules(site('required'), [track({ 'str::email': ME })], token, identity, NOW + 3600_000);
+    expect(late.rulings[0]).toMatchObject({ ok: false, reason: 'unverified' });
   });
 });

@@ -2,8 +2,8 @@
 // a site sets one, and every 429 says when to come back. Over real HTTP through a trusted proxy's
 // X-Forwarded-For, as a relay behind a load balancer sees its visitors.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseConfig } from '../../src/relay/config.js';
-import { createMemoryLimiter, refill } from '../../src/relay/limits.js';
+import { parseConfig } from '../../src/relay/core/config.js';
+import { createMemoryLimiter, refill } from '../../src/relay/core/limits.js';
 import { type RunningRelay, startRelay } from '../../src/relay/node.js';
 import { startTestUpstream, type TestUpstream } from './support/upstream.js';
 
@@ -45,7 +45,7 @@ describe('the default limits over HTTP', () => {
     const config = parseConfig({
       CDP_API_KEY: KEY,
       CDP_BASE_URL: upstream.url,
-      RELAY_SITES: JSON.stringify([{ key: 'pk_busy', origins: [ORIGIN] }]),
+      RELAY_SITES: JSON.stringify([{ key: 'pk_busy', origins: [ORIGIN], verify: 'open' }]),
       RELAY_TRUST_PROXY: '127.0.0.1',
       RELAY_LOG: 'off',
     });

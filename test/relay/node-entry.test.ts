@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRelay, type RunningRelay } from '../../src/relay/node.js';
-import { silentLogger } from '../../src/relay/logging.js';
+import { silentLogger } from '../../src/relay/core/logging.js';
 import { upstreamControl, type UpstreamControl } from './support/control.js';
 import { startUpstreamStack, UPSTREAM_KEY, type UpstreamStack } from './support/stack.js';
 

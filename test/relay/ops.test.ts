@@ -6,14 +6,21 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type RunningEmulator } from '../../src/emulator/index.js';
-import { silentLogger } from '../../src/relay/logging.js';
+import { silentLogger } from '../../src/relay/core/logging.js';
 import { startRelay, type RunningRelay } from '../../src/relay/node.js';
-import { createToken } from '../../src/relay/tokens.js';
+import { createToken } from '../../src/relay/core/tokens.js';
 import { redisAvailable, startRedis, type RunningRedis } from '../support/redis.js';
 import { startUpstreamStack, UPSTREAM_KEY, type UpstreamStack } from './support/stack.js';
 
 const ORIGIN = 'https://shop.example.com';
-const SITE = { key: 'pk_ops_site', name: 'shop', origins: [ORIGIN], activities: ['act:cm:signed-up'], visitor_rate_limit: { per_second: 0.001, burst: 3 } };
+const SITE = {
+  key: 'pk_ops_site',
+  name: 'shop',
+  origins: [ORIGIN],
+  verify: 'open',
+  activities: ['act:cm:signed-up'],
+  visitor_rate_limit: { per_second: 0.001, burst: 3 },
+};
 
 /** `name{a="1",b="2"}` → value, labels sorted, for every sample of the scrape. */
 function samples(text: string): Map<string, number> {

@@ -8,9 +8,9 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type RunningEmulator } from '../../src/emulator/index.js';
 import { createRelayHandlers } from '../../src/relay/app.js';
-import { parseConfig } from '../../src/relay/config.js';
-import { createMemoryOutbox } from '../../src/relay/deliver/memory.js';
-import type { Outbox } from '../../src/relay/deliver/outbox.js';
+import { parseConfig } from '../../src/relay/core/config.js';
+import { createMemoryOutbox } from '../../src/relay/state/memory-outbox.js';
+import type { Outbox } from '../../src/relay/state/outbox.js';
 import { createRelayMetrics } from '../../src/relay/ops/metrics.js';
 import { createRedisOutbox } from '../../src/relay/state/redis-outbox.js';
 import { createSqliteOutbox } from '../../src/relay/state/sqlite-outbox.js';
@@ -58,7 +58,7 @@ describe.each(BACKENDS)('the outbox limits on $name', (backend) => {
     const env = {
       CDP_API_KEY: KEY,
       CDP_BASE_URL: emulator.url,
-      RELAY_SITES: JSON.stringify([{ key: 'pk_l', name: 'shop', origins: [ORIGIN], visitor_rate_limit: { per_second: 10_000, burst: 10_000 } }]),
+      RELAY_SITES: JSON.stringify([{ key: 'pk_l', name: 'shop', origins: [ORIGIN], verify: 'open', visitor_rate_limit: { per_second: 10_000, burst: 10_000 } }]),
       RELAY_LOG: 'off',
       RELAY_OUTBOX_MAX_PER_VISITOR: '5',
       // Nothing is delivered until the test drains: the outbox fills as a flood would fill it.

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import Sqlite from 'libsql';
 import { describe, expect, it } from 'vitest';
-import type { OutboxStore } from '../../src/relay/deliver/outbox.js';
+import type { OutboxStore } from '../../src/relay/state/outbox.js';
 import { createRedisOutbox } from '../../src/relay/state/redis-outbox.js';
 import { createNodeState } from '../../src/relay/state/node.js';
 import { createSqliteOutbox } from '../../src/relay/state/sqlite-outbox.js';
@@ -30,17 +30,30 @@ interface Raced {
 function race(kind: 'sqlite' | 'redis', where: string, processes: number, count: number): Promise<Raced[]> {
   const worker = join(root, 'test', 'support', 'outbox-worker.ts');
   const prefix = `race${Math.random().toString(36).slice(2)}:`;
-  // Every worker starts pacing at the same moment, once all have loaded and drained.
-  const start = String(Date.now() + 6000);
+  const children = Array.from({ length: processes }, () =>
+    spawn(process.execPath, ['--import', tsx, worker, kind, where, String(count), prefix], { stdio: ['pipe', 'pipe', 'pipe'] }),
+  );
+  let ready = 0;
+  // Every worker starts pacing at the same moment, once all have accepted and drained.
+  const startAll = () => {
+    const start = String(Date.now() + 300);
+    for (const child of children) child.stdin.end(`${start}\n`);
+  };
   return Promise.all(
-    Array.from(
-      { length: processes },
-      () =>
+    children.map(
+      (child) =>
         new Promise<Raced>((resolve, reject) => {
-          const child = spawn(process.execPath, ['--import', tsx, worker, kind, where, String(count), prefix, start], { stdio: ['ignore', 'pipe', 'pipe'] });
           let out = '';
           let err = '';
-          child.stdout.on('data', (chunk) => (out += chunk));
+          let waiting = true;
+          child.stdout.on('data', (chunk) => {
+            out += chunk;
+            if (waiting && out.startsWith('ready\n')) {
+              waiting = false;
+              out = out.slice('ready\n'.length);
+              if (++ready === processes) startAll();
+            }
+          });
           child.stderr.on('data', (chunk) => (err += chunk));
           child.once('exit', (code) => (code === 0 ? resolve(JSON.parse(out) as Raced) : reject(new Error(`outbox worker exited ${code}: ${err}`))));
         }),
@@ -90,7 +103,7 @@ describe('processes sharing one store', () => {
  */
 async function killMidway(kind: 'sqlite' | 'redis', where: string, prefix: string, open: () => Promise<OutboxStore>) {
   const worker = join(root, 'test', 'support', 'outbox-worker.ts');
-  const child = spawn(process.execPath, ['--import', tsx, worker, kind, where, 'until-killed', prefix, '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', tsx, worker, kind, where, 'until-killed', prefix], { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
   child.stderr.on('data', (chunk) => (err += chunk));

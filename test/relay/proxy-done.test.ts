@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient, HTTPError } from '../../src/client/index.js';
 import { startEmulator, type RunningEmulator } from '../../src/emulator/index.js';
 import { startRelay, type RunningRelay } from '../../src/relay/node.js';
-import { createToken } from '../../src/relay/tokens.js';
+import { createToken } from '../../src/relay/core/tokens.js';
 
 const KEY = 'done-when-platform-key-31a7';
 const PEOPLE = 730;

@@ -6,7 +6,7 @@
 import { beforeAll, beforeEach, afterAll, describe, expect, it } from 'vitest';
 import { ENDPOINT_LIST, validateRequest, type Endpoint, type EndpointId } from '../../src/api/index.js';
 import type { AuditEntry } from '../../src/relay/proxy/index.js';
-import { hashToken, type TokenConfig, type TokenScope } from '../../src/relay/tokens.js';
+import { hashToken, type TokenConfig, type TokenScope } from '../../src/relay/core/tokens.js';
 import { SAMPLE_BODIES } from '../fixtures/bodies.js';
 import { flowCases } from './proxy-suite-flow.js';
 import { createTestUpstream, type TestUpstream } from './proxy-upstream.js';

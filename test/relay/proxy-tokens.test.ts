@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { main } from '../../src/cli.js';
 import tokenCommand from '../../src/cli/token.js';
 import { createProxyRoutes } from '../../src/relay/proxy/index.js';
-import { createTokenVerifier, hashToken, parseTokens, tokenAllows, TokenConfigError, type TokenConfig } from '../../src/relay/tokens.js';
+import { createTokenVerifier, hashToken, parseTokens, tokenAllows, TokenConfigError, type TokenConfig } from '../../src/relay/core/tokens.js';
 
 const HASH = 'a'.repeat(64);
 

@@ -3,9 +3,9 @@
 import { describe, expect, it } from 'vitest';
 import { createRelay } from '../../src/relay/app.js';
 import type { QueuedEntry } from '../../src/relay/workers/handoff.js';
-import { parseConfig } from '../../src/relay/config.js';
-import type { LogLine } from '../../src/relay/logging.js';
-import { createMemoryStore } from '../../src/relay/memory.js';
+import { parseConfig } from '../../src/relay/core/config.js';
+import type { LogLine } from '../../src/relay/core/logging.js';
+import { createMemoryStore } from '../../src/relay/state/memory.js';
 import { queueProducer } from '../../src/relay/workers/queue.js';
 import type { Queue } from '../../src/relay/workers/types.js';
 
@@ -13,7 +13,7 @@ const ORIGIN = 'https://shop.example.com';
 const config = parseConfig({
   CDP_API_KEY: 'sk_queue_test',
   CDP_BASE_URL: 'https://upstream.test',
-  RELAY_SITES: JSON.stringify([{ key: 'pk_q', origins: [ORIGIN] }]),
+  RELAY_SITES: JSON.stringify([{ key: 'pk_q', origins: [ORIGIN], verify: 'open' }]),
 });
 const track = (n: number) => ({
   id: `item-${n}-${crypto.randomUUID()}`,

@@ -3,8 +3,8 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { createRelay } from '../../src/relay/app.js';
-import { parseConfig } from '../../src/relay/config.js';
-import { createMemoryStore } from '../../src/relay/memory.js';
+import { parseConfig } from '../../src/relay/core/config.js';
+import { createMemoryStore } from '../../src/relay/state/memory.js';
 
 const SNIPPET = '!function(){window.cdpLoaded=1}();';
 const VERSION = createHash('sha256').update(SNIPPET).digest('hex').slice(0, 24);

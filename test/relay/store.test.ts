@@ -7,10 +7,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createMemoryStore } from '../../src/relay/memory.js';
+import { createMemoryStore } from '../../src/relay/state/memory.js';
 import { createRedisState } from '../../src/relay/state/redis.js';
 import { createSqliteStore } from '../../src/relay/state/sqlite.js';
-import { lookupCounter, type RelayStore } from '../../src/relay/store.js';
+import { lookupCounter, type RelayStore } from '../../src/relay/state/store.js';
 import { type RunningRedis, redisAvailable, startRedis } from '../support/redis.js';
 
 const root = join(import.meta.dirname, '..', '..');

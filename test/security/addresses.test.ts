@@ -2,9 +2,9 @@
 // rate-limit bucket per request; or, behind a trusted proxy, smuggle a value that is not an address
 // in X-Forwarded-For so it becomes the visitor's address and the platform's `source_ip`.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseConfig } from '../../src/relay/config.js';
-import { limitAddress, resolveClientIp } from '../../src/relay/client-ip.js';
-import { RelayConfigError } from '../../src/relay/errors.js';
+import { parseConfig } from '../../src/relay/core/config.js';
+import { limitAddress, resolveClientIp } from '../../src/relay/core/client-ip.js';
+import { RelayConfigError } from '../../src/relay/core/errors.js';
 import { collect, goodTrack, KEY, SITE, type Stack, startStack } from './support.js';
 
 describe('IPv6 visitors are limited per network', () => {

@@ -3,8 +3,8 @@
 // for every visitor. Every key, id and message is now bounded before any work, and the scrubber is
 // linear whatever the text.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { LogLine } from '../../src/relay/logging.js';
-import { scrub } from '../../src/relay/logging.js';
+import type { LogLine } from '../../src/relay/core/logging.js';
+import { scrub } from '../../src/relay/core/logging.js';
 import { itemId, ORIGIN, SITE, type Stack, startStack } from './support.js';
 
 describe('a /collect with huge field ids', () => {

@@ -11,7 +11,7 @@ import { itemId, KEY, ORIGIN, type Stack, startStack } from './support.js';
 
 const SECRET = 'security-identity-secret-0123456789';
 const ACTIVITY = 'act:cm:signed-up';
-const SITES = { required: 'pk_required', optional: 'pk_optional', unset: 'pk_unset' } as const;
+const SITES = { required: 'pk_required', optional: 'pk_optional', open: 'pk_open', unset: 'pk_unset' } as const;
 type Site = keyof typeof SITES;
 
 /** What the site's own server renders: exactly the documented formula, not the library's helper. */
@@ -26,6 +26,7 @@ beforeAll(async () => {
       RELAY_SITES: JSON.stringify([
         { key: SITES.required, origins: [ORIGIN], verify: 'required', visitor_rate_limit: busy },
         { key: SITES.optional, origins: [ORIGIN], verify: 'optional', visitor_rate_limit: busy },
+        { key: SITES.open, origins: [ORIGIN], verify: 'open', visitor_rate_limit: busy },
         { key: SITES.unset, origins: [ORIGIN], visitor_rate_limit: busy },
       ]),
     },
@@ -181,9 +182,9 @@ describe('attacks under verify "optional" (no proof at all)', () => {
     expect(created.tags).toEqual([]);
   });
 
-  it("an unverified track naming the victim's email and a new str::ei leaves the victim's ei (and location) alone", async () => {
+  it('under verify "open", an unverified track naming the victim\'s email and a new str::ei leaves the victim\'s ei (and location) alone', async () => {
     const victim = await seedVictim();
-    const answer = await collect('optional', [
+    const answer = await collect('open', [
       track({ 'str::email': victim.email, 'str::ei': 'mallory-ei', 'str::first': 'Mallory' }, { location: { custom: { city_name: 'Nowhere' } } }),
     ]);
     expect(answer.results[0]).toMatchObject({ status: 'accepted' });
@@ -240,8 +241,12 @@ describe('attacks with a second identifier or a malformed proof', () => {
     const optional = await collect('optional', [
       track({ 'str::email': victim.email, 'str::ei': 'mallory-ei', 'str::first': 'Mallory' }, { user_hash: { 'str::email': forEi } }),
     ]);
-    // Unproven, so the track may only name its person: the victim gets an activity and nothing else.
-    expect(optional.results[0]).toMatchObject({ status: 'accepted' });
+    expect(optional.results[0]).toMatchObject({ status: 'rejected', reason: 'unverified' });
+    const open = await collect('open', [
+      track({ 'str::email': victim.email, 'str::ei': 'mallory-ei', 'str::first': 'Mallory' }, { user_hash: { 'str::email': forEi } }),
+    ]);
+    // Unproven, so under "open" the track may only name its person: the victim gets an activity and nothing else.
+    expect(open.results[0]).toMatchObject({ status: 'accepted' });
     await until('the activity on the victim', async () => (await eventCount(victim.id)) > 0);
     expect(await profile(victim.id)).toEqual(victim.before);
     const required = await collect('required', [identify({ 'str::email': victim.email, 'str::first': 'Mallory' }, { user_hash: { 'str::ei': forEi } })]);

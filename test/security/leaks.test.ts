@@ -3,7 +3,7 @@
 // lines and onto the status page. Now the public port says only ready or not, the details go to
 // the private metrics port and the log, and no message quotes a value.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { LogLine } from '../../src/relay/logging.js';
+import type { LogLine } from '../../src/relay/core/logging.js';
 import { collect, itemId, type Stack, startStack } from './support.js';
 
 const PHONES = ['+44 20 7946 0958', '+999 5550 1234 567', '07946 095812'];

@@ -1,6 +1,7 @@
 // The refusal buckets behave the same on every limiter a deployment may share: a visitor is cut
 // off after a few refusals however many relays count them, refusals found later by the deliverer
-// count too, and looking at a bucket takes nothing from it.
+// count too, looking at a bucket takes nothing from it, and the site's bucket closes only the
+// site's guard (which holds back unproven items), never another visitor's own bucket.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   chargeRefusals,
@@ -8,9 +9,10 @@ import {
   createMemoryLimiter,
   type RateLimiter,
   refusalWait,
+  siteGuardWait,
   VISITOR_REFUSALS,
   visitorKey,
-} from '../../src/relay/limits.js';
+} from '../../src/relay/core/limits.js';
 import { createRedisState } from '../../src/relay/state/redis.js';
 import { type RunningRedis, redisAvailable, startRedis } from '../support/redis.js';
 
@@ -52,16 +54,16 @@ describe.each(kinds)('refusal buckets on $name', ({ open }) => {
     const now = 1_000_000;
     for (let i = 0; i < VISITOR_REFUSALS.burst; i++) {
       // looking takes nothing: as often as we like
-      expect(await refusalWait(limiter, site, visitor, now)).toBe(0);
-      expect(await refusalWait(limiter, site, visitor, now)).toBe(0);
+      expect(await refusalWait(limiter, visitor, now)).toBe(0);
+      expect(await refusalWait(limiter, visitor, now)).toBe(0);
       await chargeRefusals(limiter, site, [visitor], now);
     }
-    const wait = await refusalWait(limiter, site, visitor, now);
+    const wait = await refusalWait(limiter, visitor, now);
     expect(wait).toBeGreaterThan(0);
     expect(wait).toBeLessThanOrEqual(1000 / VISITOR_REFUSALS.perSecond);
-    expect(await refusalWait(limiter, site, other, now)).toBe(0);
+    expect(await refusalWait(limiter, other, now)).toBe(0);
     // refilled in time
-    expect(await refusalWait(limiter, site, visitor, now + 1000 / VISITOR_REFUSALS.perSecond + 1)).toBe(0);
+    expect(await refusalWait(limiter, visitor, now + 1000 / VISITOR_REFUSALS.perSecond + 1)).toBe(0);
   });
 
   it('charges refusals found after the answer (the deliverer) to each visitor and to the site, into debt', async () => {
@@ -69,15 +71,17 @@ describe.each(kinds)('refusal buckets on $name', ({ open }) => {
     const now = 4_000_000;
     await chargeRefusals(limiter, site, [visitor, visitor, visitor, visitor, visitor, other], now);
     // five refusals against a bucket of three: the visitor waits for the debt too
-    expect(await refusalWait(limiter, site, visitor, now)).toBeGreaterThan(2 * (1000 / VISITOR_REFUSALS.perSecond));
-    expect(await refusalWait(limiter, site, other, now)).toBe(0);
-    // more refusals across many visitors empty the site's own bucket: every visitor of the site waits
+    expect(await refusalWait(limiter, visitor, now)).toBeGreaterThan(2 * (1000 / VISITOR_REFUSALS.perSecond));
+    expect(await refusalWait(limiter, other, now)).toBe(0);
+    // more refusals across many visitors close the site's guard, but cut no other visitor off
+    expect(await siteGuardWait(limiter, site, now)).toBe(0);
     await chargeRefusals(
       limiter,
       site,
       Array.from({ length: 10 }, (_, i) => visitorKey(site, `203.0.113.${i}`)),
       now,
     );
-    expect(await refusalWait(limiter, site, visitorKey(site, '192.0.2.1'), now)).toBeGreaterThan(0);
+    expect(await siteGuardWait(limiter, site, now)).toBeGreaterThan(0);
+    expect(await refusalWait(limiter, visitorKey(site, '192.0.2.1'), now)).toBe(0);
   });
 });

@@ -4,9 +4,9 @@
  * X-Forwarded-For so one test can play many visitors. Attacks go to the relay's public port only.
  */
 import { startEmulator, type RunningEmulator } from '../../src/emulator/index.js';
-import { parseConfig } from '../../src/relay/config.js';
+import { parseConfig } from '../../src/relay/core/config.js';
 import { type RunningRelay, type StartRelayOptions, startRelay } from '../../src/relay/node.js';
-import { hashToken } from '../../src/relay/tokens.js';
+import { hashToken } from '../../src/relay/core/tokens.js';
 import { startTestUpstream, type TestUpstream } from '../relay/support/upstream.js';
 
 export const KEY = 'security-platform-key-5c1d';

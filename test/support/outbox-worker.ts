@@ -1,12 +1,13 @@
 // One process of the cross-process outbox race: through its own connection to the shared SQLite
 // file or Redis it accepts the same ids as its siblings, drains the outbox with leases of its own
-// and, from a common start time, takes platform calls from the shared pacer for one second.
-// Prints {accepted, delivered, granted}. With the count `until-killed`, it accepts and leases
+// and, from a common start time, takes platform calls from the shared pacer for one second: it
+// prints `ready` once drained and reads the start time (ms since epoch) from stdin, so a slow
+// sibling never makes the others pace alone. Then prints {accepted, delivered, granted}. With the count `until-killed`, it accepts and leases
 // until it is killed (see below).
 import { createRedisOutbox } from '../../src/relay/state/redis-outbox.js';
 import { createSqliteOutbox } from '../../src/relay/state/sqlite-outbox.js';
 
-const [kind, where, count, prefix, start] = process.argv.slice(2) as [string, string, string, string, string];
+const [kind, where, count, prefix] = process.argv.slice(2) as [string, string, string, string];
 const store = kind === 'redis' ? await createRedisOutbox(where, { prefix }) : await createSqliteOutbox(where);
 const { outbox } = store;
 const owner = `worker-${process.pid}`;
@@ -54,8 +55,11 @@ for (let idle = 0; idle < 20; ) {
 
 const pacer = store.pacer(20);
 const granted: number[] = [];
-await sleep(Math.max(0, Number(start) - Date.now()));
-while (Date.now() < Number(start) + 1000) {
+process.stdout.write('ready\n');
+const start = await new Promise<number>((resolve) => process.stdin.once('data', (chunk) => resolve(Number(String(chunk).trim()))));
+process.stdin.destroy();
+await sleep(Math.max(0, start - Date.now()));
+while (Date.now() < start + 1000) {
   const now = Date.now();
   const wait = await pacer.take(now, 'deliver');
   if (wait === 0) granted.push(now);

@@ -1,11 +1,12 @@
 /**
  * A real redis-server for the tests: Debian's package, started on a free loopback port with its
- * own temporary directory, no persistence, and stopped afterwards. When it is missing, CI
+ * own temporary directory, persistent as a relay needs it (append-only file fsynced on every
+ * write, no eviction) unless a test asks otherwise, and stopped afterwards. When it is missing, CI
  * (CDP_EDGE_REQUIRE_REDIS=1) fails loudly; anywhere else the suite says "SKIPPED: no redis-server"
  * in capitals, never silently.
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -39,10 +40,17 @@ export interface RunningRedis {
   port: number;
   /** stops the server (SIGTERM, or SIGKILL with `kill: true`); `restart` starts it again */
   stop(options?: { kill?: boolean }): Promise<void>;
-  /** starts it again on the same port (its data is gone unless started with `persist`) */
+  /** starts it again on the same port (its data is gone when started with `persist: false`) */
   restart(): Promise<void>;
   /** stops it for good and removes its directory */
   close(): Promise<void>;
+}
+
+/** Runs one command with redis-cli against `port`; rejects on an error answer. */
+async function redisCli(port: number, args: string[]): Promise<string> {
+  const result = spawnSync('redis-cli', ['-p', String(port), ...args], { encoding: 'utf8' });
+  if (result.status !== 0 || result.stdout.startsWith('ERR')) throw new Error(`redis-cli ${args.join(' ')}: ${result.stdout}${result.stderr}`);
+  return result.stdout;
 }
 
 async function waitForPort(port: number, child: ChildProcess, timeoutMs = 10_000): Promise<void> {
@@ -63,20 +71,36 @@ async function waitForPort(port: number, child: ChildProcess, timeoutMs = 10_000
   }
 }
 
+/** What a relay needs of Redis (the relay refuses any other persistence unless RELAY_REDIS_UNSAFE=on). */
+const SAFE = ['--appendonly', 'yes', '--appendfsync', 'always', '--maxmemory-policy', 'noeviction'];
+
 /**
- * Starts redis-server on a free loopback port. `persist` writes every command to an append-only
- * file before answering (what a production Redis holding dedupe state needs), so a restart keeps the data.
+ * Starts redis-server on a free loopback port. By default it writes every command to an
+ * append-only file before answering, so a restart keeps the data: what a relay requires.
+ * `persist: false` starts one without persistence (`appendonly no`), which a relay refuses to
+ * start on unless RELAY_REDIS_UNSAFE=on. `rdb` loads that dump file first (a state another
+ * release wrote), then turns the append-only file on.
  */
-export async function startRedis(options: { persist?: boolean } = {}): Promise<RunningRedis> {
+export async function startRedis(options: { persist?: boolean; rdb?: string } = {}): Promise<RunningRedis> {
   const port = await freePort();
-  const dir = mkdtempSync(join(tmpdir(), 'cdp-redis-'));
+  // In memory when the machine has a tmpfs: the settings are a production Redis's, but an fsync of
+  // the append-only file costs nothing, so a loaded disk does not time out the tests' commands.
+  const dir = mkdtempSync(join(existsSync('/dev/shm') ? '/dev/shm' : tmpdir(), 'cdp-redis-'));
+  const persist = options.persist ?? true;
   let child: ChildProcess;
+  let loaded = options.rdb === undefined;
+  if (options.rdb !== undefined) copyFileSync(options.rdb, join(dir, 'dump.rdb'));
   const start = async () => {
-    const persistence = options.persist ? ['--appendonly', 'yes', '--appendfsync', 'always'] : ['--appendonly', 'no'];
+    // Redis reads a dump only when no append-only file is on: the first start loads it, then turns the file on.
+    const persistence = persist && loaded ? SAFE : ['--appendonly', 'no'];
     child = spawn(REDIS_SERVER, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', ...persistence, '--dir', dir], {
       stdio: 'ignore',
     });
     await waitForPort(port, child);
+    if (!loaded) {
+      loaded = true;
+      if (persist) await redisCli(port, ['CONFIG', 'SET', ...SAFE.map((arg) => arg.replace(/^--/, ''))]);
+    }
   };
   const stop = async (options: { kill?: boolean } = {}) => {
     if (child.exitCode !== null || child.signalCode !== null) return;

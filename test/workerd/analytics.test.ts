@@ -9,8 +9,8 @@ import { createExecutionContext, createMessageBatch, env } from 'cloudflare:test
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { CollectAnswer } from '../../src/api/collect.js';
 import worker from '../../src/relay/cloudflare.js';
-import type { CollectEvent } from '../../src/relay/observe.js';
-import { createToken } from '../../src/relay/tokens.js';
+import type { CollectEvent } from '../../src/relay/core/observe.js';
+import { createToken } from '../../src/relay/core/tokens.js';
 import { analyticsObserver, clip, COLLECT_DOUBLES } from '../../src/relay/workers/analytics.js';
 import { upstreamControl } from '../relay/support/control.js';
 import { API_KEY, ORIGIN, siteKey, sites, track } from '../relay/suite/target.js';

@@ -5,8 +5,8 @@
 // injected fetch that records every call and answers as each test scripts.
 import { env, runDurableObjectAlarm, runInDurableObject } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
-import type { Pacer } from '../../src/relay/deliver/outbox.js';
-import type { DeliveryEvent } from '../../src/relay/observe.js';
+import type { Pacer } from '../../src/relay/state/outbox.js';
+import type { DeliveryEvent } from '../../src/relay/core/observe.js';
 import { deliveryPoint } from '../../src/relay/workers/analytics.js';
 import type { AmbiguousPolicy } from '../../src/relay/deliver/policy.js';
 import type { QueuedEntry } from '../../src/relay/workers/handoff.js';

@@ -7,7 +7,7 @@ import { createExecutionContext, env } from 'cloudflare:test';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createClient, HTTPError } from '../../src/client/index.js';
 import worker from '../../src/relay/cloudflare.js';
-import { createToken } from '../../src/relay/tokens.js';
+import { createToken } from '../../src/relay/core/tokens.js';
 import { upstreamControl } from '../relay/support/control.js';
 import { API_KEY } from '../relay/suite/target.js';
 

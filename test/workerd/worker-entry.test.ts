@@ -6,7 +6,7 @@ import { describe, expect, it, vi } from 'vitest';
 import type { CollectAnswer } from '../../src/api/collect.js';
 import type { RelayErrorBody } from '../../src/api/errors.js';
 import worker from '../../src/relay/cloudflare.js';
-import { MISCONFIGURED } from '../../src/relay/errors.js';
+import { MISCONFIGURED } from '../../src/relay/core/errors.js';
 import { upstreamControl } from '../relay/support/control.js';
 import { API_KEY, ORIGIN, siteKey, sites, track, identify } from '../relay/suite/target.js';
 import { CF, CF_CUSTOM, VISITOR_IP } from './target.js';

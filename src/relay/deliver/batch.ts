@@ -6,10 +6,18 @@
  */
 import { LIMITS } from '../../api/index.js';
 import { utf8Length } from '../../api/limits.js';
-import { platformCall } from '../ingest/identity-rules.js';
-import type { Leased } from './outbox.js';
+import type { EntryKind, Leased } from '../state/outbox.js';
 
 export type CallEndpoint = 'person/merge' | 'activities/create';
+
+/**
+ * The platform call of a kind, everything but its entries. `merge-create` is merge strategy 3
+ * ("ignore"): a person no identifier matches is created, an existing one is not changed at all.
+ */
+export function platformCall(kind: EntryKind, mergeBy: readonly string[]): { endpoint: CallEndpoint; envelope: Record<string, unknown> } {
+  if (kind === 'activity') return { endpoint: 'activities/create', envelope: { merge_by: [...mergeBy] } };
+  return { endpoint: 'person/merge', envelope: { merge_by: [...mergeBy], merge_strategy: kind === 'merge' ? 2 : 3 } };
+}
 
 /** One platform call of the deliverer. */
 export interface Call {
@@ -70,16 +78,13 @@ export function planCalls(leased: readonly Leased[], mergeBy: (site: string) => 
   return calls;
 }
 
-/** Halves of a call, for finding the entries of a call refused as a whole. */
-export function halves(call: Call): [Call, Call] {
-  const half = Math.ceil(call.entries.length / 2);
-  const part = (from: number, to?: number): Call => ({
-    endpoint: call.endpoint,
-    envelope: call.envelope,
-    entries: call.entries.slice(from, to),
-    texts: call.texts.slice(from, to),
-  });
-  return [part(0, half), part(half)];
+/** The call cut into consecutive parts of at most `size` entries each. */
+export function parts(call: Call, size: number): Call[] {
+  const cut: Call[] = [];
+  for (let from = 0; from < call.entries.length; from += size) {
+    cut.push({ endpoint: call.endpoint, envelope: call.envelope, entries: call.entries.slice(from, from + size), texts: call.texts.slice(from, from + size) });
+  }
+  return cut;
 }
 
 /** The call with only the entries `keep` chooses (a browser's tracks held back, leases lost). */

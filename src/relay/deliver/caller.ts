@@ -9,9 +9,9 @@
 import { ENDPOINT_LIST, rateLimitBody, type Endpoint, type EndpointId } from '../../api/index.js';
 import { parseJsonOrUndefined } from '../../api/objects.js';
 import { tryInSeconds } from '../../api/retry.js';
-import { RelayHttpError } from '../errors.js';
+import { RelayHttpError } from '../core/errors.js';
 import { type Breaker, type CallSource, sharedBreaker } from './breaker.js';
-import type { Pacer } from './outbox.js';
+import type { Pacer } from '../state/outbox.js';
 import { readText, UpstreamTimeout, type Transport, type TransportAnswer } from './transport.js';
 
 /** When calls may go upstream again (ms since epoch); one object shared by every caller of a platform. */

@@ -4,19 +4,12 @@
  * platform's per-entry answers mapped back to per-item results.
  * @module
  */
-import { ENDPOINTS, LIMITS, splitBody, type EndpointId, type RejectReason } from '../../api/index.js';
+import type { ItemResult } from '../../api/collect.js';
+import { ENDPOINTS, LIMITS, splitBody, type EndpointId } from '../../api/index.js';
 import { isRecord } from '../../api/objects.js';
 import { sendOnce, type Outcome, type SendContext } from './send.js';
-
-export type ResultStatus = 'accepted' | 'duplicate' | 'rejected' | 'retry';
-
-export interface ItemResult {
-  id: string;
-  status: ResultStatus;
-  error?: string;
-  /** the class of a rejection (`RejectReason` of the /collect contract) */
-  reason?: RejectReason;
-}
+import { MAX_SPLIT_DEPTH, partSize } from './halving.js';
+import { entryResult } from './verdict.js';
 
 /** One call's worth of entries: the endpoint, the envelope around them and who they belong to. */
 export interface EndpointCall {
@@ -34,23 +27,8 @@ export interface Forwarded {
   retryAfter: number;
 }
 
-/** Per-entry result of a successful call: whether the platform took the entry, and why not. */
-export function entryResult(endpoint: EndpointCall['endpoint'], answer: unknown): { ok: boolean; error?: string } {
-  if (!isRecord(answer)) return { ok: true };
-  const status = answer['status'];
-  const error = typeof answer['error'] === 'string' ? answer['error'] : undefined;
-  if (endpoint === 'person/merge') {
-    return status === 'created' || status === 'merged' || status === undefined
-      ? { ok: true }
-      : { ok: false, error: error ?? `the platform answered ${String(status)}` };
-  }
-  return status === 'invalid' || status === 'error' || (error !== undefined && status !== 'queued')
-    ? { ok: false, error: error ?? 'invalid activity' }
-    : { ok: true };
-}
-
-/** Sends one chunk, halving a chunk refused as a whole until the bad entries are alone. */
-async function sendChunk(ctx: SendContext, group: EndpointCall, chunk: EndpointCall['entries'], out: Forwarded): Promise<void> {
+/** Sends one chunk, cutting a chunk refused as a whole into parts until the bad entries are alone (halving.ts). */
+async function sendChunk(ctx: SendContext, group: EndpointCall, chunk: EndpointCall['entries'], out: Forwarded, depth = 0): Promise<void> {
   const itemsKey = group.endpoint === 'person/merge' ? 'people' : 'activities';
   const entries = chunk.map((c) => c.entry);
   const outcome: Outcome = await sendOnce(ctx, group.endpoint as EndpointId, { ...group.envelope, [itemsKey]: entries });
@@ -68,7 +46,7 @@ async function sendChunk(ctx: SendContext, group: EndpointCall, chunk: EndpointC
     return;
   }
   // Refused as a whole. Per-entry details (a merge where every entry failed) map one to one;
-  // otherwise halve the chunk until the bad entries are alone, so good ones still go.
+  // otherwise cut the chunk into parts until the bad entries are alone, so good ones still go.
   if (outcome.details.length === chunk.length && chunk.length > 0) {
     chunk.forEach(({ id }, i) => {
       const detail = outcome.details[i];
@@ -77,13 +55,12 @@ async function sendChunk(ctx: SendContext, group: EndpointCall, chunk: EndpointC
     });
     return;
   }
-  if (chunk.length === 1) {
-    out.results.set(chunk[0]!.id, { id: chunk[0]!.id, status: 'rejected', error: `the platform refused it (${outcome.status}): ${outcome.message}` });
+  if (chunk.length === 1 || depth >= MAX_SPLIT_DEPTH) {
+    for (const { id } of chunk) out.results.set(id, { id, status: 'rejected', error: `the platform refused it (${outcome.status}): ${outcome.message}` });
     return;
   }
-  const half = Math.ceil(chunk.length / 2);
-  await sendChunk(ctx, group, chunk.slice(0, half), out);
-  await sendChunk(ctx, group, chunk.slice(half), out);
+  const size = partSize(chunk.length, depth);
+  for (let from = 0; from < chunk.length; from += size) await sendChunk(ctx, group, chunk.slice(from, from + size), out, depth + 1);
 }
 
 /** Sends `groups` in order (identify groups first), each chunked as the platform requires. */

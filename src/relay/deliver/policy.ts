@@ -3,7 +3,7 @@
  * whose outcome it cannot know. Pure: the Node deliverer and the Workers queue consumer decide
  * the same way.
  *
- * - `applied`: a 2xx; the answer says, entry by entry, what the platform took.
+ * - `ok`: a 2xx; the answer says, entry by entry, what the platform took.
  * - `unapplied`: the platform certainly did not apply it (429, 503, 408, its key refused, a
  *   connection never made): send again later.
  * - `ambiguous`: the request may have been applied (a timeout after sending, a connection lost
@@ -14,9 +14,10 @@
  * @module
  */
 import { ENDPOINTS, type EndpointId } from '../../api/index.js';
-import { RelayConfigError } from '../errors.js';
+import { RelayConfigError } from '../core/errors.js';
 
-export type CallOutcome = 'applied' | 'unapplied' | 'ambiguous' | 'refused';
+/** The one vocabulary of outcomes: the `kind` of every `CallOutcome` (send.ts). */
+export type OutcomeKind = 'ok' | 'unapplied' | 'ambiguous' | 'refused';
 
 /** What to do with an entry whose call may or may not have been applied. */
 export type AmbiguousPolicy = 'hold' | 'resend';
@@ -29,8 +30,8 @@ export const AMBIGUOUS_REASON = 'ambiguous';
  * before the request left (connection refused, unknown host, the pacer's own hold): only then is
  * a missing answer known to be unapplied.
  */
-export function callOutcome(status: number, notSent = false): CallOutcome {
-  if (status >= 200 && status < 300) return 'applied';
+export function outcomeKind(status: number, notSent = false): OutcomeKind {
+  if (status >= 200 && status < 300) return 'ok';
   if (status === 0) return notSent ? 'unapplied' : 'ambiguous';
   if (status === 429 || status === 503 || status === 408 || status === 401 || status === 403) return 'unapplied';
   if (status === 500 || status === 502 || status === 504) return 'ambiguous';

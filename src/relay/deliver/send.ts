@@ -11,12 +11,13 @@
  * @module
  */
 import { ENDPOINTS, type EndpointId } from '../../api/index.js';
-import { isRecord, parseJsonOrUndefined } from '../../api/objects.js';
+import { parseJsonOrUndefined } from '../../api/objects.js';
 import { wasNotSent } from '../../api/retry.js';
-import type { Clock } from '../clock.js';
-import { RelayHttpError } from '../errors.js';
+import type { Clock } from '../core/clock.js';
+import { RelayHttpError } from '../core/errors.js';
 import type { CallOptions, Upstream } from './caller.js';
-import { callOutcome } from './policy.js';
+import { outcomeKind } from './policy.js';
+import { refusal } from './verdict.js';
 import { readText } from './transport.js';
 
 export type CallOutcome =
@@ -25,14 +26,6 @@ export type CallOutcome =
   /** `holdMs`: how long the platform asked to wait (429), else 0 */
   | { kind: 'unapplied'; status: number; message: string; holdMs: number }
   | { kind: 'ambiguous'; status: number; message: string };
-
-/** The message and per-entry details of an error body: the platform's `{error, details}` or a relay's `{error: {message, details}}`. */
-export function refusal(body: unknown, status: number): { message: string; details: unknown[] } {
-  if (!isRecord(body)) return { message: typeof body === 'string' && body !== '' ? body.slice(0, 200) : `HTTP ${status}`, details: [] };
-  const error = body['error'];
-  if (isRecord(error)) return { message: String(error['message'] ?? 'error'), details: Array.isArray(error['details']) ? error['details'] : [] };
-  return { message: typeof error === 'string' ? error : `HTTP ${status}`, details: Array.isArray(body['details']) ? body['details'] : [] };
-}
 
 /**
  * Sends `text` (JSON) to endpoint `id` once, as browser traffic (the breaker of platform refusals
@@ -54,8 +47,8 @@ export async function callOnce(upstream: Upstream, id: EndpointId, text: string,
     if (wasNotSent(error)) return { kind: 'unapplied', status: 0, message: 'the platform could not be reached', holdMs: 0 };
     return { kind: 'ambiguous', status: 0, message: error.code === 'upstream_timeout' ? 'the platform did not answer in time' : 'the connection was lost' };
   }
-  switch (callOutcome(status)) {
-    case 'applied':
+  switch (outcomeKind(status)) {
+    case 'ok':
       // A 2xx whose body is not JSON cannot say what it applied.
       return answer === undefined ? { kind: 'ambiguous', status, message: 'the platform answered without a body' } : { kind: 'ok', status, body: answer };
     case 'unapplied':

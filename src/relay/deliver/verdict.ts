@@ -1,15 +1,18 @@
 /**
  * What a platform call's answer proves about each of its entries: delivered, refused (dead
  * letter, with the reason), not applied (released for later), or ambiguous (the policy decides).
+ * Pure: every path that sends entries (the deliverer, the Workers paths) reads answers here.
  * @module
  */
-import type { Call } from './batch.js';
-import { entryResult } from './calls.js';
-import type { Leased } from './outbox.js';
+import { isRecord } from '../../api/objects.js';
+import type { Call, CallEndpoint } from './batch.js';
+import type { Leased } from '../state/outbox.js';
 import type { CallOutcome } from './send.js';
 
 /** A released entry waits this long after a failure that asked no particular wait. */
-const RETRY_MS = 5_000;
+export const RETRY_MS = 5_000;
+/** An entry whose outcome is unknown is released (a merge, or an activity under `resend`) for this long. */
+const AMBIGUOUS_RETRY_MS = 1_000;
 
 /** What a call proved about its entries. */
 export interface Verdict {
@@ -20,17 +23,46 @@ export interface Verdict {
   /** ambiguous activities held (dead letter `ambiguous`) or, under `resend`, released */
   ambiguous: Leased[];
   notBefore: number;
+  /** refused as a whole with nothing saying which entries: cut it into parts to find them */
+  split: boolean;
 }
 
-/** What `outcome` proves about each entry of `call`, answered at `now`; `canSplit` when a refused call may still be halved. */
-export function judge(call: Call, outcome: CallOutcome, canSplit: boolean, now: number): Verdict {
-  const verdict: Verdict = { delivered: [], dead: [], released: [], ambiguous: [], notBefore: now };
+/** Per-entry result of a successful call: whether the platform took the entry, and why not. */
+export function entryResult(endpoint: CallEndpoint, answer: unknown): { ok: boolean; error?: string } {
+  if (!isRecord(answer)) return { ok: true };
+  const status = answer['status'];
+  const error = typeof answer['error'] === 'string' ? answer['error'] : undefined;
+  if (endpoint === 'person/merge') {
+    return status === 'created' || status === 'merged' || status === undefined
+      ? { ok: true }
+      : { ok: false, error: error ?? `the platform answered ${String(status)}` };
+  }
+  return status === 'invalid' || status === 'error' || (error !== undefined && status !== 'queued')
+    ? { ok: false, error: error ?? 'invalid activity' }
+    : { ok: true };
+}
+
+/** The message and per-entry details of an error body: the platform's `{error, details}` or a relay's `{error: {message, details}}`. */
+export function refusal(body: unknown, status: number): { message: string; details: unknown[] } {
+  if (!isRecord(body)) return { message: typeof body === 'string' && body !== '' ? body.slice(0, 200) : `HTTP ${status}`, details: [] };
+  const error = body['error'];
+  if (isRecord(error)) return { message: String(error['message'] ?? 'error'), details: Array.isArray(error['details']) ? error['details'] : [] };
+  return { message: typeof error === 'string' ? error : `HTTP ${status}`, details: Array.isArray(body['details']) ? body['details'] : [] };
+}
+
+/** The per-entry answers of a 2xx body, when there is one per entry. */
+export function answersOf(endpoint: CallEndpoint, body: unknown, count: number): unknown[] | undefined {
+  const answers = isRecord(body) ? body[endpoint === 'person/merge' ? 'people' : 'activities'] : undefined;
+  return Array.isArray(answers) && answers.length === count ? answers : undefined;
+}
+
+/** What `outcome` proves about each entry of `call`, answered at `now`; `canSplit` when a call refused as a whole may still be cut into parts. */
+export function judge(call: Pick<Call, 'endpoint' | 'entries'>, outcome: CallOutcome, canSplit: boolean, now: number): Verdict {
+  const verdict: Verdict = { delivered: [], dead: [], released: [], ambiguous: [], notBefore: now, split: false };
   if (outcome.kind === 'ok') {
-    const key = call.endpoint === 'person/merge' ? 'people' : 'activities';
-    const body = outcome.body as Record<string, unknown> | undefined;
-    const answers = body !== null && typeof body === 'object' ? body[key] : undefined;
+    const answers = answersOf(call.endpoint, outcome.body, call.entries.length);
     call.entries.forEach((entry, i) => {
-      const result = entryResult(call.endpoint, Array.isArray(answers) && answers.length === call.entries.length ? answers[i] : undefined);
+      const result = entryResult(call.endpoint, answers?.[i]);
       if (result.ok) verdict.delivered.push(entry);
       else verdict.dead.push({ entry, reason: `invalid: ${result.error ?? 'the platform refused the entry'}`, status: outcome.status });
     });
@@ -38,23 +70,24 @@ export function judge(call: Call, outcome: CallOutcome, canSplit: boolean, now: 
     // A merge whose every entry failed is a 4xx with one detail per entry.
     if (outcome.details.length === call.entries.length) {
       call.entries.forEach((entry, i) => {
-        const detail = outcome.details[i] as { error?: unknown } | undefined;
-        const error = typeof detail?.error === 'string' ? detail.error : outcome.message;
+        const detail = outcome.details[i];
+        const error = isRecord(detail) && typeof detail['error'] === 'string' ? detail['error'] : outcome.message;
         verdict.dead.push({ entry, reason: `refused: ${error}`, status: outcome.status });
       });
-    } else if (!canSplit) {
+    } else if (canSplit && call.entries.length > 1) {
+      verdict.split = true;
+    } else {
       for (const entry of call.entries) verdict.dead.push({ entry, reason: `refused: ${outcome.message}`, status: outcome.status });
     }
   } else if (outcome.kind === 'unapplied') {
     verdict.released.push(...call.entries);
     verdict.notBefore = now + (outcome.holdMs > 0 ? outcome.holdMs : RETRY_MS);
   } else if (call.endpoint === 'person/merge') {
-    // Merging the same fields again leaves the person as one merge did: sent again.
     verdict.released.push(...call.entries);
-    verdict.notBefore = now + 1_000;
+    verdict.notBefore = now + AMBIGUOUS_RETRY_MS;
   } else {
     verdict.ambiguous.push(...call.entries);
-    verdict.notBefore = now + 1_000;
+    verdict.notBefore = now + AMBIGUOUS_RETRY_MS;
   }
   return verdict;
 }

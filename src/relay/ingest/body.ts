@@ -6,7 +6,7 @@
  */
 import { COLLECT_LIMITS } from '../../api/index.js';
 import { quoteId } from '../../api/objects.js';
-import { RelayHttpError } from '../errors.js';
+import { RelayHttpError } from '../core/errors.js';
 import { readBody } from '../proxy/body.js';
 
 export const MAX_BODY_BYTES = COLLECT_LIMITS.bodyBytes;

@@ -7,20 +7,20 @@
  * @module
  */
 import type { ItemResult, RejectReason } from '../../api/collect.js';
-import type { Clock } from '../clock.js';
-import type { RelayConfig, SiteConfig } from '../config.js';
-import { originAllowed } from '../cors.js';
+import type { Clock } from '../core/clock.js';
+import type { RelayConfig, SiteConfig } from '../core/config.js';
+import { originAllowed } from '../core/cors.js';
 import { quoteId } from '../../api/objects.js';
-import { RelayHttpError } from '../errors.js';
-import { limitAddress } from '../client-ip.js';
-import { addressRate, chargeRefusals, type Rate, type RateLimiter, visitorKey } from '../limits.js';
-import { lookupCounter, type RelayStore } from '../store.js';
+import { RelayHttpError } from '../core/errors.js';
+import { limitAddress } from '../core/client-ip.js';
+import { addressRate, type Rate, type RateLimiter, siteGuardWait, visitorKey } from '../core/limits.js';
+import { lookupCounter, type RelayStore } from '../state/store.js';
 import { readCollectBody, type CollectBody, type CollectRequest } from './body.js';
 import { enrichLocation, enrichmentOf, wantsAddress, type ClientInfo } from './enrich.js';
 import type { Handoff, Prepared } from './handoff.js';
-import { createIdentity, type Hmac, type Identity } from './identity.js';
+import { identityFor, type Hmac } from './identity.js';
 import { applyIdentityRules } from './identity-rules.js';
-import { checkAddress, checkRate, checkRefusals, holdGate, type Hold } from './guard.js';
+import { chargeAnswered, checkAddress, checkRate, checkRefusals, GUARD_RETRY, heldByGuard, holdGate, type Hold } from './guard.js';
 import { checkEntry, checkItem, type CheckedItem } from './items.js';
 import { shapeOf, type Shapes, type VisitorGate } from './shapes.js';
 
@@ -55,25 +55,6 @@ export interface CollectOutcome {
   upstream?: number[];
   /** something went wrong that the caller need not know (logged) */
   warning?: string;
-}
-
-/** Identities by HMAC implementation, then by secret and settings: built once, not per request. */
-const WEB_CRYPTO = {};
-const identities = new WeakMap<Hmac | typeof WEB_CRYPTO, Map<string, Identity>>();
-function identityFor(config: RelayConfig, hmac: Hmac | undefined): Identity | undefined {
-  if (config.identitySecret === undefined) return undefined;
-  const byHmac = identities.get(hmac ?? WEB_CRYPTO) ?? new Map<string, Identity>();
-  identities.set(hmac ?? WEB_CRYPTO, byHmac);
-  const cacheKey = `${config.identityTtlSeconds}\u0000${config.identityLegacyHash}\u0000${config.identitySecret}`;
-  let identity = byHmac.get(cacheKey);
-  if (!identity) {
-    identity = createIdentity(config.identitySecret, config.identityTtlSeconds, {
-      legacyHash: config.identityLegacyHash,
-      ...(hmac === undefined ? {} : { hmac }),
-    });
-    byHmac.set(cacheKey, identity);
-  }
-  return identity;
 }
 
 /** Browser clocks further off than this are corrected (nearer ones are left exact). */
@@ -155,30 +136,18 @@ export async function collect(ctx: CollectContext, request: CollectRequest, info
   checkOrigin(site, request.origin);
   await checkRate(ctx.limiter, site, address, started);
   const visitor = address === undefined ? undefined : visitorKey(site.key, address);
-  await checkRefusals(ctx.limiter, site, visitor, started);
+  // A visitor cut off for its refusals is answered 429; the site's guard only holds back items like theirs.
+  const [, guardMs] = await Promise.all([checkRefusals(ctx.limiter, visitor, started), siteGuardWait(ctx.limiter, site.key, started)]);
   const hold: Hold = { release: () => {} };
   let outcome: CollectOutcome;
   try {
-    outcome = await collectItems(ctx, site, body, info, visitor, started, hold);
+    outcome = await collectItems(ctx, site, body, info, { visitor, started, guardMs }, hold);
   } finally {
     hold.release();
   }
   // Refusals the platform answered within the request (Workers without a queue) count against the
   // visitor; the deliverer charges those it meets later (app.ts).
-  const refused = [...(outcome.reasons?.values() ?? [])].filter((reason) => reason === 'platform').length;
-  if (refused === 0 || visitor === undefined) return outcome;
-  try {
-    await chargeRefusals(
-      ctx.limiter,
-      site.key,
-      Array.from({ length: refused }, () => visitor),
-      clock.now(),
-    );
-  } catch (error) {
-    // The items' fate is decided; a limiter that failed only loses this count.
-    outcome.warning = `${outcome.warning ? `${outcome.warning}; ` : ''}refusals_not_counted: ${error instanceof Error ? error.message : String(error)}`;
-  }
-  return outcome;
+  return chargeAnswered(ctx.limiter, site, visitor, outcome, clock.now());
 }
 
 /** Everything after the request's gates: item checks, identity, the window, the hand-off, the answer. */
@@ -187,8 +156,7 @@ async function collectItems(
   site: SiteConfig,
   body: CollectBody,
   info: ClientInfo,
-  visitor: string | undefined,
-  started: number,
+  { visitor, started, guardMs }: { visitor: string | undefined; started: number; guardMs: number },
   hold: Hold,
 ): Promise<CollectOutcome> {
   const { config, store, clock } = ctx;
@@ -216,12 +184,13 @@ async function collectItems(
 
   // Identity, enrichment, the window: what goes becomes the platform entry it will be sent as.
   const identity = identityFor(config, ctx.hmac);
-  const { rulings, subjects, unverified } = await applyIdentityRules(site, items, body.identity, identity, started);
+  const { rulings, subjects, expires, unverified } = await applyIdentityRules(site, items, body.identity, identity, started);
   const enrichment = enrichmentOf(info, config.addressLookup);
   const skew = body.sentAt === undefined ? 0 : started - body.sentAt;
   const skewMs = Math.abs(skew) > MAX_CLOCK_SKEW_MS ? skew : 0;
   const oldest = started - config.windowMs;
   const going: Prepared[] = [];
+  let guarded = 0;
   for (const ruling of rulings) {
     const { item } = ruling;
     const at = eventTime(item.input.ts, skewMs, started);
@@ -237,6 +206,11 @@ async function collectItems(
     }
     if (!ruling.ok) {
       reject(item.index, item.id, ruling.error, ruling.reason);
+      continue;
+    }
+    if (guardMs > 0 && heldByGuard(ctx, site, item, ruling.verified, started)) {
+      results.set(item.index, { id: item.id, status: 'retry', error: GUARD_RETRY });
+      guarded++;
       continue;
     }
     // An item that may change nothing carries no location: not even the visitor's address.
@@ -284,7 +258,7 @@ async function collectItems(
     if (reasons.has(firstIndex)) reasons.set(index, reasons.get(firstIndex)!);
   }
   const ordered = body.batch.map((_, index) => results.get(index)!);
-  const token = identity && subjects.length > 0 ? await identity.issue(site.key, subjects, clock.now()) : undefined;
+  const token = identity && subjects.length > 0 ? await identity.issue(site.key, subjects, clock.now(), expires) : undefined;
   const log = {
     site: site.name,
     items: body.batch.length,
@@ -294,7 +268,7 @@ async function collectItems(
     upstream: handed.upstream ?? [],
     ...(handed.warning ? { warning: handed.warning } : {}),
   };
-  const retryAfter = handed.retryAfter ?? 0;
+  const retryAfter = Math.max(handed.retryAfter ?? 0, guarded > 0 ? Math.ceil(guardMs / 1000) : 0);
   const gotThrough = ordered.some((result) => result.status === 'accepted' || result.status === 'duplicate');
   if (retryAfter > 0 && !gotThrough) {
     const error = new RelayHttpError(

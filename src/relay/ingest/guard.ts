@@ -1,15 +1,16 @@
 /**
  * The guards between a visitor and the platform key: rate limits (per client address before the
- * body is read; per visitor of a site and per site after), a visitor or site whose items the platform
- * refused too often is cut off (limits.ts refusal buckets), and items of a kind the platform has
- * not taken lately go one request at a time per visitor (shapes.ts).
+ * body is read; per visitor of a site and per site after), a visitor whose items the platform
+ * refused too often is cut off and a site that drew many refusals holds back unproven items of
+ * unknown shape (limits.ts refusal buckets), and items of a kind the platform has not taken
+ * lately go one request at a time per visitor (shapes.ts).
  * @module
  */
-import type { SiteConfig } from '../config.js';
-import type { Rate } from '../limits.js';
-import { RelayHttpError } from '../errors.js';
-import { addressKey, type RateLimiter, refusalWait, siteKey, visitorKey } from '../limits.js';
-import type { CollectContext } from './collect.js';
+import type { SiteConfig } from '../core/config.js';
+import type { Rate } from '../core/limits.js';
+import { RelayHttpError } from '../core/errors.js';
+import { addressKey, chargeRefusals, type RateLimiter, refusalWait, siteKey, visitorKey } from '../core/limits.js';
+import type { CollectContext, CollectOutcome } from './collect.js';
 import type { CheckedItem } from './items.js';
 import { isKnown } from './shapes.js';
 
@@ -43,17 +44,30 @@ export async function checkAddress(limiter: RateLimiter, rate: Rate, address: st
   });
 }
 
-/** A visitor (or a site) whose requests drew too many platform refusals is cut off before anything of theirs reaches the platform again. */
-export async function checkRefusals(limiter: RateLimiter, site: SiteConfig, visitor: string | undefined, now: number): Promise<void> {
-  const waitMs = await refusalWait(limiter, site.key, visitor, now);
+/** A visitor whose requests drew too many platform refusals is cut off before anything of theirs reaches the platform again. */
+export async function checkRefusals(limiter: RateLimiter, visitor: string | undefined, now: number): Promise<void> {
+  if (visitor === undefined) return;
+  const waitMs = await refusalWait(limiter, visitor, now);
   if (waitMs === 0) return;
   throw new RelayHttpError(
     429,
     'too_many_refusals',
-    'The platform refused too many items from this visitor or this site; fix what is sent (activity ids, attributes, values) and retry after the Retry-After seconds.',
+    'The platform refused too many items from this visitor; fix what is sent (activity ids, attributes, values) and retry after the Retry-After seconds.',
     { retryAfter: Math.max(1, Math.ceil(waitMs / 1000)) },
   );
 }
+
+/**
+ * While the site's guard is closed (limits.ts `SITE_REFUSALS`), whether an item must wait: it
+ * proves no person and the platform has not taken its shape lately (nor does the plan vouch for
+ * it), which is what the refusals that closed the guard looked like. Proven items always go.
+ */
+export const heldByGuard = (ctx: Pick<CollectContext, 'shapes'>, site: SiteConfig, item: CheckedItem, verified: boolean, now: number): boolean =>
+  !verified && !isKnown(ctx.shapes, site, item, now);
+
+/** What an item held by the site's guard is answered: kept by the browser and sent again after the Retry-After seconds. */
+export const GUARD_RETRY =
+  "held back: the platform refused many unverified items of this site lately; nothing was lost, send it again after the answer's Retry-After";
 
 /**
  * Takes the visitor's gate when `items` include a kind the platform has not taken lately (released
@@ -78,5 +92,32 @@ export async function holdGate(
     });
   }
   hold.release = release;
-  await checkRefusals(ctx.limiter, site, visitor, now());
+  await checkRefusals(ctx.limiter, visitor, now());
+}
+
+/**
+ * Charges the refusals the platform answered within the request (Workers without a queue) to the
+ * visitor that sent them, and the site; a limiter that fails only loses this count (logged).
+ */
+export async function chargeAnswered(
+  limiter: RateLimiter,
+  site: SiteConfig,
+  visitor: string | undefined,
+  outcome: CollectOutcome,
+  now: number,
+): Promise<CollectOutcome> {
+  const refused = [...(outcome.reasons?.values() ?? [])].filter((reason) => reason === 'platform').length;
+  if (refused === 0 || visitor === undefined) return outcome;
+  try {
+    await chargeRefusals(
+      limiter,
+      site.key,
+      Array.from({ length: refused }, () => visitor),
+      now,
+    );
+  } catch (error) {
+    // The items' fate is decided: the answer stands.
+    outcome.warning = `${outcome.warning ? `${outcome.warning}; ` : ''}refusals_not_counted: ${error instanceof Error ? error.message : String(error)}`;
+  }
+  return outcome;
 }

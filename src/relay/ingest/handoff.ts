@@ -6,8 +6,8 @@
  * @module
  */
 import type { ItemResult } from '../../api/collect.js';
-import type { SiteConfig } from '../config.js';
-import type { EntryKind, Outbox, OutboxLimits } from '../deliver/outbox.js';
+import type { SiteConfig } from '../core/config.js';
+import type { EntryKind, Outbox, OutboxLimits } from '../state/outbox.js';
 
 /** One checked item, as the platform entry it will be sent as. */
 export interface Prepared {

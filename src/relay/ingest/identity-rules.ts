@@ -10,33 +10,24 @@
  * - an item that proves at least one identifier is verified: it is forwarded with its unproven
  *   identifiers stripped (`merge` may change its person; `activity`);
  * - an item that proves none is unverified: under `verify: "required"` it is rejected
- *   (`unverified`); under `"optional"` it may create a person or add an activity but never change
- *   an existing person: one identifier, no tags, `unset_tags` or location (`merge-create`, and
- *   tracks carry no other person field);
+ *   (`unverified`); under `"optional"` (the default) an identify may create a person but never
+ *   change an existing one: one identifier, no tags, `unset_tags` or location (`merge-create`),
+ *   and a track is rejected (`unverified`): it would land on whoever its identifier names, and
+ *   spend that person's daily allowance. `"open"` lets such a track add its activity, with only
+ *   the identifier that names its person. A person an unverified identify creates is not
+ *   subscribed (`bol::p` false, no `bol::sp`) unless the site sets `subscribe_unverified`;
  * - under `verify: "off"` the site trusts its browsers and items go as sent.
  *
  * docs/security.md has the same rules as a table.
  * @module
  */
-import type { SiteConfig } from '../config.js';
-import type { EntryKind } from '../deliver/outbox.js';
+import type { SiteConfig } from '../core/config.js';
+import type { EntryKind } from '../state/outbox.js';
 import type { Identity } from './identity.js';
 import type { CheckedItem } from './items.js';
 
 /** Every kind, in the order a request's calls go: people before their activities. */
 export const ENTRY_KINDS: readonly EntryKind[] = ['merge', 'merge-create', 'activity'];
-
-/**
- * The platform call of a kind, everything but its entries. `merge-create` is merge strategy 3
- * ("ignore"): a person no identifier matches is created, an existing one is not changed at all.
- */
-export function platformCall(
-  kind: EntryKind,
-  mergeBy: readonly string[],
-): { endpoint: 'person/merge' | 'activities/create'; envelope: Record<string, unknown> } {
-  if (kind === 'activity') return { endpoint: 'activities/create', envelope: { merge_by: [...mergeBy] } };
-  return { endpoint: 'person/merge', envelope: { merge_by: [...mergeBy], merge_strategy: kind === 'merge' ? 2 : 3 } };
-}
 
 /** What the rules decided for one item. */
 export type Ruling =
@@ -59,6 +50,8 @@ export interface Rulings {
   rulings: Ruling[];
   /** token subjects to hand back: those proven by this request's hashes, else those of the token it carried */
   subjects: string[];
+  /** when the subjects came from the token carried: its expiry (ms since epoch), which the token handed back keeps */
+  expires?: number | undefined;
   /** items that proved nothing (rejected under `required`, reduced under `optional`) */
   unverified: number;
 }
@@ -93,12 +86,23 @@ function reduced(item: CheckedItem, person: Record<string, unknown>, bare: boole
   return { ...item, input: bare ? { ...rest, person } : { ...item.input, person } };
 }
 
+/**
+ * An unproven identify's fields as a new person gets them: no email permission (the platform
+ * subscribes a new person unless `bol::p` says otherwise) and no SMS permission, so a stranger's
+ * address typed into a form is never signed up, unless the site chose `subscribe_unverified`.
+ */
+function unsubscribed(fields: Record<string, unknown>, subscribe: boolean): Record<string, unknown> {
+  if (subscribe) return fields;
+  const { 'bol::sp': sms, ...rest } = fields;
+  return { ...rest, 'bol::p': false };
+}
+
 /** `merge` for an identify that may change its person, `merge-create` for one that may only create; tracks are activities. */
 const kindOf = (item: CheckedItem, mayChange: boolean): EntryKind => (item.type === 'track' ? 'activity' : mayChange ? 'merge' : 'merge-create');
 
 /** Applies the identity rules to one request's items. */
 export async function applyIdentityRules(
-  site: Pick<SiteConfig, 'key' | 'verify' | 'mergeBy'>,
+  site: Pick<SiteConfig, 'key' | 'verify' | 'mergeBy' | 'subscribeUnverified'>,
   items: readonly CheckedItem[],
   token: string | undefined,
   identity: Identity | undefined,
@@ -110,7 +114,8 @@ export async function applyIdentityRules(
   }
 
   // Every proof of the request counts for all its items: one browser sent them all, in one body.
-  const known = new Set(identity ? await identity.read(site.key, token, now) : []);
+  const carried = identity ? await identity.open(site.key, token, now) : undefined;
+  const known = new Set(carried?.subjects ?? []);
   const fresh = new Set<string>();
   const digests = new Map<string, string>();
   const digestOf = (field: string, value: unknown) => (provable(value) ? digests.get(`${field}\n${value}`) : undefined);
@@ -169,13 +174,19 @@ export async function applyIdentityRules(
       rulings.push({ ok: false, item, reason: 'unverified', error: unverifiedMessage(item, identifiers, site.mergeBy) });
       continue;
     }
+    if (item.type === 'track' && site.verify === 'optional') {
+      rulings.push({ ok: false, item, reason: 'unverified', error: unverifiedMessage(item, identifiers, site.mergeBy) });
+      continue;
+    }
     const kept = firstUsable(person, identifiers);
     const others = identifiers.filter((field) => field !== kept);
     // A track changes nothing on its person: only the identifier that names them goes along.
-    const named = item.type === 'track' ? (kept === undefined ? {} : { [kept]: person[kept] }) : without(person, others);
+    const named =
+      item.type === 'track' ? (kept === undefined ? {} : { [kept]: person[kept] }) : unsubscribed(without(person, others), site.subscribeUnverified === true);
     rulings.push({ ok: true, item: reduced(item, named, true), kind: kindOf(item, false), locate: false, verified: false, stripped: others });
   }
-  return { rulings, subjects: [...(fresh.size > 0 ? fresh : known)], unverified };
+  if (fresh.size > 0) return { rulings, subjects: [...fresh], unverified };
+  return { rulings, subjects: [...known], expires: carried?.expires, unverified };
 }
 
 type Proofs = ReturnType<typeof memoised>;

@@ -5,6 +5,8 @@
  * field means a hash the server made for an external ID never proves the same string as an email.
  * Proven people are handed back as a signed, short-lived, cookie-free token (`identity` in the
  * answer) that the snippet sends with later batches, so later items can name them without a hash.
+ * A token's lifetime is absolute: it runs from the `user_hash` that proved its people, and the
+ * token handed back for a request that proved nothing new keeps the expiry of the one it carried.
  *
  * Token: `v1.<expiry, base36 seconds>.<subject digests joined by "~">.<signature>`; a subject
  * digest is an HMAC of site + field + value, so the token carries no personal data.
@@ -12,7 +14,8 @@
  * @module
  */
 
-import { toBase64url, toHex } from '../encoding.js';
+import type { RelayConfig } from '../core/config.js';
+import { toBase64url, toHex } from '../core/encoding.js';
 
 const encoder = new TextEncoder();
 
@@ -83,10 +86,12 @@ export interface Identity {
   provesLegacy(value: string, hash: string): Promise<boolean>;
   /** the digest that stands for person `field`=`value` of `site` inside tokens */
   subject(site: string, field: string, value: string): Promise<string>;
-  /** a token proving `subjects` until now + ttl */
-  issue(site: string, subjects: readonly string[], now: number): Promise<string>;
+  /** a token proving `subjects` until `expires` (ms since epoch, from the token they came from), else until now + ttl */
+  issue(site: string, subjects: readonly string[], now: number, expires?: number): Promise<string>;
   /** the subjects of a valid, unexpired token of `site`; [] for anything else */
   read(site: string, token: string | undefined, now: number): Promise<string[]>;
+  /** {@link read} with the token's expiry (ms since epoch); undefined for anything but a valid, unexpired token of `site` */
+  open(site: string, token: string | undefined, now: number): Promise<{ subjects: string[]; expires: number } | undefined>;
 }
 
 export interface IdentityOptions {
@@ -111,6 +116,19 @@ export function createIdentity(secret: string, ttlSeconds: number, options: Iden
   const sign = async (site: string, payload: string) => toBase64url(await mac(tokenKey, `token\n${site}\n${payload}`));
   const matches = async (message: string, hash: string) => timingSafeEqual(toHex(await mac(userKey, message)), hash.toLowerCase());
 
+  const open: Identity['open'] = async (site, token, now) => {
+    if (typeof token !== 'string' || token.length > 1024) return undefined;
+    const cut = token.lastIndexOf('.');
+    if (cut < 0) return undefined;
+    const payload = token.slice(0, cut);
+    const [version, expiry, subjects] = payload.split('.');
+    if (version !== 'v1' || expiry === undefined || subjects === undefined) return undefined;
+    if (!timingSafeEqual(await sign(site, payload), token.slice(cut + 1))) return undefined;
+    const expires = parseInt(expiry, 36) * 1000;
+    if (!(expires > now)) return undefined;
+    return { subjects: subjects === '' ? [] : subjects.split('~'), expires };
+  };
+
   return {
     proves: (field, value, hash) => matches(identityMessage(field, value), hash),
     async provesLegacy(value, hash) {
@@ -119,21 +137,38 @@ export function createIdentity(secret: string, ttlSeconds: number, options: Iden
     async subject(site, field, value) {
       return toBase64url((await mac(tokenKey, `subject\n${site}\n${field}\n${value}`)).slice(0, 16));
     },
-    async issue(site, subjects, now) {
+    async issue(site, subjects, now, expires) {
       const unique = [...new Set(subjects)].slice(-MAX_SUBJECTS);
-      const payload = `v1.${Math.floor(now / 1000 + ttlSeconds).toString(36)}.${unique.join('~')}`;
+      // Never later than a fresh proof's would be: a refresh cannot stretch a lifetime.
+      const until = Math.floor(Math.min(expires ?? Number.POSITIVE_INFINITY, now + ttlSeconds * 1000) / 1000);
+      const payload = `v1.${until.toString(36)}.${unique.join('~')}`;
       return `${payload}.${await sign(site, payload)}`;
     },
     async read(site, token, now) {
-      if (typeof token !== 'string' || token.length > 1024) return [];
-      const cut = token.lastIndexOf('.');
-      if (cut < 0) return [];
-      const payload = token.slice(0, cut);
-      const [version, expiry, subjects] = payload.split('.');
-      if (version !== 'v1' || expiry === undefined || subjects === undefined) return [];
-      if (!timingSafeEqual(await sign(site, payload), token.slice(cut + 1))) return [];
-      if (parseInt(expiry, 36) * 1000 <= now) return [];
-      return subjects === '' ? [] : subjects.split('~');
+      return (await open(site, token, now))?.subjects ?? [];
     },
+    open,
   };
+}
+
+/** Identities by HMAC implementation, then by secret and settings: built once, not per request. */
+const WEB_CRYPTO = {};
+const identities = new WeakMap<Hmac | typeof WEB_CRYPTO, Map<string, Identity>>();
+export function identityFor(
+  config: Pick<RelayConfig, 'identitySecret' | 'identityTtlSeconds' | 'identityLegacyHash'>,
+  hmac: Hmac | undefined,
+): Identity | undefined {
+  if (config.identitySecret === undefined) return undefined;
+  const byHmac = identities.get(hmac ?? WEB_CRYPTO) ?? new Map<string, Identity>();
+  identities.set(hmac ?? WEB_CRYPTO, byHmac);
+  const cacheKey = `${config.identityTtlSeconds}\u0000${config.identityLegacyHash}\u0000${config.identitySecret}`;
+  let identity = byHmac.get(cacheKey);
+  if (!identity) {
+    identity = createIdentity(config.identitySecret, config.identityTtlSeconds, {
+      legacyHash: config.identityLegacyHash,
+      ...(hmac === undefined ? {} : { hmac }),
+    });
+    byHmac.set(cacheKey, identity);
+  }
+  return identity;
 }

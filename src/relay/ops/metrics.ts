@@ -12,9 +12,9 @@
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { MetricsSource } from '../app.js';
-import { NONE, type RelayObserver, UNKNOWN_SITE } from '../observe.js';
-import type { Outbox, OutboxLimits } from '../deliver/outbox.js';
+import { NONE, type RelayObserver, UNKNOWN_SITE } from '../core/observe.js';
 import { OUTBOX_FULL } from '../ingest/handoff.js';
+import type { Outbox, OutboxLimits } from '../state/outbox.js';
 
 export interface RelayMetricsOptions {
   /** the outbox whose backlog, dead letters and remembered ids the gauges report */
@@ -64,7 +64,7 @@ export function createRelayMetrics(options: RelayMetricsOptions = {}): RelayMetr
   });
   const identityFailures = new Counter({
     name: 'cdp_edge_identity_verification_failures_total',
-    help: 'Items whose identity could not be verified (rejected under verify=required, reduced to identifiers under optional)',
+    help: 'Items whose identity could not be verified (rejected under verify=required, and tracks under optional; reduced to one identifier otherwise)',
     labelNames: ['site'] as const,
     registers,
   });

@@ -7,8 +7,8 @@
  */
 import { html, raw } from 'hono/html';
 import type { HtmlEscapedString } from 'hono/utils/html';
-import { scrub } from '../logging.js';
-import { type CollectEvent, type DeliveryEvent, type RelayObserver, UNKNOWN_SITE } from '../observe.js';
+import { scrub } from '../core/logging.js';
+import { type CollectEvent, type DeliveryEvent, type RelayObserver, UNKNOWN_SITE } from '../core/observe.js';
 
 export interface StatusOptions {
   /** @default Date.now */

@@ -4,7 +4,7 @@
  * upstream one after another within the rate limit, and the answers are joined in order.
  */
 import { failedEntries, joinAnswers, splitBody, type Chunk, type Chunking, type Endpoint, type EndpointId } from '../../api/index.js';
-import { RelayHttpError } from '../errors.js';
+import { RelayHttpError } from '../core/errors.js';
 import type { Upstream, UpstreamAnswer } from '../deliver/caller.js';
 import { discard, readText } from '../deliver/transport.js';
 import type { ProxyConfig } from './options.js';

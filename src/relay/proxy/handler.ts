@@ -1,12 +1,12 @@
 /** One proxy call from arrival to answer: route check, token, scope, body, then the platform. */
 import { validateChunks, validateRequest, type Chunking, type Endpoint, type EndpointId } from '../../api/index.js';
-import { createTokenVerifier, type TokenConfig } from '../tokens.js';
+import { createTokenVerifier, type TokenConfig } from '../core/tokens.js';
 import type { AuditEntry } from './audit.js';
 import { authenticate, authorize } from './auth.js';
 import { parseJson, readBody } from './body.js';
 import { isRecord } from '../../api/objects.js';
 import { chunksOf, Pacer, sendChunks } from './chunk.js';
-import { jsonAnswer, RelayHttpError, type HttpAnswer } from '../errors.js';
+import { jsonAnswer, RelayHttpError, type HttpAnswer } from '../core/errors.js';
 import { createUpstream, type Upstream } from '../deliver/caller.js';
 import { discard, type TransportAnswer } from '../deliver/transport.js';
 import type { ProxyConfig } from './options.js';

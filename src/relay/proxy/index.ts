@@ -14,7 +14,7 @@
  */
 import { Hono } from 'hono';
 import { ENDPOINT_LIST, findEndpoint } from '../../api/index.js';
-import { toResponse, type HttpAnswer } from '../errors.js';
+import { toResponse, type HttpAnswer } from '../core/errors.js';
 import { createHandler, fromRequest, type ProxyRequest } from './handler.js';
 import { resolveOptions, type ProxyOptions } from './options.js';
 

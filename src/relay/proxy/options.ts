@@ -1,9 +1,9 @@
 /** The proxy's options, typed once, with every default applied once in {@link resolveOptions}. */
 import { LIMITS, RATE_LIMITS } from '../../api/index.js';
-import { checkTokens, type TokenConfig } from '../tokens.js';
+import { checkTokens, type TokenConfig } from '../core/tokens.js';
 import { consoleAudit, type AuditEntry } from './audit.js';
 import type { Backoff, UpstreamCall } from '../deliver/caller.js';
-import type { Pacer } from '../deliver/outbox.js';
+import type { Pacer } from '../state/outbox.js';
 import { fetchTransport, type Transport } from '../deliver/transport.js';
 
 export interface ProxyOptions {

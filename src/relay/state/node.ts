@@ -6,12 +6,12 @@
  */
 import { createReadStream, existsSync, readFileSync, renameSync } from 'node:fs';
 import { createInterface } from 'node:readline';
-import { createMemoryOutbox, createMemoryPacer } from '../deliver/memory.js';
-import { DEFAULT_PLATFORM_RATE } from '../deliver/pace.js';
-import type { Outbox, OutboxStore, Pacer } from '../deliver/outbox.js';
-import { createMemoryLimiter, type RateLimiter } from '../limits.js';
-import { createMemoryStore } from '../memory.js';
-import type { RelayStore } from '../store.js';
+import { createMemoryOutbox, createMemoryPacer } from './memory-outbox.js';
+import { DEFAULT_PLATFORM_RATE } from './pace.js';
+import type { Outbox, OutboxStore, Pacer } from './outbox.js';
+import { createMemoryLimiter, type RateLimiter } from '../core/limits.js';
+import { createMemoryStore } from './memory.js';
+import type { RelayStore } from './store.js';
 import { createRedisState } from './redis.js';
 import { createRedisOutbox } from './redis-outbox.js';
 import { createSqliteStore } from './sqlite.js';
@@ -31,6 +31,11 @@ export interface NodeStateOptions {
   log?: (message: string) => void;
   /** platform calls per second the pacer grants (`RELAY_PLATFORM_RATE`) @default 10 */
   platformRate?: number;
+  /**
+   * start on a Redis whose persistence settings can lose accepted items, or cannot be read, with a
+   * warning (`RELAY_REDIS_UNSAFE=on`); without it such a Redis is refused @default false
+   */
+  redisUnsafe?: boolean;
 }
 
 export { DEFAULT_PLATFORM_RATE };
@@ -85,13 +90,15 @@ export async function createNodeState(options: NodeStateOptions): Promise<NodeSt
       ...state,
       outbox: outbox.outbox,
       pacer: outbox.pacer(rate),
+      description: outbox.durability === undefined ? state.description : `${state.description} (${outbox.durability})`,
       async close() {
         await Promise.all([state.store.close(), outbox.close()]);
       },
     };
   };
   if (options.redisUrl !== undefined) {
-    const { store, limiter } = await createRedisState(checkRedisUrl(options.redisUrl));
+    const persistence = { unsafe: options.redisUnsafe ?? false, warn: (message: string) => (options.log ?? console.warn)(message) };
+    const { store, limiter } = await createRedisState(checkRedisUrl(options.redisUrl), { persistence });
     return withOutbox({ store, limiter, description: `Redis ${new URL(options.redisUrl).host}` });
   }
   const path = options.stateFile ?? DEFAULT_STATE_FILE;

@@ -6,14 +6,16 @@
  * goes in pages of {@link PAGE}.
  *
  * The scripts touch keys built from the prefix, so the outbox needs one Redis, not a cluster.
+ * Connecting moves the previous release's remembered ids into `d:` keys, once (redis-upgrade.ts).
  * @module
  */
 import { Buffer } from 'node:buffer';
-import { compactId } from '../deliver/ids.js';
-import { paceInterval } from '../deliver/pace.js';
-import { DEAD_SLICE, type DeadLetter, NO_LIMITS, type Leased, type OutboxItem, type OutboxStore } from '../deliver/outbox.js';
+import { compactId } from './ids.js';
+import { DEAD_SLICE, type DeadLetter, type Leased, NO_LIMITS, type OutboxItem, type OutboxStore } from './outbox.js';
+import { paceInterval } from './pace.js';
 import { connectRedis, type RedisStateOptions } from './redis.js';
 import { ACCEPT, DEAD, DEAD_LIST, LEAD, LEASE, PACE, SENDING, SETTLE, STATS } from './redis-outbox-lua.js';
+import { importPreviousIds, UPGRADE } from './redis-upgrade.js';
 
 /** Dead letters one script reads or moves at most. */
 const PAGE = 500;
@@ -29,6 +31,7 @@ interface Scripts {
   cdpOutboxLead(...args: Arg[]): Promise<number>;
   cdpOutboxPace(...args: Arg[]): Promise<number>;
   cdpOutboxStats(...args: Arg[]): Promise<[number, number, number, number, number]>;
+  cdpOutboxUpgrade(...args: Arg[]): Promise<number>;
 }
 
 /** Connects to `url`; resolves once connected, or rejects naming the address. */
@@ -45,8 +48,15 @@ export async function createRedisOutbox(url: string, options: RedisStateOptions 
     cdpOutboxLead: script(LEAD),
     cdpOutboxPace: script(PACE),
     cdpOutboxStats: script(STATS),
+    cdpOutboxUpgrade: script(UPGRADE),
   });
   const run = redis as unknown as Scripts;
+  try {
+    await importPreviousIds(redis, P, (...args) => run.cdpOutboxUpgrade(...args));
+  } catch (error) {
+    redis.disconnect();
+    throw error;
+  }
   const ms = (time: number) => Math.round(time);
   /** Retries (0) or drops (1) the named dead letters, or all of them a page at a time. */
   const moveDead = async (seqs: readonly number[] | undefined, now: number, drop: 0 | 1): Promise<number> => {

@@ -9,9 +9,10 @@
  * @module
  */
 import type { Redis, RedisOptions } from 'ioredis';
-import type { RateLimiter } from '../limits.js';
-import type { Claim, RelayStore } from '../store.js';
+import type { RateLimiter } from '../core/limits.js';
+import type { Claim, RelayStore } from './store.js';
 import { loadOptional } from './optional.js';
+import { checkRedisPersistence } from './redis-persistence.js';
 
 /** KEYS: one per id. ARGV: lease ms. Returns per id 0 = leased now, 1 = forwarded, 2 = leased by another request. */
 const CLAIM = `
@@ -72,6 +73,11 @@ export interface RedisStateOptions {
   prefix?: string;
   /** ms a command may take before it fails @default 2000 */
   commandTimeoutMs?: number;
+  /**
+   * Check at connect that Redis keeps what the relay accepts (redis-persistence.ts): reject naming
+   * each wrong setting, or with `unsafe` tell `warn` and go on. Unchecked when absent.
+   */
+  persistence?: { unsafe: boolean; warn: (message: string) => void };
 }
 
 export interface RedisState {
@@ -124,6 +130,13 @@ export async function createRedisState(url: string, options: RedisStateOptions =
     cdpAdd: { lua: ADD, numberOfKeys: 1 },
     cdpLimit: { lua: LIMIT, numberOfKeys: 1 },
   });
+  if (options.persistence !== undefined) {
+    const { unsafe, warn } = options.persistence;
+    await checkRedisPersistence(redis, new URL(url).host, unsafe, warn).catch((error: unknown) => {
+      redis.disconnect();
+      throw error;
+    });
+  }
   const scripts = redis as unknown as Scripts;
   const itemKey = (site: string, id: string) => `${prefix}i:${site}:${id}`;
 

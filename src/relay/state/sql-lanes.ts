@@ -7,9 +7,9 @@
  * with `remembered`, so stats never count rows.
  * @module
  */
-import { takeFair, type Lane } from '../deliver/fair.js';
-import type { OutboxLimits } from '../deliver/outbox.js';
-import type { Row, SqlPort, SqlValue } from './sql-outbox.js';
+import { takeFair, type Lane } from './fair.js';
+import type { OutboxLimits } from './outbox.js';
+import { type Row, SQL as OUTBOX_SQL, type SqlPort, type SqlValue } from './sql-outbox.js';
 
 export const LANES_SCHEMA = `
   CREATE TABLE IF NOT EXISTS outbox_lanes (n INTEGER PRIMARY KEY, site INTEGER NOT NULL, visitor TEXT NOT NULL, pending INTEGER NOT NULL, since INTEGER NOT NULL, UNIQUE (site, visitor));
@@ -38,8 +38,6 @@ const SQL = {
   laneIndex: 'CREATE INDEX IF NOT EXISTS outbox_lane ON outbox (lane, seq)',
   unlaned: "SELECT seq, item ->> 'site', item ->> 'visitor' FROM outbox WHERE lane IS NULL",
   setLane: 'UPDATE outbox SET lane = ?2 WHERE seq = ?1',
-  siteOf: 'SELECT n FROM outbox_sites WHERE site = ?1',
-  addSite: 'INSERT INTO outbox_sites (site) VALUES (?1) ON CONFLICT (site) DO NOTHING',
   setCount: 'INSERT INTO outbox_count (name, value) VALUES (?1, ?2) ON CONFLICT (name) DO UPDATE SET value = excluded.value',
   countRows: 'SELECT (SELECT count(*) FROM outbox), (SELECT count(*) FROM outbox_dead)',
 } as const;
@@ -69,8 +67,8 @@ export async function createLanes(db: SqlPort): Promise<Lanes> {
   db.exec(LANES_SCHEMA);
   const one = (sql: string, ...params: SqlValue[]): Row | undefined => db.query(sql, ...params)[0];
   const site = (key: string) => {
-    db.run(SQL.addSite, key);
-    return Number(one(SQL.siteOf, key)![0]);
+    db.run(OUTBOX_SQL.addSite, key);
+    return Number(one(OUTBOX_SQL.site, key)![0]);
   };
   const lane = (siteN: number, visitor: string, now: number) => {
     const [n, pending] = one(SQL.lane, siteN, visitor, now)!;

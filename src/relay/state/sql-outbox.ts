@@ -9,20 +9,20 @@
  * than it adds, so the storage follows the window (SQLite reuses the freed pages).
  * @module
  */
-import { compactId } from '../deliver/ids.js';
-import { toHex } from '../encoding.js';
-import { pace, paceInterval } from '../deliver/pace.js';
+import { toHex } from '../core/encoding.js';
+import { compactId } from './ids.js';
 import {
   type Accepted,
   DEAD_SLICE,
   type DeadLetter,
-  NO_LIMITS,
   type Leased,
+  NO_LIMITS,
   type OutboxItem,
   type OutboxLimits,
   type OutboxStore,
   type Settlement,
-} from '../deliver/outbox.js';
+} from './outbox.js';
+import { pace, paceInterval } from './pace.js';
 import { createLanes } from './sql-lanes.js';
 
 /** A value SQLite binds or answers. */
@@ -77,7 +77,9 @@ export const OUTBOX_SCHEMA = `
   CREATE TABLE IF NOT EXISTS outbox_count (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
 `;
 
-const SQL = {
+export const SQL = {
+  site: 'SELECT n FROM outbox_sites WHERE site = ?1',
+  addSite: 'INSERT INTO outbox_sites (site) VALUES (?1) ON CONFLICT (site) DO NOTHING',
   expire: 'DELETE FROM outbox_seen WHERE (site, id) IN (SELECT site, id FROM outbox_seen WHERE until <= ?1 LIMIT ?2)',
   // One statement each per call, whatever the number of ids: [site number, id as hex] pairs go in
   // as JSON. First the batch's ids whose window has passed are forgotten, then the ids not

@@ -2,14 +2,16 @@
  * The outbox and pacer in an SQLite file (libsql): the SQL of `sql-outbox.ts` over a file. Each
  * method is one `BEGIN IMMEDIATE` transaction, and the calls of one turn of the event loop share
  * it (group commit), so several processes on one machine may share the file. WAL with
- * `synchronous=NORMAL`, as the state store: an item is in the WAL before `accept` resolves, so a
- * killed process loses nothing it answered `accepted`.
+ * `synchronous=FULL`, as the state store: an item is fsynced in the WAL before `accept` resolves,
+ * so neither a killed process nor a power cut loses what it answered `accepted`. Opening it moves
+ * the previous release's remembered ids into the outbox (sql-upgrade.ts).
  * @module
  */
 import type Database from 'libsql';
-import type { OutboxStore } from '../deliver/outbox.js';
-import { groupCommit, openSqlite } from './sqlite-file.js';
+import type { OutboxStore } from './outbox.js';
+import { durabilityOf, groupCommit, openSqlite } from './sqlite-file.js';
 import { createSqlOutbox, type Row, type SqlPort } from './sql-outbox.js';
+import { importPreviousIds } from './sql-upgrade.js';
 
 export interface SqliteOutboxOptions {
   /** how long a writer waits for another process's transaction @default 5000 ms */
@@ -39,9 +41,18 @@ export function libsqlPort(db: Database.Database): SqlPort {
 /** Opens (or creates) the outbox tables in the file at `path` (the relay's state file). */
 export async function createSqliteOutbox(path: string, options: SqliteOutboxOptions = {}): Promise<OutboxStore> {
   const db = await openSqlite(path, options.busyTimeoutMs ?? 5000, 'the SQLite outbox (RELAY_STATE_FILE)');
-  const store = await createSqlOutbox(libsqlPort(db));
+  const port = libsqlPort(db);
+  let store: Awaited<ReturnType<typeof createSqlOutbox>>;
+  try {
+    store = await createSqlOutbox(port);
+    await importPreviousIds(port, Date.now());
+  } catch (error) {
+    db.close();
+    throw error;
+  }
   return {
     ...store,
+    durability: durabilityOf(db),
     async close() {
       if (db.open) db.close();
     },

@@ -5,13 +5,11 @@
  * of expired rows goes with every transaction), so the file's size follows the dedupe window and
  * a restart opens the file without reading it. Several processes on one machine may share the file.
  *
- * Durability: with WAL and `synchronous=NORMAL` a committed transaction is in the WAL file before
- * the call returns, so a killed process (SIGKILL, a crash) loses nothing it acknowledged; only a
- * power cut may lose the last transactions, and a lost mark can only make an item go twice, never
- * lose it.
+ * Durability: with WAL and `synchronous=FULL` a committed transaction is fsynced in the WAL file
+ * before the call returns, so neither a killed process nor a power cut loses what it acknowledged.
  * @module
  */
-import { cappedAmount, type Claim, type RelayStore } from '../store.js';
+import { cappedAmount, type Claim, type RelayStore } from './store.js';
 import { groupCommit, openSqlite } from './sqlite-file.js';
 
 /** Expired rows deleted per claim: more than a claim adds, so the table shrinks back after a peak. */

@@ -29,7 +29,7 @@
  * @module
  */
 import type { AnalyticsEngineDataPoint, AnalyticsEngineDataset } from '@cloudflare/workers-types/index.ts';
-import { type CollectEvent, type DeliveryEvent, NONE, type RejectReason, type RelayObserver, UNKNOWN_SITE } from '../observe.js';
+import { type CollectEvent, type DeliveryEvent, NONE, type RejectReason, type RelayObserver, UNKNOWN_SITE } from '../core/observe.js';
 import type { AuditEntry } from '../proxy/audit.js';
 import type { UpstreamCall } from '../deliver/caller.js';
 

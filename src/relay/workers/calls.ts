@@ -8,13 +8,12 @@
 import { ENDPOINTS, isRecord, splitBody, type EndpointId } from '../../api/index.js';
 import { parseJsonOrUndefined } from '../../api/objects.js';
 import type { QueuedEntry } from './handoff.js';
-import { entryResult } from '../deliver/calls.js';
-import { refusal } from '../deliver/send.js';
-import type { Clock } from '../clock.js';
-import type { Pacer } from '../deliver/outbox.js';
-import type { DeliveryEvent } from '../observe.js';
-import { AMBIGUOUS_REASON, afterAmbiguous, type AmbiguousPolicy, callOutcome } from '../deliver/policy.js';
-import { RelayHttpError } from '../errors.js';
+import { entryResult, refusal } from '../deliver/verdict.js';
+import type { Clock } from '../core/clock.js';
+import type { Pacer } from '../state/outbox.js';
+import type { DeliveryEvent } from '../core/observe.js';
+import { AMBIGUOUS_REASON, afterAmbiguous, type AmbiguousPolicy, outcomeKind } from '../deliver/policy.js';
+import { RelayHttpError } from '../core/errors.js';
 import type { Upstream } from '../deliver/caller.js';
 import { readText } from '../deliver/transport.js';
 
@@ -146,8 +145,8 @@ async function sendCall(ctx: CallContext, call: Call, fates: Map<object, Fate>, 
   }
   ctx.statuses.push(status);
   seen.value = status;
-  const outcome = callOutcome(status, notSent);
-  if (outcome === 'applied') {
+  const outcome = outcomeKind(status, notSent);
+  if (outcome === 'ok') {
     const answers = isRecord(answer) ? answer[key] : undefined;
     call.entries.forEach((sending, index) => {
       const result = entryResult(call.endpoint, Array.isArray(answers) && answers.length === call.entries.length ? answers[index] : undefined);
@@ -242,7 +241,7 @@ export function deliveryEvent(
     latencies: [],
   };
   // Activities of an ambiguous call (or held without one) are the ambiguous entries, held or resent.
-  const unknown = call.endpoint === 'activities/create' && (!called || callOutcome(status) === 'ambiguous');
+  const unknown = call.endpoint === 'activities/create' && (!called || outcomeKind(status) === 'ambiguous');
   for (const sending of call.entries) {
     const fate = fates.get(sending.key);
     const { site, id } = sending.body;

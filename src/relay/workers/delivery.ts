@@ -9,9 +9,9 @@
  */
 import type { DurableObjectNamespace } from '@cloudflare/workers-types/index.ts';
 import { sha256 } from '@noble/hashes/sha2.js';
-import { compactId, compactIdString } from '../deliver/ids.js';
-import { paceInterval } from '../deliver/pace.js';
-import type { Pacer } from '../deliver/outbox.js';
+import { compactId, compactIdString } from '../state/ids.js';
+import { paceInterval } from '../state/pace.js';
+import type { Pacer } from '../state/outbox.js';
 import { type DeliveryClaim, hash, type RelayState, shardName } from './state.js';
 
 /** What the ledger says of one id. */

@@ -7,14 +7,15 @@
  * @module
  */
 import type { ItemResult } from '../../api/collect.js';
-import type { Clock } from '../clock.js';
-import type { RelayConfig } from '../config.js';
+import type { Clock } from '../core/clock.js';
+import type { RelayConfig } from '../core/config.js';
 import type { Upstream } from '../deliver/caller.js';
 import { forward, type EndpointCall } from '../deliver/calls.js';
-import type { EntryKind } from '../deliver/outbox.js';
-import { ENTRY_KINDS, platformCall } from '../ingest/identity-rules.js';
+import type { EntryKind } from '../state/outbox.js';
+import { ENTRY_KINDS } from '../ingest/identity-rules.js';
+import { platformCall } from '../deliver/batch.js';
 import { REMEMBER_MARGIN_MS, type Handoff, type Prepared } from '../ingest/handoff.js';
-import type { DedupeScope, RelayStore } from '../store.js';
+import type { DedupeScope, RelayStore } from '../state/store.js';
 
 /** An accepted entry handed to a queue (Workers Queues). */
 export interface QueuedEntry {

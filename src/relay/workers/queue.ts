@@ -7,7 +7,7 @@
  */
 import type { Enqueue, QueuedEntry } from './handoff.js';
 import { AMBIGUOUS_REASON, afterAmbiguous } from '../deliver/policy.js';
-import type { Logger } from '../logging.js';
+import type { Logger } from '../core/logging.js';
 import { type CallContext, deliverEntries, deliveryEvent, type Fate, type Sending } from './calls.js';
 import type { Claimed, DeliveryLedger } from './delivery.js';
 import type { MessageBatch, Queue, QueueMessage } from './types.js';

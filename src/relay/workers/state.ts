@@ -13,8 +13,8 @@
  */
 import type { DurableObjectNamespace, DurableObjectState } from '@cloudflare/workers-types/index.ts';
 import { DurableObject } from 'cloudflare:workers';
-import { pace } from '../deliver/pace.js';
-import { cappedAmount, type Claim, type DedupeScope, type RelayStore } from '../store.js';
+import { pace } from '../state/pace.js';
+import { cappedAmount, type Claim, type DedupeScope, type RelayStore } from '../state/store.js';
 
 /** The states of a row of `delivered`. */
 const LEASED = 0;

@@ -1,5 +1,5 @@
 /**
- * Identity verification under verify off / optional / required, with good, bad and missing
+ * Identity verification under verify off / open / optional / required, with good, bad and missing
  * hashes, and the signed identity token that carries a verified person to later batches.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -13,6 +13,7 @@ export function identityCases(target: () => RelayTarget): void {
   describe('identity verification', () => {
     const off = siteKey('off');
     const optional = siteKey('opt');
+    const open = siteKey('open');
     const required = siteKey('req');
     let relay: RelayUnderTest;
     beforeAll(async () => {
@@ -21,6 +22,7 @@ export function identityCases(target: () => RelayTarget): void {
         RELAY_SITES: sites(
           { key: off, origins: [ORIGIN], verify: 'off' },
           { key: optional, origins: [ORIGIN], verify: 'optional' },
+          { key: open, origins: [ORIGIN], verify: 'open' },
           { key: required, origins: [ORIGIN], verify: 'required' },
         ),
       });
@@ -55,15 +57,17 @@ export function identityCases(target: () => RelayTarget): void {
       expect(byStrategy).toEqual({ 2: ['p@example.com'], 3: ['q@example.com', 'r@example.com'] });
     });
 
-    it('optional: an unverified track may name its person but not change their fields; a verified one may', async () => {
+    it('optional rejects an unverified track; open lets it name its person but not change their fields; a verified one may', async () => {
       await relay.drained();
       await target().upstream.reset();
       const email = 'opt-track@example.com';
-      const unverified = await read(await relay.post({ key: optional, batch: [track('act:cm:viewed', { 'str::email': email, 'str::first': 'Mallory' })] }));
+      const refused = await read(await relay.post({ key: optional, batch: [track('act:cm:viewed', { 'str::email': email, 'str::first': 'Mallory' })] }));
+      expect(refused.body.results[0]).toMatchObject({ status: 'rejected', reason: 'unverified' });
+      const unverified = await read(await relay.post({ key: open, batch: [track('act:cm:viewed', { 'str::email': email, 'str::first': 'Mallory' })] }));
       expect(unverified.body.results[0].status).toBe('accepted');
       const verified = await read(
         await relay.post({
-          key: optional,
+          key: open,
           batch: [
             identify({ 'str::email': email }, { user_hash: await hashOf(email) }),
             track('act:cm:viewed', { 'str::email': email, 'str::first': 'Olive' }),

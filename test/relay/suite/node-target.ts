@@ -3,7 +3,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startRelay, type RunningRelay } from '../../../src/relay/node.js';
-import { silentLogger } from '../../../src/relay/logging.js';
+import { silentLogger } from '../../../src/relay/core/logging.js';
 import { upstreamControl } from '../support/control.js';
 import { API_KEY, ORIGIN, sites, type PostOptions, type RelayTarget, type RelayUnderTest } from './target.js';
 

@@ -5,7 +5,7 @@
  * that also sets real expiries (Redis) agrees.
  */
 import { describe, expect, it } from 'vitest';
-import type { Outbox, OutboxItem, Pacer } from '../../../src/relay/deliver/outbox.js';
+import type { Outbox, OutboxItem, Pacer } from '../../../src/relay/state/outbox.js';
 
 /** One connection to a store; `another` opens a second one to the same store (another process's view). */
 export interface OutboxHandle {

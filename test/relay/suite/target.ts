@@ -78,8 +78,11 @@ export function expectKeyNeverSeen(): void {
   }
 }
 
-/** Site JSON for RELAY_SITES. */
-export const sites = (...list: Record<string, unknown>[]) => JSON.stringify(list);
+/**
+ * Site JSON for RELAY_SITES. The suite's sites take unproven tracks (`verify: "open"`) unless a
+ * case sets `verify`: its cases are about the protocol and delivery; identity-cases.ts covers `verify`.
+ */
+export const sites = (...list: Record<string, unknown>[]) => JSON.stringify(list.map((site) => ({ verify: 'open', ...site })));
 
 let counter = 0;
 /** A unique site key per test, so Durable Objects and buckets never mix tests. */

@@ -9,9 +9,9 @@
  * it changes, to the log.
  * @module
  */
-import type { RelayObserver } from './observe.js';
-import type { RelayStore } from './store.js';
-import { discard, type Transport } from './deliver/transport.js';
+import type { RelayObserver } from '../core/observe.js';
+import type { RelayStore } from '../state/store.js';
+import { discard, type Transport } from '../deliver/transport.js';
 
 export interface ReadyState {
   ready: boolean;

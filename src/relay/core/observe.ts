@@ -7,9 +7,11 @@
  * its id: never a key, a token, a hash or an item's contents.
  * @module
  */
-import { type ItemStatus, REJECT_REASONS, type RejectReason } from '../api/collect.js';
-import type { AuditEntry } from './proxy/audit.js';
-import type { UpstreamCall } from './deliver/caller.js';
+import { type ItemStatus, REJECT_REASONS, type RejectReason } from '../../api/collect.js';
+import type { AuditEntry } from '../proxy/audit.js';
+import type { UpstreamCall } from '../deliver/caller.js';
+import { describeError } from './errors.js';
+import { scrubLine } from './logging.js';
 
 /** Why an item was rejected, in classes fit for a metric label (the wire contract's reasons). */
 export { REJECT_REASONS, type RejectReason };
@@ -79,7 +81,7 @@ export function observeAll(...observers: (RelayObserver | undefined)[]): Require
       try {
         (observer[kind] as ((event: unknown) => void) | undefined)?.(event);
       } catch (error) {
-        console.error(`cdp-edge relay: an observer failed on a ${kind} event`, error);
+        console.error(`cdp-edge relay: an observer failed on a ${kind} event`, scrubLine(describeError(error)));
       }
     }
   };

@@ -98,29 +98,33 @@ export const siteKey = (site: string): string => `site:${site}`;
 
 /**
  * Refusals: every entry the platform refuses (a 4xx: unknown activity, unknown attribute, bad
- * value) counts against the visitor and the site that sent it, because the platform shuts the
- * relay's key out after 15 bad requests in 15 s. A visitor's refusal bucket holds a few; a visitor
- * whose bucket is empty is answered 429 `too_many_refusals` before anything of theirs reaches the
- * platform, and so is every visitor of a site whose own refusal bucket is empty.
+ * value) counts against the visitor that sent it, because the platform shuts the relay's key out
+ * after 15 bad requests in 15 s. A visitor's refusal bucket holds a few; a visitor whose bucket is
+ * empty is answered 429 `too_many_refusals` before anything of theirs reaches the platform.
  */
 export const VISITOR_REFUSALS: Rate = { perSecond: 1 / 20, burst: 3 };
-/** A site's refusals across all its visitors: a misconfigured snippet stops itself long before the key's ban. */
+/**
+ * A site's refusals across all its visitors: the site's guard. While it is empty the guard is
+ * closed: items that prove no person and are of a shape the platform has not taken lately are
+ * answered `retry` (kept by the browser, nothing lost); every other item, and so every signed-in
+ * visitor, goes on. Many addresses drawing refusals together thus stop only traffic like theirs.
+ */
 export const SITE_REFUSALS: Rate = { perSecond: 1 / 5, burst: 10 };
 
 /** The refusal bucket of a visitor key ({@link visitorKey}) or a site key ({@link siteKey}). */
 export const refusalKey = (key: string): string => `refusals:${key}`;
 
-/**
- * The gate before a visitor's items go to the platform: looks (takes nothing) at the site's and
- * the visitor's refusal buckets. Resolves to the ms to wait when either is empty, else 0.
- */
-export async function refusalWait(limiter: RateLimiter, site: string, visitor: string | undefined, now: number): Promise<number> {
-  const decisions = await Promise.all([
-    limiter.limit(refusalKey(siteKey(site)), SITE_REFUSALS, now, 0),
-    ...(visitor === undefined ? [] : [limiter.limit(refusalKey(visitor), VISITOR_REFUSALS, now, 0)]),
-  ]);
-  return Math.max(0, ...decisions.filter((decision) => !decision.ok).map((decision) => Math.max(1, decision.retryAfterMs)));
+/** ms until `rate`'s bucket at `key` holds a token again, 0 when it does; looks, takes nothing. */
+async function waitOf(limiter: RateLimiter, key: string, rate: Rate, now: number): Promise<number> {
+  const decision = await limiter.limit(refusalKey(key), rate, now, 0);
+  return decision.ok ? 0 : Math.max(1, decision.retryAfterMs);
 }
+
+/** The gate before a visitor's items go to the platform: ms until the visitor's refusal bucket holds a token again, else 0. */
+export const refusalWait = (limiter: RateLimiter, visitor: string, now: number): Promise<number> => waitOf(limiter, visitor, VISITOR_REFUSALS, now);
+
+/** The site's guard: ms until it opens again, 0 while it is open (see {@link SITE_REFUSALS}). */
+export const siteGuardWait = (limiter: RateLimiter, site: string, now: number): Promise<number> => waitOf(limiter, siteKey(site), SITE_REFUSALS, now);
 
 /**
  * Charges platform refusals: one per entry of `visitors` (visitor keys, {@link visitorKey}; a key

@@ -3,6 +3,9 @@
  * name, counts, statuses, timings and item ids: no item contents, addresses, hashes, keys or
  * tokens. Node writes them through pino (node-log.ts), Workers with `console.log` for Workers
  * Logs; the field names are the same on both.
+ *
+ * Every logger scrubs every line it writes ({@link scrubLine}): error text from libsql, ioredis,
+ * `JSON.parse` or the platform can quote what an item held, so no call site has to remember.
  * @module
  */
 import type { LogLevel } from './config.js';
@@ -38,19 +41,34 @@ const RANK = { debug: 10, info: 20, warn: 30, error: 40 } as const;
 /** Whether a logger at `level` writes lines of `lineLevel`. */
 export const writes = (level: LogLevel, lineLevel: keyof typeof RANK): boolean => level !== 'off' && RANK[lineLevel] >= RANK[level];
 
-/** A logger writing each line of `level` or above as one JSON line with `console.log` (Workers Logs, and Node without pino). */
+/** Loggers that scrub every line themselves. */
+const scrubs = new WeakSet<Logger>();
+
+/**
+ * `logger` with every line scrubbed ({@link scrubLine}) before it sees it; a logger that scrubs
+ * already (the relay's own, or one wrapped before) is returned as it is. The relay wraps whatever
+ * logger it is given, so an embedder's or a test's logger gets what the relay's own write.
+ */
+export function scrubbing(logger: Logger, alreadyScrubs = false): Logger {
+  if (scrubs.has(logger)) return logger;
+  const wrapped: Logger = alreadyScrubs ? logger : (line) => logger(scrubLine(line));
+  scrubs.add(wrapped);
+  return wrapped;
+}
+
+/** A logger writing each line of `level` or above, scrubbed, as one JSON line with `console.log` (Workers Logs, and Node without pino). */
 export function createConsoleLogger(level: LogLevel = 'info'): Logger {
-  return (line) => {
+  return scrubbing((line) => {
     const lineLevel = line.level ?? 'info';
-    if (writes(level, lineLevel)) console.log(JSON.stringify({ ...line, level: lineLevel }));
-  };
+    if (writes(level, lineLevel)) console.log(JSON.stringify({ ...scrubLine(line), level: lineLevel }));
+  }, true);
 }
 
 /** The console logger at `info`. */
 export const consoleLogger: Logger = createConsoleLogger('info');
 
 /** Discards lines (tests, benchmarks). */
-export const silentLogger: Logger = () => {};
+export const silentLogger: Logger = scrubbing(() => {}, true);
 
 /** Characters that end a word for the scrubber: whitespace, quotes and the punctuation around values in messages. */
 const BREAK = new Set([...' \t\r\n"\'`<>,;()[]{}=|\\'].map((c) => c.charCodeAt(0)));
@@ -162,4 +180,17 @@ export function scrub(text: string): string {
   }
   parts.push(text.slice(kept));
   return phones(parts.join(''));
+}
+
+/** A value bound for a log line with every string in it scrubbed, at any depth (a cause's cause). */
+function scrubValue(value: unknown): unknown {
+  if (typeof value === 'string') return scrub(value);
+  if (Array.isArray(value)) return value.map(scrubValue);
+  if (value !== null && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([key, inner]) => [key, scrubValue(inner)]));
+  return value;
+}
+
+/** A log line with every string value scrubbed ({@link scrub}): what every logger writes. */
+export function scrubLine<T extends object>(line: T): T {
+  return scrubValue(line) as T;
 }

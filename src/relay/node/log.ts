@@ -4,15 +4,17 @@
  * @module
  */
 import pino, { type DestinationStream } from 'pino';
-import type { LogLevel } from './config.js';
-import { silentLogger, type Logger } from './logging.js';
+import type { LogLevel } from '../core/config.js';
+import { scrubbing, scrubLine, silentLogger, type Logger } from '../core/logging.js';
 
-/** A logger writing lines of `level` and above to `destination` @default stdout, asynchronously */
+/** A logger writing lines of `level` and above, scrubbed, to `destination` @default stdout, asynchronously */
 export function createPinoLogger(level: LogLevel, destination?: DestinationStream): Logger {
   if (level === 'off') return silentLogger;
   const log = pino(
     { level, base: null, timestamp: false, formatters: { level: (label) => ({ level: label }) } },
     destination ?? pino.destination({ dest: 1, sync: false }),
   );
-  return ({ level: lineLevel = 'info', ...line }) => log[lineLevel](line);
+  return scrubbing(({ level: lineLevel = 'info', ...line }) => {
+    if (log.isLevelEnabled(lineLevel)) log[lineLevel](scrubLine(line));
+  }, true);
 }

@@ -11,10 +11,10 @@
  * const token = verify('rt_…'); // the matching TokenConfig, or undefined
  * @module
  */
-import { ENDPOINTS, type EndpointId, type Scope } from '../api/index.js';
+import { ENDPOINTS, type EndpointId, type Scope } from '../../api/index.js';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { toBase64url, toHex } from './encoding.js';
-import { isRecord } from '../api/objects.js';
+import { isRecord } from '../../api/objects.js';
 
 /** A token's scope: the endpoint table's `read` / `write` / `delete`, `admin` for all of them, or `metrics` for `GET /metrics` only. */
 export type TokenScope = Scope | 'admin' | 'metrics';

@@ -3,7 +3,7 @@
  * whole-request answers of `/collect` and the proxy alike (the documented error body).
  * @module
  */
-import { relayError, type RelayErrorBody } from '../api/index.js';
+import { relayError, type RelayErrorBody } from '../../api/index.js';
 
 /** A configuration variable is missing or wrong; `variable` names it (e.g. `RELAY_SITES`). */
 export class RelayConfigError extends Error {

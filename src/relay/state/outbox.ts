@@ -182,6 +182,8 @@ export interface OutboxStore {
   outbox: Outbox;
   /** A pacer of `rate` platform calls/s whose budget every process using this store shares. */
   pacer(rate: number): Pacer;
+  /** How a commit reaches the disk, read back from the connection (SQLite: `WAL, synchronous=FULL`) */
+  durability?: string;
   /** Releases the connection. */
   close(): Promise<void>;
 }

@@ -7,16 +7,17 @@
  * config.sites.get('pk_demo')?.origins // ['https://shop.example.com']
  * @module
  */
-import { baseUrlFor, DEFAULT_PERSON_MERGE_BY, isRecord, isRegion, parseFieldId } from '../api/index.js';
-import { activityRules, type ActivityRules } from '../plan/rules.js';
-import { type Plan, parsePlan, PlanError } from '../plan/schema.js';
-import { parseAmbiguousPolicy, type AmbiguousPolicy } from './deliver/policy.js';
-import { DEFAULT_OUTBOX_LIMITS, type OutboxLimits } from './deliver/outbox.js';
+import { baseUrlFor, DEFAULT_PERSON_MERGE_BY, isRecord, isRegion, parseFieldId } from '../../api/index.js';
+import { activityRules, type ActivityRules } from '../../plan/rules.js';
+import { type Plan, parsePlan, PlanError } from '../../plan/schema.js';
+import { DEFAULT_OUTBOX_LIMITS, type OutboxLimits } from '../state/outbox.js';
+import { parseAmbiguousPolicy, type AmbiguousPolicy } from '../deliver/policy.js';
 import { RelayConfigError } from './errors.js';
 import type { Rate } from './limits.js';
 import { parseTokens, type TokenConfig } from './tokens.js';
 
-export type Verify = 'off' | 'optional' | 'required';
+/** What an unproven browser may write (docs/security.md): `required` nothing, `optional` create people, `open` also add events to anyone it names, `off` anything. */
+export type Verify = 'off' | 'open' | 'optional' | 'required';
 
 /** One site of `RELAY_SITES`: a public key, where it may be used from and what it may send. */
 export interface SiteConfig {
@@ -34,6 +35,8 @@ export interface SiteConfig {
   fields: ReadonlySet<string> | undefined;
   /** what an unproven browser may write (docs/security.md); `off` trusts browsers @default 'optional' */
   verify: Verify;
+  /** `subscribe_unverified`: a person created by an unproven identify gets email permission (`bol::p`) as sent, or the platform's default (subscribed) @default false: created unsubscribed */
+  subscribeUnverified?: boolean | undefined;
   /** person/merge `merge_by` @default ['str::email', 'str::ei'] */
   mergeBy: string[];
   /** `visitor_rate_limit`: a token bucket per visitor (client address) @default {perSecond: 10, burst: 50} */
@@ -147,7 +150,7 @@ function outboxLimits(env: Env): OutboxLimits {
 
 const ambiguousPolicy = (env: Env): AmbiguousPolicy => parseAmbiguousPolicy(str(env, 'RELAY_AMBIGUOUS')?.toLowerCase());
 
-const VERIFY: readonly Verify[] = ['off', 'optional', 'required'];
+const VERIFY: readonly Verify[] = ['off', 'open', 'optional', 'required'];
 
 const str = (env: Env, name: string): string | undefined => {
   const value = env[name];
@@ -218,7 +221,8 @@ function parseSite(raw: unknown, index: number): SiteConfig {
   const origins = site['origins'] ?? [];
   if (!Array.isArray(origins)) throw new RelayConfigError('RELAY_SITES', `${where} (${key}): origins must be an array`);
   const verify = site['verify'] ?? 'optional';
-  if (!VERIFY.includes(verify as Verify)) throw new RelayConfigError('RELAY_SITES', `${where} (${key}): verify must be "off", "optional" or "required"`);
+  if (!VERIFY.includes(verify as Verify))
+    throw new RelayConfigError('RELAY_SITES', `${where} (${key}): verify must be "off", "open", "optional" or "required"`);
   const mergeBy = site['merge_by'] ?? [...DEFAULT_PERSON_MERGE_BY];
   if (!Array.isArray(mergeBy) || mergeBy.length < 1 || mergeBy.length > 3 || !mergeBy.every((id) => parseFieldId(id)?.kind === 'person')) {
     throw new RelayConfigError('RELAY_SITES', `${where} (${key}): merge_by must be 1 to 3 person field IDs`);
@@ -238,6 +242,7 @@ function parseSite(raw: unknown, index: number): SiteConfig {
     ),
     fields: idList(site['fields'], `${where} (${key}): fields`, (id) => parseFieldId(id)?.kind === 'person', 'person field IDs like "str::email"'),
     verify: verify as Verify,
+    subscribeUnverified: site['subscribe_unverified'] === true,
     mergeBy: mergeBy as string[],
     visitorRateLimit,
     rateLimit,

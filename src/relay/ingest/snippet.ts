@@ -12,8 +12,8 @@
  *   headers.
  * @module
  */
-import { relayError } from '../api/index.js';
-import { toHex } from './encoding.js';
+import { relayError } from '../../api/index.js';
+import { toHex } from '../core/encoding.js';
 
 /** The snippet's bytes or text, or a loader for them (called once, then cached). */
 export type SnippetSource = Uint8Array | string | (() => Promise<Uint8Array | string | undefined>);

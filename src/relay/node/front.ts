@@ -10,14 +10,15 @@ import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http
 import { pipeline, Readable } from 'node:stream';
 import type { ReadableStream as NodeReadableStream } from 'node:stream/web';
 import { getRequestListener } from '@hono/node-server';
-import { relayError } from '../api/index.js';
-import type { RelayHandlers } from './app.js';
-import { resolveClientIp } from './client-ip.js';
-import type { CollectRequest } from './ingest/body.js';
-import type { RelayConfig } from './config.js';
-import type { HttpAnswer } from './errors.js';
-import { decode, tooLarge } from './proxy/body.js';
-import type { ProxyRequest } from './proxy/index.js';
+import { relayError } from '../../api/index.js';
+import type { RelayHandlers } from '../app.js';
+import { resolveClientIp } from '../core/client-ip.js';
+import type { CollectRequest } from '../ingest/body.js';
+import type { RelayConfig } from '../core/config.js';
+import { describeError, type HttpAnswer } from '../core/errors.js';
+import { scrubLine } from '../core/logging.js';
+import { decode, tooLarge } from '../proxy/body.js';
+import type { ProxyRequest } from '../proxy/index.js';
 
 /** The body as text and its size, refused (413) as soon as more than `limit` bytes are declared or arrive. */
 function readIncoming(incoming: IncomingMessage, limit: number): Promise<{ text: string; size: number }> {
@@ -68,7 +69,7 @@ function write(outgoing: ServerResponse, answer: HttpAnswer): void {
 
 /** The answer to a call that failed where no answer was expected to fail: a bug, said with its stack. */
 function failed(outgoing: ServerResponse, what: string, error: unknown): void {
-  console.error(`cdp-edge relay: ${what} failed unexpectedly`, error);
+  console.error(`cdp-edge relay: ${what} failed unexpectedly`, scrubLine(describeError(error)));
   if (outgoing.headersSent) return void outgoing.destroy();
   outgoing.writeHead(500, { 'Content-Type': 'application/json', 'Cache-Control': 'no-store' });
   outgoing.end(JSON.stringify(relayError('internal_error', 'The relay failed unexpectedly; nothing was lost, retry later.')));

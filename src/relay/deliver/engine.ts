@@ -1,0 +1,111 @@
+/**
+ * The delivery engine's settings and what the parts of one round share. The engine is one
+ * implementation of lease → plan calls → take a slot → send → judge → settle, driven by the Node
+ * deliverer's loop (deliverer.ts) and by a Durable Object's alarm on Workers, both through
+ * {@link deliverRound} (round.ts).
+ * @module
+ */
+import type { Clock } from '../core/clock.js';
+import type { SiteConfig } from '../core/config.js';
+import type { Logger } from '../core/logging.js';
+import type { DeliveryEvent } from '../core/observe.js';
+import type { Upstream } from './caller.js';
+import type { Lead } from './lead.js';
+import type { Leased, Outbox, Pacer, Settlement } from '../state/outbox.js';
+import type { AmbiguousPolicy } from './policy.js';
+import { createReporter, type Report } from './report.js';
+import { createWaits, type Waits } from './waits.js';
+
+export interface EngineOptions {
+  outbox: Outbox;
+  pacer: Pacer;
+  upstream: Upstream;
+  clock: Clock;
+  /** the sites by key: `merge_by` of their calls, their names for metrics */
+  sites: ReadonlyMap<string, SiteConfig>;
+  ambiguous: AmbiguousPolicy;
+  /** who delivers: each lease is named after it (`owner#n`), so two leases of one deliverer never touch each other's entries */
+  owner: string;
+  /** how long a lease lasts @default 30 000 ms */
+  leaseMs?: number;
+  /** the longest one platform call may take @default 10 000 ms */
+  callTimeoutMs?: number;
+  /** entries leased at once: calls' worth, so merges and activities both fill @default 1000 */
+  leaseSize?: number;
+  /** platform calls in flight at once, each in its own pacer slot @default 4 */
+  maxInFlight?: number;
+  /** told of every call's outcome (metrics, the status page) */
+  onDelivery?: ((event: DeliveryEvent) => void) | undefined;
+  /** told of entries the platform refused, to charge their visitors; `wholeCall` when the platform refused the call itself (a 4xx) */
+  onRefused?: ((entries: readonly Leased[], wholeCall: boolean) => void) | undefined;
+  logger?: Logger | undefined;
+}
+
+export interface RoundOptions extends EngineOptions {
+  /** ms since epoch: no lease is taken and no call starts from then on (calls in flight finish and settle) */
+  deadline: number;
+  /** the deliverer's lead lock, held over every call (none on a Durable Object: it is alone) */
+  lead?: Lead | undefined;
+  /** after a partial lease: waits for more entries; false ends the round @default none: the round ends */
+  refill?: (() => Promise<boolean>) | undefined;
+  /** true once the driver is stopping: nothing more starts */
+  stopped?: (() => boolean) | undefined;
+  /** waits `ms` of real time, or less when woken (a stop) @default a timer */
+  nap?: ((ms: number) => Promise<void>) | undefined;
+  /** the browsers whose tracks wait for their identify; keep one across rounds @default a new one per round */
+  waits?: Waits | undefined;
+}
+
+/** A round's settings with defaults, and what its leases share. */
+export interface Engine {
+  options: RoundOptions;
+  leaseMs: number;
+  callTimeoutMs: number;
+  leaseSize: number;
+  maxInFlight: number;
+  mergeBy(site: string): readonly string[];
+  stopped(): boolean;
+  nap(ms: number): Promise<void>;
+  /** platform calls in flight, over every lease of the round */
+  flights: Set<Promise<void>>;
+  /** the browsers whose tracks wait for their identify */
+  waits: Waits;
+  log(line: Record<string, unknown>): void;
+  report: Report;
+  /** settles `settlement` under lease `lease` */
+  settle(lease: string, settlement: Settlement): Promise<void>;
+}
+
+const timerNap = (ms: number) =>
+  new Promise<void>((resolve) => {
+    const timer = setTimeout(resolve, Math.max(0, ms));
+    // Never what keeps a process alive: the server (or the caller) does that.
+    (timer as { unref?: () => void }).unref?.();
+  });
+
+export function createEngine(options: RoundOptions): Engine {
+  const maxInFlight = options.maxInFlight ?? 4;
+  if (!Number.isInteger(maxInFlight) || maxInFlight < 1) throw new RangeError(`maxInFlight must be a whole number ≥ 1, got ${maxInFlight}`);
+  const { clock, sites, outbox } = options;
+  const log = (line: Record<string, unknown>) =>
+    options.logger?.({ ts: new Date(clock.now()).toISOString(), kind: 'deliver', method: 'DELIVER', path: '', status: 0, ms: 0, ...line });
+  return {
+    options,
+    leaseMs: options.leaseMs ?? 30_000,
+    callTimeoutMs: options.callTimeoutMs ?? 10_000,
+    leaseSize: options.leaseSize ?? 1_000,
+    maxInFlight,
+    mergeBy: (site) => sites.get(site)?.mergeBy ?? ['str::email', 'str::ei'],
+    stopped: () => options.stopped?.() ?? false,
+    nap: options.nap ?? timerNap,
+    flights: new Set(),
+    waits: options.waits ?? createWaits(),
+    log,
+    report: createReporter({ clock, sites, onDelivery: options.onDelivery, log }),
+    async settle(lease, settlement) {
+      const { skipped } = await outbox.settle(lease, settlement, clock.now());
+      // The lease ran out and another lease took the entries: it settles them, not this one.
+      if (skipped > 0) log({ level: 'warn', error: 'lease_lost', skipped });
+    },
+  };
+}

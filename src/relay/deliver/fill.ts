@@ -1,0 +1,73 @@
+/**
+ * Waiting to fill a call: a deliverer that has nothing ready naps, and ingest's kicks (items
+ * accepted in this process) wake it once a full call's worth has come, or when the oldest of them
+ * has waited `waitMs`. A partial call thus waits at most `waitMs` for more entries.
+ * @module
+ */
+
+/** A full call's worth of entries: no reason to wait for the timer. */
+const FULL_CALL = 100;
+
+export interface Filler {
+  /** Ingest accepted `count` items. */
+  kick(count: number): void;
+  /** Waits until a call is worth leasing for: enough accepted here, the oldest waited `waitMs`, or a poll's worth of time. */
+  waitToFill(): Promise<void>;
+  /** Sleeps `ms` (real time), or less when kicked with a full call, woken, or stopped. */
+  nap(ms: number): Promise<void>;
+  /** Ends the current nap now (a stop, a drained() caller). */
+  wake(): void;
+  /** A drained() caller wants the next lease now, without waiting to fill: counted while it waits. */
+  hurry(by: 1 | -1): void;
+  /** Forgets the kicks: a lease is being taken. */
+  reset(): void;
+}
+
+export function createFiller(waitMs: number, stopped: () => boolean): Filler {
+  /** items accepted in this process since the last lease, and when the first of them came */
+  let kicked = 0;
+  let firstKickAt: number | undefined;
+  let hurrying = 0;
+  let wake: (() => void) | undefined;
+
+  function nap(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, Math.max(0, ms));
+      // Never what keeps a process alive: the server (or the caller) does that.
+      (timer as { unref?: () => void }).unref?.();
+      function done() {
+        clearTimeout(timer);
+        if (wake === done) wake = undefined;
+        resolve();
+      }
+      wake = done;
+    });
+  }
+
+  return {
+    kick(count) {
+      kicked += count;
+      firstKickAt ??= Date.now();
+      if (kicked >= FULL_CALL) wake?.();
+    },
+    async waitToFill() {
+      if (hurrying > 0 || waitMs === 0) return;
+      const started = Date.now();
+      for (;;) {
+        if (stopped() || hurrying > 0 || kicked >= FULL_CALL) return;
+        const left = (firstKickAt ?? started) + waitMs - Date.now();
+        if (left <= 0) return;
+        await nap(left);
+      }
+    },
+    nap,
+    wake: () => wake?.(),
+    hurry(by) {
+      hurrying += by;
+    },
+    reset() {
+      kicked = 0;
+      firstKickAt = undefined;
+    },
+  };
+}

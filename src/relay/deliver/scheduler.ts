@@ -1,0 +1,176 @@
+/**
+ * The call scheduler of one lease: up to `maxInFlight` calls in flight over the whole round, each
+ * in its own pacer slot, marked `sending` right before it goes, in plan order. Each answer is
+ * judged (verdict.ts) and settled at once; a call refused as a whole is cut into parts that go as
+ * ordinary calls (halving.ts). A call starts only while the lead covers it (lead.ts), the lease
+ * has time for it, the round's deadline has not come and the platform has not asked to wait;
+ * otherwise its entries go back to the outbox at the end of the lease.
+ * @module
+ */
+import { bodyOf, type Call, only } from './batch.js';
+import type { Engine } from './engine.js';
+import { MAX_SPLIT_DEPTH, splitRefused } from './halving.js';
+import type { Leased, Settlement } from '../state/outbox.js';
+import { AMBIGUOUS_REASON, afterAmbiguous } from './policy.js';
+import { callOnce } from './send.js';
+import { MAX_PACER_WAIT_MS, takeSlot } from './slots.js';
+import { judge } from './verdict.js';
+
+/** Time kept free at the end of a lease to settle after the call's timeout. */
+export const SETTLE_MARGIN_MS = 2_000;
+/** A call is not started with less time than this left on its lease. */
+const MIN_CALL_MS = 1_000;
+/** What the lead must outlast a call by: the `sending` write and the connection before it leaves. */
+const SEND_MARGIN_MS = 1_000;
+
+/** What the calls of one lease share while they overlap. */
+export interface LeaseRun {
+  /** the lease's name in the outbox */
+  lease: string;
+  expires: number;
+  /** entries going back to the outbox at the end of the lease, not before `releaseAt` */
+  released: Leased[];
+  releaseAt: number;
+  /** tracks going back to wait for their browser's identify, each until its merge may go */
+  waiting: { entry: Leased; notBefore: number }[];
+  /** set once the platform asked to wait (or the lease runs short, the lead is lost): no further call starts */
+  stopAt: { notBefore: number } | undefined;
+}
+
+interface Planned {
+  call: Call;
+  /** how many times its entries were cut out of a call refused as a whole */
+  depth: number;
+}
+
+/** Stops the lease's further calls: they go back to the outbox, not before `notBefore`. */
+function stop(state: LeaseRun, notBefore: number): void {
+  state.stopAt ??= { notBefore };
+  state.releaseAt = Math.max(state.releaseAt, state.stopAt.notBefore);
+}
+
+/**
+ * Sends `calls`; `started` is told once every call has started. Returns once every call started
+ * here has been answered and settled (a stop waits for them).
+ */
+export async function runCalls(engine: Engine, calls: readonly Call[], state: LeaseRun, started?: () => void): Promise<void> {
+  const { outbox, clock, lead } = engine.options;
+  const queue: Planned[] = calls.map((call) => ({ call, depth: 0 }));
+  const inFlight = new Set<Promise<void>>();
+  let failure: unknown;
+  try {
+    while ((queue.length > 0 || inFlight.size > 0) && failure === undefined) {
+      if (queue.length === 0) {
+        // Every call of the lease has started: the next lease may begin.
+        started?.();
+        await Promise.race(inFlight);
+        continue;
+      }
+      if (engine.flights.size >= engine.maxInFlight) {
+        await Promise.race(engine.flights);
+        continue;
+      }
+      const { call: planned, depth } = queue.shift()!;
+      let call = planned;
+      if (call.endpoint === 'activities/create') {
+        // Tracks wait while their browser's identify was not delivered, in this lease or an earlier one.
+        const now = clock.now();
+        const waits = new Map(call.entries.map((entry) => [entry, engine.waits.waitFor(entry, now)]));
+        if ([...waits.values()].some((wait) => wait > 0)) {
+          for (const [entry, notBefore] of waits) if (notBefore > 0) state.waiting.push({ entry, notBefore });
+          call = only(call, (entry) => waits.get(entry) === 0);
+          if (call.entries.length === 0) continue;
+        }
+      }
+      const timeout = () => Math.min(engine.callTimeoutMs, state.expires - clock.now() - SETTLE_MARGIN_MS);
+      if (state.stopAt === undefined && (engine.stopped() || clock.now() >= engine.options.deadline)) stop(state, clock.now());
+      if (state.stopAt === undefined && lead && !(await lead.cover(clock.now() + MAX_PACER_WAIT_MS + timeout() + SEND_MARGIN_MS))) {
+        log(engine, 'lead_lost', call.entries.length);
+        stop(state, clock.now());
+      }
+      if (state.stopAt !== undefined) {
+        state.released.push(...call.entries);
+        continue;
+      }
+      // A slot of the deployment's budget; a long wait (a 429 hold) sends the entries back instead.
+      const slot = await takeSlot(engine);
+      const timeoutMs = timeout();
+      if (slot !== 0 || timeoutMs < MIN_CALL_MS || engine.stopped() || state.stopAt !== undefined) {
+        stop(state, clock.now() + Math.max(slot, 0));
+        state.released.push(...call.entries);
+        continue;
+      }
+      if (lead && !(await lead.cover(clock.now() + timeoutMs + SEND_MARGIN_MS))) {
+        log(engine, 'lead_lost', call.entries.length);
+        stop(state, clock.now());
+        state.released.push(...call.entries);
+        continue;
+      }
+      // A send is counted as started only now, on this call's entries: a deliverer that dies
+      // leaves the rest of its lease never-sent (attempts unchanged), not ambiguous.
+      const marked = new Set(
+        await outbox.sending(
+          state.lease,
+          call.entries.map((entry) => entry.seq),
+          clock.now(),
+        ),
+      );
+      if (marked.size < call.entries.length) {
+        // The lease ran out: another lease may hold those entries now; they are not this one's to send.
+        log(engine, 'lease_lost', call.entries.length - marked.size);
+        call = only(call, (entry) => marked.has(entry.seq));
+        if (call.entries.length === 0) continue;
+      }
+      const going = call;
+      const flight: Promise<void> = sendAndSettle(engine, going, depth, timeoutMs, state, queue)
+        .catch((error: unknown) => {
+          failure ??= error;
+        })
+        .finally(() => {
+          inFlight.delete(flight);
+          engine.flights.delete(flight);
+        });
+      inFlight.add(flight);
+      engine.flights.add(flight);
+    }
+  } finally {
+    // Never leave a call unanswered behind us: its settle is ours to do.
+    await Promise.allSettled([...inFlight]);
+  }
+  if (failure !== undefined) throw failure;
+}
+
+const log = (engine: Engine, error: string, skipped: number) => engine.log({ level: 'warn', error, skipped });
+
+/** Sends one call and settles what its answer proves; the parts of a call refused as a whole go to the front of `queue`. */
+async function sendAndSettle(engine: Engine, call: Call, depth: number, timeoutMs: number, state: LeaseRun, queue: Planned[]): Promise<void> {
+  const { upstream, clock, ambiguous } = engine.options;
+  const outcome = await callOnce(upstream, call.endpoint, bodyOf(call), { timeoutMs, paced: true });
+  const verdict = judge(call, outcome, depth < MAX_SPLIT_DEPTH, clock.now());
+  const called = { endpoint: call.endpoint, status: outcome.status, called: true };
+  if (verdict.split) {
+    // Refused as a whole without per-entry details: its parts go as ordinary calls, first in line.
+    queue.unshift(...splitRefused(call, depth).map((part) => ({ call: part, depth: depth + 1 })));
+    engine.report({ ...called, delivered: [], dead: [], released: [], ambiguous: [], held: false });
+    return;
+  }
+  if (call.endpoint === 'person/merge') {
+    for (const entry of [...verdict.delivered, ...verdict.dead.map((dead) => dead.entry)]) engine.waits.done(entry);
+    for (const entry of verdict.released) engine.waits.hold(entry, verdict.notBefore, verdict.notBefore + engine.leaseMs);
+  }
+  // The platform is in trouble (or asked to wait): the rest of the lease goes back, in order.
+  if (outcome.kind === 'unapplied' || outcome.kind === 'ambiguous') stop(state, verdict.notBefore);
+  const held = afterAmbiguous(call.endpoint, ambiguous) === 'hold';
+  const part: Settlement = {
+    delivered: verdict.delivered.map((entry) => entry.seq),
+    released: [...verdict.released, ...(held ? [] : verdict.ambiguous)].map((entry) => ({ seq: entry.seq, notBefore: verdict.notBefore })),
+    dead: [
+      ...verdict.dead.map(({ entry, reason, status }) => ({ seq: entry.seq, reason, status })),
+      ...(held ? verdict.ambiguous.map((entry) => ({ seq: entry.seq, reason: AMBIGUOUS_REASON, status: outcome.status })) : []),
+    ],
+  };
+  await engine.settle(state.lease, part);
+  const refused = verdict.dead.map(({ entry }) => entry);
+  if (refused.length > 0) engine.options.onRefused?.(refused, outcome.kind === 'refused');
+  engine.report({ ...called, delivered: verdict.delivered, dead: verdict.dead, released: verdict.released, ambiguous: verdict.ambiguous, held });
+}

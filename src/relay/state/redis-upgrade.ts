@@ -1,0 +1,63 @@
+/**
+ * Upgrading a Redis from the release before accept-then-deliver: it remembered a forwarded id as
+ * `i:<site>:<id as sent>` = `f`, expiring (`PXAT`) at the end of its window, which nothing reads
+ * any more. Connecting the outbox moves each such id into the outbox's memory (`d:<site n>:<16
+ * bytes>`, the same expiry, counted in the gauge) and deletes the old key; leases (`l`) are
+ * deleted. One SCAN of the old keys, once: `o:meta` `upgraded` says it was done, so later starts
+ * cost nothing. Stop the previous release's relays before starting this one: ids they remember
+ * after the scan are not moved.
+ * @module
+ */
+import { Buffer } from 'node:buffer';
+import type { Redis } from 'ioredis';
+import { compactId } from './ids.js';
+
+/** ARGV: prefix, then per old key: the key, its site, the 16-byte id. Returns how many ids it moved. */
+export const UPGRADE = `
+local P = ARGV[1]
+local moved = 0
+for i = 2, #ARGV, 3 do
+  local old, site = ARGV[i], ARGV[i + 1]
+  local untilMs = redis.call('PEXPIRETIME', old)
+  if redis.call('GET', old) == 'f' and untilMs > 0 then
+    local n = redis.call('HGET', P..'o:sites', site)
+    if not n then
+      n = redis.call('HINCRBY', P..'o:meta', 'sites', 1)
+      redis.call('HSET', P..'o:sites', site, n)
+    end
+    local key = P..'d:'..n..':'..ARGV[i + 2]
+    local had = redis.call('PEXPIRETIME', key)
+    if had < untilMs then
+      redis.call('SET', key, 1, 'PXAT', untilMs)
+      if had < 0 then
+        local bucket = math.ceil(untilMs / 1000)
+        redis.call('ZADD', P..'o:n', bucket, bucket)
+        redis.call('HINCRBY', P..'o:nc', bucket, 1)
+        redis.call('HINCRBY', P..'o:meta', 'remembered', 1)
+        moved = moved + 1
+      end
+    end
+  end
+  redis.call('DEL', old)
+end
+return moved`;
+
+/** Moves the previous release's remembered ids under `prefix` into the outbox, once; resolves to how many. */
+export async function importPreviousIds(redis: Redis, prefix: string, run: (...args: (string | Buffer)[]) => Promise<number>): Promise<number> {
+  if ((await redis.hget(`${prefix}o:meta`, 'upgraded')) === '1') return 0;
+  const start = `${prefix}i:`;
+  let moved = 0;
+  let cursor = '0';
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', `${start}*`, 'COUNT', 1000);
+    cursor = next;
+    const args = keys.flatMap((key) => {
+      const rest = key.slice(start.length);
+      const colon = rest.indexOf(':'); // site keys have no colon (config.ts); ids may
+      return colon < 0 ? [] : [key, rest.slice(0, colon), Buffer.from(compactId(rest.slice(colon + 1)))];
+    });
+    if (args.length > 0) moved += Number(await run(prefix, ...args));
+  } while (cursor !== '0');
+  await redis.hset(`${prefix}o:meta`, 'upgraded', '1');
+  return moved;
+}

@@ -1,0 +1,52 @@
+/**
+ * Upgrading from the release before accept-then-deliver: it remembered forwarded ids in the state
+ * store's `items` table (site, id as sent, forwarded, until), which nothing reads any more. Opening
+ * the outbox moves every forwarded id still inside its window into the outbox's memory of ids
+ * (`outbox_seen`, 16 bytes each), so a resend after the upgrade is answered `duplicate`; the rest
+ * of the old table (expired ids, leases of requests that never finished) is deleted. Ids imported
+ * from a 0.1 JSON-lines file land in `items` too (state/node.ts), and move the same way.
+ *
+ * In chunks of one transaction each, so processes opening the file together move each row once.
+ * @module
+ */
+import { compactId } from './ids.js';
+import { toHex } from '../core/encoding.js';
+import { SQL, type Row, type SqlPort } from './sql-outbox.js';
+
+const CHUNK = 5000;
+const TAKE = `DELETE FROM items WHERE (site, id) IN (SELECT site, id FROM items LIMIT ${CHUNK}) RETURNING site, id, forwarded, until`;
+
+/** Moves the old `items` table's live forwarded ids into the outbox's memory; resolves to how many it moved. */
+export async function importPreviousIds(db: SqlPort, now: number): Promise<number> {
+  if (db.query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'items'").length === 0) return 0;
+  let moved = 0;
+  for (;;) {
+    const taken = await db.transaction(() => {
+      const rows = db.query(TAKE) as [string, string, number, number][];
+      // One remember per end of window: the old relay settled a request's ids with one `until`.
+      const byUntil = new Map<number, [number, string][]>();
+      const sites = new Map<string, number>();
+      for (const [site, id, forwarded, until] of rows) {
+        if (Number(forwarded) !== 1 || Number(until) <= now) continue;
+        let n = sites.get(site);
+        if (n === undefined) {
+          db.run(SQL.addSite, site);
+          n = Number((db.query(SQL.site, site)[0] as Row)[0]);
+          sites.set(site, n);
+        }
+        const pairs = byUntil.get(Number(until)) ?? byUntil.set(Number(until), []).get(Number(until))!;
+        pairs.push([n, toHex(compactId(id)).toUpperCase()]);
+      }
+      let change = 0;
+      for (const [until, pairs] of byUntil) {
+        const json = JSON.stringify(pairs);
+        change -= db.run(SQL.forgetStale, json, now);
+        change += db.query(SQL.remember, json, until).length;
+      }
+      if (change !== 0) db.run(SQL.addCount, change);
+      moved += change;
+      return rows.length;
+    });
+    if (taken < CHUNK) return moved;
+  }
+}

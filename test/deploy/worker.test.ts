@@ -1,0 +1,85 @@
+/**
+ * The Worker as users deploy it: the shipped wrangler.toml with only `main` pointed at the built
+ * dist/relay/cloudflare.js, run by the project's own wrangler on Node 22. `wrangler dev` serves
+ * it (workerd loads the built entry exactly as on Cloudflare) against the emulator over real HTTP;
+ * `wrangler deploy --dry-run` bundles it. Vars come in as `--var` (a secret, the upstream, a site
+ * that allows the test's origin); everything else is the template as shipped.
+ */
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RunningEmulator } from '../../src/emulator/index.js';
+import { freePort } from '../support/redis.js';
+import { type Child, collectOne, deliveredCount, KEY, node22, root, SITES, start, upstream } from './support.js';
+
+const WRANGLER = join(root, 'node_modules', 'wrangler', 'bin', 'wrangler.js');
+const ENTRY = join(root, 'dist', 'relay', 'cloudflare.js');
+const node = node22('the shipped Worker under wrangler (test/deploy/worker.test.ts)');
+
+/** The shipped template with `main` pointed at the built entry; fails if the template has no `main` line. */
+function configFrom(template: string): string {
+  const mains = template.match(/^main = .*$/gm) ?? [];
+  expect(mains, 'wrangler.toml has one `main` line').toHaveLength(1);
+  return template.replace(/^main = .*$/m, `main = ${JSON.stringify(ENTRY)}`);
+}
+
+describe.runIf(node)('the Worker from the shipped wrangler.toml, built', () => {
+  let emulator: RunningEmulator;
+  let dir: string;
+  let config: string;
+  const vars = () => ['--var', `CDP_API_KEY:${KEY}`, '--var', `CDP_BASE_URL:${emulator.url}`, '--var', `RELAY_SITES:${SITES}`];
+  // wrangler without its usage reports or update checks: the tests need no network.
+  const env = () => ({ ...process.env, WRANGLER_SEND_METRICS: 'false', WRANGLER_SEND_ERROR_REPORTS: 'false', NO_UPDATE_NOTIFIER: '1', CI: '1' });
+
+  beforeAll(async () => {
+    emulator = await upstream();
+    dir = mkdtempSync(join(tmpdir(), 'cdp-deploy-worker-'));
+    config = join(dir, 'wrangler.toml');
+    writeFileSync(config, configFrom(readFileSync(join(root, 'wrangler.toml'), 'utf8')));
+  });
+  afterAll(async () => {
+    await emulator?.close();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  describe('wrangler dev', () => {
+    let dev: Child;
+    let url: string;
+    beforeAll(async () => {
+      const [port, inspector] = [await freePort(), await freePort()];
+      dev = start(node!, [WRANGLER, 'dev', '--config', config, '--ip', '127.0.0.1', '--port', String(port), '--inspector-port', String(inspector), ...vars()], {
+        cwd: dir,
+        env: env(),
+      });
+      url = (await dev.waitFor(/Ready on (http:\/\/\S+)/, 90_000))[1]!;
+    }, 120_000);
+    afterAll(() => dev?.stop());
+
+    it('answers /healthz', async () => {
+      // workerd loads the module on the first request: a refused entry shows here.
+      const response = await fetch(`${url}/healthz`);
+      expect(response.status, dev.output()).toBe(200);
+      expect(await response.json()).toEqual({ ok: true });
+    });
+
+    it('answers a /collect accepted, and the item reaches the upstream once', async () => {
+      const email = 'worker-deploy@example.com';
+      expect(await collectOne(url, email)).toBe('accepted');
+      expect(await deliveredCount(emulator, url, email)).toBe(1);
+    }, 90_000);
+  });
+
+  it('wrangler deploy --dry-run bundles it', async () => {
+    const outdir = join(dir, 'out');
+    const deploy = start(node!, [WRANGLER, 'deploy', '--dry-run', '--outdir', outdir, '--config', config, ...vars()], { cwd: dir, env: env() });
+    try {
+      expect(await deploy.exit, deploy.output()).toBe(0);
+    } finally {
+      await deploy.stop();
+    }
+    expect(deploy.output()).toContain('--dry-run: exiting now');
+    expect(readdirSync(outdir)).toContain('cloudflare.js');
+    expect(deploy.output()).toContain('env.RELAY_STATE (RelayState)');
+  }, 120_000);
+});

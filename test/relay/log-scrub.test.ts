@@ -1,0 +1,68 @@
+// Every log line that carries error text is scrubbed by the logger itself: a libsql row the
+// deliverer cannot read makes JSON.parse quote the row, and the relay's delivery_failed line
+// (written through pino, as `cdp-edge relay` writes) carries the error without the email address
+// or the phone number the row held.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'libsql';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { scrubbing } from '../../src/relay/core/logging.js';
+import { createPinoLogger, type RunningRelay, startRelay } from '../../src/relay/node.js';
+import { startUpstreamStack, UPSTREAM_KEY, type UpstreamStack } from './support/stack.js';
+
+// JSON.parse quotes a short text whole (a longer one by its first 10 characters).
+const EMAIL = 'bo@ex.io';
+const PHONE = '2079460958';
+let stack: UpstreamStack;
+let relay: RunningRelay | undefined;
+const dir = mkdtempSync(join(tmpdir(), 'cdp-log-scrub-'));
+beforeAll(async () => {
+  stack = await startUpstreamStack();
+});
+afterAll(async () => {
+  await relay?.close();
+  await stack?.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/** Polls `lines` until one matches, for up to 20 s. */
+async function lineWith(lines: string[], pattern: RegExp): Promise<string> {
+  for (const until = Date.now() + 20_000; Date.now() < until; ) {
+    const line = lines.find((text) => pattern.test(text));
+    if (line !== undefined) return line;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  throw new Error(`no log line matched ${pattern} in:\n${lines.join('')}`);
+}
+
+it('a libsql row that is not JSON: the delivery_failed line names the error, without the email or phone it quoted', async () => {
+  const stateFile = join(dir, 'state.db');
+  const lines: string[] = [];
+  relay = await startRelay({
+    port: 0,
+    stateFile,
+    logger: createPinoLogger('info', { write: (line: string) => void lines.push(line) }),
+    env: { CDP_API_KEY: UPSTREAM_KEY, CDP_BASE_URL: stack.url, RELAY_SITES: JSON.stringify([{ key: 'pk_logs', origins: ['https://shop.example.com'] }]) },
+  });
+  // A row written by something else than the relay (a hand edit, a bad restore): its text is what a visitor sent.
+  const db = new Database(stateFile);
+  db.prepare('INSERT INTO outbox (item) VALUES (?)').run(`${EMAIL} ${PHONE}`);
+  db.close();
+  const line = await lineWith(lines, /delivery_failed/);
+  expect(JSON.parse(line)).toMatchObject({ level: 'error', error: 'delivery_failed' });
+  expect(line).toMatch(/is not valid JSON/);
+  expect(line).toContain('[email]');
+  expect(line).toContain('[phone]');
+  expect(line).not.toContain(EMAIL);
+  expect(line).not.toContain(PHONE);
+});
+
+it('a logger given to the relay gets lines scrubbed too, whatever their depth', () => {
+  const seen: unknown[] = [];
+  const logger = scrubbing((line) => void seen.push(line));
+  logger({ ts: 't', method: 'POST', path: '/collect', status: 500, ms: 1, cause: { message: `bad ${EMAIL}`, cause: { message: `call ${PHONE}` } } });
+  expect(JSON.stringify(seen)).not.toContain(EMAIL);
+  expect(JSON.stringify(seen)).not.toContain(PHONE);
+  expect(scrubbing(logger)).toBe(logger);
+});

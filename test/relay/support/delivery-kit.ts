@@ -1,0 +1,131 @@
+// What the delivery tests share: the real emulator over HTTP (with two activities defined), a real
+// redis-server, the outboxes (memory, an SQLite file, Redis) a test runs on, a relay on the
+// current one, and the items browsers send. Importing it registers the hooks that start and stop them.
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect } from 'vitest';
+import { createRelayHandlers, type RelayDeps } from '../../../src/relay/app.js';
+import { parseConfig } from '../../../src/relay/core/config.js';
+import { createMemoryOutbox, createMemoryPacer } from '../../../src/relay/state/memory-outbox.js';
+import type { DeliveryEvent } from '../../../src/relay/core/observe.js';
+import { startEmulator, type RunningEmulator } from '../../../src/emulator/index.js';
+import type { Outbox, Pacer } from '../../../src/relay/state/outbox.js';
+import { createRedisOutbox } from '../../../src/relay/state/redis-outbox.js';
+import { createSqliteOutbox } from '../../../src/relay/state/sqlite-outbox.js';
+import { type RunningRedis, redisAvailable, startRedis } from '../../support/redis.js';
+
+export const KEY = 'delivery-test-key';
+export const ORIGIN = 'https://shop.example.com';
+export const DAY = 24 * 3600_000;
+
+export let emulator: RunningEmulator;
+beforeAll(async () => {
+  emulator = await startEmulator({ port: 0, key: KEY, plan: 'business' });
+  for (const name of ['viewed', 'bought']) {
+    const response = await fetch(`${emulator.url}/v1/definitions/activity/create`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': KEY },
+      body: JSON.stringify({ name, attributes: [] }),
+    });
+    expect(response.ok).toBe(true);
+  }
+});
+afterAll(() => emulator?.close());
+
+export const withRedis = redisAvailable('the delivery tests on Redis (test/relay/delivery.test.ts)');
+export let redis: RunningRedis | undefined;
+beforeAll(async () => {
+  if (withRedis) redis = await startRedis();
+});
+afterAll(() => redis?.close());
+
+/** The outbox a test's relays share (set per backend below); a relay given its own keeps that. */
+export let backing: { outbox: Outbox; pacer: Pacer } | undefined;
+let opened = 0;
+const BACKENDS: { name: string; open(): Promise<{ outbox: Outbox; pacer: Pacer; close(): Promise<void> }> }[] = [
+  { name: 'memory', open: async () => ({ outbox: createMemoryOutbox(), pacer: createMemoryPacer(10), close: async () => {} }) },
+  {
+    name: 'SQLite',
+    async open() {
+      const store = await createSqliteOutbox(join(mkdtempSync(join(tmpdir(), 'cdp-delivery-')), 'relay-state.db'));
+      return { outbox: store.outbox, pacer: store.pacer(10), close: () => store.close() };
+    },
+  },
+  ...(withRedis
+    ? [
+        {
+          name: 'Redis',
+          async open() {
+            const store = await createRedisOutbox(redis!.url, { prefix: `delivery-${++opened}:` });
+            return { outbox: store.outbox, pacer: store.pacer(10), close: () => store.close() };
+          },
+        },
+      ]
+    : []),
+];
+
+/** Registers `suite` once per outbox backend, each test on a fresh one. */
+export function onEachBackend(suite: () => void): void {
+  for (const backend of BACKENDS) {
+    describe(`on ${backend.name}`, () => {
+      let close: (() => Promise<void>) | undefined;
+      beforeEach(async () => {
+        const store = await backend.open();
+        backing = { outbox: store.outbox, pacer: store.pacer };
+        close = store.close;
+      });
+      afterEach(async () => {
+        for (const stop of closing.splice(0)) await stop();
+        backing = undefined;
+        await close?.();
+      });
+      suite();
+    });
+  }
+}
+
+export const closing: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  emulator.emulator.setFaults({});
+  for (const close of closing.splice(0)) await close();
+});
+
+export function relay(env: Record<string, string> = {}, deps: RelayDeps = {}) {
+  const config = parseConfig({
+    CDP_API_KEY: KEY,
+    CDP_BASE_URL: emulator.url,
+    RELAY_SITES: JSON.stringify([{ key: 'pk_d', name: 'shop', origins: [ORIGIN], verify: 'open', visitor_rate_limit: { per_second: 10_000, burst: 10_000 } }]),
+    RELAY_LOG: 'off',
+    ...env,
+  });
+  const events: DeliveryEvent[] = [];
+  const handlers = createRelayHandlers(config, { observer: { delivery: (event) => events.push(event) }, ...backing, ...deps });
+  closing.push(() => handlers.close());
+  const post = async (batch: unknown[], extra: Record<string, unknown> = {}) => {
+    const response = await handlers.app.request('/collect', {
+      method: 'POST',
+      headers: { origin: ORIGIN, 'content-type': 'text/plain' },
+      body: JSON.stringify({ key: 'pk_d', batch, ...extra }),
+    });
+    expect(response.status).toBe(200);
+    return (await response.json()) as { results: { id: string; status: string; reason?: string }[]; window: number };
+  };
+  return { handlers, post, events };
+}
+
+export const person = (email: string) => [...emulator.emulator.state.people.values()].filter((p) => p.fields['str::email'] === email);
+export const eventsOf = (email: string) => person(email).flatMap((p) => p.events);
+export const track = (email: string, ts = new Date().toISOString()) => ({
+  id: crypto.randomUUID(),
+  type: 'track',
+  ts,
+  activity_id: 'act:cm:viewed',
+  person: { 'str::email': email },
+});
+export const identify = (email: string, first: string) => ({
+  id: crypto.randomUUID(),
+  type: 'identify',
+  ts: new Date().toISOString(),
+  fields: { 'str::email': email, 'str::first': first },
+});

@@ -1,0 +1,102 @@
+// Attack: anonymous browsers rotating over 50 IPv6 /64 networks (a fresh refusal bucket each) send
+// items the platform refuses, to close the site's shared refusal bucket. Before, once it was empty
+// every visitor of the site was answered 429 `too_many_refusals`: a few addresses kept a site's
+// /collect shut. Now the closed guard holds back only unproven items of shapes the platform has
+// not taken (answered `retry`, kept by the browser), a signed-in visitor's items go on, and the
+// platform key is never banned.
+import { createHmac } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { collect, itemId, KEY, type Stack, startStack } from './support.js';
+
+const SECRET = 'refusal-guard-identity-secret-0123456789';
+const SITE = 'pk_guarded';
+const NETWORKS = Array.from({ length: 50 }, (_, i) => `2001:db8:0:${(i + 1).toString(16)}::${(i % 7) + 1}`);
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+let stack: Stack;
+beforeAll(async () => {
+  stack = await startStack({
+    rateLimit: true,
+    env: {
+      RELAY_IDENTITY_SECRET: SECRET,
+      RELAY_SITES: JSON.stringify([{ key: SITE, origins: ['https://shop.example.com'] }]),
+    },
+  });
+});
+afterAll(() => stack?.close());
+
+interface Answer {
+  status: number;
+  code?: string | undefined;
+  results: { status: string; error?: string }[];
+}
+async function send(ip: string, batch: unknown[]): Promise<Answer> {
+  const response = await collect(stack.relay.url, ip, batch, { key: SITE });
+  const body = (await response.json()) as { results?: Answer['results']; error?: { code: string; details?: Answer['results'] } };
+  return { status: response.status, code: body.error?.code, results: body.results ?? body.error?.details ?? [] };
+}
+
+describe('anonymous browsers from 50 rotating /64 networks drawing platform refusals', () => {
+  it("close the site's guard on their own traffic only: a signed-in visitor keeps being accepted and the key is never banned", async () => {
+    const { emulator } = stack;
+    // The signed-in visitor's events name a new person each time: one person takes at most 50 events of an activity a day.
+    const email = (n: number) => `ann-${n}@example.com`;
+    const proof = (n: number) =>
+      createHmac('sha256', SECRET)
+        .update(`str::email\n${email(n)}`)
+        .digest('hex');
+    let closed = false;
+    let stop = false;
+    const attackers: Answer[] = [];
+    // An identify an unproven browser may send (it may create a person), with a field the platform does not know.
+    const attack = async (lane: number) => {
+      for (let n = lane; !stop; n += 10) {
+        const answer = await send(NETWORKS[n % NETWORKS.length]!, [
+          { id: itemId(), type: 'identify', fields: { 'str::email': `x${n}@example.com`, [`str:cm:nope-${n % 3}`]: 'x' } },
+        ]);
+        attackers.push(answer);
+        if (answer.results.some((result) => result.status === 'retry')) closed = true;
+        await sleep(50);
+      }
+    };
+    const visitor: Answer[] = [];
+    const visit = async () => {
+      for (let n = 0; !stop; n++) {
+        visitor.push(
+          await send('203.0.113.10', [
+            {
+              id: itemId(),
+              type: 'track',
+              activity_id: 'act:cm:signed-up',
+              attributes: { 'str:cm:plan': 'pro' },
+              person: { 'str::email': email(n) },
+              user_hash: proof(n),
+            },
+          ]),
+        );
+        await sleep(250);
+      }
+    };
+    const lanes = [...Array.from({ length: 10 }, (_, lane) => attack(lane)), visit()];
+    // Until the attackers have closed the site's guard (the old relay: until the site was shut), then 3 s more. The guard is
+    // charged once per refused call, and the breaker lets at most 8 through in 15 s: closing it takes 20 s or more.
+    for (let waited = 0; !closed && waited < 90_000 && visitor.every((answer) => answer.status === 200); waited += 100) await sleep(100);
+    if (closed) await sleep(3_000);
+    stop = true;
+    await Promise.all(lanes);
+
+    expect(visitor.filter((answer) => answer.status !== 200)).toEqual([]);
+    expect(new Set(visitor.flatMap((answer) => answer.results.map((result) => result.status)))).toEqual(new Set(['accepted']));
+    expect(closed).toBe(true);
+    // What the guard answered the attackers: kept for later, never 429 for the whole site.
+    expect(attackers.filter((answer) => answer.code === 'too_many_refusals' && answer.results.length > 0)).toEqual([]);
+    expect(emulator.emulator.bans()).toBe(0);
+    // The visitor's events reach the platform.
+    await stack.relay.drained({ timeoutMs: 30_000 });
+    const people = (await (await fetch(`${emulator.url}/_emulator/state`, { headers: { 'x-api-key': KEY } })).json()) as {
+      people: { fields: Record<string, unknown>; events: unknown[] }[];
+    };
+    const landed = people.people.filter((person) => String(person.fields['str::email']).startsWith('ann-') && person.events.length === 1);
+    expect(landed).toHaveLength(visitor.length);
+  }, 180_000);
+});
