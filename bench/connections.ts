@@ -5,7 +5,7 @@
  *   npm run build && npx tsx bench/connections.ts [--max 16000] [--step 1000]
  *
  * Starts the built `cdp-edge emulator` and `cdp-edge relay` (default configuration, memory state,
- * `RELAY_LOG=off`), then opens idle TCP connections to the relay in steps of `--step`; after each
+ * `RELAY_LOG=off`, no cap per address: every connection comes from loopback), then opens idle TCP connections to the relay in steps of `--step`; after each
  * step one visitor posts a one-item `/collect` and its status and time are recorded. It stops at
  * `--max`, at the first connection the relay refuses, or at the first `/collect` that fails. Then
  * it counts how long the relay takes to close them all (its idle deadline is 10 s), up to 60 s.
@@ -41,6 +41,8 @@ const relay = await startCli(['relay', '--port', '0'], {
   CDP_BASE_URL: emulator.url,
   RELAY_SITES: JSON.stringify([{ key: 'pk_bench', origins: [ORIGIN], verify: 'open' }]),
   RELAY_LOG: 'off',
+  // Every connection here comes from loopback: the per-address cap would stop the count at its value.
+  RELAY_MAX_CONNECTIONS_PER_ADDRESS: '1000000',
 });
 const { hostname, port } = new URL(relay.url);
 

@@ -6,10 +6,6 @@
 
 import { COMMANDS } from './cli/commands.js';
 
-export interface Command {
-  run(argv: string[]): Promise<number>;
-}
-
 function usage(): string {
   const lines = Object.entries(COMMANDS).map(([name, { summary }]) => `  ${name.padEnd(10)} ${summary}`);
   return ['Usage: cdp-edge <command> [options]', '', 'Commands:', ...lines, '', 'Run `cdp-edge <command> --help` for its options.'].join('\n');

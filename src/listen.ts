@@ -9,6 +9,7 @@
  */
 import { createServer, type RequestListener, type Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import { type ConnectionGuard, guardConnections } from './connection-guard.js';
 
 /** How long a connection may take, or sit idle; all in ms. */
 export interface ConnectionLimits {
@@ -22,6 +23,10 @@ export interface ConnectionLimits {
   idleTimeoutMs: number;
   /** requests one connection may carry before it is closed @default 1000 */
   maxRequestsPerSocket: number;
+  /** connections one client address may hold open (connection-guard.ts) @default Infinity */
+  maxConnectionsPerAddress: number;
+  /** the key an address counts under for that cap; undefined = not capped @default the address */
+  addressOf?: ConnectionGuard['addressOf'];
 }
 
 export const CONNECTION_LIMITS: ConnectionLimits = {
@@ -30,12 +35,14 @@ export const CONNECTION_LIMITS: ConnectionLimits = {
   keepAliveTimeoutMs: 5_000,
   idleTimeoutMs: 10_000,
   maxRequestsPerSocket: 1_000,
+  maxConnectionsPerAddress: Number.POSITIVE_INFINITY,
 };
 
 /**
  * Applies `limits` to `server`. The idle timer is the socket's own inactivity timeout, but a
  * socket whose request is still being answered (a slow platform call) is left alone: only one
- * that carries no request is ended.
+ * that carries no request is ended. Connections are capped per address, and idle ones shed first
+ * when the process nears its descriptor limit (connection-guard.ts).
  */
 function bound(server: Server, limits: ConnectionLimits): void {
   server.headersTimeout = limits.headersTimeoutMs;
@@ -43,6 +50,10 @@ function bound(server: Server, limits: ConnectionLimits): void {
   server.keepAliveTimeout = limits.keepAliveTimeoutMs;
   server.maxRequestsPerSocket = limits.maxRequestsPerSocket;
   const busy = new WeakMap<Socket, number>();
+  const guard = guardConnections(server, {
+    maxConnectionsPerAddress: limits.maxConnectionsPerAddress,
+    ...(limits.addressOf === undefined ? {} : { addressOf: limits.addressOf }),
+  });
   server.on('connection', (socket: Socket) => {
     socket.setTimeout(limits.idleTimeoutMs, () => {
       if ((busy.get(socket) ?? 0) === 0) socket.destroy();
@@ -51,7 +62,12 @@ function bound(server: Server, limits: ConnectionLimits): void {
   server.on('request', (request, response) => {
     const socket = request.socket;
     busy.set(socket, (busy.get(socket) ?? 0) + 1);
-    response.once('close', () => busy.set(socket, (busy.get(socket) ?? 1) - 1));
+    guard.busy(socket);
+    response.once('close', () => {
+      const left = (busy.get(socket) ?? 1) - 1;
+      busy.set(socket, left);
+      if (left === 0) guard.idle(socket);
+    });
   });
 }
 

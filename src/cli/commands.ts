@@ -1,5 +1,5 @@
 // The command table: one line per command, each module loaded only when it runs.
-import type { Command } from '../cli.js';
+import type { Command } from './command.js';
 
 export interface CommandEntry {
   summary: string;

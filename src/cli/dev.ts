@@ -7,7 +7,7 @@
  */
 import { parseArgs } from 'node:util';
 import { baseUrlFor, isRegion } from '../api/index.js';
-import type { Command } from '../cli.js';
+import type { Command } from './command.js';
 import type { LogLine } from '../relay/core/logging.js';
 import { PortTakenError, type PortChoice } from '../demo/ports.js';
 import type { DevStack, Upstream } from '../demo/stack.js';

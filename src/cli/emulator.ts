@@ -5,7 +5,7 @@
  * @module
  */
 import { parseArgs } from 'node:util';
-import type { Command } from '../cli.js';
+import type { Command } from './command.js';
 import { createClient } from '../client/index.js';
 import { readPlanFile } from '../plan/files.js';
 import { seedPlan } from '../plan/push.js';

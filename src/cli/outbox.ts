@@ -1,14 +1,16 @@
 /**
  * `cdp-edge outbox list|retry|drop`: the dead letters of a relay's outbox (entries the platform
  * refused after the relay accepted them, or whose outcome is unknown), read from the same state
- * the relay keeps (`RELAY_REDIS_URL`, else `RELAY_STATE_FILE`).
+ * the relay keeps (`RELAY_REDIS_URL`, else `RELAY_STATE_FILE`), or from a deployed relay's admin
+ * endpoints (`--relay URL` with an admin-scoped token).
  * @module
  */
 import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import type { Command } from '../cli.js';
-import type { DeadLetter, OutboxStore } from '../relay/state/outbox.js';
+import type { Command } from './command.js';
+import type { DeadLetter } from '../relay/state/outbox.js';
 import { createNodeOutbox, DEFAULT_STATE_FILE } from '../relay/state/node.js';
+import { type DeadLetterDoor, remoteOutbox } from './outbox-remote.js';
 
 const USAGE = `Usage: cdp-edge outbox list [--site <key>] [--limit <n>] [--json]
        cdp-edge outbox retry <seq…> | --all
@@ -26,7 +28,11 @@ accepted them, or whose outcome is unknown (held rather than sent twice).
   --limit      at most this many (list)
   --json       one JSON array, entries included (list)
   --state-file the relay's SQLite file @default RELAY_STATE_FILE, else ${DEFAULT_STATE_FILE}
-  --redis-url  the relay's Redis (wins over --state-file) @default RELAY_REDIS_URL`;
+  --redis-url  the relay's Redis (wins over --state-file) @default RELAY_REDIS_URL
+  --relay      a deployed relay's address (a Worker, or a Node relay elsewhere): its admin
+               endpoints, with --token (wins over --redis-url and --state-file)
+  --token      a relay token with the admin scope @default RELAY_ADMIN_TOKEN
+               (\`cdp-edge token create --name ops --scopes admin\`)`;
 
 const parse = (argv: string[]) =>
   parseArgs({
@@ -39,6 +45,8 @@ const parse = (argv: string[]) =>
       json: { type: 'boolean' },
       'state-file': { type: 'string' },
       'redis-url': { type: 'string' },
+      relay: { type: 'string' },
+      token: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -93,29 +101,37 @@ function chosen(action: string, seqs: string[], all: boolean | undefined): numbe
   });
 }
 
-/** Opens the outbox the options and environment name; a missing SQLite file is an error, never created. */
-async function open(values: Parsed['values']): Promise<OutboxStore> {
+/** The outbox the options and environment name, and how to let go of it; a missing SQLite file is an error, never created. */
+async function open(values: Parsed['values']): Promise<{ door: DeadLetterDoor; close(): Promise<void> }> {
+  if (values.relay !== undefined) {
+    const token = values.token ?? process.env['RELAY_ADMIN_TOKEN'];
+    if (token === undefined || token === '') throw new UsageError('--relay needs a token with the admin scope: --token T, or RELAY_ADMIN_TOKEN');
+    if (!/^https?:\/\/[^/]/.test(values.relay)) throw new UsageError(`--relay must be the relay's http(s) address; got ${JSON.stringify(values.relay)}`);
+    return { door: remoteOutbox(values.relay, token), close: async () => {} };
+  }
+  if (values.token !== undefined) throw new UsageError('--token goes with --relay URL');
   const redisUrl = values['redis-url'] ?? process.env['RELAY_REDIS_URL'];
-  if (redisUrl !== undefined && redisUrl !== '') return createNodeOutbox({ redisUrl });
+  const local = async (store: Awaited<ReturnType<typeof createNodeOutbox>>) => ({ door: store.outbox, close: () => store.close() });
+  if (redisUrl !== undefined && redisUrl !== '') return local(await createNodeOutbox({ redisUrl }));
   const stateFile = values['state-file'] ?? process.env['RELAY_STATE_FILE'] ?? DEFAULT_STATE_FILE;
   if (stateFile === ':memory:') throw new UsageError('an in-memory relay keeps its outbox in its own process: nothing to read here');
   if (!existsSync(stateFile)) throw new Error(`no relay state file at ${stateFile} (set RELAY_STATE_FILE or --state-file, or RELAY_REDIS_URL / --redis-url)`);
-  return createNodeOutbox({ stateFile });
+  return local(await createNodeOutbox({ stateFile }));
 }
 
-async function act(store: OutboxStore, action: string, values: Parsed['values'], seqs: string[]): Promise<void> {
+async function act(outbox: DeadLetterDoor, action: string, values: Parsed['values'], seqs: string[]): Promise<void> {
   const now = Date.now();
   if (action === 'list') {
     const limit = values.limit === undefined ? undefined : Number(values.limit);
     if (limit !== undefined && !(Number.isSafeInteger(limit) && limit > 0))
       throw new UsageError(`list: --limit must be a whole number above 0, got ${JSON.stringify(values.limit)}`);
-    const letters = await store.outbox.deadLetters({ ...(values.site === undefined ? {} : { site: values.site }), ...(limit === undefined ? {} : { limit }) });
+    const letters = await outbox.deadLetters({ ...(values.site === undefined ? {} : { site: values.site }), ...(limit === undefined ? {} : { limit }) });
     if (values.json) console.log(JSON.stringify(letters));
     else console.log(letters.length === 0 ? 'no dead letters' : table(letters, now));
     return;
   }
   const named = chosen(action, seqs, values.all);
-  const count = action === 'retry' ? await store.outbox.retryDead(named, now) : await store.outbox.dropDead(named);
+  const count = action === 'retry' ? await outbox.retryDead(named, now) : await outbox.dropDead(named);
   const missing = named === undefined ? 0 : new Set(named).size - count;
   const verb = action === 'retry' ? 'retried' : 'dropped';
   console.log(`${verb} ${count} dead letter${count === 1 ? '' : 's'}${missing > 0 ? ` (${missing} not found)` : ''}`);
@@ -144,11 +160,11 @@ const outbox: Command = {
       console.error(`cdp-edge outbox list: takes no seqs and no --all\n\n${USAGE}`);
       return 2;
     }
-    let store: OutboxStore | undefined;
+    let store: Awaited<ReturnType<typeof open>> | undefined;
     try {
       if (action !== 'list') chosen(action, seqs, values.all); // bad seqs are refused before anything is opened
       store = await open(values);
-      await act(store, action, values, seqs);
+      await act(store.door, action, values, seqs);
       return 0;
     } catch (error) {
       console.error(`cdp-edge outbox: ${(error as Error).message}${error instanceof UsageError ? `\n\n${USAGE}` : ''}`);

@@ -6,7 +6,7 @@
 import { writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { baseUrlFor, isRegion } from '../api/index.js';
-import type { Command } from '../cli.js';
+import type { Command } from './command.js';
 import { createClient, HTTPError } from '../client/index.js';
 import { DEFAULT_PLAN_FILE, lockFileOf, readLock, readPlanFile, writeLock } from '../plan/files.js';
 import { PlanError, pushPlan, summaryLine, generateTypes, type PushStep } from '../plan/index.js';

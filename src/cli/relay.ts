@@ -5,7 +5,7 @@
  */
 import cluster from 'node:cluster';
 import { parseArgs } from 'node:util';
-import type { Command } from '../cli.js';
+import type { Command } from './command.js';
 import { RelayConfigError } from '../relay/core/errors.js';
 import { DEFAULT_STATE_FILE } from '../relay/state/node.js';
 import { untilStopped } from './signals.js';

@@ -4,7 +4,7 @@
  * @module
  */
 import { parseArgs } from 'node:util';
-import type { Command } from '../cli.js';
+import type { Command } from './command.js';
 import { createToken, TOKEN_SCOPES, TokenConfigError } from '../relay/core/tokens.js';
 
 const USAGE = `Usage: cdp-edge token create --name <name> --scopes <${TOKEN_SCOPES.join('|')},…> [--endpoints <id,…>] [--json]

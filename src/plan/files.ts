@@ -1,11 +1,10 @@
 /**
- * The plan and its lock file on disk (Node only: the CLI, the relay's `RELAY_PLAN` path, the demo).
+ * The plan and its lock file on disk (Node only: the CLI and the demo; the Node relay reads its `RELAY_PLAN` file in src/relay/node/env.ts).
  * @module
  */
 import { readFileSync } from 'node:fs';
 import { readFile, rename, writeFile } from 'node:fs/promises';
 import { isRecord } from '../api/index.js';
-import { RelayConfigError } from '../relay/core/errors.js';
 import { emptyLock, type Lock } from './push.js';
 import { PlanError, parsePlan, type Plan } from './schema.js';
 
@@ -52,24 +51,4 @@ export async function writeLock(file: string, lock: Lock): Promise<void> {
   const temporary = `${file}.${process.pid}.tmp`;
   await writeFile(temporary, `${JSON.stringify(lock, null, 2)}\n`);
   await rename(temporary, file);
-}
-
-/**
- * The Node relay's `RELAY_PLAN` is a file path: returns `env` with the file's text in its place
- * (what `parseConfig` reads). JSON given inline, or no plan, passes unchanged.
- */
-export function withPlanFile<E extends Record<string, unknown>>(env: E): E {
-  const value = env['RELAY_PLAN'];
-  if (typeof value !== 'string' || value.trim() === '' || value.trim().startsWith('{')) return env;
-  let text: string;
-  try {
-    text = readFileSync(value.trim(), 'utf8');
-  } catch (cause) {
-    throw new RelayConfigError(
-      'RELAY_PLAN',
-      `cannot read the tracking plan ${value.trim()}: ${(cause as NodeJS.ErrnoException).code ?? (cause as Error).message}`,
-      { cause },
-    );
-  }
-  return { ...env, RELAY_PLAN: text };
 }

@@ -23,15 +23,17 @@ import { describeError, RelayHttpError, type HttpAnswer } from './core/errors.js
 import { authenticate } from './proxy/auth.js';
 import { createTokenVerifier } from './core/tokens.js';
 import { createConsoleLogger, scrubbing, silentLogger, writes, type Logger } from './core/logging.js';
-import { countBy, observeAll, type ObservedItem, type RelayObserver } from './core/observe.js';
+import { countBy, observeAll, type ObservedItem, type RelayObserver, type UpstreamCall } from './core/observe.js';
+import type { MetricsSource } from './ops/metrics.js';
 import { createReadiness, publicState, type Readiness } from './ops/ready.js';
+import { ADMIN_PATHS, createAdminRoutes } from './ops/admin.js';
 import { createShapes, createVisitorGate } from './ingest/shapes.js';
 import { chargeDelivered, createMemoryLimiter, type RateLimiter } from './core/limits.js';
 import { createMemoryStore } from './state/memory.js';
 import { createProxy, type ProxyRequest } from './proxy/index.js';
 import { createSnippetHandler, type SnippetSource } from './ingest/snippet.js';
 import type { RelayStore } from './state/store.js';
-import { createUpstream, sharedBackoff, type Backoff, type UpstreamCall } from './deliver/caller.js';
+import { createUpstream, sharedBackoff, type Backoff } from './deliver/caller.js';
 import { createDeliverer, type Deliverer } from './deliver/deliverer.js';
 import { createMemoryOutbox, createMemoryPacer } from './state/memory-outbox.js';
 import type { Leased, Outbox, Pacer } from './state/outbox.js';
@@ -95,10 +97,6 @@ const NO_STORE = 'no-store';
 export type CollectAnswer = HttpAnswer & { body: string };
 
 /** The metrics text and its content type (Prometheus exposition format). */
-export interface MetricsSource {
-  render(): Promise<{ contentType: string; body: string }>;
-}
-
 /** The relay's Hono app and, for a runtime front that skips building a `Request`, its POST /collect. */
 export interface RelayHandlers {
   app: Hono;
@@ -224,7 +222,7 @@ export function createRelayHandlers(config: RelayConfig, deps: RelayDeps = {}): 
   const sites = [...config.sites.values()];
   const app = new Hono();
 
-  const known = new Set([...config.scriptPaths, '/healthz', '/readyz', '/metrics', config.collectPath]);
+  const known = new Set([...config.scriptPaths, '/healthz', '/readyz', '/metrics', ...ADMIN_PATHS, config.collectPath]);
   app.use('*', async (c, next) => {
     const started = clock.now();
     await next();
@@ -370,6 +368,9 @@ export function createRelayHandlers(config: RelayConfig, deps: RelayDeps = {}): 
       return c.body(body, 200, { 'Content-Type': contentType });
     });
   }
+
+  // The outbox's dead letters for admin tokens (`cdp-edge outbox --relay URL`): whichever outbox this relay hands items to.
+  app.route('/', createAdminRoutes({ tokens: config.tokens, outbox: outbox ?? deps.outbox, now: () => clock.now(), logger, onError: logUnexpected }));
 
   const proxy = createProxy({
     tokens: config.tokens,

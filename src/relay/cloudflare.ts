@@ -20,7 +20,7 @@ import type { CfGeo } from './ingest/enrich.js';
 import { systemClock } from './core/clock.js';
 import { createUpstream, sharedBackoff } from './deliver/caller.js';
 import { fetchTransport } from './deliver/transport.js';
-import { parseConfig, type RelayConfig } from './core/config.js';
+import { type AmbiguousPolicy, parseAmbiguousPolicy, parseConfig, type RelayConfig } from './core/config.js';
 import { MISCONFIGURED, RelayConfigError } from './core/errors.js';
 import type { RelayStore } from './state/store.js';
 import { createBindingLimiter, createMemoryLimiter } from './core/limits.js';
@@ -31,7 +31,6 @@ import { createDurableStore, DEFAULT_SHARDS } from './workers/state.js';
 import { createDeliveryLedger, createDurablePacer, type DeliveryLedger, pacerName } from './workers/delivery.js';
 import { DEFAULT_PLATFORM_RATE } from './state/pace.js';
 import type { Pacer } from './state/outbox.js';
-import { type AmbiguousPolicy, parseAmbiguousPolicy } from './deliver/policy.js';
 
 /** How long the consumer starts calls for: a batch ends well inside Queues' limits, and its leases with it. */
 const CONSUMER_BUDGET_MS = 25_000;

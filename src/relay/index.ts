@@ -5,7 +5,7 @@
  */
 export { createRelay, type RelayDeps } from './app.js';
 export { fetchTransport, type Transport, type TransportAnswer, type TransportRequest } from './deliver/transport.js';
-export type { UpstreamCall } from './deliver/caller.js';
+export type { UpstreamCall } from './core/observe.js';
 export { parseConfig, parseSites, type RelayConfig, type SiteConfig, type Verify } from './core/config.js';
 export { MISCONFIGURED, RelayConfigError, RelayHttpError } from './core/errors.js';
 export { createMemoryStore } from './state/memory.js';

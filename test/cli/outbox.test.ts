@@ -3,49 +3,12 @@
 import { existsSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it, vi } from 'vitest';
-import { main } from '../../src/cli.js';
-import type { OutboxStore } from '../../src/relay/state/outbox.js';
+import { afterEach, describe, expect, it } from 'vitest';
 import { createRedisOutbox } from '../../src/relay/state/redis-outbox.js';
 import { createSqliteOutbox } from '../../src/relay/state/sqlite-outbox.js';
-import { item } from '../relay/suite/outbox-suite.js';
 import { redisAvailable, startRedis } from '../support/redis.js';
-
-/** Runs the CLI in this process; resolves to its exit code and what it printed. */
-async function cli(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
-  const out: string[] = [];
-  const err: string[] = [];
-  const log = vi.spyOn(console, 'log').mockImplementation((line: unknown) => void out.push(String(line)));
-  const error = vi.spyOn(console, 'error').mockImplementation((line: unknown) => void err.push(String(line)));
-  try {
-    const code = await main(['outbox', ...argv]);
-    return { code, out: out.join('\n'), err: err.join('\n') };
-  } finally {
-    log.mockRestore();
-    error.mockRestore();
-  }
-}
-
-/** Three dead letters (two sites) and one pending entry, failed 2 hours ago. */
-async function seed(store: OutboxStore): Promise<number[]> {
-  const now = Date.now();
-  await store.outbox.accept([item('shop', 'a1'), item('blog', 'b1', { kind: 'merge' }), item('shop', 'a2'), item('shop', 'live')], now, 3600_000);
-  const leased = await store.outbox.lease('deliverer', 3, now, 60_000);
-  await store.outbox.settle(
-    'deliverer',
-    {
-      delivered: [],
-      released: [],
-      dead: [
-        { seq: leased[0]!.seq, reason: 'invalid_field', status: 400 },
-        { seq: leased[1]!.seq, reason: 'ambiguous', status: 504 },
-        { seq: leased[2]!.seq, reason: 'unknown_activity', status: 422 },
-      ],
-    },
-    now - 2 * 3600_000,
-  );
-  return leased.map((entry) => entry.seq);
-}
+import { item } from '../relay/suite/outbox-suite.js';
+import { cli, seed } from './outbox-support.js';
 
 afterEach(() => {
   delete process.env['RELAY_STATE_FILE'];

@@ -58,7 +58,9 @@ describe.each(BACKENDS)('the outbox limits on $name', (backend) => {
     const env = {
       CDP_API_KEY: KEY,
       CDP_BASE_URL: emulator.url,
-      RELAY_SITES: JSON.stringify([{ key: 'pk_l', name: 'shop', origins: [ORIGIN], verify: 'open', visitor_rate_limit: { per_second: 10_000, burst: 10_000 } }]),
+      RELAY_SITES: JSON.stringify([
+        { key: 'pk_l', name: 'shop', origins: [ORIGIN], verify: 'open', visitor_rate_limit: { per_second: 10_000, burst: 10_000 } },
+      ]),
       RELAY_LOG: 'off',
       RELAY_OUTBOX_MAX_PER_VISITOR: '5',
       // Nothing is delivered until the test drains: the outbox fills as a flood would fill it.

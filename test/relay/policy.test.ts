@@ -1,7 +1,8 @@
 // The ambiguous-call policy shared by the Node deliverer and the Workers consumer: which outcomes
 // may have been applied, and which entries are therefore never sent again without a decision.
 import { describe, expect, it } from 'vitest';
-import { afterAmbiguous, outcomeKind, parseAmbiguousPolicy } from '../../src/relay/deliver/policy.js';
+import { parseAmbiguousPolicy } from '../../src/relay/core/config.js';
+import { afterAmbiguous, outcomeKind } from '../../src/relay/deliver/policy.js';
 import { RelayConfigError } from '../../src/relay/core/errors.js';
 
 describe('the ambiguous-call policy', () => {

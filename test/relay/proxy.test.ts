@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRelayHandlers } from '../../src/relay/app.js';
 import { parseConfig } from '../../src/relay/core/config.js';
 import { createNodeFront } from '../../src/relay/node/front.js';
-import type { AuditEntry } from '../../src/relay/proxy/audit.js';
+import type { AuditEntry } from '../../src/relay/core/observe.js';
 import { createProxyRoutes } from '../../src/relay/proxy/index.js';
 import { createUndiciTransport } from '../../src/relay/deliver/undici.js';
 import type { Transport } from '../../src/relay/deliver/transport.js';

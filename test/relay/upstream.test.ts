@@ -12,7 +12,8 @@ import { startEmulator, type RunningEmulator } from '../../src/emulator/index.js
 import { RelayHttpError } from '../../src/relay/core/errors.js';
 import { createProxyRoutes } from '../../src/relay/proxy/index.js';
 import { hashToken } from '../../src/relay/core/tokens.js';
-import { createUpstream, type UpstreamCall } from '../../src/relay/deliver/caller.js';
+import { createUpstream } from '../../src/relay/deliver/caller.js';
+import type { UpstreamCall } from '../../src/relay/core/observe.js';
 import { fetchTransport, readText, type Transport } from '../../src/relay/deliver/transport.js';
 import { createUndiciTransport } from '../../src/relay/deliver/undici.js';
 

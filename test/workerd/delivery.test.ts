@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import type { Pacer } from '../../src/relay/state/outbox.js';
 import type { DeliveryEvent } from '../../src/relay/core/observe.js';
 import { deliveryPoint } from '../../src/relay/workers/analytics.js';
-import type { AmbiguousPolicy } from '../../src/relay/deliver/policy.js';
+import type { AmbiguousPolicy } from '../../src/relay/core/config.js';
 import type { QueuedEntry } from '../../src/relay/workers/handoff.js';
 import { createDeliveryLedger, createDurablePacer } from '../../src/relay/workers/delivery.js';
 import { type ConsumeContext, consumeQueue, type DeadLetterMessage } from '../../src/relay/workers/queue.js';

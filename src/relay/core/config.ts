@@ -11,7 +11,6 @@ import { baseUrlFor, DEFAULT_PERSON_MERGE_BY, isRecord, isRegion, parseFieldId }
 import { activityRules, type ActivityRules } from '../../plan/rules.js';
 import { type Plan, parsePlan, PlanError } from '../../plan/schema.js';
 import { DEFAULT_OUTBOX_LIMITS, type OutboxLimits } from '../state/outbox.js';
-import { parseAmbiguousPolicy, type AmbiguousPolicy } from '../deliver/policy.js';
 import { RelayConfigError } from './errors.js';
 import type { Rate } from './limits.js';
 import { parseTokens, type TokenConfig } from './tokens.js';
@@ -148,7 +147,17 @@ function outboxLimits(env: Env): OutboxLimits {
   };
 }
 
+/** What to do with an entry whose call may or may not have been applied. */
+export type AmbiguousPolicy = 'hold' | 'resend';
+
 const ambiguousPolicy = (env: Env): AmbiguousPolicy => parseAmbiguousPolicy(str(env, 'RELAY_AMBIGUOUS')?.toLowerCase());
+
+/** `RELAY_AMBIGUOUS`: `hold` (the default) or `resend`; anything else names the variable. */
+export function parseAmbiguousPolicy(value: string | undefined): AmbiguousPolicy {
+  if (value === undefined || value === '' || value === 'hold') return 'hold';
+  if (value === 'resend') return 'resend';
+  throw new RelayConfigError('RELAY_AMBIGUOUS', `must be "hold" (the default) or "resend"; got ${JSON.stringify(value)}`);
+}
 
 const VERIFY: readonly Verify[] = ['off', 'open', 'optional', 'required'];
 

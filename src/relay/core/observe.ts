@@ -8,13 +8,40 @@
  * @module
  */
 import { type ItemStatus, REJECT_REASONS, type RejectReason } from '../../api/collect.js';
-import type { AuditEntry } from '../proxy/audit.js';
-import type { UpstreamCall } from '../deliver/caller.js';
 import { describeError } from './errors.js';
 import { scrubLine } from './logging.js';
 
 /** Why an item was rejected, in classes fit for a metric label (the wire contract's reasons). */
 export { REJECT_REASONS, type RejectReason };
+
+/** One upstream call as metrics see it: `status` 0 when no answer came (timeout, network). */
+export interface UpstreamCall {
+  endpoint: string;
+  status: number;
+  ms: number;
+}
+
+/** One proxy call, as the audit trail writes it: it names the token's holder, never the token, the key, a body or the caller's path. */
+/* A type (not an interface) so loggers typed for the relay's log lines accept it. */
+export type AuditEntry = {
+  /** ISO time the call arrived */
+  ts: string;
+  kind: 'proxy';
+  method: string;
+  /** the endpoint's fixed path, or `/v1/*` for paths the proxy does not serve */
+  path: string;
+  status: number;
+  /** ms from arrival until the answer's headers were ready (a streamed body may still be flowing) */
+  ms: number;
+  /** the token's configured name; null when no valid token was presented */
+  token: string | null;
+  /** the endpoint ID (`person/merge`); null for paths the proxy does not serve */
+  endpoint: string | null;
+  /** calls made to the platform (0 when refused; more than 1 for `?chunk=true`) */
+  upstream_calls: number;
+  /** the relay's error code when the relay itself refused or failed the call */
+  error?: string;
+};
 
 /** How metrics, the status page and Analytics Engine name a request whose key named no site. */
 export const UNKNOWN_SITE = '(unknown)';

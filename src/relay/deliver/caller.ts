@@ -10,6 +10,7 @@ import { ENDPOINT_LIST, rateLimitBody, type Endpoint, type EndpointId } from '..
 import { parseJsonOrUndefined } from '../../api/objects.js';
 import { tryInSeconds } from '../../api/retry.js';
 import { RelayHttpError } from '../core/errors.js';
+import type { UpstreamCall } from '../core/observe.js';
 import { type Breaker, type CallSource, sharedBreaker } from './breaker.js';
 import type { Pacer } from '../state/outbox.js';
 import { readText, UpstreamTimeout, type Transport, type TransportAnswer } from './transport.js';
@@ -27,13 +28,6 @@ export function sharedBackoff(baseUrl: string): Backoff {
   const backoff = { until: 0 };
   backoffs.set(baseUrl, backoff);
   return backoff;
-}
-
-/** One call as metrics see it: `status` 0 when no answer came (timeout, network). */
-export interface UpstreamCall {
-  endpoint: string;
-  status: number;
-  ms: number;
 }
 
 export interface UpstreamOptions {

@@ -12,7 +12,7 @@ import type { DeliveryEvent } from '../core/observe.js';
 import type { Upstream } from './caller.js';
 import type { Lead } from './lead.js';
 import type { Leased, Outbox, Pacer, Settlement } from '../state/outbox.js';
-import type { AmbiguousPolicy } from './policy.js';
+import type { AmbiguousPolicy } from '../core/config.js';
 import { createReporter, type Report } from './report.js';
 import { createWaits, type Waits } from './waits.js';
 

@@ -14,13 +14,10 @@
  * @module
  */
 import { ENDPOINTS, type EndpointId } from '../../api/index.js';
-import { RelayConfigError } from '../core/errors.js';
+import type { AmbiguousPolicy } from '../core/config.js';
 
 /** The one vocabulary of outcomes: the `kind` of every `CallOutcome` (send.ts). */
 export type OutcomeKind = 'ok' | 'unapplied' | 'ambiguous' | 'refused';
-
-/** What to do with an entry whose call may or may not have been applied. */
-export type AmbiguousPolicy = 'hold' | 'resend';
 
 /** The dead-letter reason of an entry held after an ambiguous call. */
 export const AMBIGUOUS_REASON = 'ambiguous';
@@ -41,11 +38,4 @@ export function outcomeKind(status: number, notSent = false): OutcomeKind {
 /** Whether an entry of `endpoint` goes again after an ambiguous call, or is held. */
 export function afterAmbiguous(endpoint: EndpointId, policy: AmbiguousPolicy): 'resend' | 'hold' {
   return ENDPOINTS[endpoint].idempotent ? 'resend' : policy;
-}
-
-/** `RELAY_AMBIGUOUS`: `hold` (the default) or `resend`; anything else names the variable. */
-export function parseAmbiguousPolicy(value: string | undefined): AmbiguousPolicy {
-  if (value === undefined || value === '' || value === 'hold') return 'hold';
-  if (value === 'resend') return 'resend';
-  throw new RelayConfigError('RELAY_AMBIGUOUS', `must be "hold" (the default) or "resend"; got ${JSON.stringify(value)}`);
 }

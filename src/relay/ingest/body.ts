@@ -7,7 +7,7 @@
 import { COLLECT_LIMITS } from '../../api/index.js';
 import { quoteId } from '../../api/objects.js';
 import { RelayHttpError } from '../core/errors.js';
-import { readBody } from '../proxy/body.js';
+import { readBody } from '../core/request-body.js';
 
 export const MAX_BODY_BYTES = COLLECT_LIMITS.bodyBytes;
 export const MAX_ITEMS = COLLECT_LIMITS.items;

@@ -17,7 +17,7 @@ import type { CollectRequest } from '../ingest/body.js';
 import type { RelayConfig } from '../core/config.js';
 import { describeError, type HttpAnswer } from '../core/errors.js';
 import { scrubLine } from '../core/logging.js';
-import { decode, tooLarge } from '../proxy/body.js';
+import { decode, tooLarge } from '../core/request-body.js';
 import type { ProxyRequest } from '../proxy/index.js';
 
 /** The body as text and its size, refused (413) as soon as more than `limit` bytes are declared or arrive. */

@@ -11,7 +11,6 @@
  * @module
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { MetricsSource } from '../app.js';
 import { NONE, type RelayObserver, UNKNOWN_SITE } from '../core/observe.js';
 import { OUTBOX_FULL } from '../ingest/handoff.js';
 import type { Outbox, OutboxLimits } from '../state/outbox.js';
@@ -23,6 +22,11 @@ export interface RelayMetricsOptions {
   limits?: OutboxLimits;
   /** the process's CPU, memory, event-loop lag and GC, prefixed `cdp_edge_` @default true */
   processMetrics?: boolean;
+}
+
+/** What serves `GET /metrics`: the metrics in Prometheus's text format. */
+export interface MetricsSource {
+  render(): Promise<{ contentType: string; body: string }>;
 }
 
 export interface RelayMetrics extends MetricsSource {

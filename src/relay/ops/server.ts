@@ -7,7 +7,7 @@
 import { getRequestListener } from '@hono/node-server';
 import { Hono } from 'hono';
 import { listen } from '../../listen.js';
-import type { MetricsSource } from '../app.js';
+import type { MetricsSource } from './metrics.js';
 import type { Readiness } from './ready.js';
 import { renderStatusPage, type StatusSnapshot } from './status.js';
 

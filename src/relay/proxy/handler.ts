@@ -1,9 +1,9 @@
 /** One proxy call from arrival to answer: route check, token, scope, body, then the platform. */
 import { validateChunks, validateRequest, type Chunking, type Endpoint, type EndpointId } from '../../api/index.js';
 import { createTokenVerifier, type TokenConfig } from '../core/tokens.js';
-import type { AuditEntry } from './audit.js';
+import type { AuditEntry } from '../core/observe.js';
 import { authenticate, authorize } from './auth.js';
-import { parseJson, readBody } from './body.js';
+import { parseJson, readBody } from '../core/request-body.js';
 import { isRecord } from '../../api/objects.js';
 import { chunksOf, Pacer, sendChunks } from './chunk.js';
 import { jsonAnswer, RelayHttpError, type HttpAnswer } from '../core/errors.js';

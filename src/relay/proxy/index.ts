@@ -19,7 +19,7 @@ import { createHandler, fromRequest, type ProxyRequest } from './handler.js';
 import { resolveOptions, type ProxyOptions } from './options.js';
 
 export type { ProxyOptions } from './options.js';
-export type { AuditEntry } from './audit.js';
+export type { AuditEntry } from '../core/observe.js';
 export type { Backoff } from '../deliver/caller.js';
 export type { ProxyRequest } from './handler.js';
 

@@ -1,8 +1,9 @@
 /** The proxy's options, typed once, with every default applied once in {@link resolveOptions}. */
 import { LIMITS, RATE_LIMITS } from '../../api/index.js';
 import { checkTokens, type TokenConfig } from '../core/tokens.js';
-import { consoleAudit, type AuditEntry } from './audit.js';
-import type { Backoff, UpstreamCall } from '../deliver/caller.js';
+import type { AuditEntry, UpstreamCall } from '../core/observe.js';
+import { consoleAudit } from './audit.js';
+import type { Backoff } from '../deliver/caller.js';
 import type { Pacer } from '../state/outbox.js';
 import { fetchTransport, type Transport } from '../deliver/transport.js';
 

@@ -30,8 +30,7 @@
  */
 import type { AnalyticsEngineDataPoint, AnalyticsEngineDataset } from '@cloudflare/workers-types/index.ts';
 import { type CollectEvent, type DeliveryEvent, NONE, type RejectReason, type RelayObserver, UNKNOWN_SITE } from '../core/observe.js';
-import type { AuditEntry } from '../proxy/audit.js';
-import type { UpstreamCall } from '../deliver/caller.js';
+import type { AuditEntry, UpstreamCall } from '../core/observe.js';
 
 /** Analytics Engine's limit on an index, in bytes; longer values are cut (at a character boundary). */
 export const INDEX_BYTES = 96;

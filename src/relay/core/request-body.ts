@@ -1,5 +1,5 @@
 /** Reads a request body up to a byte limit, refusing early instead of buffering an oversize body. */
-import { RelayHttpError } from '../core/errors.js';
+import { RelayHttpError } from './errors.js';
 
 /** The 413 of a body over `limit` bytes (`size` when known). */
 export const tooLarge = (limit: number, size?: number) =>

@@ -1,0 +1,56 @@
+/**
+ * The variables only the Node relay reads, on top of those of `parseConfig`: `RELAY_PLAN` as a
+ * file path, `RELAY_METRICS_PORT`, `RELAY_REDIS_UNSAFE` and `RELAY_MAX_CONNECTIONS_PER_ADDRESS`.
+ * Each error names its variable.
+ * @module
+ */
+import { readFileSync } from 'node:fs';
+import { RelayConfigError } from '../core/errors.js';
+
+/**
+ * The Node relay's `RELAY_PLAN` is a file path: returns `env` with the file's text in its place
+ * (what `parseConfig` reads). JSON given inline, or no plan, passes unchanged.
+ */
+export function withPlanFile<E extends Record<string, unknown>>(env: E): E {
+  const value = env['RELAY_PLAN'];
+  if (typeof value !== 'string' || value.trim() === '' || value.trim().startsWith('{')) return env;
+  let text: string;
+  try {
+    text = readFileSync(value.trim(), 'utf8');
+  } catch (cause) {
+    throw new RelayConfigError(
+      'RELAY_PLAN',
+      `cannot read the tracking plan ${value.trim()}: ${(cause as NodeJS.ErrnoException).code ?? (cause as Error).message}`,
+      { cause },
+    );
+  }
+  return { ...env, RELAY_PLAN: text };
+}
+
+/** `RELAY_METRICS_PORT` as a port number; undefined when unset. */
+export function metricsPortFrom(raw: string | undefined): number | undefined {
+  if (raw === undefined || raw.trim() === '') return undefined;
+  const port = Number(raw);
+  if (!Number.isInteger(port) || port < 0 || port > 65535)
+    throw new RelayConfigError('RELAY_METRICS_PORT', `must be a port number (0–65535); got ${JSON.stringify(raw)}`);
+  return port;
+}
+
+/** `RELAY_REDIS_UNSAFE`: `on` starts on a Redis that can lose accepted items; `off` (the default) refuses it. */
+export function redisUnsafe(raw: string | undefined): boolean {
+  const value = raw?.trim().toLowerCase() || 'off';
+  if (value !== 'on' && value !== 'off') throw new RelayConfigError('RELAY_REDIS_UNSAFE', `must be "on" or "off"; got ${JSON.stringify(raw)}`);
+  return value === 'on';
+}
+
+/** Connections one visitor address may hold open: a browser opens a handful; many visitors may share one address (NAT). */
+export const DEFAULT_MAX_CONNECTIONS_PER_ADDRESS = 128;
+
+/** `RELAY_MAX_CONNECTIONS_PER_ADDRESS` as a whole number ≥ 1. */
+export function connectionsPerAddress(raw: string | undefined): number {
+  if (raw === undefined || raw.trim() === '') return DEFAULT_MAX_CONNECTIONS_PER_ADDRESS;
+  const count = Number(raw);
+  if (!Number.isInteger(count) || count < 1)
+    throw new RelayConfigError('RELAY_MAX_CONNECTIONS_PER_ADDRESS', `must be a whole number ≥ 1; got ${JSON.stringify(raw)}`);
+  return count;
+}
