@@ -1,21 +1,52 @@
+import { availableParallelism } from 'node:os';
 import { defineConfig } from 'vitest/config';
+import InterleavedSequencer from './test/support/sequencer.js';
 
 /**
  * One `npm test` runs every project:
  *  - node:     api, client, emulator, relay (real HTTP on loopback), cli
+ *  - timed:    the node files that time their own work (TIMED below), one at a time after the rest
  *  - dom:      the snippet's unit tests in happy-dom with fake-indexeddb
  *  - workerd:  the relay's Worker entry inside workerd (test/workerd/vitest.config.ts)
- *  - e2e:      real Chromium against a real relay + emulator (serial)
+ *  - e2e:      real browsers against a real relay + emulator
+ *
+ * All four share one pool of workers, so the browser files (which mostly wait on pages, timers
+ * and the network) run beside the CPU-bound ones instead of after them. Vitest's default is one
+ * worker fewer than the cores (1 on a 2-core machine, where everything then ran one file at a
+ * time); here it is one per core, at least 2: more than that and files that time their own work
+ * (bounded-work, limits) compete for a core. CDP_EDGE_TEST_WORKERS (or `--maxWorkers`) overrides
+ * it. The order files start in is test/support/sequencer.ts.
  */
+const workers = Number(process.env['CDP_EDGE_TEST_WORKERS']) || Math.max(2, availableParallelism());
+
+/**
+ * Node files whose assertions time the relay's own work against a wall clock (an answer "at once",
+ * a rate per second): they run one at a time, after the pool, with no other file of this run
+ * competing for the cores.
+ */
+const TIMED = ['test/security/bounded-work.test.ts', 'test/security/refusals.test.ts', 'test/relay/limits.test.ts'];
+
 export default defineConfig({
   test: {
+    maxWorkers: workers,
+    sequence: { sequencer: InterleavedSequencer },
     projects: [
       {
         test: {
           name: 'node',
           environment: 'node',
           include: ['test/**/*.test.ts'],
-          exclude: ['test/browser/**', 'test/workerd/**', 'test/e2e/**', '**/node_modules/**'],
+          exclude: ['test/browser/**', 'test/workerd/**', 'test/e2e/**', '**/node_modules/**', ...TIMED],
+          testTimeout: 20_000,
+          hookTimeout: 30_000,
+        },
+      },
+      {
+        test: {
+          name: 'timed',
+          environment: 'node',
+          include: TIMED,
+          maxWorkers: 1,
           testTimeout: 20_000,
           hookTimeout: 30_000,
         },
@@ -35,7 +66,6 @@ export default defineConfig({
           name: 'e2e',
           environment: 'node',
           include: ['test/e2e/**/*.test.ts'],
-          fileParallelism: false,
           testTimeout: 120_000,
           hookTimeout: 120_000,
         },

@@ -202,6 +202,8 @@ export function createRelayHandlers(config: RelayConfig, deps: RelayDeps = {}): 
         clock: systemClock,
         sites: config.sites,
         waitMs: config.deliveryWaitMs,
+        leaseMs: config.deliveryLeaseMs,
+        leadTtlMs: config.deliveryLeadMs,
         callTimeoutMs: Math.max(500, Math.min(10_000, config.budgetMs)),
         ambiguous: config.ambiguous,
         onDelivery: observer.delivery,

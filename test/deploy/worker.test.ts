@@ -17,10 +17,14 @@ const WRANGLER = join(root, 'node_modules', 'wrangler', 'bin', 'wrangler.js');
 const ENTRY = join(root, 'dist', 'relay', 'cloudflare.js');
 const node = node22('the shipped Worker under wrangler (test/deploy/worker.test.ts)');
 
-/** The shipped template with `main` pointed at the built entry; fails if the template has no `main` line. */
+/**
+ * The shipped template with `main` pointed at the built entry. Fails unless the template has one
+ * `main` line naming what `cdp-edge/relay/cloudflare` resolves to in an installed package.
+ */
 function configFrom(template: string): string {
-  const mains = template.match(/^main = .*$/gm) ?? [];
-  expect(mains, 'wrangler.toml has one `main` line').toHaveLength(1);
+  const mains = [...template.matchAll(/^main = "(.*)"$/gm)].map((match) => match[1]);
+  const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { exports: Record<string, { default: string }> };
+  expect(mains).toEqual([join('node_modules', 'cdp-edge', pkg.exports['./relay/cloudflare']!.default)]);
   return template.replace(/^main = .*$/m, `main = ${JSON.stringify(ENTRY)}`);
 }
 

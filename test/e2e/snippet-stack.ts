@@ -62,8 +62,26 @@ export interface Stack {
   views(email: string): string[];
   /** the `n` attributes of every e2e event the emulator holds for `email` */
   received(email: string): string[];
+  /**
+   * Resolves once nothing more can reach the emulator: each of `pages` that runs the snippet has
+   * flushed what it still holds (a copy the relay wrongly took again would go now), then the
+   * relay's outbox is empty with no call in flight. What the emulator holds then is final, which
+   * a fixed wait could only hope for.
+   */
+  settled(pages: readonly Evaluates[]): Promise<void>;
   close(): Promise<void>;
 }
+
+/** A page of any driver, as far as settled() needs it. */
+export interface Evaluates {
+  evaluate(fn: (arg: undefined) => Promise<void>, arg: undefined): Promise<unknown>;
+}
+
+/** In a page: flushes the snippet when it runs there (not the stub, not a page without it). */
+const flushSnippet = async () => {
+  const cdp = (window as unknown as { cdp?: { loaded?: boolean; flush?: () => Promise<void> } }).cdp;
+  if (cdp?.loaded && typeof cdp.flush === 'function') await cdp.flush();
+};
 
 function listen(server: Server): Promise<string> {
   return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(`http://127.0.0.1:${(server.address() as AddressInfo).port}`)));
@@ -169,6 +187,11 @@ export async function startStack(): Promise<Stack> {
     userHash: (email) => identityHash(IDENTITY_SECRET, 'str::email', email),
     views: (email) => valuesOf(email, 'act:cm:page-view', 'str:cm:path'),
     received: (email) => valuesOf(email, ACTIVITY, 'str:cm:n'),
+    async settled(pages) {
+      await Promise.all(pages.map((page) => page.evaluate(flushSnippet, undefined)));
+      if (!relay) throw new Error('the relay is stopped');
+      await relay.drained({ timeoutMs: 30_000 });
+    },
     async close() {
       await new Promise((resolve) => pages.close(resolve));
       pages.closeAllConnections();

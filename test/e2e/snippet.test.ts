@@ -51,10 +51,13 @@ describe.runIf(available)('the snippet in Chromium, against the relay and emulat
 
   const range = (from: number, count: number) => Array.from({ length: count }, (_, i) => String(from + i));
 
-  /** Waits until the emulator holds `expected` for `email`, then a while longer: exactly those, once each. */
+  /** Every page open in the browser (each context's), for Stack.settled. */
+  const openPages = () => browser.contexts().flatMap((context) => context.pages());
+
+  /** Waits until the emulator holds `expected` for `email`, then until nothing more can arrive (Stack.settled): exactly those, once each. */
   async function arrivesExactlyOnce(email: string, expected: string[]) {
     await expect.poll(() => stack.received(email).length, { timeout: 45_000, interval: 100 }).toBeGreaterThanOrEqual(expected.length);
-    await sleep(1500);
+    await stack.settled(openPages());
     expect(stack.received(email).sort()).toEqual([...expected].sort());
   }
 
@@ -178,7 +181,7 @@ describe.runIf(available)('the snippet in Chromium, against the relay and emulat
       return (person?.events ?? []).filter((e) => e.activity_id.startsWith('act:cm:held-')).map((e) => String(e.attributes['str:cm:n']));
     };
     await expect.poll(() => heldValues().length, { timeout: 60_000, interval: 200 }).toBeGreaterThanOrEqual(HELD + 50);
-    await sleep(1500);
+    await stack.settled(openPages());
     expect(heldValues().sort()).toEqual(range(0, HELD + 50).sort());
     // 1,050 items and an identify in batches of at most 100.
     expect(collects).toBeLessThanOrEqual(12);

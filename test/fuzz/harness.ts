@@ -37,7 +37,7 @@ function quietOnce(socket: Socket): void {
 const ignore = () => {};
 
 /** One request exactly as given: path unnormalised, body any bytes. */
-export function send(base: string, method: string, path: string, headers: Record<string, string>, body?: string | Uint8Array): Promise<Reply> {
+export function send(base: string, method: string, path: string, headers: Record<string, string>, body?: string | Uint8Array, reuse = true): Promise<Reply> {
   const url = new URL(base);
   return new Promise((resolve, reject) => {
     let replied = false;
@@ -47,16 +47,23 @@ export function send(base: string, method: string, path: string, headers: Record
     const large = bytes !== undefined && bytes.byteLength > 1024 * 1024;
     const length = bytes === undefined ? {} : { 'content-length': String(bytes.byteLength) };
     // Large bodies on their own connection: the server may answer early and drop it.
-    const req = request({ host: url.hostname, port: url.port, method, path, headers: { ...length, ...headers }, agent: large ? false : agent }, (res) => {
-      replied = true;
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(chunks).toString('utf8') }));
-      res.on('error', reject);
-    });
+    const req = request(
+      { host: url.hostname, port: url.port, method, path, headers: { ...length, ...headers }, agent: large || !reuse ? false : agent },
+      (res) => {
+        replied = true;
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(chunks).toString('utf8') }));
+        res.on('error', reject);
+      },
+    );
     // A server may answer 413 and close before a large body is written: the answer is what counts.
-    req.on('error', (error) => {
-      if (!replied) reject(error);
+    req.on('error', (error: NodeJS.ErrnoException) => {
+      if (replied) return;
+      // A kept-alive socket the server closed as idle while this process was busy (fast-check
+      // generating for seconds under load): the request never reached it; send it again, once.
+      if (req.reusedSocket && error.code === 'ECONNRESET') resolve(send(base, method, path, headers, bytes, false));
+      else reject(error);
     });
     req.on('socket', quietOnce);
     req.setTimeout(15_000, () => req.destroy(new Error(`no answer to ${method} ${path} within 15 s`)));

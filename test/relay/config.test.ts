@@ -26,6 +26,8 @@ describe('parseConfig (the relay configuration)', () => {
     expect(config.windowMs).toBe(7 * 24 * 3600_000);
     expect(config.platformRate).toBe(10);
     expect(config.deliveryWaitMs).toBe(250);
+    expect(config.deliveryLeaseMs).toBe(30_000);
+    expect(config.deliveryLeadMs).toBe(5_000);
     expect(config.ambiguous).toBe('hold');
     const site = config.sites.get('pk_a')!;
     expect(site).toMatchObject({ verify: 'optional', allowNoOrigin: false, mergeBy: ['str::email', 'str::ei'], activities: undefined, fields: undefined });
@@ -38,6 +40,16 @@ describe('parseConfig (the relay configuration)', () => {
     expect(() => parseConfig({ ...base, RELAY_PLATFORM_RATE: '0' })).toThrow(/RELAY_PLATFORM_RATE/);
     expect(() => parseConfig({ ...base, RELAY_DELIVERY_WAIT_MS: 'soon' })).toThrow(/RELAY_DELIVERY_WAIT_MS/);
     expect(() => parseConfig({ ...base, RELAY_AMBIGUOUS: 'retry' })).toThrow(/RELAY_AMBIGUOUS/);
+  });
+
+  it('reads the lease and lead lock lifetimes, and refuses ones too short to make a call in', () => {
+    expect(parseConfig({ ...base, RELAY_DELIVERY_LEASE_MS: '4000', RELAY_DELIVERY_LEAD_MS: '1000' })).toMatchObject({
+      deliveryLeaseMs: 4_000,
+      deliveryLeadMs: 1_000,
+    });
+    expect(errorOf({ ...base, RELAY_DELIVERY_LEASE_MS: '3000' }).message).toMatch(/RELAY_DELIVERY_LEASE_MS.*at least 3500/);
+    expect(errorOf({ ...base, RELAY_DELIVERY_LEASE_MS: 'long' }).message).toMatch(/RELAY_DELIVERY_LEASE_MS/);
+    expect(errorOf({ ...base, RELAY_DELIVERY_LEAD_MS: '100' }).message).toMatch(/RELAY_DELIVERY_LEAD_MS.*at least 500/);
   });
 
   it('picks the region base, and CDP_BASE_URL wins over it', () => {

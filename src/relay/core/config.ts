@@ -87,6 +87,10 @@ export interface RelayConfig {
   platformRate: number;
   /** `RELAY_DELIVERY_WAIT_MS`: how long a partial platform call waits for more entries @default 250 */
   deliveryWaitMs: number;
+  /** `RELAY_DELIVERY_LEASE_MS`: how long a deliverer holds the entries it leased; a killed one's wait this long @default 30000 */
+  deliveryLeaseMs: number;
+  /** `RELAY_DELIVERY_LEAD_MS`: the lifetime of the deliverer's lead lock; a standby takes over this long after the leader died @default 5000 */
+  deliveryLeadMs: number;
   /**
    * `RELAY_AMBIGUOUS`: what happens to `activities/create` entries whose call may or may not have
    * been applied: `hold` (dead-letter list, reason `ambiguous`: never a duplicate) or `resend`
@@ -174,6 +178,12 @@ function positive(env: Env, name: string, fallback: number): number {
   const number = Number(raw);
   if (!Number.isFinite(number) || number < 0) throw new RelayConfigError(name, `must be a number ≥ 0, got ${JSON.stringify(raw)}`);
   return number;
+}
+
+function atLeast(env: Env, name: string, fallback: number, min: number): number {
+  const value = positive(env, name, fallback);
+  if (value < min) throw new RelayConfigError(name, `must be at least ${min}, got ${value}`);
+  return value;
 }
 
 /** `https://shop.example.com` → itself; `https://*.example.com` kept as a pattern; anything else refused. */
@@ -378,6 +388,9 @@ export function parseConfig(env: Env): RelayConfig {
     windowMs: windowHours(env) * 3600_000,
     platformRate: rate(env),
     deliveryWaitMs: positive(env, 'RELAY_DELIVERY_WAIT_MS', 250),
+    // A lease keeps 2 s to settle and starts no call with less than 1 s left.
+    deliveryLeaseMs: atLeast(env, 'RELAY_DELIVERY_LEASE_MS', 30_000, 3_500),
+    deliveryLeadMs: atLeast(env, 'RELAY_DELIVERY_LEAD_MS', 5_000, 500),
     ambiguous: ambiguousPolicy(env),
     outboxLimits: outboxLimits(env),
     logLevel: logLevel(env),

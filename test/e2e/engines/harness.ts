@@ -34,13 +34,21 @@ export function useStack(): () => Stack {
   };
 }
 
-/** Until `cdp.js` has replaced the stub (`cdp.loaded`), for at most 10 s; false if it never does. */
+/**
+ * Whether `cdp.js` replaced the stub (`cdp.loaded`): true as soon as it has; false once the page
+ * has loaded without it (a page's scripts, `async` and module ones too, hold its load event until
+ * they ran or failed), or after 10 s at most.
+ */
 export const snippetLoaded = (page: EnginePage) =>
   page.evaluate(
     () =>
       new Promise<boolean>((resolve) => {
         const started = Date.now();
-        const check = () => (window.cdp?.loaded ? resolve(true) : Date.now() - started > 10_000 ? resolve(false) : setTimeout(check, 20));
+        const check = () => {
+          if (window.cdp?.loaded) return resolve(true);
+          if (document.readyState === 'complete' || Date.now() - started > 10_000) return resolve(false);
+          setTimeout(check, 20);
+        };
         check();
       }),
     undefined,
@@ -69,7 +77,7 @@ export interface EngineHarness {
   newPerson(): string;
   /** A fresh profile with a page of the stack (`flushInterval` 100 ms unless `init` says otherwise), once the snippet loaded. */
   open(init?: Record<string, unknown>, flags?: PageFlags): Promise<EnginePage>;
-  /** Waits until the emulator holds `expected` for `email`, then a while longer: exactly those, once each. */
+  /** Waits until the emulator holds `expected` for `email`, then until nothing more can arrive (Stack.settled): exactly those, once each. */
   arrivesExactlyOnce(email: string, expected: string[]): Promise<void>;
 }
 
@@ -106,7 +114,7 @@ export function useEngine(name: EngineName, stack: () => Stack, options: LaunchO
     },
     async arrivesExactlyOnce(email, expected) {
       await expect.poll(() => stack().received(email).length, { timeout: 30_000, interval: 100 }).toBeGreaterThanOrEqual(expected.length);
-      await sleep(1500);
+      await stack().settled(pages);
       expect(stack().received(email).sort()).toEqual([...expected].sort());
     },
   };
