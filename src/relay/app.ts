@@ -20,7 +20,7 @@ import type { ClientInfo } from './ingest/enrich.js';
 import type { Hmac } from './ingest/identity.js';
 import { systemClock, type Clock } from './core/clock.js';
 import { describeError, RelayHttpError, type HttpAnswer } from './core/errors.js';
-import { authenticate } from './proxy/auth.js';
+import { authenticate } from './core/auth.js';
 import { createTokenVerifier } from './core/tokens.js';
 import { createConsoleLogger, scrubbing, silentLogger, writes, type Logger } from './core/logging.js';
 import { countBy, observeAll, type ObservedItem, type RelayObserver, type UpstreamCall } from './core/observe.js';

@@ -28,6 +28,7 @@ import { createConsoleLogger, type Logger, scrubLine } from './core/logging.js';
 import { analyticsObserver } from './workers/analytics.js';
 import { queueProducer, consumeQueue } from './workers/queue.js';
 import { createDurableStore, DEFAULT_SHARDS } from './workers/state.js';
+import { durableRefusals } from './workers/refusals.js';
 import { createDeliveryLedger, createDurablePacer, type DeliveryLedger, pacerName } from './workers/delivery.js';
 import { DEFAULT_PLATFORM_RATE } from './state/pace.js';
 import type { Pacer } from './state/outbox.js';
@@ -90,8 +91,9 @@ function build(env: RelayEnv): Built {
     store,
     logger,
     ...(observer ? { observer } : {}),
-    // The Rate Limiting binding when bound (no Durable Object call); else buckets per isolate.
-    limiter: env.RELAY_RATE_LIMIT ? createBindingLimiter(env.RELAY_RATE_LIMIT, period) : createMemoryLimiter(),
+    // Requests: the Rate Limiting binding when bound (no Durable Object call), else buckets per
+    // isolate. Refusals: in the RelayState objects, the same for every isolate (workers/refusals.ts).
+    limiter: durableRefusals(env.RELAY_STATE, env.RELAY_RATE_LIMIT ? createBindingLimiter(env.RELAY_RATE_LIMIT, period) : createMemoryLimiter()),
     // Queues are the Workers outbox; without one, each request forwards its own items.
     ...(env.RELAY_QUEUE ? { enqueue: queueProducer(env.RELAY_QUEUE) } : { inline: true }),
     // Proxy calls (and /collect's own, without a queue) spend the deployment's budget first.

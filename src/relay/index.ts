@@ -6,7 +6,8 @@
 export { createRelay, type RelayDeps } from './app.js';
 export { fetchTransport, type Transport, type TransportAnswer, type TransportRequest } from './deliver/transport.js';
 export type { UpstreamCall } from './core/observe.js';
-export { parseConfig, parseSites, type RelayConfig, type SiteConfig, type Verify } from './core/config.js';
+export { parseConfig, type RelayConfig } from './core/config.js';
+export { parseSites, type SiteConfig, type Verify } from './core/sites.js';
 export { MISCONFIGURED, RelayConfigError, RelayHttpError } from './core/errors.js';
 export { createMemoryStore } from './state/memory.js';
 export { lookupCounter, type RelayStore, type Claim, type DedupeScope, type Settlement, type StoreStats } from './state/store.js';

@@ -10,7 +10,7 @@ import { MAX_BATCH_BYTES, MAX_BATCH_ITEMS } from '../../src/browser/send.js';
 import { isActivityId, isFieldId } from '../../src/browser/validate.js';
 import { utf8Bytes } from '../../src/browser/validate.js';
 import { checkItem } from '../../src/relay/ingest/items.js';
-import type { SiteConfig } from '../../src/relay/core/config.js';
+import type { SiteConfig } from '../../src/relay/core/sites.js';
 import { ann, fakeRelay, tracker } from './support.js';
 
 const IDS = [

@@ -3,7 +3,7 @@
  * and what is stripped (docs/security.md has the same table).
  */
 import { describe, expect, it } from 'vitest';
-import type { Verify } from '../../src/relay/core/config.js';
+import type { Verify } from '../../src/relay/core/sites.js';
 import { createIdentity, identityHash, userHash } from '../../src/relay/ingest/identity.js';
 import { platformCall } from '../../src/relay/deliver/batch.js';
 import { applyIdentityRules, type Ruling } from '../../src/relay/ingest/identity-rules.js';

@@ -3,7 +3,7 @@
  * it, always with `Vary: Origin`; never `*`, never credentials (the relay is cookie-free).
  * @module
  */
-import type { SiteConfig } from './config.js';
+import type { SiteConfig } from './sites.js';
 
 /** True when `origin` matches one of `patterns` (exact, or `https://*.example.com` for one subdomain level or more). */
 export function originAllowed(origin: string, patterns: readonly string[]): boolean {

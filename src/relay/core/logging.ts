@@ -1,7 +1,7 @@
 /**
  * One JSON line per request: what happened, never who it happened to. Lines carry the site's
  * name, counts, statuses, timings and item ids: no item contents, addresses, hashes, keys or
- * tokens. Node writes them through pino (node-log.ts), Workers with `console.log` for Workers
+ * tokens. Node writes them through pino (node/log.ts), Workers with `console.log` for Workers
  * Logs; the field names are the same on both.
  *
  * Every logger scrubs every line it writes ({@link scrubLine}): error text from libsql, ioredis,

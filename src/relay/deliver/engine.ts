@@ -6,7 +6,7 @@
  * @module
  */
 import type { Clock } from '../core/clock.js';
-import type { SiteConfig } from '../core/config.js';
+import type { SiteConfig } from '../core/sites.js';
 import type { Logger } from '../core/logging.js';
 import type { DeliveryEvent } from '../core/observe.js';
 import type { Upstream } from './caller.js';

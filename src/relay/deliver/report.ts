@@ -4,7 +4,7 @@
  * @module
  */
 import type { Clock } from '../core/clock.js';
-import type { SiteConfig } from '../core/config.js';
+import type { SiteConfig } from '../core/sites.js';
 import type { DeliveryEvent } from '../core/observe.js';
 import type { CallEndpoint } from './batch.js';
 import type { Leased } from '../state/outbox.js';

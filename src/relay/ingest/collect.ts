@@ -8,7 +8,8 @@
  */
 import type { ItemResult, RejectReason } from '../../api/collect.js';
 import type { Clock } from '../core/clock.js';
-import type { RelayConfig, SiteConfig } from '../core/config.js';
+import type { RelayConfig } from '../core/config.js';
+import type { SiteConfig } from '../core/sites.js';
 import { originAllowed } from '../core/cors.js';
 import { quoteId } from '../../api/objects.js';
 import { RelayHttpError } from '../core/errors.js';

@@ -6,7 +6,7 @@
  * lately go one request at a time per visitor (shapes.ts).
  * @module
  */
-import type { SiteConfig } from '../core/config.js';
+import type { SiteConfig } from '../core/sites.js';
 import type { Rate } from '../core/limits.js';
 import { RelayHttpError } from '../core/errors.js';
 import { addressKey, chargeRefusals, type RateLimiter, refusalWait, siteKey, visitorKey } from '../core/limits.js';

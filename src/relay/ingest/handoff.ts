@@ -6,8 +6,9 @@
  * @module
  */
 import type { ItemResult } from '../../api/collect.js';
-import type { SiteConfig } from '../core/config.js';
-import type { EntryKind, Outbox, OutboxLimits } from '../state/outbox.js';
+import type { SiteConfig } from '../core/sites.js';
+import { OUTBOX_FULL, type OutboxLimits } from '../core/outbox-limits.js';
+import type { EntryKind, Outbox } from '../state/outbox.js';
 
 /** One checked item, as the platform entry it will be sent as. */
 export interface Prepared {
@@ -65,8 +66,6 @@ export const REMEMBER_MARGIN_MS = 10 * 60_000;
  * deliverer needs to take a visitor's share of a full outbox at a professional key's pace.
  */
 export const FULL_RETRY_AFTER_S = 5;
-/** The code of a 503 whose items all found the outbox full, and the start of a `retry` item's error. */
-export const OUTBOX_FULL = 'outbox_full';
 
 /** Hands items to `outbox` (one atomic step, within `limits`); `accepted(count)` wakes the deliverer. */
 export function outboxHandoff(outbox: Outbox, windowMs: number, limits: OutboxLimits, accepted?: (count: number) => void): Handoff {

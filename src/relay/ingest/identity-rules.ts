@@ -21,7 +21,7 @@
  * docs/security.md has the same rules as a table.
  * @module
  */
-import type { SiteConfig } from '../core/config.js';
+import type { SiteConfig } from '../core/sites.js';
 import type { EntryKind } from '../state/outbox.js';
 import type { Identity } from './identity.js';
 import type { CheckedItem } from './items.js';

@@ -9,7 +9,7 @@ import { forbiddenKey, LIMITS, parseFieldId, toIssues } from '../../api/index.js
 import { mergedPerson } from '../../api/schemas/people.js';
 import { activityEvent } from '../../api/schemas/definitions.js';
 import { attributesProblem } from '../../plan/rules.js';
-import type { SiteConfig } from '../core/config.js';
+import type { SiteConfig } from '../core/sites.js';
 import { clipId, isRecord } from '../../api/objects.js';
 import { COLLECT_LIMITS } from '../../api/collect.js';
 

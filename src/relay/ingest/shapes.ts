@@ -16,7 +16,7 @@
  * never held back.
  * @module
  */
-import type { SiteConfig } from '../core/config.js';
+import type { SiteConfig } from '../core/sites.js';
 import type { CheckedItem } from './items.js';
 
 /** How long a shape the platform took stays known. */

@@ -16,7 +16,7 @@ import { relayError } from '../../api/index.js';
 import { RelayHttpError } from '../core/errors.js';
 import type { Logger } from '../core/logging.js';
 import { createTokenVerifier, type TokenConfig } from '../core/tokens.js';
-import { authenticate } from '../proxy/auth.js';
+import { authenticate } from '../core/auth.js';
 import type { Outbox } from '../state/outbox.js';
 
 export const ADMIN_PATHS = ['/admin/outbox/dead-letters', '/admin/outbox/retry', '/admin/outbox/drop', '/admin/outbox/stats'] as const;

@@ -12,8 +12,8 @@
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { NONE, type RelayObserver, UNKNOWN_SITE } from '../core/observe.js';
-import { OUTBOX_FULL } from '../ingest/handoff.js';
-import type { Outbox, OutboxLimits } from '../state/outbox.js';
+import { OUTBOX_FULL, type OutboxLimits } from '../core/outbox-limits.js';
+import type { Outbox } from '../state/outbox.js';
 
 export interface RelayMetricsOptions {
   /** the outbox whose backlog, dead letters and remembered ids the gauges report */

@@ -2,7 +2,7 @@
 import { validateChunks, validateRequest, type Chunking, type Endpoint, type EndpointId } from '../../api/index.js';
 import { createTokenVerifier, type TokenConfig } from '../core/tokens.js';
 import type { AuditEntry } from '../core/observe.js';
-import { authenticate, authorize } from './auth.js';
+import { authenticate, authorize } from '../core/auth.js';
 import { parseJson, readBody } from '../core/request-body.js';
 import { isRecord } from '../../api/objects.js';
 import { chunksOf, Pacer, sendChunks } from './chunk.js';

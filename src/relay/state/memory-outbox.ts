@@ -6,7 +6,8 @@
  */
 import { takeFair, type Lane } from './fair.js';
 import { compactIdString } from './ids.js';
-import { type Accepted, DEAD_SLICE, type DeadLetter, NO_LIMITS, type Outbox, type OutboxItem, type Pacer } from './outbox.js';
+import { type Accepted, DEAD_SLICE, type DeadLetter, type Outbox, type OutboxItem, type Pacer } from './outbox.js';
+import { NO_LIMITS } from '../core/outbox-limits.js';
 import { pace, paceInterval } from './pace.js';
 
 interface Entry {

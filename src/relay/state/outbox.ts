@@ -8,6 +8,7 @@
  * reasons are the deliverer's decisions (`deliver/deliverer.ts`).
  * @module
  */
+import type { OutboxLimits } from '../core/outbox-limits.js';
 
 /**
  * Which platform call an entry goes in:
@@ -55,37 +56,6 @@ export interface Accepted {
   /** new, but the outbox is at one of its {@link OutboxLimits}: neither stored nor remembered (the browser keeps them and sends them again) */
   full: string[];
 }
-
-/**
- * How much the outbox holds. Entries waiting (ready or leased) count against their visitor, their
- * site and the whole outbox; a new id past any of the three is answered `full`. Dead letters past
- * `dead` are cut, oldest first, and counted.
- */
-export interface OutboxLimits {
-  /** entries one visitor (the rate-limit key: one address of one site) may have waiting */
-  visitor: number;
-  /** entries one site may have waiting */
-  site: number;
-  /** entries waiting in all */
-  total: number;
-  /** dead letters kept */
-  dead: number;
-}
-
-/**
- * The defaults: a visitor may have 1,000 entries waiting (one second of a professional key's whole
- * budget, 10 calls of 100), a site 100,000 and the outbox 200,000 (200 s of that budget, about
- * 100 MB of Redis memory at 500 bytes an entry); 10,000 dead letters.
- */
-export const DEFAULT_OUTBOX_LIMITS: OutboxLimits = { visitor: 1_000, site: 100_000, total: 200_000, dead: 10_000 };
-
-/** No limits: what a store holds when an accept names none (tests, tools). */
-export const NO_LIMITS: OutboxLimits = {
-  visitor: Number.POSITIVE_INFINITY,
-  site: Number.POSITIVE_INFINITY,
-  total: Number.POSITIVE_INFINITY,
-  dead: Number.POSITIVE_INFINITY,
-};
 
 /** Dead letters expired or cut per accept at most: each accept's work stays bounded; more than a lease can add, so the list shrinks back. */
 export const DEAD_SLICE = 1_000;

@@ -11,7 +11,8 @@
  */
 import { Buffer } from 'node:buffer';
 import { compactId } from './ids.js';
-import { DEAD_SLICE, type DeadLetter, type Leased, NO_LIMITS, type OutboxItem, type OutboxStore } from './outbox.js';
+import { DEAD_SLICE, type DeadLetter, type Leased, type OutboxItem, type OutboxStore } from './outbox.js';
+import { NO_LIMITS } from '../core/outbox-limits.js';
 import { paceInterval } from './pace.js';
 import { connectRedis, type RedisStateOptions } from './redis.js';
 import { ACCEPT, DEAD, DEAD_LIST, LEAD, LEASE, PACE, SENDING, SETTLE, STATS } from './redis-outbox-lua.js';

@@ -8,8 +8,14 @@
  * @module
  */
 import { takeFair, type Lane } from './fair.js';
-import type { OutboxLimits } from './outbox.js';
-import { type Row, SQL as OUTBOX_SQL, type SqlPort, type SqlValue } from './sql-outbox.js';
+import type { OutboxLimits } from '../core/outbox-limits.js';
+import type { Row, SqlPort, SqlValue } from './sql-port.js';
+
+/** A site's number in `outbox_sites` (ids and lanes are per site number). */
+export const SITE_SQL = {
+  site: 'SELECT n FROM outbox_sites WHERE site = ?1',
+  addSite: 'INSERT INTO outbox_sites (site) VALUES (?1) ON CONFLICT (site) DO NOTHING',
+} as const;
 
 export const LANES_SCHEMA = `
   CREATE TABLE IF NOT EXISTS outbox_lanes (n INTEGER PRIMARY KEY, site INTEGER NOT NULL, visitor TEXT NOT NULL, pending INTEGER NOT NULL, since INTEGER NOT NULL, UNIQUE (site, visitor));
@@ -67,8 +73,8 @@ export async function createLanes(db: SqlPort): Promise<Lanes> {
   db.exec(LANES_SCHEMA);
   const one = (sql: string, ...params: SqlValue[]): Row | undefined => db.query(sql, ...params)[0];
   const site = (key: string) => {
-    db.run(OUTBOX_SQL.addSite, key);
-    return Number(one(OUTBOX_SQL.site, key)![0]);
+    db.run(SITE_SQL.addSite, key);
+    return Number(one(SITE_SQL.site, key)![0]);
   };
   const lane = (siteN: number, visitor: string, now: number) => {
     const [n, pending] = one(SQL.lane, siteN, visitor, now)!;

@@ -1,7 +1,7 @@
 /**
  * The outbox and pacer in SQL, for any SQLite behind a {@link SqlPort}: a file on Node (libsql,
  * `sqlite-outbox.ts`) and a Durable Object's own storage on Workers (`ctx.storage.sql`). Accepted
- * items, the ids remembered for the dedupe window (16 bytes each, see deliver/ids.ts), dead
+ * items, the ids remembered for the dedupe window (16 bytes each, see ids.ts), dead
  * letters, the deliverer's lock and the pacer's one row. Each method is one transaction of the
  * port. Nothing here imports Node: workerd runs the same statements.
  *
@@ -11,40 +11,13 @@
  */
 import { toHex } from '../core/encoding.js';
 import { compactId } from './ids.js';
-import {
-  type Accepted,
-  DEAD_SLICE,
-  type DeadLetter,
-  type Leased,
-  NO_LIMITS,
-  type OutboxItem,
-  type OutboxLimits,
-  type OutboxStore,
-  type Settlement,
-} from './outbox.js';
+import { type Accepted, DEAD_SLICE, type DeadLetter, type Leased, type OutboxItem, type OutboxStore, type Settlement } from './outbox.js';
+import { NO_LIMITS, type OutboxLimits } from '../core/outbox-limits.js';
 import { pace, paceInterval } from './pace.js';
-import { createLanes } from './sql-lanes.js';
+import { createLanes, SITE_SQL } from './sql-lanes.js';
+import type { Row, SqlPort, SqlValue } from './sql-port.js';
 
-/** A value SQLite binds or answers. */
-export type SqlValue = string | number | null;
-/** A row as an array, in the order of the statement's columns. */
-export type Row = unknown[];
-
-/**
- * What the outbox needs of an SQLite database: statements with numbered parameters (`?1`), and a
- * transaction. On Node the transaction is libsql's `BEGIN IMMEDIATE` shared by the calls of one turn
- * of the event loop (group commit); in a Durable Object it is `ctx.storage.transactionSync`.
- */
-export interface SqlPort {
-  /** Runs statements without parameters (the schema). */
-  exec(script: string): void;
-  /** Runs one statement; its rows. */
-  query(sql: string, ...params: SqlValue[]): Row[];
-  /** Runs one statement; how many rows it changed. */
-  run(sql: string, ...params: SqlValue[]): number;
-  /** Runs `fn` in one transaction: all of its writes or none. */
-  transaction<T>(fn: () => T): Promise<T>;
-}
+export type { Row, SqlPort, SqlValue } from './sql-port.js';
 
 /** Expired ids deleted per accept: more than an accept adds, so the table shrinks back after a peak. */
 const EXPIRY_SLICE = 1000;
@@ -78,8 +51,7 @@ export const OUTBOX_SCHEMA = `
 `;
 
 export const SQL = {
-  site: 'SELECT n FROM outbox_sites WHERE site = ?1',
-  addSite: 'INSERT INTO outbox_sites (site) VALUES (?1) ON CONFLICT (site) DO NOTHING',
+  ...SITE_SQL,
   expire: 'DELETE FROM outbox_seen WHERE (site, id) IN (SELECT site, id FROM outbox_seen WHERE until <= ?1 LIMIT ?2)',
   // One statement each per call, whatever the number of ids: [site number, id as hex] pairs go in
   // as JSON. First the batch's ids whose window has passed are forgotten, then the ids not

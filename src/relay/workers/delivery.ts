@@ -2,7 +2,7 @@
  * The queue consumer's state on Workers, in the {@link RelayState} objects:
  * - the delivery ledger: which item ids of a site were delivered (or dead-lettered) within the
  *   dedupe window, and which are leased to a consumer right now. Ids are 16 bytes
- *   (deliver/ids.ts) and sharded over `RELAY_SHARDS` objects per site by a hash of the id, so
+ *   (state/ids.ts) and sharded over `RELAY_SHARDS` objects per site by a hash of the id, so
  *   the same id meets the same object whatever the envelope's `queue` said;
  * - the pacer: one object per platform key that every isolate asks before each platform call.
  * @module

@@ -13,7 +13,9 @@
  */
 import type { DurableObjectNamespace, DurableObjectState } from '@cloudflare/workers-types/index.ts';
 import { DurableObject } from 'cloudflare:workers';
+import type { LimitDecision } from '../core/limits.js';
 import { pace } from '../state/pace.js';
+import { chargeBucket } from './buckets.js';
 import { cappedAmount, type Claim, type DedupeScope, type RelayStore } from '../state/store.js';
 
 /** The states of a row of `delivered`. */
@@ -220,6 +222,12 @@ export class RelayState extends DurableObject<unknown> {
       for (const id of released) sql.exec('UPDATE ids SET lease_until = 0, expires = forwarded_until WHERE id = ?', id);
     });
     if (forwarded.length > 0) await this.sweepBy(until);
+  }
+
+  /** Moves refusal bucket `key` by `charge` (0: looks) in one step (buckets.ts, for refusals.ts). */
+  bucket(key: string, perSecond: number, burst: number, now: number, charge: number): LimitDecision {
+    this.calls++;
+    return chargeBucket(this.ctx.storage, key, { perSecond, burst }, now, charge);
   }
 
   /** Adds up to `amount` to counter `name` without passing `limit` (`null`: no limit). */

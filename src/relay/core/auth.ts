@@ -1,7 +1,7 @@
 /** Who is calling: `Authorization: Bearer <token>` checked against the configured hashes. */
 import type { Endpoint, EndpointId } from '../../api/index.js';
-import { tokenAllows, type TokenConfig } from '../core/tokens.js';
-import { RelayHttpError } from '../core/errors.js';
+import { tokenAllows, type TokenConfig } from './tokens.js';
+import { RelayHttpError } from './errors.js';
 
 const CHALLENGE = { 'www-authenticate': 'Bearer realm="cdp-edge relay"' };
 /** Longer than any token `cdp-edge token create` makes; not worth hashing. */
