@@ -18,7 +18,7 @@ Configure it with environment variables (the same names as on Cloudflare Workers
 
   CDP_API_KEY                          the platform key (required, secret)
   CDP_REGION | CDP_BASE_URL            default, au or eu | an explicit base (the emulator)
-  RELAY_SITES                          [{"key","origins":[…],"activities","fields","verify","visitor_rate_limit","rate_limit"}]
+  RELAY_SITES                          [{"key","origins":[…],"activities","fields","verify","subscribe_unverified","visitor_rate_limit","rate_limit"}]
   RELAY_TOKENS                         [{"name","sha256","scopes":[…]}] for the proxy
   RELAY_IDENTITY_SECRET                HMAC secret for user_hash (needed by verify "required")
   RELAY_IDENTITY_LEGACY_HASH           off (default) or on: also accept the old value-only user_hash

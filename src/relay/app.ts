@@ -205,6 +205,7 @@ export function createRelayHandlers(config: RelayConfig, deps: RelayDeps = {}): 
         leaseMs: config.deliveryLeaseMs,
         leadTtlMs: config.deliveryLeadMs,
         callTimeoutMs: Math.max(500, Math.min(10_000, config.budgetMs)),
+        rate: config.platformRate,
         ambiguous: config.ambiguous,
         onDelivery: observer.delivery,
         // What the platform refused after acceptance counts against its visitors, one per entry; the

@@ -30,7 +30,19 @@ describe('parseConfig (the relay configuration)', () => {
     expect(config.deliveryLeadMs).toBe(5_000);
     expect(config.ambiguous).toBe('hold');
     const site = config.sites.get('pk_a')!;
-    expect(site).toMatchObject({ verify: 'optional', allowNoOrigin: false, mergeBy: ['str::email', 'str::ei'], activities: undefined, fields: undefined });
+    expect(site).toMatchObject({
+      verify: 'optional',
+      subscribeUnverified: false,
+      allowNoOrigin: false,
+      mergeBy: ['str::email', 'str::ei'],
+      activities: undefined,
+      fields: undefined,
+    });
+  });
+
+  it('reads verify "open" and subscribe_unverified', () => {
+    const config = parseConfig({ ...base, RELAY_SITES: '[{"key":"pk_o","origins":[],"verify":"open","subscribe_unverified":true}]' });
+    expect(config.sites.get('pk_o')).toMatchObject({ verify: 'open', subscribeUnverified: true });
   });
 
   it('reads the delivery settings and names the variable at fault', () => {

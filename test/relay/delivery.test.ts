@@ -215,7 +215,10 @@ describe('order and pacing', () => {
   /** 3,000 tracks (30 full calls' worth) through a relay paced at 10 calls/s, to a platform limited to 10 calls/s taking `latencyMs` per call. */
   async function saturate(latencyMs: number) {
     const limited = await startEmulator({ port: 0, key: KEY, rateLimit: 10, latencyMs });
+    // Every call to the key takes its slot, this test's own setup call too (as a proxy call would).
+    const pacer = createMemoryPacer(10);
     try {
+      expect(await pacer.take(Date.now(), 'proxy')).toBe(0);
       await fetch(`${limited.url}/v1/definitions/activity/create`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', 'x-api-key': KEY },
@@ -228,17 +231,28 @@ describe('order and pacing', () => {
         RELAY_LOG: 'off',
         RELAY_PLATFORM_RATE: '10',
       });
+      // Accepted straight into the outbox: 3,000 items through /collect in one burst would hold this
+      // process's event loop (ingest and delivery share it) and bunch the first calls' departures.
+      const outbox = createMemoryOutbox();
+      const now = Date.now();
+      const items = Array.from({ length: 3000 }, (_, n) => ({
+        site: 'pk_d',
+        id: `pace-${latencyMs}-${n}-${crypto.randomUUID()}`,
+        kind: 'activity' as const,
+        entry: { activity_id: 'act:cm:viewed', fields: { 'str::email': `pace-${latencyMs}-${n}@example.com` } },
+        browser: `b-${n}`,
+        visitor: 'v',
+        accepted: now,
+      }));
+      expect((await outbox.accept(items, now, DAY)).accepted).toHaveLength(3000);
       const calls: { at: number; entries: number; status: number }[] = [];
+      const started = Date.now();
       const handlers = createRelayHandlers(config, {
-        pacer: createMemoryPacer(10),
+        pacer,
+        outbox,
         observer: { delivery: (event) => event.called && calls.push({ at: event.at, entries: event.delivered + event.released, status: event.status }) },
       });
       closing.push(() => handlers.close());
-      const started = Date.now();
-      for (let n = 0; n < 30; n++) {
-        const batch = Array.from({ length: 100 }, (_, i) => track(`pace-${latencyMs}-${n}-${i}@example.com`));
-        await handlers.app.request('/collect', { method: 'POST', headers: { origin: ORIGIN }, body: JSON.stringify({ key: 'pk_d', batch }) });
-      }
       await handlers.drained({ timeoutMs: 20_000 });
       return { seconds: (Date.now() - started) / 1000, counts: limited.emulator.calls()['activities/create']!, calls };
     } finally {
@@ -248,11 +262,10 @@ describe('order and pacing', () => {
 
   it('paces calls to RELAY_PLATFORM_RATE under the platform limit: no 429, full calls at saturation', async () => {
     const { seconds, counts, calls } = await saturate(0);
-    // The platform counts calls in one-second windows opened by the first call it sees. The first
-    // call of a burst arrives late (a new connection), so the eleventh, on time, can land in its
-    // window: at most one such 429 in 30 calls, and it costs nothing (the call goes again after
-    // the hold). In steady state, spaced exactly 1/rate apart, no call is answered 429.
-    expect(counts.statuses['429'] ?? 0).toBeLessThanOrEqual(1);
+    // The platform counts calls in one-second windows opened by the first call it sees. Calls
+    // leave spaced by the time they leave (plus the margin), so however late the first one is,
+    // the eleventh never lands in its window: no call is answered 429.
+    expect(counts.statuses['429'] ?? 0).toBe(0);
     expect(counts.entries).toBe(3000);
     // 3,000 entries in 30 full calls: at 10 calls/s that takes about 3 s, never less.
     const taken = calls.filter((call) => call.status === 200);
@@ -268,6 +281,8 @@ describe('order and pacing', () => {
     // One call at a time would take 30 × 300 ms = 9 s at least; overlapped, the pacer's 10 calls/s
     // is the bound (about 3 s, plus the last answer's 300 ms and a lease or two).
     expect(counts.entries).toBe(3000);
+    // The emulator runs in this process: under load its answers (and its count of each call) come
+    // 300–800 ms after the call left, so one call in 30 may still be counted in the wrong window.
     expect(counts.statuses['429'] ?? 0).toBeLessThanOrEqual(1);
     expect(calls.filter((call) => call.status === 200)).toHaveLength(30);
     expect(seconds).toBeGreaterThanOrEqual(2.8);

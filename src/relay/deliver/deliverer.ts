@@ -20,6 +20,8 @@ import { createLead } from './lead.js';
 import { describe } from './report.js';
 import { deliverRound } from './round.js';
 import { createWaits } from './waits.js';
+import { createSpacer } from './slots.js';
+import { DEFAULT_PLATFORM_RATE } from '../state/pace.js';
 
 export interface DelivererOptions extends Omit<EngineOptions, 'owner'> {
   /** how long a partial call waits for more entries (ms) */
@@ -56,6 +58,7 @@ export function createDeliverer(options: DelivererOptions): Deliverer {
   const filler = createFiller(options.waitMs, () => stopping);
   const lead = createLead({ outbox, owner, clock, ttlMs: leadTtlMs, log });
   const waits = createWaits();
+  const spacer = createSpacer(options.rate ?? DEFAULT_PLATFORM_RATE);
 
   async function loop(): Promise<void> {
     while (!stopping) {
@@ -74,6 +77,7 @@ export function createDeliverer(options: DelivererOptions): Deliverer {
           owner,
           lead,
           waits,
+          spacer,
           deadline: Number.POSITIVE_INFINITY,
           stopped: () => stopping,
           nap: filler.nap,

@@ -14,7 +14,9 @@ import type { Lead } from './lead.js';
 import type { Leased, Outbox, Pacer, Settlement } from '../state/outbox.js';
 import type { AmbiguousPolicy } from '../core/config.js';
 import { createReporter, type Report } from './report.js';
+import { createSpacer, type Spacer } from './slots.js';
 import { createWaits, type Waits } from './waits.js';
+import { DEFAULT_PLATFORM_RATE } from '../state/pace.js';
 
 export interface EngineOptions {
   outbox: Outbox;
@@ -34,6 +36,8 @@ export interface EngineOptions {
   leaseSize?: number;
   /** platform calls in flight at once, each in its own pacer slot @default 4 */
   maxInFlight?: number;
+  /** the platform's calls per second for the key (`RELAY_PLATFORM_RATE`): calls leave this far apart @default 10 */
+  rate?: number;
   /** told of every call's outcome (metrics, the status page) */
   onDelivery?: ((event: DeliveryEvent) => void) | undefined;
   /** told of entries the platform refused, to charge their visitors; `wholeCall` when the platform refused the call itself (a 4xx) */
@@ -54,6 +58,8 @@ export interface RoundOptions extends EngineOptions {
   nap?: ((ms: number) => Promise<void>) | undefined;
   /** the browsers whose tracks wait for their identify; keep one across rounds @default a new one per round */
   waits?: Waits | undefined;
+  /** spaces calls by the time they leave; keep one across rounds @default a new one per round, at `rate` */
+  spacer?: Spacer | undefined;
 }
 
 /** A round's settings with defaults, and what its leases share. */
@@ -70,6 +76,7 @@ export interface Engine {
   flights: Set<Promise<void>>;
   /** the browsers whose tracks wait for their identify */
   waits: Waits;
+  spacer: Spacer;
   log(line: Record<string, unknown>): void;
   report: Report;
   /** settles `settlement` under lease `lease` */
@@ -100,6 +107,7 @@ export function createEngine(options: RoundOptions): Engine {
     nap: options.nap ?? timerNap,
     flights: new Set(),
     waits: options.waits ?? createWaits(),
+    spacer: options.spacer ?? createSpacer(options.rate ?? DEFAULT_PLATFORM_RATE),
     log,
     report: createReporter({ clock, sites, onDelivery: options.onDelivery, log }),
     async settle(lease, settlement) {

@@ -13,7 +13,7 @@ import { MAX_SPLIT_DEPTH, splitRefused } from './halving.js';
 import type { Leased, Settlement } from '../state/outbox.js';
 import { AMBIGUOUS_REASON, afterAmbiguous } from './policy.js';
 import { callOnce } from './send.js';
-import { MAX_PACER_WAIT_MS, takeSlot } from './slots.js';
+import { MAX_PACER_WAIT_MS, takeSlot, waitToLeave } from './slots.js';
 import { judge } from './verdict.js';
 
 /** Time kept free at the end of a lease to settle after the call's timeout. */
@@ -144,8 +144,18 @@ const log = (engine: Engine, error: string, skipped: number) => engine.log({ lev
 
 /** Sends one call and settles what its answer proves; the parts of a call refused as a whole go to the front of `queue`. */
 async function sendAndSettle(engine: Engine, call: Call, depth: number, timeoutMs: number, state: LeaseRun, queue: Planned[]): Promise<void> {
-  const { upstream, clock, ambiguous } = engine.options;
+  const { upstream, clock, ambiguous, lead } = engine.options;
+  // Calls leave spaced by the time they leave; the lead must still cover this one to its end.
+  const left = await waitToLeave(engine);
+  if (lead && !(await lead.cover(clock.now() + timeoutMs + SEND_MARGIN_MS))) {
+    log(engine, 'lead_lost', call.entries.length);
+    stop(state, clock.now());
+    if (call.endpoint === 'person/merge') for (const entry of call.entries) engine.waits.hold(entry, clock.now(), clock.now() + engine.leaseMs);
+    await engine.settle(state.lease, { delivered: [], released: call.entries.map((entry) => ({ seq: entry.seq, notBefore: clock.now() })), dead: [] });
+    return;
+  }
   const outcome = await callOnce(upstream, call.endpoint, bodyOf(call), { timeoutMs, paced: true });
+  engine.spacer.answered(left, clock.now());
   const verdict = judge(call, outcome, depth < MAX_SPLIT_DEPTH, clock.now());
   const called = { endpoint: call.endpoint, status: outcome.status, called: true };
   if (verdict.split) {

@@ -6,7 +6,8 @@
  * goes in pages of {@link PAGE}.
  *
  * The scripts touch keys built from the prefix, so the outbox needs one Redis, not a cluster.
- * Connecting moves the previous release's remembered ids into `d:` keys, once (redis-upgrade.ts).
+ * Connecting moves the previous release's remembered ids into `d:` keys, once (redis-upgrade.ts);
+ * times arrive on Redis's clock (redis-time.ts), so relays with skewed clocks share one pace.
  * @module
  */
 import { Buffer } from 'node:buffer';
@@ -14,9 +15,11 @@ import { compactId } from './ids.js';
 import { DEAD_SLICE, type DeadLetter, type Leased, type OutboxItem, type OutboxStore } from './outbox.js';
 import { NO_LIMITS } from '../core/outbox-limits.js';
 import { paceInterval } from './pace.js';
+import { systemClock, type Clock } from '../core/clock.js';
 import { connectRedis, type RedisStateOptions } from './redis.js';
 import { ACCEPT, DEAD, DEAD_LIST, LEAD, LEASE, PACE, SENDING, SETTLE, STATS } from './redis-outbox-lua.js';
-import { importPreviousIds, UPGRADE } from './redis-upgrade.js';
+import { onRedisTime, redisTime } from './redis-time.js';
+import { importPreviousIds } from './redis-upgrade.js';
 
 /** Dead letters one script reads or moves at most. */
 const PAGE = 500;
@@ -32,11 +35,10 @@ interface Scripts {
   cdpOutboxLead(...args: Arg[]): Promise<number>;
   cdpOutboxPace(...args: Arg[]): Promise<number>;
   cdpOutboxStats(...args: Arg[]): Promise<[number, number, number, number, number]>;
-  cdpOutboxUpgrade(...args: Arg[]): Promise<number>;
 }
 
-/** Connects to `url`; resolves once connected, or rejects naming the address. */
-export async function createRedisOutbox(url: string, options: RedisStateOptions = {}): Promise<OutboxStore> {
+/** Connects to `url`; resolves once connected, or rejects naming the address. Times go on Redis's clock, measured against `clock`. */
+export async function createRedisOutbox(url: string, options: RedisStateOptions & { clock?: Clock } = {}): Promise<OutboxStore> {
   const P = options.prefix ?? 'cdp-edge:';
   const script = (lua: string) => ({ lua, numberOfKeys: 0 });
   const redis = await connectRedis(url, options, {
@@ -49,15 +51,12 @@ export async function createRedisOutbox(url: string, options: RedisStateOptions 
     cdpOutboxLead: script(LEAD),
     cdpOutboxPace: script(PACE),
     cdpOutboxStats: script(STATS),
-    cdpOutboxUpgrade: script(UPGRADE),
   });
   const run = redis as unknown as Scripts;
-  try {
-    await importPreviousIds(redis, P, (...args) => run.cdpOutboxUpgrade(...args));
-  } catch (error) {
+  const [, time] = await Promise.all([importPreviousIds(redis, P), redisTime(redis, options.clock ?? systemClock)]).catch((error: unknown) => {
     redis.disconnect();
     throw error;
-  }
+  });
   const ms = (time: number) => Math.round(time);
   /** Retries (0) or drops (1) the named dead letters, or all of them a page at a time. */
   const moveDead = async (seqs: readonly number[] | undefined, now: number, drop: 0 | 1): Promise<number> => {
@@ -70,7 +69,7 @@ export async function createRedisOutbox(url: string, options: RedisStateOptions 
     return count;
   };
 
-  return {
+  const store: OutboxStore = {
     outbox: {
       async accept(items, now, windowMs, limits = NO_LIMITS) {
         const bounds = [limits.visitor, limits.site, limits.total, limits.dead, DEAD_SLICE].map((bound) => Math.min(bound, Number.MAX_SAFE_INTEGER));
@@ -135,4 +134,5 @@ export async function createRedisOutbox(url: string, options: RedisStateOptions 
       await redis.quit().catch(() => redis.disconnect());
     },
   };
+  return onRedisTime(store, time);
 }
