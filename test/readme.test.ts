@@ -266,14 +266,14 @@ describe('README.md', () => {
     expect(await createIdentity(SECRET, 60).proves('str::email', 'ann@example.com', out.trim())).toBe(true);
   });
 
-  it('the Worker entry exports the fetch handler and the Durable Object class, and nothing else', async () => {
+  it('the Worker entry exports the fetch handler and the Durable Object classes, and nothing else', async () => {
     const block = blocks.find((b) => b.lang === 'ts' && b.code.includes('cdp-edge/relay/cloudflare'))!;
     // The entry imports `cloudflare:workers`, which only workerd has: check what the built module exports
     // (test/deploy starts it with wrangler). workerd refuses a main module with any other export.
-    expect(block.code).toContain("export { default, RelayState } from 'cdp-edge/relay/cloudflare';");
+    expect(block.code).toContain("export { default, RelayState, RelayOutbox } from 'cdp-edge/relay/cloudflare';");
     const built = readFileSync(join(root, 'dist', 'relay', 'cloudflare.js'), 'utf8');
     const exported = [...built.matchAll(/^export \{([^}]*)\}/gm)].flatMap((m) => m[1]!.split(',').map((name) => name.trim().split(' as ').pop()));
-    expect(exported.sort()).toEqual(['RelayState', 'default']);
+    expect(exported.sort()).toEqual(['RelayOutbox', 'RelayState', 'default']);
     expect(built).not.toMatch(/^export (const|let|var|function|class|default) /m);
   });
 

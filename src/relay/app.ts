@@ -14,7 +14,7 @@ import type { RelayConfig } from './core/config.js';
 import { anySiteAllows, corsHeaders, preflightHeaders } from './core/cors.js';
 import { collect, type CollectOutcome } from './ingest/collect.js';
 import { outboxHandoff, type Handoff } from './ingest/handoff.js';
-import { inlineHandoff, queueHandoff, type Enqueue } from './workers/handoff.js';
+import { queueHandoff, type Enqueue } from './workers/handoff.js';
 import { fromRequest, type CollectRequest } from './ingest/body.js';
 import type { ClientInfo } from './ingest/enrich.js';
 import type { Hmac } from './ingest/identity.js';
@@ -82,13 +82,8 @@ export interface RelayDeps {
   deliver?: boolean;
   /** told of platform refusals after acceptance (they are charged to their visitors too) */
   onRefused?: (entries: readonly Leased[], wholeCall: boolean) => void;
-  /** Workers Queues: accepted entries go to the queue (the consumer delivers them) instead of an outbox */
+  /** Workers Queues: accepted items go to the queue (its consumer puts them into the outbox) instead of the outbox */
   enqueue?: Enqueue;
-  /**
-   * Workers without a queue: each /collect forwards its own items to the platform before it answers
-   * (no outbox, no deliverer). @default false
-   */
-  inline?: boolean;
 }
 
 const NO_STORE = 'no-store';
@@ -161,7 +156,7 @@ export function createRelayHandlers(config: RelayConfig, deps: RelayDeps = {}): 
     backoff,
     now: () => clock.now(),
     onCall: observer.upstream,
-    // Calls not paced by the deliverer (the proxy's, /collect's inline on Workers) take a `proxy` slot; a 429 holds every process.
+    // Calls not paced by the deliverer (the proxy's) take a `proxy` slot; a 429 holds every process.
     pacer,
   });
   const logUnexpected = (error: unknown, path: string, method: string) =>
@@ -176,21 +171,12 @@ export function createRelayHandlers(config: RelayConfig, deps: RelayDeps = {}): 
       error: 'internal_error',
       cause: describeError(error),
     });
-  // Where accepted items go: a queue (Workers), the platform itself (Workers without a queue), or the outbox a deliverer drains.
+  // Where accepted items go: a queue (Workers, its consumer fills the outbox), or the outbox a deliverer drains (on Workers, each outbox object's alarm).
   let deliverer: Deliverer | undefined;
   let outbox: Outbox | undefined;
   let handoff: Handoff;
   const shapes = createShapes();
   if (deps.enqueue) handoff = queueHandoff(deps.enqueue);
-  else if (deps.inline)
-    handoff = inlineHandoff({
-      store,
-      upstream,
-      clock,
-      random: deps.random ?? Math.random,
-      config,
-      learn: (site, taken, now) => shapes.learn(site, taken, now),
-    });
   else {
     outbox = deps.outbox ?? createMemoryOutbox();
     if (deps.deliver ?? true) {
