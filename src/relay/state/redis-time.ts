@@ -1,7 +1,7 @@
 /**
  * Redis's clock for the times the outbox keeps there (lead lock, leases, the pacer, remembered ids):
  * every relay sharing one Redis measures how far its own clock is from Redis's (`TIME`, half the
- * round trip allowed for) and shifts every time it sends by that much, so relays whose clocks
+ * round trip allowed for, the best of three) and shifts every time it sends by that much, so relays whose clocks
  * differ by seconds agree on when a lock or a lease ends and on the pace. Measured at connect and
  * again at most once a second while the outbox is used; a failed measure keeps the last one.
  * A difference under {@link TOLERANCE_MS} is taken as none, and the shift changes only when the
@@ -26,13 +26,17 @@ export async function redisTime(redis: Redis, clock: Clock): Promise<RedisTime> 
   let offset = 0;
   let measured = Number.NEGATIVE_INFINITY;
   let measuring: Promise<void> | undefined;
+  // Three samples, the one with the shortest round trip kept: its error is at most half of it.
   const measure = async () => {
-    const before = clock.now();
-    const [seconds, micros] = await redis.time();
-    const after = clock.now();
-    const difference = Number(seconds) * 1000 + Number(micros) / 1000 - (before + after) / 2;
-    if (Math.abs(difference - offset) > TOLERANCE_MS) offset = Math.round(difference);
-    measured = after;
+    let best = { trip: Number.POSITIVE_INFINITY, difference: 0 };
+    for (let i = 0; i < 3; i++) {
+      const before = clock.now();
+      const [seconds, micros] = await redis.time();
+      const after = clock.now();
+      if (after - before < best.trip) best = { trip: after - before, difference: Number(seconds) * 1000 + Number(micros) / 1000 - (before + after) / 2 };
+    }
+    if (Math.abs(best.difference - offset) > TOLERANCE_MS) offset = Math.round(best.difference);
+    measured = clock.now();
   };
   await measure();
   return {
