@@ -13,7 +13,7 @@ function connect(name: string) {
   const namespace = env['RELAY_OUTBOX'];
   const stub = (): Stub => namespace.get(namespace.idFromName(name));
   const outbox: Outbox = {
-    accept: (items, now, windowMs) => stub().accept([...items], now, windowMs),
+    accept: (items, now, windowMs, limits) => stub().accept([...items], now, windowMs, limits),
     lease: (owner, max, now, leaseMs) => stub().lease(owner, max, now, leaseMs),
     sending: (owner, seqs, now) => stub().sending(owner, [...seqs], now),
     settle: (owner, settlement, now) => stub().settle(owner, settlement, now),

@@ -15,6 +15,7 @@ import { DurableObject } from 'cloudflare:workers';
 import { deliverRound } from '../deliver/round.js';
 import type { Accepted, DeadLetter, Leased, OutboxItem, OutboxStats, OutboxStore, Settlement } from '../state/outbox.js';
 import { scrub } from '../core/logging.js';
+import type { OutboxLimits } from '../core/outbox-limits.js';
 import { createSqlOutbox, type SqlPort } from '../state/sql-outbox.js';
 import { type DeliveryEnv, shardEngine, workerConfig } from './delivery.js';
 import { durableSqlPort } from './sql-port.js';
@@ -52,8 +53,8 @@ export class RelayOutbox extends DurableObject<DeliveryEnv> {
   }
 
   /** Outbox.accept, then makes sure this object's alarm delivers what it accepted: what the Worker calls. */
-  async acceptToDeliver(items: OutboxItem[], now: number, windowMs: number): Promise<Accepted> {
-    const accepted = await this.accept(items, now, windowMs);
+  async acceptToDeliver(items: OutboxItem[], now: number, windowMs: number, limits?: OutboxLimits): Promise<Accepted> {
+    const accepted = await this.accept(items, now, windowMs, limits);
     this.acceptedCount += accepted.accepted.length;
     // The first item of a quiet object waits RELAY_DELIVERY_WAIT_MS for others to fill its call.
     if (accepted.accepted.length > 0 && !this.delivering) await this.wakeAt(Date.now() + workerConfig(this.env).deliveryWaitMs);
@@ -66,9 +67,9 @@ export class RelayOutbox extends DurableObject<DeliveryEnv> {
   }
 
   // The Outbox itself, as on Node: the conformance suite's, and the facade's (outbox.ts).
-  accept(items: OutboxItem[], now: number, windowMs: number): Promise<Accepted> {
+  accept(items: OutboxItem[], now: number, windowMs: number, limits?: OutboxLimits): Promise<Accepted> {
     this.calls++;
-    return this.store.outbox.accept(items, now, windowMs);
+    return this.store.outbox.accept(items, now, windowMs, limits);
   }
 
   /**

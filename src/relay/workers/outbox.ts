@@ -18,7 +18,7 @@
  */
 import type { DurableObjectNamespace } from '@cloudflare/workers-types/index.ts';
 import { compactIdString } from '../state/ids.js';
-import type { Accepted, DeadLetter, Outbox } from '../state/outbox.js';
+import type { Accepted, DeadLetter, Outbox, OutboxStats } from '../state/outbox.js';
 import type { RelayOutbox } from './outbox-object.js';
 import { hash } from './state.js';
 
@@ -49,7 +49,8 @@ export function createShardedOutbox(namespace: DurableObjectNamespace<RelayOutbo
   };
   const bySeqShard = (seqs: readonly number[]) => groupBy(seqs, (seq) => seq % MAX_SHARDS);
   return {
-    async accept(items, now, windowMs) {
+    // Each object holds its own share under `limits` (a visitor's browsers may live in several).
+    async accept(items, now, windowMs, limits) {
       // Which object each id goes to: the router's answer (first come within the window), asked per router object in parallel.
       const keyed = items.map((item) => ({ item, key: `${item.site}\u0000${compactIdString(item.id)}`, home: hash(item.browser) % shards }));
       const homes = new Map<string, number>();
@@ -67,14 +68,17 @@ export function createShardedOutbox(namespace: DurableObjectNamespace<RelayOutbo
               part.map(({ item }) => item),
               now,
               windowMs,
+              limits,
             ) as Promise<Accepted>,
         ),
       );
       const accepted = new Set(answers.flatMap((answer) => answer.accepted));
+      const full = new Set(answers.flatMap((answer) => answer.full));
       // In the order given; an id given twice is accepted once.
-      const result: Accepted = { accepted: [], duplicate: [] };
+      const result: Accepted = { accepted: [], duplicate: [], full: [] };
       for (const { item } of keyed) {
         if (accepted.delete(item.id)) result.accepted.push(item.id);
+        else if (full.delete(item.id)) result.full.push(item.id);
         else result.duplicate.push(item.id);
       }
       return result;
@@ -116,11 +120,8 @@ export function createShardedOutbox(namespace: DurableObjectNamespace<RelayOutbo
     },
     async stats() {
       const each = await Promise.all(all().map((shard) => object(outboxName(shard)).stats()));
-      return {
-        pending: each.reduce((sum, s) => sum + s.pending, 0),
-        dead: each.reduce((sum, s) => sum + s.dead, 0),
-        remembered: each.reduce((sum, s) => sum + s.remembered, 0),
-      };
+      const sum = (key: keyof OutboxStats) => each.reduce((total, s) => total + s[key], 0);
+      return { pending: sum('pending'), dead: sum('dead'), remembered: sum('remembered'), expired: sum('expired'), cut: sum('cut') };
     },
   };
 }

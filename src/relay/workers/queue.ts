@@ -8,7 +8,7 @@
  */
 import type { Outbox, OutboxItem } from '../state/outbox.js';
 import { REMEMBER_MARGIN_MS } from '../ingest/handoff.js';
-import { type Logger, scrub } from '../core/logging.js';
+import { type Logger, type LogLine, scrub } from '../core/logging.js';
 import type { Enqueue } from './handoff.js';
 import type { MessageBatch, Queue } from './types.js';
 
@@ -52,6 +52,7 @@ export function queueProducer(queue: Queue): Enqueue {
  */
 export async function consumeQueue(batch: MessageBatch<OutboxItem>, outbox: Outbox, windowMs: number, logger: Logger): Promise<void> {
   const started = Date.now();
+  let outcome: Partial<LogLine>;
   try {
     const taken = await outbox.accept(
       batch.messages.map((message) => message.body),
@@ -59,29 +60,24 @@ export async function consumeQueue(batch: MessageBatch<OutboxItem>, outbox: Outb
       windowMs + REMEMBER_MARGIN_MS,
     );
     batch.ackAll();
-    logger({
-      ts: new Date(started).toISOString(),
-      kind: 'queue',
-      method: 'QUEUE',
-      path: batch.queue,
-      status: 200,
-      ms: Date.now() - started,
-      items: batch.messages.length,
-      results: { accepted: taken.accepted.length, duplicate: taken.duplicate.length },
-    });
+    outcome = { status: 200, results: { accepted: taken.accepted.length, duplicate: taken.duplicate.length } };
   } catch (error) {
     batch.retryAll({ delaySeconds: RETRY_SECONDS });
-    logger({
+    outcome = {
       level: 'error',
-      ts: new Date(started).toISOString(),
-      kind: 'queue',
-      method: 'QUEUE',
-      path: batch.queue,
       status: 503,
-      ms: Date.now() - started,
-      items: batch.messages.length,
       error: 'outbox_accept_failed',
       cause: scrub(error instanceof Error ? `${error.name}: ${error.message}` : String(error)),
-    });
+    };
   }
+  logger({
+    ts: new Date(started).toISOString(),
+    kind: 'queue',
+    method: 'QUEUE',
+    path: batch.queue,
+    status: 0,
+    ms: Date.now() - started,
+    items: batch.messages.length,
+    ...outcome,
+  });
 }
