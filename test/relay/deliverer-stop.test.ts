@@ -3,6 +3,7 @@
 // the wake did not reach, would leave `stop()` waiting on a timer that never fires once the server
 // has closed: `cdp-edge relay` then exited 13 ("unsettled top-level await") on SIGTERM instead of 0.
 import { expect, it } from 'vitest';
+import { systemClock } from '../../src/relay/core/clock.js';
 import { createDeliverer } from '../../src/relay/deliver/deliverer.js';
 import { createFiller } from '../../src/relay/deliver/fill.js';
 import { createMemoryOutbox, createMemoryPacer } from '../../src/relay/state/memory-outbox.js';
@@ -28,7 +29,7 @@ it('stops at once when the stop comes while the deliverer asks for the lead', as
     outbox,
     pacer: createMemoryPacer(10),
     upstream: neverCalled,
-    clock: { now: () => Date.now() },
+    clock: systemClock,
     sites: new Map(),
     ambiguous: 'hold',
     waitMs: 0,
