@@ -12,30 +12,29 @@ import { Hono, type Context } from 'hono';
 import { relayError } from '../api/index.js';
 import type { RelayConfig } from './core/config.js';
 import { anySiteAllows, corsHeaders, preflightHeaders } from './core/cors.js';
-import { collect, type CollectOutcome } from './ingest/collect.js';
-import { outboxHandoff, type Handoff } from './ingest/handoff.js';
-import { inlineHandoff, queueHandoff, type Enqueue } from './workers/handoff.js';
+import { chooseHandoff } from './app/handoff.js';
+import { createCollectAnswerer, type CollectHttpAnswer } from './ingest/answer.js';
+import type { Enqueue } from './workers/handoff.js';
 import { fromRequest, type CollectRequest } from './ingest/body.js';
 import type { ClientInfo } from './ingest/enrich.js';
 import type { Hmac } from './ingest/identity.js';
 import { systemClock, type Clock } from './core/clock.js';
 import { describeError, RelayHttpError, type HttpAnswer } from './core/errors.js';
-import { authenticate } from './core/auth.js';
-import { createTokenVerifier } from './core/tokens.js';
 import { createConsoleLogger, scrubbing, silentLogger, writes, type Logger } from './core/logging.js';
-import { countBy, observeAll, type ObservedItem, type RelayObserver, type UpstreamCall } from './core/observe.js';
+import { observeAll, type RelayObserver, type UpstreamCall } from './core/observe.js';
 import type { MetricsSource } from './ops/metrics.js';
-import { createReadiness, publicState, type Readiness } from './ops/ready.js';
+import { createHealthRoutes } from './ops/health.js';
+import { createReadiness, type Readiness } from './ops/ready.js';
 import { ADMIN_PATHS, createAdminRoutes } from './ops/admin.js';
 import { createShapes, createVisitorGate } from './ingest/shapes.js';
-import { chargeDelivered, createMemoryLimiter, type RateLimiter } from './core/limits.js';
+import { createMemoryLimiter, type RateLimiter } from './core/limits.js';
 import { createMemoryStore } from './state/memory.js';
 import { createProxy, type ProxyRequest } from './proxy/index.js';
 import { createSnippetHandler, type SnippetSource } from './ingest/snippet.js';
 import type { RelayStore } from './state/store.js';
 import { createUpstream, sharedBackoff, type Backoff } from './deliver/caller.js';
-import { createDeliverer, type Deliverer } from './deliver/deliverer.js';
-import { createMemoryOutbox, createMemoryPacer } from './state/memory-outbox.js';
+import type { Deliverer } from './deliver/deliverer.js';
+import { createMemoryPacer } from './state/memory-outbox.js';
 import type { Leased, Outbox, Pacer } from './state/outbox.js';
 import { fetchTransport, type Transport } from './deliver/transport.js';
 
@@ -82,25 +81,16 @@ export interface RelayDeps {
   deliver?: boolean;
   /** told of platform refusals after acceptance (they are charged to their visitors too) */
   onRefused?: (entries: readonly Leased[], wholeCall: boolean) => void;
-  /** Workers Queues: accepted entries go to the queue (the consumer delivers them) instead of an outbox */
+  /** Workers Queues: accepted items go to the queue (its consumer puts them into the outbox) instead of the outbox */
   enqueue?: Enqueue;
-  /**
-   * Workers without a queue: each /collect forwards its own items to the platform before it answers
-   * (no outbox, no deliverer). @default false
-   */
-  inline?: boolean;
 }
 
 const NO_STORE = 'no-store';
 
-/** A /collect answer: status, headers and the JSON body as text. */
-export type CollectAnswer = HttpAnswer & { body: string };
-
-/** The metrics text and its content type (Prometheus exposition format). */
 /** The relay's Hono app and, for a runtime front that skips building a `Request`, its POST /collect. */
 export interface RelayHandlers {
   app: Hono;
-  collect(request: CollectRequest, info: ClientInfo): Promise<CollectAnswer>;
+  collect(request: CollectRequest, info: ClientInfo): Promise<CollectHttpAnswer>;
   /** a call under `/v1` (the proxy), for a runtime front that skips building a `Request` */
   proxy(request: ProxyRequest): Promise<HttpAnswer>;
   /** what `GET /readyz` answers */
@@ -126,7 +116,6 @@ export function createRelayHandlers(config: RelayConfig, deps: RelayDeps = {}): 
   const clock = deps.clock ?? systemClock;
   // Every line is scrubbed by the logger (logging.ts), whoever gave it: no call site scrubs.
   const logger = scrubbing(deps.logger ?? (config.logLevel === 'off' ? silentLogger : createConsoleLogger(config.logLevel)));
-  const debug = writes(config.logLevel, 'debug');
   const store = deps.store ?? createMemoryStore();
   const limiter = deps.limiter ?? createMemoryLimiter();
   const transport = deps.transport ?? fetchTransport(deps.fetch ?? globalThis.fetch.bind(globalThis));
@@ -161,7 +150,7 @@ export function createRelayHandlers(config: RelayConfig, deps: RelayDeps = {}): 
     backoff,
     now: () => clock.now(),
     onCall: observer.upstream,
-    // Calls not paced by the deliverer (the proxy's, /collect's inline on Workers) take a `proxy` slot; a 429 holds every process.
+    // Calls not paced by the deliverer (the proxy's) take a `proxy` slot; a 429 holds every process.
     pacer,
   });
   const logUnexpected = (error: unknown, path: string, method: string) =>
@@ -176,51 +165,8 @@ export function createRelayHandlers(config: RelayConfig, deps: RelayDeps = {}): 
       error: 'internal_error',
       cause: describeError(error),
     });
-  // Where accepted items go: a queue (Workers), the platform itself (Workers without a queue), or the outbox a deliverer drains.
-  let deliverer: Deliverer | undefined;
-  let outbox: Outbox | undefined;
-  let handoff: Handoff;
   const shapes = createShapes();
-  if (deps.enqueue) handoff = queueHandoff(deps.enqueue);
-  else if (deps.inline)
-    handoff = inlineHandoff({
-      store,
-      upstream,
-      clock,
-      random: deps.random ?? Math.random,
-      config,
-      learn: (site, taken, now) => shapes.learn(site, taken, now),
-    });
-  else {
-    outbox = deps.outbox ?? createMemoryOutbox();
-    if (deps.deliver ?? true) {
-      deliverer = createDeliverer({
-        outbox,
-        pacer,
-        upstream,
-        // Leases and pacing run on real time: an injected clock moves ingest's view (the window), not the platform's pace.
-        clock: systemClock,
-        sites: config.sites,
-        waitMs: config.deliveryWaitMs,
-        leaseMs: config.deliveryLeaseMs,
-        leadTtlMs: config.deliveryLeadMs,
-        callTimeoutMs: Math.max(500, Math.min(10_000, config.budgetMs)),
-        rate: config.platformRate,
-        ambiguous: config.ambiguous,
-        onDelivery: observer.delivery,
-        // What the platform refused after acceptance counts against its visitors, one per entry; the
-        // site pays only for a call the platform refused as a whole (what its ban counts), not for
-        // one bad entry among good ones.
-        onRefused: (entries, wholeCall) => {
-          deps.onRefused?.(entries, wholeCall);
-          void chargeDelivered(limiter, entries, wholeCall, clock.now()).catch(() => {});
-        },
-        logger,
-      });
-      deliverer.start();
-    }
-    handoff = outboxHandoff(outbox, config.windowMs, deliverer ? (count) => deliverer?.kick(count) : undefined);
-  }
+  const { handoff, outbox, deliverer } = chooseHandoff({ ...deps, config, limiter, upstream, pacer, clock, observer, logger });
   const context = { config, store, limiter, clock, handoff, shapes, gate: createVisitorGate(), hmac: deps.hmac };
   const sites = [...config.sites.values()];
   const app = new Hono();
@@ -255,9 +201,10 @@ export function createRelayHandlers(config: RelayConfig, deps: RelayDeps = {}): 
     );
   });
 
+  const answerCollect = createCollectAnswerer({ context, sites, clock, observer, logger, debug: writes(config.logLevel, 'debug'), path });
   // Requests being handled: a stop lets them settle in the store before closing it.
-  const handling = new Set<Promise<CollectAnswer>>();
-  const trackedCollect = (request: CollectRequest, info: ClientInfo): Promise<CollectAnswer> => {
+  const handling = new Set<Promise<CollectHttpAnswer>>();
+  const trackedCollect = (request: CollectRequest, info: ClientInfo): Promise<CollectHttpAnswer> => {
     const answer = answerCollect(request, info);
     handling.add(answer);
     const forget = () => void handling.delete(answer);
@@ -267,78 +214,6 @@ export function createRelayHandlers(config: RelayConfig, deps: RelayDeps = {}): 
   const drain = async () => {
     while (handling.size > 0) await Promise.allSettled([...handling]);
   };
-
-  /** POST /collect from arrival to answer; the Node entry calls it straight from node:http. */
-  async function answerCollect(request: CollectRequest, info: ClientInfo): Promise<CollectAnswer> {
-    const started = clock.now();
-    const origin = request.origin;
-    const cors = corsHeaders(origin, origin !== undefined && anySiteAllows(origin, sites));
-    let outcome: CollectOutcome;
-    let unexpected: unknown;
-    const seen: { site?: string } = {};
-    try {
-      outcome = await collect(context, request, info, seen);
-    } catch (caught) {
-      // Anything unexpected (the state store unreachable, say) happened before an item was final:
-      // 503 + Retry-After keeps every item in the browser.
-      const error =
-        caught instanceof RelayHttpError
-          ? caught
-          : new RelayHttpError(
-              503,
-              'relay_unavailable',
-              'The relay could not handle the batch right now; nothing was lost: retry after the Retry-After seconds.',
-              { retryAfter: 5, cause: caught },
-            );
-      outcome = { status: error.status, body: error.body, ...(error.retryAfter === undefined ? {} : { retryAfter: error.retryAfter }) };
-      if (!(caught instanceof RelayHttpError)) {
-        outcome.warning = caught instanceof Error ? caught.name : 'error';
-        unexpected = caught;
-      }
-    }
-    const headers: Record<string, string> = { ...cors, 'Content-Type': 'application/json', 'Cache-Control': NO_STORE };
-    if (outcome.retryAfter !== undefined) headers['Retry-After'] = String(outcome.retryAfter);
-    const error = outcome.status === 200 ? undefined : (outcome.body as { error?: { code?: string } }).error?.code;
-    const items: ObservedItem[] = (outcome.results ?? []).map((result, index) => {
-      const reason = outcome.reasons?.get(index);
-      return {
-        id: result.id,
-        status: result.status,
-        ...(reason === undefined ? {} : { reason }),
-        ...(result.error === undefined ? {} : { error: result.error }),
-      };
-    });
-    const ms = clock.now() - started;
-    const ts = new Date(started).toISOString();
-    outcome.site ??= seen.site;
-    observer.collect?.({ at: started, site: outcome.site, status: outcome.status, error, ms, items, unverified: outcome.unverified ?? 0 });
-    const reasons = countBy(items, (item) => item.reason);
-    logger({
-      ts,
-      kind: 'collect',
-      method: 'POST',
-      path,
-      status: outcome.status,
-      ms,
-      ...(outcome.site === undefined
-        ? {}
-        : {
-            site: outcome.site,
-            items: outcome.items ?? 0,
-            results: countBy(items, (item) => item.status),
-            ...(Object.keys(reasons).length === 0 ? {} : { reasons }),
-            upstream: outcome.upstream ?? [],
-          }),
-      ...(error === undefined ? {} : { error }),
-      ...(outcome.warning === undefined ? {} : { warning: outcome.warning }),
-      ...(unexpected === undefined ? {} : { cause: describeError(unexpected) }),
-    });
-    if (debug) {
-      for (const { status, ...item } of items)
-        logger({ level: 'debug', ts, kind: 'item', method: 'POST', path, status: outcome.status, ms, site: outcome.site, result: status, ...item });
-    }
-    return { status: outcome.status, headers, body: JSON.stringify(outcome.body) };
-  }
 
   app.post(path, async (c) => {
     const answer = await trackedCollect(fromRequest(c.req.raw), await (deps.clientInfo?.(c) ?? {}));
@@ -353,24 +228,7 @@ export function createRelayHandlers(config: RelayConfig, deps: RelayDeps = {}): 
   for (const scriptPath of config.scriptPaths) app.get(scriptPath, (c) => snippet(c.req.raw));
 
   // Liveness: the process answers. Readiness: the store answers and the platform did lately (or a probe does).
-  app.get('/healthz', (c) => c.json({ ok: true }));
-  app.get('/readyz', async (c) => {
-    const state = await readiness.check();
-    return c.json(publicState(state), state.ready ? 200 : 503);
-  });
-
-  const metrics = deps.metrics;
-  if (metrics !== undefined) {
-    const verify = createTokenVerifier(config.tokens);
-    app.get('/metrics', async (c) => {
-      const token = authenticate(c.req.header('authorization'), verify);
-      if (!token.scopes.includes('metrics') && !token.scopes.includes('admin')) {
-        return c.json(relayError('forbidden', `token "${token.name}" lacks the metrics scope`), 403);
-      }
-      const { contentType, body } = await metrics.render();
-      return c.body(body, 200, { 'Content-Type': contentType });
-    });
-  }
+  app.route('/', createHealthRoutes({ readiness, metrics: deps.metrics, tokens: config.tokens }));
 
   // The outbox's dead letters for admin tokens (`cdp-edge outbox --relay URL`): whichever outbox this relay hands items to.
   app.route('/', createAdminRoutes({ tokens: config.tokens, outbox: outbox ?? deps.outbox, now: () => clock.now(), logger, onError: logUnexpected }));

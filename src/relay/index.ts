@@ -19,7 +19,7 @@ export { resolveClientIp } from './core/client-ip.js';
 export { systemClock, type Clock } from './core/clock.js';
 export type { Backoff } from './deliver/caller.js';
 export type { ClientInfo, CfGeo } from './ingest/enrich.js';
-export type { QueuedEntry, Enqueue, Enqueued } from './workers/handoff.js';
+export type { Enqueue, Enqueued } from './workers/handoff.js';
 export type { ItemResult, ItemStatus } from '../api/collect.js';
 export { createProxyRoutes, type ProxyOptions } from './proxy/index.js';
 export { parseTokens, hashToken, createToken, type TokenConfig } from './core/tokens.js';

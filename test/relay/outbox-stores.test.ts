@@ -175,6 +175,7 @@ describe('a write that fails', () => {
     expect(await store.outbox.accept([item('s', 'a'), item('s', 'b'), item('s', 'first')], now, 60_000)).toEqual({
       accepted: ['a', 'b'],
       duplicate: ['first'],
+      full: [],
     });
     expect(await store.outbox.stats()).toMatchObject({ pending: 3, remembered: 3 });
     await store.close();
@@ -189,7 +190,7 @@ describe('a write that fails', () => {
       await expect(one.outbox.accept([item('x', 'a', { entry: { n: 1n } })], now, 60_000)).rejects.toThrow(/BigInt/);
       // Another process numbers its own new site; sites must still never share ids.
       expect((await two.outbox.accept([item('y', 'shared')], now, 60_000)).accepted).toEqual(['shared']);
-      expect(await one.outbox.accept([item('x', 'shared'), item('x', 'a')], now, 60_000)).toEqual({ accepted: ['shared', 'a'], duplicate: [] });
+      expect(await one.outbox.accept([item('x', 'shared'), item('x', 'a')], now, 60_000)).toEqual({ accepted: ['shared', 'a'], duplicate: [], full: [] });
       expect(await one.outbox.stats()).toMatchObject({ pending: 3, remembered: 3 });
     } finally {
       await one.close();
@@ -215,7 +216,7 @@ describe('a write that fails', () => {
           answer = await store.outbox.accept([item('s', 'after')], Date.now(), 60_000).catch(() => undefined);
           if (answer === undefined) await sleep(50);
         }
-        expect(answer).toEqual({ accepted: ['after'], duplicate: [] });
+        expect(answer).toEqual({ accepted: ['after'], duplicate: [], full: [] });
       } finally {
         await store.close();
         await own.close();
@@ -233,7 +234,7 @@ describe('the SQLite outbox counts its remembered ids as they come and go', () =
     await store.outbox.accept([item('s', 'a'), item('s', 'b'), item('s', 'a')], now, 1000);
     expect((await store.outbox.stats()).remembered).toBe(2);
     // a's and b's windows passed: b forgotten, a remembered anew, c new.
-    expect(await store.outbox.accept([item('s', 'a'), item('s', 'c')], now + 1000, 1000)).toEqual({ accepted: ['a', 'c'], duplicate: [] });
+    expect(await store.outbox.accept([item('s', 'a'), item('s', 'c')], now + 1000, 1000)).toEqual({ accepted: ['a', 'c'], duplicate: [], full: [] });
     expect((await store.outbox.stats()).remembered).toBe(2);
     await store.outbox.accept([], now + 5000, 1000); // the expiry slice forgets both
     expect((await store.outbox.stats()).remembered).toBe(0);

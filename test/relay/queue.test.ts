@@ -1,8 +1,8 @@
 // The queued path (Workers Queues) without workerd: what the queue took is accepted exactly once,
-// whatever fails after it (the consumer's dedupe is tested in workerd: test/workerd/). Each failure is injected.
+// whatever fails after it (the consumer's dedupe, in the outbox objects, is tested in workerd: test/workerd/). Each failure is injected.
 import { describe, expect, it } from 'vitest';
 import { createRelay } from '../../src/relay/app.js';
-import type { QueuedEntry } from '../../src/relay/workers/handoff.js';
+import type { OutboxItem } from '../../src/relay/state/outbox.js';
 import { parseConfig } from '../../src/relay/core/config.js';
 import type { LogLine } from '../../src/relay/core/logging.js';
 import { createMemoryStore } from '../../src/relay/state/memory.js';
@@ -27,13 +27,13 @@ const statuses = async (response: Response) => ((await response.json()) as { res
 
 /** A queue whose sendBatch fails on the calls named in `failOn` (1-based), keeping what it took. */
 function flakyQueue(failOn: number[]) {
-  const taken: QueuedEntry[] = [];
+  const taken: OutboxItem[] = [];
   let calls = 0;
   const queue = {
     async sendBatch(messages: Iterable<{ body: unknown }>) {
       calls++;
       if (failOn.includes(calls)) throw new Error(`queue unavailable (call ${calls})`);
-      for (const message of messages) taken.push(message.body as QueuedEntry);
+      for (const message of messages) taken.push(message.body as OutboxItem);
     },
   };
   // The producer only calls sendBatch; the rest of the binding's surface is never touched.
@@ -43,7 +43,15 @@ function flakyQueue(failOn: number[]) {
 describe('the producer', () => {
   it('reports what earlier batches took when a later batch fails, instead of throwing it all away', async () => {
     const { queue, taken } = flakyQueue([2]);
-    const entries = Array.from({ length: 150 }, (_, i) => ({ site: 'pk_q', id: `e${i}`, endpoint: 'activities/create' as const, envelope: {}, entry: {} }));
+    const entries = Array.from({ length: 150 }, (_, i) => ({
+      site: 'pk_q',
+      id: `e${i}`,
+      kind: 'activity' as const,
+      entry: {},
+      browser: 'b',
+      visitor: 'v',
+      accepted: 0,
+    }));
     const result = await queueProducer(queue)(entries);
     expect(result.taken).toEqual(entries.slice(0, 100).map((entry) => entry.id));
     expect(String(result.failure)).toContain('queue unavailable (call 2)');
@@ -55,7 +63,7 @@ describe('/collect with a queue', () => {
   it('answers accepted for what the queue took and retry for the rest; a resend is queued again (the consumer drops the copy)', async () => {
     const { queue, taken } = flakyQueue([1]);
     // One entry per sendBatch, so the first fails and the second succeeds.
-    const enqueue = async (entries: QueuedEntry[]) => {
+    const enqueue = async (entries: OutboxItem[]) => {
       const ids: string[] = [];
       for (const entry of entries) {
         const result = await queueProducer(queue)([entry]);

@@ -3,8 +3,11 @@
  * inside workerd with its Durable Object binding and per-test variables. Requests carry what
  * Cloudflare adds: CF-Connecting-IP and request.cf.
  */
+import type { Outbox } from '../../src/relay/state/outbox.js';
 import { abortAllDurableObjects, createExecutionContext, env } from 'cloudflare:test';
 import worker from '../../src/relay/cloudflare.js';
+import { createShardedOutbox } from '../../src/relay/workers/outbox.js';
+import { DEFAULT_SHARDS } from '../../src/relay/workers/state.js';
 import { upstreamControl } from '../relay/support/control.js';
 import { API_KEY, ORIGIN, sites, type PostOptions, type RelayTarget, type RelayUnderTest } from '../relay/suite/target.js';
 
@@ -18,12 +21,15 @@ export function workerdTarget(): RelayTarget {
   const upstreamUrl = env['TEST_UPSTREAM'] as string;
   return {
     name: 'workerd',
-    deliversLater: false,
+    deliversLater: true,
     upstream: upstreamControl(upstreamUrl),
     async start(extra = {}) {
       const vars = { CDP_API_KEY: API_KEY, CDP_BASE_URL: upstreamUrl, RELAY_SITES: sites({ key: 'pk_test', origins: [ORIGIN] }), ...extra };
       // A new env object is a new Worker instance (config parsed anew); the Durable Objects are shared.
       let instance = { ...env, ...vars };
+      const outbox = () => createShardedOutbox(env['RELAY_OUTBOX'], Number((instance as Record<string, unknown>)['RELAY_SHARDS'] ?? DEFAULT_SHARDS));
+      // The outbox objects are the deployment's, shared by every test: what earlier tests accepted goes first.
+      await drained(outbox());
       const send = (path: string, init: RequestInit = {}) => {
         const headers = new Headers(init.headers);
         headers.set('cf-connecting-ip', VISITOR_IP);
@@ -33,8 +39,11 @@ export function workerdTarget(): RelayTarget {
         visitorIp: VISITOR_IP,
         visitorCustom: CF_CUSTOM,
         fetch: send,
-        drained: async () => {},
-        deadLetters: async () => [],
+        drained: () => drained(outbox()),
+        deadLetters: async () => {
+          const keys = new Set((JSON.parse(vars.RELAY_SITES) as { key: string }[]).map((site) => site.key));
+          return (await outbox().deadLetters()).filter((letter) => keys.has(letter.site)).map(({ id, reason }) => ({ id, reason }));
+        },
         post(body, options: PostOptions = {}) {
           const headers: Record<string, string> = { ...options.headers };
           if (options.origin !== null) headers['origin'] = options.origin ?? ORIGIN;
@@ -52,4 +61,18 @@ export function workerdTarget(): RelayTarget {
       return relay;
     },
   };
+}
+
+/**
+ * Resolves once the outbox objects hold nothing to send (every accepted item delivered or
+ * dead-lettered) and none is delivering: their alarms run on their own, as deployed.
+ */
+export async function drained(outbox: Outbox, timeoutMs = 20_000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const { pending } = await outbox.stats();
+    if (pending === 0) return;
+    if (Date.now() > until) throw new Error(`the outbox objects did not drain within ${timeoutMs} ms (${pending} pending)`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
 }

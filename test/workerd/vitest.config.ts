@@ -19,6 +19,11 @@ export default defineProject({
     root: fileURLToPath(new URL('../..', import.meta.url)),
     include: ['test/workerd/**/*.test.ts'],
     globalSetup: [fileURLToPath(new URL('./global-setup.ts', import.meta.url))],
+    setupFiles: [fileURLToPath(new URL('./setup.ts', import.meta.url))],
+    // One file at a time: every file shares the loopback platform (its recorded calls, its scripted
+    // faults) and the deployment's outbox objects, as one deployed Worker would.
+    fileParallelism: false,
+    maxWorkers: 1,
     testTimeout: 30_000,
     hookTimeout: 30_000,
   },

@@ -8,6 +8,7 @@
  * @module
  */
 import { baseUrlFor, isRegion } from '../../api/index.js';
+import { DEFAULT_OUTBOX_LIMITS, type OutboxLimits } from './outbox-limits.js';
 import { RelayConfigError } from './errors.js';
 import { applyPlan, parseSites, type SiteConfig } from './sites.js';
 import { parseTokens, type TokenConfig } from './tokens.js';
@@ -63,6 +64,12 @@ export interface RelayConfig {
    * (at least once) @default 'hold'
    */
   ambiguous: AmbiguousPolicy;
+  /**
+   * How much the outbox holds (Node): `RELAY_OUTBOX_MAX_PER_VISITOR`, `RELAY_OUTBOX_MAX_PER_SITE`,
+   * `RELAY_OUTBOX_MAX` (entries waiting) and `RELAY_DEAD_LETTERS_MAX`. Past a limit `/collect`
+   * answers `retry` with `Retry-After`. @default {@link DEFAULT_OUTBOX_LIMITS}
+   */
+  outboxLimits: OutboxLimits;
   /** `RELAY_LOG`: `info` one JSON line per request, `debug` also one per item with its result and reason, `off` none @default 'info' */
   logLevel: LogLevel;
   /** lifetime of the identity token handed to the browser @default 3600 */
@@ -93,6 +100,22 @@ function rate(env: Env): number {
   const perSecond = positive(env, 'RELAY_PLATFORM_RATE', 10);
   if (!(perSecond > 0)) throw new RelayConfigError('RELAY_PLATFORM_RATE', `must be more than 0 calls per second, got ${perSecond}`);
   return perSecond;
+}
+
+function whole(env: Env, name: string, fallback: number): number {
+  const value = positive(env, name, fallback);
+  if (!Number.isInteger(value) || value < 1) throw new RelayConfigError(name, `must be a whole number ≥ 1, got ${value}`);
+  return value;
+}
+
+function outboxLimits(env: Env): OutboxLimits {
+  const d = DEFAULT_OUTBOX_LIMITS;
+  return {
+    visitor: whole(env, 'RELAY_OUTBOX_MAX_PER_VISITOR', d.visitor),
+    site: whole(env, 'RELAY_OUTBOX_MAX_PER_SITE', d.site),
+    total: whole(env, 'RELAY_OUTBOX_MAX', d.total),
+    dead: whole(env, 'RELAY_DEAD_LETTERS_MAX', d.dead),
+  };
 }
 
 /** What to do with an entry whose call may or may not have been applied. */
@@ -204,6 +227,7 @@ export function parseConfig(env: Env): RelayConfig {
     deliveryLeaseMs: atLeast(env, 'RELAY_DELIVERY_LEASE_MS', 30_000, 3_500),
     deliveryLeadMs: atLeast(env, 'RELAY_DELIVERY_LEAD_MS', 5_000, 500),
     ambiguous: ambiguousPolicy(env),
+    outboxLimits: outboxLimits(env),
     logLevel: logLevel(env),
     identityTtlSeconds: 3600,
   };

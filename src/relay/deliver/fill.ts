@@ -15,7 +15,7 @@ export interface Filler {
   waitToFill(): Promise<void>;
   /** Sleeps `ms` (real time), or less when kicked with a full call, woken, or stopped. */
   nap(ms: number): Promise<void>;
-  /** Ends the current nap now (a stop, a drained() caller). */
+  /** Ends every nap now (a stop, a drained() caller). */
   wake(): void;
   /** A drained() caller wants the next lease now, without waiting to fill: counted while it waits. */
   hurry(by: 1 | -1): void;
@@ -28,27 +28,35 @@ export function createFiller(waitMs: number, stopped: () => boolean): Filler {
   let kicked = 0;
   let firstKickAt: number | undefined;
   let hurrying = 0;
-  let wake: (() => void) | undefined;
+  /** every nap in progress (the loop's, and a round's pacer or lead waits): a stop ends them all */
+  const napping = new Set<() => void>();
 
   function nap(ms: number): Promise<void> {
+    // A stop has begun: no new nap. Its timer would not keep the process alive (below), so a nap
+    // begun after the stop's wake would leave the stop waiting on a timer that never fires.
+    if (stopped()) return Promise.resolve();
     return new Promise((resolve) => {
       const timer = setTimeout(done, Math.max(0, ms));
       // Never what keeps a process alive: the server (or the caller) does that.
       (timer as { unref?: () => void }).unref?.();
       function done() {
         clearTimeout(timer);
-        if (wake === done) wake = undefined;
+        napping.delete(done);
         resolve();
       }
-      wake = done;
+      napping.add(done);
     });
   }
+
+  const wakeAll = () => {
+    for (const done of [...napping]) done();
+  };
 
   return {
     kick(count) {
       kicked += count;
       firstKickAt ??= Date.now();
-      if (kicked >= FULL_CALL) wake?.();
+      if (kicked >= FULL_CALL) wakeAll();
     },
     async waitToFill() {
       if (hurrying > 0 || waitMs === 0) return;
@@ -61,7 +69,7 @@ export function createFiller(waitMs: number, stopped: () => boolean): Filler {
       }
     },
     nap,
-    wake: () => wake?.(),
+    wake: wakeAll,
     hurry(by) {
       hurrying += by;
     },

@@ -274,7 +274,7 @@ async function collectItems(
   if (retryAfter > 0 && !gotThrough) {
     const error = new RelayHttpError(
       503,
-      'upstream_unavailable',
+      handed.code ?? 'upstream_unavailable',
       `The relay could not take the items right now; none were lost: retry after ${retryAfter} s.`,
       {
         details: ordered,
@@ -284,5 +284,7 @@ async function collectItems(
     return { status: 503, body: error.body, retryAfter, ...log };
   }
   const window = Math.floor(config.windowMs / 1000);
-  return { status: 200, body: token === undefined ? { results: ordered, window } : { results: ordered, identity: token, window }, ...log };
+  // Some went through, others wait: Retry-After tells the browser when to send those again.
+  const later = retryAfter > 0 && ordered.some((result) => result.status === 'retry') ? { retryAfter } : {};
+  return { status: 200, body: token === undefined ? { results: ordered, window } : { results: ordered, identity: token, window }, ...later, ...log };
 }

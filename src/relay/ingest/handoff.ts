@@ -7,6 +7,7 @@
  */
 import type { ItemResult } from '../../api/collect.js';
 import type { SiteConfig } from '../core/sites.js';
+import { OUTBOX_FULL, type OutboxLimits } from '../core/outbox-limits.js';
 import type { EntryKind, Outbox } from '../state/outbox.js';
 
 /** One checked item, as the platform entry it will be sent as. */
@@ -38,8 +39,10 @@ export interface HandoffInput {
 export interface HandoffResult {
   /** a result per item id: `accepted`, `duplicate`, `rejected` (with its reason) or `retry` */
   results: Map<string, ItemResult>;
-  /** seconds the browser should wait when nothing got through */
+  /** seconds the browser should wait before sending the `retry` items again */
   retryAfter?: number;
+  /** the error code of the 503 when nothing got through @default 'upstream_unavailable' */
+  code?: string;
   /** the platform's statuses, when the hand-off called it (Workers without a queue) */
   upstream?: number[];
   /** something went wrong that the browser need not know (logged) */
@@ -58,18 +61,29 @@ export type Handoff = ((input: HandoffInput) => Promise<HandoffResult>) & {
  */
 export const REMEMBER_MARGIN_MS = 10 * 60_000;
 
-/** Hands items to `outbox` (one atomic step); `accepted(count)` wakes the deliverer. */
-export function outboxHandoff(outbox: Outbox, windowMs: number, accepted?: (count: number) => void): Handoff {
+/**
+ * Seconds a browser waits before sending items the outbox had no room for: about what the
+ * deliverer needs to take a visitor's share of a full outbox at a professional key's pace.
+ */
+export const FULL_RETRY_AFTER_S = 5;
+
+/** Hands items to `outbox` (one atomic step, within `limits`); `accepted(count)` wakes the deliverer. */
+export function outboxHandoff(outbox: Outbox, windowMs: number, limits: OutboxLimits, accepted?: (count: number) => void): Handoff {
   return async ({ site, items, browser, visitor, now }) => {
     const taken = await outbox.accept(
       items.map((item) => ({ site: site.key, id: item.id, kind: item.kind, entry: item.entry, browser, visitor, accepted: now })),
       now,
       windowMs + REMEMBER_MARGIN_MS,
+      // An unknown address ('') is not one visitor: only the site's and the outbox's limits hold.
+      visitor === '' ? { ...limits, visitor: Number.POSITIVE_INFINITY } : limits,
     );
     const results = new Map<string, ItemResult>();
     for (const id of taken.accepted) results.set(id, { id, status: 'accepted' });
     for (const id of taken.duplicate) results.set(id, { id, status: 'duplicate' });
+    // Neither stored nor remembered: the browser keeps them and sends them again after Retry-After.
+    for (const id of taken.full)
+      results.set(id, { id, status: 'retry', error: `${OUTBOX_FULL}: the relay holds as much as it may for this visitor or site; retry later` });
     if (taken.accepted.length > 0) accepted?.(taken.accepted.length);
-    return { results };
+    return taken.full.length === 0 ? { results } : { results, retryAfter: FULL_RETRY_AFTER_S, code: OUTBOX_FULL };
   };
 }

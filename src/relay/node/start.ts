@@ -70,7 +70,7 @@ export async function startNodeRelay(options: StartRelayOptions, defaults: NodeD
   const { store, limiter, outbox, pacer } = state;
   // Node's global fetch costs more per upstream call than the whole relay around it: undici's pooled request instead.
   const pool = options.transport === undefined && options.fetch === undefined ? createUndiciTransport() : undefined;
-  const metrics = createRelayMetrics({ outbox });
+  const metrics = createRelayMetrics({ outbox, limits: config.outboxLimits });
   const status = createStatusRecorder();
   const handlers = createRelayHandlers(config, {
     ...options,

@@ -12,11 +12,14 @@
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { NONE, type RelayObserver, UNKNOWN_SITE } from '../core/observe.js';
+import { OUTBOX_FULL, type OutboxLimits } from '../core/outbox-limits.js';
 import type { Outbox } from '../state/outbox.js';
 
 export interface RelayMetricsOptions {
   /** the outbox whose backlog, dead letters and remembered ids the gauges report */
   outbox?: Pick<Outbox, 'stats'>;
+  /** the outbox's limits (`RELAY_OUTBOX_MAX…`), reported as `cdp_edge_outbox_limit` */
+  limits?: OutboxLimits;
   /** the process's CPU, memory, event-loop lag and GC, prefixed `cdp_edge_` @default true */
   processMetrics?: boolean;
 }
@@ -114,6 +117,22 @@ export function createRelayMetrics(options: RelayMetricsOptions = {}): RelayMetr
     registers,
   });
 
+  const outboxFull = new Counter({
+    name: 'cdp_edge_outbox_full_items_total',
+    help: 'Items answered retry because the outbox was at a limit (per visitor, per site or in all): the browser keeps them',
+    labelNames: ['site'] as const,
+    registers,
+  });
+  if (options.limits !== undefined) {
+    const limit = new Gauge({
+      name: 'cdp_edge_outbox_limit',
+      help: 'The outbox limits: entries waiting per visitor, per site and in all; dead letters kept',
+      labelNames: ['scope'] as const,
+      registers,
+    });
+    for (const scope of ['visitor', 'site', 'total', 'dead'] as const) limit.set({ scope }, options.limits[scope]);
+  }
+
   const outbox = options.outbox;
   if (outbox !== undefined) {
     // One read of the outbox per scrape serves every gauge; `max` so processes sharing it are not summed.
@@ -142,6 +161,12 @@ export function createRelayMetrics(options: RelayMetricsOptions = {}): RelayMetr
     gauge('cdp_edge_store_remembered_ids', 'Item ids remembered for dedupe (the window)', (stats) => stats.remembered);
     gauge('cdp_edge_outbox_pending', 'Accepted entries waiting to be delivered (or being delivered)', (stats) => stats.pending);
     gauge('cdp_edge_outbox_dead_letters', 'Entries in the dead-letter list (`cdp-edge outbox list`)', (stats) => stats.dead);
+    gauge('cdp_edge_outbox_dead_letters_expired', 'Dead letters removed because their window ended, since the store was created', (stats) => stats.expired);
+    gauge(
+      'cdp_edge_outbox_dead_letters_cut',
+      'Dead letters removed, oldest first, because the list was over its limit, since the store was created',
+      (stats) => stats.cut,
+    );
   }
 
   const observer: RelayObserver = {
@@ -153,6 +178,7 @@ export function createRelayMetrics(options: RelayMetricsOptions = {}): RelayMetr
       if (event.unverified > 0) identityFailures.inc({ site }, event.unverified);
       for (const item of event.items) {
         items.inc(item.reason === undefined ? { site, result: item.status } : { site, result: item.status, reason: item.reason });
+        if (item.status === 'retry' && item.error?.startsWith(OUTBOX_FULL)) outboxFull.inc({ site });
       }
     },
     proxy(entry) {

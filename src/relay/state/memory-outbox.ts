@@ -4,11 +4,14 @@
  * processes, uses SQLite or Redis (src/relay/state/).
  * @module
  */
+import { takeFair, type Lane } from './fair.js';
 import { compactIdString } from './ids.js';
-import type { Accepted, DeadLetter, Leased, Outbox, OutboxItem, Pacer } from './outbox.js';
+import { type Accepted, DEAD_SLICE, type DeadLetter, type Outbox, type OutboxItem, type Pacer } from './outbox.js';
+import { NO_LIMITS } from '../core/outbox-limits.js';
 import { pace, paceInterval } from './pace.js';
 
 interface Entry {
+  seq: number;
   item: OutboxItem;
   attempts: number;
   /** who leased it last, while leased */
@@ -19,13 +22,30 @@ interface Entry {
 
 const copyItem = (item: OutboxItem): OutboxItem => ({ ...item, entry: structuredClone(item.entry) });
 
+/** The first `max` values of a Map, without copying the rest. */
+function firstValues<V>(map: ReadonlyMap<unknown, V>, max: number): V[] {
+  const values: V[] = [];
+  for (const value of map.values()) {
+    if (values.length >= max) break;
+    values.push(value);
+  }
+  return values;
+}
+
 /** Creates an outbox kept in this process. */
 export function createMemoryOutbox(): Outbox {
   // Insertion order is expiry order while the window stays the same, so expiry drops from the head.
   const remembered = new Map<string, number>();
   const pending = new Map<number, Entry>();
+  // Waiting entries by site, then visitor, then seq. Map order is the order sites and visitors
+  // began waiting (one that empties is deleted and comes back at the end): the longest-waiting first.
+  const lanes = new Map<string, Map<string, Map<number, Entry>>>();
+  const siteCount = new Map<string, number>();
+  // Insertion order is the order they failed: expiry and cuts drop from the head.
   const dead = new Map<number, DeadLetter>();
   let nextSeq = 1;
+  let expired = 0;
+  let cut = 0;
   let leader: { owner: string; until: number } | undefined;
 
   const forget = (now: number) => {
@@ -35,35 +55,85 @@ export function createMemoryOutbox(): Outbox {
     }
   };
 
+  const laneOf = (item: OutboxItem) => lanes.get(item.site)?.get(item.visitor);
+
+  const addWaiting = (entry: Entry) => {
+    const { site, visitor } = entry.item;
+    const visitors = lanes.get(site) ?? lanes.set(site, new Map()).get(site)!;
+    const lane = visitors.get(visitor) ?? visitors.set(visitor, new Map()).get(visitor)!;
+    lane.set(entry.seq, entry);
+    pending.set(entry.seq, entry);
+    siteCount.set(site, (siteCount.get(site) ?? 0) + 1);
+  };
+
+  const removeWaiting = (entry: Entry) => {
+    const { site, visitor } = entry.item;
+    pending.delete(entry.seq);
+    const visitors = lanes.get(site);
+    const lane = visitors?.get(visitor);
+    lane?.delete(entry.seq);
+    if (lane?.size === 0) visitors!.delete(visitor);
+    if (visitors?.size === 0) lanes.delete(site);
+    const count = (siteCount.get(site) ?? 1) - 1;
+    if (count > 0) siteCount.set(site, count);
+    else siteCount.delete(site);
+  };
+
+  const trimDead = (now: number, windowMs: number, limit: number) => {
+    let work = 0;
+    for (const [seq, letter] of dead) {
+      if (work >= DEAD_SLICE || letter.failed + windowMs > now) break;
+      dead.delete(seq);
+      expired++;
+      work++;
+    }
+    for (const seq of dead.keys()) {
+      if (work >= 2 * DEAD_SLICE || dead.size <= limit) break;
+      dead.delete(seq);
+      cut++;
+      work++;
+    }
+  };
+
   return {
-    async accept(items, now, windowMs) {
+    async accept(items, now, windowMs, limits = NO_LIMITS) {
       forget(now);
-      const result: Accepted = { accepted: [], duplicate: [] };
+      trimDead(now, windowMs, limits.dead);
+      const result: Accepted = { accepted: [], duplicate: [], full: [] };
       for (const item of items) {
         const key = `${item.site}\u0000${compactIdString(item.id)}`;
         if ((remembered.get(key) ?? 0) > now) {
           result.duplicate.push(item.id);
           continue;
         }
+        if (pending.size >= limits.total || (siteCount.get(item.site) ?? 0) >= limits.site || (laneOf(item)?.size ?? 0) >= limits.visitor) {
+          result.full.push(item.id);
+          continue;
+        }
         remembered.delete(key); // re-inserted at the tail: expiry order
         remembered.set(key, now + windowMs);
-        pending.set(nextSeq++, { item: copyItem(item), attempts: 0, availableAt: 0 });
+        addWaiting({ seq: nextSeq++, item: copyItem(item), attempts: 0, availableAt: 0 });
         result.accepted.push(item.id);
       }
       return result;
     },
 
     async lease(owner, max, now, leaseMs) {
-      const leased: Leased[] = [];
-      // Map order is seq order: entries are only ever added with a higher seq (a retried dead letter is re-sorted below).
-      for (const [seq, entry] of pending) {
-        if (leased.length >= max) break;
-        if (entry.availableAt > now) continue;
-        leased.push({ ...copyItem(entry.item), seq, attempts: entry.attempts });
-        entry.owner = owner;
-        entry.availableAt = now + leaseMs;
-      }
-      return leased;
+      const next = (lane: Map<number, Entry>): Lane<Entry> => {
+        const entries = lane.values();
+        return () => {
+          for (let step = entries.next(); !step.done; step = entries.next()) if (step.value.availableAt <= now) return step.value;
+          return undefined;
+        };
+      };
+      const sites = firstValues(lanes, max).map((visitors) => firstValues(visitors, max).map(next));
+      return takeFair(sites, max)
+        .sort((a, b) => a.seq - b.seq)
+        .map((entry) => {
+          entry.owner = owner;
+          entry.availableAt = now + leaseMs;
+          return { ...copyItem(entry.item), seq: entry.seq, attempts: entry.attempts };
+        });
     },
 
     async sending(owner, seqs, now) {
@@ -85,7 +155,10 @@ export function createMemoryOutbox(): Outbox {
         skipped++;
         return undefined;
       };
-      for (const seq of delivered) if (ours(seq)) pending.delete(seq);
+      for (const seq of delivered) {
+        const entry = ours(seq);
+        if (entry) removeWaiting(entry);
+      }
       for (const { seq, notBefore } of released) {
         const entry = ours(seq);
         if (!entry) continue;
@@ -96,7 +169,7 @@ export function createMemoryOutbox(): Outbox {
       for (const { seq, reason, status } of failed) {
         const entry = ours(seq);
         if (!entry) continue;
-        pending.delete(seq);
+        removeWaiting(entry);
         dead.set(seq, { ...entry.item, seq, reason, ...(status === undefined ? {} : { status }), failed: now });
       }
       return { skipped };
@@ -115,20 +188,22 @@ export function createMemoryOutbox(): Outbox {
 
     async retryDead(seqs, now) {
       const chosen = seqs ?? [...dead.keys()];
+      const touched = new Set<Map<number, Entry>>();
       let count = 0;
       for (const seq of chosen) {
         const letter = dead.get(seq);
         if (!letter) continue;
         dead.delete(seq);
         const { seq: _seq, reason: _reason, status: _status, failed: _failed, ...item } = letter;
-        pending.set(seq, { item, attempts: 0, availableAt: now });
+        addWaiting({ seq, item, attempts: 0, availableAt: now });
+        touched.add(laneOf(item)!);
         count++;
       }
-      // Back in seq order, so a retried letter goes before what was accepted after it.
-      if (count > 0) {
-        const sorted = [...pending].sort(([a], [b]) => a - b);
-        pending.clear();
-        for (const [seq, entry] of sorted) pending.set(seq, entry);
+      // Back in seq order, so a retried letter goes before what its visitor sent after it.
+      for (const lane of touched) {
+        const sorted = [...lane].sort(([a], [b]) => a - b);
+        lane.clear();
+        for (const [seq, entry] of sorted) lane.set(seq, entry);
       }
       return count;
     },
@@ -146,7 +221,7 @@ export function createMemoryOutbox(): Outbox {
 
     async stats() {
       forget(Date.now());
-      return { pending: pending.size, dead: dead.size, remembered: remembered.size };
+      return { pending: pending.size, dead: dead.size, remembered: remembered.size, expired, cut };
     },
   };
 }

@@ -8,6 +8,7 @@
  * reasons are the deliverer's decisions (`deliver/deliverer.ts`).
  * @module
  */
+import type { OutboxLimits } from '../core/outbox-limits.js';
 
 /**
  * Which platform call an entry goes in:
@@ -52,7 +53,12 @@ export interface Accepted {
   accepted: string[];
   /** remembered already (within the window): never stored twice */
   duplicate: string[];
+  /** new, but the outbox is at one of its {@link OutboxLimits}: neither stored nor remembered (the browser keeps them and sends them again) */
+  full: string[];
 }
+
+/** Dead letters expired or cut per accept at most: each accept's work stays bounded; more than a lease can add, so the list shrinks back. */
+export const DEAD_SLICE = 1_000;
 
 /** The end of one lease, in one atomic step. Only the owner's leases are touched. */
 export interface Settlement {
@@ -72,6 +78,7 @@ export interface DeadLetter extends OutboxItem {
   failed: number;
 }
 
+/** Read from counters the store keeps as entries come and go: the same cost whatever the backlog. */
 export interface OutboxStats {
   /** waiting to be sent (ready or leased) */
   pending: number;
@@ -79,18 +86,28 @@ export interface OutboxStats {
   dead: number;
   /** ids remembered for dedupe */
   remembered: number;
+  /** dead letters removed because their window ended, since the store was created */
+  expired: number;
+  /** dead letters removed because the list was over {@link OutboxLimits.dead}, since the store was created */
+  cut: number;
 }
 
 export interface Outbox {
   /**
    * Stores every item whose id the site has not seen within the window, and remembers each id
-   * until `now + windowMs`; ids remembered already are answered duplicate. One atomic step.
+   * until `now + windowMs`; ids remembered already are answered duplicate, new ids past `limits`
+   * (default {@link NO_LIMITS}; the relay passes its settings) full (neither stored nor remembered). Also expires dead letters that failed `windowMs` ago or
+   * more, and cuts the oldest past `limits.dead`, at most {@link DEAD_SLICE} of each. One atomic step.
    */
-  accept(items: readonly OutboxItem[], now: number, windowMs: number): Promise<Accepted>;
+  accept(items: readonly OutboxItem[], now: number, windowMs: number, limits?: OutboxLimits): Promise<Accepted>;
   /**
-   * Leases up to `max` ready entries (not dead, not leased by a live lease, `notBefore` passed),
-   * lowest `seq` first, to `owner` until `now + leaseMs`. Leasing counts nothing: an entry leased
-   * by a deliverer that died before it sent it comes back with the `attempts` it had.
+   * Leases up to `max` ready entries (not dead, not leased by a live lease, `notBefore` passed) to
+   * `owner` until `now + leaseMs`, fairly: one entry per site in turn, each site's turn going to
+   * its visitors in turn (sites and visitors with the longest-waiting entries first), and each
+   * visitor's entries lowest `seq` first. A flood from one visitor or one site then takes one
+   * share of a lease, never the whole. Bounded work: indexes, never a scan of the backlog.
+   * Resolves in `seq` order. Leasing counts nothing: an entry leased by a deliverer that died
+   * before it sent it comes back with the `attempts` it had.
    */
   lease(owner: string, max: number, now: number, leaseMs: number): Promise<Leased[]>;
   /**
@@ -109,7 +126,7 @@ export interface Outbox {
    * deployment at a time, so ordering and pacing need no cross-process coordination of leases.
    */
   lead(owner: string, now: number, ttlMs: number): Promise<boolean>;
-  /** The dead-letter list, oldest first. */
+  /** The dead-letter list, oldest first (read in pages of bounded size). */
   deadLetters(options?: { site?: string; limit?: number }): Promise<DeadLetter[]>;
   /** Moves dead letters back to ready (attempts 0); all of them when `seqs` is undefined. Resolves to how many. */
   retryDead(seqs: readonly number[] | undefined, now: number): Promise<number>;

@@ -13,7 +13,7 @@ import type { Redis } from 'ioredis';
 import { compactId } from './ids.js';
 
 /** ARGV: prefix, then per old key: the key, its site, the 16-byte id. Returns how many ids it moved. */
-export const UPGRADE = `
+const UPGRADE = `
 local P = ARGV[1]
 local moved = 0
 for i = 2, #ARGV, 3 do
@@ -43,8 +43,10 @@ end
 return moved`;
 
 /** Moves the previous release's remembered ids under `prefix` into the outbox, once; resolves to how many. */
-export async function importPreviousIds(redis: Redis, prefix: string, run: (...args: (string | Buffer)[]) => Promise<number>): Promise<number> {
+export async function importPreviousIds(redis: Redis, prefix: string): Promise<number> {
   if ((await redis.hget(`${prefix}o:meta`, 'upgraded')) === '1') return 0;
+  redis.defineCommand('cdpOutboxUpgrade', { lua: UPGRADE, numberOfKeys: 0 });
+  const run = (...args: (string | Buffer)[]): Promise<number> => (redis as unknown as { cdpOutboxUpgrade: typeof run }).cdpOutboxUpgrade(...args);
   const start = `${prefix}i:`;
   let moved = 0;
   let cursor = '0';

@@ -9,31 +9,15 @@
  * than it adds, so the storage follows the window (SQLite reuses the freed pages).
  * @module
  */
-import { compactId } from './ids.js';
 import { toHex } from '../core/encoding.js';
+import { compactId } from './ids.js';
+import { type Accepted, DEAD_SLICE, type DeadLetter, type Leased, type OutboxItem, type OutboxStore, type Settlement } from './outbox.js';
+import { NO_LIMITS, type OutboxLimits } from '../core/outbox-limits.js';
 import { pace, paceInterval } from './pace.js';
-import type { Accepted, DeadLetter, Leased, OutboxItem, OutboxStore, Settlement } from './outbox.js';
+import { createLanes, SITE_SQL } from './sql-lanes.js';
+import type { Row, SqlPort, SqlValue } from './sql-port.js';
 
-/** A value SQLite binds or answers. */
-export type SqlValue = string | number | null;
-/** A row as an array, in the order of the statement's columns. */
-export type Row = unknown[];
-
-/**
- * What the outbox needs of an SQLite database: statements with numbered parameters (`?1`), and a
- * transaction. On Node the transaction is libsql's `BEGIN IMMEDIATE` shared by the calls of one turn
- * of the event loop (group commit); in a Durable Object it is `ctx.storage.transactionSync`.
- */
-export interface SqlPort {
-  /** Runs statements without parameters (the schema). */
-  exec(script: string): void;
-  /** Runs one statement; its rows. */
-  query(sql: string, ...params: SqlValue[]): Row[];
-  /** Runs one statement; how many rows it changed. */
-  run(sql: string, ...params: SqlValue[]): number;
-  /** Runs `fn` in one transaction: all of its writes or none. */
-  transaction<T>(fn: () => T): Promise<T>;
-}
+export type { Row, SqlPort, SqlValue } from './sql-port.js';
 
 /** Expired ids deleted per accept: more than an accept adds, so the table shrinks back after a peak. */
 const EXPIRY_SLICE = 1000;
@@ -49,7 +33,8 @@ export const OUTBOX_SCHEMA = `
     item TEXT NOT NULL,
     attempts INTEGER NOT NULL DEFAULT 0,
     owner TEXT,
-    available INTEGER NOT NULL DEFAULT 0
+    available INTEGER NOT NULL DEFAULT 0,
+    lane INTEGER
   );
   CREATE TABLE IF NOT EXISTS outbox_dead (
     seq INTEGER PRIMARY KEY,
@@ -66,8 +51,7 @@ export const OUTBOX_SCHEMA = `
 `;
 
 export const SQL = {
-  site: 'SELECT n FROM outbox_sites WHERE site = ?1',
-  addSite: 'INSERT INTO outbox_sites (site) VALUES (?1) ON CONFLICT (site) DO NOTHING',
+  ...SITE_SQL,
   expire: 'DELETE FROM outbox_seen WHERE (site, id) IN (SELECT site, id FROM outbox_seen WHERE until <= ?1 LIMIT ?2)',
   // One statement each per call, whatever the number of ids: [site number, id as hex] pairs go in
   // as JSON. First the batch's ids whose window has passed are forgotten, then the ids not
@@ -84,25 +68,26 @@ export const SQL = {
   count: "SELECT value FROM outbox_count WHERE name = 'remembered'",
   countAll: 'SELECT count(*) FROM outbox_seen',
   addCount: "INSERT INTO outbox_count (name, value) VALUES ('remembered', ?1) ON CONFLICT (name) DO UPDATE SET value = value + excluded.value",
-  add: 'INSERT INTO outbox (item) SELECT value FROM json_each(?1)',
-  lease:
-    'UPDATE outbox SET owner = ?1, available = ?2 WHERE seq IN (SELECT seq FROM outbox WHERE available <= ?3 ORDER BY seq LIMIT ?4) RETURNING seq, item, attempts',
+  add: 'INSERT INTO outbox (item, lane) SELECT value ->> 0, value ->> 1 FROM json_each(?1)',
+  unremember: 'DELETE FROM outbox_seen WHERE site = ?1 AND id = unhex(?2)',
+  lease: 'UPDATE outbox SET owner = ?1, available = ?2 WHERE seq IN (SELECT value FROM json_each(?3)) RETURNING seq, item, attempts',
   // Only the owner's live leases: one that ran out may be another deliverer's by now.
   sending: 'UPDATE outbox SET attempts = attempts + 1 WHERE seq IN (SELECT value FROM json_each(?1)) AND owner = ?2 AND available > ?3 RETURNING seq',
-  deliver: 'DELETE FROM outbox WHERE seq = ?1 AND owner = ?2',
+  deliver: 'DELETE FROM outbox WHERE seq = ?1 AND owner = ?2 RETURNING lane',
   release: 'UPDATE outbox SET attempts = 0, owner = NULL, available = ?3 WHERE seq = ?1 AND owner = ?2',
-  takeDead: 'DELETE FROM outbox WHERE seq = ?1 AND owner = ?2 RETURNING item',
+  takeDead: 'DELETE FROM outbox WHERE seq = ?1 AND owner = ?2 RETURNING item, lane',
   addDead: 'INSERT INTO outbox_dead (seq, site, item, reason, status, failed) VALUES (?1, ?2, ?3, ?4, ?5, ?6)',
   dead: 'SELECT seq, item, reason, status, failed FROM outbox_dead WHERE ?1 IS NULL OR site = ?1 ORDER BY seq LIMIT ?2',
   retryDead: 'DELETE FROM outbox_dead WHERE seq = ?1 RETURNING item',
   retryAllDead: 'DELETE FROM outbox_dead RETURNING seq, item',
-  restore: 'INSERT INTO outbox (seq, item, available) VALUES (?1, ?2, ?3)',
+  restore: 'INSERT INTO outbox (seq, item, available, lane) VALUES (?1, ?2, ?3, ?4)',
+  expireDead: 'DELETE FROM outbox_dead WHERE seq IN (SELECT seq FROM outbox_dead WHERE failed <= ?1 LIMIT ?2)',
+  cutDead: 'DELETE FROM outbox_dead WHERE seq IN (SELECT seq FROM outbox_dead ORDER BY seq LIMIT ?1)',
   dropDead: 'DELETE FROM outbox_dead WHERE seq = ?1',
   dropAllDead: 'DELETE FROM outbox_dead',
   lead: `INSERT INTO outbox_lock (name, owner, until) VALUES ('${LOCK}', ?1, ?2) ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, until = excluded.until WHERE owner = excluded.owner OR until <= ?3 RETURNING 1`,
   pacer: `SELECT tat, hold FROM outbox_pacer WHERE name = '${PACER}'`,
   setPacer: `INSERT INTO outbox_pacer (name, tat, hold) VALUES ('${PACER}', ?1, ?2) ON CONFLICT (name) DO UPDATE SET tat = excluded.tat, hold = excluded.hold`,
-  stats: "SELECT (SELECT count(*) FROM outbox), (SELECT count(*) FROM outbox_dead), (SELECT value FROM outbox_count WHERE name = 'remembered')",
 } as const;
 
 /**
@@ -113,25 +98,30 @@ export async function createSqlOutbox(db: SqlPort): Promise<Omit<OutboxStore, 'c
   db.exec(OUTBOX_SCHEMA);
   const one = (sql: string, ...params: SqlValue[]): Row | undefined => db.query(sql, ...params)[0];
 
-  /** The site's number in `outbox_sites`, added the first time (inside the caller's transaction: never cached, a rollback forgets it). */
-  const siteNumber = (site: string): number => {
-    db.run(SQL.addSite, site);
-    return Number(one(SQL.site, site)![0]);
-  };
-
   // Storage written before the count was kept: counted once, here.
   if (one(SQL.count) === undefined) await db.transaction(() => one(SQL.count) ?? db.run(SQL.addCount, Number(one(SQL.countAll)![0])));
+  const lanes = await createLanes(db);
 
-  const acceptIn = (items: readonly OutboxItem[], now: number, windowMs: number): Accepted => {
+  /** Dead letters whose window ended, then the oldest over the limit: a slice of each, counted. */
+  const trimDead = (now: number, windowMs: number, limit: number) => {
+    const expired = db.run(SQL.expireDead, now - windowMs, DEAD_SLICE);
+    const cut = db.run(SQL.cutDead, Math.min(DEAD_SLICE, Math.max(0, lanes.count('dead') - expired - limit)));
+    lanes.addCount('expired', expired);
+    lanes.addCount('cut', cut);
+    lanes.addCount('dead', -expired - cut);
+  };
+
+  const acceptIn = (items: readonly OutboxItem[], now: number, windowMs: number, limits: OutboxLimits): Accepted => {
+    trimDead(now, windowMs, limits.dead);
     let change = -db.run(SQL.expire, now, EXPIRY_SLICE);
-    const result: Accepted = { accepted: [], duplicate: [] };
+    const result: Accepted = { accepted: [], duplicate: [], full: [] };
     if (items.length === 0) {
       if (change !== 0) db.run(SQL.addCount, change);
       return result;
     }
     const sites = new Map<string, number>();
     const pairs = items.map((item): [number, string] => {
-      const n = sites.get(item.site) ?? siteNumber(item.site);
+      const n = sites.get(item.site) ?? lanes.site(item.site);
       sites.set(item.site, n);
       return [n, toHex(compactId(item.id)).toUpperCase()]; // upper case: what SQLite's hex() answers
     });
@@ -139,25 +129,36 @@ export async function createSqlOutbox(db: SqlPort): Promise<Omit<OutboxStore, 'c
     const json = JSON.stringify(pairs);
     change -= db.run(SQL.forgetStale, json, now);
     const fresh = new Set(db.query(SQL.remember, json, now + windowMs).map(([n, hex]) => `${n}:${hex}`));
-    change += fresh.size;
-    if (change !== 0) db.run(SQL.addCount, change);
-    // In the order given; an id given twice is new once, its second copy a duplicate.
-    const added: string[] = [];
-    items.forEach((item, i) => {
-      if (fresh.delete(keys[i]!)) {
+    // In the order given; an id given twice is new once, its second copy a duplicate; one past the limits is forgotten again: full.
+    const room = lanes.admit(limits, now);
+    const added: [string, number][] = [];
+    for (const [i, item] of items.entries()) {
+      const [n, hex] = pairs[i]!;
+      const lane = fresh.delete(keys[i]!) ? room.take(n, item.visitor) : null;
+      if (lane === null) result.duplicate.push(item.id);
+      else if (lane === undefined) {
+        db.run(SQL.unremember, n, hex);
+        result.full.push(item.id);
+      } else {
         result.accepted.push(item.id);
-        added.push(JSON.stringify(item));
-      } else result.duplicate.push(item.id);
-    });
+        added.push([JSON.stringify(item), lane]);
+      }
+    }
+    change += result.accepted.length;
+    if (change !== 0) db.run(SQL.addCount, change);
     if (added.length > 0) db.run(SQL.add, JSON.stringify(added));
+    lanes.change(room.byLane, now);
     return result;
   };
 
-  const leaseIn = (owner: string, max: number, now: number, leaseMs: number): Leased[] =>
-    db
-      .query(SQL.lease, owner, now + leaseMs, now, max)
+  const leaseIn = (owner: string, max: number, now: number, leaseMs: number): Leased[] => {
+    const seqs = lanes.pick(max, now);
+    if (seqs.length === 0) return [];
+    return db
+      .query(SQL.lease, owner, now + leaseMs, JSON.stringify(seqs))
       .map(([seq, item, attempts]) => ({ ...(JSON.parse(item as string) as OutboxItem), seq: Number(seq), attempts: Number(attempts) }))
       .sort((a, b) => a.seq - b.seq);
+  };
 
   const sendingIn = (owner: string, seqs: readonly number[], now: number): number[] => {
     const marked = new Set(db.query(SQL.sending, JSON.stringify([...new Set(seqs)]), owner, now).map(([seq]) => Number(seq)));
@@ -166,7 +167,13 @@ export async function createSqlOutbox(db: SqlPort): Promise<Omit<OutboxStore, 'c
 
   const settleIn = (owner: string, { delivered, released, dead }: Settlement, now: number) => {
     let skipped = 0;
-    for (const seq of delivered) if (db.run(SQL.deliver, seq, owner) === 0) skipped++;
+    const gone = new Map<number, number>();
+    const leave = (lane: unknown) => gone.set(Number(lane), (gone.get(Number(lane)) ?? 0) - 1);
+    for (const seq of delivered) {
+      const row = one(SQL.deliver, seq, owner);
+      if (row === undefined) skipped++;
+      else leave(row[0]);
+    }
     for (const { seq, notBefore } of released) if (db.run(SQL.release, seq, owner, notBefore) === 0) skipped++;
     for (const { seq, reason, status } of dead) {
       const row = one(SQL.takeDead, seq, owner);
@@ -175,22 +182,34 @@ export async function createSqlOutbox(db: SqlPort): Promise<Omit<OutboxStore, 'c
         continue;
       }
       const item = row[0] as string;
+      leave(row[1]);
       db.run(SQL.addDead, seq, (JSON.parse(item) as OutboxItem).site, item, reason, status ?? null, now);
+      lanes.addCount('dead', 1);
     }
+    lanes.change(gone, now);
     return { skipped };
   };
 
   const retryIn = (seqs: readonly number[] | undefined, now: number): number => {
     const rows =
       seqs === undefined ? db.query(SQL.retryAllDead) : [...new Set(seqs)].flatMap((seq) => db.query(SQL.retryDead, seq).map((row) => [seq, row[0]]));
-    for (const [seq, item] of rows) db.run(SQL.restore, seq as number, item as string, now);
+    const back = new Map<number, number>();
+    for (const [seq, item] of rows) {
+      const { site, visitor } = JSON.parse(item as string) as OutboxItem;
+      const { n } = lanes.lane(lanes.site(site), visitor, now);
+      db.run(SQL.restore, seq as number, item as string, now, n);
+      back.set(n, (back.get(n) ?? 0) + 1);
+    }
+    lanes.addCount('dead', -rows.length);
+    lanes.change(back, now);
     return rows.length;
   };
 
   const dropIn = (seqs: readonly number[] | undefined): number => {
-    if (seqs === undefined) return db.run(SQL.dropAllDead);
     let count = 0;
-    for (const seq of new Set(seqs)) count += db.run(SQL.dropDead, seq);
+    if (seqs === undefined) count = db.run(SQL.dropAllDead);
+    else for (const seq of new Set(seqs)) count += db.run(SQL.dropDead, seq);
+    lanes.addCount('dead', -count);
     return count;
   };
 
@@ -201,7 +220,7 @@ export async function createSqlOutbox(db: SqlPort): Promise<Omit<OutboxStore, 'c
 
   return {
     outbox: {
-      accept: (items, now, windowMs) => db.transaction(() => acceptIn(items, now, windowMs)),
+      accept: (items, now, windowMs, limits = NO_LIMITS) => db.transaction(() => acceptIn(items, now, windowMs, limits)),
       lease: (owner, max, now, leaseMs) => db.transaction(() => leaseIn(owner, max, now, leaseMs)),
       sending: (owner, seqs, now) => db.transaction(() => sendingIn(owner, seqs, now)),
       settle: (owner, settlement, now) => db.transaction(() => settleIn(owner, settlement, now)),
@@ -220,8 +239,13 @@ export async function createSqlOutbox(db: SqlPort): Promise<Omit<OutboxStore, 'c
       retryDead: (seqs, now) => db.transaction(() => retryIn(seqs, now)),
       dropDead: (seqs) => db.transaction(() => dropIn(seqs)),
       async stats() {
-        const [pending, dead, remembered] = one(SQL.stats)!.map((value) => Number(value ?? 0)) as [number, number, number];
-        return { pending, dead, remembered };
+        return {
+          pending: lanes.count('pending'),
+          dead: lanes.count('dead'),
+          remembered: Number(one(SQL.count)?.[0] ?? 0),
+          expired: lanes.count('expired'),
+          cut: lanes.count('cut'),
+        };
       },
     },
     pacer(rate) {

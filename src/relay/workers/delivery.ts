@@ -1,100 +1,33 @@
 /**
- * The queue consumer's state on Workers, in the {@link RelayState} objects:
- * - the delivery ledger: which item ids of a site were delivered (or dead-lettered) within the
- *   dedupe window, and which are leased to a consumer right now. Ids are 16 bytes
- *   (state/ids.ts) and sharded over `RELAY_SHARDS` objects per site by a hash of the id, so
- *   the same id meets the same object whatever the envelope's `queue` said;
- * - the pacer: one object per platform key that every isolate asks before each platform call.
+ * Delivery on Workers: each outbox object's alarm runs a round of the relay's delivery engine
+ * (deliver/round.ts) over its own entries, and every call takes a slot from one pacer object per
+ * platform key, so the whole deployment keeps to the key's rate (`RELAY_PLATFORM_RATE`).
  * @module
  */
-import type { DurableObjectNamespace } from '@cloudflare/workers-types/index.ts';
+import type { AnalyticsEngineDataset, DurableObjectNamespace } from '@cloudflare/workers-types/index.ts';
 import { sha256 } from '@noble/hashes/sha2.js';
-import { compactId, compactIdString } from '../state/ids.js';
-import { paceInterval } from '../state/pace.js';
-import type { Pacer } from '../state/outbox.js';
-import { type DeliveryClaim, hash, type RelayState, shardName } from './state.js';
+import { systemClock } from '../core/clock.js';
+import { parseConfig, type RelayConfig } from '../core/config.js';
+import { createUpstream, sharedBackoff } from '../deliver/caller.js';
+import type { EngineOptions } from '../deliver/engine.js';
+import type { Outbox, Pacer } from '../state/outbox.js';
+import { DEFAULT_PLATFORM_RATE, paceInterval } from '../state/pace.js';
+import { fetchTransport } from '../deliver/transport.js';
+import { RelayConfigError } from '../core/errors.js';
+import { chargeDelivered } from '../core/limits.js';
+import { createConsoleLogger } from '../core/logging.js';
+import { analyticsObserver } from './analytics.js';
+import { durableRefusals } from './refusals.js';
+import type { RelayState } from './state.js';
 
-/** What the ledger says of one id. */
-export type Claimed = 'fresh' | 'attempted' | 'done' | 'busy';
+/** How long one platform call may take before it counts as unanswered (ambiguous). */
+const CALL_TIMEOUT_MS = 10_000;
 
-export interface DeliverySettlement {
-  delivered: readonly string[];
-  dead: readonly string[];
-  released: readonly string[];
-}
-
-export interface DeliveryLedger {
-  /** Leases the ids of `site` to `owner` (see {@link RelayState.claimDelivery}); one object call per shard touched, in parallel. */
-  claim(site: string, ids: readonly string[], owner: string, now: number, leaseMs: number, windowMs: number): Promise<Map<string, Claimed>>;
-  /** A call carrying `ids` is about to go (see {@link RelayState.markSending}): resolves to the ids marked, still `owner`'s. */
-  sending(site: string, ids: readonly string[], owner: string, now: number): Promise<Set<string>>;
-  /** Ends `owner`'s leases; resolves to how many ids were not `owner`'s. */
-  settle(site: string, owner: string, settlement: DeliverySettlement, until: number): Promise<number>;
-}
-
-/** The objects of the ledger are apart from /collect's own shards (`site#n`). */
-const ledgerName = (site: string, shard: number) => shardName(`delivered:${site}`, shard);
-
-/** An id's 16 bytes as their own ArrayBuffer (what SQLite binds as a BLOB and RPC copies). */
-const blob = (id: string): ArrayBuffer => compactId(id).slice().buffer;
-
-function byShard(ids: readonly string[], shards: number): Map<number, string[]> {
-  const groups = new Map<number, string[]>();
-  for (const id of ids) {
-    const shard = hash(compactIdString(id)) % shards;
-    const group = groups.get(shard);
-    if (group) group.push(id);
-    else groups.set(shard, [id]);
-  }
-  return groups;
-}
-
-export function createDeliveryLedger(namespace: DurableObjectNamespace<RelayState>, shards: number): DeliveryLedger {
-  const object = (site: string, shard: number) => namespace.get(namespace.idFromName(ledgerName(site, shard)));
-  return {
-    async claim(site, ids, owner, now, leaseMs, windowMs) {
-      const found = new Map<string, Claimed>();
-      await Promise.all(
-        [...byShard(ids, shards)].map(async ([shard, part]) => {
-          const claim = (await object(site, shard).claimDelivery(part.map(blob), owner, now, leaseMs, windowMs)) as DeliveryClaim;
-          for (const kind of ['fresh', 'attempted', 'done', 'busy'] as const) for (const index of claim[kind]) found.set(part[index]!, kind);
-        }),
-      );
-      return found;
-    },
-    async sending(site, ids, owner, now) {
-      const marked = new Set<string>();
-      await Promise.all(
-        [...byShard(ids, shards)].map(async ([shard, part]) => {
-          for (const index of (await object(site, shard).markSending(part.map(blob), owner, now)) as number[]) marked.add(part[index]!);
-        }),
-      );
-      return marked;
-    },
-    async settle(site, owner, settlement, until) {
-      const shardsOf = {
-        delivered: byShard(settlement.delivered, shards),
-        dead: byShard(settlement.dead, shards),
-        released: byShard(settlement.released, shards),
-      };
-      const touched = new Set([...shardsOf.delivered.keys(), ...shardsOf.dead.keys(), ...shardsOf.released.keys()]);
-      const skipped = await Promise.all(
-        [...touched].map(
-          (shard) =>
-            object(site, shard).settleDelivery(
-              owner,
-              {
-                delivered: (shardsOf.delivered.get(shard) ?? []).map(blob),
-                dead: (shardsOf.dead.get(shard) ?? []).map(blob),
-                released: (shardsOf.released.get(shard) ?? []).map(blob),
-              },
-              until,
-            ) as Promise<number>,
-        ),
-      );
-      return skipped.reduce((sum, n) => sum + n, 0);
-    },
-  };
+/** What delivery reads of the Worker's env (the vars, the pacer's namespace, Analytics Engine): a part of `RelayEnv`. */
+export interface DeliveryEnv {
+  RELAY_STATE: DurableObjectNamespace<RelayState>;
+  ANALYTICS?: AnalyticsEngineDataset;
+  [name: string]: unknown;
 }
 
 /** The pacer object of a platform key: named by a digest, so the key itself is in no object's name. */
@@ -113,5 +46,58 @@ export function createDurablePacer(namespace: DurableObjectNamespace<RelayState>
     hold: async (until) => {
       await namespace.get(id).hold(name, until);
     },
+  };
+}
+
+/** `RELAY_PLATFORM_RATE`: platform calls per second for the key. */
+export function platformRate(env: DeliveryEnv): number {
+  const rate = Number(env['RELAY_PLATFORM_RATE'] ?? DEFAULT_PLATFORM_RATE);
+  if (!(Number.isFinite(rate) && rate > 0))
+    throw new RelayConfigError('RELAY_PLATFORM_RATE', 'must be a number of platform calls per second above 0 (10 on the professional plan, 30 on business)');
+  return rate;
+}
+
+/** The deployment's pacer: one object per platform key. */
+export function keyPacer(env: DeliveryEnv, config: RelayConfig): Pacer {
+  return createDurablePacer(env.RELAY_STATE, pacerName(config.baseUrl, config.apiKey), platformRate(env));
+}
+
+// The env object is stable per isolate: parse once per env.
+const configs = new WeakMap<object, RelayConfig>();
+
+/** The Worker's configuration, as its outbox objects read it from their own env (the same vars). */
+export function workerConfig(env: DeliveryEnv): RelayConfig {
+  const config = configs.get(env) ?? parseConfig(env);
+  configs.set(env, config);
+  return config;
+}
+
+/** What an outbox object's rounds deliver with: the key, the sites, the pacer, the platform caller. */
+export function shardEngine(env: DeliveryEnv, outbox: Outbox, owner: string): EngineOptions {
+  const config = workerConfig(env);
+  const observer = env.ANALYTICS ? analyticsObserver(env.ANALYTICS) : undefined;
+  const upstream = createUpstream({
+    baseUrl: config.baseUrl,
+    apiKey: config.apiKey,
+    transport: fetchTransport(fetch.bind(globalThis)),
+    timeoutMs: CALL_TIMEOUT_MS,
+    backoff: sharedBackoff(config.baseUrl),
+    now: Date.now,
+    onCall: observer?.upstream,
+  });
+  return {
+    outbox,
+    pacer: keyPacer(env, config),
+    upstream,
+    clock: systemClock,
+    sites: config.sites,
+    ambiguous: config.ambiguous,
+    owner,
+    callTimeoutMs: CALL_TIMEOUT_MS,
+    onDelivery: observer?.delivery,
+    // What the platform refused after acceptance counts against its visitors (and, for a call
+    // refused as a whole, its site), in the refusal buckets every isolate reads.
+    onRefused: (entries, wholeCall) => void chargeDelivered(durableRefusals(env.RELAY_STATE), entries, wholeCall, Date.now()).catch(() => {}),
+    logger: createConsoleLogger(config.logLevel),
   };
 }

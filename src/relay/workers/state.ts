@@ -3,8 +3,9 @@
  * dedupe ids are spread over `RELAY_SHARDS` shard objects, so no object sees all of a site's
  * traffic. Each id goes to the shard of its own hash, whatever the envelope's `queue` says, so an
  * id sent under two queues meets one object: dedupe holds per site. A `/collect` costs one claim
- * and one settle per shard its items touch, in parallel. The queue consumer's delivery ledger
- * (delivery.ts) lives in the same class. The address-lookup budget is a counter of its own object
+ * and one settle per shard its items touch, in parallel (the Worker's own /collect now goes to the
+ * outbox objects, outbox.ts; the delivery ledger of earlier versions' queue consumer is only swept
+ * here until it is empty). The key's pacer lives in the same class. The address-lookup budget is a counter of its own object
  * per site, exact across the world.
  *
  * Durable Objects are strongly consistent and single-threaded, which dedupe needs; KV is eventually
@@ -17,19 +18,6 @@ import type { LimitDecision } from '../core/limits.js';
 import { pace } from '../state/pace.js';
 import { chargeBucket } from './buckets.js';
 import { cappedAmount, type Claim, type DedupeScope, type RelayStore } from '../state/store.js';
-
-/** The states of a row of `delivered`. */
-const LEASED = 0;
-const DELIVERED = 1;
-const DEAD = 2;
-
-/** What {@link RelayState.claimDelivery} found, as indexes into the ids it was given. */
-export interface DeliveryClaim {
-  fresh: number[];
-  attempted: number[];
-  done: number[];
-  busy: number[];
-}
 
 /** Expired rows deleted per claim: more than a claim adds, so the table shrinks back after a peak. */
 const EXPIRY_SLICE = 200;
@@ -66,98 +54,6 @@ export class RelayState extends DurableObject<unknown> {
       CREATE TABLE IF NOT EXISTS delivered (id BLOB PRIMARY KEY, state INTEGER NOT NULL, owner TEXT NOT NULL DEFAULT '', lease_until INTEGER NOT NULL DEFAULT 0, attempts INTEGER NOT NULL DEFAULT 0, expires INTEGER NOT NULL) WITHOUT ROWID;
       CREATE INDEX IF NOT EXISTS delivered_expires ON delivered (expires);
       CREATE TABLE IF NOT EXISTS pace (name TEXT PRIMARY KEY, tat REAL NOT NULL, hold REAL NOT NULL);`);
-  }
-
-  /**
-   * The queue consumer's claim on `ids` (16 bytes each) until `now + leaseMs`, in one step. Each
-   * comes back, by index, as: `fresh` (never sent, or only sends known not to be applied), `attempted`
-   * (a call carrying it started under a lease that ran out unsettled: a send may have reached the
-   * platform), `done` (delivered or dead-lettered within the window) or `busy` (another consumer's
-   * live lease). Fresh and attempted ids are now `owner`'s, remembered until `now + windowMs`
-   * whatever happens next. Claiming counts no send: {@link markSending} does, per call.
-   */
-  async claimDelivery(ids: ArrayBuffer[], owner: string, now: number, leaseMs: number, windowMs: number): Promise<DeliveryClaim> {
-    this.calls++;
-    const sql = this.ctx.storage.sql;
-    const claim = this.ctx.storage.transactionSync(() => {
-      sql.exec('DELETE FROM delivered WHERE id IN (SELECT id FROM delivered WHERE expires < ? ORDER BY expires LIMIT ?)', now, EXPIRY_SLICE);
-      const claim: DeliveryClaim = { fresh: [], attempted: [], done: [], busy: [] };
-      for (const [index, id] of ids.entries()) {
-        const row = sql
-          .exec<{ state: number; lease_until: number; attempts: number }>('SELECT state, lease_until, attempts FROM delivered WHERE id = ?', id)
-          .toArray()[0];
-        if (row && row.state !== LEASED) {
-          claim.done.push(index);
-          continue;
-        }
-        if (row && row.lease_until > now) {
-          claim.busy.push(index);
-          continue;
-        }
-        (row && row.attempts > 0 ? claim.attempted : claim.fresh).push(index);
-        sql.exec(
-          `INSERT INTO delivered (id, state, owner, lease_until, attempts, expires) VALUES (?1, ${LEASED}, ?2, ?3, 0, ?4)
-           ON CONFLICT(id) DO UPDATE SET owner = ?2, lease_until = ?3, expires = max(expires, ?4)`,
-          id,
-          owner,
-          now + leaseMs,
-          now + windowMs,
-        );
-      }
-      return claim;
-    });
-    if (claim.fresh.length + claim.attempted.length > 0) await this.sweepBy(now + windowMs);
-    return claim;
-  }
-
-  /**
-   * A call carrying `ids` is about to go: counts a started send on each id still under `owner`'s
-   * live lease, in one step. Resolves to the indexes marked; the caller sends only those. A
-   * consumer that dies then leaves `attempted` only on the ids of the calls it had in flight.
-   */
-  markSending(ids: ArrayBuffer[], owner: string, now: number): number[] {
-    this.calls++;
-    const sql = this.ctx.storage.sql;
-    return this.ctx.storage.transactionSync(() =>
-      ids.flatMap((id, index) => {
-        const marked = sql.exec(
-          `UPDATE delivered SET attempts = attempts + 1 WHERE id = ? AND owner = ? AND state = ${LEASED} AND lease_until > ?`,
-          id,
-          owner,
-          now,
-        ).rowsWritten;
-        return marked > 0 ? [index] : [];
-      }),
-    );
-  }
-
-  /**
-   * Ends `owner`'s leases: `delivered` and `dead` are remembered until `until` (a redelivered
-   * message finds them done), `released` ids were known not to be applied and are free again.
-   * Ids leased by someone else are left alone; resolves to how many were skipped.
-   */
-  async settleDelivery(owner: string, settlement: { delivered: ArrayBuffer[]; dead: ArrayBuffer[]; released: ArrayBuffer[] }, until: number): Promise<number> {
-    this.calls++;
-    const sql = this.ctx.storage.sql;
-    return this.ctx.storage.transactionSync(() => {
-      let skipped = 0;
-      const mark = (id: ArrayBuffer, state: number) => {
-        const changed = sql.exec(
-          `UPDATE delivered SET state = ?, owner = '', lease_until = 0, expires = max(expires, ?) WHERE id = ? AND owner = ? AND state = ${LEASED}`,
-          state,
-          until,
-          id,
-          owner,
-        ).rowsWritten;
-        if (changed === 0) skipped++;
-      };
-      for (const id of settlement.delivered) mark(id, DELIVERED);
-      for (const id of settlement.dead) mark(id, DEAD);
-      for (const id of settlement.released) {
-        if (sql.exec(`DELETE FROM delivered WHERE id = ? AND owner = ? AND state = ${LEASED}`, id, owner).rowsWritten === 0) skipped++;
-      }
-      return skipped;
-    });
   }
 
   /** One platform call from the pacer `name` (see {@link pace}): 0 when granted, else the ms to wait. */

@@ -56,16 +56,18 @@ export function outboxSuite(name: string, target: OutboxTarget): void {
         expect(await outbox.accept([item('s', 'a'), item('s', uuid), item('s', 'a')], now, WINDOW)).toEqual({
           accepted: ['a', uuid],
           duplicate: ['a'],
+          full: [],
         });
         // The same UUID however it is written is the same 16 bytes, so the same id.
         for (const age of [1, 3600_000, 3 * 24 * 3600_000, WINDOW - 1]) {
           expect(await outbox.accept([item('s', 'a'), item('s', uuid.toUpperCase()), item('s', 'b')], now + age, WINDOW)).toEqual({
             accepted: age === 1 ? ['b'] : [],
             duplicate: age === 1 ? ['a', uuid.toUpperCase()] : ['a', uuid.toUpperCase(), 'b'],
+            full: [],
           });
         }
         // Ids are per site.
-        expect(await outbox.accept([item('other', 'a'), item('other', uuid)], now, WINDOW)).toEqual({ accepted: ['a', uuid], duplicate: [] });
+        expect(await outbox.accept([item('other', 'a'), item('other', uuid)], now, WINDOW)).toEqual({ accepted: ['a', uuid], duplicate: [], full: [] });
         expect(await outbox.stats()).toMatchObject({ pending: 5, remembered: 5 });
       }),
     );
@@ -276,6 +278,91 @@ export function outboxSuite(name: string, target: OutboxTarget): void {
         await outbox.settle('me', { delivered: [], released: [], dead: again.map((entry) => ({ seq: entry.seq, reason: 'gone' })) }, now + 9000);
         expect(await outbox.dropDead(undefined)).toBe(3);
         expect(await outbox.stats()).toMatchObject({ pending: 0, dead: 0 });
+      }),
+    );
+
+    it(
+      'leases in turns: one entry per site, each site’s turn to its visitors in turn, each visitor’s in seq order',
+      withStore(async ({ outbox }) => {
+        const now = Date.now();
+        const from = (site: string, visitor: string, count: number) =>
+          Array.from({ length: count }, (_, i) => item(site, `${visitor}-${i}`, { visitor, browser: visitor }));
+        // One address floods its site first; then another site's three visitors, and a third site.
+        await outbox.accept(from('flood', 'f', 100), now, WINDOW);
+        for (const visitor of ['a1', 'a2', 'a3']) await outbox.accept(from('a', visitor, 2), now, WINDOW);
+        await outbox.accept(from('b', 'b1', 2), now, WINDOW);
+        const leased = await outbox.lease('one', 12, now, 1000);
+        const count = (key: 'site' | 'visitor') =>
+          leased.reduce((counts, entry) => counts.set(entry[key], (counts.get(entry[key]) ?? 0) + 1), new Map<string, number>());
+        // Turns: flood, a, b; flood, a, b; flood, a; flood, a; flood, a.
+        expect(Object.fromEntries(count('site'))).toEqual({ flood: 5, a: 5, b: 2 });
+        expect(Object.fromEntries(count('visitor'))).toEqual({ f: 5, a1: 2, a2: 2, a3: 1, b1: 2 });
+        // Each visitor's oldest first, and the lease in seq order.
+        expect(leased.filter((entry) => entry.visitor === 'f').map((entry) => entry.id)).toEqual(['f-0', 'f-1', 'f-2', 'f-3', 'f-4']);
+        expect(leased.map((entry) => entry.seq)).toEqual(leased.map((entry) => entry.seq).sort((x, y) => x - y));
+        // Within one site, too: a flood from one address takes one turn in each round, not the lease.
+        await outbox.accept(from('one', 'loud', 50), now, WINDOW);
+        await outbox.accept([...from('one', 'q1', 1), ...from('one', 'q2', 1)], now, WINDOW);
+        const next = await outbox.lease('one', 20, now, 1000);
+        expect(next.filter((entry) => entry.site === 'one').map((entry) => entry.id)).toEqual(expect.arrayContaining(['q1-0', 'q2-0']));
+        // Whatever is left goes in later leases: nothing is skipped for good.
+        const rest = await outbox.lease('one', 1000, now, 1000);
+        expect(leased.length + next.length + rest.length).toBe(100 + 6 + 2 + 52);
+      }),
+    );
+
+    it(
+      'holds at most its limits per visitor, per site and in all: past them an id is full, neither stored nor remembered',
+      withStore(async ({ outbox }) => {
+        const now = Date.now();
+        const limits = { visitor: 3, site: 5, total: 7, dead: 100 };
+        const take = (site: string, visitor: string, ids: string[], at = now) =>
+          outbox.accept(
+            ids.map((id) => item(site, id, { visitor })),
+            at,
+            WINDOW,
+            limits,
+          );
+        expect(await take('s', 'v1', ['a', 'b', 'c', 'd', 'a'])).toEqual({ accepted: ['a', 'b', 'c'], duplicate: ['a'], full: ['d'] });
+        // The site's limit: another visitor of it gets the two left.
+        expect(await take('s', 'v2', ['e', 'f', 'g'])).toEqual({ accepted: ['e', 'f'], duplicate: [], full: ['g'] });
+        // The whole outbox's: another site gets the two left of 7.
+        expect(await take('t', 'w1', ['h', 'i', 'j'])).toEqual({ accepted: ['h', 'i'], duplicate: [], full: ['j'] });
+        expect(await outbox.stats()).toMatchObject({ pending: 7 });
+        // Delivered entries make room; a full id was not remembered, so it is taken now, once.
+        const leased = await outbox.lease('me', 2, now, 1000);
+        await outbox.settle('me', { delivered: leased.map((entry) => entry.seq), released: [], dead: [] }, now);
+        const again = await take('t', 'w1', ['j', 'j'], now + 1);
+        expect(again).toEqual({ accepted: ['j'], duplicate: ['j'], full: [] });
+        expect(await outbox.stats()).toMatchObject({ pending: 6 });
+      }),
+    );
+
+    it(
+      'keeps at most the limit of dead letters and only for the window: what expires or is cut is counted',
+      withStore(async ({ outbox }) => {
+        const now = Date.now();
+        const window = 60_000;
+        const limits = { visitor: 100, site: 100, total: 100, dead: 3 };
+        await outbox.accept(
+          ['a', 'b', 'c', 'd', 'e'].map((id) => item('dl', id)),
+          now,
+          window,
+          limits,
+        );
+        const leased = await outbox.lease('me', 10, now, 1000);
+        const [first, ...later] = leased;
+        await outbox.settle('me', { delivered: [], released: [], dead: [{ seq: first!.seq, reason: 'x' }] }, now);
+        await outbox.settle('me', { delivered: [], released: [], dead: later.map((entry) => ({ seq: entry.seq, reason: 'x' })) }, now + 1000);
+        expect(await outbox.stats()).toMatchObject({ dead: 5, expired: 0, cut: 0 });
+        // The next accept cuts the oldest two: 3 kept, 2 counted as cut.
+        await outbox.accept([item('dl', 'f')], now + 2000, window, limits);
+        expect((await outbox.deadLetters()).map((letter) => letter.id)).toEqual(['c', 'd', 'e']);
+        expect(await outbox.stats()).toMatchObject({ dead: 3, expired: 0, cut: 2 });
+        // Their window passes: gone, and counted as expired.
+        await outbox.accept([], now + 1000 + window, window, limits);
+        expect(await outbox.deadLetters()).toEqual([]);
+        expect(await outbox.stats()).toMatchObject({ pending: 1, dead: 0, expired: 3, cut: 2 });
       }),
     );
 

@@ -10,6 +10,8 @@ export interface Fault {
   drop?: boolean;
   /** ms to wait before answering */
   delayMs?: number;
+  /** apply the call (the platform takes it), then close the connection without its answer */
+  lose?: boolean;
 }
 
 export interface Received {

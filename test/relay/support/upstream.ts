@@ -96,12 +96,15 @@ export async function startTestUpstream(options: { key: string; emulatorUrl?: st
         ...(req.method === 'GET' ? {} : { body: text }),
       });
       record.status = forwarded.status;
+      const answered = await forwarded.text();
+      if (fault?.lose) return void req.socket.destroy();
       res.writeHead(forwarded.status, { 'content-type': 'application/json' });
-      res.end(await forwarded.text());
+      res.end(answered);
       return;
     }
     const answer = fake(path, headers, body);
     record.status = answer.status;
+    if (fault?.lose) return void req.socket.destroy();
     reply(answer.status, answer.body);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

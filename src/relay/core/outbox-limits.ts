@@ -1,0 +1,39 @@
+/**
+ * How much a relay's outbox may hold (`RELAY_OUTBOX_MAX…`, core/config.ts): what every store
+ * enforces in `accept` (state/outbox.ts) and ingest answers when it is reached.
+ * @module
+ */
+
+/**
+ * How much the outbox holds. Entries waiting (ready or leased) count against their visitor, their
+ * site and the whole outbox; a new id past any of the three is answered `full`. Dead letters past
+ * `dead` are cut, oldest first, and counted.
+ */
+export interface OutboxLimits {
+  /** entries one visitor (the rate-limit key: one address of one site) may have waiting */
+  visitor: number;
+  /** entries one site may have waiting */
+  site: number;
+  /** entries waiting in all */
+  total: number;
+  /** dead letters kept */
+  dead: number;
+}
+
+/**
+ * The defaults: a visitor may have 1,000 entries waiting (one second of a professional key's whole
+ * budget, 10 calls of 100), a site 100,000 and the outbox 200,000 (200 s of that budget, about
+ * 100 MB of Redis memory at 500 bytes an entry); 10,000 dead letters.
+ */
+export const DEFAULT_OUTBOX_LIMITS: OutboxLimits = { visitor: 1_000, site: 100_000, total: 200_000, dead: 10_000 };
+
+/** No limits: what a store holds when an accept names none (tests, tools). */
+export const NO_LIMITS: OutboxLimits = {
+  visitor: Number.POSITIVE_INFINITY,
+  site: Number.POSITIVE_INFINITY,
+  total: Number.POSITIVE_INFINITY,
+  dead: Number.POSITIVE_INFINITY,
+};
+
+/** The code of a 503 whose items all found the outbox full, and the start of a `retry` item's error. */
+export const OUTBOX_FULL = 'outbox_full';

@@ -1,0 +1,105 @@
+/**
+ * POST /collect from arrival to answer: the batch through `collect`, anything unexpected turned
+ * into a 503 that keeps every item in the browser, then the answer's headers, its event for the
+ * observers and its log lines (one per request; one per item at `debug`).
+ * @module
+ */
+import type { Clock } from '../core/clock.js';
+import { corsHeaders, anySiteAllows } from '../core/cors.js';
+import { describeError, RelayHttpError, type HttpAnswer } from '../core/errors.js';
+import type { Logger } from '../core/logging.js';
+import { countBy, type ObservedItem, type RelayObserver } from '../core/observe.js';
+import type { SiteConfig } from '../core/sites.js';
+import type { CollectRequest } from './body.js';
+import { collect, type CollectContext, type CollectOutcome } from './collect.js';
+import type { ClientInfo } from './enrich.js';
+
+/** A /collect answer: status, headers and the JSON body as text. */
+export type CollectHttpAnswer = HttpAnswer & { body: string };
+
+export interface CollectAnswererOptions {
+  context: CollectContext;
+  sites: readonly SiteConfig[];
+  clock: Clock;
+  observer: RelayObserver;
+  logger: Logger;
+  /** whether to log one line per item too */
+  debug: boolean;
+  /** the configured /collect path, as logged */
+  path: string;
+}
+
+/** The POST /collect handler; the Node entry calls it straight from node:http. */
+export function createCollectAnswerer(options: CollectAnswererOptions): (request: CollectRequest, info: ClientInfo) => Promise<CollectHttpAnswer> {
+  const { context, sites, clock, observer, logger, debug, path } = options;
+  return async (request, info) => {
+    const started = clock.now();
+    const origin = request.origin;
+    const cors = corsHeaders(origin, origin !== undefined && anySiteAllows(origin, sites));
+    let outcome: CollectOutcome;
+    let unexpected: unknown;
+    const seen: { site?: string } = {};
+    try {
+      outcome = await collect(context, request, info, seen);
+    } catch (caught) {
+      // Anything unexpected (the state store unreachable, say) happened before an item was final:
+      // 503 + Retry-After keeps every item in the browser.
+      const error =
+        caught instanceof RelayHttpError
+          ? caught
+          : new RelayHttpError(
+              503,
+              'relay_unavailable',
+              'The relay could not handle the batch right now; nothing was lost: retry after the Retry-After seconds.',
+              { retryAfter: 5, cause: caught },
+            );
+      outcome = { status: error.status, body: error.body, ...(error.retryAfter === undefined ? {} : { retryAfter: error.retryAfter }) };
+      if (!(caught instanceof RelayHttpError)) {
+        outcome.warning = caught instanceof Error ? caught.name : 'error';
+        unexpected = caught;
+      }
+    }
+    const headers: Record<string, string> = { ...cors, 'Content-Type': 'application/json', 'Cache-Control': 'no-store' };
+    if (outcome.retryAfter !== undefined) headers['Retry-After'] = String(outcome.retryAfter);
+    const error = outcome.status === 200 ? undefined : (outcome.body as { error?: { code?: string } }).error?.code;
+    const items: ObservedItem[] = (outcome.results ?? []).map((result, index) => {
+      const reason = outcome.reasons?.get(index);
+      return {
+        id: result.id,
+        status: result.status,
+        ...(reason === undefined ? {} : { reason }),
+        ...(result.error === undefined ? {} : { error: result.error }),
+      };
+    });
+    const ms = clock.now() - started;
+    const ts = new Date(started).toISOString();
+    outcome.site ??= seen.site;
+    observer.collect?.({ at: started, site: outcome.site, status: outcome.status, error, ms, items, unverified: outcome.unverified ?? 0 });
+    const reasons = countBy(items, (item) => item.reason);
+    logger({
+      ts,
+      kind: 'collect',
+      method: 'POST',
+      path,
+      status: outcome.status,
+      ms,
+      ...(outcome.site === undefined
+        ? {}
+        : {
+            site: outcome.site,
+            items: outcome.items ?? 0,
+            results: countBy(items, (item) => item.status),
+            ...(Object.keys(reasons).length === 0 ? {} : { reasons }),
+            upstream: outcome.upstream ?? [],
+          }),
+      ...(error === undefined ? {} : { error }),
+      ...(outcome.warning === undefined ? {} : { warning: outcome.warning }),
+      ...(unexpected === undefined ? {} : { cause: describeError(unexpected) }),
+    });
+    if (debug) {
+      for (const { status, ...item } of items)
+        logger({ level: 'debug', ts, kind: 'item', method: 'POST', path, status: outcome.status, ms, site: outcome.site, result: status, ...item });
+    }
+    return { status: outcome.status, headers, body: JSON.stringify(outcome.body) };
+  };
+}

@@ -1,0 +1,37 @@
+/**
+ * Fair leasing, once for the stores that lease in JavaScript (memory, SQLite; Redis runs the same
+ * turns in Lua): one entry per site in turn, each site's turn going to its visitors in turn, and
+ * each visitor's entries in `seq` order. Sites and visitors come in the order the store gives
+ * them (the longest-waiting first), so across leases nobody is passed over for long either.
+ * @module
+ */
+
+/** One visitor's entries: the next ready one, or undefined once it has no more ready. */
+export type Lane<T> = () => T | undefined;
+
+/**
+ * Takes up to `max` entries in turns from `sites` (each a list of its visitors' lanes). A lane
+ * that answers undefined is done for this lease; a site whose lanes are all done drops out.
+ */
+export function takeFair<T>(sites: readonly (readonly Lane<T>[])[], max: number): T[] {
+  const taken: T[] = [];
+  const turns = sites.map((lanes) => ({ lanes: [...lanes], next: 0 })).filter((site) => site.lanes.length > 0);
+  while (taken.length < max && turns.length > 0) {
+    for (let s = 0; s < turns.length && taken.length < max; ) {
+      const site = turns[s]!;
+      let entry: T | undefined;
+      while (entry === undefined && site.lanes.length > 0) {
+        site.next %= site.lanes.length;
+        entry = site.lanes[site.next]!();
+        if (entry === undefined) site.lanes.splice(site.next, 1);
+        else site.next++;
+      }
+      if (entry === undefined) turns.splice(s, 1);
+      else {
+        taken.push(entry);
+        s++;
+      }
+    }
+  }
+  return taken;
+}

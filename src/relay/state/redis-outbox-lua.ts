@@ -1,0 +1,293 @@
+/**
+ * The Lua scripts of the Redis outbox (redis-outbox.ts), one per method, each touching a bounded
+ * number of keys: a batch's items, a lease's entries and lanes, a page of dead letters, a slice of
+ * what expired. Key layout (after the prefix):
+ * - `d:<site n>:<16 bytes>`: a remembered id, value `1`, expiring (`PXAT`) when its window ends;
+ * - `o:sites` (site → n), `o:meta` (counters: seq, sites, pending, expired, cut, remembered);
+ * - `o:items` (seq → item JSON), `o:attempts`, `o:owner`, `o:lane` (seq → lane `<site n>:<visitor>`);
+ * - `o:q:<lane>`: a visitor's waiting seqs (ready or leased), by seq; `o:lv:<site n>`: the site's
+ *   lanes with entries waiting, by the seq they began waiting at; `o:ls`: the sites with entries
+ *   waiting, likewise; `o:ps` (site n → entries waiting): the limits, read in O(1);
+ * - `o:wait` (seqs leased or released until a time, by that time): an entry is ready when it is
+ *   not there or its time has come;
+ * - `o:dead` (dead seqs, by seq), `o:deadt` (by the time they failed), `o:ds:<site n>` (one
+ *   site's), `o:why` (seq → {reason, status, failed});
+ * - `o:lead`: the deliverer's lock; `o:pacer`: the GCRA state {tat, hold};
+ * - `o:n` / `o:nc`: the gauge of remembered ids, counted by the second their memory ends.
+ * @module
+ */
+
+/** Helpers every script that moves entries shares. */
+const COMMON = `
+local P = ARGV[1]
+local function siteOf(lane) return string.match(lane, '^(%d+):') end
+local function addWaiting(seq, lane)
+  local s = siteOf(lane)
+  redis.call('HSET', P..'o:lane', seq, lane)
+  redis.call('ZADD', P..'o:q:'..lane, seq, seq)
+  redis.call('ZADD', P..'o:lv:'..s, 'NX', seq, lane)
+  if redis.call('HINCRBY', P..'o:ps', s, 1) == 1 then redis.call('ZADD', P..'o:ls', 'NX', seq, s) end
+  redis.call('HINCRBY', P..'o:meta', 'pending', 1)
+end
+local function removeWaiting(seq)
+  local lane = redis.call('HGET', P..'o:lane', seq)
+  local s = siteOf(lane)
+  redis.call('ZREM', P..'o:wait', seq)
+  redis.call('ZREM', P..'o:q:'..lane, seq)
+  if redis.call('ZCARD', P..'o:q:'..lane) == 0 then redis.call('ZREM', P..'o:lv:'..s, lane) end
+  if redis.call('HINCRBY', P..'o:ps', s, -1) <= 0 then
+    redis.call('HDEL', P..'o:ps', s)
+    redis.call('ZREM', P..'o:ls', s)
+  end
+  redis.call('HINCRBY', P..'o:meta', 'pending', -1)
+  return s
+end
+local function dropDead(seq)
+  local lane = redis.call('HGET', P..'o:lane', seq)
+  redis.call('ZREM', P..'o:dead', seq)
+  redis.call('ZREM', P..'o:deadt', seq)
+  if lane then redis.call('ZREM', P..'o:ds:'..siteOf(lane), seq) end
+  redis.call('HDEL', P..'o:why', seq)
+end
+local function forget(second)
+  local ended = redis.call('ZRANGEBYSCORE', P..'o:n', '-inf', second, 'LIMIT', 0, 100)
+  for _, bucket in ipairs(ended) do
+    redis.call('HINCRBY', P..'o:meta', 'remembered', -tonumber(redis.call('HGET', P..'o:nc', bucket) or '0'))
+    redis.call('HDEL', P..'o:nc', bucket)
+    redis.call('ZREM', P..'o:n', bucket)
+  end
+end`;
+
+/**
+ * ARGV: prefix, now, window ms, limits (visitor, site, total, dead), dead slice, then per item:
+ * site, 16-byte id, visitor, item JSON. Returns per item 1 (accepted), 0 (duplicate) or 2 (full).
+ */
+export const ACCEPT = `${COMMON}
+local now, window = tonumber(ARGV[2]), tonumber(ARGV[3])
+local capVisitor, capSite, capTotal, capDead, slice = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
+local untilMs = now + window
+local bucket = math.ceil(untilMs / 1000)
+forget(math.floor(now / 1000))
+-- Dead letters whose window ended, then the oldest over the limit: a slice of each, counted.
+local expired = redis.call('ZRANGEBYSCORE', P..'o:deadt', '-inf', now - window, 'LIMIT', 0, slice)
+for _, seq in ipairs(expired) do dropDead(seq); redis.call('HDEL', P..'o:items', seq); redis.call('HDEL', P..'o:lane', seq) end
+if #expired > 0 then redis.call('HINCRBY', P..'o:meta', 'expired', #expired) end
+local over = math.min(redis.call('ZCARD', P..'o:dead') - capDead, slice)
+if over > 0 then
+  for _, seq in ipairs(redis.call('ZRANGE', P..'o:dead', 0, over - 1)) do dropDead(seq); redis.call('HDEL', P..'o:items', seq); redis.call('HDEL', P..'o:lane', seq) end
+  redis.call('HINCRBY', P..'o:meta', 'cut', over)
+end
+local sites, out, added = {}, {}, 0
+local pending = tonumber(redis.call('HGET', P..'o:meta', 'pending') or '0')
+for i = 9, #ARGV, 4 do
+  local site = ARGV[i]
+  local n = sites[site]
+  if not n then
+    n = redis.call('HGET', P..'o:sites', site)
+    if not n then
+      n = redis.call('HINCRBY', P..'o:meta', 'sites', 1)
+      redis.call('HSET', P..'o:sites', site, n)
+    end
+    sites[site] = n
+  end
+  local key = P..'d:'..n..':'..ARGV[i + 1]
+  local lane = n..':'..ARGV[i + 2]
+  if redis.call('PEXPIRETIME', key) > now then
+    out[#out + 1] = 0
+  elseif pending >= capTotal or tonumber(redis.call('HGET', P..'o:ps', n) or '0') >= capSite or redis.call('ZCARD', P..'o:q:'..lane) >= capVisitor then
+    out[#out + 1] = 2
+  else
+    redis.call('SET', key, 1, 'PXAT', string.format('%d', untilMs))
+    local seq = redis.call('HINCRBY', P..'o:meta', 'seq', 1)
+    redis.call('HSET', P..'o:items', seq, ARGV[i + 3])
+    addWaiting(seq, lane)
+    pending = pending + 1
+    added = added + 1
+    out[#out + 1] = 1
+  end
+end
+if added > 0 then
+  redis.call('ZADD', P..'o:n', bucket, bucket)
+  redis.call('HINCRBY', P..'o:nc', bucket, added)
+  redis.call('HINCRBY', P..'o:meta', 'remembered', added)
+end
+return out`;
+
+/**
+ * ARGV: prefix, owner, now, lease ms, max. Takes entries in turns, as deliver/fair.ts: one per
+ * site (the longest-waiting first), each site's turn going to its lanes in turn, each lane in seq
+ * order. Returns {seq, item JSON, attempts} per leased entry, by seq.
+ */
+export const LEASE = `
+local P, owner, now, leaseMs, max = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local sites = redis.call('ZRANGE', P..'o:ls', 0, max - 1)
+local perSite = math.max(1, math.ceil(2 * max / math.max(1, #sites)))
+local turns = {}
+for _, s in ipairs(sites) do
+  local lanes = {}
+  for _, lane in ipairs(redis.call('ZRANGE', P..'o:lv:'..s, 0, perSite - 1)) do
+    lanes[#lanes + 1] = {key = P..'o:q:'..lane, pos = 0, chunk = 4, buf = {}, i = 1}
+  end
+  if #lanes > 0 then turns[#turns + 1] = {lanes = lanes, next = 1} end
+end
+local function nextOf(lane)
+  while true do
+    if lane.i > #lane.buf then
+      if lane.done then return nil end
+      lane.buf = redis.call('ZRANGE', lane.key, lane.pos, lane.pos + lane.chunk - 1)
+      lane.i = 1
+      lane.pos = lane.pos + lane.chunk
+      if #lane.buf < lane.chunk then lane.done = true end
+      lane.chunk = math.min(lane.chunk * 2, max)
+      if #lane.buf == 0 then return nil end
+    end
+    local seq = lane.buf[lane.i]
+    lane.i = lane.i + 1
+    local till = redis.call('ZSCORE', P..'o:wait', seq)
+    if not till or tonumber(till) <= now then return seq end
+  end
+end
+local taken = {}
+while #taken < max and #turns > 0 do
+  local t = 1
+  while t <= #turns and #taken < max do
+    local site = turns[t]
+    local seq = nil
+    while not seq and #site.lanes > 0 do
+      if site.next > #site.lanes then site.next = 1 end
+      seq = nextOf(site.lanes[site.next])
+      if seq then site.next = site.next + 1 else table.remove(site.lanes, site.next) end
+    end
+    if seq then
+      taken[#taken + 1] = tonumber(seq)
+      t = t + 1
+    else
+      table.remove(turns, t)
+    end
+  end
+end
+table.sort(taken)
+local out = {}
+for _, seq in ipairs(taken) do
+  redis.call('HSET', P..'o:owner', seq, owner)
+  redis.call('ZADD', P..'o:wait', now + leaseMs, seq)
+  out[#out + 1] = {seq, redis.call('HGET', P..'o:items', seq), tonumber(redis.call('HGET', P..'o:attempts', seq) or '0')}
+end
+return out`;
+
+/** ARGV: prefix, owner, now, then seqs. Counts a started send on each under owner's live lease; returns the seqs marked. */
+export const SENDING = `
+local P, owner, now = ARGV[1], ARGV[2], tonumber(ARGV[3])
+local out = {}
+for i = 4, #ARGV do
+  local seq = ARGV[i]
+  local leasedTill = tonumber(redis.call('ZSCORE', P..'o:wait', seq) or '0')
+  if redis.call('HGET', P..'o:owner', seq) == owner and leasedTill > now then
+    redis.call('HINCRBY', P..'o:attempts', seq, 1)
+    out[#out + 1] = tonumber(seq)
+  end
+end
+return out`;
+
+/** ARGV: prefix, owner, now, settlement JSON {delivered, released, dead}. Returns how many were skipped. */
+export const SETTLE = `${COMMON}
+local owner, now = ARGV[2], tonumber(ARGV[3])
+local s = cjson.decode(ARGV[4])
+local skipped = 0
+local function take(seq)
+  seq = tostring(seq)
+  if redis.call('HGET', P..'o:owner', seq) ~= owner then
+    skipped = skipped + 1
+    return nil
+  end
+  redis.call('HDEL', P..'o:owner', seq)
+  redis.call('HDEL', P..'o:attempts', seq)
+  return seq
+end
+for _, seq in ipairs(s.delivered) do
+  seq = take(seq)
+  if seq then
+    removeWaiting(seq)
+    redis.call('HDEL', P..'o:items', seq)
+    redis.call('HDEL', P..'o:lane', seq)
+  end
+end
+for _, r in ipairs(s.released) do
+  local seq = take(r.seq)
+  if seq then redis.call('ZADD', P..'o:wait', r.notBefore, seq) end
+end
+for _, d in ipairs(s.dead) do
+  local seq = take(d.seq)
+  if seq then
+    local site = removeWaiting(seq)
+    redis.call('ZADD', P..'o:dead', seq, seq)
+    redis.call('ZADD', P..'o:deadt', now, seq)
+    redis.call('ZADD', P..'o:ds:'..site, seq, seq)
+    redis.call('HSET', P..'o:why', seq, cjson.encode({reason = d.reason, status = d.status, failed = now}))
+  end
+end
+return skipped`;
+
+/** ARGV: prefix, seqs JSON (or "page": the oldest page), page size, now, drop (1) or retry (0: ready at once). Returns how many. */
+export const DEAD = `${COMMON}
+local drop = ARGV[5] == '1'
+local seqs = ARGV[2] == 'page' and redis.call('ZRANGE', P..'o:dead', 0, tonumber(ARGV[3]) - 1) or cjson.decode(ARGV[2])
+local count = 0
+for _, seq in ipairs(seqs) do
+  seq = tostring(seq)
+  if redis.call('ZSCORE', P..'o:dead', seq) then
+    count = count + 1
+    local lane = redis.call('HGET', P..'o:lane', seq)
+    dropDead(seq)
+    if drop then
+      redis.call('HDEL', P..'o:items', seq)
+      redis.call('HDEL', P..'o:lane', seq)
+    else
+      addWaiting(seq, lane)
+    end
+  end
+end
+return count`;
+
+/** ARGV: prefix, site ('' for all), after seq, page size. Returns {seq, item JSON, why JSON} per dead letter, by seq. */
+export const DEAD_LIST = `
+local P, site, after, size = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
+local key = P..'o:dead'
+if site ~= '' then
+  local n = redis.call('HGET', P..'o:sites', site)
+  if not n then return {} end
+  key = P..'o:ds:'..n
+end
+local out = {}
+for _, seq in ipairs(redis.call('ZRANGEBYSCORE', key, '('..after, '+inf', 'LIMIT', 0, size)) do
+  out[#out + 1] = {seq, redis.call('HGET', P..'o:items', seq), redis.call('HGET', P..'o:why', seq)}
+end
+return out`;
+
+/** ARGV: prefix, owner, now, ttl ms. Returns 1 when `owner` leads. */
+export const LEAD = `
+local key, owner, now = ARGV[1]..'o:lead', ARGV[2], tonumber(ARGV[3])
+local holder = redis.call('GET', key)
+if holder and holder ~= owner and redis.call('PEXPIRETIME', key) > now then return 0 end
+redis.call('SET', key, owner, 'PXAT', string.format('%d', now + tonumber(ARGV[4])))
+return 1`;
+
+/** ARGV: prefix, now, 'proxy' | 'deliver' | 'hold', interval ms (or the hold's end). Returns ms to wait (0 = granted). */
+export const PACE = `
+local key, now, what, x = ARGV[1]..'o:pacer', tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
+local tat = tonumber(redis.call('HGET', key, 'tat') or '0')
+local hold = tonumber(redis.call('HGET', key, 'hold') or '0')
+if what == 'hold' then
+  if x > hold then redis.call('HSET', key, 'hold', string.format('%d', x)) end
+  return 0
+end
+if now < hold then return math.ceil(hold - now) end
+if what == 'deliver' and tat > now then return math.ceil(tat - now) end
+redis.call('HSET', key, 'tat', string.format('%.3f', math.max(tat, now) + x))
+return 0`;
+
+/** ARGV: prefix, now. Returns {pending, dead, remembered, expired, cut}: counters, whatever the backlog. */
+export const STATS = `${COMMON}
+forget(math.floor(tonumber(ARGV[2]) / 1000))
+local function meta(name) return tonumber(redis.call('HGET', P..'o:meta', name) or '0') end
+return {meta('pending'), redis.call('ZCARD', P..'o:dead'), meta('remembered'), meta('expired'), meta('cut')}`;

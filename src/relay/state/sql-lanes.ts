@@ -1,0 +1,187 @@
+/**
+ * The SQL outbox's lanes (sql-outbox.ts): which entries wait for which visitor of which site, and
+ * how many, so that a lease takes them in turns (deliver/fair.ts) and the limits are read in O(1).
+ * A lane is one visitor of one site; it exists while it has entries waiting (ready or leased),
+ * and so does a site's row in `outbox_load`. `since` (ms) orders them: the longest-waiting first.
+ * The counts of the whole outbox (`pending`, `dead`, `expired`, `cut`) live in `outbox_count`
+ * with `remembered`, so stats never count rows.
+ * @module
+ */
+import { takeFair, type Lane } from './fair.js';
+import type { OutboxLimits } from '../core/outbox-limits.js';
+import type { Row, SqlPort, SqlValue } from './sql-port.js';
+
+/** A site's number in `outbox_sites` (ids and lanes are per site number). */
+export const SITE_SQL = {
+  site: 'SELECT n FROM outbox_sites WHERE site = ?1',
+  addSite: 'INSERT INTO outbox_sites (site) VALUES (?1) ON CONFLICT (site) DO NOTHING',
+} as const;
+
+export const LANES_SCHEMA = `
+  CREATE TABLE IF NOT EXISTS outbox_lanes (n INTEGER PRIMARY KEY, site INTEGER NOT NULL, visitor TEXT NOT NULL, pending INTEGER NOT NULL, since INTEGER NOT NULL, UNIQUE (site, visitor));
+  CREATE INDEX IF NOT EXISTS outbox_lanes_since ON outbox_lanes (site, since);
+  CREATE TABLE IF NOT EXISTS outbox_load (site INTEGER PRIMARY KEY, pending INTEGER NOT NULL, since INTEGER NOT NULL);
+  CREATE INDEX IF NOT EXISTS outbox_load_since ON outbox_load (since);
+  CREATE INDEX IF NOT EXISTS outbox_dead_failed ON outbox_dead (failed);
+`;
+
+const SQL = {
+  lane: 'INSERT INTO outbox_lanes (site, visitor, pending, since) VALUES (?1, ?2, 0, ?3) ON CONFLICT (site, visitor) DO UPDATE SET since = since RETURNING n, pending',
+  sitePending: 'SELECT pending FROM outbox_load WHERE site = ?1',
+  addLane: 'UPDATE outbox_lanes SET pending = pending + ?2 WHERE n = ?1 RETURNING site, pending',
+  dropLane: 'DELETE FROM outbox_lanes WHERE n = ?1 AND pending <= 0',
+  addLoad:
+    'INSERT INTO outbox_load (site, pending, since) VALUES (?1, ?2, ?3) ON CONFLICT (site) DO UPDATE SET pending = pending + excluded.pending RETURNING pending',
+  dropLoad: 'DELETE FROM outbox_load WHERE site = ?1 AND pending <= 0',
+  count: 'SELECT value FROM outbox_count WHERE name = ?1',
+  addCount: 'INSERT INTO outbox_count (name, value) VALUES (?1, ?2) ON CONFLICT (name) DO UPDATE SET value = value + excluded.value',
+  sites: 'SELECT site FROM outbox_load ORDER BY since, site LIMIT ?1',
+  lanes: 'SELECT n FROM outbox_lanes WHERE site = ?1 ORDER BY since, n LIMIT ?2',
+  next: 'SELECT seq, available FROM outbox WHERE lane = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3',
+  // Files written before lanes: the column and its index, then each waiting entry's lane, once.
+  hasLane: 'SELECT lane FROM outbox LIMIT 0',
+  addColumn: 'ALTER TABLE outbox ADD COLUMN lane INTEGER',
+  laneIndex: 'CREATE INDEX IF NOT EXISTS outbox_lane ON outbox (lane, seq)',
+  unlaned: "SELECT seq, item ->> 'site', item ->> 'visitor' FROM outbox WHERE lane IS NULL",
+  setLane: 'UPDATE outbox SET lane = ?2 WHERE seq = ?1',
+  setCount: 'INSERT INTO outbox_count (name, value) VALUES (?1, ?2) ON CONFLICT (name) DO UPDATE SET value = excluded.value',
+  countRows: 'SELECT (SELECT count(*) FROM outbox), (SELECT count(*) FROM outbox_dead)',
+} as const;
+
+export interface Lanes {
+  /** The site's number in `outbox_sites`, added the first time (inside the caller's transaction: never cached, a rollback forgets it). */
+  site(site: string): number;
+  /** The lane of `visitor` at site number `site` (created empty), and how many entries it has waiting. */
+  lane(site: number, visitor: string, now: number): { n: number; pending: number };
+  /** A counter of `outbox_count`. */
+  count(name: 'pending' | 'dead' | 'expired' | 'cut'): number;
+  addCount(name: 'pending' | 'dead' | 'expired' | 'cut', change: number): void;
+  /** Entries began (+) or stopped (−) waiting, by lane (0: looked up only): the lanes', sites' and outbox's counts follow. */
+  change(byLane: ReadonlyMap<number, number>, now: number): void;
+  /**
+   * The room under `limits` for one accept: `take` answers the lane of an entry that fits (and
+   * counts it in `byLane`, for {@link Lanes.change}), or undefined when its visitor, its site or
+   * the outbox is full.
+   */
+  admit(limits: OutboxLimits, now: number): { take(site: number, visitor: string): number | undefined; byLane: Map<number, number> };
+  /** Up to `max` seqs ready at `now`, in turns by site, then visitor (fair.ts). */
+  pick(max: number, now: number): number[];
+}
+
+/** The lanes over `db`: creates their tables, and gives storage written before them its lanes and counts, once. */
+export async function createLanes(db: SqlPort): Promise<Lanes> {
+  db.exec(LANES_SCHEMA);
+  const one = (sql: string, ...params: SqlValue[]): Row | undefined => db.query(sql, ...params)[0];
+  const site = (key: string) => {
+    db.run(SITE_SQL.addSite, key);
+    return Number(one(SITE_SQL.site, key)![0]);
+  };
+  const lane = (siteN: number, visitor: string, now: number) => {
+    const [n, pending] = one(SQL.lane, siteN, visitor, now)!;
+    return { n: Number(n), pending: Number(pending) };
+  };
+  const addCount = (name: string, change: number) => void (change !== 0 && db.run(SQL.addCount, name, change));
+  const change = (byLane: ReadonlyMap<number, number>, now: number) => {
+    const bySite = new Map<number, number>();
+    let total = 0;
+    for (const [n, delta] of byLane) {
+      // A lane looked up but given nothing (its items were full) is not kept empty.
+      if (delta === 0) {
+        db.run(SQL.dropLane, n);
+        continue;
+      }
+      const [siteN, pending] = one(SQL.addLane, n, delta)!;
+      if (Number(pending) <= 0) db.run(SQL.dropLane, n);
+      bySite.set(Number(siteN), (bySite.get(Number(siteN)) ?? 0) + delta);
+      total += delta;
+    }
+    for (const [siteN, delta] of bySite) if (Number(one(SQL.addLoad, siteN, delta, now)![0]) <= 0) db.run(SQL.dropLoad, siteN);
+    addCount('pending', total);
+  };
+
+  try {
+    db.query(SQL.hasLane);
+  } catch {
+    db.run(SQL.addColumn);
+  }
+  db.exec(SQL.laneIndex);
+  // Storage written before the counts were kept: each waiting entry gets its lane, and the counts are taken, once.
+  if (one(SQL.count, 'pending') === undefined) {
+    await db.transaction(() => {
+      if (one(SQL.count, 'pending') !== undefined) return;
+      const byLane = new Map<number, number>();
+      for (const [seq, key, visitor] of db.query(SQL.unlaned)) {
+        const { n } = lane(site(String(key)), String(visitor ?? ''), 0);
+        db.run(SQL.setLane, Number(seq), n);
+        byLane.set(n, (byLane.get(n) ?? 0) + 1);
+      }
+      change(byLane, 0);
+      const [pending, dead] = one(SQL.countRows)!;
+      db.run(SQL.setCount, 'pending', Number(pending));
+      db.run(SQL.setCount, 'dead', Number(dead));
+    });
+  }
+  function countOf(name: string): number {
+    return Number(one(SQL.count, name)?.[0] ?? 0);
+  }
+
+  return {
+    site,
+    lane,
+    count: countOf,
+    addCount,
+    change,
+    admit(limits, now) {
+      let room = limits.total - countOf('pending');
+      const siteRoom = new Map<number, number>();
+      const laneRoom = new Map<string, { n: number; room: number }>();
+      const byLane = new Map<number, number>();
+      const take = (siteN: number, visitor: string) => {
+        const key = `${siteN}:${visitor}`;
+        let found = laneRoom.get(key);
+        if (found === undefined) {
+          const { n, pending } = lane(siteN, visitor, now);
+          found = { n, room: limits.visitor - pending };
+          laneRoom.set(key, found);
+          byLane.set(n, 0);
+        }
+        const left = siteRoom.get(siteN) ?? limits.site - Number(one(SQL.sitePending, siteN)?.[0] ?? 0);
+        if (room <= 0 || left <= 0 || found.room <= 0) return undefined;
+        room--;
+        found.room--;
+        siteRoom.set(siteN, left - 1);
+        byLane.set(found.n, byLane.get(found.n)! + 1);
+        return found.n;
+      };
+      return { take, byLane };
+    },
+    pick(max, now) {
+      const sites = db.query(SQL.sites, max).map(([n]) => Number(n));
+      const perSite = Math.max(1, Math.ceil((2 * max) / Math.max(1, sites.length)));
+      const laneOf = (n: number): Lane<number> => {
+        let buffer: number[] = [];
+        let after = 0;
+        let chunk = 4;
+        let done = false;
+        return () => {
+          for (;;) {
+            if (buffer.length === 0) {
+              if (done) return undefined;
+              const rows = db.query(SQL.next, n, after, chunk);
+              done = rows.length < chunk;
+              if (rows.length > 0) after = Number(rows.at(-1)![0]);
+              buffer = rows.filter(([, available]) => Number(available) <= now).map(([seq]) => Number(seq));
+              chunk = Math.min(chunk * 2, max);
+              continue;
+            }
+            return buffer.shift();
+          }
+        };
+      };
+      return takeFair(
+        sites.map((siteN) => db.query(SQL.lanes, siteN, perSite).map(([n]) => laneOf(Number(n)))),
+        max,
+      );
+    },
+  };
+}

@@ -1,0 +1,26 @@
+/**
+ * What the SQL outbox (sql-outbox.ts, sql-lanes.ts) needs of an SQLite database, whoever runs it:
+ * libsql on Node, a Durable Object's storage on Workers.
+ * @module
+ */
+
+/** A value SQLite binds or answers. */
+export type SqlValue = string | number | null;
+/** A row as an array, in the order of the statement's columns. */
+export type Row = unknown[];
+
+/**
+ * What the outbox needs of an SQLite database: statements with numbered parameters (`?1`), and a
+ * transaction. On Node the transaction is libsql's `BEGIN IMMEDIATE` shared by the calls of one turn
+ * of the event loop (group commit); in a Durable Object it is `ctx.storage.transactionSync`.
+ */
+export interface SqlPort {
+  /** Runs statements without parameters (the schema). */
+  exec(script: string): void;
+  /** Runs one statement; its rows. */
+  query(sql: string, ...params: SqlValue[]): Row[];
+  /** Runs one statement; how many rows it changed. */
+  run(sql: string, ...params: SqlValue[]): number;
+  /** Runs `fn` in one transaction: all of its writes or none. */
+  transaction<T>(fn: () => T): Promise<T>;
+}

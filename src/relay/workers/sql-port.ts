@@ -1,0 +1,28 @@
+/**
+ * The {@link SqlPort} of a Durable Object's SQLite storage (`ctx.storage.sql`): the outbox's
+ * statements run there as they run in a file on Node (state/sql-outbox.ts).
+ * @module
+ */
+import type { DurableObjectStorage } from '@cloudflare/workers-types/index.ts';
+import type { Row, SqlPort } from '../state/sql-outbox.js';
+
+export function durableSqlPort(storage: DurableObjectStorage): SqlPort {
+  const { sql } = storage;
+  return {
+    exec: (script) => void sql.exec(script).toArray(),
+    query: (statement, ...params) => [...sql.exec(statement, ...params).raw()] as Row[],
+    run: (statement, ...params) => {
+      sql.exec(statement, ...params).toArray();
+      // `rowsWritten` also counts index rows; changes() is SQLite's own count of the rows changed.
+      return Number([...sql.exec('SELECT changes()').raw()][0]![0]);
+    },
+    // One object runs one call at a time; transactionSync makes the call's writes all or none.
+    transaction: (fn) => {
+      try {
+        return Promise.resolve(storage.transactionSync(fn));
+      } catch (error) {
+        return Promise.reject(error);
+      }
+    },
+  };
+}

@@ -1,0 +1,155 @@
+// What one outbox call costs, whatever the backlog: on a real SQLite file no statement of a stats
+// read or a lease scans a table (each plan only searches an index, or walks one under a LIMIT);
+// on a real redis-server a dead-letter page runs a bounded number of commands, however many dead
+// letters there are. And a state file of the release before lanes is leased from, counts and all.
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+import Sqlite from 'libsql';
+import { describe, expect, it } from 'vitest';
+import { createSqlOutbox, type SqlPort } from '../../src/relay/state/sql-outbox.js';
+import { createRedisOutbox } from '../../src/relay/state/redis-outbox.js';
+import { createSqliteOutbox, libsqlPort } from '../../src/relay/state/sqlite-outbox.js';
+import { redisAvailable, startRedis } from '../support/redis.js';
+import { item } from './suite/outbox-suite.js';
+
+const tempFile = () => join(mkdtempSync(join(tmpdir(), 'cdp-bounds-')), 'state.db');
+const hasRedis = redisAvailable('the Redis outbox bounds (test/relay/outbox-bounds.test.ts)');
+
+/** A port that records every statement it runs while `recording` is on. */
+function recorded(db: Sqlite.Database) {
+  const port = libsqlPort(db);
+  const statements: string[] = [];
+  let recording = false;
+  const wrapped: SqlPort = {
+    ...port,
+    query: (sql, ...params) => {
+      if (recording) statements.push(sql);
+      return port.query(sql, ...params);
+    },
+    run: (sql, ...params) => {
+      if (recording) statements.push(sql);
+      return port.run(sql, ...params);
+    },
+  };
+  return {
+    port: wrapped,
+    async during(run: () => Promise<unknown>) {
+      statements.length = 0;
+      recording = true;
+      try {
+        await run();
+      } finally {
+        recording = false;
+      }
+      return [...statements];
+    },
+  };
+}
+
+/** The full-table scans in `sql`'s plan (a walk of an index is not one). */
+function scans(db: Sqlite.Database, sql: string): string[] {
+  const params = Array.from({ length: Math.max(0, ...[...sql.matchAll(/\?(\d+)/g)].map((match) => Number(match[1]))) }, () => '[]');
+  const plan = db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...params) as { detail: string }[];
+  return plan.map((row) => row.detail).filter((detail) => /^SCAN /.test(detail) && !/USING (COVERING )?INDEX|json_each/.test(detail));
+}
+
+describe('SQLite: a stats read and a lease cost the same whatever the backlog', () => {
+  it('runs no statement that scans a table, with 20,000 entries waiting and 2,000 dead', async () => {
+    const path = tempFile();
+    const db = new Sqlite(path);
+    db.pragma('journal_mode = WAL');
+    const { port, during } = recorded(db);
+    const { outbox } = await createSqlOutbox(port);
+    const now = Date.now();
+    for (let b = 0; b < 220; b++) {
+      await outbox.accept(
+        Array.from({ length: 100 }, (_, i) => item(`s${b % 7}`, `b${b}-${i}`, { visitor: `v${b % 50}` })),
+        now,
+        3600_000,
+      );
+    }
+    const doomed = await outbox.lease('me', 2000, now, 60_000);
+    await outbox.settle('me', { delivered: [], released: [], dead: doomed.map((entry) => ({ seq: entry.seq, reason: 'x' })) }, now);
+    const statsSql = await during(() => outbox.stats());
+    expect(await outbox.stats()).toMatchObject({ pending: 20_000, dead: 2000 });
+    const leaseSql = await during(() => outbox.lease('me', 1000, now + 1, 60_000));
+    for (const sql of [...new Set([...statsSql, ...leaseSql])]) expect([sql, scans(db, sql)]).toEqual([sql, []]);
+    db.close();
+  }, 60_000);
+
+  it('leases from a state file of the release before lanes: its entries, fairly, with their counts', async () => {
+    const path = tempFile();
+    const old = new Sqlite(path);
+    // The outbox tables as that release wrote them: no lanes, no counts of entries.
+    old.exec(`
+      CREATE TABLE outbox (seq INTEGER PRIMARY KEY AUTOINCREMENT, item TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, owner TEXT, available INTEGER NOT NULL DEFAULT 0);
+      CREATE TABLE outbox_dead (seq INTEGER PRIMARY KEY, site TEXT NOT NULL, item TEXT NOT NULL, reason TEXT NOT NULL, status INTEGER, failed INTEGER NOT NULL);
+      CREATE TABLE outbox_count (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
+      INSERT INTO outbox_count VALUES ('remembered', 0);
+    `);
+    const add = old.prepare('INSERT INTO outbox (item) VALUES (?)');
+    for (let i = 0; i < 6; i++) add.run(JSON.stringify(item('s', `loud${i}`, { visitor: 'loud' })));
+    add.run(JSON.stringify(item('s', 'quiet', { visitor: 'quiet' })));
+    old.prepare('INSERT INTO outbox_dead VALUES (100, ?, ?, ?, NULL, ?)').run('s', JSON.stringify(item('s', 'gone')), 'refused', Date.now());
+    old.close();
+    const store = await createSqliteOutbox(path);
+    try {
+      expect(await store.outbox.stats()).toMatchObject({ pending: 7, dead: 1 });
+      const leased = await store.outbox.lease('me', 2, Date.now(), 1000);
+      expect(leased.map((entry) => entry.id)).toEqual(['loud0', 'quiet']);
+      await store.outbox.settle('me', { delivered: leased.map((entry) => entry.seq), released: [], dead: [] }, Date.now());
+      expect((await store.outbox.lease('me', 10, Date.now(), 1000)).map((entry) => entry.id)).toEqual(['loud1', 'loud2', 'loud3', 'loud4', 'loud5']);
+      expect(await store.outbox.stats()).toMatchObject({ pending: 5, dead: 1 });
+    } finally {
+      await store.close();
+    }
+  });
+});
+
+describe.runIf(hasRedis)('Redis: every script touches a bounded number of keys', () => {
+  it('lists 10 of 1,000 dead letters with a few dozen commands, and retries them all in pages', async () => {
+    const redis = await startRedis();
+    const store = await createRedisOutbox(redis.url, { prefix: 'bounds:' });
+    const monitor = await new Redis(redis.url).monitor();
+    try {
+      const now = Date.now();
+      for (let b = 0; b < 10; b++) {
+        await store.outbox.accept(
+          Array.from({ length: 100 }, (_, i) => item('s', `d${b}-${i}`)),
+          now,
+          3600_000,
+        );
+      }
+      const leased = await store.outbox.lease('me', 1000, now, 60_000);
+      await store.outbox.settle('me', { delivered: [], released: [], dead: leased.map((entry) => ({ seq: entry.seq, reason: 'x' })) }, now);
+      // Counts what the scripts run between two ECHOs: MONITOR reports commands in the order the
+      // server ran them (a script's own commands included), whenever it gets to them.
+      const marker = new Redis(redis.url);
+      let counting = false;
+      let ended = false;
+      let commands = 0;
+      monitor.on('monitor', (_time: string, args: string[], source: string) => {
+        if (args[0]?.toLowerCase() === 'echo') {
+          counting = args[1] === 'start';
+          ended ||= args[1] === 'end';
+        } else if (counting && source.includes('lua')) commands++;
+      });
+      await marker.echo('start');
+      const letters = await store.outbox.deadLetters({ limit: 10 });
+      await marker.echo('end');
+      marker.disconnect();
+      expect(letters).toHaveLength(10);
+      await expect.poll(() => ended, { timeout: 60_000 }).toBe(true);
+      expect(commands).toBeLessThan(50);
+      expect((await store.outbox.deadLetters()).length).toBe(1000);
+      expect(await store.outbox.retryDead(undefined, now)).toBe(1000);
+      expect(await store.outbox.stats()).toMatchObject({ pending: 1000, dead: 0 });
+    } finally {
+      monitor.disconnect();
+      await store.close();
+      await redis.close();
+    }
+  }, 120_000);
+});

@@ -1,0 +1,118 @@
+// The outbox's limits as a browser meets them, against the real emulator over HTTP, on each
+// outbox (memory, an SQLite file, a real redis-server): past its visitor's limit /collect answers
+// `retry` with Retry-After (200 when some items went through, 503 outbox_full when none did),
+// other visitors are still taken, and once the outbox drains the items sent again arrive once.
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startEmulator, type RunningEmulator } from '../../src/emulator/index.js';
+import { createRelayHandlers } from '../../src/relay/app.js';
+import { parseConfig } from '../../src/relay/core/config.js';
+import { createMemoryOutbox } from '../../src/relay/state/memory-outbox.js';
+import type { Outbox } from '../../src/relay/state/outbox.js';
+import { createRelayMetrics } from '../../src/relay/ops/metrics.js';
+import { createRedisOutbox } from '../../src/relay/state/redis-outbox.js';
+import { createSqliteOutbox } from '../../src/relay/state/sqlite-outbox.js';
+import { type RunningRedis, redisAvailable, startRedis } from '../support/redis.js';
+
+const KEY = 'limits-test-key';
+const ORIGIN = 'https://shop.example.com';
+
+let emulator: RunningEmulator;
+let redis: RunningRedis | undefined;
+const withRedis = redisAvailable('the outbox limits on Redis (test/relay/outbox-limits.test.ts)');
+beforeAll(async () => {
+  emulator = await startEmulator({ port: 0, key: KEY, plan: 'business' });
+  const response = await fetch(`${emulator.url}/v1/definitions/activity/create`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-api-key': KEY },
+    body: JSON.stringify({ name: 'viewed', attributes: [] }),
+  });
+  expect(response.ok).toBe(true);
+  if (withRedis) redis = await startRedis();
+});
+afterAll(async () => {
+  await emulator?.close();
+  await redis?.close();
+});
+
+const BACKENDS: { name: string; open(): Promise<{ outbox: Outbox; close(): Promise<void> }> }[] = [
+  { name: 'memory', open: async () => ({ outbox: createMemoryOutbox(), close: async () => {} }) },
+  { name: 'SQLite', open: () => createSqliteOutbox(join(mkdtempSync(join(tmpdir(), 'cdp-limits-')), 'relay-state.db')) },
+  ...(withRedis ? [{ name: 'Redis', open: () => createRedisOutbox(redis!.url, { prefix: `limits-${crypto.randomUUID()}:` }) }] : []),
+];
+
+const track = (email: string) => ({
+  id: crypto.randomUUID(),
+  type: 'track',
+  ts: new Date().toISOString(),
+  activity_id: 'act:cm:viewed',
+  person: { 'str::email': email },
+});
+const eventsOf = (email: string) => [...emulator.emulator.state.people.values()].filter((p) => p.fields['str::email'] === email).flatMap((p) => p.events);
+
+describe.each(BACKENDS)('the outbox limits on $name', (backend) => {
+  it('answers retry with Retry-After past a visitor’s limit, takes other visitors, and loses nothing once drained', async () => {
+    const store = await backend.open();
+    const env = {
+      CDP_API_KEY: KEY,
+      CDP_BASE_URL: emulator.url,
+      RELAY_SITES: JSON.stringify([
+        { key: 'pk_l', name: 'shop', origins: [ORIGIN], verify: 'open', visitor_rate_limit: { per_second: 10_000, burst: 10_000 } },
+      ]),
+      RELAY_LOG: 'off',
+      RELAY_OUTBOX_MAX_PER_VISITOR: '5',
+      // Nothing is delivered until the test drains: the outbox fills as a flood would fill it.
+      RELAY_DELIVERY_WAIT_MS: '60000',
+    };
+    const config = parseConfig(env);
+    const metrics = createRelayMetrics({ outbox: store.outbox, limits: config.outboxLimits, processMetrics: false });
+    const handlers = createRelayHandlers(config, {
+      outbox: store.outbox,
+      observer: metrics.observer,
+      clientInfo: (c) => ({ ip: c.req.header('x-test-ip') }),
+    });
+    const post = (ip: string, batch: unknown[]) =>
+      handlers.app.request('/collect', {
+        method: 'POST',
+        headers: { origin: ORIGIN, 'content-type': 'text/plain', 'x-test-ip': ip },
+        body: JSON.stringify({ key: 'pk_l', batch }),
+      });
+    try {
+      const email = `flood-${crypto.randomUUID()}@example.com`;
+      const items = Array.from({ length: 8 }, () => track(email));
+      // Five fit; three wait in the browser, told when to come back.
+      const first = await post('198.51.100.7', items);
+      expect(first.status).toBe(200);
+      expect(first.headers.get('retry-after')).toBe('5');
+      const statuses = ((await first.json()) as { results: { status: string }[] }).results.map((result) => result.status);
+      expect(statuses).toEqual([...Array(5).fill('accepted'), ...Array(3).fill('retry')]);
+      // Nothing went through: 503, the documented error shape, every item kept.
+      const again = await post('198.51.100.7', items.slice(5));
+      expect(again.status).toBe(503);
+      expect(again.headers.get('retry-after')).toBe('5');
+      const body = (await again.json()) as { error: { code: string; details: { status: string }[] } };
+      expect(body.error.code).toBe('outbox_full');
+      expect(body.error.details.map((detail) => detail.status)).toEqual(['retry', 'retry', 'retry']);
+      // Another address of the same site is taken.
+      const other = `other-${crypto.randomUUID()}@example.com`;
+      const otherItem = track(other);
+      expect(((await (await post('203.0.113.9', [otherItem])).json()) as { results: { status: string }[] }).results[0]!.status).toBe('accepted');
+      const scrape = (await metrics.render()).body;
+      expect(scrape).toMatch(/cdp_edge_outbox_full_items_total\{site="shop"\} 6/);
+      expect(scrape).toMatch(/cdp_edge_outbox_limit\{scope="visitor"\} 5/);
+      // Drained, the browser sends the three again: each arrives once.
+      await handlers.drained({ timeoutMs: 30_000 });
+      const resent = await post('198.51.100.7', items);
+      const results = ((await resent.json()) as { results: { status: string }[] }).results.map((result) => result.status);
+      expect(results).toEqual([...Array(5).fill('duplicate'), ...Array(3).fill('accepted')]);
+      await handlers.drained({ timeoutMs: 30_000 });
+      expect(eventsOf(email)).toHaveLength(8);
+      expect(eventsOf(other)).toHaveLength(1);
+    } finally {
+      await handlers.close();
+      await store.close();
+    }
+  }, 60_000);
+});
