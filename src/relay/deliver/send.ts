@@ -13,7 +13,6 @@
 import { ENDPOINTS, type EndpointId } from '../../api/index.js';
 import { parseJsonOrUndefined } from '../../api/objects.js';
 import { wasNotSent } from '../../api/retry.js';
-import type { Clock } from '../core/clock.js';
 import { RelayHttpError } from '../core/errors.js';
 import type { CallOptions, Upstream } from './caller.js';
 import { outcomeKind } from './policy.js';
@@ -60,57 +59,4 @@ export async function callOnce(upstream: Upstream, id: EndpointId, text: string,
     default:
       return { kind: 'ambiguous', status, message: `the platform answered ${status}` };
   }
-}
-
-/** What the Workers paths (the request forwarding inline, the queue consumer) need to send within a time budget. */
-export interface SendContext {
-  upstream: Upstream;
-  clock: Clock;
-  /** ms since epoch by which the caller must be done */
-  deadline: number;
-  random: () => number;
-  /** every upstream status seen (0 = no answer), for the log */
-  statuses: number[];
-}
-
-/** A call that did not get through: try again after `retryAfter` seconds; `ambiguous` when it may have been applied. */
-export type Outcome =
-  | { kind: 'ok'; body: unknown }
-  | { kind: 'refused'; status: number; message: string; details: unknown[] }
-  | { kind: 'unavailable'; status: number; message: string; retryAfter: number; ambiguous: boolean };
-
-const MAX_ATTEMPTS = 4;
-const BASE_DELAY_MS = 250;
-
-/**
- * Sends `body` to `id` within the budget: waits out the shared 429 hold, and retries what was
- * not applied, plus ambiguous failures of idempotent endpoints only, with full jitter.
- */
-export async function sendOnce(ctx: SendContext, id: EndpointId, body: Record<string, unknown> | string): Promise<Outcome> {
-  const text = typeof body === 'string' ? body : JSON.stringify(body);
-  let last: Outcome = { kind: 'unavailable', status: 0, message: 'the platform was not called', retryAfter: 1, ambiguous: false };
-  for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-    const wait = ctx.upstream.holdMs();
-    if (wait > 0) {
-      if (ctx.clock.now() + wait > ctx.deadline) return { ...last, retryAfter: Math.max(1, Math.ceil(wait / 1000)) };
-      await ctx.clock.sleep(wait);
-    }
-    const outcome = await callOnce(ctx.upstream, id, text, { waitUntil: ctx.deadline });
-    ctx.statuses.push(outcome.status);
-    if (outcome.kind === 'ok' || outcome.kind === 'refused') return outcome;
-    const ambiguous = outcome.kind === 'ambiguous';
-    const retryAfter =
-      outcome.kind === 'unapplied' && outcome.holdMs > 0 ? Math.ceil(outcome.holdMs / 1000) : outcome.status === 401 || outcome.status === 403 ? 60 : 5;
-    last = { kind: 'unavailable', status: outcome.status, message: outcome.message, retryAfter, ambiguous };
-    if (outcome.status === 401 || outcome.status === 403) break;
-    // The platform may have applied it: only a call that does the same when repeated goes again.
-    if (ambiguous && !ENDPOINTS[id].idempotent) break;
-    // Paused by the breaker: trying again within this request cannot help.
-    if (outcome.kind === 'unapplied' && outcome.status === 0 && outcome.holdMs > 0) break;
-    if (outcome.kind === 'unapplied' && outcome.holdMs > 0) continue;
-    const delay = Math.round(ctx.random() * BASE_DELAY_MS * 2 ** attempt);
-    if (ctx.clock.now() + delay >= ctx.deadline || attempt === MAX_ATTEMPTS - 1) break;
-    await ctx.clock.sleep(delay);
-  }
-  return last;
 }
