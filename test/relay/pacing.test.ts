@@ -1,11 +1,11 @@
 // Pacing against the platform's one-second windows, with the real pieces and simulated time: the
 // pacer's rule (state/pace.ts) grants slots, each call then spends 1–50 ms on its store write and
-// connection (what varies under load), the spacer (deliver/slots.ts) lets it leave, and it reaches
+// connection (what varies under load), the spacer (deliver/spacer.ts) lets it leave, and it reaches
 // the emulator's own rate limiter (src/emulator/rate-limit.ts) 0–5 ms later, answered 1–50 ms after. Steady delivery at
 // the key's rate draws no 429, and still runs at the rate less the measured margin.
 import { describe, expect, it } from 'vitest';
 import { createRateLimiter } from '../../src/emulator/rate-limit.js';
-import { createSpacer, SEND_MARGIN } from '../../src/relay/deliver/slots.js';
+import { createSpacer, SEND_MARGIN } from '../../src/relay/deliver/spacer.js';
 import { pace, paceInterval } from '../../src/relay/state/pace.js';
 
 /** A seeded generator, so a run is the same every time. */

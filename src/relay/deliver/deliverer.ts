@@ -20,7 +20,7 @@ import { createLead } from './lead.js';
 import { describe } from './report.js';
 import { deliverRound } from './round.js';
 import { createWaits } from './waits.js';
-import { createSpacer } from './slots.js';
+import { createSpacer } from './spacer.js';
 import { DEFAULT_PLATFORM_RATE } from '../state/pace.js';
 
 export interface DelivererOptions extends Omit<EngineOptions, 'owner'> {

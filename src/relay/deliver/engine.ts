@@ -14,7 +14,7 @@ import type { Lead } from './lead.js';
 import type { Leased, Outbox, Pacer, Settlement } from '../state/outbox.js';
 import type { AmbiguousPolicy } from '../core/config.js';
 import { createReporter, type Report } from './report.js';
-import { createSpacer, type Spacer } from './slots.js';
+import { createSpacer, type Spacer } from './spacer.js';
 import { createWaits, type Waits } from './waits.js';
 import { DEFAULT_PLATFORM_RATE } from '../state/pace.js';
 
@@ -42,6 +42,12 @@ export interface EngineOptions {
   onDelivery?: ((event: DeliveryEvent) => void) | undefined;
   /** told of entries the platform refused, to charge their visitors; `wholeCall` when the platform refused the call itself (a 4xx) */
   onRefused?: ((entries: readonly Leased[], wholeCall: boolean) => void) | undefined;
+  /**
+   * told of a call the platform refused as a whole that is cut into parts to find its bad entries:
+   * the platform's ban counts it like any refused call, so the sites in it pay (their visitors pay
+   * only for the entries found bad, through `onRefused`)
+   */
+  onCutCall?: ((sites: readonly string[]) => void) | undefined;
   logger?: Logger | undefined;
 }
 

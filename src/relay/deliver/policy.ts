@@ -1,7 +1,6 @@
 /**
  * What one platform call's outcome means for its entries, and what the relay does about a call
- * whose outcome it cannot know. Pure: the Node deliverer and the Workers queue consumer decide
- * the same way.
+ * whose outcome it cannot know. Pure: the one engine decides the same way on Node and on Workers.
  *
  * - `ok`: a 2xx; the answer says, entry by entry, what the platform took.
  * - `unapplied`: the platform certainly did not apply it (429, 503, 408, its key refused, a
@@ -16,8 +15,16 @@
 import { ENDPOINTS, type EndpointId } from '../../api/index.js';
 import type { AmbiguousPolicy } from '../core/config.js';
 
-/** The one vocabulary of outcomes: the `kind` of every `CallOutcome` (send.ts). */
+/** The one vocabulary of outcomes: the `kind` of every {@link CallOutcome}. */
 export type OutcomeKind = 'ok' | 'unapplied' | 'ambiguous' | 'refused';
+
+/** What one platform call came to (send.ts makes it, verdict.ts judges it). */
+export type CallOutcome =
+  | { kind: 'ok'; status: number; body: unknown }
+  | { kind: 'refused'; status: number; message: string; details: unknown[] }
+  /** `holdMs`: how long the platform asked to wait (429), else 0 */
+  | { kind: 'unapplied'; status: number; message: string; holdMs: number }
+  | { kind: 'ambiguous'; status: number; message: string };
 
 /** The dead-letter reason of an entry held after an ambiguous call. */
 export const AMBIGUOUS_REASON = 'ambiguous';

@@ -15,16 +15,9 @@ import { parseJsonOrUndefined } from '../../api/objects.js';
 import { wasNotSent } from '../../api/retry.js';
 import { RelayHttpError } from '../core/errors.js';
 import type { CallOptions, Upstream } from './caller.js';
-import { outcomeKind } from './policy.js';
+import { type CallOutcome, outcomeKind } from './policy.js';
 import { refusal } from './verdict.js';
 import { readText } from './transport.js';
-
-export type CallOutcome =
-  | { kind: 'ok'; status: number; body: unknown }
-  | { kind: 'refused'; status: number; message: string; details: unknown[] }
-  /** `holdMs`: how long the platform asked to wait (429), else 0 */
-  | { kind: 'unapplied'; status: number; message: string; holdMs: number }
-  | { kind: 'ambiguous'; status: number; message: string };
 
 /**
  * Sends `text` (JSON) to endpoint `id` once, as browser traffic (the breaker of platform refusals

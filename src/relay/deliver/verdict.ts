@@ -7,7 +7,7 @@
 import { isRecord } from '../../api/objects.js';
 import type { Call, CallEndpoint } from './batch.js';
 import type { Leased } from '../state/outbox.js';
-import type { CallOutcome } from './send.js';
+import type { CallOutcome } from './policy.js';
 
 /** A released entry waits this long after a failure that asked no particular wait. */
 export const RETRY_MS = 5_000;

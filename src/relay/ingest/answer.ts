@@ -11,7 +11,8 @@ import type { Logger } from '../core/logging.js';
 import { countBy, type ObservedItem, type RelayObserver } from '../core/observe.js';
 import type { SiteConfig } from '../core/sites.js';
 import type { CollectRequest } from './body.js';
-import { collect, type CollectContext, type CollectOutcome } from './collect.js';
+import { collect } from './collect.js';
+import type { CollectContext, CollectOutcome } from './context.js';
 import type { ClientInfo } from './enrich.js';
 
 /** A /collect answer: status, headers and the JSON body as text. */

@@ -1,62 +1,29 @@
 /**
  * `POST /collect`, the ingest half of the relay, from arrival to answer: the body within its
  * limits, the site and its origin, the visitor's and the site's limits, each item's checks,
- * identity, enrichment, the window, then the hand-off that makes the items durable (the outbox
- * on Node, a queue or the platform itself on Workers), and the answer. It never waits for the
- * platform when an outbox takes the items: the deliverer (src/relay/deliver/) sends them.
+ * identity, enrichment, the window, then the hand-off that makes the items durable (the outbox:
+ * a store on Node, Durable Objects on Workers), and the answer. It never waits for the platform:
+ * the delivery engine (src/relay/deliver/) sends the items later.
  * @module
  */
 import type { ItemResult, RejectReason } from '../../api/collect.js';
-import type { Clock } from '../core/clock.js';
 import type { RelayConfig } from '../core/config.js';
 import type { SiteConfig } from '../core/sites.js';
 import { originAllowed } from '../core/cors.js';
 import { quoteId } from '../../api/objects.js';
 import { RelayHttpError } from '../core/errors.js';
 import { limitAddress } from '../core/client-ip.js';
-import { addressRate, type Rate, type RateLimiter, siteGuardWait, visitorKey } from '../core/limits.js';
-import { lookupCounter, type RelayStore } from '../state/store.js';
+import { addressRate, type Rate, siteGuardWait, visitorKey } from '../core/limits.js';
+import { lookupCounter } from '../state/store.js';
 import { readCollectBody, type CollectBody, type CollectRequest } from './body.js';
 import { enrichLocation, enrichmentOf, wantsAddress, type ClientInfo } from './enrich.js';
-import type { Handoff, Prepared } from './handoff.js';
-import { identityFor, type Hmac } from './identity.js';
+import type { Prepared } from './handoff.js';
+import { identityFor } from './identity.js';
 import { applyIdentityRules } from './identity-rules.js';
 import { chargeAnswered, checkAddress, checkRate, checkRefusals, GUARD_RETRY, heldByGuard, holdGate, type Hold } from './guard.js';
 import { checkEntry, checkItem, type CheckedItem } from './items.js';
-import { shapeOf, type Shapes, type VisitorGate } from './shapes.js';
-
-export interface CollectContext {
-  config: RelayConfig;
-  /** counters (the address-lookup budget) */
-  store: RelayStore;
-  limiter: RateLimiter;
-  clock: Clock;
-  /** makes accepted items durable: the outbox, a queue, or the platform */
-  handoff: Handoff;
-  /** shapes the platform took lately (shapes.ts) */
-  shapes: Shapes;
-  /** one request with unknown shapes in flight per visitor (only where the request waits for the platform) */
-  gate: VisitorGate;
-  /** HMAC-SHA256 for identity checks @default Web Crypto's */
-  hmac?: Hmac | undefined;
-}
-
-export interface CollectOutcome {
-  status: number;
-  body: unknown;
-  retryAfter?: number;
-  /** for the log line and observers */
-  site?: string | undefined;
-  items?: number;
-  results?: ItemResult[];
-  /** the class of each rejection, by index in `results` */
-  reasons?: Map<number, RejectReason>;
-  /** items whose identity could not be verified (rejected under `required`, reduced under `optional`) */
-  unverified?: number;
-  upstream?: number[];
-  /** something went wrong that the caller need not know (logged) */
-  warning?: string;
-}
+import { shapeOf } from './shapes.js';
+import type { CollectContext, CollectOutcome } from './context.js';
 
 /** Browser clocks further off than this are corrected (nearer ones are left exact). */
 const MAX_CLOCK_SKEW_MS = 2 * 60_000;

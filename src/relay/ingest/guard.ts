@@ -10,7 +10,7 @@ import type { SiteConfig } from '../core/sites.js';
 import type { Rate } from '../core/limits.js';
 import { RelayHttpError } from '../core/errors.js';
 import { addressKey, chargeRefusals, type RateLimiter, refusalWait, siteKey, visitorKey } from '../core/limits.js';
-import type { CollectContext, CollectOutcome } from './collect.js';
+import type { CollectContext, CollectOutcome } from './context.js';
 import type { CheckedItem } from './items.js';
 import { isKnown } from './shapes.js';
 

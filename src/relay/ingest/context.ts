@@ -1,0 +1,46 @@
+/**
+ * What `POST /collect` works with (the relay's parts it needs) and what it comes to, shared by
+ * collect.ts, its guard (guard.ts) and the HTTP answer (answer.ts).
+ * @module
+ */
+import type { ItemResult, RejectReason } from '../../api/collect.js';
+import type { Clock } from '../core/clock.js';
+import type { RelayConfig } from '../core/config.js';
+import type { RateLimiter } from '../core/limits.js';
+import type { RelayStore } from '../state/store.js';
+import type { Handoff } from './handoff.js';
+import type { Hmac } from './identity.js';
+import type { Shapes, VisitorGate } from './shapes.js';
+
+export interface CollectContext {
+  config: RelayConfig;
+  /** counters (the address-lookup budget) */
+  store: RelayStore;
+  limiter: RateLimiter;
+  clock: Clock;
+  /** makes accepted items durable: the outbox, a queue, or the platform */
+  handoff: Handoff;
+  /** shapes the platform took lately (shapes.ts) */
+  shapes: Shapes;
+  /** one request with unknown shapes in flight per visitor (only where the request waits for the platform) */
+  gate: VisitorGate;
+  /** HMAC-SHA256 for identity checks @default Web Crypto's */
+  hmac?: Hmac | undefined;
+}
+
+export interface CollectOutcome {
+  status: number;
+  body: unknown;
+  retryAfter?: number;
+  /** for the log line and observers */
+  site?: string | undefined;
+  items?: number;
+  results?: ItemResult[];
+  /** the class of each rejection, by index in `results` */
+  reasons?: Map<number, RejectReason>;
+  /** items whose identity could not be verified (rejected under `required`, reduced under `optional`) */
+  unverified?: number;
+  upstream?: number[];
+  /** something went wrong that the caller need not know (logged) */
+  warning?: string;
+}
