@@ -58,6 +58,14 @@ export function chooseHandoff(choice: HandoffChoice): { handoff: Handoff; outbox
       choice.onRefused?.(entries, wholeCall);
       void chargeDelivered(limiter, entries, wholeCall, clock.now()).catch(() => {});
     },
+    // A call refused as a whole and cut into parts counts towards the ban like any other: its sites pay.
+    onCutCall: (sites) =>
+      void chargeDelivered(
+        limiter,
+        sites.map((site) => ({ site, visitor: '' })),
+        true,
+        clock.now(),
+      ).catch(() => {}),
     logger,
   });
   deliverer.start();

@@ -166,6 +166,7 @@ async function sendAndSettle(engine: Engine, call: Call, depth: number, timeoutM
   if (verdict.split) {
     // Refused as a whole without per-entry details: its parts go as ordinary calls, first in line.
     queue.unshift(...splitRefused(call, depth).map((part) => ({ call: part, depth: depth + 1 })));
+    engine.options.onCutCall?.([...new Set(call.entries.map((entry) => entry.site))]);
     engine.report({ ...called, delivered: [], dead: [], released: [], ambiguous: [], held: false });
     return;
   }

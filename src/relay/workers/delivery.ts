@@ -98,6 +98,13 @@ export function shardEngine(env: DeliveryEnv, outbox: Outbox, owner: string): En
     // What the platform refused after acceptance counts against its visitors (and, for a call
     // refused as a whole, its site), in the refusal buckets every isolate reads.
     onRefused: (entries, wholeCall) => void chargeDelivered(durableRefusals(env.RELAY_STATE), entries, wholeCall, Date.now()).catch(() => {}),
+    onCutCall: (sites) =>
+      void chargeDelivered(
+        durableRefusals(env.RELAY_STATE),
+        sites.map((site) => ({ site, visitor: '' })),
+        true,
+        Date.now(),
+      ).catch(() => {}),
     logger: createConsoleLogger(config.logLevel),
   };
 }
