@@ -9,6 +9,7 @@ import Database from 'libsql';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { scrubbing } from '../../src/relay/core/logging.js';
 import { createPinoLogger, type RunningRelay, startRelay } from '../../src/relay/node.js';
+import { createSqliteOutbox } from '../../src/relay/state/sqlite-outbox.js';
 import { startUpstreamStack, UPSTREAM_KEY, type UpstreamStack } from './support/stack.js';
 
 // JSON.parse quotes a short text whole (a longer one by its first 10 characters).
@@ -38,6 +39,16 @@ async function lineWith(lines: string[], pattern: RegExp): Promise<string> {
 
 it('a libsql row that is not JSON: the delivery_failed line names the error, without the email or phone it quoted', async () => {
   const stateFile = join(dir, 'state.db');
+  // A row written by something else than the relay (a hand edit, a bad restore): its text is what
+  // a visitor sent. It sits in the outbox as the relay keeps it (its lane, its counts), so the
+  // relay leases it as soon as it starts.
+  const outbox = await createSqliteOutbox(stateFile);
+  const item = { site: 'pk_logs', id: crypto.randomUUID(), kind: 'activity' as const, entry: {}, browser: 'b', visitor: 'v', accepted: Date.now() };
+  expect((await outbox.outbox.accept([item], Date.now(), 3600_000)).accepted).toEqual([item.id]);
+  await outbox.close();
+  const db = new Database(stateFile);
+  expect(db.prepare('UPDATE outbox SET item = ?').run(`${EMAIL} ${PHONE}`).changes).toBe(1);
+  db.close();
   const lines: string[] = [];
   relay = await startRelay({
     port: 0,
@@ -45,10 +56,6 @@ it('a libsql row that is not JSON: the delivery_failed line names the error, wit
     logger: createPinoLogger('info', { write: (line: string) => void lines.push(line) }),
     env: { CDP_API_KEY: UPSTREAM_KEY, CDP_BASE_URL: stack.url, RELAY_SITES: JSON.stringify([{ key: 'pk_logs', origins: ['https://shop.example.com'] }]) },
   });
-  // A row written by something else than the relay (a hand edit, a bad restore): its text is what a visitor sent.
-  const db = new Database(stateFile);
-  db.prepare('INSERT INTO outbox (item) VALUES (?)').run(`${EMAIL} ${PHONE}`);
-  db.close();
   const line = await lineWith(lines, /delivery_failed/);
   expect(JSON.parse(line)).toMatchObject({ level: 'error', error: 'delivery_failed' });
   expect(line).toMatch(/is not valid JSON/);
