@@ -6,7 +6,7 @@
 // browser sends reaches a person it did not prove, and a person it creates is not subscribed.
 import { createHmac } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { collect, itemId, KEY, type Stack, startStack } from './support.js';
+import { collect, itemId, KEY, type Stack, startStack, until } from './support.js';
 
 const SECRET = 'default-site-identity-secret-0123456789';
 const SITE = 'pk_default';
@@ -38,15 +38,6 @@ async function people(): Promise<Person[]> {
   return ((await response.json()) as { people: Person[] }).people;
 }
 const personBy = async (email: string) => (await people()).find((person) => person.fields['str::email'] === email);
-
-async function until<T>(what: string, probe: () => Promise<T | undefined | false>): Promise<T> {
-  for (let waited = 0; waited < 10_000; waited += 50) {
-    const value = await probe();
-    if (value) return value;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
 
 const results = async (response: Response) => {
   expect(response.status).toBe(200);

@@ -7,7 +7,7 @@
  */
 import { createHmac } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { itemId, KEY, ORIGIN, type Stack, startStack } from './support.js';
+import { itemId, KEY, ORIGIN, type Stack, startStack, until } from './support.js';
 
 const SECRET = 'security-identity-secret-0123456789';
 const ACTIVITY = 'act:cm:signed-up';
@@ -98,16 +98,6 @@ async function profile(id: string) {
   return { fields: person.fields, tags: [...person.tags].sort(), location: person.location, archived: person.archived, account_id: person.account_id };
 }
 const eventCount = async (id: string) => (await people()).find((person) => person.id === id)?.events.length ?? 0;
-
-/** Waits for what an accepted item should have done on the platform (delivery may come after the answer). */
-async function until<T>(what: string, probe: () => Promise<T | undefined | false>): Promise<T> {
-  for (let waited = 0; waited < 10_000; waited += 50) {
-    const value = await probe();
-    if (value) return value;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
 
 let counter = 0;
 /** A known person with every kind of data an attacker would like to change. */

@@ -87,3 +87,13 @@ export const goodTrack = (email: string) => ({
   attributes: { 'str:cm:plan': 'pro' },
   person: { 'str::email': email },
 });
+
+/** Waits for what an accepted item should have done on the platform (delivery comes after the answer). */
+export async function until<T>(what: string, probe: () => Promise<T | undefined | false>): Promise<T> {
+  for (let waited = 0; waited < 10_000; waited += 50) {
+    const value = await probe();
+    if (value) return value;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
