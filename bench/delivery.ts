@@ -27,19 +27,21 @@ import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { identityHash } from '../src/relay/index.js';
-import { type Browsers, createBrowsers, IDENTIFY_FIELD, ITEM_ATTRIBUTE } from './lib/browsers.js';
+import { type Browsers, createBrowsers } from './lib/browsers.js';
 import { type CliProcess, startCli } from './lib/cli.js';
-
-const PLATFORM_KEY = 'bench-platform-key';
-const SITE_KEY = 'pk_bench';
-const ORIGIN = 'https://shop.example.com';
-const SECRET = 'bench-identity-secret';
-const PLATFORM_RATE = 10;
-/** 1 identify and 13 tracks per visitor: identifies are 7% of the items. */
-const ITEMS_PER_VISITOR = 14;
-/** four activities, so no person nears the platform's 50 events per activity per day */
-const ACTIVITY_NAMES = ['bench-view', 'bench-click', 'bench-cart', 'bench-search'];
-const ACTIVITIES = ACTIVITY_NAMES.map((name) => `act:cm:${name}`);
+import {
+  ACTIVITIES,
+  arrivals as platformArrivals,
+  callCounts as platformCalls,
+  callFigures,
+  defineActivities,
+  ITEMS_PER_VISITOR,
+  ORIGIN,
+  PLATFORM_KEY,
+  PLATFORM_RATE,
+  SECRET,
+  SITE_KEY,
+} from './lib/platform.js';
 
 const { values } = parseArgs({
   options: {
@@ -77,57 +79,8 @@ const phases = PHASES.filter((p) => !only || only.includes(p.name));
 const round = (n: number, digits = 2) => (Number.isFinite(n) ? Math.round(n * 10 ** digits) / 10 ** digits : null);
 const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))] ?? Number.NaN;
 
-type Calls = Record<string, { calls: number; statuses: Record<string, number>; entries: number }>;
-
-async function platform<T>(url: string, path: string, body?: unknown): Promise<T> {
-  const res = await fetch(`${url}${path}`, {
-    method: body === undefined ? 'GET' : 'POST',
-    headers: { 'content-type': 'application/json', 'x-api-key': PLATFORM_KEY },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  if (!res.ok) throw new Error(`${path}: ${res.status} ${await res.text()}`);
-  return (await res.json()) as T;
-}
-const callCounts = async (url: string) => (await platform<{ endpoints: Calls }>(url, '/_emulator/calls')).endpoints;
-
-/** entries the platform applied (2xx) and calls made, over the delivery endpoints, since `before` */
-function callFigures(before: Calls, after: Calls) {
-  let calls = 0;
-  let limited = 0;
-  let applied = 0;
-  let entries = 0;
-  for (const [endpoint, row] of Object.entries(after)) {
-    const was = before[endpoint] ?? { calls: 0, statuses: {}, entries: 0 };
-    const ok = (s: Record<string, number>) => Object.entries(s).reduce((n, [status, count]) => n + (status.startsWith('2') ? count : 0), 0);
-    calls += row.calls - was.calls;
-    limited += (row.statuses['429'] ?? 0) - (was.statuses['429'] ?? 0);
-    if (endpoint === 'activities/create' || endpoint === 'person/merge') {
-      applied += ok(row.statuses) - ok(was.statuses);
-      entries += row.entries - was.entries;
-    }
-  }
-  return { calls, limited, applied, entries };
-}
-
-/** When each item reached the platform (ms since the epoch), every time it did. */
-async function arrivals(url: string): Promise<Map<string, number[]>> {
-  const state = await platform<{
-    people: { fields: Record<string, unknown>; created_at: string; events: { attributes: Record<string, unknown>; received: number }[] }[];
-  }>(url, '/_emulator/state');
-  const seen = new Map<string, number[]>();
-  const add = (id: unknown, at: number) => {
-    if (typeof id !== 'string') return;
-    const times = seen.get(id);
-    if (times) times.push(at);
-    else seen.set(id, [at]);
-  };
-  for (const person of state.people) {
-    // the identify creates its person (the relay sends it before that person's tracks); a repeated merge leaves no trace
-    add(person.fields[IDENTIFY_FIELD], Date.parse(person.created_at));
-    for (const event of person.events) add(event.attributes[ITEM_ATTRIBUTE], event.received);
-  }
-  return seen;
-}
+const callCounts = (url: string) => platformCalls(url, PLATFORM_KEY);
+const arrivals = (url: string) => platformArrivals(url, PLATFORM_KEY);
 
 async function runPhase(phase: Phase) {
   const dir = mkdtempSync(join(tmpdir(), 'cdp-bench-delivery-'));
@@ -146,10 +99,7 @@ async function runPhase(phase: Phase) {
       String(phase.latencyMs),
     ]);
     started.push(emulator);
-    for (const name of ACTIVITY_NAMES) {
-      await platform(emulator.url, '/v1/definitions/activity/create', { name, attributes: [{ name: 'item', display_type: 'text' }] });
-      await new Promise((resolve) => setTimeout(resolve, 1000 / PLATFORM_RATE));
-    }
+    await defineActivities(emulator.url);
     const relay = await startCli(
       ['relay', '--port', '0', '--state-file', join(dir, 'relay-state.db')],
       {
