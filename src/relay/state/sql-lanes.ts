@@ -43,12 +43,14 @@ const SQL = {
   addCount: 'INSERT INTO outbox_count (name, value) VALUES (?1, ?2) ON CONFLICT (name) DO UPDATE SET value = value + excluded.value',
   sites: 'SELECT site FROM outbox_load ORDER BY since, site LIMIT ?1',
   lanes: 'SELECT n FROM outbox_lanes WHERE site = ?1 ORDER BY since, n LIMIT ?2',
-  // Each entry of a lane, and whether it is an activity whose browser has a merge before it in the outbox.
-  next: `SELECT seq, available, item ->> 'kind' = 'activity' AND EXISTS (SELECT 1 FROM outbox_merges m WHERE m.site = ?4 AND m.browser = outbox.item ->> 'browser' AND m.seq < outbox.seq)
+  // Each entry of a lane, and whether it is an activity whose browser has a merge before it in the
+  // outbox. A row that is not JSON (a hand edit) is not judged here: reading it fails the lease, as it must.
+  next: `SELECT seq, available, CASE WHEN json_valid(item) AND item ->> 'kind' = 'activity'
+      THEN EXISTS (SELECT 1 FROM outbox_merges m WHERE m.site = ?4 AND m.browser = outbox.item ->> 'browser' AND m.seq < outbox.seq) ELSE 0 END
     FROM outbox WHERE lane = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3`,
   // The merges of entries added after seq ?1 (an accept's), or of every entry (once, for storage written before the table).
   addMerges: `INSERT OR IGNORE INTO outbox_merges (seq, site, browser) SELECT o.seq, l.site, o.item ->> 'browser' FROM outbox o JOIN outbox_lanes l ON l.n = o.lane
-    WHERE o.seq > ?1 AND o.item ->> 'kind' <> 'activity'`,
+    WHERE o.seq > ?1 AND CASE WHEN json_valid(o.item) THEN o.item ->> 'kind' <> 'activity' ELSE 0 END`,
   lastSeq: 'SELECT max(seq) FROM outbox',
   addMerge: 'INSERT OR IGNORE INTO outbox_merges (seq, site, browser) VALUES (?1, ?2, ?3)',
   dropMerges: 'DELETE FROM outbox_merges WHERE seq IN (SELECT value FROM json_each(?1))',
