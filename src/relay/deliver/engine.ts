@@ -16,6 +16,7 @@ import type { AmbiguousPolicy } from '../core/config.js';
 import { createReporter, type Report } from './report.js';
 import { createSpacer, type Spacer } from './spacer.js';
 import { DEFAULT_PLATFORM_RATE } from '../state/pace.js';
+import { RETRY_MS } from './verdict.js';
 
 export interface EngineOptions {
   outbox: Outbox;
@@ -31,6 +32,8 @@ export interface EngineOptions {
   leaseMs?: number;
   /** the longest one platform call may take @default 10 000 ms */
   callTimeoutMs?: number;
+  /** how long an entry the platform did not apply (503, unreachable) waits before it goes again; a 429 says its own wait @default 5 000 ms */
+  retryMs?: number;
   /** entries leased at once: calls' worth, so merges and activities both fill @default 1000 */
   leaseSize?: number;
   /** platform calls in flight at once, each in its own pacer slot @default 4 */
@@ -70,6 +73,7 @@ export interface Engine {
   options: RoundOptions;
   leaseMs: number;
   callTimeoutMs: number;
+  retryMs: number;
   leaseSize: number;
   maxInFlight: number;
   mergeBy(site: string): readonly string[];
@@ -101,6 +105,7 @@ export function createEngine(options: RoundOptions): Engine {
     options,
     leaseMs: options.leaseMs ?? 30_000,
     callTimeoutMs: options.callTimeoutMs ?? 10_000,
+    retryMs: options.retryMs ?? RETRY_MS,
     leaseSize: options.leaseSize ?? 1_000,
     maxInFlight,
     mergeBy: (site) => sites.get(site)?.mergeBy ?? ['str::email', 'str::ei'],

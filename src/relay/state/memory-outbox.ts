@@ -242,12 +242,12 @@ export function createMemoryOutbox(): Outbox {
 }
 
 /** Creates a pacer kept in this process: share the one object between the process's callers. */
-export function createMemoryPacer(rate: number): Pacer {
+export function createMemoryPacer(rate: number, catchUpMs = 0): Pacer {
   const interval = paceInterval(rate);
   const state = { tat: 0, hold: 0 };
   return {
     async take(now, priority) {
-      return pace(state, now, priority, interval);
+      return pace(state, now, priority, interval, catchUpMs);
     },
     async hold(until) {
       state.hold = Math.max(state.hold, until);

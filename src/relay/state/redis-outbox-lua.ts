@@ -240,9 +240,10 @@ if holder and holder ~= owner and redis.call('PEXPIRETIME', key) > now then retu
 redis.call('SET', key, owner, 'PXAT', string.format('%d', now + tonumber(ARGV[4])))
 return 1`;
 
-/** ARGV: prefix, now, 'proxy' | 'deliver' | 'hold', interval ms (or the hold's end). Returns ms to wait (0 = granted). */
+/** ARGV: prefix, now, 'proxy' | 'deliver' | 'hold', interval ms (or the hold's end), catch-up ms (state/pace.ts). Returns ms to wait (0 = granted). */
 export const PACE = `
 local key, now, what, x = ARGV[1]..'o:pacer', tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
+local catchup = tonumber(ARGV[5] or '0')
 local tat = tonumber(redis.call('HGET', key, 'tat') or '0')
 local hold = tonumber(redis.call('HGET', key, 'hold') or '0')
 if what == 'hold' then
@@ -251,7 +252,9 @@ if what == 'hold' then
 end
 if now < hold then return math.ceil(hold - now) end
 if what == 'deliver' and tat > now then return math.ceil(tat - now) end
-redis.call('HSET', key, 'tat', string.format('%.3f', math.max(tat, now) + x))
+local from = now
+if what == 'deliver' then from = now - catchup end
+redis.call('HSET', key, 'tat', string.format('%.3f', math.max(tat, from) + x))
 return 0`;
 
 /** ARGV: prefix, now. Returns {pending, dead, remembered, expired, cut}: counters, whatever the backlog. */

@@ -126,11 +126,11 @@ export async function createRedisOutbox(url: string, options: RedisStateOptions 
         return { pending, dead, remembered, expired, cut };
       },
     },
-    pacer(rate) {
+    pacer(rate, catchUpMs = 0) {
       const interval = paceInterval(rate);
       return {
         async take(now, priority) {
-          return Number(await run.cdpOutboxPace(P, ms(now), priority, interval));
+          return Number(await run.cdpOutboxPace(P, ms(now), priority, interval, catchUpMs));
         },
         async hold(until) {
           await run.cdpOutboxPace(P, 0, 'hold', ms(until));

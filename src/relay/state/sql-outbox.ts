@@ -259,13 +259,13 @@ export async function createSqlOutbox(db: SqlPort): Promise<Omit<OutboxStore, 'c
         };
       },
     },
-    pacer(rate) {
+    pacer(rate, catchUpMs = 0) {
       const interval = paceInterval(rate);
       return {
         take: (now, priority) =>
           db.transaction(() => {
             const state = pacerState();
-            const wait = pace(state, now, priority, interval);
+            const wait = pace(state, now, priority, interval, catchUpMs);
             if (wait === 0) db.run(SQL.setPacer, state.tat, state.hold);
             return wait;
           }),
