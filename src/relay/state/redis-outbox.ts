@@ -73,7 +73,14 @@ export async function createRedisOutbox(url: string, options: RedisStateOptions 
     outbox: {
       async accept(items, now, windowMs, limits = NO_LIMITS) {
         const bounds = [limits.visitor, limits.site, limits.total, limits.dead, DEAD_SLICE].map((bound) => Math.min(bound, Number.MAX_SAFE_INTEGER));
-        const args = items.flatMap((item) => [item.site, Buffer.from(compactId(item.id)), item.visitor, JSON.stringify(item)]);
+        const args = items.flatMap((item) => [
+          item.site,
+          Buffer.from(compactId(item.id)),
+          item.visitor,
+          item.kind === 'activity' ? 'a' : 'm',
+          item.browser,
+          JSON.stringify(item),
+        ]);
         const flags = await run.cdpOutboxAccept(P, ms(now), ms(windowMs), ...bounds, ...args);
         const pick = (flag: number) => items.filter((_, i) => flags[i] === flag).map((item) => item.id);
         return { accepted: pick(1), duplicate: pick(0), full: pick(2) };
@@ -119,11 +126,11 @@ export async function createRedisOutbox(url: string, options: RedisStateOptions 
         return { pending, dead, remembered, expired, cut };
       },
     },
-    pacer(rate) {
+    pacer(rate, catchUpMs = 0) {
       const interval = paceInterval(rate);
       return {
         async take(now, priority) {
-          return Number(await run.cdpOutboxPace(P, ms(now), priority, interval));
+          return Number(await run.cdpOutboxPace(P, ms(now), priority, interval, catchUpMs));
         },
         async hold(until) {
           await run.cdpOutboxPace(P, 0, 'hold', ms(until));

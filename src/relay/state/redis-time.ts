@@ -72,8 +72,8 @@ export function onRedisTime(store: OutboxStore, time: RedisTime): OutboxStore {
       lead: (owner, now, ttlMs) => outbox.lead(owner, time.at(now), ttlMs),
       retryDead: (seqs, now) => outbox.retryDead(seqs, time.at(now)),
     },
-    pacer(rate) {
-      const pacer = store.pacer(rate);
+    pacer(rate, catchUpMs) {
+      const pacer = store.pacer(rate, catchUpMs);
       return { take: (now, priority) => pacer.take(time.at(now), priority), hold: (until) => pacer.hold(time.at(until)) };
     },
   };
