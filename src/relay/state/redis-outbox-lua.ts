@@ -14,24 +14,16 @@
  *   site's), `o:why` (seq → {reason, status, failed});
  * - `o:lead`: the deliverer's lock; `o:pacer`: the GCRA state {tat, hold};
  * - `o:n` / `o:nc`: the gauge of remembered ids, counted by the second their memory ends.
- *
- * Every time a script keeps or compares (a lock's end, a lease's, a pace, a hold, a window) is on
- * Redis's clock: the script reads `TIME` itself ({@link NOW}) and a relay sends durations only, so
- * relays whose clocks differ or step agree on every time. The argument `now` is empty then; a
- * time in it is taken instead (tests that move time by hand, redis-outbox.ts `callerTime`).
  * @module
  */
 
 /**
- * Defines `now`, in ms: `ARGV[arg]` when it holds a time, else Redis's clock. Redis 7 replicates a
- * script's effects, not the script, so `TIME` may come before its writes.
+ * `now` in ms on Redis's clock (`TIME`: Redis 7 replicates effects, so it may precede writes), so every time a
+ * script keeps or compares is on one clock; relays send durations only (a `now` argument is taken if set: `callerTime`).
  */
 const NOW = (arg: number) => `
 local now = tonumber(ARGV[${arg}])
-if not now then
-  local clock = redis.call('TIME')
-  now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
-end`;
+if not now then local t = redis.call('TIME') now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) end`;
 
 /** Helpers every script that moves entries shares. */
 const COMMON = `
@@ -79,8 +71,7 @@ end`;
  * site, 16-byte id, visitor, item JSON. Returns per item 1 (accepted), 0 (duplicate) or 2 (full).
  */
 export const ACCEPT = `${COMMON}${NOW(2)}
-local window = tonumber(ARGV[3])
-local capVisitor, capSite, capTotal, capDead, slice = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
+local window, capVisitor, capSite, capTotal, capDead, slice = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
 local untilMs = now + window
 local bucket = math.ceil(untilMs / 1000)
 forget(math.floor(now / 1000))
@@ -205,11 +196,7 @@ for i = 4, #ARGV do
 end
 return out`;
 
-/**
- * ARGV: prefix, owner, now, settlement JSON {delivered, released (each with `wait`: ms from now
- * until it is ready), dead}, the caller's now (the `failed` date its dead letters report; they
- * expire by Redis's clock). Returns how many were skipped.
- */
+/** ARGV: prefix, owner, now, settlement JSON {delivered, released (each `wait` ms from now), dead}, the dead letters' `failed`. Returns how many were skipped. */
 export const SETTLE = `${COMMON}${NOW(3)}
 local owner = ARGV[2]
 local s = cjson.decode(ARGV[4])
