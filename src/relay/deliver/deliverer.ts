@@ -55,6 +55,8 @@ export function createDeliverer(options: DelivererOptions): Deliverer {
   let stopping = false;
   let running: Promise<void> | undefined;
   let inRound = false;
+  /** rounds begun so far: drained() trusts a count of pending entries only when none began while it was read */
+  let rounds = 0;
   const filler = createFiller(options.waitMs, () => stopping);
   const lead = createLead({ outbox, owner, clock, ttlMs: leadTtlMs, log });
   const waits = createWaits();
@@ -70,6 +72,7 @@ export function createDeliverer(options: DelivererOptions): Deliverer {
       if (stopping) break;
       filler.reset();
       inRound = true;
+      rounds++;
       let leased = 0;
       try {
         const round = await deliverRound({
@@ -114,10 +117,14 @@ export function createDeliverer(options: DelivererOptions): Deliverer {
       filler.hurry(1);
       try {
         for (;;) {
-          filler.wake();
+          // Read while no round runs, and none began meanwhile: woken only after the read, else a
+          // store that answers in a round trip (Redis) would see a fresh round every time.
+          const idle = !inRound;
+          const begun = rounds;
           const stats = await outbox.stats();
-          if (!inRound && stats.pending === 0) return;
+          if (idle && !inRound && rounds === begun && stats.pending === 0) return;
           if (Date.now() > until) throw new Error(`the outbox did not drain within ${timeoutMs} ms (${stats.pending} pending)`);
+          filler.wake();
           await new Promise((resolve) => setTimeout(resolve, 10));
         }
       } finally {

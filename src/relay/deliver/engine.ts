@@ -17,6 +17,7 @@ import { createReporter, type Report } from './report.js';
 import { createSpacer, type Spacer } from './spacer.js';
 import { createWaits, type Waits } from './waits.js';
 import { DEFAULT_PLATFORM_RATE } from '../state/pace.js';
+import { RETRY_MS } from './verdict.js';
 
 export interface EngineOptions {
   outbox: Outbox;
@@ -32,6 +33,8 @@ export interface EngineOptions {
   leaseMs?: number;
   /** the longest one platform call may take @default 10 000 ms */
   callTimeoutMs?: number;
+  /** how long an entry the platform did not apply (503, unreachable) waits before it goes again; a 429 says its own wait @default 5 000 ms */
+  retryMs?: number;
   /** entries leased at once: calls' worth, so merges and activities both fill @default 1000 */
   leaseSize?: number;
   /** platform calls in flight at once, each in its own pacer slot @default 4 */
@@ -73,6 +76,7 @@ export interface Engine {
   options: RoundOptions;
   leaseMs: number;
   callTimeoutMs: number;
+  retryMs: number;
   leaseSize: number;
   maxInFlight: number;
   mergeBy(site: string): readonly string[];
@@ -106,6 +110,7 @@ export function createEngine(options: RoundOptions): Engine {
     options,
     leaseMs: options.leaseMs ?? 30_000,
     callTimeoutMs: options.callTimeoutMs ?? 10_000,
+    retryMs: options.retryMs ?? RETRY_MS,
     leaseSize: options.leaseSize ?? 1_000,
     maxInFlight,
     mergeBy: (site) => sites.get(site)?.mergeBy ?? ['str::email', 'str::ei'],

@@ -18,7 +18,7 @@ import { judge } from './verdict.js';
 
 /** Time kept free at the end of a lease to settle after the call's timeout. */
 export const SETTLE_MARGIN_MS = 2_000;
-/** A call is not started with less time than this left on its lease. */
+/** A call is not started with less time than this left on its lease (or than its whole timeout, when shorter). */
 const MIN_CALL_MS = 1_000;
 /** What the lead must outlast a call by: the `sending` write and the connection before it leaves. */
 const SEND_MARGIN_MS = 1_000;
@@ -100,7 +100,7 @@ export async function runCalls(engine: Engine, calls: readonly Call[], state: Le
       // A slot of the deployment's budget; a long wait (a 429 hold) sends the entries back instead.
       const slot = await takeSlot(engine);
       const timeoutMs = timeout();
-      if (slot !== 0 || timeoutMs < MIN_CALL_MS || engine.stopped() || state.stopAt !== undefined) {
+      if (slot !== 0 || timeoutMs < Math.min(MIN_CALL_MS, engine.callTimeoutMs) || engine.stopped() || state.stopAt !== undefined) {
         stop(state, clock.now() + Math.max(slot, 0));
         state.released.push(...call.entries);
         continue;
@@ -161,7 +161,7 @@ async function sendAndSettle(engine: Engine, call: Call, depth: number, timeoutM
   }
   const outcome = await callOnce(upstream, call.endpoint, bodyOf(call), { timeoutMs, paced: true });
   engine.spacer.answered(left, clock.now());
-  const verdict = judge(call, outcome, depth < MAX_SPLIT_DEPTH, clock.now());
+  const verdict = judge(call, outcome, depth < MAX_SPLIT_DEPTH, clock.now(), engine.retryMs);
   const called = { endpoint: call.endpoint, status: outcome.status, called: true };
   if (verdict.split) {
     // Refused as a whole without per-entry details: its parts go as ordinary calls, first in line.

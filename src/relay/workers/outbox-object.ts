@@ -18,6 +18,7 @@ import { scrub } from '../core/logging.js';
 import type { OutboxLimits } from '../core/outbox-limits.js';
 import { createSqlOutbox, type SqlPort } from '../state/sql-outbox.js';
 import { type DeliveryEnv, shardEngine, workerConfig } from './delivery.js';
+import { PREVIOUS_HOME, rememberedBefore } from './previous.js';
 import { durableSqlPort } from './sql-port.js';
 
 /** How long one alarm's round starts calls for; a backlog continues in the next alarm at once. */
@@ -29,8 +30,9 @@ const ROUTE_EXPIRY_SLICE = 500;
 
 const ROUTES = `CREATE TABLE IF NOT EXISTS outbox_routes (key TEXT PRIMARY KEY, home INTEGER NOT NULL, until INTEGER NOT NULL) WITHOUT ROWID;
   CREATE INDEX IF NOT EXISTS outbox_routes_until ON outbox_routes (until);`;
-const ROUTE = `INSERT INTO outbox_routes (key, home, until) SELECT value ->> 0, value ->> 1, ?2 FROM json_each(?1) WHERE true
-  ON CONFLICT (key) DO UPDATE SET home = iif(until <= ?3, excluded.home, home), until = iif(until <= ?3, excluded.until, until) RETURNING key, home`;
+const ROUTE = `INSERT INTO outbox_routes (key, home, until) SELECT value ->> 0, value ->> 1, value ->> 2 FROM json_each(?1) WHERE true
+  ON CONFLICT (key) DO UPDATE SET home = iif(until <= ?2, excluded.home, home), until = iif(until <= ?2, excluded.until, until) RETURNING key, home`;
+const LIVE = 'SELECT key FROM outbox_routes WHERE key IN (SELECT value FROM json_each(?1)) AND until > ?2';
 
 export class RelayOutbox extends DurableObject<DeliveryEnv> {
   private readonly port: SqlPort;
@@ -74,14 +76,30 @@ export class RelayOutbox extends DurableObject<DeliveryEnv> {
 
   /**
    * The router's step: each `[key, home]` keeps the home it was first given within the window
-   * (until `until`); resolves to the home of each key, in the order given.
+   * (until `until`); resolves to the home of each key, in the order given. `previous` (the site and
+   * id of each key, and RELAY_SHARDS) lets a key met for the first time be checked against the
+   * previous release's memory (previous.ts): one it remembers is routed to {@link PREVIOUS_HOME}
+   * for as long as it remembers it.
    */
-  route(pairs: [string, number][], now: number, until: number): number[] {
+  async route(pairs: [string, number][], now: number, until: number, previous?: { items: [string, string][]; shards: number }): Promise<number[]> {
     this.calls++;
+    this.port.exec(ROUTES);
+    const rows = pairs.map(([key, home]): [string, number, number] => [key, home, until]);
+    if (previous) {
+      const live = new Set(this.port.query(LIVE, JSON.stringify(pairs.map(([key]) => key)), now).map(([key]) => key as string));
+      const fresh = [...pairs.keys()].filter((i) => !live.has(pairs[i]![0]));
+      const before = await rememberedBefore(
+        this.env.RELAY_STATE,
+        this.port,
+        fresh.map((i) => previous.items[i]!),
+        previous.shards,
+        now,
+      );
+      for (const [j, i] of fresh.entries()) if (before[j]! > now) rows[i] = [pairs[i]![0], PREVIOUS_HOME, before[j]!];
+    }
     return this.ctx.storage.transactionSync(() => {
-      this.port.exec(ROUTES);
       this.port.run('DELETE FROM outbox_routes WHERE key IN (SELECT key FROM outbox_routes WHERE until <= ?1 LIMIT ?2)', now, ROUTE_EXPIRY_SLICE);
-      const homes = new Map(this.port.query(ROUTE, JSON.stringify(pairs), until, now).map(([key, home]) => [key as string, Number(home)]));
+      const homes = new Map(this.port.query(ROUTE, JSON.stringify(rows), now).map(([key, home]) => [key as string, Number(home)]));
       return pairs.map(([key]) => homes.get(key)!);
     });
   }

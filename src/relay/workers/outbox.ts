@@ -20,6 +20,7 @@ import type { DurableObjectNamespace } from '@cloudflare/workers-types/index.ts'
 import { compactIdString } from '../state/ids.js';
 import type { Accepted, DeadLetter, Outbox, OutboxStats } from '../state/outbox.js';
 import type { RelayOutbox } from './outbox-object.js';
+import { PREVIOUS_HOME } from './previous.js';
 import { hash } from './state.js';
 
 /** The most objects RELAY_SHARDS may name: a dead letter's seq carries its object's number below it. */
@@ -27,6 +28,8 @@ export const MAX_SHARDS = 1024;
 
 export const outboxName = (shard: number): string => `outbox#${shard}`;
 export const routerName = (shard: number): string => `route#${shard}`;
+/** What a router remembers an id of `site` by: the site and the id's 16 bytes (a UUID in any case is one id). */
+export const routeKey = (site: string, id: string): string => `${site}\u0000${compactIdString(id)}`;
 
 function groupBy<T>(list: readonly T[], key: (value: T) => number): Map<number, T[]> {
   const groups = new Map<number, T[]>();
@@ -52,25 +55,29 @@ export function createShardedOutbox(namespace: DurableObjectNamespace<RelayOutbo
     // Each object holds its own share under `limits` (a visitor's browsers may live in several).
     async accept(items, now, windowMs, limits) {
       // Which object each id goes to: the router's answer (first come within the window), asked per router object in parallel.
-      const keyed = items.map((item) => ({ item, key: `${item.site}\u0000${compactIdString(item.id)}`, home: hash(item.browser) % shards }));
+      const keyed = items.map((item) => ({ item, key: routeKey(item.site, item.id), home: hash(item.browser) % shards }));
       const homes = new Map<string, number>();
       await Promise.all(
         [...groupBy(keyed, ({ key }) => hash(key) % shards)].map(async ([router, part]) => {
           const pairs = part.map(({ key, home }): [string, number] => [key, home]);
-          const answered = (await object(routerName(router)).route(pairs, now, now + windowMs)) as number[];
-          for (const [i, { key }] of part.entries()) homes.set(key, answered[i]! % shards);
+          const previous = { items: part.map(({ item }): [string, string] => [item.site, item.id]), shards };
+          const answered = (await object(routerName(router)).route(pairs, now, now + windowMs, previous)) as number[];
+          for (const [i, { key }] of part.entries()) homes.set(key, answered[i] === PREVIOUS_HOME ? PREVIOUS_HOME : answered[i]! % shards);
         }),
       );
       const answers = await Promise.all(
-        [...groupBy(keyed, ({ key }) => homes.get(key)!)].map(
-          ([home, part]) =>
-            object(outboxName(home)).acceptToDeliver(
-              part.map(({ item }) => item),
-              now,
-              windowMs,
-              limits,
-            ) as Promise<Accepted>,
-        ),
+        // An id the previous release remembers goes nowhere: it is a duplicate (previous.ts).
+        [...groupBy(keyed, ({ key }) => homes.get(key)!)]
+          .filter(([home]) => home !== PREVIOUS_HOME)
+          .map(
+            ([home, part]) =>
+              object(outboxName(home)).acceptToDeliver(
+                part.map(({ item }) => item),
+                now,
+                windowMs,
+                limits,
+              ) as Promise<Accepted>,
+          ),
       );
       const accepted = new Set(answers.flatMap((answer) => answer.accepted));
       const full = new Set(answers.flatMap((answer) => answer.full));

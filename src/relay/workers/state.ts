@@ -19,6 +19,17 @@ import { pace } from '../state/pace.js';
 import { chargeBucket } from './buckets.js';
 import { cappedAmount, type Claim, type DedupeScope, type RelayStore } from '../state/store.js';
 
+/** What an old object answers (RelayState.remembered): until when each id is remembered (0: not), and its horizon. */
+export interface Remembered {
+  texts: number[];
+  blobs: number[];
+  horizon: number;
+}
+
+/** The states of the previous release's queue ledger (`delivered`) that remember an id: delivered, dead-lettered. */
+const DELIVERED = 1;
+const DEAD = 2;
+
 /** Expired rows deleted per claim: more than a claim adds, so the table shrinks back after a peak. */
 const EXPIRY_SLICE = 200;
 /** Expired rows deleted per alarm; a full slice calls the alarm back a second later for the rest. */
@@ -118,6 +129,29 @@ export class RelayState extends DurableObject<unknown> {
       for (const id of released) sql.exec('UPDATE ids SET lease_until = 0, expires = forwarded_until WHERE id = ?', id);
     });
     if (forwarded.length > 0) await this.sweepBy(until);
+  }
+
+  /**
+   * What the previous release remembers in this object (previous.ts), for an upgraded Worker:
+   * until when each of `ids` (its no-queue shards' ids, as sent) was forwarded and each of `blobs`
+   * (its queue ledger's 16-byte ids) delivered or dead-lettered (0: not remembered), and the last
+   * moment anything here expires (`horizon`, 0 when nothing is left: read from the indexes).
+   */
+  remembered(ids: string[], blobs: ArrayBuffer[], now: number): Remembered {
+    this.calls++;
+    const sql = this.ctx.storage.sql;
+    const one = (statement: string, ...params: unknown[]) =>
+      Number(
+        sql
+          .exec(statement, ...params)
+          .raw()
+          .next().value?.[0] ?? 0,
+      );
+    return {
+      texts: ids.map((id) => one('SELECT forwarded_until FROM ids WHERE id = ?1 AND forwarded_until > ?2', id, now)),
+      blobs: blobs.map((id) => one(`SELECT expires FROM delivered WHERE id = ?1 AND state IN (${DELIVERED}, ${DEAD}) AND expires > ?2`, id, now)),
+      horizon: one('SELECT max(coalesce((SELECT max(expires) FROM ids), 0), coalesce((SELECT max(expires) FROM delivered), 0))'),
+    };
   }
 
   /** Moves refusal bucket `key` by `charge` (0: looks) in one step (buckets.ts, for refusals.ts). */

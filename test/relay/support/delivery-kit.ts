@@ -33,7 +33,7 @@ beforeAll(async () => {
 });
 afterAll(() => emulator?.close());
 
-export const withRedis = redisAvailable('the delivery tests on Redis (test/relay/delivery.test.ts)');
+export const withRedis = redisAvailable('the delivery tests on Redis (test/relay: delivery-*, order, halving)');
 export let redis: RunningRedis | undefined;
 beforeAll(async () => {
   if (withRedis) redis = await startRedis();

@@ -1,0 +1,199 @@
+// Leases and the lead lock against the real emulator over HTTP: a deliverer that dies holding a
+// lease of many entries (on each outbox: memory, an SQLite file, a real redis-server), a call that
+// never outlives its lease, only a lease's owner settling, a standby taking over from a dead leader.
+import { describe, expect, it } from 'vitest';
+import { parseConfig } from '../../src/relay/core/config.js';
+import { createMemoryOutbox, createMemoryPacer } from '../../src/relay/state/memory-outbox.js';
+import type { DeliveryEvent } from '../../src/relay/core/observe.js';
+import { systemClock } from '../../src/relay/core/clock.js';
+import { createUpstream } from '../../src/relay/deliver/caller.js';
+import { createDeliverer } from '../../src/relay/deliver/deliverer.js';
+import { fetchTransport } from '../../src/relay/deliver/transport.js';
+import { backing, closing, DAY, emulator, eventsOf, KEY, ORIGIN, onEachBackend, relay, track } from './support/delivery-kit.js';
+
+describe('a deliverer that dies holding a lease of many entries', () =>
+  onEachBackend(() => {
+    it('holds at most the entries of the call in flight; the never-sent rest is delivered, once', async () => {
+      const { outbox, pacer } = backing!;
+      const run = crypto.randomUUID().slice(0, 8);
+      const now = Date.now();
+      // 250 entries: three calls (100, 100, 50) of one lease. One person each, under the platform's daily cap.
+      const items = Array.from({ length: 250 }, (_, n) => ({
+        site: 'pk_d',
+        id: `${run}-${n}`,
+        kind: 'activity' as const,
+        entry: { activity_id: 'act:cm:viewed', fields: { 'str::email': `die-${run}-${n}@example.com` } },
+        browser: `b-${n}`,
+        visitor: 'v',
+        accepted: now,
+      }));
+      let dead = false;
+      // The leader dies (SIGKILL) the moment its first platform call leaves: that call reaches the
+      // platform and is applied, but nothing the leader asks of the outbox afterwards ever happens.
+      const leaderOutbox = new Proxy(outbox, {
+        get(target, property, receiver) {
+          const value = Reflect.get(target, property, receiver);
+          return typeof value === 'function' ? (...args: unknown[]) => (dead ? new Promise(() => {}) : value.apply(target, args)) : value;
+        },
+      });
+      const upstream = (onCall: () => void) =>
+        createUpstream({
+          baseUrl: emulator.url,
+          apiKey: KEY,
+          transport: fetchTransport((input, init) => {
+            onCall();
+            return fetch(input, init);
+          }),
+          timeoutMs: 10_000,
+          backoff: { until: 0 },
+          now: Date.now,
+        });
+      const sites = parseConfig({
+        CDP_API_KEY: KEY,
+        CDP_BASE_URL: emulator.url,
+        RELAY_SITES: JSON.stringify([{ key: 'pk_d', origins: [ORIGIN], verify: 'open' }]),
+        RELAY_LOG: 'off',
+      }).sites;
+      const common = { pacer, clock: systemClock, sites, waitMs: 0, ambiguous: 'hold' as const, leaseMs: 3_500, leadTtlMs: 1_000 };
+      const leader = createDeliverer({
+        ...common,
+        outbox: leaderOutbox,
+        owner: `leader-${run}`,
+        upstream: upstream(() => (dead = true)),
+      });
+      leader.start();
+      await expect.poll(async () => outbox.lead('probe', Date.now(), 1)).toBe(false);
+      expect((await outbox.accept(items, Date.now(), DAY)).accepted).toHaveLength(250);
+      await expect.poll(() => dead, { timeout: 5_000 }).toBe(true);
+      const standby = createDeliverer({ ...common, outbox, owner: `standby-${run}`, upstream: upstream(() => {}) });
+      standby.start();
+      closing.push(() => standby.stop());
+      // The standby leads once the lock runs out, and leases the entries once the dead leader's lease has.
+      await standby.drained({ timeoutMs: 15_000 });
+      const arrived = items.map((entry) => eventsOf(`die-${run}-${entry.id.slice(run.length + 1)}@example.com`).length);
+      // Never twice; every entry arrived (the first call's were applied by the leader's call).
+      expect(arrived.filter((count) => count !== 1)).toEqual([]);
+      const held = (await outbox.deadLetters()).filter((letter) => letter.id.startsWith(run));
+      expect(held.every((letter) => letter.reason === 'ambiguous')).toBe(true);
+      // At most the 100 entries of the one call in flight are held; the 150 never sent are not.
+      expect(held.length).toBeLessThanOrEqual(100);
+      const firstHundred = new Set(items.slice(0, 100).map((entry) => entry.id));
+      expect(held.filter((letter) => !firstHundred.has(letter.id))).toEqual([]);
+    }, 30_000);
+  }));
+
+/** Puts `item` straight into `outbox`, as ingest would have. */
+const acceptTrack = (outbox: ReturnType<typeof createMemoryOutbox>, item: ReturnType<typeof track>) =>
+  outbox.accept(
+    [
+      {
+        site: 'pk_d',
+        id: item.id,
+        kind: 'activity',
+        entry: { activity_id: item.activity_id, fields: item.person },
+        browser: 'b',
+        visitor: 'v',
+        accepted: Date.now(),
+      },
+    ],
+    Date.now(),
+    DAY,
+  );
+
+describe('leases and the lead', () => {
+  const config = () =>
+    parseConfig({
+      CDP_API_KEY: KEY,
+      CDP_BASE_URL: emulator.url,
+      RELAY_SITES: JSON.stringify([{ key: 'pk_d', origins: [ORIGIN], verify: 'open' }]),
+      RELAY_LOG: 'off',
+    });
+  const upstreamOf = (timeoutMs = 10_000) =>
+    createUpstream({ baseUrl: emulator.url, apiKey: KEY, transport: fetchTransport(fetch), timeoutMs, backoff: { until: 0 }, now: Date.now });
+
+  it('no call outlives its lease: a platform that never answers is cut off before the lease ends, and the entry is held', async () => {
+    const outbox = createMemoryOutbox();
+    const item = track(`lease-${crypto.randomUUID()}@example.com`);
+    await acceptTrack(outbox, item);
+    emulator.emulator.setFaults({ 'activities/create': { drop: 'hang', applied: true } });
+    const events: DeliveryEvent[] = [];
+    const deliverer = createDeliverer({
+      outbox,
+      pacer: createMemoryPacer(10),
+      upstream: upstreamOf(),
+      clock: systemClock,
+      sites: config().sites,
+      waitMs: 0,
+      ambiguous: 'hold',
+      leaseMs: 3_500,
+      onDelivery: (event) => events.push(event),
+    });
+    const started = Date.now();
+    deliverer.start();
+    await deliverer.drained({ timeoutMs: 10_000 });
+    await deliverer.stop();
+    // The lease had 3.5 s; 2 s are kept to settle: the call was given 1.5 s, not the 10 s call timeout.
+    expect(Date.now() - started).toBeLessThan(3_500);
+    expect(events.flatMap((event) => event.ambiguous.map((entry) => entry.id))).toEqual([item.id]);
+    expect((await outbox.deadLetters()).map((letter) => letter.reason)).toEqual(['ambiguous']);
+  });
+
+  it("only the lease's owner settles: a deliverer whose lease ran out and was taken is skipped", async () => {
+    const outbox = createMemoryOutbox();
+    const now = Date.now();
+    await outbox.accept([{ site: 'pk_d', id: 'x1', kind: 'activity', entry: {}, browser: 'b', visitor: 'v', accepted: now }], now, DAY);
+    const [stale] = await outbox.lease('old', 10, now, 1_000);
+    const [fresh] = await outbox.lease('new', 10, now + 2_000, 1_000);
+    expect(fresh!.seq).toBe(stale!.seq);
+    expect(await outbox.settle('old', { delivered: [stale!.seq], released: [], dead: [] }, now + 2_500)).toEqual({ skipped: 1 });
+    expect((await outbox.stats()).pending).toBe(1);
+    expect(await outbox.settle('new', { delivered: [fresh!.seq], released: [], dead: [] }, now + 2_600)).toEqual({ skipped: 0 });
+    expect((await outbox.stats()).pending).toBe(0);
+  });
+
+  it('a standby deliverer takes over once the leader dies, and delivers what the leader left', async () => {
+    const outbox = createMemoryOutbox();
+    let dead = false;
+    // The leader's view of the outbox: once it "dies", nothing it asks ever comes back.
+    const leaderOutbox = new Proxy(outbox, {
+      get(target, property, receiver) {
+        const value = Reflect.get(target, property, receiver);
+        return typeof value === 'function' ? (...args: unknown[]) => (dead ? new Promise(() => {}) : value.apply(target, args)) : value;
+      },
+    });
+    const common = {
+      pacer: createMemoryPacer(10),
+      upstream: upstreamOf(),
+      clock: systemClock,
+      sites: config().sites,
+      waitMs: 0,
+      ambiguous: 'hold' as const,
+      leadTtlMs: 1_000,
+    };
+    const leader = createDeliverer({ ...common, outbox: leaderOutbox, owner: 'leader' });
+    leader.start();
+    await expect.poll(async () => outbox.lead('probe', Date.now(), 1)).toBe(false);
+    const standby = createDeliverer({ ...common, outbox, owner: 'standby' });
+    standby.start();
+    dead = true;
+    const email = `takeover-${crypto.randomUUID()}@example.com`;
+    const item = track(email);
+    await acceptTrack(outbox, item);
+    await standby.drained({ timeoutMs: 10_000 });
+    await standby.stop();
+    expect(eventsOf(email)).toHaveLength(1);
+  });
+});
+
+describe('drained', () =>
+  onEachBackend(() => {
+    it('resolves once the outbox is empty, however long the lead lock lasts before its renewal', async () => {
+      // The lock renews every third of its life: a minute here. drained() must not wait for it.
+      const { post, handlers } = relay({ RELAY_DELIVERY_LEAD_MS: '60000' });
+      const email = `drained-${crypto.randomUUID()}@example.com`;
+      expect((await post([track(email)])).results[0]!.status).toBe('accepted');
+      await handlers.drained({ timeoutMs: 5_000 });
+      expect(eventsOf(email)).toHaveLength(1);
+      expect((await handlers.outbox!.stats()).pending).toBe(0);
+    });
+  }));

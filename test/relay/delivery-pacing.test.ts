@@ -1,0 +1,104 @@
+// Order and pacing against the real emulator over HTTP: identify before track, and calls paced
+// under the platform's rate limit (counted at the emulator: no 429, full calls at saturation).
+import { describe, expect, it } from 'vitest';
+import { createRelayHandlers } from '../../src/relay/app.js';
+import { parseConfig } from '../../src/relay/core/config.js';
+import { createMemoryOutbox, createMemoryPacer } from '../../src/relay/state/memory-outbox.js';
+import { startEmulator } from '../../src/emulator/index.js';
+import { closing, DAY, emulator, eventsOf, identify, KEY, ORIGIN, person, relay, track } from './support/delivery-kit.js';
+
+describe('order and pacing', () => {
+  it("sends an identify's merge before the tracks of the same browser, and holds the tracks while the merge cannot go", async () => {
+    // A merge not applied goes again after 300 ms (5 s by default).
+    const { post, handlers } = relay({ RELAY_DELIVERY_WAIT_MS: '0', RELAY_DELIVERY_RETRY_MS: '300' });
+    const email = `order-${crypto.randomUUID()}@example.com`;
+    emulator.emulator.setFaults({ 'person/merge': { status: 503 } });
+    const before = emulator.emulator.calls()['activities/create']?.calls ?? 0;
+    const refused = emulator.emulator.calls()['person/merge']?.statuses?.['503'] ?? 0;
+    await post([track(email), identify(email, 'Oli'), track(email)], { queue: 'browser-1' });
+    // The merge was refused (not applied), then refused again after its wait: the tracks behind it wait, in the outbox.
+    await expect.poll(() => emulator.emulator.calls()['person/merge']?.statuses?.['503'] ?? 0, { timeout: 10_000 }).toBeGreaterThanOrEqual(refused + 2);
+    expect(emulator.emulator.calls()['activities/create']?.calls ?? 0).toBe(before);
+    emulator.emulator.setFaults({});
+    await handlers.drained({ timeoutMs: 15_000 });
+    expect(person(email)[0]!.fields['str::first']).toBe('Oli');
+    expect(eventsOf(email)).toHaveLength(2);
+  }, 20_000);
+
+  /** 3,000 tracks (30 full calls' worth) through a relay paced at 10 calls/s, to a platform limited to 10 calls/s taking `latencyMs` per call. */
+  async function saturate(latencyMs: number) {
+    const limited = await startEmulator({ port: 0, key: KEY, rateLimit: 10, latencyMs });
+    // Every call to the key takes its slot, this test's own setup call too (as a proxy call would).
+    const pacer = createMemoryPacer(10);
+    try {
+      expect(await pacer.take(Date.now(), 'proxy')).toBe(0);
+      await fetch(`${limited.url}/v1/definitions/activity/create`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-api-key': KEY },
+        body: JSON.stringify({ name: 'viewed', attributes: [] }),
+      });
+      const config = parseConfig({
+        CDP_API_KEY: KEY,
+        CDP_BASE_URL: limited.url,
+        RELAY_SITES: JSON.stringify([{ key: 'pk_d', origins: [ORIGIN], verify: 'open', visitor_rate_limit: { per_second: 10_000, burst: 10_000 } }]),
+        RELAY_LOG: 'off',
+        RELAY_PLATFORM_RATE: '10',
+      });
+      // Accepted straight into the outbox: 3,000 items through /collect in one burst would hold this
+      // process's event loop (ingest and delivery share it) and bunch the first calls' departures.
+      const outbox = createMemoryOutbox();
+      const now = Date.now();
+      const items = Array.from({ length: 3000 }, (_, n) => ({
+        site: 'pk_d',
+        id: `pace-${latencyMs}-${n}-${crypto.randomUUID()}`,
+        kind: 'activity' as const,
+        entry: { activity_id: 'act:cm:viewed', fields: { 'str::email': `pace-${latencyMs}-${n}@example.com` } },
+        browser: `b-${n}`,
+        visitor: 'v',
+        accepted: now,
+      }));
+      expect((await outbox.accept(items, now, DAY)).accepted).toHaveLength(3000);
+      const calls: { at: number; entries: number; status: number }[] = [];
+      const started = Date.now();
+      const handlers = createRelayHandlers(config, {
+        pacer,
+        outbox,
+        observer: { delivery: (event) => event.called && calls.push({ at: event.at, entries: event.delivered + event.released, status: event.status }) },
+      });
+      closing.push(() => handlers.close());
+      await handlers.drained({ timeoutMs: 20_000 });
+      return { seconds: (Date.now() - started) / 1000, counts: limited.emulator.calls()['activities/create']!, calls };
+    } finally {
+      await limited.close();
+    }
+  }
+
+  it('paces calls to RELAY_PLATFORM_RATE under the platform limit: no 429, full calls at saturation', async () => {
+    const { seconds, counts, calls } = await saturate(0);
+    // The platform counts calls in one-second windows opened by the first call it sees. Calls
+    // leave spaced by the time they leave (plus the margin), so however late the first one is,
+    // the eleventh never lands in its window: no call is answered 429.
+    expect(counts.statuses['429'] ?? 0).toBe(0);
+    expect(counts.entries).toBe(3000);
+    // 3,000 entries in 30 full calls: at 10 calls/s that takes about 3 s, never less.
+    const taken = calls.filter((call) => call.status === 200);
+    expect(taken.length).toBe(30);
+    expect(taken.every((call) => call.entries === 100)).toBe(true);
+    expect(seconds).toBeGreaterThanOrEqual(2.8);
+    // Spaced 1/rate apart (answers may bunch a little; the platform's own count above saw no 429).
+    expect(calls.at(-1)!.at - calls[0]!.at).toBeGreaterThanOrEqual((calls.length - 1) * 100 - 150);
+  }, 30_000);
+
+  it('overlaps calls: a platform taking 300 ms per call still gets about RELAY_PLATFORM_RATE calls a second', async () => {
+    const { seconds, counts, calls } = await saturate(300);
+    // One call at a time would take 30 × 300 ms = 9 s at least; overlapped, the pacer's 10 calls/s
+    // is the bound (about 3 s, plus the last answer's 300 ms and a lease or two).
+    expect(counts.entries).toBe(3000);
+    // The emulator runs in this process: under load its answers (and its count of each call) come
+    // 300–800 ms after the call left, so one call in 30 may still be counted in the wrong window.
+    expect(counts.statuses['429'] ?? 0).toBeLessThanOrEqual(1);
+    expect(calls.filter((call) => call.status === 200)).toHaveLength(30);
+    expect(seconds).toBeGreaterThanOrEqual(2.8);
+    expect(seconds).toBeLessThan(6);
+  }, 30_000);
+});
