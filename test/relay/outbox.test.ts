@@ -20,8 +20,8 @@ outboxSuite('memory', {
     let shared: Pacer | undefined;
     const handle = {
       outbox,
-      pacer: (rate: number) => {
-        shared ??= createMemoryPacer(rate);
+      pacer: (rate: number, catchUpMs?: number) => {
+        shared ??= createMemoryPacer(rate, catchUpMs);
         return shared;
       },
       async close() {},

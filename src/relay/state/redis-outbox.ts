@@ -88,7 +88,14 @@ export async function createRedisOutbox(url: string, options: RedisOutboxOptions
     outbox: {
       async accept(items, now, windowMs, limits = NO_LIMITS) {
         const bounds = [limits.visitor, limits.site, limits.total, limits.dead, DEAD_SLICE].map((bound) => Math.min(bound, Number.MAX_SAFE_INTEGER));
-        const args = items.flatMap((item) => [item.site, Buffer.from(compactId(item.id)), item.visitor, JSON.stringify(item)]);
+        const args = items.flatMap((item) => [
+          item.site,
+          Buffer.from(compactId(item.id)),
+          item.visitor,
+          item.kind === 'activity' ? 'a' : 'm',
+          item.browser,
+          JSON.stringify(item),
+        ]);
         const flags = await run.cdpOutboxAccept(P, at(now), ms(windowMs), ...bounds, ...args);
         const pick = (flag: number) => items.filter((_, i) => flags[i] === flag).map((item) => item.id);
         return { accepted: pick(1), duplicate: pick(0), full: pick(2) };
@@ -136,11 +143,11 @@ export async function createRedisOutbox(url: string, options: RedisOutboxOptions
         return { pending, dead, remembered, expired, cut };
       },
     },
-    pacer(rate) {
+    pacer(rate, catchUpMs = 0) {
       const interval = paceInterval(rate);
       return {
         async take(now, priority) {
-          return Number(await run.cdpOutboxPace(P, at(now), priority, interval));
+          return Number(await run.cdpOutboxPace(P, at(now), priority, interval, catchUpMs));
         },
         async hold(until) {
           await run.cdpOutboxPace(P, at(0), 'hold', fromNow(until));
