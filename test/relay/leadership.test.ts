@@ -1,5 +1,5 @@
-// One leader at a time, against a slow platform (the emulator answers every call after 8 s, so a
-// call outlives the 5 s lead lock) with two relays' deliverers sharing one store: an SQLite file
+// One leader at a time, against a slow platform (the emulator answers every call after 2 s, so a
+// call outlives the 1 s lead lock) with two relays' deliverers sharing one store: an SQLite file
 // opened twice, and a real redis-server with two clients. Every call each deliverer makes is
 // recorded from the moment it leaves to its answer. A standby never sends while the leader's
 // calls can still land, a browser's tracks never go before its identify, and nothing arrives twice.
@@ -19,7 +19,10 @@ import { createSqliteOutbox } from '../../src/relay/state/sqlite-outbox.js';
 import { type RunningRedis, redisAvailable, startRedis } from '../support/redis.js';
 
 const KEY = 'leadership-test-key';
-const LATENCY_MS = 8_000;
+/** The platform's time per call, and the lead lock's lifetime it outlasts (5 s by default: the durations are scaled down together). */
+const LATENCY_MS = 2_000;
+const LEAD_MS = 1_000;
+const CALL_TIMEOUT_MS = 3_000;
 const DAY = 24 * 3600_000;
 
 let emulator: RunningEmulator;
@@ -99,12 +102,14 @@ function deliverer(by: string, store: OutboxStore, sent: Sent[]) {
   return createDeliverer({
     outbox: store.outbox,
     pacer: store.pacer(10),
-    upstream: createUpstream({ baseUrl: emulator.url, apiKey: KEY, transport, timeoutMs: 10_000, backoff: { until: 0 }, now: Date.now }),
+    upstream: createUpstream({ baseUrl: emulator.url, apiKey: KEY, transport, timeoutMs: CALL_TIMEOUT_MS, backoff: { until: 0 }, now: Date.now }),
     clock: systemClock,
     sites,
     waitMs: 50,
     ambiguous: 'hold',
     owner: by,
+    leadTtlMs: LEAD_MS,
+    callTimeoutMs: CALL_TIMEOUT_MS,
   });
 }
 
@@ -120,7 +125,7 @@ const item = (kind: OutboxItem['kind'], email: string, browser: string): OutboxI
 
 const person = (email: string) => [...emulator.emulator.state.people.values()].filter((p) => p.fields['str::email'] === email);
 
-describe.each(STORES)('one leader at a time on $name, the platform taking 8 s per call', ({ open }) => {
+describe.each(STORES)('one leader at a time on $name, the platform taking longer per call than the lead lock lasts', ({ open }) => {
   it('a standby never sends while the leader has a call that can land; tracks follow their identify; nothing twice', async () => {
     const [first, second] = await open();
     const sent: Sent[] = [];
@@ -132,13 +137,13 @@ describe.each(STORES)('one leader at a time on $name, the platform taking 8 s pe
       standby.start();
       const run = crypto.randomUUID().slice(0, 8);
       const [ada, bo] = [`ada-${run}@example.com`, `bo-${run}@example.com`];
-      // Ada identifies: the leader's merge call takes 8 s, longer than the lead lock lasts.
+      // Ada identifies: the leader's merge call takes 2 s, longer than the lead lock lasts.
       await first.outbox.accept([item('merge-create', ada, 'browser-ada')], Date.now(), DAY);
       await expect.poll(() => sent.length).toBe(1);
       // While it is in flight, Ada and Bo track: whoever sends these must wait for Ada's merge.
       await first.outbox.accept([item('activity', ada, 'browser-ada'), item('activity', bo, 'browser-bo')], Date.now(), DAY);
-      await expect.poll(() => person(ada)[0]?.events.length ?? 0, { timeout: 40_000, interval: 200 }).toBe(1);
-      await expect.poll(() => person(bo)[0]?.events.length ?? 0, { timeout: 20_000, interval: 200 }).toBe(1);
+      await expect.poll(() => person(ada)[0]?.events.length ?? 0, { timeout: 40_000, interval: 50 }).toBe(1);
+      await expect.poll(() => person(bo)[0]?.events.length ?? 0, { timeout: 20_000, interval: 50 }).toBe(1);
 
       // Never two deliverers' calls in flight at once.
       for (const a of sent) for (const b of sent) if (a.by !== b.by) expect(a.answered <= b.left || b.answered <= a.left, JSON.stringify([a, b])).toBe(true);

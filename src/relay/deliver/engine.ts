@@ -15,7 +15,6 @@ import type { Leased, Outbox, Pacer, Settlement } from '../state/outbox.js';
 import type { AmbiguousPolicy } from '../core/config.js';
 import { createReporter, type Report } from './report.js';
 import { createSpacer, type Spacer } from './spacer.js';
-import { createWaits, type Waits } from './waits.js';
 import { DEFAULT_PLATFORM_RATE } from '../state/pace.js';
 import { RETRY_MS } from './verdict.js';
 
@@ -65,8 +64,6 @@ export interface RoundOptions extends EngineOptions {
   stopped?: (() => boolean) | undefined;
   /** waits `ms` of real time, or less when woken (a stop) @default a timer */
   nap?: ((ms: number) => Promise<void>) | undefined;
-  /** the browsers whose tracks wait for their identify; keep one across rounds @default a new one per round */
-  waits?: Waits | undefined;
   /** spaces calls by the time they leave; keep one across rounds @default a new one per round, at `rate` */
   spacer?: Spacer | undefined;
 }
@@ -84,8 +81,6 @@ export interface Engine {
   nap(ms: number): Promise<void>;
   /** platform calls in flight, over every lease of the round */
   flights: Set<Promise<void>>;
-  /** the browsers whose tracks wait for their identify */
-  waits: Waits;
   spacer: Spacer;
   log(line: Record<string, unknown>): void;
   report: Report;
@@ -117,7 +112,6 @@ export function createEngine(options: RoundOptions): Engine {
     stopped: () => options.stopped?.() ?? false,
     nap: options.nap ?? timerNap,
     flights: new Set(),
-    waits: options.waits ?? createWaits(),
     spacer: options.spacer ?? createSpacer(options.rate ?? DEFAULT_PLATFORM_RATE),
     log,
     report: createReporter({ clock, sites, onDelivery: options.onDelivery, log }),

@@ -6,6 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { Outbox, OutboxItem, Pacer } from '../../../src/relay/state/outbox.js';
+import { outboxOrderCases } from './outbox-order-cases.js';
 
 /** One connection to a store; `another` opens a second one to the same store (another process's view). */
 export interface OutboxHandle {
@@ -383,6 +384,8 @@ export function outboxSuite(name: string, target: OutboxTarget): void {
         }
       }),
     );
+
+    outboxOrderCases(withStore, item);
   });
 
   describe(`${name} pacer`, () => {
