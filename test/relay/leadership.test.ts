@@ -7,16 +7,12 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type RunningEmulator, startEmulator } from '../../src/emulator/index.js';
-import { systemClock } from '../../src/relay/core/clock.js';
-import { parseConfig } from '../../src/relay/core/config.js';
-import { createUpstream } from '../../src/relay/deliver/caller.js';
-import { createDeliverer } from '../../src/relay/deliver/deliverer.js';
+import type { RunningEmulator } from '../../src/emulator/index.js';
 import type { OutboxItem, OutboxStore } from '../../src/relay/state/outbox.js';
-import { fetchTransport } from '../../src/relay/deliver/transport.js';
 import { createRedisOutbox } from '../../src/relay/state/redis-outbox.js';
 import { createSqliteOutbox } from '../../src/relay/state/sqlite-outbox.js';
 import { type RunningRedis, redisAvailable, startRedis } from '../support/redis.js';
+import { type RecordedCall, recordingDeliverer, startViewedEmulator, storeItem } from './support/recorded-calls.js';
 
 const KEY = 'leadership-test-key';
 /** The platform's time per call, and the lead lock's lifetime it outlasts (5 s by default: the durations are scaled down together). */
@@ -27,13 +23,7 @@ const DAY = 24 * 3600_000;
 
 let emulator: RunningEmulator;
 beforeAll(async () => {
-  emulator = await startEmulator({ port: 0, key: KEY, plan: 'business', latencyMs: LATENCY_MS });
-  const response = await fetch(`${emulator.url}/v1/definitions/activity/create`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-api-key': KEY },
-    body: JSON.stringify({ name: 'viewed', attributes: [] }),
-  });
-  expect(response.ok).toBe(true);
+  emulator = await startViewedEmulator(KEY, { latencyMs: LATENCY_MS });
 }, 30_000);
 afterAll(() => emulator?.close());
 
@@ -66,61 +56,24 @@ const STORES: { name: string; open(): Promise<[OutboxStore, OutboxStore]> }[] = 
     : []),
 ];
 
-interface Sent {
-  by: string;
-  endpoint: string;
-  emails: string[];
-  left: number;
-  answered: number;
-}
-
-const sites = parseConfig({
-  CDP_API_KEY: KEY,
-  CDP_BASE_URL: 'http://127.0.0.1:1',
-  RELAY_SITES: JSON.stringify([{ key: 'pk_l', origins: ['https://shop.example.com'], verify: 'open' }]),
-  RELAY_LOG: 'off',
-}).sites;
-
 /** A deliverer named `by` on `store` whose every platform call is recorded in `sent`. */
-function deliverer(by: string, store: OutboxStore, sent: Sent[]) {
-  const transport = fetchTransport(async (input, init) => {
-    const body = JSON.parse(String(init?.body)) as { people?: { fields: Record<string, string> }[]; activities?: { fields: Record<string, string> }[] };
-    const call: Sent = {
-      by,
-      endpoint: String(input).includes('person/merge') ? 'person/merge' : 'activities/create',
-      emails: [...(body.people ?? []), ...(body.activities ?? [])].map((entry) => entry.fields['str::email']!),
-      left: Date.now(),
-      answered: Number.POSITIVE_INFINITY,
-    };
-    sent.push(call);
-    try {
-      return await fetch(input, init);
-    } finally {
-      call.answered = Date.now();
-    }
-  });
-  return createDeliverer({
+const deliverer = (by: string, store: OutboxStore, sent: RecordedCall[]) =>
+  recordingDeliverer({
+    by,
+    emulator,
+    apiKey: KEY,
+    site: 'pk_l',
+    calls: sent,
     outbox: store.outbox,
     pacer: store.pacer(10),
-    upstream: createUpstream({ baseUrl: emulator.url, apiKey: KEY, transport, timeoutMs: CALL_TIMEOUT_MS, backoff: { until: 0 }, now: Date.now }),
-    clock: systemClock,
-    sites,
     waitMs: 50,
-    ambiguous: 'hold',
-    owner: by,
     leadTtlMs: LEAD_MS,
     callTimeoutMs: CALL_TIMEOUT_MS,
   });
-}
 
-const item = (kind: OutboxItem['kind'], email: string, browser: string): OutboxItem => ({
-  site: 'pk_l',
-  id: crypto.randomUUID(),
-  kind,
-  entry: kind === 'activity' ? { activity_id: 'act:cm:viewed', fields: { 'str::email': email } } : { fields: { 'str::email': email, 'str::first': 'Ada' } },
-  browser,
+const item = (kind: OutboxItem['kind'], email: string, browser: string) => ({
+  ...storeItem('pk_l', kind, email, browser, { 'str::first': 'Ada' }),
   visitor: 'v',
-  accepted: Date.now(),
 });
 
 const person = (email: string) => [...emulator.emulator.state.people.values()].filter((p) => p.fields['str::email'] === email);
@@ -128,7 +81,7 @@ const person = (email: string) => [...emulator.emulator.state.people.values()].f
 describe.each(STORES)('one leader at a time on $name, the platform taking longer per call than the lead lock lasts', ({ open }) => {
   it('a standby never sends while the leader has a call that can land; tracks follow their identify; nothing twice', async () => {
     const [first, second] = await open();
-    const sent: Sent[] = [];
+    const sent: RecordedCall[] = [];
     const leader = deliverer('leader', first, sent);
     const standby = deliverer('standby', second, sent);
     try {

@@ -4,88 +4,32 @@
 // verified and an unverified identify of one person (merge strategies 2 and 3, so different
 // calls) apply in the order they were accepted.
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { type RunningEmulator, startEmulator } from '../../src/emulator/index.js';
-import { systemClock } from '../../src/relay/core/clock.js';
-import { parseConfig } from '../../src/relay/core/config.js';
-import { createUpstream } from '../../src/relay/deliver/caller.js';
-import { createDeliverer } from '../../src/relay/deliver/deliverer.js';
-import { fetchTransport } from '../../src/relay/deliver/transport.js';
 import { createMemoryOutbox, createMemoryPacer } from '../../src/relay/state/memory-outbox.js';
-import type { Outbox, OutboxItem } from '../../src/relay/state/outbox.js';
+import type { Outbox } from '../../src/relay/state/outbox.js';
+import type { RunningEmulator } from '../../src/emulator/index.js';
+import { type RecordedCall, recordingDeliverer, startViewedEmulator, storeItem } from './support/recorded-calls.js';
 
 const KEY = 'order-merges-key';
 const DAY = 24 * 3600_000;
 
-interface Call {
-  endpoint: string;
-  emails: string[];
-  left: number;
-  answered: number;
-}
-
 let emulator: RunningEmulator;
 beforeAll(async () => {
-  emulator = await startEmulator({ port: 0, key: KEY, plan: 'business', latencyMs: 150 });
+  emulator = await startViewedEmulator(KEY, { latencyMs: 150 });
 });
 afterAll(() => emulator?.close());
 
-const sites = parseConfig({
-  CDP_API_KEY: KEY,
-  CDP_BASE_URL: 'http://127.0.0.1:1',
-  RELAY_SITES: JSON.stringify([{ key: 'pk_m', origins: ['https://shop.example.com'], verify: 'open' }]),
-  RELAY_LOG: 'off',
-}).sites;
-
 /** A deliverer on `outbox` whose every platform call is recorded in `calls`. */
-function deliverer(outbox: Outbox, calls: Call[]) {
-  return createDeliverer({
-    outbox,
-    pacer: createMemoryPacer(30),
-    rate: 30,
-    upstream: createUpstream({
-      baseUrl: emulator.url,
-      apiKey: KEY,
-      transport: fetchTransport(async (input, init) => {
-        const body = JSON.parse(String(init?.body)) as { people?: { fields: Record<string, string> }[]; activities?: { fields: Record<string, string> }[] };
-        const call: Call = {
-          endpoint: String(input).includes('person/merge') ? 'person/merge' : 'activities/create',
-          emails: [...(body.people ?? []), ...(body.activities ?? [])].map((entry) => entry.fields['str::email']!),
-          left: Date.now(),
-          answered: Number.POSITIVE_INFINITY,
-        };
-        calls.push(call);
-        try {
-          return await fetch(input, init);
-        } finally {
-          call.answered = Date.now();
-        }
-      }),
-      timeoutMs: 10_000,
-      backoff: { until: 0 },
-      now: Date.now,
-    }),
-    clock: systemClock,
-    sites,
-    waitMs: 0,
-    ambiguous: 'hold',
-  });
-}
+const deliverer = (outbox: Outbox, calls: RecordedCall[]) =>
+  recordingDeliverer({ by: 'relay', emulator, apiKey: KEY, site: 'pk_m', calls, outbox, pacer: createMemoryPacer(30), rate: 30 });
 
-const identify = (kind: 'merge' | 'merge-create', email: string, fields: Record<string, unknown> = {}): OutboxItem => ({
-  site: 'pk_m',
-  id: crypto.randomUUID(),
-  kind,
-  entry: { fields: { 'str::email': email, ...fields } },
-  browser: `browser-${email}`,
-  visitor: `visitor-${email}`,
-  accepted: Date.now(),
-});
+const identify = (kind: 'merge' | 'merge-create', email: string, fields: Record<string, unknown> = {}) =>
+  storeItem('pk_m', kind, email, `browser-${email}`, fields);
 
 const person = (email: string) => [...emulator.emulator.state.people.values()].find((p) => p.fields['str::email'] === email);
 
 it('never has two merge calls in flight at once, over many identifies of the same and different people, across leases', async () => {
   const outbox = createMemoryOutbox();
-  const calls: Call[] = [];
+  const calls: RecordedCall[] = [];
   const relay = deliverer(outbox, calls);
   const run = crypto.randomUUID().slice(0, 8);
   const emails = Array.from({ length: 40 }, (_, n) => `p${n}-${run}@example.com`);
@@ -117,7 +61,7 @@ it('never has two merge calls in flight at once, over many identifies of the sam
 
 it('applies a verified and an unverified identify of one person in the order they were accepted, though they go in different calls', async () => {
   const outbox = createMemoryOutbox();
-  const calls: Call[] = [];
+  const calls: RecordedCall[] = [];
   const relay = deliverer(outbox, calls);
   const run = crypto.randomUUID().slice(0, 8);
   const [quinn, pat] = [`quinn-${run}@example.com`, `pat-${run}@example.com`];
