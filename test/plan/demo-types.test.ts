@@ -3,18 +3,15 @@
 // checks it with checkJs, its tracker seen through `typed()`; only errors on tracker calls count
 // (the DOM code is not written for strict checking), and a copy with a planted mistake proves
 // that such an error is seen.
-import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateTypes } from '../../src/plan/index.js';
 import { readPlanFile } from '../../src/plan/files.js';
+import { typecheck } from './tsc.js';
 
 const root = join(import.meta.dirname, '..', '..');
-const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
 const browser = join(root, 'src', 'browser', 'index.js');
 const app = readFileSync(join(root, 'demo', 'spa', 'app.js'), 'utf8');
 let dir: string;
@@ -38,34 +35,24 @@ const wired = (source: string) =>
 async function trackerErrors(source: string): Promise<number[]> {
   const file = join(dir, 'app.js');
   writeFileSync(file, wired(source));
-  let report = '';
-  try {
-    await promisify(execFile)(
-      process.execPath,
-      [
-        tsc,
-        '--noEmit',
-        '--allowJs',
-        '--checkJs',
-        '--strict',
-        '--skipLibCheck',
-        '--target',
-        'es2022',
-        '--module',
-        'esnext',
-        '--moduleResolution',
-        'bundler',
-        '--lib',
-        'es2023,dom,dom.iterable',
-        '--types',
-        'node',
-        file,
-      ],
-      { cwd: root },
-    );
-  } catch (error) {
-    report = (error as { stdout: string }).stdout;
-  }
+  const { report } = typecheck([
+    '--noEmit',
+    '--allowJs',
+    '--checkJs',
+    '--strict',
+    '--skipLibCheck',
+    '--target',
+    'es2022',
+    '--module',
+    'esnext',
+    '--moduleResolution',
+    'bundler',
+    '--lib',
+    'es2023,dom,dom.iterable',
+    '--types',
+    'node',
+    file,
+  ]);
   const lines = source.split('\n');
   const failing = [...report.matchAll(/app\.js\((\d+),\d+\): error/g)].map((match) => Number(match[1]));
   return [...new Set(failing)].filter((line) => /\bcdp\.(track|identify)\(/.test(lines[line - 1] ?? ''));

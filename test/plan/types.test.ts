@@ -1,17 +1,14 @@
 // `cdp-edge plan types`: the generated module makes track() and identify() checked by tsc.
 // The fixture's @ts-expect-error lines must each fail (proved twice: tsc passes with the
 // directives, and without them reports an error on exactly those lines); the other lines must pass.
-import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { main } from '../../src/cli.js';
+import { typecheck as tsc } from './tsc.js';
 
 const root = join(import.meta.dirname, '..', '..');
-const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
 const browser = join(root, 'src', 'browser', 'index.js');
 let dir: string;
 
@@ -109,16 +106,8 @@ const FLAGS = [
   'node',
 ];
 
-/** Runs tsc over `files`; resolves with its exit code and the lines of its report. */
-async function typecheck(files: string[]): Promise<{ code: number; report: string }> {
-  try {
-    await promisify(execFile)(process.execPath, [tsc, ...FLAGS, ...files], { cwd: root });
-    return { code: 0, report: '' };
-  } catch (error) {
-    const failure = error as { code: number; stdout: string };
-    return { code: failure.code, report: failure.stdout };
-  }
-}
+/** Type-checks `files` as tsc would; resolves with its outcome and the lines of its report. */
+const typecheck = async (files: string[]) => tsc([...FLAGS, ...files]);
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'cdp-edge-types-'));

@@ -5,89 +5,37 @@
 // reaches the platform only after the merge was applied. Short lease and call settings keep the
 // takeover within a few seconds.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type RunningEmulator, startEmulator } from '../../src/emulator/index.js';
-import { systemClock } from '../../src/relay/core/clock.js';
-import { parseConfig } from '../../src/relay/core/config.js';
-import { createUpstream } from '../../src/relay/deliver/caller.js';
-import { createDeliverer } from '../../src/relay/deliver/deliverer.js';
-import { fetchTransport } from '../../src/relay/deliver/transport.js';
 import type { Outbox, OutboxItem, OutboxStore } from '../../src/relay/state/outbox.js';
 import { createRedisOutbox } from '../../src/relay/state/redis-outbox.js';
 import { type RunningRedis, redisAvailable, startRedis } from '../support/redis.js';
+import type { RunningEmulator } from '../../src/emulator/index.js';
+import { type RecordedCall, recordingDeliverer, startViewedEmulator, storeItem } from './support/recorded-calls.js';
 
 const KEY = 'order-takeover-key';
 const DAY = 24 * 3600_000;
-
-interface Call {
-  by: string;
-  endpoint: string;
-  emails: string[];
-  left: number;
-  answered: number;
-  status: number;
-}
 
 describe.runIf(redisAvailable('the takeover order test on Redis (test/relay/order-takeover.test.ts)'))('a standby that takes over on Redis', () => {
   let emulator: RunningEmulator;
   let redis: RunningRedis;
   beforeAll(async () => {
-    [emulator, redis] = await Promise.all([startEmulator({ port: 0, key: KEY, plan: 'business' }), startRedis()]);
-    const response = await fetch(`${emulator.url}/v1/definitions/activity/create`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-api-key': KEY },
-      body: JSON.stringify({ name: 'viewed', attributes: [] }),
-    });
-    expect(response.ok).toBe(true);
+    [emulator, redis] = await Promise.all([startViewedEmulator(KEY), startRedis()]);
   }, 30_000);
   afterAll(async () => {
     await emulator?.close();
     await redis?.close();
   });
 
-  const sites = parseConfig({
-    CDP_API_KEY: KEY,
-    CDP_BASE_URL: 'http://127.0.0.1:1',
-    RELAY_SITES: JSON.stringify([{ key: 'pk_t', origins: ['https://shop.example.com'], verify: 'open' }]),
-    RELAY_LOG: 'off',
-  }).sites;
-
   /** A deliverer named `by` whose every platform call is recorded in `calls`; `onCall` is told as each leaves. */
-  const deliverer = (by: string, outbox: Outbox, store: OutboxStore, calls: Call[], onCall: () => void = () => {}) =>
-    createDeliverer({
+  const deliverer = (by: string, outbox: Outbox, store: OutboxStore, calls: RecordedCall[], onCall: () => void = () => {}) =>
+    recordingDeliverer({
+      by,
+      emulator,
+      apiKey: KEY,
+      site: 'pk_t',
+      calls,
+      onCall,
       outbox,
       pacer: store.pacer(10),
-      upstream: createUpstream({
-        baseUrl: emulator.url,
-        apiKey: KEY,
-        transport: fetchTransport(async (input, init) => {
-          const body = JSON.parse(String(init?.body)) as { people?: { fields: Record<string, string> }[]; activities?: { fields: Record<string, string> }[] };
-          const call: Call = {
-            by,
-            endpoint: String(input).includes('person/merge') ? 'person/merge' : 'activities/create',
-            emails: [...(body.people ?? []), ...(body.activities ?? [])].map((entry) => entry.fields['str::email']!),
-            left: Date.now(),
-            answered: Number.POSITIVE_INFINITY,
-            status: 0,
-          };
-          calls.push(call);
-          onCall();
-          try {
-            const response = await fetch(input, init);
-            call.status = response.status;
-            return response;
-          } finally {
-            call.answered = Date.now();
-          }
-        }),
-        timeoutMs: 10_000,
-        backoff: { until: 0 },
-        now: Date.now,
-      }),
-      clock: systemClock,
-      sites,
-      waitMs: 0,
-      ambiguous: 'hold',
-      owner: by,
       // The lead outlasts a call (≤ 2 s for a pacer slot + 1 s + 1 s): less than a lease lasts, so
       // the standby leads while the dead leader's lease still holds the merge.
       leadTtlMs: 1_000,
@@ -95,20 +43,12 @@ describe.runIf(redisAvailable('the takeover order test on Redis (test/relay/orde
       callTimeoutMs: 1_000,
     });
 
-  const item = (kind: OutboxItem['kind'], email: string, browser: string): OutboxItem => ({
-    site: 'pk_t',
-    id: crypto.randomUUID(),
-    kind,
-    entry: kind === 'activity' ? { activity_id: 'act:cm:viewed', fields: { 'str::email': email } } : { fields: { 'str::email': email, 'str::first': 'Ada' } },
-    browser,
-    visitor: 'v',
-    accepted: Date.now(),
-  });
+  const item = (kind: OutboxItem['kind'], email: string, browser: string) => storeItem('pk_t', kind, email, browser, { 'str::first': 'Ada' });
 
   it("sends a browser's track only after the identify a dead leader left in flight was applied", async () => {
     const prefix = `takeover-${crypto.randomUUID().slice(0, 8)}:`;
     const [first, second] = await Promise.all([createRedisOutbox(redis.url, { prefix }), createRedisOutbox(redis.url, { prefix })]);
-    const calls: Call[] = [];
+    const calls: RecordedCall[] = [];
     let dead = false;
     // Once its first call leaves, nothing the leader asks of Redis happens any more.
     const deadOutbox = new Proxy(first.outbox, {

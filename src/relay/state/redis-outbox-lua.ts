@@ -22,13 +22,20 @@
 import { COMMON } from './redis-outbox-entries.js';
 
 /**
+ * `now` in ms on Redis's clock (`TIME`: Redis 7 replicates effects, so it may precede writes), so every time a
+ * script keeps or compares is on one clock; relays send durations only (a `now` argument is taken if set: `callerTime`).
+ */
+const NOW = (arg: number) => `
+local now = tonumber(ARGV[${arg}])
+if not now then local t = redis.call('TIME') now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) end`;
+
+/**
  * ARGV: prefix, now, window ms, limits (visitor, site, total, dead), dead slice, then per item:
  * site, 16-byte id, visitor, 'm' (a merge) or 'a' (an activity), browser, item JSON. Returns per
  * item 1 (accepted), 0 (duplicate) or 2 (full).
  */
-export const ACCEPT = `${COMMON}
-local now, window = tonumber(ARGV[2]), tonumber(ARGV[3])
-local capVisitor, capSite, capTotal, capDead, slice = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
+export const ACCEPT = `${COMMON}${NOW(2)}
+local window, capVisitor, capSite, capTotal, capDead, slice = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
 local untilMs = now + window
 local bucket = math.ceil(untilMs / 1000)
 forget(math.floor(now / 1000))
@@ -83,8 +90,8 @@ return out`;
  * site (the longest-waiting first), each site's turn going to its lanes in turn, each lane in seq
  * order. Returns {seq, item JSON, attempts} per leased entry, by seq.
  */
-export const LEASE = `
-local P, owner, now, leaseMs, max = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+export const LEASE = `${NOW(3)}
+local P, owner, leaseMs, max = ARGV[1], ARGV[2], tonumber(ARGV[4]), tonumber(ARGV[5])
 local sites = redis.call('ZRANGE', P..'o:ls', 0, max - 1)
 local perSite = math.max(1, math.ceil(2 * max / math.max(1, #sites)))
 local turns = {}
@@ -146,8 +153,8 @@ end
 return out`;
 
 /** ARGV: prefix, owner, now, then seqs. Counts a started send on each under owner's live lease; returns the seqs marked. */
-export const SENDING = `
-local P, owner, now = ARGV[1], ARGV[2], tonumber(ARGV[3])
+export const SENDING = `${NOW(3)}
+local P, owner = ARGV[1], ARGV[2]
 local out = {}
 for i = 4, #ARGV do
   local seq = ARGV[i]
@@ -159,9 +166,9 @@ for i = 4, #ARGV do
 end
 return out`;
 
-/** ARGV: prefix, owner, now, settlement JSON {delivered, released, dead}. Returns how many were skipped. */
-export const SETTLE = `${COMMON}
-local owner, now = ARGV[2], tonumber(ARGV[3])
+/** ARGV: prefix, owner, now, settlement JSON {delivered, released (each `wait` ms from now), dead}, the dead letters' `failed`. Returns how many were skipped. */
+export const SETTLE = `${COMMON}${NOW(3)}
+local owner = ARGV[2]
 local s = cjson.decode(ARGV[4])
 local skipped = 0
 local function take(seq)
@@ -183,7 +190,7 @@ for _, seq in ipairs(s.delivered) do
 end
 for _, r in ipairs(s.released) do
   local seq = take(r.seq)
-  if seq then redis.call('ZADD', P..'o:wait', r.notBefore, seq) end
+  if seq then redis.call('ZADD', P..'o:wait', now + r.wait, seq) end
 end
 for _, d in ipairs(s.dead) do
   local seq = take(d.seq)
@@ -192,14 +199,14 @@ for _, d in ipairs(s.dead) do
     redis.call('ZADD', P..'o:dead', seq, seq)
     redis.call('ZADD', P..'o:deadt', now, seq)
     redis.call('ZADD', P..'o:ds:'..site, seq, seq)
-    redis.call('HSET', P..'o:why', seq, cjson.encode({reason = d.reason, status = d.status, failed = now}))
+    redis.call('HSET', P..'o:why', seq, cjson.encode({reason = d.reason, status = d.status, failed = tonumber(ARGV[5])}))
   end
 end
 return skipped`;
 
-/** ARGV: prefix, seqs JSON (or "page": the oldest page), page size, now, drop (1) or retry (0: ready at once). Returns how many. */
+/** ARGV: prefix, seqs JSON (or "page": the oldest page), page size, drop (1) or retry (0: ready at once). Returns how many. */
 export const DEAD = `${COMMON}
-local drop = ARGV[5] == '1'
+local drop = ARGV[4] == '1'
 local seqs = ARGV[2] == 'page' and redis.call('ZRANGE', P..'o:dead', 0, tonumber(ARGV[3]) - 1) or cjson.decode(ARGV[2])
 local count = 0
 for _, seq in ipairs(seqs) do
@@ -233,21 +240,21 @@ end
 return out`;
 
 /** ARGV: prefix, owner, now, ttl ms. Returns 1 when `owner` leads. */
-export const LEAD = `
-local key, owner, now = ARGV[1]..'o:lead', ARGV[2], tonumber(ARGV[3])
+export const LEAD = `${NOW(3)}
+local key, owner = ARGV[1]..'o:lead', ARGV[2]
 local holder = redis.call('GET', key)
 if holder and holder ~= owner and redis.call('PEXPIRETIME', key) > now then return 0 end
 redis.call('SET', key, owner, 'PXAT', string.format('%d', now + tonumber(ARGV[4])))
 return 1`;
 
-/** ARGV: prefix, now, 'proxy' | 'deliver' | 'hold', interval ms (or the hold's end), catch-up ms (state/pace.ts). Returns ms to wait (0 = granted). */
-export const PACE = `
-local key, now, what, x = ARGV[1]..'o:pacer', tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
+/** ARGV: prefix, now, 'proxy' | 'deliver' | 'hold', interval ms (or ms from now to the hold's end), catch-up ms (state/pace.ts). Returns ms to wait (0 = granted). */
+export const PACE = `${NOW(2)}
+local key, what, x = ARGV[1]..'o:pacer', ARGV[3], tonumber(ARGV[4])
 local catchup = tonumber(ARGV[5] or '0')
 local tat = tonumber(redis.call('HGET', key, 'tat') or '0')
 local hold = tonumber(redis.call('HGET', key, 'hold') or '0')
 if what == 'hold' then
-  if x > hold then redis.call('HSET', key, 'hold', string.format('%d', x)) end
+  if now + x > hold then redis.call('HSET', key, 'hold', string.format('%d', now + x)) end
   return 0
 end
 if now < hold then return math.ceil(hold - now) end
@@ -257,8 +264,8 @@ if what == 'deliver' then from = now - catchup end
 redis.call('HSET', key, 'tat', string.format('%.3f', math.max(tat, from) + x))
 return 0`;
 
-/** ARGV: prefix, now. Returns {pending, dead, remembered, expired, cut}: counters, whatever the backlog. */
-export const STATS = `${COMMON}
-forget(math.floor(tonumber(ARGV[2]) / 1000))
+/** ARGV: prefix, shift. Returns {pending, dead, remembered, expired, cut}: counters, whatever the backlog. */
+export const STATS = `${COMMON}${NOW(2)}
+forget(math.floor(now / 1000))
 local function meta(name) return tonumber(redis.call('HGET', P..'o:meta', name) or '0') end
 return {meta('pending'), redis.call('ZCARD', P..'o:dead'), meta('remembered'), meta('expired'), meta('cut')}`;
