@@ -9,7 +9,7 @@ import worker from '../../src/relay/cloudflare.js';
 import type { OutboxItem } from '../../src/relay/state/outbox.js';
 import { upstreamControl } from '../relay/support/control.js';
 import { ORIGIN, track } from '../relay/suite/target.js';
-import { queueSettled } from './target.js';
+import { queuedItem, queueSettled } from './target.js';
 
 const upstream = upstreamControl(env['TEST_UPSTREAM'] as string);
 /** The site of test/workerd/wrangler.toml: the queue's consumer runs with that file's vars. */
@@ -62,15 +62,7 @@ async function settled(emails: string[]): Promise<Map<string, number>> {
 }
 
 /** A track as the queue carries it: the outbox item /collect's producer sends. */
-const queued = (item: ReturnType<typeof track>): OutboxItem => ({
-  site: SITE,
-  id: item.id,
-  kind: 'activity',
-  entry: { activity_id: 'act:cm:viewed', fields: item.person as Record<string, unknown> },
-  browser: `b-${item.id}`,
-  visitor: 'v',
-  accepted: Date.now(),
-});
+const queued = (item: ReturnType<typeof track>) => queuedItem(item.id, emailOf(item));
 
 const once = (counts: Map<string, number>) => [...counts.values()].every((n) => n === 1);
 

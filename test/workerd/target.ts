@@ -3,7 +3,7 @@
  * inside workerd with its Durable Object binding and per-test variables. Requests carry what
  * Cloudflare adds: CF-Connecting-IP and request.cf.
  */
-import type { Outbox } from '../../src/relay/state/outbox.js';
+import type { Outbox, OutboxItem } from '../../src/relay/state/outbox.js';
 import { abortAllDurableObjects, createExecutionContext, env } from 'cloudflare:test';
 import worker from '../../src/relay/cloudflare.js';
 import { createShardedOutbox } from '../../src/relay/workers/outbox.js';
@@ -77,6 +77,17 @@ export async function drained(outbox: Outbox, timeoutMs = 20_000): Promise<void>
   }
 }
 
+/** A track of `email` as the test queue carries it (what /collect's producer sends), for the site of wrangler.toml. */
+export const queuedItem = (id: string, email: string): OutboxItem => ({
+  site: 'pk_queue',
+  id,
+  kind: 'activity',
+  entry: { activity_id: 'act:cm:viewed', fields: { 'str::email': email } },
+  browser: `b-${id}`,
+  visitor: 'v',
+  accepted: Date.now(),
+});
+
 /**
  * Resolves once nothing queued so far can still reach the platform: a last message with an item
  * of its own goes into the test queue (the site of wrangler.toml), and once the platform has that
@@ -88,19 +99,7 @@ export async function queueSettled(upstream: UpstreamControl, timeoutMs = 20_000
   const id = crypto.randomUUID();
   const email = `settled-${id}@example.com`;
   const queue = env['TEST_QUEUE'] as { sendBatch(messages: { body: unknown }[]): Promise<unknown> };
-  await queue.sendBatch([
-    {
-      body: {
-        site: 'pk_queue',
-        id,
-        kind: 'activity',
-        entry: { activity_id: 'act:cm:viewed', fields: { 'str::email': email } },
-        browser: `b-${id}`,
-        visitor: 'settled',
-        accepted: Date.now(),
-      },
-    },
-  ]);
+  await queue.sendBatch([{ body: queuedItem(id, email) }]);
   const delivered = async () =>
     (await upstream.received()).some(
       (call) =>
