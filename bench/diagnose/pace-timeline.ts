@@ -75,13 +75,15 @@ try {
   const deliverer = createDeliverer({ outbox, pacer, upstream, clock: systemClock, sites: new Map(), ambiguous: 'hold', waitMs: 100, rate: RATE });
   deliverer.start();
 
-  // Items as /collect accepts them: every 10 ms, what is due, one visitor in 14 identifying first.
+  // Items as /collect accepts them: every 10 ms, what is due, from 500 browsers in turn; each
+  // visitor's 14 items begin with its identify, then a new visitor takes the browser's place.
   let made = 0;
   const item = (n: number, now: number): OutboxItem => {
-    const visitor = Math.floor(n / 14);
+    const turn = Math.floor(n / 500);
+    const visitor = (n % 500) + 500 * Math.floor(turn / 14);
     const email = `v${visitor}@bench.example.com`;
     const base = { site: 'pk_bench', id: crypto.randomUUID(), browser: `b${visitor}`, visitor: `10.0.${visitor & 255}`, accepted: now };
-    if (n % 14 === 0) return { ...base, kind: 'merge', entry: { fields: { 'str::email': email } } };
+    if (turn % 14 === 0) return { ...base, kind: 'merge', entry: { fields: { 'str::email': email } } };
     return { ...base, kind: 'activity', entry: { activity_id: `act:cm:${ACTIVITY}`, fields: { 'str::email': email }, attributes: { 'str:cm:item': base.id } } };
   };
   const started = performance.now();

@@ -66,4 +66,19 @@ describe('calls spaced by the time they leave', () => {
   it('spaced by grant time only, the same jitter draws 429s (why the spacer is there)', () => {
     expect(refusedBy(10, arrivals(10, 2_000, false, 1))).toBeGreaterThan(50);
   });
+
+  it('the first call after a pause is a probe: nothing else leaves until it is answered, or a window has passed', () => {
+    const spacer = createSpacer(10);
+    expect(spacer.wait(0)).toBe(0);
+    // A platform that has not answered the probe gets no second call (so a lost answer leaves one call in doubt)…
+    for (const now of [100, 500, 999]) expect(spacer.wait(now)).toBeGreaterThan(0);
+    // …until it answers: the next call leaves then.
+    spacer.answered(0, 300);
+    expect(spacer.wait(300)).toBe(0);
+    // One that never answers holds the rest a window at most.
+    const silent = createSpacer(10);
+    expect(silent.wait(0)).toBe(0);
+    expect(silent.wait(999)).toBeGreaterThan(0);
+    expect(silent.wait(1_000)).toBe(0);
+  });
 });

@@ -36,6 +36,10 @@ const OPENER_POLL_MS = 5;
  * A spacer of `rate` calls a second. The first call after a pause opens the platform's window when
  * it arrives, which may be well after it left (a new connection): it is counted from its answer
  * (it arrived by then) rather than from when it left, at most a window after it left.
+ *
+ * That first call is also a probe: no other call leaves until it is answered, at most a window.
+ * A platform that has stopped answering (or applies a call and loses the answer) then holds one
+ * call's entries in doubt, not a burst of them.
  */
 export function createSpacer(rate: number): Spacer {
   if (!(Number.isFinite(rate) && rate > 0)) throw new RangeError(`the spacer's rate must be above 0, got ${rate}`);
@@ -52,6 +56,8 @@ export function createSpacer(rate: number): Spacer {
     wait(now) {
       const gap = Math.ceil(last + minGap - now);
       if (gap > 0) return gap;
+      const probe = counted.find((call) => call.opener && now < call.left + WINDOW_MS);
+      if (probe !== undefined) return Math.max(1, Math.min(OPENER_POLL_MS, Math.ceil(probe.left + WINDOW_MS - now)));
       if (counted.length >= budget) {
         // Fewer than `budget` calls in the window: one of the last `budget` must have left it.
         const oldest = Math.min(...counted.map((call) => from(call, now)));

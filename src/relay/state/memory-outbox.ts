@@ -59,10 +59,12 @@ export function createMemoryOutbox(): Outbox {
 
   const laneOf = (item: OutboxItem) => lanes.get(item.site)?.get(item.visitor);
   const browserOf = (item: OutboxItem) => `${item.site}\u0000${item.browser}`;
-  /** An activity waits while its browser has a merge before it in the outbox (identify before track). */
-  const waitsForMerge = (entry: Entry) => {
-    if (entry.item.kind !== 'activity') return false;
-    for (const seq of merges.get(browserOf(entry.item)) ?? []) if (seq < entry.seq) return true;
+  /**
+   * Whether `entry` waits for an earlier merge of its browser still in the outbox: an activity for
+   * any (identify before track), a merge for one not `taken` in the same lease (merges in order).
+   */
+  const waitsForMerge = (entry: Entry, taken: ReadonlySet<number>) => {
+    for (const seq of merges.get(browserOf(entry.item)) ?? []) if (seq < entry.seq && (entry.item.kind === 'activity' || !taken.has(seq))) return true;
     return false;
   };
 
@@ -134,10 +136,15 @@ export function createMemoryOutbox(): Outbox {
     },
 
     async lease(owner, max, now, leaseMs) {
+      const taken = new Set<number>();
       const next = (lane: Map<number, Entry>): Lane<Entry> => {
         const entries = lane.values();
         return () => {
-          for (let step = entries.next(); !step.done; step = entries.next()) if (step.value.availableAt <= now && !waitsForMerge(step.value)) return step.value;
+          for (let step = entries.next(); !step.done; step = entries.next()) {
+            if (step.value.availableAt > now || waitsForMerge(step.value, taken)) continue;
+            taken.add(step.value.seq);
+            return step.value;
+          }
           return undefined;
         };
       };

@@ -102,6 +102,16 @@ for _, s in ipairs(sites) do
   end
   if #lanes > 0 then turns[#turns + 1] = {lanes = lanes, next = 1} end
 end
+local chosen = {}
+-- Behind a merge of its browser still in the outbox: an activity behind any (identify before
+-- track), a merge behind one not taken in this lease (a browser's merges in order).
+local function behindMerge(seq)
+  local activity = redis.call('HGET', P..'o:ab', seq)
+  local browser = activity or redis.call('HGET', P..'o:mb', seq)
+  if not browser then return false end
+  local previous = redis.call('ZREVRANGEBYSCORE', P..'o:mq:'..browser, '('..seq, '-inf', 'LIMIT', 0, 1)[1]
+  return previous ~= nil and (activity ~= false or not chosen[previous])
+end
 local function nextOf(lane)
   while true do
     if lane.i > #lane.buf then
@@ -116,11 +126,9 @@ local function nextOf(lane)
     local seq = lane.buf[lane.i]
     lane.i = lane.i + 1
     local till = redis.call('ZSCORE', P..'o:wait', seq)
-    if not till or tonumber(till) <= now then
-      -- Identify before track: an activity waits while its browser has a merge before it in the outbox.
-      local browser = redis.call('HGET', P..'o:ab', seq)
-      local first = browser and redis.call('ZRANGE', P..'o:mq:'..browser, 0, 0)[1]
-      if not first or tonumber(first) > tonumber(seq) then return seq end
+    if (not till or tonumber(till) <= now) and not behindMerge(seq) then
+      chosen[seq] = true
+      return seq
     end
   end
 end

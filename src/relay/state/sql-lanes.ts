@@ -43,10 +43,11 @@ const SQL = {
   addCount: 'INSERT INTO outbox_count (name, value) VALUES (?1, ?2) ON CONFLICT (name) DO UPDATE SET value = value + excluded.value',
   sites: 'SELECT site FROM outbox_load ORDER BY since, site LIMIT ?1',
   lanes: 'SELECT n FROM outbox_lanes WHERE site = ?1 ORDER BY since, n LIMIT ?2',
-  // Each entry of a lane, and whether it is an activity whose browser has a merge before it in the
-  // outbox. A row that is not JSON (a hand edit) is not judged here: reading it fails the lease, as it must.
-  next: `SELECT seq, available, CASE WHEN json_valid(item) AND item ->> 'kind' = 'activity'
-      THEN EXISTS (SELECT 1 FROM outbox_merges m WHERE m.site = ?4 AND m.browser = outbox.item ->> 'browser' AND m.seq < outbox.seq) ELSE 0 END
+  // Each entry of a lane: whether it is an activity, and the latest merge of its browser before it
+  // in the outbox (NULL: none). A row that is not JSON (a hand edit) is not judged here: reading it
+  // fails the lease, as it must.
+  next: `SELECT seq, available, CASE WHEN json_valid(item) THEN item ->> 'kind' = 'activity' END,
+      CASE WHEN json_valid(item) THEN (SELECT max(m.seq) FROM outbox_merges m WHERE m.site = ?4 AND m.browser = outbox.item ->> 'browser' AND m.seq < outbox.seq) END
     FROM outbox WHERE lane = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3`,
   // The merges of entries added after seq ?1 (an accept's), or of every entry (once, for storage written before the table).
   addMerges: `INSERT OR IGNORE INTO outbox_merges (seq, site, browser) SELECT o.seq, l.site, o.item ->> 'browser' FROM outbox o JOIN outbox_lanes l ON l.n = o.lane
@@ -193,8 +194,19 @@ export async function createLanes(db: SqlPort): Promise<Lanes> {
     pick(max, now) {
       const sites = db.query(SQL.sites, max).map(([n]) => Number(n));
       const perSite = Math.max(1, Math.ceil((2 * max) / Math.max(1, sites.length)));
+      const taken = new Set<number>();
+      /**
+       * Ready, and not behind a merge of its browser still in the outbox: an activity waits for any
+       * (identify before track), a merge only for one not taken in this lease (merges in order).
+       */
+      const mayGo = ([seq, available, activity, previous]: Row) => {
+        if (Number(available) > now) return false;
+        if (previous !== null && previous !== undefined && (Number(activity) || !taken.has(Number(previous)))) return false;
+        taken.add(Number(seq));
+        return true;
+      };
       const laneOf = (siteN: number, n: number): Lane<number> => {
-        let buffer: number[] = [];
+        let buffer: Row[] = [];
         let after = 0;
         let chunk = 4;
         let done = false;
@@ -202,14 +214,15 @@ export async function createLanes(db: SqlPort): Promise<Lanes> {
           for (;;) {
             if (buffer.length === 0) {
               if (done) return undefined;
-              const rows = db.query(SQL.next, n, after, chunk, siteN);
-              done = rows.length < chunk;
-              if (rows.length > 0) after = Number(rows.at(-1)![0]);
-              buffer = rows.filter(([, available, waits]) => Number(available) <= now && !Number(waits)).map(([seq]) => Number(seq));
+              buffer = db.query(SQL.next, n, after, chunk, siteN);
+              done = buffer.length < chunk;
+              if (buffer.length > 0) after = Number(buffer.at(-1)![0]);
               chunk = Math.min(chunk * 2, max);
               continue;
             }
-            return buffer.shift();
+            // Judged as it is reached, so a merge sees whether the one before it was taken.
+            const row = buffer.shift()!;
+            if (mayGo(row)) return Number(row[0]);
           }
         };
       };

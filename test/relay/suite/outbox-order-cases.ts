@@ -77,4 +77,27 @@ export function outboxOrderCases(withStore: WithStore, item: (site: string, id: 
       expect(ids(await outbox.lease('one#3', 10, now, 1000))).toEqual(['t']);
     }),
   );
+
+  it(
+    "leases a browser's merges in order: a later one waits while an earlier one is released or leased elsewhere, and goes in the same lease as it",
+    withStore(async ({ outbox }) => {
+      const now = Date.now();
+      await outbox.accept([identify('q', 'm1', 'b'), identify('q', 'm2', 'b'), identify('q', 'n1', 'c')], now, WINDOW);
+      // Both of b's merges in one lease (the deliverer sends them in order); c's too.
+      const first = await outbox.lease('one#1', 10, now, 1000);
+      expect(ids(first)).toEqual(['m1', 'm2', 'n1']);
+      const [m1, m2, n1] = first;
+      // m1 is released for later (a 503): m2 and a newer merge of b wait for it; a newer one of c does not.
+      await outbox.settle('one#1', { delivered: [n1!.seq], released: [m1!, m2!].map(({ seq }) => ({ seq, notBefore: now + 500 })), dead: [] }, now);
+      await outbox.accept([identify('q', 'm3', 'b'), identify('q', 'n2', 'c')], now, WINDOW);
+      const others = await outbox.lease('one#2', 10, now + 100, 1000);
+      expect(ids(others)).toEqual(['n2']);
+      await outbox.settle('one#2', { delivered: others.map(({ seq }) => seq), released: [], dead: [] }, now + 100);
+      // m1 leased by a deliverer that then dies: m2 and m3 still wait, until its lease runs out.
+      const again = await outbox.lease('one#3', 1, now + 600, 1000);
+      expect(ids(again)).toEqual(['m1']);
+      expect(ids(await outbox.lease('one#4', 10, now + 700, 1000))).toEqual([]);
+      expect(ids(await outbox.lease('one#5', 10, now + 1700, 1000))).toEqual(['m1', 'm2', 'm3']);
+    }),
+  );
 }
