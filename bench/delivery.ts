@@ -4,7 +4,7 @@
  * from the built dist/, default configuration plus the site), fed by hundreds of simulated
  * browsers that send what the snippet sends (bench/lib/browsers.ts) at a fixed offered rate.
  *
- *   npm run build && npx tsx bench/delivery.ts [--only 300,1500,slow-platform,cpu,business] [--seconds 20] [--browsers 500] [--drain-seconds 45]
+ *   npm run build && npx tsx bench/delivery.ts [--only 300,1500,slow-platform,cpu,business,flood] [--seconds 20] [--browsers 500] [--drain-seconds 45]
  *
  * Phases, each with a fresh emulator and relay:
  *  - 300            300 items/s for --seconds, batches of 1–3, platform 50 ms per call;
@@ -13,7 +13,12 @@
  *  - cpu            1,000 items/s (the key's ceiling) in batches of 10 for 15 s: the relay's CPU
  *                   per item where it matters, when the relay is busy (every phase reports its own);
  *  - business       4,000 items/s in batches of 10 to a business key (30 calls/s: the emulator's
- *                   --rate-limit 30 and RELAY_PLATFORM_RATE=30), whose ceiling is 3,000 items/s.
+ *                   --rate-limit 30 and RELAY_PLATFORM_RATE=30), whose ceiling is 3,000 items/s;
+ *  - flood          one address floods at 2,000 items/s (batches of 100, a new visitor and person
+ *                   every 100 items, 20 tabs behind that address) while 300 other visitors send
+ *                   100 items/s in all, for 15 s: the others' created → platform latency, how the
+ *                   flood was answered (accepted, `retry`, 429, the Retry-After values), and after a
+ *                   drain of up to twice --drain-seconds, lost and duplicated for both.
  * Each offer is followed by a drain: until every browser holds nothing and the platform has every
  * accepted item, or --drain-seconds. Counted at the platform (its state and GET /_emulator/calls):
  * items delivered per second against offered, delivered in real time (applied before the offer
@@ -31,17 +36,19 @@ import { type Browsers, createBrowsers } from './lib/browsers.js';
 import { type CliProcess, startCli } from './lib/cli.js';
 import {
   ACTIVITIES,
-  arrivals as platformArrivals,
-  callCounts as platformCalls,
+  arrivals,
+  callCounts,
   callFigures,
   defineActivities,
   ITEMS_PER_VISITOR,
+  itemFigures,
   ORIGIN,
   PLATFORM_KEY,
   PLATFORM_RATE,
+  round,
   SECRET,
   SITE_KEY,
-} from './lib/platform.js';
+} from './lib/platform-counts.js';
 
 const { values } = parseArgs({
   options: {
@@ -65,27 +72,28 @@ interface Phase {
   latencyMs: number;
   /** the key's platform calls per second (`--rate-limit` and `RELAY_PLATFORM_RATE`) @default 10 */
   platformRate?: number;
+  /** the browsers sending `rate` @default --browsers */
+  browsers?: number;
+  /** one address flooding at `rate` items/s, from `tabs` browsers behind it, beside the others */
+  flood?: { rate: number; tabs: number };
 }
+/** The flooding address (`X-Forwarded-For`): every flood visitor is behind it. */
+const FLOOD_ADDRESS = '10.255.0.1';
 const PHASES: Phase[] = [
   { name: '300', rate: 300, seconds: SECONDS, batch: [1, 3], latencyMs: 50 },
   { name: '1500', rate: 1500, seconds: SECONDS, batch: [1, 3], latencyMs: 50 },
   { name: 'slow-platform', rate: 300, seconds: Math.ceil(SECONDS / 2), batch: [1, 3], latencyMs: 500 },
   { name: 'cpu', rate: 1000, seconds: 15, batch: [10, 10], latencyMs: 50 },
   { name: 'business', rate: 4000, seconds: SECONDS, batch: [10, 10], latencyMs: 50, platformRate: 30 },
+  { name: 'flood', rate: 100, seconds: 15, batch: [1, 3], latencyMs: 50, browsers: 300, flood: { rate: 2000, tabs: 20 } },
 ];
 const only = values.only?.split(',');
 const phases = PHASES.filter((p) => !only || only.includes(p.name));
 
-const round = (n: number, digits = 2) => (Number.isFinite(n) ? Math.round(n * 10 ** digits) / 10 ** digits : null);
-const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))] ?? Number.NaN;
-
-const callCounts = (url: string) => platformCalls(url, PLATFORM_KEY);
-const arrivals = (url: string) => platformArrivals(url, PLATFORM_KEY);
-
 async function runPhase(phase: Phase) {
   const dir = mkdtempSync(join(tmpdir(), 'cdp-bench-delivery-'));
   const started: CliProcess[] = [];
-  let browsers: Browsers | undefined;
+  const browsers: Browsers[] = [];
   try {
     const emulator = await startCli([
       'emulator',
@@ -115,98 +123,75 @@ async function runPhase(phase: Phase) {
       process.env['BENCH_RELAY_NODE_ARGS']?.split(' ').filter(Boolean) ?? [],
     );
     started.push(relay);
-    browsers = createBrowsers({
-      relayUrl: relay.url,
-      siteKey: SITE_KEY,
-      origin: ORIGIN,
-      browsers: BROWSERS,
-      itemsPerVisitor: ITEMS_PER_VISITOR,
-      activities: ACTIVITIES,
-      userHash: (email) => identityHash(SECRET, 'str::email', email),
-    });
-    const b = browsers;
-    const callsBefore = await callCounts(emulator.url);
+    const open = (options: { browsers: number; itemsPerVisitor: number; address?: (n: number) => string; prefix?: string }) => {
+      const set = createBrowsers({
+        relayUrl: relay.url,
+        siteKey: SITE_KEY,
+        origin: ORIGIN,
+        activities: ACTIVITIES,
+        userHash: (email) => identityHash(SECRET, 'str::email', email),
+        ...options,
+      });
+      browsers.push(set);
+      return set;
+    };
+    const b = open({ browsers: phase.browsers ?? BROWSERS, itemsPerVisitor: ITEMS_PER_VISITOR });
+    // 100 items per flood visitor (its identify, then 99 tracks): 25 per activity, under the platform's daily cap per person.
+    const flood = phase.flood && open({ browsers: phase.flood.tabs, itemsPerVisitor: 100, address: () => FLOOD_ADDRESS, prefix: 'flood' });
+    const callsBefore = await callCounts(emulator.url, PLATFORM_KEY);
     const cpuBefore = relay.cpuMs();
     const offerStart = Date.now();
     const progress = async (label: string) => {
-      const now = callFigures(callsBefore, await callCounts(emulator.url));
+      const now = callFigures(callsBefore, await callCounts(emulator.url, PLATFORM_KEY));
+      const floodLine = flood ? `; flood made ${flood.made.size}, held ${flood.held()}, answered retry ${flood.retried()}` : '';
       console.log(
-        `[${phase.name}] ${label}: made ${b.made.size}, held by browsers ${b.held()}, /collect answers ${b.calls.length}, at the platform ${now.entries} in ${now.applied} calls (429: ${now.limited})`,
+        `[${phase.name}] ${label}: made ${b.made.size}, held by browsers ${b.held()}, /collect answers ${b.calls.length}${floodLine}, at the platform ${now.entries} in ${now.applied} calls (429: ${now.limited})`,
       );
     };
-    await b.offer(phase.rate, phase.seconds, phase.batch, (s) => void progress(`${s} s`));
-    const offerEnd = Date.now();
-    const offerEndTick = performance.now();
-    const offered = b.made.size;
-    const accepted = () => [...b.made.values()].filter((m) => m.status === 'accepted' || m.status === 'duplicate').length;
-    const drained = await b.drain(
-      offerEnd + DRAIN_SECONDS * 1000,
-      async () => callFigures(callsBefore, await callCounts(emulator.url)).entries >= accepted(),
-      () => void progress(`drain ${Math.round((Date.now() - offerEnd) / 1000)} s`),
-    );
+    await Promise.all([
+      b.offer(phase.rate, phase.seconds, phase.batch, (s) => void progress(`${s} s`)),
+      flood?.offer(phase.flood!.rate, phase.seconds, [100, 100], () => {}),
+    ]);
+    const offer = { start: offerStart, end: Date.now(), endTick: performance.now() };
+    const accepted = () => browsers.reduce((n, set) => n + [...set.made.values()].filter((m) => m.status === 'accepted' || m.status === 'duplicate').length, 0);
+    // A flood leaves a backlog the key's budget drains at its pace: twice the drain.
+    const drainSeconds = DRAIN_SECONDS * (flood ? 2 : 1);
+    const drained = (
+      await Promise.all(
+        browsers.map((set) =>
+          set.drain(
+            offer.end + drainSeconds * 1000,
+            async () => callFigures(callsBefore, await callCounts(emulator.url, PLATFORM_KEY)).entries >= accepted(),
+            // the flood, when there is one, drains last: it reports
+            set === browsers.at(-1) ? () => void progress(`drain ${Math.round((Date.now() - offer.end) / 1000)} s`) : () => {},
+          ),
+        ),
+      )
+    ).every(Boolean);
     const drainEnd = Date.now();
     const cpuMs = relay.cpuMs() - cpuBefore;
-    const calls = callFigures(callsBefore, await callCounts(emulator.url));
-    const seen = await arrivals(emulator.url);
-
-    const latencies: number[] = [];
-    let inRealTime = 0;
-    let duplicated = 0;
-    let lost = 0;
-    let heldAtEnd = 0;
-    for (const [id, item] of b.made) {
-      const times = seen.get(id);
-      if (times) {
-        const first = Math.min(...times);
-        latencies.push(first - item.at);
-        if (first <= offerEnd) inRealTime++;
-        duplicated += times.length - 1;
-      } else if (item.status === 'accepted' || item.status === 'duplicate') lost++;
-      else if (item.status === undefined) heldAtEnd++;
-    }
-    latencies.sort((x, y) => x - y);
-    const offerSeconds = (offerEnd - offerStart) / 1000;
-    // the answers to what was sent while the offer ran (not the drain's retries)
-    const answers = b.calls.filter((c) => c.status !== 0 && c.sentAt <= offerEndTick).map((c) => c.ms);
-    answers.sort((x, y) => x - y);
-    const statuses: Record<string, number> = {};
-    for (const c of b.calls) statuses[c.status] = (statuses[c.status] ?? 0) + 1;
-    const delivered = [...b.made.keys()].filter((id) => seen.has(id)).length;
-    const identifies = [...b.made].filter(([, m]) => m.type === 'identify');
+    const calls = callFigures(callsBefore, await callCounts(emulator.url, PLATFORM_KEY));
+    const seen = await arrivals(emulator.url, PLATFORM_KEY);
+    const items = browsers.reduce((n, set) => n + set.made.size, 0);
     return {
       offered_items_per_second: phase.rate,
       batch: phase.batch,
       platform_ms_per_call: phase.latencyMs,
       key_calls_per_second: phase.platformRate ?? PLATFORM_RATE,
-      offer_seconds: round(offerSeconds, 1),
-      items: offered,
-      identifies: identifies.length,
-      identifies_delivered: identifies.filter(([id]) => seen.has(id)).length,
-      visitors: b.visitors(),
-      delivered_in_real_time: inRealTime,
-      delivered_in_real_time_share: round(inRealTime / offered, 3),
-      delivered_per_second_in_real_time: Math.round(inRealTime / offerSeconds),
-      delivered_after_drain: delivered,
+      offer_seconds: round((offer.end - offer.start) / 1000, 1),
+      ...itemFigures(b, seen, offer),
+      ...(flood ? { flood: { offered_items_per_second: phase.flood!.rate, address: 'one', tabs: phase.flood!.tabs, ...itemFigures(flood, seen, offer) } } : {}),
       drained,
-      drain_seconds: round((drainEnd - offerEnd) / 1000, 1),
-      lost,
-      duplicated,
-      rejected: b.rejected(),
-      held_by_browsers_at_end: heldAtEnd,
-      browsers_holding_at_end: b.holding().slice(0, 10),
-      collect_failures: b.errors(),
+      drain_seconds: round((drainEnd - offer.end) / 1000, 1),
       platform_calls: calls.calls,
-      platform_calls_per_second: round(calls.calls / ((drainEnd - offerStart) / 1000), 1),
+      platform_calls_per_second: round(calls.calls / ((drainEnd - offer.start) / 1000), 1),
       platform_429: calls.limited,
       platform_429_share: round(calls.limited / Math.max(1, calls.calls), 4),
       entries_per_call: round(calls.entries / Math.max(1, calls.applied), 1),
-      created_to_platform_ms: { p50: round(percentile(latencies, 50), 0), p99: round(percentile(latencies, 99), 0) },
-      collect_ms: { p50: round(percentile(answers, 50)), p99: round(percentile(answers, 99)), requests: answers.length },
-      collect_statuses: statuses,
-      relay_cpu_ms_per_100_items: round(cpuMs / (offered / 100)),
+      relay_cpu_ms_per_100_items: round(cpuMs / (items / 100)),
     };
   } finally {
-    browsers?.close();
+    for (const set of browsers) set.close();
     for (const child of started.reverse()) await child.stop();
     rmSync(dir, { recursive: true, force: true });
   }
@@ -216,13 +201,15 @@ const loadBefore = loadavg();
 type PhaseResult = Awaited<ReturnType<typeof runPhase>>;
 const RESULTS = new URL('./results/delivery.json', import.meta.url);
 // With --only, the phases not run keep their last figures (each records the commit it ran on).
-const results: Record<string, PhaseResult & { commit?: string }> =
+const results: Record<string, PhaseResult & { commit?: string; load_average?: (number | null)[] }> =
   only && existsSync(RESULTS) ? (JSON.parse(readFileSync(RESULTS, 'utf8')) as { phases: Record<string, PhaseResult> }).phases : {};
 for (const phase of phases) {
   console.log(
     `━━ ${phase.name}: ${phase.rate} items/s for ${phase.seconds} s, batches of ${phase.batch.join('–')}, platform ${phase.latencyMs} ms per call ━━`,
   );
-  results[phase.name] = { ...(await runPhase(phase)), commit: headCommit() };
+  const before = loadavg()[0]!;
+  // Each phase records its commit and the load it ran at: with --only, phases of other runs stay.
+  results[phase.name] = { ...(await runPhase(phase)), commit: headCommit(), load_average: [round(before), round(loadavg()[0]!)] };
   console.log(JSON.stringify(results[phase.name]));
 }
 
@@ -254,6 +241,7 @@ const report = {
     entries_per_call_at_1500: 90,
     collect_p50_ms_slow_platform: 20,
     relay_cpu_ms_per_100_items_batch_10: 3,
+    others_p50_ms_in_flood: 2000,
   },
   phases: results,
 };

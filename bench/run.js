@@ -33,8 +33,9 @@ const TOTAL_MS = Number(values['total-seconds']) * 1000;
  */
 const PLAN = [
   { name: 'size', budget: 45 },
-  // four phases of offer (65 s) and drain (up to 45 s each; seconds once delivery keeps up)
-  { name: 'delivery', budget: 300 },
+  // six phases of offer (100 s) and drain (up to 45 s each, 90 s after the flood; seconds to tens
+  // of seconds once delivery keeps up): about 4 minutes on an idle machine
+  { name: 'delivery', budget: 420 },
   { name: 'emulator', budget: 80 },
   { name: 'relay-proxy', budget: 110 },
   { name: 'relay-cpu', budget: 80 },

@@ -10,6 +10,14 @@ const target = (what, value, wanted, met) => ({ what, value, target: wanted, met
 const cpuRounds = (r) => r.results.map((x) => `${x.items} items ${x.msPerRequest} ms best round, ${x.medianMsPerRequest ?? '?'} ms median`);
 
 const READERS = {
+  lease(r) {
+    const runs = (results) =>
+      results.map((s) => `${s.store} ${s.runs.map((x) => `${x.mix} p50 ${x.p50_ms} ms (max ${x.max_ms}, ${x.leases} leases)`).join(', ')}`).join('; ');
+    return {
+      headline: `one lease of ${r.lease} from ${r.entries} waiting, drained, load average ${r.load_average.before[0]} → ${r.load_average.after[0]} on ${r.cpus} cores: ${runs(r.results)}${r.previous_code ? `; previous code (tracks held in the leader's memory), load ${r.previous_code.load_average.before[0]}: ${runs(r.previous_code.results)}` : ''}`,
+      targets: [],
+    };
+  },
   durability(r) {
     const line = (x) =>
       `sequential p50 ${x.sequential.p50_ms} ms (${x.sequential.items_per_second} items/s), ${r.concurrent} in flight ${x.concurrent.items_per_second} items/s p50 ${x.concurrent.p50_ms} ms`;
@@ -197,12 +205,23 @@ const READERS = {
     const p = r.phases ?? {};
     const t = r.targets ?? {};
     const pct = (share) => (typeof share === 'number' ? Math.round(share * 1000) / 10 : share);
+    const flooded = (x) =>
+      `one address flooding at ${x.flood.offered_items_per_second} items/s beside ${x.offered_items_per_second} items/s from other visitors: the others' created → platform p50 ${x.created_to_platform_ms.p50} ms p99 ${x.created_to_platform_ms.p99} ms; ` +
+      `the flood's ${x.flood.items} items: ${x.flood.accepted} accepted, ${x.flood.answered_retry} answers of retry (Retry-After ${Object.keys(x.flood.retry_after ?? {}).join('/') || 'none'} s), /collect statuses ${Object.entries(
+        x.flood.collect_statuses ?? {},
+      )
+        .map(([status, n]) => `${status}×${n}`)
+        .join(' ')}; ` +
+      `${x.entries_per_call} entries per call, ${x.drained ? `drained in ${x.drain_seconds} s` : `not drained after ${x.drain_seconds} s`}, lost ${x.lost + x.flood.lost}, duplicated ${x.duplicated + x.flood.duplicated}`;
+    const load = (x) => (x.load_average ? ` (load average ${x.load_average.join(' → ')})` : '');
     const line = (name, x) =>
-      `${name === 'cpu' ? `${x.offered_items_per_second} items/s in batches of 10` : `${x.offered_items_per_second} items/s offered${x.platform_ms_per_call === 50 ? '' : ` (platform ${x.platform_ms_per_call} ms per call)`}`}${(x.key_calls_per_second ?? 10) === 10 ? '' : ` to a key of ${x.key_calls_per_second} calls/s`}: ` +
-      `${x.delivered_per_second_in_real_time} items/s delivered in real time (${pct(x.delivered_in_real_time_share)}%), ${x.entries_per_call} entries per call, ` +
-      `429s ${pct(x.platform_429_share)}% of ${x.platform_calls} calls, created → platform p50 ${x.created_to_platform_ms.p50} ms p99 ${x.created_to_platform_ms.p99} ms, ` +
-      `/collect p50 ${x.collect_ms.p50} ms p99 ${x.collect_ms.p99} ms, ${x.drained ? `drained in ${x.drain_seconds} s` : `not drained after ${x.drain_seconds} s (${x.items - x.delivered_after_drain} of ${x.items} not delivered)`}, ` +
-      `lost ${x.lost}, duplicated ${x.duplicated}, relay CPU ${x.relay_cpu_ms_per_100_items} ms per 100 items`;
+      x.flood
+        ? flooded(x) + load(x)
+        : `${name === 'cpu' ? `${x.offered_items_per_second} items/s in batches of 10` : `${x.offered_items_per_second} items/s offered${x.platform_ms_per_call === 50 ? '' : ` (platform ${x.platform_ms_per_call} ms per call)`}`}${(x.key_calls_per_second ?? 10) === 10 ? '' : ` to a key of ${x.key_calls_per_second} calls/s`}: ` +
+          `${x.delivered_per_second_in_real_time} items/s delivered in real time (${pct(x.delivered_in_real_time_share)}%), ${x.entries_per_call} entries per call, ` +
+          `429s ${pct(x.platform_429_share)}% of ${x.platform_calls} calls, created → platform p50 ${x.created_to_platform_ms.p50} ms p99 ${x.created_to_platform_ms.p99} ms, ` +
+          `/collect p50 ${x.collect_ms.p50} ms p99 ${x.collect_ms.p99} ms, ${x.drained ? `drained in ${x.drain_seconds} s` : `not drained after ${x.drain_seconds} s (${x.items - x.delivered_after_drain} of ${x.items} not delivered)`}, ` +
+          `lost ${x.lost}, duplicated ${x.duplicated}, relay CPU ${x.relay_cpu_ms_per_100_items} ms per 100 items${load(x)}`;
     const atMost = (what, value, limit) => target(what, value, `≤ ${limit}`, value <= limit);
     const atLeast = (what, value, limit) => target(what, value, `≥ ${limit}`, value >= limit);
     const at300 = p['300'];
@@ -236,6 +255,15 @@ const READERS = {
           t.delivered_per_second_at_business,
         ),
       );
+    if (p.flood?.flood && t.others_p50_ms_in_flood !== undefined) {
+      const f = p.flood;
+      const lostOrTwice = f.lost + f.duplicated + f.flood.lost + f.flood.duplicated;
+      targets.push(
+        atMost("one address flooding 2,000 items/s: the other visitors' created → platform p50 ms", f.created_to_platform_ms.p50, t.others_p50_ms_in_flood),
+        target('flood: its items answered retry past its caps (not accepted without bound)', f.flood.answered_retry, '> 0', f.flood.answered_retry > 0),
+        target('flood: items lost or duplicated after the drain, both', lostOrTwice, '0', lostOrTwice === 0 && f.drained),
+      );
+    }
     if (p['slow-platform'])
       targets.push(atMost('/collect p50 ms, platform taking 500 ms per call', p['slow-platform'].collect_ms.p50, t.collect_p50_ms_slow_platform));
     if (p.cpu)

@@ -37,11 +37,13 @@ import {
   defineActivities,
   ITEMS_PER_VISITOR,
   ORIGIN,
+  percentile,
   PLATFORM_KEY,
   PLATFORM_RATE,
+  round,
   SECRET,
   SITE_KEY,
-} from './lib/platform.js';
+} from './lib/platform-counts.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const WRANGLER = join(root, 'node_modules', 'wrangler', 'bin', 'wrangler.js');
@@ -61,9 +63,6 @@ const PHASES = [
 ];
 const only = values.only?.split(',');
 const phases = PHASES.filter((p) => !only || only.includes(p.name));
-
-const round = (n: number, digits = 2) => (Number.isFinite(n) ? Math.round(n * 10 ** digits) / 10 ** digits : null);
-const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))] ?? Number.NaN;
 
 /** The processes below `pid` (children, grandchildren, …) named `name`. */
 function descendants(pid: number, name: string): number[] {

@@ -164,8 +164,9 @@ async function shell(line: string, env: Record<string, string>, block: Block): P
   }
   if (line.startsWith('npm test')) {
     // Not run from inside `npm test`; what it runs is checked instead.
-    // The build, the type check and Biome side by side (run-p), then the tests, which load dist/.
-    expect(pkg.scripts['test']).toMatch(/^run-p .*\bbuild\b.* && vitest run/);
+    // The type check and Biome side by side (run-p) with the build, then the tests, which load dist/.
+    expect(pkg.scripts['test']).toBe('run-p typecheck lint test:run');
+    expect(pkg.scripts['test:run']).toBe('npm run build && vitest run');
     return;
   }
   if (cmd === 'npm' && args.join(' ') === 'install cdp-edge') return void expect(pkg.name).toBe('cdp-edge');

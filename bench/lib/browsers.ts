@@ -44,6 +44,10 @@ export interface BrowsersOptions {
   activities: readonly string[];
   /** the `user_hash` of an email, as the site's server computes it */
   userHash(email: string): Promise<string>;
+  /** the address of visitor `n` (`X-Forwarded-For`) @default one address per visitor */
+  address?: (n: number) => string;
+  /** the names of visitors' emails, so two sets of browsers in one run never share a person @default `v` */
+  prefix?: string;
   /** the header that carries the visitor's address: `x-forwarded-for` (a relay behind a proxy) by default, `cf-connecting-ip` on Workers */
   addressHeader?: string;
 }
@@ -79,6 +83,9 @@ export function createBrowsers(options: BrowsersOptions) {
   const leaving = new Set<Visitor>();
   let visitors = 0;
   let rejected = 0;
+  /** items answered `retry` (each time), and the Retry-After of the answers that carried one */
+  let retried = 0;
+  const retryAfters = new Map<string, number>();
   /** requests that failed without an answer, by cause */
   const errors = new Map<string, number>();
   /** backoff timers, cleared on close so a finished bench exits */
@@ -87,8 +94,8 @@ export function createBrowsers(options: BrowsersOptions) {
 
   const newVisitor = async (): Promise<Visitor> => {
     const n = visitors++;
-    const email = `v${n}-${process.pid}@bench.example.com`;
-    const address = `10.${(n >> 16) & 255}.${(n >> 8) & 255}.${n & 255}`;
+    const email = `${options.prefix ?? 'v'}${n}-${process.pid}@bench.example.com`;
+    const address = options.address?.(n) ?? `10.${(n >> 16) & 255}.${(n >> 8) & 255}.${n & 255}`;
     return { n, address, queueId: uuid(), email, hash: await options.userHash(email), made: 0, held: [], inFlight: false, failures: 0, pausedUntil: 0 };
   };
 
@@ -137,7 +144,12 @@ export function createBrowsers(options: BrowsersOptions) {
 
   /** Sends what `visitor` holds (≤ 100 items) unless a request is in flight or it is backing off. */
   const flush = (visitor: Visitor): void => {
-    if (closed || visitor.inFlight || visitor.held.length === 0 || Date.now() < visitor.pausedUntil) return;
+    if (closed || visitor.inFlight || visitor.held.length === 0) return;
+    // A timer may fire a little before the wall clock says its time came: wait again, never give up.
+    if (Date.now() < visitor.pausedUntil) {
+      later(visitor);
+      return;
+    }
     visitor.inFlight = true;
     const batch = visitor.held.slice(0, MAX_BATCH);
     const body = JSON.stringify({ key: options.siteKey, sent_at: new Date().toISOString(), batch, identity: visitor.identity, queue: visitor.queueId });
@@ -155,8 +167,10 @@ export function createBrowsers(options: BrowsersOptions) {
       const results =
         status === 400 || status === 413 ? batch.map((b) => ({ id: b['id'] as string, status: 'rejected' })) : status === 200 ? answer.results : undefined;
       const settled = new Set<string>();
+      if (header !== undefined) retryAfters.set(header, (retryAfters.get(header) ?? 0) + 1);
       for (const result of results ?? []) {
         const entry = made.get(result.id);
+        if (result.status === 'retry') retried++;
         if (!entry || result.status === 'retry') continue;
         entry.status = result.status as NonNullable<Made['status']>;
         if (result.status === 'rejected') rejected++;
@@ -169,15 +183,20 @@ export function createBrowsers(options: BrowsersOptions) {
       visitor.inFlight = false;
       if (leaving.has(visitor) && visitor.held.length === 0) leaving.delete(visitor);
       if (closed || visitor.held.length === 0) return;
-      const timer = setTimeout(
-        () => {
-          timers.delete(timer);
-          flush(visitor);
-        },
-        Math.max(0, visitor.pausedUntil - Date.now()),
-      );
-      timers.add(timer);
+      later(visitor);
     });
+  };
+
+  /** Sends what `visitor` holds once its backoff ends. */
+  const later = (visitor: Visitor): void => {
+    const timer = setTimeout(
+      () => {
+        timers.delete(timer);
+        flush(visitor);
+      },
+      Math.max(1, visitor.pausedUntil - Date.now()),
+    );
+    timers.add(timer);
   };
 
   /** Makes a batch of `size` items in slot `slot` (a new visitor once the current one is done) and sends it. */
@@ -200,6 +219,10 @@ export function createBrowsers(options: BrowsersOptions) {
     /** items made but not yet settled by the relay (held by browsers, or in flight) */
     held: () => everyone().reduce((n, v) => n + v.held.length, 0),
     rejected: () => rejected,
+    /** items answered `retry`, counted each time */
+    retried: () => retried,
+    /** the Retry-After values answered, and how often */
+    retryAfters: () => Object.fromEntries(retryAfters),
     errors: () => Object.fromEntries(errors),
     /** the browsers still holding items: what each holds and why it is not sending */
     holding: () =>

@@ -19,7 +19,8 @@ import { compileFilter, type FilterEnv } from './filter/index.js';
 import { pageOf } from './paging.js';
 import { personEnv } from './people/view.js';
 import { sortBy } from './sort.js';
-import type { Account, Person, Store } from './store.js';
+import type { Store } from './store.js';
+import type { Account, Person } from './records.js';
 import { applyFields, type MergeStrategy } from './write.js';
 
 const present = (value: unknown) => value !== undefined && value !== null && value !== '';

@@ -21,7 +21,8 @@ import { resolveLocation } from './location.js';
 import type { ResolvedOptions } from './options.js';
 import { mergeOne } from './people/merge.js';
 import { personValue } from './people/view.js';
-import type { Person, Store } from './store.js';
+import type { Store } from './store.js';
+import type { Person } from './records.js';
 
 const DAY_MS = 86_400_000;
 /** The dashboard shows the latest events; older ones stay in each person's history. */

@@ -6,7 +6,8 @@
 import type { ResponseMap } from '../api/index.js';
 import { fail } from './errors.js';
 import { personValue } from './people/view.js';
-import type { Person, Store } from './store.js';
+import type { Store } from './store.js';
+import type { Person } from './records.js';
 
 interface PersonRef {
   email?: string;

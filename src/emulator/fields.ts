@@ -17,7 +17,8 @@ import {
   type ResponseMap,
 } from '../api/index.js';
 import { fail, PlatformHttpError } from './errors.js';
-import type { CustomField, Store } from './store.js';
+import type { Store } from './store.js';
+import type { CustomField } from './records.js';
 
 /** The type abbreviation of a `display_type` lives with the definition schemas; re-exported for the emulator's modules. */
 export { FIELD_TYPE_OF };

@@ -5,7 +5,8 @@
  */
 import type { Location } from '../api/index.js';
 import type { GeoPoint, ResolvedOptions } from './options.js';
-import type { PersonLocation, Store } from './store.js';
+import type { Store } from './store.js';
+import type { PersonLocation } from './records.js';
 
 /** Offline stand-in for the address lookup service: a few cities, found by name in the address. */
 const CITIES: Array<Required<GeoPoint>> = [

@@ -6,7 +6,8 @@
  */
 import type { ActivityDefinition, Tag } from '../api/index.js';
 import { fail } from './errors.js';
-import type { ActivityEvent, Audience, CustomField, Membership, PersonLocation, Store } from './store.js';
+import type { Store } from './store.js';
+import type { ActivityEvent, Audience, CustomField, Membership, PersonLocation } from './records.js';
 import { isRecord } from '../api/objects.js';
 
 export interface PersonSnapshot {

@@ -35,6 +35,7 @@ import type { RelayStore } from './state/store.js';
 import { createUpstream, sharedBackoff, type Backoff } from './deliver/caller.js';
 import type { Deliverer } from './deliver/deliverer.js';
 import { createMemoryPacer } from './state/memory-outbox.js';
+import { CATCH_UP_MS } from './state/pace.js';
 import type { Leased, Outbox, Pacer } from './state/outbox.js';
 import { fetchTransport, type Transport } from './deliver/transport.js';
 
@@ -141,7 +142,8 @@ export function createRelayHandlers(config: RelayConfig, deps: RelayDeps = {}): 
       }),
   });
   const observer = observeAll(deps.observer, deps.onUpstreamCall && { upstream: deps.onUpstreamCall }, readiness.observer);
-  const pacer = deps.pacer ?? createMemoryPacer(config.platformRate);
+  // This process's own pacer: its one deliverer sends past one spacer, so it may catch up (state/pace.ts).
+  const pacer = deps.pacer ?? createMemoryPacer(config.platformRate, CATCH_UP_MS);
   const upstream = createUpstream({
     baseUrl: config.baseUrl,
     apiKey: config.apiKey,

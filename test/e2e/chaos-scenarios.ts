@@ -8,6 +8,7 @@
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import type { FaultSpec } from '../../src/emulator/options.js';
 import { activityOf, type ChaosStack } from './chaos-stack.js';
+import { flushSnippet } from './snippet-stack.js';
 
 export interface ScenarioResult {
   name: string;
@@ -238,6 +239,18 @@ export const SCENARIOS: Scenario[] = [
   },
 ];
 
+/**
+ * Resolves once nothing more can reach the platform, so what it holds is final (a late duplicate
+ * would have arrived): every open page that runs the snippet has flushed what it still holds (the
+ * relay answers a second copy `duplicate`), then the relay's outbox has nothing left to send and
+ * no call in flight. Gives up at `until`; the counts then show what is missing.
+ */
+async function settled(contexts: readonly BrowserContext[], stack: ChaosStack, until: number): Promise<void> {
+  const pages = contexts.flatMap((context) => context.pages());
+  await Promise.all(pages.map((page) => page.evaluate(flushSnippet).catch(() => {})));
+  while (Date.now() < until && (await stack.pending().catch(() => 1)) > 0) await sleep(100);
+}
+
 /** Runs one scenario with `n` events and waits (at most `deadlineMs`) for them at the emulator. */
 export async function runScenario(browser: Browser, stack: ChaosStack, scenario: Scenario, n: number, deadlineMs: number): Promise<ScenarioResult> {
   const contexts: BrowserContext[] = [];
@@ -257,14 +270,16 @@ export async function runScenario(browser: Browser, stack: ChaosStack, scenario:
   const started = Date.now();
   const faultsBefore = stack.faultsInjected;
   let sentAt = started;
+  let drainedAt = started;
   try {
     await scenario.run(ctx);
     sentAt = Date.now();
     const until = sentAt + deadlineMs;
     const accounted = async () => new Set([...stack.received(ctx.email), ...(await stack.held(ctx.email))]).size;
-    while (Date.now() < until && (await accounted()) < ctx.sent.size) await sleep(200);
+    while (Date.now() < until && (await accounted()) < ctx.sent.size) await sleep(100);
+    drainedAt = Date.now();
     await scenario.cleanup?.(ctx);
-    await sleep(1500); // late duplicates would land now
+    await settled(contexts, stack, until);
   } finally {
     await scenario.cleanup?.(ctx);
     for (const context of contexts) await context.close().catch(() => {});
@@ -284,7 +299,7 @@ export async function runScenario(browser: Browser, stack: ChaosStack, scenario:
     duplicated: arrivals.length - unique.size,
     unexpected: [...unique].filter((n) => !ctx.sent.has(n)).length,
     seconds: Math.round((Date.now() - started) / 100) / 10,
-    drain_seconds: Math.round((Date.now() - sentAt - 1500) / 100) / 10,
+    drain_seconds: Math.round((drainedAt - sentAt) / 100) / 10,
     collect: ctx.collect,
     faults_injected: stack.faultsInjected - faultsBefore,
   };

@@ -40,6 +40,8 @@ export interface ChaosStack {
   received(email: string): string[];
   /** `n` of every chaos event of `email` the relay holds in its dead-letter list (reason `ambiguous`: its call's outcome is unknown) */
   held(email: string): Promise<string[]>;
+  /** entries the relay's outbox still holds to send (leased ones, a call in flight, included); 0: nothing more leaves it */
+  pending(): Promise<number>;
   /** everything the relay processes wrote (RELAY_LOG=debug: a line per request and per item) */
   relayOutput(): string;
   close(): Promise<void>;
@@ -158,6 +160,14 @@ export async function startChaosStack(events: number): Promise<ChaosStack> {
       }
     },
     relayOutput: () => relayOutput,
+    async pending() {
+      const store = await createSqliteOutbox(join(state, 'relay-state.db'));
+      try {
+        return (await store.outbox.stats()).pending;
+      } finally {
+        await store.close();
+      }
+    },
     async held(email) {
       const store = await createSqliteOutbox(join(state, 'relay-state.db'));
       try {

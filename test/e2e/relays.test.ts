@@ -80,10 +80,12 @@ describe.runIf(ready)('three relays sharing one redis-server behind a balancer',
     relay.child?.kill('SIGKILL');
   };
 
-  async function startRelay(relay: Relay): Promise<void> {
+  /** Starts `relay` (again) on its port; `extra` adds to its environment. */
+  async function startRelay(relay: Relay, extra: Record<string, string> = {}): Promise<void> {
     for (let attempt = 0; ; attempt++) {
       const child = spawn(process.execPath, [join(root, 'bin/cdp-edge.js'), 'relay', '--port', String(relay.port)], {
         env: {
+          ...extra,
           PATH: process.env['PATH'] ?? '',
           CDP_API_KEY: PLATFORM_KEY,
           CDP_BASE_URL: emulator.url,
@@ -378,6 +380,17 @@ describe.runIf(ready)('three relays sharing one redis-server behind a balancer',
     const store = await createRedisOutbox(redis.url);
     const run = crypto.randomUUID().slice(0, 8);
     const email = (n: number) => `kill-${run}-${n}@example.com`;
+    // The relays again at RELAY_PLATFORM_RATE=0.5: the leader's second call leaves at least a second
+    // after its first, so the kill below finds one call in flight even on a loaded machine (at the
+    // default 10 a second calls may leave 50 ms apart, and a kill that came later found 2 to 4).
+    await Promise.all(
+      relays.map(async (relay) => {
+        const exited = new Promise((resolve) => relay.child?.once('exit', resolve));
+        relay.child?.kill('SIGTERM');
+        await exited;
+        await startRelay(relay, { RELAY_PLATFORM_RATE: '0.5' });
+      }),
+    );
     try {
       // The platform applies the first call, then never answers: the leader is killed mid-call.
       emulator.emulator.setFaults({ 'activities/create': { drop: 'hang', applied: true } });

@@ -78,7 +78,7 @@ export interface Evaluates {
 }
 
 /** In a page: flushes the snippet when it runs there (not the stub, not a page without it). */
-const flushSnippet = async () => {
+export const flushSnippet = async () => {
   const cdp = (window as unknown as { cdp?: { loaded?: boolean; flush?: () => Promise<void> } }).cdp;
   if (cdp?.loaded && typeof cdp.flush === 'function') await cdp.flush();
 };

@@ -1,16 +1,16 @@
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient } from '../../src/client/index.js';
+import { ensureBuilt, root } from '../support/built.js';
 
-const root = join(import.meta.dirname, '..', '..');
 const bin = join(root, 'bin', 'cdp-edge.js');
 let dir: string;
 
 beforeAll(() => {
-  execFileSync('npx', ['rollup', '-c', '--silent'], { cwd: root, stdio: 'ignore' });
+  ensureBuilt();
   dir = mkdtempSync(join(tmpdir(), 'cdp-edge-cli-'));
 }, 120_000);
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

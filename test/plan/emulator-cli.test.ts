@@ -1,17 +1,15 @@
 // `cdp-edge emulator --tracking-plan FILE` from the built package: it starts holding the plan's
 // custom fields and activity definitions, so `plan push` against it then has nothing to do.
-import { execFileSync, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createClient } from '../../src/client/index.js';
+import { ensureBuilt, root } from '../support/built.js';
 
-const root = join(import.meta.dirname, '..', '..');
 const bin = join(root, 'bin', 'cdp-edge.js');
 const plan = join(root, 'demo', 'cdp-edge.plan.json');
 
-beforeAll(() => {
-  execFileSync('npx', ['rollup', '-c', '--silent'], { cwd: root, stdio: 'ignore' });
-}, 180_000);
+beforeAll(ensureBuilt, 180_000);
 
 /** Runs the CLI until `until` matches its output (or it exits); resolves with the output and a stop function. */
 function cli(args: string[], until: RegExp): Promise<{ out: string; code: number | null; stop(): Promise<number | null> }> {

@@ -5,18 +5,18 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type RunningEmulator } from '../../src/emulator/index.js';
+import { ensureBuilt, root } from '../support/built.js';
 
-const root = join(import.meta.dirname, '..', '..');
-const entry = join(root, 'test', 'relay', 'support', 'cli-main.ts');
-// tsx runs the TypeScript CLI from source; the relay runs in a temporary directory, so name it by path.
-const tsx = pathToFileURL(join(root, 'node_modules', 'tsx', 'dist', 'loader.mjs')).href;
+// The CLI as installed (bin/cdp-edge.js runs dist/): each process starts in a fraction of the time
+// tsx takes to compile the sources again. The relay runs in a temporary directory, so name it by path.
+const bin = join(root, 'bin', 'cdp-edge.js');
 const KEY = 'cli-relay-platform-key';
 const ORIGIN = 'https://shop.example.com';
 
 let emulator: RunningEmulator;
+beforeAll(ensureBuilt, 180_000);
 beforeAll(async () => {
   emulator = await startEmulator({ port: 0, key: KEY });
   const response = await fetch(`${emulator.url}/v1/definitions/activity/create`, {
@@ -40,7 +40,7 @@ async function waitFor<T>(probe: () => T | undefined | Promise<T | undefined>): 
 }
 
 function launch(env: Record<string, string>, args: string[] = [], cwd = mkdtempSync(join(tmpdir(), 'cdp-relay-cli-'))) {
-  const child = spawn(process.execPath, ['--import', tsx, entry, 'relay', '--port', '0', ...args], {
+  const child = spawn(process.execPath, [bin, 'relay', '--port', '0', ...args], {
     cwd,
     env: { PATH: process.env['PATH'] ?? '', RELAY_LOG: 'off', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -133,12 +133,14 @@ describe('cdp-edge relay', () => {
   it('keeps forwarded ids in an SQLite file by default, so a restarted relay answers duplicate', async () => {
     const cwd = mkdtempSync(join(tmpdir(), 'cdp-relay-cli-'));
     const item = trackOf('restart-cli@example.com');
-    const first = launch({ CDP_API_KEY: KEY, CDP_BASE_URL: emulator.url, RELAY_SITES: site }, [], cwd);
+    // The killed relay's lead lock runs out after 500 ms (5 s by default): the restarted one need not wait for it.
+    const env = { CDP_API_KEY: KEY, CDP_BASE_URL: emulator.url, RELAY_SITES: site, RELAY_DELIVERY_LEAD_MS: '500' };
+    const first = launch(env, [], cwd);
     expect(await send(await first.address, [item])).toEqual(['accepted']);
     expect(first.output()).toContain('state: SQLite .cdp-edge/relay-state.db');
     first.child.kill('SIGKILL');
     await first.exit;
-    const second = launch({ CDP_API_KEY: KEY, CDP_BASE_URL: emulator.url, RELAY_SITES: site }, [], cwd);
+    const second = launch(env, [], cwd);
     expect(await send(await second.address, [item])).toEqual(['duplicate']);
     // Whatever the killed relay had not delivered, the restarted one delivers from the same file: once.
     await expect.poll(() => eventsOf('restart-cli@example.com').length, { timeout: 10_000 }).toBe(1);

@@ -54,11 +54,14 @@ describe('parseConfig (the relay configuration)', () => {
     expect(() => parseConfig({ ...base, RELAY_AMBIGUOUS: 'retry' })).toThrow(/RELAY_AMBIGUOUS/);
   });
 
-  it('reads the lease and lead lock lifetimes, and refuses ones too short to make a call in', () => {
-    expect(parseConfig({ ...base, RELAY_DELIVERY_LEASE_MS: '4000', RELAY_DELIVERY_LEAD_MS: '1000' })).toMatchObject({
+  it('reads the lease and lead lock lifetimes and the retry wait, and refuses ones too short to make a call in', () => {
+    expect(parseConfig({ ...base, RELAY_DELIVERY_LEASE_MS: '4000', RELAY_DELIVERY_LEAD_MS: '1000', RELAY_DELIVERY_RETRY_MS: '250' })).toMatchObject({
       deliveryLeaseMs: 4_000,
       deliveryLeadMs: 1_000,
+      deliveryRetryMs: 250,
     });
+    expect(parseConfig(base).deliveryRetryMs).toBe(5_000);
+    expect(errorOf({ ...base, RELAY_DELIVERY_RETRY_MS: '10' }).message).toMatch(/RELAY_DELIVERY_RETRY_MS.*at least 100/);
     expect(errorOf({ ...base, RELAY_DELIVERY_LEASE_MS: '3000' }).message).toMatch(/RELAY_DELIVERY_LEASE_MS.*at least 3500/);
     expect(errorOf({ ...base, RELAY_DELIVERY_LEASE_MS: 'long' }).message).toMatch(/RELAY_DELIVERY_LEASE_MS/);
     expect(errorOf({ ...base, RELAY_DELIVERY_LEAD_MS: '100' }).message).toMatch(/RELAY_DELIVERY_LEAD_MS.*at least 500/);

@@ -9,13 +9,15 @@ import { closing, DAY, emulator, eventsOf, identify, KEY, ORIGIN, person, relay,
 
 describe('order and pacing', () => {
   it("sends an identify's merge before the tracks of the same browser, and holds the tracks while the merge cannot go", async () => {
-    const { post, handlers } = relay({ RELAY_DELIVERY_WAIT_MS: '0' });
+    // A merge not applied goes again after 300 ms (5 s by default).
+    const { post, handlers } = relay({ RELAY_DELIVERY_WAIT_MS: '0', RELAY_DELIVERY_RETRY_MS: '300' });
     const email = `order-${crypto.randomUUID()}@example.com`;
     emulator.emulator.setFaults({ 'person/merge': { status: 503 } });
     const before = emulator.emulator.calls()['activities/create']?.calls ?? 0;
+    const refused = emulator.emulator.calls()['person/merge']?.statuses?.['503'] ?? 0;
     await post([track(email), identify(email, 'Oli'), track(email)], { queue: 'browser-1' });
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    // The merge was refused (not applied): the tracks behind it wait, in the outbox.
+    // The merge was refused (not applied), then refused again after its wait: the tracks behind it wait, in the outbox.
+    await expect.poll(() => emulator.emulator.calls()['person/merge']?.statuses?.['503'] ?? 0, { timeout: 10_000 }).toBeGreaterThanOrEqual(refused + 2);
     expect(emulator.emulator.calls()['activities/create']?.calls ?? 0).toBe(before);
     emulator.emulator.setFaults({});
     await handlers.drained({ timeoutMs: 15_000 });

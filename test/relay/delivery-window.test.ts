@@ -56,7 +56,8 @@ describe('ambiguous calls', () =>
       ['applied, then no answer (timeout)', { drop: 'hang', applied: true }],
     ] as const;
     it.each(faults)('%s: activities are held as dead letters (ambiguous), counted, never sent twice', async (_name, fault) => {
-      const { post, handlers, events } = relay({ RELAY_BUDGET_MS: '1000' });
+      // A call is cut off after 500 ms (the budget); an ambiguous merge would go again after 200 ms.
+      const { post, handlers, events } = relay({ RELAY_BUDGET_MS: '500', RELAY_DELIVERY_RETRY_MS: '200' });
       const email = `amb-${crypto.randomUUID()}@example.com`;
       emulator.emulator.setFaults({ 'activities/create': { ...fault } });
       const item = track(email);
@@ -75,7 +76,7 @@ describe('ambiguous calls', () =>
     });
 
     it('RELAY_AMBIGUOUS=resend opts into at least once: the activity goes again', async () => {
-      const { post, handlers } = relay({ RELAY_AMBIGUOUS: 'resend' });
+      const { post, handlers } = relay({ RELAY_AMBIGUOUS: 'resend', RELAY_DELIVERY_RETRY_MS: '200' });
       const email = `resend-${crypto.randomUUID()}@example.com`;
       emulator.emulator.setFaults({ 'activities/create': { status: 504, applied: true, rate: 1 } });
       expect((await post([track(email)])).results[0]!.status).toBe('accepted');
@@ -87,7 +88,7 @@ describe('ambiguous calls', () =>
     });
 
     it('sends a merge again after an ambiguous answer: merging the same fields twice leaves the person as once', async () => {
-      const { post, handlers } = relay();
+      const { post, handlers } = relay({ RELAY_DELIVERY_RETRY_MS: '200' });
       const email = `merge-${crypto.randomUUID()}@example.com`;
       emulator.emulator.setFaults({ 'person/merge': { status: 504, applied: true } });
       expect((await post([identify(email, 'Mia')])).results[0]!.status).toBe('accepted');

@@ -11,6 +11,9 @@ import { BREAKER_LIMITS } from '../../src/relay/deliver/breaker.js';
 import type { OutboxItem } from '../../src/relay/state/outbox.js';
 import { backing, closing, DAY, KEY, ORIGIN, onEachBackend } from './support/delivery-kit.js';
 
+/** This emulator counts no rate: calls need not leave 100 ms apart (the breaker counts refusals, not time). */
+const RATE = 50;
+
 onEachBackend(() => {
   it('one refused call of 100 is cut into parts without tripping the breaker or pausing other deliveries', async () => {
     const platform = await startEmulator({ port: 0, key: KEY, plan: 'business' });
@@ -48,6 +51,7 @@ onEachBackend(() => {
       CDP_BASE_URL: platform.url,
       RELAY_SITES: JSON.stringify([{ key: 'pk_d', origins: [ORIGIN] }]),
       RELAY_LOG: 'off',
+      RELAY_PLATFORM_RATE: String(RATE),
     });
     const events: DeliveryEvent[] = [];
     const handlers = createRelayHandlers(config, { ...backing, observer: { delivery: (event) => events.push(event) } });
@@ -64,4 +68,4 @@ onEachBackend(() => {
     expect(events.filter((event) => event.called && event.status === 0)).toEqual([]);
     expect((await outbox.deadLetters()).map((letter) => [letter.id, letter.reason])).toEqual([[`${run}-37`, expect.stringContaining('created must be')]]);
   }, 30_000);
-});
+}, RATE);

@@ -1,5 +1,5 @@
-// One leader at a time, against a slow platform (the emulator answers every call after 8 s, so a
-// call outlives the 5 s lead lock) with two relays' deliverers sharing one store: an SQLite file
+// One leader at a time, against a slow platform (the emulator answers every call after 2 s, so a
+// call outlives the 1 s lead lock) with two relays' deliverers sharing one store: an SQLite file
 // opened twice, and a real redis-server with two clients. Every call each deliverer makes is
 // recorded from the moment it leaves to its answer. A standby never sends while the leader's
 // calls can still land, a browser's tracks never go before its identify, and nothing arrives twice.
@@ -7,30 +7,23 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type RunningEmulator, startEmulator } from '../../src/emulator/index.js';
-import { systemClock } from '../../src/relay/core/clock.js';
-import { parseConfig } from '../../src/relay/core/config.js';
-import { createUpstream } from '../../src/relay/deliver/caller.js';
-import { createDeliverer } from '../../src/relay/deliver/deliverer.js';
+import type { RunningEmulator } from '../../src/emulator/index.js';
 import type { OutboxItem, OutboxStore } from '../../src/relay/state/outbox.js';
-import { fetchTransport } from '../../src/relay/deliver/transport.js';
 import { createRedisOutbox } from '../../src/relay/state/redis-outbox.js';
 import { createSqliteOutbox } from '../../src/relay/state/sqlite-outbox.js';
 import { type RunningRedis, redisAvailable, startRedis } from '../support/redis.js';
+import { type RecordedCall, recordingDeliverer, startViewedEmulator, storeItem } from './support/recorded-calls.js';
 
 const KEY = 'leadership-test-key';
-const LATENCY_MS = 8_000;
+/** The platform's time per call, and the lead lock's lifetime it outlasts (5 s by default: the durations are scaled down together). */
+const LATENCY_MS = 2_000;
+const LEAD_MS = 1_000;
+const CALL_TIMEOUT_MS = 3_000;
 const DAY = 24 * 3600_000;
 
 let emulator: RunningEmulator;
 beforeAll(async () => {
-  emulator = await startEmulator({ port: 0, key: KEY, plan: 'business', latencyMs: LATENCY_MS });
-  const response = await fetch(`${emulator.url}/v1/definitions/activity/create`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-api-key': KEY },
-    body: JSON.stringify({ name: 'viewed', attributes: [] }),
-  });
-  expect(response.ok).toBe(true);
+  emulator = await startViewedEmulator(KEY, { latencyMs: LATENCY_MS });
 }, 30_000);
 afterAll(() => emulator?.close());
 
@@ -63,67 +56,32 @@ const STORES: { name: string; open(): Promise<[OutboxStore, OutboxStore]> }[] = 
     : []),
 ];
 
-interface Sent {
-  by: string;
-  endpoint: string;
-  emails: string[];
-  left: number;
-  answered: number;
-}
-
-const sites = parseConfig({
-  CDP_API_KEY: KEY,
-  CDP_BASE_URL: 'http://127.0.0.1:1',
-  RELAY_SITES: JSON.stringify([{ key: 'pk_l', origins: ['https://shop.example.com'], verify: 'open' }]),
-  RELAY_LOG: 'off',
-}).sites;
-
 /** A deliverer named `by` on `store` whose every platform call is recorded in `sent`. */
-function deliverer(by: string, store: OutboxStore, sent: Sent[]) {
-  const transport = fetchTransport(async (input, init) => {
-    const body = JSON.parse(String(init?.body)) as { people?: { fields: Record<string, string> }[]; activities?: { fields: Record<string, string> }[] };
-    const call: Sent = {
-      by,
-      endpoint: String(input).includes('person/merge') ? 'person/merge' : 'activities/create',
-      emails: [...(body.people ?? []), ...(body.activities ?? [])].map((entry) => entry.fields['str::email']!),
-      left: Date.now(),
-      answered: Number.POSITIVE_INFINITY,
-    };
-    sent.push(call);
-    try {
-      return await fetch(input, init);
-    } finally {
-      call.answered = Date.now();
-    }
-  });
-  return createDeliverer({
+const deliverer = (by: string, store: OutboxStore, sent: RecordedCall[]) =>
+  recordingDeliverer({
+    by,
+    emulator,
+    apiKey: KEY,
+    site: 'pk_l',
+    calls: sent,
     outbox: store.outbox,
     pacer: store.pacer(10),
-    upstream: createUpstream({ baseUrl: emulator.url, apiKey: KEY, transport, timeoutMs: 10_000, backoff: { until: 0 }, now: Date.now }),
-    clock: systemClock,
-    sites,
     waitMs: 50,
-    ambiguous: 'hold',
-    owner: by,
+    leadTtlMs: LEAD_MS,
+    callTimeoutMs: CALL_TIMEOUT_MS,
   });
-}
 
-const item = (kind: OutboxItem['kind'], email: string, browser: string): OutboxItem => ({
-  site: 'pk_l',
-  id: crypto.randomUUID(),
-  kind,
-  entry: kind === 'activity' ? { activity_id: 'act:cm:viewed', fields: { 'str::email': email } } : { fields: { 'str::email': email, 'str::first': 'Ada' } },
-  browser,
+const item = (kind: OutboxItem['kind'], email: string, browser: string) => ({
+  ...storeItem('pk_l', kind, email, browser, { 'str::first': 'Ada' }),
   visitor: 'v',
-  accepted: Date.now(),
 });
 
 const person = (email: string) => [...emulator.emulator.state.people.values()].filter((p) => p.fields['str::email'] === email);
 
-describe.each(STORES)('one leader at a time on $name, the platform taking 8 s per call', ({ open }) => {
+describe.each(STORES)('one leader at a time on $name, the platform taking longer per call than the lead lock lasts', ({ open }) => {
   it('a standby never sends while the leader has a call that can land; tracks follow their identify; nothing twice', async () => {
     const [first, second] = await open();
-    const sent: Sent[] = [];
+    const sent: RecordedCall[] = [];
     const leader = deliverer('leader', first, sent);
     const standby = deliverer('standby', second, sent);
     try {
@@ -132,13 +90,13 @@ describe.each(STORES)('one leader at a time on $name, the platform taking 8 s pe
       standby.start();
       const run = crypto.randomUUID().slice(0, 8);
       const [ada, bo] = [`ada-${run}@example.com`, `bo-${run}@example.com`];
-      // Ada identifies: the leader's merge call takes 8 s, longer than the lead lock lasts.
+      // Ada identifies: the leader's merge call takes 2 s, longer than the lead lock lasts.
       await first.outbox.accept([item('merge-create', ada, 'browser-ada')], Date.now(), DAY);
       await expect.poll(() => sent.length).toBe(1);
       // While it is in flight, Ada and Bo track: whoever sends these must wait for Ada's merge.
       await first.outbox.accept([item('activity', ada, 'browser-ada'), item('activity', bo, 'browser-bo')], Date.now(), DAY);
-      await expect.poll(() => person(ada)[0]?.events.length ?? 0, { timeout: 40_000, interval: 200 }).toBe(1);
-      await expect.poll(() => person(bo)[0]?.events.length ?? 0, { timeout: 20_000, interval: 200 }).toBe(1);
+      await expect.poll(() => person(ada)[0]?.events.length ?? 0, { timeout: 40_000, interval: 50 }).toBe(1);
+      await expect.poll(() => person(bo)[0]?.events.length ?? 0, { timeout: 20_000, interval: 50 }).toBe(1);
 
       // Never two deliverers' calls in flight at once.
       for (const a of sent) for (const b of sent) if (a.by !== b.by) expect(a.answered <= b.left || b.answered <= a.left, JSON.stringify([a, b])).toBe(true);

@@ -9,7 +9,8 @@ const calls = (events: DeliveryEvent[], endpoint: DeliveryEvent['endpoint']) => 
 
 onEachBackend(() => {
   it('a merge released for later (a 503) still goes before the tracks its browser sends afterwards', async () => {
-    const { post, handlers, events } = relay({ RELAY_DELIVERY_WAIT_MS: '0' });
+    // The merge goes again 500 ms after a 503 (5 s by default).
+    const { post, handlers, events } = relay({ RELAY_DELIVERY_WAIT_MS: '0', RELAY_DELIVERY_RETRY_MS: '500' });
     const email = `released-${crypto.randomUUID()}@example.com`;
     emulator.emulator.setFaults({ 'person/merge': { status: 503 } });
     await post([identify(email, 'Rae')], { queue: 'browser-rae' });

@@ -1,12 +1,12 @@
 // Pacing against the platform's one-second windows, with the real pieces and simulated time: the
-// pacer's rule (state/pace.ts) grants slots, each call then spends 1–50 ms on its store write and
+// pacer's rule (state/pace.ts, with the Node relay's catch-up) grants slots, each call then spends 1–50 ms on its store write and
 // connection (what varies under load), the spacer (deliver/spacer.ts) lets it leave, and it reaches
 // the emulator's own rate limiter (src/emulator/rate-limit.ts) 0–5 ms later, answered 1–50 ms after. Steady delivery at
 // the key's rate draws no 429, and still runs at the rate less the measured margin.
 import { describe, expect, it } from 'vitest';
 import { createRateLimiter } from '../../src/emulator/rate-limit.js';
 import { createSpacer, SEND_MARGIN } from '../../src/relay/deliver/spacer.js';
-import { pace, paceInterval } from '../../src/relay/state/pace.js';
+import { CATCH_UP_MS, pace, paceInterval } from '../../src/relay/state/pace.js';
 
 /** A seeded generator, so a run is the same every time. */
 function random(seed: number): () => number {
@@ -25,7 +25,8 @@ function arrivals(rate: number, calls: number, spaced: boolean, seed: number): n
   const ready: number[] = [];
   let now = 1_000_000;
   for (let i = 0; i < calls; i++) {
-    for (let wait = pace(pacer, now, 'deliver', interval); wait > 0; wait = pace(pacer, now, 'deliver', interval)) now += wait;
+    // The Node relay's pacer: a grant asked late catches up (state/pace.ts); the spacer keeps the windows.
+    for (let wait = pace(pacer, now, 'deliver', interval, CATCH_UP_MS); wait > 0; wait = pace(pacer, now, 'deliver', interval, CATCH_UP_MS)) now += wait;
     ready.push(now + 1 + next() * 49);
   }
   ready.sort((a, b) => a - b);
@@ -64,5 +65,20 @@ describe('calls spaced by the time they leave', () => {
 
   it('spaced by grant time only, the same jitter draws 429s (why the spacer is there)', () => {
     expect(refusedBy(10, arrivals(10, 2_000, false, 1))).toBeGreaterThan(50);
+  });
+
+  it('the first call after a pause is a probe: nothing else leaves until it is answered, or a window has passed', () => {
+    const spacer = createSpacer(10);
+    expect(spacer.wait(0)).toBe(0);
+    // A platform that has not answered the probe gets no second call (so a lost answer leaves one call in doubt)…
+    for (const now of [100, 500, 999]) expect(spacer.wait(now)).toBeGreaterThan(0);
+    // …until it answers: the next call leaves then.
+    spacer.answered(0, 300);
+    expect(spacer.wait(300)).toBe(0);
+    // One that never answers holds the rest a window at most.
+    const silent = createSpacer(10);
+    expect(silent.wait(0)).toBe(0);
+    expect(silent.wait(999)).toBeGreaterThan(0);
+    expect(silent.wait(1_000)).toBe(0);
   });
 });

@@ -1,18 +1,9 @@
 /**
- * Runs in Node before the workerd project: starts the loopback test upstream (in front of
- * the emulator when it is available) and hands its address to the Worker as TEST_UPSTREAM.
+ * Runs in Node around the workerd project: when the run ends, closes the platform stand-ins the
+ * project's files were given (upstreams.ts; one per file, started as each file's worker starts).
  */
-import type { TestProject } from 'vitest/node';
-import { startUpstreamStack } from '../relay/support/stack.js';
+import { closeUpstreams } from './upstreams.js';
 
-declare module 'vitest' {
-  export interface ProvidedContext {
-    upstreamUrl: string;
-  }
-}
-
-export default async function setup(project: TestProject) {
-  const stack = await startUpstreamStack();
-  project.provide('upstreamUrl', stack.url);
-  return () => stack.close();
+export default function setup() {
+  return closeUpstreams;
 }

@@ -23,7 +23,10 @@ function connect(name: string) {
     dropDead: (seqs) => stub().dropDead(seqs && [...seqs]),
     stats: () => stub().stats(),
   };
-  const pacer = (rate: number): Pacer => ({ take: (now, priority) => stub().take(rate, now, priority), hold: (until) => stub().hold(rate, until) });
+  const pacer = (rate: number, catchUpMs?: number): Pacer => ({
+    take: (now, priority) => stub().take(rate, now, priority, catchUpMs),
+    hold: (until) => stub().hold(rate, until),
+  });
   return { outbox, pacer, close: async () => {}, stub };
 }
 

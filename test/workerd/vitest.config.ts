@@ -1,18 +1,25 @@
 /**
  * The workerd project: the relay's Worker entry (src/relay/cloudflare.ts) runs inside workerd
- * via @cloudflare/vitest-plugin with a real Durable Object (SQLite), against a loopback
- * upstream started in Node (global-setup.ts).
+ * via @cloudflare/vitest-plugin with real Durable Objects (SQLite), against a loopback upstream
+ * started in Node. Each file runs in a worker of its own, whose Miniflare has its own Durable
+ * Objects (in memory), and gets its own upstream (upstreams.ts): the files share nothing, so they
+ * run side by side in the suite's pool like any other file.
  */
 import { fileURLToPath } from 'node:url';
 import { cloudflareTest } from '@cloudflare/vitest-plugin';
 import { defineProject } from 'vitest/config';
+import { startFileUpstream } from './upstreams.js';
 
 export default defineProject({
   plugins: [
-    cloudflareTest(({ inject }) => ({
-      wrangler: { configPath: fileURLToPath(new URL('./wrangler.toml', import.meta.url)) },
-      miniflare: { bindings: { TEST_UPSTREAM: inject('upstreamUrl'), CDP_BASE_URL: inject('upstreamUrl') } },
-    })),
+    // Called as each file's worker starts (one Miniflare per file).
+    cloudflareTest(async () => {
+      const upstreamUrl = await startFileUpstream();
+      return {
+        wrangler: { configPath: fileURLToPath(new URL('./wrangler.toml', import.meta.url)) },
+        miniflare: { bindings: { TEST_UPSTREAM: upstreamUrl, CDP_BASE_URL: upstreamUrl } },
+      };
+    }),
   ],
   test: {
     name: 'workerd',
@@ -20,10 +27,6 @@ export default defineProject({
     include: ['test/workerd/**/*.test.ts'],
     globalSetup: [fileURLToPath(new URL('./global-setup.ts', import.meta.url))],
     setupFiles: [fileURLToPath(new URL('./setup.ts', import.meta.url))],
-    // One file at a time: every file shares the loopback platform (its recorded calls, its scripted
-    // faults) and the deployment's outbox objects, as one deployed Worker would.
-    fileParallelism: false,
-    maxWorkers: 1,
     testTimeout: 30_000,
     hookTimeout: 30_000,
   },

@@ -4,7 +4,7 @@
  * after?, before?, attributes?: {<attribute field ID>: value}}}`. `has_occurred` = some event
  * meets the conditions; `has_not_occurred` = none does; `first`/`last` = the first/last event does.
  */
-import type { ActivityEvent } from '../store.js';
+import type { ActivityEvent } from '../records.js';
 import type { OperatorBuilder } from './types.js';
 import { badValue, fieldOf } from './util.js';
 

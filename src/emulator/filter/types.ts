@@ -1,5 +1,5 @@
 /** What a compiled filter reads from a record, so one engine serves people and organizations. */
-import type { ActivityEvent, Membership } from '../store.js';
+import type { ActivityEvent, Membership } from '../records.js';
 
 export type Predicate<R> = (record: R) => boolean;
 

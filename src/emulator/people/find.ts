@@ -4,7 +4,8 @@
  * @module
  */
 import { DEFAULT_PERSON_MERGE_BY } from '../../api/index.js';
-import type { Person, Store } from '../store.js';
+import type { Store } from '../store.js';
+import type { Person } from '../records.js';
 
 export interface FindRules {
   /** the fields that identify a person; the defaults are the unique identifiers email then ei */

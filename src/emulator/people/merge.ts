@@ -9,7 +9,8 @@ import { fail } from '../errors.js';
 import { checkRecordFields, isMultiSelect } from '../fields.js';
 import { resolveLocation } from '../location.js';
 import type { ResolvedOptions } from '../options.js';
-import type { Person, Store } from '../store.js';
+import type { Store } from '../store.js';
+import type { Person } from '../records.js';
 import { applyFields, type MergeStrategy } from '../write.js';
 import { findPerson, suppliedKeys, type FindRules } from './find.js';
 

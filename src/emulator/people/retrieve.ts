@@ -8,7 +8,8 @@ import { PERSON_FILTER_OPERATORS, type ResponseMap } from '../../api/index.js';
 import { compileFilter } from '../filter/index.js';
 import { pageOf } from '../paging.js';
 import { sortBy } from '../sort.js';
-import type { Membership, Person, Store } from '../store.js';
+import type { Store } from '../store.js';
+import type { Membership, Person } from '../records.js';
 import { personEnv, personValue, projectPerson } from './view.js';
 
 interface Cache {

@@ -5,7 +5,8 @@
  */
 import type { FilterEnv } from '../filter/index.js';
 import { cityPoint } from '../location.js';
-import type { Person, Store } from '../store.js';
+import type { Store } from '../store.js';
+import type { Person } from '../records.js';
 
 const GEO_FROM_LOCATION: Record<string, 'city_name' | 'region_name' | 'country_name'> = {
   'geo::city': 'city_name',

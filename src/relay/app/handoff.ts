@@ -47,6 +47,7 @@ export function chooseHandoff(choice: HandoffChoice): { handoff: Handoff; outbox
     waitMs: config.deliveryWaitMs,
     leaseMs: config.deliveryLeaseMs,
     leadTtlMs: config.deliveryLeadMs,
+    retryMs: config.deliveryRetryMs,
     callTimeoutMs: Math.max(500, Math.min(10_000, config.budgetMs)),
     rate: config.platformRate,
     ambiguous: config.ambiguous,

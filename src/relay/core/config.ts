@@ -58,6 +58,8 @@ export interface RelayConfig {
   deliveryLeaseMs: number;
   /** `RELAY_DELIVERY_LEAD_MS`: the lifetime of the deliverer's lead lock; a standby takes over this long after the leader died @default 5000 */
   deliveryLeadMs: number;
+  /** `RELAY_DELIVERY_RETRY_MS`: how long an entry the platform did not apply (503, unreachable) waits before it goes again @default 5000 */
+  deliveryRetryMs: number;
   /**
    * `RELAY_AMBIGUOUS`: what happens to `activities/create` entries whose call may or may not have
    * been applied: `hold` (dead-letter list, reason `ambiguous`: never a duplicate) or `resend`
@@ -226,6 +228,7 @@ export function parseConfig(env: Env): RelayConfig {
     // A lease keeps 2 s to settle and starts no call with less than 1 s left.
     deliveryLeaseMs: atLeast(env, 'RELAY_DELIVERY_LEASE_MS', 30_000, 3_500),
     deliveryLeadMs: atLeast(env, 'RELAY_DELIVERY_LEAD_MS', 5_000, 500),
+    deliveryRetryMs: atLeast(env, 'RELAY_DELIVERY_RETRY_MS', 5_000, 100),
     ambiguous: ambiguousPolicy(env),
     outboxLimits: outboxLimits(env),
     logLevel: logLevel(env),

@@ -1,7 +1,7 @@
 /**
  * Leased entries into platform calls: `person/merge` calls first (many people in one call, one
- * call per merge strategy and `merge_by`), then `activities/create` calls, each of at most 100
- * entries and 2 MB. Each entry is serialised once; a call's body is the envelope around them.
+ * call per merge strategy and `merge_by`, one person's merges in accepted order across calls),
+ * then `activities/create` calls, each of at most 100 entries and 2 MB. Each entry is serialised once; a call's body is the envelope around them.
  * @module
  */
 import { LIMITS } from '../../api/index.js';
@@ -40,42 +40,54 @@ export function bodyOf(call: Pick<Call, 'endpoint' | 'envelope' | 'texts'>): str
 }
 
 /**
- * Groups `leased` (oldest first) into calls, merges before activities, each group in the order
- * its entries were accepted. `mergeBy` gives a site's `merge_by`.
+ * The people a merge names, as `merge_by` field and value (and its browser): two merges sharing
+ * one are taken to be of one person and must apply in the order they were accepted.
+ */
+function peopleOf(entry: Leased, mergeBy: readonly string[]): string[] {
+  const fields = (entry.entry['fields'] ?? {}) as Record<string, unknown>;
+  const named = mergeBy.filter((field) => typeof fields[field] === 'string' && fields[field] !== '').map((field) => `${field}\u0000${fields[field] as string}`);
+  return [...named, `browser\u0000${entry.site}\u0000${entry.browser}`];
+}
+
+/**
+ * Groups `leased` (oldest first) into calls, merges before activities, each call's entries in the
+ * order they were accepted. `mergeBy` gives a site's `merge_by`. A call holds one kind and one
+ * `merge_by`; merge calls go one at a time in the order given here, and a merge never goes in a
+ * call before one holding an earlier merge of its person (a verified and an unverified identify
+ * of one person, strategies 2 and 3, apply in accepted order).
  */
 export function planCalls(leased: readonly Leased[], mergeBy: (site: string) => readonly string[], maxEntries = LIMITS.itemsPerRequest): Call[] {
-  const groups = new Map<string, { endpoint: CallEndpoint; envelope: Record<string, unknown>; entries: Leased[]; texts: string[] }>();
+  const merges: (Call & { key: string; bytes: number })[] = [];
+  const activities = new Map<string, (Call & { key: string; bytes: number })[]>();
+  /** per person: the index in `merges` of the last call holding one of its merges */
+  const lastCallOf = new Map<string, number>();
+  const fits = (call: { entries: Leased[]; bytes: number }, size: number) =>
+    call.entries.length < maxEntries && call.bytes + size <= LIMITS.payloadBytes - ENVELOPE_BYTES;
   for (const entry of leased) {
     const by = mergeBy(entry.site);
     const key = `${entry.kind}\u0000${by.join(',')}`;
-    let group = groups.get(key);
-    if (group === undefined) {
-      // `merge` may change the person (strategy 2); `merge-create` never changes an existing one (3).
-      group = { ...platformCall(entry.kind, by), entries: [], texts: [] };
-      groups.set(key, group);
+    const text = JSON.stringify(entry.entry);
+    const size = utf8Length(text) + 1;
+    // `merge` may change the person (strategy 2); `merge-create` never changes an existing one (3).
+    const open = () => ({ ...platformCall(entry.kind, by), key, bytes: 0, entries: [], texts: [] });
+    let call: Call & { key: string; bytes: number };
+    if (entry.kind === 'activity') {
+      const calls = activities.get(key) ?? activities.set(key, []).get(key)!;
+      call = calls.at(-1) !== undefined && fits(calls.at(-1)!, size) ? calls.at(-1)! : calls[calls.push(open()) - 1]!;
+    } else {
+      // The first call of its kind at or after the last one holding a merge of its person.
+      const people = peopleOf(entry, by);
+      const from = Math.max(0, ...people.map((person) => lastCallOf.get(person) ?? 0));
+      let index = merges.findIndex((candidate, i) => i >= from && candidate.key === key && fits(candidate, size));
+      if (index < 0) index = merges.push(open()) - 1;
+      call = merges[index]!;
+      for (const person of people) lastCallOf.set(person, index);
     }
-    group.entries.push(entry);
-    group.texts.push(JSON.stringify(entry.entry));
+    call.entries.push(entry);
+    call.texts.push(text);
+    call.bytes += size;
   }
-  const calls: Call[] = [];
-  const ordered = [...groups.values()].sort((a, b) => (a.endpoint === b.endpoint ? 0 : a.endpoint === 'person/merge' ? -1 : 1));
-  for (const group of ordered) {
-    let call: Call | undefined;
-    let bytes = 0;
-    group.entries.forEach((entry, index) => {
-      const text = group.texts[index]!;
-      const size = utf8Length(text) + 1;
-      if (call === undefined || call.entries.length >= maxEntries || bytes + size > LIMITS.payloadBytes - ENVELOPE_BYTES) {
-        call = { endpoint: group.endpoint, envelope: group.envelope, entries: [], texts: [] };
-        calls.push(call);
-        bytes = 0;
-      }
-      call.entries.push(entry);
-      call.texts.push(text);
-      bytes += size;
-    });
-  }
-  return calls;
+  return [...merges, ...[...activities.values()].flat()].map(({ endpoint, envelope, entries, texts }) => ({ endpoint, envelope, entries, texts }));
 }
 
 /** The call cut into consecutive parts of at most `size` entries each. */

@@ -19,7 +19,6 @@ import { createFiller } from './fill.js';
 import { createLead } from './lead.js';
 import { describe } from './report.js';
 import { deliverRound } from './round.js';
-import { createWaits } from './waits.js';
 import { createSpacer } from './spacer.js';
 import { DEFAULT_PLATFORM_RATE } from '../state/pace.js';
 
@@ -59,7 +58,6 @@ export function createDeliverer(options: DelivererOptions): Deliverer {
   let rounds = 0;
   const filler = createFiller(options.waitMs, () => stopping);
   const lead = createLead({ outbox, owner, clock, ttlMs: leadTtlMs, log });
-  const waits = createWaits();
   const spacer = createSpacer(options.rate ?? DEFAULT_PLATFORM_RATE);
 
   async function loop(): Promise<void> {
@@ -79,7 +77,6 @@ export function createDeliverer(options: DelivererOptions): Deliverer {
           ...options,
           owner,
           lead,
-          waits,
           spacer,
           deadline: Number.POSITIVE_INFINITY,
           stopped: () => stopping,

@@ -15,8 +15,8 @@ import type { Leased, Outbox, Pacer, Settlement } from '../state/outbox.js';
 import type { AmbiguousPolicy } from '../core/config.js';
 import { createReporter, type Report } from './report.js';
 import { createSpacer, type Spacer } from './spacer.js';
-import { createWaits, type Waits } from './waits.js';
 import { DEFAULT_PLATFORM_RATE } from '../state/pace.js';
+import { RETRY_MS } from './verdict.js';
 
 export interface EngineOptions {
   outbox: Outbox;
@@ -32,6 +32,8 @@ export interface EngineOptions {
   leaseMs?: number;
   /** the longest one platform call may take @default 10 000 ms */
   callTimeoutMs?: number;
+  /** how long an entry the platform did not apply (503, unreachable) waits before it goes again; a 429 says its own wait @default 5 000 ms */
+  retryMs?: number;
   /** entries leased at once: calls' worth, so merges and activities both fill @default 1000 */
   leaseSize?: number;
   /** platform calls in flight at once, each in its own pacer slot @default 4 */
@@ -62,8 +64,6 @@ export interface RoundOptions extends EngineOptions {
   stopped?: (() => boolean) | undefined;
   /** waits `ms` of real time, or less when woken (a stop) @default a timer */
   nap?: ((ms: number) => Promise<void>) | undefined;
-  /** the browsers whose tracks wait for their identify; keep one across rounds @default a new one per round */
-  waits?: Waits | undefined;
   /** spaces calls by the time they leave; keep one across rounds @default a new one per round, at `rate` */
   spacer?: Spacer | undefined;
 }
@@ -73,6 +73,7 @@ export interface Engine {
   options: RoundOptions;
   leaseMs: number;
   callTimeoutMs: number;
+  retryMs: number;
   leaseSize: number;
   maxInFlight: number;
   mergeBy(site: string): readonly string[];
@@ -80,8 +81,6 @@ export interface Engine {
   nap(ms: number): Promise<void>;
   /** platform calls in flight, over every lease of the round */
   flights: Set<Promise<void>>;
-  /** the browsers whose tracks wait for their identify */
-  waits: Waits;
   spacer: Spacer;
   log(line: Record<string, unknown>): void;
   report: Report;
@@ -106,13 +105,13 @@ export function createEngine(options: RoundOptions): Engine {
     options,
     leaseMs: options.leaseMs ?? 30_000,
     callTimeoutMs: options.callTimeoutMs ?? 10_000,
+    retryMs: options.retryMs ?? RETRY_MS,
     leaseSize: options.leaseSize ?? 1_000,
     maxInFlight,
     mergeBy: (site) => sites.get(site)?.mergeBy ?? ['str::email', 'str::ei'],
     stopped: () => options.stopped?.() ?? false,
     nap: options.nap ?? timerNap,
     flights: new Set(),
-    waits: options.waits ?? createWaits(),
     spacer: options.spacer ?? createSpacer(options.rate ?? DEFAULT_PLATFORM_RATE),
     log,
     report: createReporter({ clock, sites, onDelivery: options.onDelivery, log }),

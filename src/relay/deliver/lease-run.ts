@@ -1,8 +1,10 @@
 /**
  * Delivering one lease: entries a dead deliverer may have sent are held (activities) or sent again
  * (merges) by the ambiguous-call policy; the rest are planned into calls, merges first and all
- * answered, then the activities, so a track never goes before its browser's identify. What is not
- * sent goes back to the outbox at the end of the lease.
+ * answered (one call at a time, so no merge of the next lease overlaps them), then the activities.
+ * No activity here has an identify before it still to deliver: the outbox does not lease a track
+ * while its browser has an earlier merge in it. What is not sent goes back to the outbox at the
+ * end of the lease.
  * @module
  */
 import { planCalls } from './batch.js';
@@ -37,29 +39,20 @@ export async function deliverLease(engine: Engine, lease: string, leased: readon
   const sent = new Set(calls.flatMap((call) => call.entries.map((entry) => entry.seq)));
   const unplanned = going.filter((entry) => !sent.has(entry.seq));
 
-  const state: LeaseRun = { lease, expires, released: [...unplanned], releaseAt: clock.now(), waiting: [], stopAt: undefined };
-  /** Merges going back unsent hold their browsers' tracks, in this lease and later ones. */
-  const holdReleasedMerges = () => {
-    for (const entry of state.released) if (entry.kind !== 'activity') engine.waits.hold(entry, state.releaseAt, state.releaseAt + engine.leaseMs);
-  };
+  const state: LeaseRun = { lease, expires, released: [...unplanned], releaseAt: clock.now(), stopAt: undefined };
   try {
     await runCalls(
       engine,
       calls.filter((call) => call.endpoint === 'person/merge'),
       state,
     );
-    holdReleasedMerges();
     await runCalls(
       engine,
       calls.filter((call) => call.endpoint === 'activities/create'),
       state,
       started,
     );
-    holdReleasedMerges();
-    const released = [
-      ...state.released.map((entry) => ({ seq: entry.seq, notBefore: state.releaseAt })),
-      ...state.waiting.map(({ entry, notBefore }) => ({ seq: entry.seq, notBefore })),
-    ];
+    const released = state.released.map((entry) => ({ seq: entry.seq, notBefore: state.releaseAt }));
     if (released.length > 0) await engine.settle(lease, { delivered: [], released, dead: [] });
   } finally {
     started();

@@ -68,7 +68,9 @@ export async function deliverRound(options: RoundOptions): Promise<RoundResult> 
       active.add(run);
       await Promise.race([allStarted, run]);
       // A partial lease: the outbox had no more; wait for more (Node) or end the round (an alarm).
-      if (leased.length < engine.leaseSize && !(options.refill && (await options.refill()))) break;
+      // Its merges are settled by now: the tracks they held (identify before track) may go at once.
+      const freed = leased.some((entry) => entry.kind !== 'activity');
+      if (leased.length < engine.leaseSize && !freed && !(options.refill && (await options.refill()))) break;
     }
   } finally {
     await Promise.allSettled([...active]);

@@ -18,7 +18,7 @@ import { judge } from './verdict.js';
 
 /** Time kept free at the end of a lease to settle after the call's timeout. */
 export const SETTLE_MARGIN_MS = 2_000;
-/** A call is not started with less time than this left on its lease. */
+/** A call is not started with less time than this left on its lease (or than its whole timeout, when shorter). */
 const MIN_CALL_MS = 1_000;
 /** What the lead must outlast a call by: the `sending` write and the connection before it leaves. */
 const SEND_MARGIN_MS = 1_000;
@@ -31,8 +31,6 @@ export interface LeaseRun {
   /** entries going back to the outbox at the end of the lease, not before `releaseAt` */
   released: Leased[];
   releaseAt: number;
-  /** tracks going back to wait for their browser's identify, each until its merge may go */
-  waiting: { entry: Leased; notBefore: number }[];
   /** set once the platform asked to wait (or the lease runs short, the lead is lost): no further call starts */
   stopAt: { notBefore: number } | undefined;
 }
@@ -77,16 +75,6 @@ export async function runCalls(engine: Engine, calls: readonly Call[], state: Le
       }
       const { call: planned, depth } = queue.shift()!;
       let call = planned;
-      if (call.endpoint === 'activities/create') {
-        // Tracks wait while their browser's identify was not delivered, in this lease or an earlier one.
-        const now = clock.now();
-        const waits = new Map(call.entries.map((entry) => [entry, engine.waits.waitFor(entry, now)]));
-        if ([...waits.values()].some((wait) => wait > 0)) {
-          for (const [entry, notBefore] of waits) if (notBefore > 0) state.waiting.push({ entry, notBefore });
-          call = only(call, (entry) => waits.get(entry) === 0);
-          if (call.entries.length === 0) continue;
-        }
-      }
       const timeout = () => Math.min(engine.callTimeoutMs, state.expires - clock.now() - SETTLE_MARGIN_MS);
       if (state.stopAt === undefined && (engine.stopped() || clock.now() >= engine.options.deadline)) stop(state, clock.now());
       if (state.stopAt === undefined && lead && !(await lead.cover(clock.now() + MAX_PACER_WAIT_MS + timeout() + SEND_MARGIN_MS))) {
@@ -100,7 +88,7 @@ export async function runCalls(engine: Engine, calls: readonly Call[], state: Le
       // A slot of the deployment's budget; a long wait (a 429 hold) sends the entries back instead.
       const slot = await takeSlot(engine);
       const timeoutMs = timeout();
-      if (slot !== 0 || timeoutMs < MIN_CALL_MS || engine.stopped() || state.stopAt !== undefined) {
+      if (slot !== 0 || timeoutMs < Math.min(MIN_CALL_MS, engine.callTimeoutMs) || engine.stopped() || state.stopAt !== undefined) {
         stop(state, clock.now() + Math.max(slot, 0));
         state.released.push(...call.entries);
         continue;
@@ -155,13 +143,12 @@ async function sendAndSettle(engine: Engine, call: Call, depth: number, timeoutM
   if (lead && !(await lead.cover(clock.now() + timeoutMs + SEND_MARGIN_MS))) {
     log(engine, 'lead_lost', call.entries.length);
     stop(state, clock.now());
-    if (call.endpoint === 'person/merge') for (const entry of call.entries) engine.waits.hold(entry, clock.now(), clock.now() + engine.leaseMs);
     await engine.settle(state.lease, { delivered: [], released: call.entries.map((entry) => ({ seq: entry.seq, notBefore: clock.now() })), dead: [] });
     return;
   }
   const outcome = await callOnce(upstream, call.endpoint, bodyOf(call), { timeoutMs, paced: true });
   engine.spacer.answered(left, clock.now());
-  const verdict = judge(call, outcome, depth < MAX_SPLIT_DEPTH, clock.now());
+  const verdict = judge(call, outcome, depth < MAX_SPLIT_DEPTH, clock.now(), engine.retryMs);
   const called = { endpoint: call.endpoint, status: outcome.status, called: true };
   if (verdict.split) {
     // Refused as a whole without per-entry details: its parts go as ordinary calls, first in line.
@@ -169,10 +156,6 @@ async function sendAndSettle(engine: Engine, call: Call, depth: number, timeoutM
     engine.options.onCutCall?.([...new Set(call.entries.map((entry) => entry.site))]);
     engine.report({ ...called, delivered: [], dead: [], released: [], ambiguous: [], held: false });
     return;
-  }
-  if (call.endpoint === 'person/merge') {
-    for (const entry of [...verdict.delivered, ...verdict.dead.map((dead) => dead.entry)]) engine.waits.done(entry);
-    for (const entry of verdict.released) engine.waits.hold(entry, verdict.notBefore, verdict.notBefore + engine.leaseMs);
   }
   // The platform is in trouble (or asked to wait): the rest of the lease goes back, in order.
   if (outcome.kind === 'unapplied' || outcome.kind === 'ambiguous') stop(state, verdict.notBefore);

@@ -1,18 +1,25 @@
 /**
- * Send spacing. Slots are granted `1000 / rate` ms apart, but between the grant and the moment a
- * call leaves come a store write (`sending`) and a connection, which take a different time for each
- * call. The platform counts calls in one-second windows, so a call that leaves early after a late
- * one is the eleventh in a window and draws a 429, which holds the whole deployment. So the
- * {@link Spacer} spaces calls again by the time they leave, right before they go, `1000 / rate` ms
- * apart plus {@link SEND_MARGIN} for what varies after that (the network, the platform's own clock).
+ * Send spacing. The platform counts calls in one-second windows, each opened by the first call
+ * that arrives after the last window ended; one call too many in a window draws a 429, which holds
+ * the whole deployment. Slots are granted by the pacer, but between the grant and the moment a
+ * call leaves come a store write (`sending`) and a connection, which take a different time for
+ * each call. So the {@link Spacer} counts calls by the time they leave, right before they go: at
+ * most `rate` calls in any {@link SPACER_WINDOW_MS} (a second plus {@link SEND_MARGIN}, for what
+ * varies after that: the network, the platform's own clock).
+ *
+ * Counting over a sliding window, not spacing each call from the one before, is what keeps the
+ * rate: a call that leaves late (a timer, a store write, a merge's answer awaited) does not push
+ * every later call back; the calls after it catch up, at most twice the rate, until `rate` calls
+ * have left in the window again.
  * @module
  */
 
-/** Calls leave this much further apart than `1000 / rate`: 2% (20 ms a second at any rate). */
+/** Calls are counted over a window this much longer than the platform's second: 2% (20 ms). */
 export const SEND_MARGIN = 0.02;
-
-/** A timer wakes this late at most, and the schedule is kept (well within the margin). */
-const TIMER_SLACK_MS = 2;
+/** The platform's window. */
+const WINDOW_MS = 1_000;
+/** At most `rate` calls leave in any window of this length. */
+export const SPACER_WINDOW_MS = WINDOW_MS * (1 + SEND_MARGIN);
 
 /** Spaces calls by the time they leave: one per driver, kept across rounds. */
 export interface Spacer {
@@ -24,40 +31,50 @@ export interface Spacer {
 
 /** How often a call waiting for the window's first answer looks again. */
 const OPENER_POLL_MS = 5;
-/** Calls that follow a pause this long open a new platform window. */
-const WINDOW_MS = 1_000;
 
 /**
  * A spacer of `rate` calls a second. The first call after a pause opens the platform's window when
- * it arrives, which may be well after it left (a new connection): the next call waits for its
- * answer (it arrived by then), at most a window, and leaves an interval after that.
+ * it arrives, which may be well after it left (a new connection): it is counted from its answer
+ * (it arrived by then) rather than from when it left, at most a window after it left.
+ *
+ * That first call is also a probe: no other call leaves until it is answered, at most a window.
+ * A platform that has stopped answering (or applies a call and loses the answer) then holds one
+ * call's entries in doubt, not a burst of them.
  */
 export function createSpacer(rate: number): Spacer {
-  const interval = (1000 / rate) * (1 + SEND_MARGIN);
-  let next = 0;
+  if (!(Number.isFinite(rate) && rate > 0)) throw new RangeError(`the spacer's rate must be above 0, got ${rate}`);
+  const budget = Math.max(1, Math.floor(rate));
+  /** calls never leave closer than this: a catch-up runs at twice the rate at most */
+  const minGap = 1000 / rate / 2;
+  /** the last `budget` calls, in the order they left: when each counts from (when it left; an opener, once answered, when it was answered) */
+  const counted: { left: number; at: number; opener: boolean }[] = [];
   let last = Number.NEGATIVE_INFINITY;
-  /** when the call opening a window left, until it is answered */
-  let opener: number | undefined;
+  /** when a call counts from at `now`: an opener not answered yet may still be arriving, at most a window after it left */
+  const from = (call: (typeof counted)[number], now: number) =>
+    call.opener ? (now < call.left + WINDOW_MS ? Number.POSITIVE_INFINITY : call.left + WINDOW_MS) : call.at;
   return {
     wait(now) {
-      if (opener !== undefined) {
-        // Not answered yet: look again shortly; never answered within a window, go on after it.
-        if (now < opener + WINDOW_MS) return Math.max(1, Math.min(OPENER_POLL_MS, Math.ceil(opener + WINDOW_MS + interval - now)));
-        next = Math.max(next, opener + WINDOW_MS + interval);
-        opener = undefined;
+      const gap = Math.ceil(last + minGap - now);
+      if (gap > 0) return gap;
+      const probe = counted.find((call) => call.opener && now < call.left + WINDOW_MS);
+      if (probe !== undefined) return Math.max(1, Math.min(OPENER_POLL_MS, Math.ceil(probe.left + WINDOW_MS - now)));
+      if (counted.length >= budget) {
+        // Fewer than `budget` calls in the window: one of the last `budget` must have left it.
+        const oldest = Math.min(...counted.map((call) => from(call, now)));
+        if (oldest === Number.POSITIVE_INFINITY) return OPENER_POLL_MS;
+        const free = Math.ceil(oldest + SPACER_WINDOW_MS - now);
+        if (free > 0) return free;
       }
-      if (now < next) return Math.ceil(next - now);
-      if (now - last >= WINDOW_MS) opener = now;
-      // A call that waited for its time and woke a little late keeps the schedule, so timers'
-      // lateness does not add up; a later one starts it again from now.
-      next = (now - next < TIMER_SLACK_MS ? next : now) + interval;
+      counted.push({ left: now, at: now, opener: now - last >= WINDOW_MS });
+      if (counted.length > budget) counted.shift();
       last = now;
       return 0;
     },
     answered(left, now) {
-      if (left !== opener) return;
-      opener = undefined;
-      next = Math.max(next, now + interval);
+      const call = counted.find((call) => call.opener && call.left === left);
+      if (call === undefined) return;
+      call.opener = false;
+      call.at = now;
     },
   };
 }

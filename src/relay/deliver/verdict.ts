@@ -9,9 +9,9 @@ import type { Call, CallEndpoint } from './batch.js';
 import type { Leased } from '../state/outbox.js';
 import type { CallOutcome } from './policy.js';
 
-/** A released entry waits this long after a failure that asked no particular wait. */
+/** A released entry waits this long after a failure that asked no particular wait (`RELAY_DELIVERY_RETRY_MS`). */
 export const RETRY_MS = 5_000;
-/** An entry whose outcome is unknown is released (a merge, or an activity under `resend`) for this long. */
+/** An entry whose outcome is unknown is released (a merge, or an activity under `resend`) for this long, or the retry wait when shorter. */
 const AMBIGUOUS_RETRY_MS = 1_000;
 
 /** What a call proved about its entries. */
@@ -56,8 +56,12 @@ export function answersOf(endpoint: CallEndpoint, body: unknown, count: number):
   return Array.isArray(answers) && answers.length === count ? answers : undefined;
 }
 
-/** What `outcome` proves about each entry of `call`, answered at `now`; `canSplit` when a call refused as a whole may still be cut into parts. */
-export function judge(call: Pick<Call, 'endpoint' | 'entries'>, outcome: CallOutcome, canSplit: boolean, now: number): Verdict {
+/**
+ * What `outcome` proves about each entry of `call`, answered at `now`; `canSplit` when a call
+ * refused as a whole may still be cut into parts; `retryMs`: how long an entry not applied waits
+ * when the platform asked no particular wait.
+ */
+export function judge(call: Pick<Call, 'endpoint' | 'entries'>, outcome: CallOutcome, canSplit: boolean, now: number, retryMs = RETRY_MS): Verdict {
   const verdict: Verdict = { delivered: [], dead: [], released: [], ambiguous: [], notBefore: now, split: false };
   if (outcome.kind === 'ok') {
     const answers = answersOf(call.endpoint, outcome.body, call.entries.length);
@@ -81,13 +85,13 @@ export function judge(call: Pick<Call, 'endpoint' | 'entries'>, outcome: CallOut
     }
   } else if (outcome.kind === 'unapplied') {
     verdict.released.push(...call.entries);
-    verdict.notBefore = now + (outcome.holdMs > 0 ? outcome.holdMs : RETRY_MS);
+    verdict.notBefore = now + (outcome.holdMs > 0 ? outcome.holdMs : retryMs);
   } else if (call.endpoint === 'person/merge') {
     verdict.released.push(...call.entries);
-    verdict.notBefore = now + AMBIGUOUS_RETRY_MS;
+    verdict.notBefore = now + Math.min(AMBIGUOUS_RETRY_MS, retryMs);
   } else {
     verdict.ambiguous.push(...call.entries);
-    verdict.notBefore = now + AMBIGUOUS_RETRY_MS;
+    verdict.notBefore = now + Math.min(AMBIGUOUS_RETRY_MS, retryMs);
   }
   return verdict;
 }

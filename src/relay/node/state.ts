@@ -7,6 +7,7 @@
 import type { RelayConfig } from '../core/config.js';
 import { createMemoryLimiter, type RateLimiter } from '../core/limits.js';
 import { createMemoryOutbox, createMemoryPacer } from '../state/memory-outbox.js';
+import { CATCH_UP_MS } from '../state/pace.js';
 import { createMemoryStore } from '../state/memory.js';
 import { createNodeState } from '../state/node.js';
 import type { Outbox, Pacer } from '../state/outbox.js';
@@ -56,7 +57,7 @@ export async function openNodeState(options: NodeStateChoice, config: RelayConfi
     store,
     limiter,
     outbox: options.outbox ?? ('outbox' in state ? state.outbox : createMemoryOutbox()),
-    pacer: options.pacer ?? ('pacer' in state ? state.pacer : createMemoryPacer(config.platformRate)),
+    pacer: options.pacer ?? ('pacer' in state ? state.pacer : createMemoryPacer(config.platformRate, CATCH_UP_MS)),
     description,
     close,
   };

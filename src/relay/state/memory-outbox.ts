@@ -41,6 +41,8 @@ export function createMemoryOutbox(): Outbox {
   // began waiting (one that empties is deleted and comes back at the end): the longest-waiting first.
   const lanes = new Map<string, Map<string, Map<number, Entry>>>();
   const siteCount = new Map<string, number>();
+  // The merges in the outbox (ready, released or leased) by browser: its activities after them wait.
+  const merges = new Map<string, Set<number>>();
   // Insertion order is the order they failed: expiry and cuts drop from the head.
   const dead = new Map<number, DeadLetter>();
   let nextSeq = 1;
@@ -56,6 +58,15 @@ export function createMemoryOutbox(): Outbox {
   };
 
   const laneOf = (item: OutboxItem) => lanes.get(item.site)?.get(item.visitor);
+  const browserOf = (item: OutboxItem) => `${item.site}\u0000${item.browser}`;
+  /**
+   * Whether `entry` waits for an earlier merge of its browser still in the outbox: an activity for
+   * any (identify before track), a merge for one not `taken` in the same lease (merges in order).
+   */
+  const waitsForMerge = (entry: Entry, taken: ReadonlySet<number>) => {
+    for (const seq of merges.get(browserOf(entry.item)) ?? []) if (seq < entry.seq && (entry.item.kind === 'activity' || !taken.has(seq))) return true;
+    return false;
+  };
 
   const addWaiting = (entry: Entry) => {
     const { site, visitor } = entry.item;
@@ -64,6 +75,10 @@ export function createMemoryOutbox(): Outbox {
     lane.set(entry.seq, entry);
     pending.set(entry.seq, entry);
     siteCount.set(site, (siteCount.get(site) ?? 0) + 1);
+    if (entry.item.kind !== 'activity') {
+      const browser = browserOf(entry.item);
+      (merges.get(browser) ?? merges.set(browser, new Set()).get(browser)!).add(entry.seq);
+    }
   };
 
   const removeWaiting = (entry: Entry) => {
@@ -77,6 +92,8 @@ export function createMemoryOutbox(): Outbox {
     const count = (siteCount.get(site) ?? 1) - 1;
     if (count > 0) siteCount.set(site, count);
     else siteCount.delete(site);
+    const browser = merges.get(browserOf(entry.item));
+    if (browser?.delete(entry.seq) && browser.size === 0) merges.delete(browserOf(entry.item));
   };
 
   const trimDead = (now: number, windowMs: number, limit: number) => {
@@ -119,10 +136,15 @@ export function createMemoryOutbox(): Outbox {
     },
 
     async lease(owner, max, now, leaseMs) {
+      const taken = new Set<number>();
       const next = (lane: Map<number, Entry>): Lane<Entry> => {
         const entries = lane.values();
         return () => {
-          for (let step = entries.next(); !step.done; step = entries.next()) if (step.value.availableAt <= now) return step.value;
+          for (let step = entries.next(); !step.done; step = entries.next()) {
+            if (step.value.availableAt > now || waitsForMerge(step.value, taken)) continue;
+            taken.add(step.value.seq);
+            return step.value;
+          }
           return undefined;
         };
       };
@@ -227,12 +249,12 @@ export function createMemoryOutbox(): Outbox {
 }
 
 /** Creates a pacer kept in this process: share the one object between the process's callers. */
-export function createMemoryPacer(rate: number): Pacer {
+export function createMemoryPacer(rate: number, catchUpMs = 0): Pacer {
   const interval = paceInterval(rate);
   const state = { tat: 0, hold: 0 };
   return {
     async take(now, priority) {
-      return pace(state, now, priority, interval);
+      return pace(state, now, priority, interval, catchUpMs);
     },
     async hold(until) {
       state.hold = Math.max(state.hold, until);

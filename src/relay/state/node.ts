@@ -7,7 +7,7 @@
 import { createReadStream, existsSync, readFileSync, renameSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { createMemoryOutbox, createMemoryPacer } from './memory-outbox.js';
-import { DEFAULT_PLATFORM_RATE } from './pace.js';
+import { CATCH_UP_MS, DEFAULT_PLATFORM_RATE } from './pace.js';
 import type { Outbox, OutboxStore, Pacer } from './outbox.js';
 import { createMemoryLimiter, type RateLimiter } from '../core/limits.js';
 import { createMemoryStore } from './memory.js';
@@ -71,7 +71,7 @@ export async function createNodeOutbox(options: Pick<NodeStateOptions, 'stateFil
     const pacers = new Map<number, Pacer>();
     return {
       outbox,
-      pacer: (rate) => pacers.get(rate) ?? pacers.set(rate, createMemoryPacer(rate)).get(rate)!,
+      pacer: (rate, catchUpMs) => pacers.get(rate) ?? pacers.set(rate, createMemoryPacer(rate, catchUpMs)).get(rate)!,
       async close() {},
     };
   }
@@ -89,7 +89,8 @@ export async function createNodeState(options: NodeStateOptions): Promise<NodeSt
     return {
       ...state,
       outbox: outbox.outbox,
-      pacer: outbox.pacer(rate),
+      // One deliverer (the leader) sends through this pacer, past one spacer: it may catch up.
+      pacer: outbox.pacer(rate, CATCH_UP_MS),
       description: outbox.durability === undefined ? state.description : `${state.description} (${outbox.durability})`,
       async close() {
         await Promise.all([state.store.close(), outbox.close()]);

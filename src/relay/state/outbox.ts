@@ -150,8 +150,8 @@ export interface Pacer {
 /** One connection to a durable store (an SQLite file, a Redis client): its outbox and pacers. */
 export interface OutboxStore {
   outbox: Outbox;
-  /** A pacer of `rate` platform calls/s whose budget every process using this store shares. */
-  pacer(rate: number): Pacer;
+  /** A pacer of `rate` platform calls/s whose budget every process using this store shares; `catchUpMs` as in `pace()` (state/pace.ts) @default 0 */
+  pacer(rate: number, catchUpMs?: number): Pacer;
   /** How a commit reaches the disk, read back from the connection (SQLite: `WAL, synchronous=FULL`) */
   durability?: string;
   /** Releases the connection. */

@@ -10,76 +10,47 @@
  *   waiting, likewise; `o:ps` (site n → entries waiting): the limits, read in O(1);
  * - `o:wait` (seqs leased or released until a time, by that time): an entry is ready when it is
  *   not there or its time has come;
+ * - `o:mb` / `o:ab` (seq → browser `<site n>:<browser>`, for merges / activities) and `o:mq:<browser>`
+ *   (the browser's merges in the outbox, by seq): an activity is not leased while its browser has
+ *   a merge before it there (identify before track);
  * - `o:dead` (dead seqs, by seq), `o:deadt` (by the time they failed), `o:ds:<site n>` (one
  *   site's), `o:why` (seq → {reason, status, failed});
  * - `o:lead`: the deliverer's lock; `o:pacer`: the GCRA state {tat, hold};
  * - `o:n` / `o:nc`: the gauge of remembered ids, counted by the second their memory ends.
  * @module
  */
+import { COMMON } from './redis-outbox-entries.js';
 
-/** Helpers every script that moves entries shares. */
-const COMMON = `
-local P = ARGV[1]
-local function siteOf(lane) return string.match(lane, '^(%d+):') end
-local function addWaiting(seq, lane)
-  local s = siteOf(lane)
-  redis.call('HSET', P..'o:lane', seq, lane)
-  redis.call('ZADD', P..'o:q:'..lane, seq, seq)
-  redis.call('ZADD', P..'o:lv:'..s, 'NX', seq, lane)
-  if redis.call('HINCRBY', P..'o:ps', s, 1) == 1 then redis.call('ZADD', P..'o:ls', 'NX', seq, s) end
-  redis.call('HINCRBY', P..'o:meta', 'pending', 1)
-end
-local function removeWaiting(seq)
-  local lane = redis.call('HGET', P..'o:lane', seq)
-  local s = siteOf(lane)
-  redis.call('ZREM', P..'o:wait', seq)
-  redis.call('ZREM', P..'o:q:'..lane, seq)
-  if redis.call('ZCARD', P..'o:q:'..lane) == 0 then redis.call('ZREM', P..'o:lv:'..s, lane) end
-  if redis.call('HINCRBY', P..'o:ps', s, -1) <= 0 then
-    redis.call('HDEL', P..'o:ps', s)
-    redis.call('ZREM', P..'o:ls', s)
-  end
-  redis.call('HINCRBY', P..'o:meta', 'pending', -1)
-  return s
-end
-local function dropDead(seq)
-  local lane = redis.call('HGET', P..'o:lane', seq)
-  redis.call('ZREM', P..'o:dead', seq)
-  redis.call('ZREM', P..'o:deadt', seq)
-  if lane then redis.call('ZREM', P..'o:ds:'..siteOf(lane), seq) end
-  redis.call('HDEL', P..'o:why', seq)
-end
-local function forget(second)
-  local ended = redis.call('ZRANGEBYSCORE', P..'o:n', '-inf', second, 'LIMIT', 0, 100)
-  for _, bucket in ipairs(ended) do
-    redis.call('HINCRBY', P..'o:meta', 'remembered', -tonumber(redis.call('HGET', P..'o:nc', bucket) or '0'))
-    redis.call('HDEL', P..'o:nc', bucket)
-    redis.call('ZREM', P..'o:n', bucket)
-  end
-end`;
+/**
+ * `now` in ms on Redis's clock (`TIME`: Redis 7 replicates effects, so it may precede writes), so every time a
+ * script keeps or compares is on one clock; relays send durations only (a `now` argument is taken if set: `callerTime`).
+ */
+const NOW = (arg: number) => `
+local now = tonumber(ARGV[${arg}])
+if not now then local t = redis.call('TIME') now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) end`;
 
 /**
  * ARGV: prefix, now, window ms, limits (visitor, site, total, dead), dead slice, then per item:
- * site, 16-byte id, visitor, item JSON. Returns per item 1 (accepted), 0 (duplicate) or 2 (full).
+ * site, 16-byte id, visitor, 'm' (a merge) or 'a' (an activity), browser, item JSON. Returns per
+ * item 1 (accepted), 0 (duplicate) or 2 (full).
  */
-export const ACCEPT = `${COMMON}
-local now, window = tonumber(ARGV[2]), tonumber(ARGV[3])
-local capVisitor, capSite, capTotal, capDead, slice = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
+export const ACCEPT = `${COMMON}${NOW(2)}
+local window, capVisitor, capSite, capTotal, capDead, slice = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
 local untilMs = now + window
 local bucket = math.ceil(untilMs / 1000)
 forget(math.floor(now / 1000))
 -- Dead letters whose window ended, then the oldest over the limit: a slice of each, counted.
 local expired = redis.call('ZRANGEBYSCORE', P..'o:deadt', '-inf', now - window, 'LIMIT', 0, slice)
-for _, seq in ipairs(expired) do dropDead(seq); redis.call('HDEL', P..'o:items', seq); redis.call('HDEL', P..'o:lane', seq) end
+for _, seq in ipairs(expired) do dropDead(seq); dropItem(seq) end
 if #expired > 0 then redis.call('HINCRBY', P..'o:meta', 'expired', #expired) end
 local over = math.min(redis.call('ZCARD', P..'o:dead') - capDead, slice)
 if over > 0 then
-  for _, seq in ipairs(redis.call('ZRANGE', P..'o:dead', 0, over - 1)) do dropDead(seq); redis.call('HDEL', P..'o:items', seq); redis.call('HDEL', P..'o:lane', seq) end
+  for _, seq in ipairs(redis.call('ZRANGE', P..'o:dead', 0, over - 1)) do dropDead(seq); dropItem(seq) end
   redis.call('HINCRBY', P..'o:meta', 'cut', over)
 end
 local sites, out, added = {}, {}, 0
 local pending = tonumber(redis.call('HGET', P..'o:meta', 'pending') or '0')
-for i = 9, #ARGV, 4 do
+for i = 9, #ARGV, 6 do
   local site = ARGV[i]
   local n = sites[site]
   if not n then
@@ -99,7 +70,8 @@ for i = 9, #ARGV, 4 do
   else
     redis.call('SET', key, 1, 'PXAT', string.format('%d', untilMs))
     local seq = redis.call('HINCRBY', P..'o:meta', 'seq', 1)
-    redis.call('HSET', P..'o:items', seq, ARGV[i + 3])
+    redis.call('HSET', P..'o:items', seq, ARGV[i + 5])
+    redis.call('HSET', P..(ARGV[i + 3] == 'm' and 'o:mb' or 'o:ab'), seq, n..':'..ARGV[i + 4])
     addWaiting(seq, lane)
     pending = pending + 1
     added = added + 1
@@ -118,8 +90,8 @@ return out`;
  * site (the longest-waiting first), each site's turn going to its lanes in turn, each lane in seq
  * order. Returns {seq, item JSON, attempts} per leased entry, by seq.
  */
-export const LEASE = `
-local P, owner, now, leaseMs, max = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+export const LEASE = `${NOW(3)}
+local P, owner, leaseMs, max = ARGV[1], ARGV[2], tonumber(ARGV[4]), tonumber(ARGV[5])
 local sites = redis.call('ZRANGE', P..'o:ls', 0, max - 1)
 local perSite = math.max(1, math.ceil(2 * max / math.max(1, #sites)))
 local turns = {}
@@ -129,6 +101,16 @@ for _, s in ipairs(sites) do
     lanes[#lanes + 1] = {key = P..'o:q:'..lane, pos = 0, chunk = 4, buf = {}, i = 1}
   end
   if #lanes > 0 then turns[#turns + 1] = {lanes = lanes, next = 1} end
+end
+local chosen = {}
+-- Behind a merge of its browser still in the outbox: an activity behind any (identify before
+-- track), a merge behind one not taken in this lease (a browser's merges in order).
+local function behindMerge(seq)
+  local activity = redis.call('HGET', P..'o:ab', seq)
+  local browser = activity or redis.call('HGET', P..'o:mb', seq)
+  if not browser then return false end
+  local previous = redis.call('ZREVRANGEBYSCORE', P..'o:mq:'..browser, '('..seq, '-inf', 'LIMIT', 0, 1)[1]
+  return previous ~= nil and (activity ~= false or not chosen[previous])
 end
 local function nextOf(lane)
   while true do
@@ -144,7 +126,10 @@ local function nextOf(lane)
     local seq = lane.buf[lane.i]
     lane.i = lane.i + 1
     local till = redis.call('ZSCORE', P..'o:wait', seq)
-    if not till or tonumber(till) <= now then return seq end
+    if (not till or tonumber(till) <= now) and not behindMerge(seq) then
+      chosen[seq] = true
+      return seq
+    end
   end
 end
 local taken = {}
@@ -176,8 +161,8 @@ end
 return out`;
 
 /** ARGV: prefix, owner, now, then seqs. Counts a started send on each under owner's live lease; returns the seqs marked. */
-export const SENDING = `
-local P, owner, now = ARGV[1], ARGV[2], tonumber(ARGV[3])
+export const SENDING = `${NOW(3)}
+local P, owner = ARGV[1], ARGV[2]
 local out = {}
 for i = 4, #ARGV do
   local seq = ARGV[i]
@@ -189,9 +174,9 @@ for i = 4, #ARGV do
 end
 return out`;
 
-/** ARGV: prefix, owner, now, settlement JSON {delivered, released, dead}. Returns how many were skipped. */
-export const SETTLE = `${COMMON}
-local owner, now = ARGV[2], tonumber(ARGV[3])
+/** ARGV: prefix, owner, now, settlement JSON {delivered, released (each `wait` ms from now), dead}, the dead letters' `failed`. Returns how many were skipped. */
+export const SETTLE = `${COMMON}${NOW(3)}
+local owner = ARGV[2]
 local s = cjson.decode(ARGV[4])
 local skipped = 0
 local function take(seq)
@@ -208,13 +193,12 @@ for _, seq in ipairs(s.delivered) do
   seq = take(seq)
   if seq then
     removeWaiting(seq)
-    redis.call('HDEL', P..'o:items', seq)
-    redis.call('HDEL', P..'o:lane', seq)
+    dropItem(seq)
   end
 end
 for _, r in ipairs(s.released) do
   local seq = take(r.seq)
-  if seq then redis.call('ZADD', P..'o:wait', r.notBefore, seq) end
+  if seq then redis.call('ZADD', P..'o:wait', now + r.wait, seq) end
 end
 for _, d in ipairs(s.dead) do
   local seq = take(d.seq)
@@ -223,14 +207,14 @@ for _, d in ipairs(s.dead) do
     redis.call('ZADD', P..'o:dead', seq, seq)
     redis.call('ZADD', P..'o:deadt', now, seq)
     redis.call('ZADD', P..'o:ds:'..site, seq, seq)
-    redis.call('HSET', P..'o:why', seq, cjson.encode({reason = d.reason, status = d.status, failed = now}))
+    redis.call('HSET', P..'o:why', seq, cjson.encode({reason = d.reason, status = d.status, failed = tonumber(ARGV[5])}))
   end
 end
 return skipped`;
 
-/** ARGV: prefix, seqs JSON (or "page": the oldest page), page size, now, drop (1) or retry (0: ready at once). Returns how many. */
+/** ARGV: prefix, seqs JSON (or "page": the oldest page), page size, drop (1) or retry (0: ready at once). Returns how many. */
 export const DEAD = `${COMMON}
-local drop = ARGV[5] == '1'
+local drop = ARGV[4] == '1'
 local seqs = ARGV[2] == 'page' and redis.call('ZRANGE', P..'o:dead', 0, tonumber(ARGV[3]) - 1) or cjson.decode(ARGV[2])
 local count = 0
 for _, seq in ipairs(seqs) do
@@ -240,8 +224,7 @@ for _, seq in ipairs(seqs) do
     local lane = redis.call('HGET', P..'o:lane', seq)
     dropDead(seq)
     if drop then
-      redis.call('HDEL', P..'o:items', seq)
-      redis.call('HDEL', P..'o:lane', seq)
+      dropItem(seq)
     else
       addWaiting(seq, lane)
     end
@@ -265,29 +248,32 @@ end
 return out`;
 
 /** ARGV: prefix, owner, now, ttl ms. Returns 1 when `owner` leads. */
-export const LEAD = `
-local key, owner, now = ARGV[1]..'o:lead', ARGV[2], tonumber(ARGV[3])
+export const LEAD = `${NOW(3)}
+local key, owner = ARGV[1]..'o:lead', ARGV[2]
 local holder = redis.call('GET', key)
 if holder and holder ~= owner and redis.call('PEXPIRETIME', key) > now then return 0 end
 redis.call('SET', key, owner, 'PXAT', string.format('%d', now + tonumber(ARGV[4])))
 return 1`;
 
-/** ARGV: prefix, now, 'proxy' | 'deliver' | 'hold', interval ms (or the hold's end). Returns ms to wait (0 = granted). */
-export const PACE = `
-local key, now, what, x = ARGV[1]..'o:pacer', tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
+/** ARGV: prefix, now, 'proxy' | 'deliver' | 'hold', interval ms (or ms from now to the hold's end), catch-up ms (state/pace.ts). Returns ms to wait (0 = granted). */
+export const PACE = `${NOW(2)}
+local key, what, x = ARGV[1]..'o:pacer', ARGV[3], tonumber(ARGV[4])
+local catchup = tonumber(ARGV[5] or '0')
 local tat = tonumber(redis.call('HGET', key, 'tat') or '0')
 local hold = tonumber(redis.call('HGET', key, 'hold') or '0')
 if what == 'hold' then
-  if x > hold then redis.call('HSET', key, 'hold', string.format('%d', x)) end
+  if now + x > hold then redis.call('HSET', key, 'hold', string.format('%d', now + x)) end
   return 0
 end
 if now < hold then return math.ceil(hold - now) end
 if what == 'deliver' and tat > now then return math.ceil(tat - now) end
-redis.call('HSET', key, 'tat', string.format('%.3f', math.max(tat, now) + x))
+local from = now
+if what == 'deliver' then from = now - catchup end
+redis.call('HSET', key, 'tat', string.format('%.3f', math.max(tat, from) + x))
 return 0`;
 
-/** ARGV: prefix, now. Returns {pending, dead, remembered, expired, cut}: counters, whatever the backlog. */
-export const STATS = `${COMMON}
-forget(math.floor(tonumber(ARGV[2]) / 1000))
+/** ARGV: prefix, shift. Returns {pending, dead, remembered, expired, cut}: counters, whatever the backlog. */
+export const STATS = `${COMMON}${NOW(2)}
+forget(math.floor(now / 1000))
 local function meta(name) return tonumber(redis.call('HGET', P..'o:meta', name) or '0') end
 return {meta('pending'), redis.call('ZCARD', P..'o:dead'), meta('remembered'), meta('expired'), meta('cut')}`;

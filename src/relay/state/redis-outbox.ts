@@ -6,8 +6,10 @@
  * goes in pages of {@link PAGE}.
  *
  * The scripts touch keys built from the prefix, so the outbox needs one Redis, not a cluster.
- * Connecting moves the previous release's remembered ids into `d:` keys, once (redis-upgrade.ts);
- * times arrive on Redis's clock (redis-time.ts), so relays with skewed clocks share one pace.
+ * Connecting moves the previous release's remembered ids into `d:` keys, and indexes the browsers
+ * of entries stored before the index, once each (redis-upgrade.ts).
+ * The scripts keep and compare times on Redis's clock (`TIME`, read inside each script): a relay
+ * sends durations only, so relays whose clocks differ or step share one lock, lease and pace.
  * @module
  */
 import { Buffer } from 'node:buffer';
@@ -18,8 +20,7 @@ import { paceInterval } from './pace.js';
 import { systemClock, type Clock } from '../core/clock.js';
 import { connectRedis, type RedisStateOptions } from './redis.js';
 import { ACCEPT, DEAD, DEAD_LIST, LEAD, LEASE, PACE, SENDING, SETTLE, STATS } from './redis-outbox-lua.js';
-import { onRedisTime, redisTime } from './redis-time.js';
-import { importPreviousIds } from './redis-upgrade.js';
+import { importPreviousIds, indexPreviousBrowsers } from './redis-upgrade.js';
 
 /** Dead letters one script reads or moves at most. */
 const PAGE = 500;
@@ -37,8 +38,18 @@ interface Scripts {
   cdpOutboxStats(...args: Arg[]): Promise<[number, number, number, number, number]>;
 }
 
-/** Connects to `url`; resolves once connected, or rejects naming the address. Times go on Redis's clock, measured against `clock`. */
-export async function createRedisOutbox(url: string, options: RedisStateOptions & { clock?: Clock } = {}): Promise<OutboxStore> {
+export interface RedisOutboxOptions extends RedisStateOptions {
+  /** the clock the callers read their times from: a time a relay sends (a hold's end) travels as how far it is from this clock's now */
+  clock?: Clock;
+  /**
+   * Take the `now` each call is given instead of Redis's `TIME`: only for tests that move time by
+   * hand (the shared outbox suite). Relays never set it.
+   */
+  callerTime?: boolean;
+}
+
+/** Connects to `url`; resolves once connected, or rejects naming the address. */
+export async function createRedisOutbox(url: string, options: RedisOutboxOptions = {}): Promise<OutboxStore> {
   const P = options.prefix ?? 'cdp-edge:';
   const script = (lua: string) => ({ lua, numberOfKeys: 0 });
   const redis = await connectRedis(url, options, {
@@ -53,47 +64,60 @@ export async function createRedisOutbox(url: string, options: RedisStateOptions 
     cdpOutboxStats: script(STATS),
   });
   const run = redis as unknown as Scripts;
-  const [, time] = await Promise.all([importPreviousIds(redis, P), redisTime(redis, options.clock ?? systemClock)]).catch((error: unknown) => {
+  await Promise.all([importPreviousIds(redis, P), indexPreviousBrowsers(redis, P)]).catch((error: unknown) => {
     redis.disconnect();
     throw error;
   });
+  const clock = options.clock ?? systemClock;
   const ms = (time: number) => Math.round(time);
+  /** The `now` a script takes: none (it reads Redis's clock), or the caller's with `callerTime`. */
+  const at = (now: number) => (options.callerTime ? ms(now) : '');
+  /** `time` as ms from the script's now. */
+  const fromNow = (time: number) => ms(time - (options.callerTime ? 0 : clock.now()));
   /** Retries (0) or drops (1) the named dead letters, or all of them a page at a time. */
-  const moveDead = async (seqs: readonly number[] | undefined, now: number, drop: 0 | 1): Promise<number> => {
+  const moveDead = async (seqs: readonly number[] | undefined, drop: 0 | 1): Promise<number> => {
     let count = 0;
     for (let i = 0; seqs === undefined || i < seqs.length; i += PAGE) {
-      const moved = Number(await run.cdpOutboxDead(P, seqs === undefined ? 'page' : JSON.stringify(seqs.slice(i, i + PAGE)), PAGE, ms(now), drop));
+      const moved = Number(await run.cdpOutboxDead(P, seqs === undefined ? 'page' : JSON.stringify(seqs.slice(i, i + PAGE)), PAGE, drop));
       count += moved;
       if (seqs === undefined && moved < PAGE) break;
     }
     return count;
   };
 
-  const store: OutboxStore = {
+  return {
     outbox: {
       async accept(items, now, windowMs, limits = NO_LIMITS) {
         const bounds = [limits.visitor, limits.site, limits.total, limits.dead, DEAD_SLICE].map((bound) => Math.min(bound, Number.MAX_SAFE_INTEGER));
-        const args = items.flatMap((item) => [item.site, Buffer.from(compactId(item.id)), item.visitor, JSON.stringify(item)]);
-        const flags = await run.cdpOutboxAccept(P, ms(now), ms(windowMs), ...bounds, ...args);
+        const args = items.flatMap((item) => [
+          item.site,
+          Buffer.from(compactId(item.id)),
+          item.visitor,
+          item.kind === 'activity' ? 'a' : 'm',
+          item.browser,
+          JSON.stringify(item),
+        ]);
+        const flags = await run.cdpOutboxAccept(P, at(now), ms(windowMs), ...bounds, ...args);
         const pick = (flag: number) => items.filter((_, i) => flags[i] === flag).map((item) => item.id);
         return { accepted: pick(1), duplicate: pick(0), full: pick(2) };
       },
       async lease(owner, max, now, leaseMs) {
         if (max <= 0) return [];
-        const rows = await run.cdpOutboxLease(P, owner, ms(now), ms(leaseMs), Math.floor(max));
+        const rows = await run.cdpOutboxLease(P, owner, at(now), ms(leaseMs), Math.floor(max));
         return rows.map(([seq, item, attempts]): Leased => ({ ...(JSON.parse(item) as OutboxItem), seq: Number(seq), attempts: Number(attempts) }));
       },
       async sending(owner, seqs, now) {
         if (seqs.length === 0) return [];
-        const marked = new Set((await run.cdpOutboxSending(P, owner, ms(now), ...new Set(seqs))).map(Number));
+        const marked = new Set((await run.cdpOutboxSending(P, owner, at(now), ...new Set(seqs))).map(Number));
         return seqs.filter((seq) => marked.delete(seq));
       },
       async settle(owner, { delivered, released, dead }, now) {
-        const skipped = await run.cdpOutboxSettle(P, owner, ms(now), JSON.stringify({ delivered, released, dead }));
+        const waits = released.map(({ seq, notBefore }) => ({ seq, wait: ms(notBefore - now) }));
+        const skipped = await run.cdpOutboxSettle(P, owner, at(now), JSON.stringify({ delivered, released: waits, dead }), ms(now));
         return { skipped: Number(skipped) };
       },
       async lead(owner, now, ttlMs) {
-        return (await run.cdpOutboxLead(P, owner, ms(now), ms(ttlMs))) === 1;
+        return (await run.cdpOutboxLead(P, owner, at(now), ms(ttlMs))) === 1;
       },
       async deadLetters(options = {}) {
         const letters: DeadLetter[] = [];
@@ -112,21 +136,22 @@ export async function createRedisOutbox(url: string, options: RedisStateOptions 
         }
         return letters;
       },
-      retryDead: (seqs, now) => moveDead(seqs, now, 0),
-      dropDead: (seqs) => moveDead(seqs, 0, 1),
+      retryDead: (seqs) => moveDead(seqs, 0),
+      dropDead: (seqs) => moveDead(seqs, 1),
       async stats() {
-        const [pending, dead, remembered, expired, cut] = (await run.cdpOutboxStats(P, Date.now())).map(Number) as [number, number, number, number, number];
+        const counts = (await run.cdpOutboxStats(P, at(clock.now()))).map(Number);
+        const [pending, dead, remembered, expired, cut] = counts as [number, number, number, number, number];
         return { pending, dead, remembered, expired, cut };
       },
     },
-    pacer(rate) {
+    pacer(rate, catchUpMs = 0) {
       const interval = paceInterval(rate);
       return {
         async take(now, priority) {
-          return Number(await run.cdpOutboxPace(P, ms(now), priority, interval));
+          return Number(await run.cdpOutboxPace(P, at(now), priority, interval, catchUpMs));
         },
         async hold(until) {
-          await run.cdpOutboxPace(P, 0, 'hold', ms(until));
+          await run.cdpOutboxPace(P, at(0), 'hold', fromNow(until));
         },
       };
     },
@@ -134,5 +159,4 @@ export async function createRedisOutbox(url: string, options: RedisStateOptions 
       await redis.quit().catch(() => redis.disconnect());
     },
   };
-  return onRedisTime(store, time);
 }

@@ -5,6 +5,10 @@
  * and so does a site's row in `outbox_load`. `since` (ms) orders them: the longest-waiting first.
  * The counts of the whole outbox (`pending`, `dead`, `expired`, `cut`) live in `outbox_count`
  * with `remembered`, so stats never count rows.
+ *
+ * Identify before track is a rule of the lease: `outbox_merges` holds each merge waiting in the
+ * outbox (ready, released or leased) by browser, so an activity whose browser has a merge before
+ * it is passed over, with one index lookup, until that merge is delivered or dead.
  * @module
  */
 import { takeFair, type Lane } from './fair.js';
@@ -23,6 +27,8 @@ export const LANES_SCHEMA = `
   CREATE TABLE IF NOT EXISTS outbox_load (site INTEGER PRIMARY KEY, pending INTEGER NOT NULL, since INTEGER NOT NULL);
   CREATE INDEX IF NOT EXISTS outbox_load_since ON outbox_load (since);
   CREATE INDEX IF NOT EXISTS outbox_dead_failed ON outbox_dead (failed);
+  CREATE TABLE IF NOT EXISTS outbox_merges (seq INTEGER PRIMARY KEY, site INTEGER NOT NULL, browser TEXT NOT NULL);
+  CREATE INDEX IF NOT EXISTS outbox_merges_browser ON outbox_merges (site, browser, seq);
 `;
 
 const SQL = {
@@ -37,7 +43,18 @@ const SQL = {
   addCount: 'INSERT INTO outbox_count (name, value) VALUES (?1, ?2) ON CONFLICT (name) DO UPDATE SET value = value + excluded.value',
   sites: 'SELECT site FROM outbox_load ORDER BY since, site LIMIT ?1',
   lanes: 'SELECT n FROM outbox_lanes WHERE site = ?1 ORDER BY since, n LIMIT ?2',
-  next: 'SELECT seq, available FROM outbox WHERE lane = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3',
+  // Each entry of a lane: whether it is an activity, and the latest merge of its browser before it
+  // in the outbox (NULL: none). A row that is not JSON (a hand edit) is not judged here: reading it
+  // fails the lease, as it must.
+  next: `SELECT seq, available, CASE WHEN json_valid(item) THEN item ->> 'kind' = 'activity' END,
+      CASE WHEN json_valid(item) THEN (SELECT max(m.seq) FROM outbox_merges m WHERE m.site = ?4 AND m.browser = outbox.item ->> 'browser' AND m.seq < outbox.seq) END
+    FROM outbox WHERE lane = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3`,
+  // The merges of entries added after seq ?1 (an accept's), or of every entry (once, for storage written before the table).
+  addMerges: `INSERT OR IGNORE INTO outbox_merges (seq, site, browser) SELECT o.seq, l.site, o.item ->> 'browser' FROM outbox o JOIN outbox_lanes l ON l.n = o.lane
+    WHERE o.seq > ?1 AND CASE WHEN json_valid(o.item) THEN o.item ->> 'kind' <> 'activity' ELSE 0 END`,
+  lastSeq: 'SELECT max(seq) FROM outbox',
+  addMerge: 'INSERT OR IGNORE INTO outbox_merges (seq, site, browser) VALUES (?1, ?2, ?3)',
+  dropMerges: 'DELETE FROM outbox_merges WHERE seq IN (SELECT value FROM json_each(?1))',
   // Files written before lanes: the column and its index, then each waiting entry's lane, once.
   hasLane: 'SELECT lane FROM outbox LIMIT 0',
   addColumn: 'ALTER TABLE outbox ADD COLUMN lane INTEGER',
@@ -64,7 +81,15 @@ export interface Lanes {
    * the outbox is full.
    */
   admit(limits: OutboxLimits, now: number): { take(site: number, visitor: string): number | undefined; byLane: Map<number, number> };
-  /** Up to `max` seqs ready at `now`, in turns by site, then visitor (fair.ts). */
+  /** The seq entries added after this one will be above (for {@link Lanes.addMerges}). */
+  lastSeq(): number;
+  /** Counts the merges among the entries added after seq `after` as waiting in the outbox. */
+  addMerges(after: number): void;
+  /** Counts one merge back in the outbox (a dead letter retried). */
+  addMerge(seq: number, site: number, browser: string): void;
+  /** These entries left the outbox (delivered or dead): those that were merges no longer hold their browser's activities. */
+  dropMerges(seqs: readonly number[]): void;
+  /** Up to `max` seqs ready at `now`, in turns by site, then visitor (fair.ts); never an activity whose browser has a merge before it in the outbox. */
   pick(max: number, now: number): number[];
 }
 
@@ -121,6 +146,13 @@ export async function createLanes(db: SqlPort): Promise<Lanes> {
       db.run(SQL.setCount, 'dead', Number(dead));
     });
   }
+  // Storage written before merges were kept by browser: its waiting merges, once.
+  if (one(SQL.count, 'merges') === undefined) {
+    await db.transaction(() => {
+      db.run(SQL.addMerges, 0);
+      db.run(SQL.setCount, 'merges', 1);
+    });
+  }
   function countOf(name: string): number {
     return Number(one(SQL.count, name)?.[0] ?? 0);
   }
@@ -155,11 +187,26 @@ export async function createLanes(db: SqlPort): Promise<Lanes> {
       };
       return { take, byLane };
     },
+    lastSeq: () => Number(one(SQL.lastSeq)?.[0] ?? 0),
+    addMerges: (after) => void db.run(SQL.addMerges, after),
+    addMerge: (seq, siteN, browser) => void db.run(SQL.addMerge, seq, siteN, browser),
+    dropMerges: (seqs) => void (seqs.length > 0 && db.run(SQL.dropMerges, JSON.stringify(seqs))),
     pick(max, now) {
       const sites = db.query(SQL.sites, max).map(([n]) => Number(n));
       const perSite = Math.max(1, Math.ceil((2 * max) / Math.max(1, sites.length)));
-      const laneOf = (n: number): Lane<number> => {
-        let buffer: number[] = [];
+      const taken = new Set<number>();
+      /**
+       * Ready, and not behind a merge of its browser still in the outbox: an activity waits for any
+       * (identify before track), a merge only for one not taken in this lease (merges in order).
+       */
+      const mayGo = ([seq, available, activity, previous]: Row) => {
+        if (Number(available) > now) return false;
+        if (previous !== null && previous !== undefined && (Number(activity) || !taken.has(Number(previous)))) return false;
+        taken.add(Number(seq));
+        return true;
+      };
+      const laneOf = (siteN: number, n: number): Lane<number> => {
+        let buffer: Row[] = [];
         let after = 0;
         let chunk = 4;
         let done = false;
@@ -167,19 +214,20 @@ export async function createLanes(db: SqlPort): Promise<Lanes> {
           for (;;) {
             if (buffer.length === 0) {
               if (done) return undefined;
-              const rows = db.query(SQL.next, n, after, chunk);
-              done = rows.length < chunk;
-              if (rows.length > 0) after = Number(rows.at(-1)![0]);
-              buffer = rows.filter(([, available]) => Number(available) <= now).map(([seq]) => Number(seq));
+              buffer = db.query(SQL.next, n, after, chunk, siteN);
+              done = buffer.length < chunk;
+              if (buffer.length > 0) after = Number(buffer.at(-1)![0]);
               chunk = Math.min(chunk * 2, max);
               continue;
             }
-            return buffer.shift();
+            // Judged as it is reached, so a merge sees whether the one before it was taken.
+            const row = buffer.shift()!;
+            if (mayGo(row)) return Number(row[0]);
           }
         };
       };
       return takeFair(
-        sites.map((siteN) => db.query(SQL.lanes, siteN, perSite).map(([n]) => laneOf(Number(n)))),
+        sites.map((siteN) => db.query(SQL.lanes, siteN, perSite).map(([n]) => laneOf(siteN, Number(n)))),
         max,
       );
     },

@@ -146,7 +146,11 @@ export async function createSqlOutbox(db: SqlPort): Promise<Omit<OutboxStore, 'c
     }
     change += result.accepted.length;
     if (change !== 0) db.run(SQL.addCount, change);
-    if (added.length > 0) db.run(SQL.add, JSON.stringify(added));
+    if (added.length > 0) {
+      const after = lanes.lastSeq();
+      db.run(SQL.add, JSON.stringify(added));
+      if (result.accepted.length > 0 && items.some((item) => item.kind !== 'activity')) lanes.addMerges(after);
+    }
     lanes.change(room.byLane, now);
     return result;
   };
@@ -168,11 +172,15 @@ export async function createSqlOutbox(db: SqlPort): Promise<Omit<OutboxStore, 'c
   const settleIn = (owner: string, { delivered, released, dead }: Settlement, now: number) => {
     let skipped = 0;
     const gone = new Map<number, number>();
-    const leave = (lane: unknown) => gone.set(Number(lane), (gone.get(Number(lane)) ?? 0) - 1);
+    const left: number[] = [];
+    const leave = (seq: number, lane: unknown) => {
+      gone.set(Number(lane), (gone.get(Number(lane)) ?? 0) - 1);
+      left.push(seq);
+    };
     for (const seq of delivered) {
       const row = one(SQL.deliver, seq, owner);
       if (row === undefined) skipped++;
-      else leave(row[0]);
+      else leave(seq, row[0]);
     }
     for (const { seq, notBefore } of released) if (db.run(SQL.release, seq, owner, notBefore) === 0) skipped++;
     for (const { seq, reason, status } of dead) {
@@ -182,10 +190,11 @@ export async function createSqlOutbox(db: SqlPort): Promise<Omit<OutboxStore, 'c
         continue;
       }
       const item = row[0] as string;
-      leave(row[1]);
+      leave(seq, row[1]);
       db.run(SQL.addDead, seq, (JSON.parse(item) as OutboxItem).site, item, reason, status ?? null, now);
       lanes.addCount('dead', 1);
     }
+    lanes.dropMerges(left);
     lanes.change(gone, now);
     return { skipped };
   };
@@ -195,9 +204,11 @@ export async function createSqlOutbox(db: SqlPort): Promise<Omit<OutboxStore, 'c
       seqs === undefined ? db.query(SQL.retryAllDead) : [...new Set(seqs)].flatMap((seq) => db.query(SQL.retryDead, seq).map((row) => [seq, row[0]]));
     const back = new Map<number, number>();
     for (const [seq, item] of rows) {
-      const { site, visitor } = JSON.parse(item as string) as OutboxItem;
-      const { n } = lanes.lane(lanes.site(site), visitor, now);
+      const { site, visitor, kind, browser } = JSON.parse(item as string) as OutboxItem;
+      const siteN = lanes.site(site);
+      const { n } = lanes.lane(siteN, visitor, now);
       db.run(SQL.restore, seq as number, item as string, now, n);
+      if (kind !== 'activity') lanes.addMerge(Number(seq), siteN, browser);
       back.set(n, (back.get(n) ?? 0) + 1);
     }
     lanes.addCount('dead', -rows.length);
@@ -248,13 +259,13 @@ export async function createSqlOutbox(db: SqlPort): Promise<Omit<OutboxStore, 'c
         };
       },
     },
-    pacer(rate) {
+    pacer(rate, catchUpMs = 0) {
       const interval = paceInterval(rate);
       return {
         take: (now, priority) =>
           db.transaction(() => {
             const state = pacerState();
-            const wait = pace(state, now, priority, interval);
+            const wait = pace(state, now, priority, interval, catchUpMs);
             if (wait === 0) db.run(SQL.setPacer, state.tat, state.hold);
             return wait;
           }),

@@ -94,6 +94,7 @@ export function shardEngine(env: DeliveryEnv, outbox: Outbox, owner: string): En
     ambiguous: config.ambiguous,
     owner,
     callTimeoutMs: CALL_TIMEOUT_MS,
+    retryMs: config.deliveryRetryMs,
     onDelivery: observer?.delivery,
     // What the platform refused after acceptance counts against its visitors (and, for a call
     // refused as a whole, its site), in the refusal buckets every isolate reads.

@@ -131,8 +131,8 @@ export class RelayOutbox extends DurableObject<DeliveryEnv> {
     return this.store.outbox.stats();
   }
   /** This object's own SQL pacer (the conformance suite's; the Worker paces with the key's pacer object). */
-  take(rate: number, now: number, priority: 'proxy' | 'deliver'): Promise<number> {
-    return this.store.pacer(rate).take(now, priority);
+  take(rate: number, now: number, priority: 'proxy' | 'deliver', catchUpMs = 0): Promise<number> {
+    return this.store.pacer(rate, catchUpMs).take(now, priority);
   }
   hold(rate: number, until: number): Promise<void> {
     return this.store.pacer(rate).hold(until);

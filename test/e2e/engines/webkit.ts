@@ -3,7 +3,8 @@
  * MiniBrowser, which needs an X display, so each launch starts its own Xvfb on a free display
  * (`-displayfd`) and WebKitWebDriver on a free port. The client is `webdriver` (WebdriverIO's
  * protocol package), forced to classic WebDriver: WebKitWebDriver speaks no BiDi. Each page is a
- * session of its own, so a new MiniBrowser with an empty, ephemeral profile.
+ * session of its own, so a new MiniBrowser with an empty, ephemeral profile; the session launch()
+ * opens to read the version becomes the first page.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
@@ -104,15 +105,16 @@ export async function launch(): Promise<Engine> {
         'webkitgtk:browserOptions': { binary, args: ['--automation'] },
       } as WebdriverIO.Capabilities,
     });
-  // The version as the driver reports it, from a first session that is closed again.
-  const probe = await newSession();
-  const version = `webkitgtk/${(probe.capabilities as { browserVersion?: string }).browserVersion ?? 'unknown'}`;
-  await probe.deleteSession();
+  // The version as the driver reports it, from a first session: unused, it is the first page's
+  // (a MiniBrowser start is the costly part of a page).
+  let spare: Awaited<ReturnType<typeof newSession>> | undefined = await newSession();
+  const version = `webkitgtk/${(spare.capabilities as { browserVersion?: string }).browserVersion ?? 'unknown'}`;
   return {
     name: 'webkit',
     version,
     async newPage(): Promise<EnginePage> {
-      const client = await newSession();
+      const client = spare ?? (await newSession());
+      spare = undefined;
       await client.setTimeouts(undefined, 60_000, 60_000);
       return {
         goto: (url) => client.navigateTo(url) as Promise<void>,
@@ -126,6 +128,7 @@ export async function launch(): Promise<Engine> {
       };
     },
     async close() {
+      await spare?.deleteSession().catch(() => {});
       driver.process.kill();
       xvfb.process.kill();
     },

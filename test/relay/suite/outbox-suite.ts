@@ -6,12 +6,13 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { Outbox, OutboxItem, Pacer } from '../../../src/relay/state/outbox.js';
+import { outboxOrderCases } from './outbox-order-cases.js';
 
 /** One connection to a store; `another` opens a second one to the same store (another process's view). */
 export interface OutboxHandle {
   outbox: Outbox;
-  /** a pacer of `rate` calls/s on this connection, sharing its budget with every pacer of the store */
-  pacer(rate: number): Pacer;
+  /** a pacer of `rate` calls/s on this connection, sharing its budget with every pacer of the store; `catchUpMs` as in state/pace.ts */
+  pacer(rate: number, catchUpMs?: number): Pacer;
   close(): Promise<void>;
 }
 
@@ -383,6 +384,8 @@ export function outboxSuite(name: string, target: OutboxTarget): void {
         }
       }),
     );
+
+    outboxOrderCases(withStore, item);
   });
 
   describe(`${name} pacer`, () => {
@@ -429,6 +432,34 @@ export function outboxSuite(name: string, target: OutboxTarget): void {
           expect(await deliver.take(now + 599, 'deliver')).toBe(1);
           expect(await deliver.take(now + 600, 'deliver')).toBe(0);
           expect(await deliver.take(now + 600, 'deliver')).toBe(100);
+        } finally {
+          await other.close();
+        }
+      }),
+    );
+
+    it(
+      'lets a deliverer that asks late catch up, at most `catchUpMs` of the schedule; a proxy call starts it again from now',
+      withStore(async ({ pacer, another }) => {
+        const other = await another();
+        try {
+          const deliver = pacer(10, 1_000);
+          const now = Date.now() + 10_000;
+          const grants = async (at: number) => {
+            let granted = 0;
+            while ((await deliver.take(at, 'deliver')) === 0) granted++;
+            return granted;
+          };
+          // Idle for long: the call asked for now and the window's worth of slots missed, then the schedule (100 ms apart) holds.
+          expect(await grants(now)).toBe(11);
+          expect(await deliver.take(now, 'deliver')).toBe(100);
+          // Asked 350 ms late: the slots of the 350 ms missed are granted now, not lost.
+          expect(await grants(now + 450)).toBe(4);
+          expect(await deliver.take(now + 450, 'deliver')).toBe(50);
+          // A proxy call goes first and pushes the schedule on from now: no catching up past it.
+          expect(await other.pacer(10, 1_000).take(now + 2_000, 'proxy')).toBe(0);
+          expect(await grants(now + 2_000)).toBe(0);
+          expect(await deliver.take(now + 2_000, 'deliver')).toBe(100);
         } finally {
           await other.close();
         }

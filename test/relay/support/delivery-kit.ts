@@ -43,35 +43,35 @@ afterAll(() => redis?.close());
 /** The outbox a test's relays share (set per backend below); a relay given its own keeps that. */
 export let backing: { outbox: Outbox; pacer: Pacer } | undefined;
 let opened = 0;
-const BACKENDS: { name: string; open(): Promise<{ outbox: Outbox; pacer: Pacer; close(): Promise<void> }> }[] = [
-  { name: 'memory', open: async () => ({ outbox: createMemoryOutbox(), pacer: createMemoryPacer(10), close: async () => {} }) },
+const BACKENDS: { name: string; open(rate: number): Promise<{ outbox: Outbox; pacer: Pacer; close(): Promise<void> }> }[] = [
+  { name: 'memory', open: async (rate) => ({ outbox: createMemoryOutbox(), pacer: createMemoryPacer(rate), close: async () => {} }) },
   {
     name: 'SQLite',
-    async open() {
+    async open(rate) {
       const store = await createSqliteOutbox(join(mkdtempSync(join(tmpdir(), 'cdp-delivery-')), 'relay-state.db'));
-      return { outbox: store.outbox, pacer: store.pacer(10), close: () => store.close() };
+      return { outbox: store.outbox, pacer: store.pacer(rate), close: () => store.close() };
     },
   },
   ...(withRedis
     ? [
         {
           name: 'Redis',
-          async open() {
+          async open(rate: number) {
             const store = await createRedisOutbox(redis!.url, { prefix: `delivery-${++opened}:` });
-            return { outbox: store.outbox, pacer: store.pacer(10), close: () => store.close() };
+            return { outbox: store.outbox, pacer: store.pacer(rate), close: () => store.close() };
           },
         },
       ]
     : []),
 ];
 
-/** Registers `suite` once per outbox backend, each test on a fresh one. */
-export function onEachBackend(suite: () => void): void {
+/** Registers `suite` once per outbox backend, each test on a fresh one (its pacer at `rate` platform calls a second). */
+export function onEachBackend(suite: () => void, rate = 10): void {
   for (const backend of BACKENDS) {
     describe(`on ${backend.name}`, () => {
       let close: (() => Promise<void>) | undefined;
       beforeEach(async () => {
-        const store = await backend.open();
+        const store = await backend.open(rate);
         backing = { outbox: store.outbox, pacer: store.pacer };
         close = store.close;
       });

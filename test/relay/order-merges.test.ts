@@ -1,0 +1,86 @@
+// Merges of one person, against the real emulator over HTTP taking a while per call, every
+// `person/merge` call recorded from the moment it leaves to its answer: merge calls never overlap
+// (two merges of one person in calls in flight together could apply out of order), and a
+// verified and an unverified identify of one person (merge strategies 2 and 3, so different
+// calls) apply in the order they were accepted.
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { createMemoryOutbox, createMemoryPacer } from '../../src/relay/state/memory-outbox.js';
+import type { Outbox } from '../../src/relay/state/outbox.js';
+import type { RunningEmulator } from '../../src/emulator/index.js';
+import { type RecordedCall, recordingDeliverer, startViewedEmulator, storeItem } from './support/recorded-calls.js';
+
+const KEY = 'order-merges-key';
+const DAY = 24 * 3600_000;
+
+let emulator: RunningEmulator;
+beforeAll(async () => {
+  emulator = await startViewedEmulator(KEY, { latencyMs: 150 });
+});
+afterAll(() => emulator?.close());
+
+/** A deliverer on `outbox` whose every platform call is recorded in `calls`. */
+const deliverer = (outbox: Outbox, calls: RecordedCall[]) =>
+  recordingDeliverer({ by: 'relay', emulator, apiKey: KEY, site: 'pk_m', calls, outbox, pacer: createMemoryPacer(30), rate: 30 });
+
+const identify = (kind: 'merge' | 'merge-create', email: string, fields: Record<string, unknown> = {}) =>
+  storeItem('pk_m', kind, email, `browser-${email}`, fields);
+
+const person = (email: string) => [...emulator.emulator.state.people.values()].find((p) => p.fields['str::email'] === email);
+
+it('never has two merge calls in flight at once, over many identifies of the same and different people, across leases', async () => {
+  const outbox = createMemoryOutbox();
+  const calls: RecordedCall[] = [];
+  const relay = deliverer(outbox, calls);
+  const run = crypto.randomUUID().slice(0, 8);
+  const emails = Array.from({ length: 40 }, (_, n) => `p${n}-${run}@example.com`);
+  try {
+    relay.start();
+    // 600 identifies of 40 people, verified and unverified, in three batches accepted while the first ones go.
+    for (let batch = 0; batch < 3; batch++) {
+      const items = Array.from({ length: 200 }, (_, n) =>
+        identify(n % 3 === 0 ? 'merge-create' : 'merge', emails[(n * 7 + batch) % 40]!, { 'str::last': `b${batch}-${n}` }),
+      );
+      expect((await outbox.accept(items, Date.now(), DAY)).accepted).toHaveLength(200);
+      relay.kick(200);
+      await expect.poll(() => calls.length, { timeout: 10_000 }).toBeGreaterThan(batch);
+    }
+    await relay.drained({ timeoutMs: 20_000 });
+  } finally {
+    await relay.stop();
+  }
+  const merges = calls.filter((call) => call.endpoint === 'person/merge');
+  // Enough calls to overlap if they could: several per lease (two strategies, at most 100 people a call).
+  expect(merges.length).toBeGreaterThanOrEqual(6);
+  expect(merges.flatMap((call) => call.emails)).toHaveLength(600);
+  for (const [i, a] of merges.entries())
+    for (const b of merges.slice(i + 1))
+      expect(a.answered <= b.left || b.answered <= a.left, JSON.stringify([a.left, a.answered, b.left, b.answered])).toBe(true);
+  // The last identify of each person is what the person holds.
+  expect(person(emails[0]!)?.fields['str::last']).toMatch(/^b2-/);
+}, 30_000);
+
+it('applies a verified and an unverified identify of one person in the order they were accepted, though they go in different calls', async () => {
+  const outbox = createMemoryOutbox();
+  const calls: RecordedCall[] = [];
+  const relay = deliverer(outbox, calls);
+  const run = crypto.randomUUID().slice(0, 8);
+  const [quinn, pat] = [`quinn-${run}@example.com`, `pat-${run}@example.com`];
+  try {
+    // Quinn's verified identify first; then Pat's unverified one creates Pat unsubscribed, and
+    // Pat's verified one, which names no subscription, adds a name: Pat stays unsubscribed.
+    const items = [
+      identify('merge', quinn, { 'str::first': 'Quinn' }),
+      identify('merge-create', pat, { 'bol::p': false }),
+      identify('merge', pat, { 'str::first': 'Pat' }),
+    ];
+    expect((await outbox.accept(items, Date.now(), DAY)).accepted).toHaveLength(3);
+    relay.start();
+    await relay.drained({ timeoutMs: 10_000 });
+  } finally {
+    await relay.stop();
+  }
+  const patCalls = calls.filter((call) => call.endpoint === 'person/merge' && call.emails.includes(pat));
+  expect(patCalls).toHaveLength(2);
+  expect(person(pat)?.fields).toMatchObject({ 'str::first': 'Pat', 'bol::p': false });
+  expect(person(quinn)?.fields['str::first']).toBe('Quinn');
+}, 20_000);
