@@ -10,14 +10,16 @@ import InterleavedSequencer from './test/support/sequencer.js';
  *  - workerd:  the relay's Worker entry inside workerd (test/workerd/vitest.config.ts)
  *  - e2e:      real browsers against a real relay + emulator
  *
- * All four share one pool of workers, so the browser files (which mostly wait on pages, timers
- * and the network) run beside the CPU-bound ones instead of after them. Vitest's default is one
- * worker fewer than the cores (1 on a 2-core machine, where everything then ran one file at a
- * time); here it is one per core, at least 2: more than that and files that time their own work
- * (bounded-work, limits) compete for a core. CDP_EDGE_TEST_WORKERS (or `--maxWorkers`) overrides
- * it. The order files start in is test/support/sequencer.ts.
+ * All four share one pool of workers, so the browser and workerd files (which mostly wait on
+ * pages, timers, alarms and the network) run beside the CPU-bound ones instead of after them.
+ * Vitest's default is one worker fewer than the cores (1 on a 2-core machine, where everything
+ * then ran one file at a time); here it is one more than the cores, at least 3: the whole run
+ * keeps less than one of 2 cores busy on average (user + sys against wall time), so a third file
+ * waits beside two busy ones. The files that time their own work run alone after the pool
+ * (TIMED). CDP_EDGE_TEST_WORKERS (or `--maxWorkers`) overrides it. The order files start in is
+ * test/support/sequencer.ts.
  */
-const workers = Number(process.env['CDP_EDGE_TEST_WORKERS']) || Math.max(2, availableParallelism());
+const workers = Number(process.env['CDP_EDGE_TEST_WORKERS']) || Math.max(3, availableParallelism() + 1);
 
 /**
  * Node files whose assertions time the relay's own work against a wall clock (an answer "at once",

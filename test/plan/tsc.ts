@@ -1,13 +1,9 @@
 /**
- * tsc in this process, for the tests that type-check generated types: what `tsc ARGS` reports and
- * its outcome, from the TypeScript API. A file's checks share what they parsed (the lib files, the
- * snippet's sources) from one call to the next, where each `tsc` process parsed it all again.
+ * tsc in this process, for the tests that type-check generated types: what `tsc ARGS` reports,
+ * from the TypeScript API. A test checks all its files in one program (each is its own module),
+ * where a `tsc` process per file parsed and checked the libraries and the snippet's sources again.
  */
 import ts from 'typescript';
-
-/** Parsed files by path, kept while their text is unchanged. */
-const parsed = new Map<string, ts.SourceFile>();
-let previous: ts.Program | undefined;
 
 const formatHost: ts.FormatDiagnosticsHost = {
   getCanonicalFileName: (fileName) => fileName,
@@ -15,22 +11,18 @@ const formatHost: ts.FormatDiagnosticsHost = {
   getNewLine: () => '\n',
 };
 
-/** Type-checks as `tsc ...args` does (flags and files); `code` is 0 when it reports nothing, and `report` is its report, a line per error. */
-export function typecheck(args: string[]): { code: number; report: string } {
+/**
+ * Type-checks as `tsc ...args` does (flags and files). `reportOf(file)` is the part of its report
+ * about `file` (as named in `args`), a line per error; `reported` the files its report is about
+ * (an empty name: about no file, such as the options).
+ */
+export function typecheck(args: string[]): { reportOf(file: string): string; reported: string[] } {
   const { options, fileNames, errors } = ts.parseCommandLine(args);
   if (errors.length > 0) throw new Error(ts.formatDiagnostics(errors, formatHost));
-  const host = ts.createCompilerHost(options);
-  host.getSourceFile = (fileName, languageVersion) => {
-    const text = ts.sys.readFile(fileName);
-    if (text === undefined) return undefined;
-    const known = parsed.get(fileName);
-    if (known?.text === text) return known;
-    const file = ts.createSourceFile(fileName, text, languageVersion);
-    parsed.set(fileName, file);
-    return file;
+  const diagnostics = ts.getPreEmitDiagnostics(ts.createProgram(fileNames, options));
+  const about = (file: string) => diagnostics.filter((diagnostic) => diagnostic.file?.fileName === ts.sys.resolvePath(file));
+  return {
+    reportOf: (file) => ts.formatDiagnostics(about(file), formatHost),
+    reported: [...new Set(diagnostics.map((diagnostic) => diagnostic.file?.fileName ?? ''))],
   };
-  const program = ts.createProgram({ rootNames: fileNames, options, host, ...(previous ? { oldProgram: previous } : {}) });
-  previous = program;
-  const diagnostics = ts.getPreEmitDiagnostics(program);
-  return { code: diagnostics.length > 0 ? 1 : 0, report: ts.formatDiagnostics(diagnostics, formatHost) };
 }

@@ -1,6 +1,7 @@
 // `cdp-edge plan types`: the generated module makes track() and identify() checked by tsc.
 // The fixture's @ts-expect-error lines must each fail (proved twice: tsc passes with the
-// directives, and without them reports an error on exactly those lines); the other lines must pass.
+// directives, and a copy without them has an error on exactly those lines); the other lines must
+// pass. Every usage file is checked in one tsc program (each is its own module), once.
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -106,17 +107,42 @@ const FLAGS = [
   'node',
 ];
 
-/** Type-checks `files` as tsc would; resolves with its outcome and the lines of its report. */
-const typecheck = async (files: string[]) => tsc([...FLAGS, ...files]);
+/** The usage files, each checked against the generated modules. */
+const USAGES = { typed: 'usage.ts', bare: 'usage-bare.ts', loose: 'loose.ts', site: 'site-usage.ts' } as const;
+/** Each usage's lines of the report (its errors), from one check of all of them. */
+let reports: Record<keyof typeof USAGES, string>;
+/** The exit codes of `plan types --site` for a site of the plan, and for one it does not have. */
+let siteCodes: number[];
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'cdp-edge-types-'));
   writeFileSync(join(dir, 'cdp-edge.plan.json'), JSON.stringify(PLAN));
   vi.spyOn(console, 'log').mockImplementation(() => {});
   const code = await main(['plan', 'types', '--plan', join(dir, 'cdp-edge.plan.json'), '--out', join(dir, 'plan.ts'), '--import-from', browser]);
+  const args = ['plan', 'types', '--plan', join(dir, 'cdp-edge.plan.json'), '--import-from', browser, '--site'];
+  siteCodes = [await main([...args, 'pk_shop', '--out', join(dir, 'shop.ts')])];
+  vi.spyOn(console, 'error').mockImplementation(() => {});
+  siteCodes.push(await main([...args, 'pk_nope', '--out', join(dir, 'nope.ts')]));
   vi.restoreAllMocks();
   expect(code).toBe(0);
-});
+  writeFileSync(join(dir, USAGES.typed), TYPED_USAGE);
+  writeFileSync(join(dir, USAGES.bare), bare(TYPED_USAGE));
+  writeFileSync(join(dir, USAGES.loose), LOOSE_USAGE);
+  writeFileSync(join(dir, USAGES.site), SITE_USAGE);
+  const files = Object.values(USAGES).map((name) => join(dir, name));
+  const checked = tsc([...FLAGS, ...files]);
+  const of = (name: string) => checked.reportOf(join(dir, name));
+  reports = { typed: of(USAGES.typed), bare: of(USAGES.bare), loose: of(USAGES.loose), site: of(USAGES.site) };
+  // Nothing else is reported (the options, the generated modules, the snippet's sources).
+  expect(checked.reported.filter((file) => !files.includes(file))).toEqual([]);
+}, 120_000);
+
+/** `usage` without its @ts-expect-error directives (blank lines instead: same line numbers). */
+const bare = (usage: string) =>
+  usage
+    .split('\n')
+    .map((line) => (line === '// @ts-expect-error' ? '' : line))
+    .join('\n');
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 describe('cdp-edge plan types', () => {
@@ -129,45 +155,24 @@ describe('cdp-edge plan types', () => {
     expect(code).toContain('export const typed = ');
   });
 
-  it('compiles correct calls and rejects each kind of mistake', async () => {
-    const usage = join(dir, 'usage.ts');
-    writeFileSync(usage, TYPED_USAGE);
-    const withDirectives = await typecheck([usage]);
-    expect(withDirectives.report).toBe('');
-    expect(withDirectives.code).toBe(0);
-
+  it('compiles correct calls and rejects each kind of mistake', () => {
+    expect(reports.typed).toBe('');
     // Without the directives, tsc must report an error on every line that followed one, and on no other line.
-    const lines = TYPED_USAGE.split('\n');
-    const expected = lines.flatMap((line, index) => (line === '// @ts-expect-error' ? [index + 2] : []));
+    const expected = TYPED_USAGE.split('\n').flatMap((line, index) => (line === '// @ts-expect-error' ? [index + 2] : []));
     expect(expected).toHaveLength(8);
-    writeFileSync(usage, lines.map((line) => (line === '// @ts-expect-error' ? '' : line)).join('\n'));
-    const bare = await typecheck([usage]);
-    expect(bare.code).not.toBe(0);
-    const failing = [...new Set([...bare.report.matchAll(/usage\.ts\((\d+),\d+\): error TS\d+/g)].map((match) => Number(match[1])))];
+    const failing = [...new Set([...reports.bare.matchAll(/usage-bare\.ts\((\d+),\d+\): error TS\d+/g)].map((match) => Number(match[1])))];
     expect(failing).toEqual(expected);
-  }, 120_000);
+  });
 
-  it('leaves createTracker as loose as before when the generated module is not used', async () => {
-    const loose = join(dir, 'loose.ts');
-    writeFileSync(loose, LOOSE_USAGE);
-    const result = await typecheck([loose]);
-    expect(result.report).toBe('');
-    expect(result.code).toBe(0);
-  }, 120_000);
+  it('leaves createTracker as loose as before when the generated module is not used', () => {
+    expect(reports.loose).toBe('');
+  });
 
-  it('--site narrows track() and identify() to what that site may send', async () => {
-    vi.spyOn(console, 'log').mockImplementation(() => {});
-    const args = ['plan', 'types', '--plan', join(dir, 'cdp-edge.plan.json'), '--import-from', browser, '--site'];
-    expect(await main([...args, 'pk_shop', '--out', join(dir, 'shop.ts')])).toBe(0);
-    vi.spyOn(console, 'error').mockImplementation(() => {});
-    expect(await main([...args, 'pk_nope', '--out', join(dir, 'nope.ts')])).toBe(1);
-    vi.restoreAllMocks();
-    const usage = join(dir, 'site-usage.ts');
-    writeFileSync(usage, SITE_USAGE);
-    const result = await typecheck([usage]);
-    expect(result.report).toBe('');
-    expect(result.code).toBe(0);
-  }, 120_000);
+  it('--site narrows track() and identify() to what that site may send', () => {
+    // pk_nope is not a site of the plan: refused.
+    expect(siteCodes).toEqual([0, 1]);
+    expect(reports.site).toBe('');
+  });
 
   it('refuses types without --out', async () => {
     const errors: string[] = [];

@@ -9,6 +9,7 @@ import worker from '../../src/relay/cloudflare.js';
 import type { OutboxItem } from '../../src/relay/state/outbox.js';
 import { upstreamControl } from '../relay/support/control.js';
 import { ORIGIN, track } from '../relay/suite/target.js';
+import { queuedItem, queueSettled } from './target.js';
 
 const upstream = upstreamControl(env['TEST_UPSTREAM'] as string);
 /** The site of test/workerd/wrangler.toml: the queue's consumer runs with that file's vars. */
@@ -50,26 +51,18 @@ async function deliveries(emails: string[]): Promise<Map<string, number>> {
   return counts;
 }
 
-/** Waits (boundedly) until the consumer delivered every email, then a little longer to see any second delivery. */
+/** Waits (boundedly) until the consumer delivered every email, then until nothing queued can still arrive (a second delivery would have). */
 async function settled(emails: string[]): Promise<Map<string, number>> {
-  for (let attempt = 0; attempt < 150; attempt++) {
+  for (let attempt = 0; attempt < 300; attempt++) {
     if ([...(await deliveries(emails)).values()].every((n) => n > 0)) break;
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await new Promise((resolve) => setTimeout(resolve, 50));
   }
-  await new Promise((resolve) => setTimeout(resolve, 2500)); // longer than the consumer's max_batch_timeout
+  await queueSettled(upstream);
   return deliveries(emails);
 }
 
 /** A track as the queue carries it: the outbox item /collect's producer sends. */
-const queued = (item: ReturnType<typeof track>): OutboxItem => ({
-  site: SITE,
-  id: item.id,
-  kind: 'activity',
-  entry: { activity_id: 'act:cm:viewed', fields: item.person as Record<string, unknown> },
-  browser: `b-${item.id}`,
-  visitor: 'v',
-  accepted: Date.now(),
-});
+const queued = (item: ReturnType<typeof track>) => queuedItem(item.id, emailOf(item));
 
 const once = (counts: Map<string, number>) => [...counts.values()].every((n) => n === 1);
 

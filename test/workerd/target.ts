@@ -3,12 +3,12 @@
  * inside workerd with its Durable Object binding and per-test variables. Requests carry what
  * Cloudflare adds: CF-Connecting-IP and request.cf.
  */
-import type { Outbox } from '../../src/relay/state/outbox.js';
+import type { Outbox, OutboxItem } from '../../src/relay/state/outbox.js';
 import { abortAllDurableObjects, createExecutionContext, env } from 'cloudflare:test';
 import worker from '../../src/relay/cloudflare.js';
 import { createShardedOutbox } from '../../src/relay/workers/outbox.js';
 import { DEFAULT_SHARDS } from '../../src/relay/workers/state.js';
-import { upstreamControl } from '../relay/support/control.js';
+import { type UpstreamControl, upstreamControl } from '../relay/support/control.js';
 import { API_KEY, ORIGIN, sites, type PostOptions, type RelayTarget, type RelayUnderTest } from '../relay/suite/target.js';
 
 export const VISITOR_IP = '203.0.113.9';
@@ -75,4 +75,43 @@ export async function drained(outbox: Outbox, timeoutMs = 20_000): Promise<void>
     if (Date.now() > until) throw new Error(`the outbox objects did not drain within ${timeoutMs} ms (${pending} pending)`);
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
+}
+
+/** A track of `email` as the test queue carries it (what /collect's producer sends), for the site of wrangler.toml. */
+export const queuedItem = (id: string, email: string): OutboxItem => ({
+  site: 'pk_queue',
+  id,
+  kind: 'activity',
+  entry: { activity_id: 'act:cm:viewed', fields: { 'str::email': email } },
+  browser: `b-${id}`,
+  visitor: 'v',
+  accepted: Date.now(),
+});
+
+/**
+ * Resolves once nothing queued so far can still reach the platform: a last message with an item
+ * of its own goes into the test queue (the site of wrangler.toml), and once the platform has that
+ * item, every message queued before it was consumed (the queue hands batches to the consumer in
+ * order, one at a time); then the outbox objects drain. A copy still waiting in the queue would
+ * have been delivered by then, which a fixed wait could only hope for.
+ */
+export async function queueSettled(upstream: UpstreamControl, timeoutMs = 20_000): Promise<void> {
+  const id = crypto.randomUUID();
+  const email = `settled-${id}@example.com`;
+  const queue = env['TEST_QUEUE'] as { sendBatch(messages: { body: unknown }[]): Promise<unknown> };
+  await queue.sendBatch([{ body: queuedItem(id, email) }]);
+  const delivered = async () =>
+    (await upstream.received()).some(
+      (call) =>
+        call.path === '/v1/activities/create' &&
+        call.status >= 200 &&
+        call.status < 300 &&
+        (call.body.activities ?? []).some((activity: { fields?: Record<string, unknown> }) => activity.fields?.['str::email'] === email),
+    );
+  const until = Date.now() + timeoutMs;
+  while (!(await delivered())) {
+    if (Date.now() > until) throw new Error(`the queue did not deliver its last message within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  await drained(createShardedOutbox(env['RELAY_OUTBOX'], DEFAULT_SHARDS), timeoutMs);
 }

@@ -5,14 +5,13 @@ import { createExecutionContext, createMessageBatch, env, getQueueResult, SELF }
 import { describe, expect, it, vi } from 'vitest';
 import type { CollectAnswer } from '../../src/api/collect.js';
 import type { RelayErrorBody } from '../../src/api/errors.js';
-import type { OutboxItem } from '../../src/relay/state/outbox.js';
 import worker from '../../src/relay/cloudflare.js';
 import { MISCONFIGURED } from '../../src/relay/core/errors.js';
 import { upstreamControl } from '../relay/support/control.js';
 import { API_KEY, ORIGIN, siteKey, sites, track, identify } from '../relay/suite/target.js';
 import { createShardedOutbox } from '../../src/relay/workers/outbox.js';
 import { DEFAULT_SHARDS } from '../../src/relay/workers/state.js';
-import { CF, CF_CUSTOM, drained, VISITOR_IP } from './target.js';
+import { CF, CF_CUSTOM, drained, queuedItem, queueSettled, VISITOR_IP } from './target.js';
 
 const upstream = upstreamControl(env['TEST_UPSTREAM'] as string);
 const outbox = createShardedOutbox(env['RELAY_OUTBOX'], DEFAULT_SHARDS);
@@ -107,17 +106,6 @@ describe('the Worker entry', () => {
   });
 
   describe('with a queue bound', () => {
-    /** A queued item, as /collect's producer sends it. */
-    const queued = (id: string, email: string): OutboxItem => ({
-      site: 'pk_queue',
-      id,
-      kind: 'activity',
-      entry: { activity_id: 'act:cm:viewed', fields: { 'str::email': email } },
-      browser: `b-${id}`,
-      visitor: 'v',
-      accepted: Date.now(),
-    });
-
     it('answers accepted once the queue holds the items; the consumer puts them into the outbox, which delivers identify first, once', async () => {
       await drained(outbox);
       await upstream.reset();
@@ -128,7 +116,7 @@ describe('the Worker entry', () => {
         { id: t.id, status: 'accepted' },
         { id: i.id, status: 'accepted' },
       ]);
-      // The consumer runs on its own schedule (max_batch_timeout 1 s): wait for it, boundedly.
+      // The consumer runs on its own schedule: wait for it, boundedly.
       let received = await calls();
       for (let attempt = 0; attempt < 100 && received.length < 2; attempt++) {
         await new Promise((resolve) => setTimeout(resolve, 100));
@@ -139,15 +127,18 @@ describe('the Worker entry', () => {
       // A repeat is queued again without a state call; the outbox finds it remembered.
       const again = await post({ RELAY_QUEUE: env['TEST_QUEUE'] }, { key: 'pk_queue', batch: [t] });
       expect(((await again.json()) as CollectAnswer).results[0]!.status).toBe('accepted');
-      await new Promise((resolve) => setTimeout(resolve, 2500)); // longer than max_batch_timeout
-      expect((await calls()).filter((call) => call.path === '/v1/activities/create')).toHaveLength(1);
+      await queueSettled(upstream);
+      const tracks = (await calls()).filter((call) => call.path === '/v1/activities/create');
+      expect(
+        tracks.filter((call) => call.body.activities.some((a: { fields: Record<string, string> }) => a.fields['str::email'] === 'queued@example.com')),
+      ).toHaveLength(1);
     });
 
     it('consumer: a redelivered message is acked, and its item reaches the platform once', async () => {
       await drained(outbox);
       await upstream.reset();
       const id = crypto.randomUUID();
-      const message = { id: `msg-${id}`, timestamp: Date.now(), attempts: 1, body: queued(id, 'redelivered@example.com') };
+      const message = { id: `msg-${id}`, timestamp: Date.now(), attempts: 1, body: queuedItem(id, 'redelivered@example.com') };
       for (const attempt of [1, 2]) {
         const batch = createMessageBatch('relay-test-events', [{ ...message, attempts: attempt }]);
         const ctx = createExecutionContext();
@@ -164,7 +155,7 @@ describe('the Worker entry', () => {
       await upstream.reset();
       await upstream.always({ status: 503 });
       const batch = createMessageBatch('relay-test-events', [
-        { id: 'd1', timestamp: Date.now(), attempts: 1, body: queued(crypto.randomUUID(), 'down@example.com') },
+        { id: 'd1', timestamp: Date.now(), attempts: 1, body: queuedItem(crypto.randomUUID(), 'down@example.com') },
       ]);
       const ctx = createExecutionContext();
       try {

@@ -6,7 +6,8 @@
  * goes in pages of {@link PAGE}.
  *
  * The scripts touch keys built from the prefix, so the outbox needs one Redis, not a cluster.
- * Connecting moves the previous release's remembered ids into `d:` keys, once (redis-upgrade.ts).
+ * Connecting moves the previous release's remembered ids into `d:` keys, and indexes the browsers
+ * of entries stored before the index, once each (redis-upgrade.ts).
  * The scripts keep and compare times on Redis's clock (`TIME`, read inside each script): a relay
  * sends durations only, so relays whose clocks differ or step share one lock, lease and pace.
  * @module
@@ -19,7 +20,7 @@ import { paceInterval } from './pace.js';
 import { systemClock, type Clock } from '../core/clock.js';
 import { connectRedis, type RedisStateOptions } from './redis.js';
 import { ACCEPT, DEAD, DEAD_LIST, LEAD, LEASE, PACE, SENDING, SETTLE, STATS } from './redis-outbox-lua.js';
-import { importPreviousIds } from './redis-upgrade.js';
+import { importPreviousIds, indexPreviousBrowsers } from './redis-upgrade.js';
 
 /** Dead letters one script reads or moves at most. */
 const PAGE = 500;
@@ -63,7 +64,7 @@ export async function createRedisOutbox(url: string, options: RedisOutboxOptions
     cdpOutboxStats: script(STATS),
   });
   const run = redis as unknown as Scripts;
-  await importPreviousIds(redis, P).catch((error: unknown) => {
+  await Promise.all([importPreviousIds(redis, P), indexPreviousBrowsers(redis, P)]).catch((error: unknown) => {
     redis.disconnect();
     throw error;
   });

@@ -6,6 +6,10 @@
  * deleted. One SCAN of the old keys, once: `o:meta` `upgraded` says it was done, so later starts
  * cost nothing. Stop the previous release's relays before starting this one: ids they remember
  * after the scan are not moved.
+ *
+ * Upgrading from the release before browsers were indexed (identify before track as a rule of the
+ * lease): each entry gets its browser (`o:mb` for a merge, `o:ab` for an activity), and each merge
+ * still waiting joins `o:mq:<browser>`, once, a page of `o:items` per script (`o:meta` `browsers`).
  * @module
  */
 import { Buffer } from 'node:buffer';
@@ -62,4 +66,41 @@ export async function importPreviousIds(redis: Redis, prefix: string): Promise<n
   } while (cursor !== '0');
   await redis.hset(`${prefix}o:meta`, 'upgraded', '1');
   return moved;
+}
+
+/** ARGV: prefix, then per entry: its seq and item JSON. Indexes each entry's browser; returns how many it indexed. */
+const INDEX_BROWSERS = `
+local P = ARGV[1]
+local indexed = 0
+for i = 2, #ARGV, 2 do
+  local seq = ARGV[i]
+  local ok, item = pcall(cjson.decode, ARGV[i + 1])
+  local n = ok and type(item) == 'table' and redis.call('HGET', P..'o:sites', tostring(item.site))
+  if n and not redis.call('HGET', P..'o:mb', seq) and not redis.call('HGET', P..'o:ab', seq) then
+    local browser = n..':'..tostring(item.browser)
+    if item.kind == 'activity' then
+      redis.call('HSET', P..'o:ab', seq, browser)
+    else
+      redis.call('HSET', P..'o:mb', seq, browser)
+      if not redis.call('ZSCORE', P..'o:dead', seq) then redis.call('ZADD', P..'o:mq:'..browser, seq, seq) end
+    end
+    indexed = indexed + 1
+  end
+end
+return indexed`;
+
+/** Indexes the browsers of the entries a release before the index stored under `prefix`, once; resolves to how many. */
+export async function indexPreviousBrowsers(redis: Redis, prefix: string): Promise<number> {
+  if ((await redis.hget(`${prefix}o:meta`, 'browsers')) === '1') return 0;
+  redis.defineCommand('cdpOutboxIndexBrowsers', { lua: INDEX_BROWSERS, numberOfKeys: 0 });
+  const run = (...args: string[]): Promise<number> => (redis as unknown as { cdpOutboxIndexBrowsers: typeof run }).cdpOutboxIndexBrowsers(...args);
+  let indexed = 0;
+  let cursor = '0';
+  do {
+    const [next, page] = await redis.hscan(`${prefix}o:items`, cursor, 'COUNT', 500);
+    cursor = next;
+    if (page.length > 0) indexed += Number(await run(prefix, ...page));
+  } while (cursor !== '0');
+  await redis.hset(`${prefix}o:meta`, 'browsers', '1');
+  return indexed;
 }
