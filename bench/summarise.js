@@ -10,6 +10,14 @@ const target = (what, value, wanted, met) => ({ what, value, target: wanted, met
 const cpuRounds = (r) => r.results.map((x) => `${x.items} items ${x.msPerRequest} ms best round, ${x.medianMsPerRequest ?? '?'} ms median`);
 
 const READERS = {
+  lease(r) {
+    const runs = (results) =>
+      results.map((s) => `${s.store} ${s.runs.map((x) => `${x.mix} p50 ${x.p50_ms} ms (max ${x.max_ms}, ${x.leases} leases)`).join(', ')}`).join('; ');
+    return {
+      headline: `one lease of ${r.lease} from ${r.entries} waiting, drained, load average ${r.load_average.before[0]} → ${r.load_average.after[0]} on ${r.cpus} cores: ${runs(r.results)}${r.previous_code ? `; previous code (tracks held in the leader's memory), load ${r.previous_code.load_average.before[0]}: ${runs(r.previous_code.results)}` : ''}`,
+      targets: [],
+    };
+  },
   durability(r) {
     const line = (x) =>
       `sequential p50 ${x.sequential.p50_ms} ms (${x.sequential.items_per_second} items/s), ${r.concurrent} in flight ${x.concurrent.items_per_second} items/s p50 ${x.concurrent.p50_ms} ms`;

@@ -13,6 +13,7 @@ import { createServer } from 'node:net';
 import { startDemoServer } from '../../src/demo/server.js';
 import { EMULATOR_KEY, startDevStack, type DevStack } from '../../src/demo/stack.js';
 import { chromiumAvailable, launchChromium } from './chromium.js';
+import { flushSnippet } from './snippet-stack.js';
 
 const available = chromiumAvailable('demo end-to-end (test/e2e/demo.test.ts)');
 
@@ -119,7 +120,9 @@ describe.runIf(available)('the demo in Chromium (what npm start serves)', () => 
     await page.uncheck('#offline');
     await expect.poll(teapots, { timeout: 15_000 }).toEqual(['Blue teapot']);
     await page.click('#flush'); // one more send: nothing is left to go twice
-    await new Promise((r) => setTimeout(r, 500));
+    // Once that flush is over and the relay is idle, nothing more can arrive.
+    await page.evaluate(flushSnippet);
+    await stack.relay.drained();
     expect(teapots()).toEqual(['Blue teapot']);
   });
 
@@ -137,7 +140,9 @@ describe.runIf(available)('the demo in Chromium (what npm start serves)', () => 
     await page.click('#consent-change');
     expect(await page.locator('#banner').isVisible()).toBe(true);
     await page.click('#accept'); // nothing was kept, so nothing is sent now either
-    await new Promise((r) => setTimeout(r, 1500));
+    // Not even by a flush: once it ran and the relay is idle, nothing was sent or arrived.
+    await page.evaluate(flushSnippet);
+    await stack.relay.drained();
     expect(await logText(page)).not.toMatch(/sent\s+\d+ items? to the relay/);
     expect(stack.emulator!.emulator.snapshot().people.some((p) => p.fields?.['str::email'] === declined)).toBe(false);
   });

@@ -108,6 +108,11 @@ export interface Outbox {
    * share of a lease, never the whole. Bounded work: indexes, never a scan of the backlog.
    * Resolves in `seq` order. Leasing counts nothing: an entry leased by a deliverer that died
    * before it sent it comes back with the `attempts` it had.
+   *
+   * Identify before track, whoever leads: an activity is not leased while its browser (site and
+   * `browser`) has an earlier merge in the outbox (ready, released or leased by anyone; only
+   * delivered or dead lets it go), and a merge not while its browser has an earlier one in the
+   * outbox that this lease does not take too.
    */
   lease(owner: string, max: number, now: number, leaseMs: number): Promise<Leased[]>;
   /**
