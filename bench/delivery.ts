@@ -34,18 +34,21 @@ import { parseArgs } from 'node:util';
 import { identityHash } from '../src/relay/index.js';
 import { type Browsers, createBrowsers } from './lib/browsers.js';
 import { type CliProcess, startCli } from './lib/cli.js';
-import { arrivals, callCounts, callFigures, itemFigures, platform, round } from './lib/platform-counts.js';
-
-const PLATFORM_KEY = 'bench-platform-key';
-const SITE_KEY = 'pk_bench';
-const ORIGIN = 'https://shop.example.com';
-const SECRET = 'bench-identity-secret';
-const PLATFORM_RATE = 10;
-/** 1 identify and 13 tracks per visitor: identifies are 7% of the items. */
-const ITEMS_PER_VISITOR = 14;
-/** four activities, so no person nears the platform's 50 events per activity per day */
-const ACTIVITY_NAMES = ['bench-view', 'bench-click', 'bench-cart', 'bench-search'];
-const ACTIVITIES = ACTIVITY_NAMES.map((name) => `act:cm:${name}`);
+import {
+  ACTIVITIES,
+  arrivals,
+  callCounts,
+  callFigures,
+  defineActivities,
+  ITEMS_PER_VISITOR,
+  itemFigures,
+  ORIGIN,
+  PLATFORM_KEY,
+  PLATFORM_RATE,
+  round,
+  SECRET,
+  SITE_KEY,
+} from './lib/platform-counts.js';
 
 const { values } = parseArgs({
   options: {
@@ -87,8 +90,6 @@ const PHASES: Phase[] = [
 const only = values.only?.split(',');
 const phases = PHASES.filter((p) => !only || only.includes(p.name));
 
-const platformCall = <T>(url: string, path: string, body?: unknown) => platform<T>(url, PLATFORM_KEY, path, body);
-
 async function runPhase(phase: Phase) {
   const dir = mkdtempSync(join(tmpdir(), 'cdp-bench-delivery-'));
   const started: CliProcess[] = [];
@@ -106,10 +107,7 @@ async function runPhase(phase: Phase) {
       String(phase.latencyMs),
     ]);
     started.push(emulator);
-    for (const name of ACTIVITY_NAMES) {
-      await platformCall(emulator.url, '/v1/definitions/activity/create', { name, attributes: [{ name: 'item', display_type: 'text' }] });
-      await new Promise((resolve) => setTimeout(resolve, 1000 / PLATFORM_RATE));
-    }
+    await defineActivities(emulator.url);
     const relay = await startCli(
       ['relay', '--port', '0', '--state-file', join(dir, 'relay-state.db')],
       {

@@ -148,6 +148,59 @@ const READERS = {
       targets: r.target_rss_mb === undefined ? [] : [target('relay RSS MB under load', rss, `≤ ${r.target_rss_mb}`, rss <= r.target_rss_mb)],
     };
   },
+  workers(r) {
+    const p = r.phases ?? {};
+    const t = r.targets ?? {};
+    const pct = (share) => (typeof share === 'number' ? Math.round(share * 1000) / 10 : share);
+    const line = (x) =>
+      `${x.offered_items_per_second} items/s offered: ${x.entries_per_call} entries per call (${x.platform_calls} calls, 429s ${x.platform_429}), ` +
+      `${x.durable_object_requests_per_collect} Durable Object requests per /collect, busiest object ${x.busiest_object.name} ${pct(x.busiest_object_share)}% ` +
+      `(busiest outbox or router ${pct(x.busiest_outbox_or_router_share)}%), workerd CPU ${x.workerd_cpu_ms_per_100_items} ms per 100 items, ` +
+      `${pct(x.delivered_in_real_time_share)}% in real time, created → platform p50 ${x.created_to_platform_ms.p50} ms, /collect p50 ${x.collect_ms.p50} ms, ` +
+      `${x.drained ? `drained in ${x.drain_seconds} s` : `not drained after ${x.drain_seconds} s`}, not delivered ${x.not_delivered_after_drain}${
+        x.outbox_after_drain
+          ? ` (the outbox held ${x.outbox_after_drain.pending} pending, ${x.outbox_after_drain.dead} dead letters: ${
+              Object.entries(x.outbox_after_drain.dead_reasons)
+                .map(([reason, n]) => `${n} ${reason}`)
+                .join(', ') || 'none'
+            })`
+          : ''
+      }, duplicated ${x.duplicated}`;
+    const targets = [];
+    const at300 = p['300'];
+    if (at300 && t.entries_per_call_at_300 !== undefined)
+      targets.push(
+        target(
+          'Workers, 300 items/s: entries per platform call',
+          at300.entries_per_call,
+          `≥ ${t.entries_per_call_at_300}`,
+          at300.entries_per_call >= t.entries_per_call_at_300,
+        ),
+      );
+    for (const [name, x] of Object.entries(p)) {
+      if (t.busiest_object_share !== undefined)
+        targets.push(
+          target(
+            `Workers, ${name} items/s: busiest object's % of Durable Object requests`,
+            pct(x.busiest_object_share),
+            `≤ ${pct(t.busiest_object_share)}`,
+            x.busiest_object_share <= t.busiest_object_share,
+          ),
+        );
+      targets.push(
+        target(
+          `Workers, ${name} items/s: items duplicated or not delivered after the drain`,
+          x.duplicated + x.not_delivered_after_drain,
+          '0',
+          x.duplicated + x.not_delivered_after_drain === 0,
+        ),
+      );
+    }
+    return {
+      headline: `wrangler dev (workerd), ${r.cpus} cores, load average ${r.load_average?.before?.[0]} → ${r.load_average?.after?.[0]}; ${Object.values(p).map(line).join('; ')}`,
+      targets,
+    };
+  },
   delivery(r) {
     const p = r.phases ?? {};
     const t = r.targets ?? {};

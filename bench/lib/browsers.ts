@@ -48,6 +48,8 @@ export interface BrowsersOptions {
   address?: (n: number) => string;
   /** the names of visitors' emails, so two sets of browsers in one run never share a person @default `v` */
   prefix?: string;
+  /** the header that carries the visitor's address: `x-forwarded-for` (a relay behind a proxy) by default, `cf-connecting-ip` on Workers */
+  addressHeader?: string;
 }
 
 export interface CollectCall {
@@ -118,7 +120,12 @@ export function createBrowsers(options: BrowsersOptions) {
   /** One POST; status 0 when it failed without an answer (reset, timeout, an answer cut short). */
   const post = (body: string, address: string) =>
     new Promise<{ status: number; text: string; retryAfter: string | undefined; error?: string }>((resolve) => {
-      const headers = { 'content-type': 'text/plain', origin: options.origin, 'x-forwarded-for': address, 'content-length': Buffer.byteLength(body) };
+      const headers = {
+        'content-type': 'text/plain',
+        origin: options.origin,
+        [options.addressHeader ?? 'x-forwarded-for']: address,
+        'content-length': Buffer.byteLength(body),
+      };
       const failed = (error: string) => resolve({ status: 0, text: '', retryAfter: undefined, error });
       const req = request(relay, { method: 'POST', headers, agent }, (res) => {
         const parts: Buffer[] = [];

@@ -8,6 +8,18 @@ import { type Browsers, IDENTIFY_FIELD, ITEM_ATTRIBUTE } from './browsers.js';
 export const round = (n: number, digits = 2) => (Number.isFinite(n) ? Math.round(n * 10 ** digits) / 10 ** digits : null);
 export const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))] ?? Number.NaN;
 
+/** The bench deployment: the platform key, the site, its secret, the key's calls per second. */
+export const PLATFORM_KEY = 'bench-platform-key';
+export const SITE_KEY = 'pk_bench';
+export const ORIGIN = 'https://shop.example.com';
+export const SECRET = 'bench-identity-secret';
+export const PLATFORM_RATE = 10;
+/** 1 identify and 13 tracks per visitor: identifies are 7% of the items. */
+export const ITEMS_PER_VISITOR = 14;
+/** four activities, so no person nears the platform's 50 events per activity per day */
+export const ACTIVITY_NAMES = ['bench-view', 'bench-click', 'bench-cart', 'bench-search'];
+export const ACTIVITIES = ACTIVITY_NAMES.map((name) => `act:cm:${name}`);
+
 export type Calls = Record<string, { calls: number; statuses: Record<string, number>; entries: number }>;
 
 /** A call to the platform's API or the emulator's own routes, with the key. */
@@ -19,6 +31,14 @@ export async function platform<T>(url: string, key: string, path: string, body?:
   });
   if (!res.ok) throw new Error(`${path}: ${res.status} ${await res.text()}`);
   return (await res.json()) as T;
+}
+
+/** Defines the bench activities at the platform (each with the `item` attribute), spaced to the key's rate. */
+export async function defineActivities(url: string): Promise<void> {
+  for (const name of ACTIVITY_NAMES) {
+    await platform(url, PLATFORM_KEY, '/v1/definitions/activity/create', { name, attributes: [{ name: 'item', display_type: 'text' }] });
+    await new Promise((resolve) => setTimeout(resolve, 1000 / PLATFORM_RATE));
+  }
 }
 
 export const callCounts = async (url: string, key: string) => (await platform<{ endpoints: Calls }>(url, key, '/_emulator/calls')).endpoints;

@@ -45,6 +45,8 @@ export class RelayOutbox extends DurableObject<DeliveryEnv> {
   private alarmSet = false;
   /** calls served since this instance started (not persisted): shows the spread over objects */
   private calls = 0;
+  /** alarms run since this instance started (each is a Durable Object request too) */
+  private alarms = 0;
 
   constructor(ctx: DurableObjectState, env: DeliveryEnv) {
     super(ctx, env);
@@ -136,9 +138,9 @@ export class RelayOutbox extends DurableObject<DeliveryEnv> {
     return this.store.pacer(rate).hold(until);
   }
 
-  /** Calls served by this instance, and whether it is delivering now. Not counted as a call. */
-  usage(): { calls: number; delivering: boolean } {
-    return { calls: this.calls, delivering: this.delivering };
+  /** Calls and alarms served by this instance, and whether it is delivering now. Not counted as a call. */
+  usage(): { calls: number; alarms: number; delivering: boolean } {
+    return { calls: this.calls, alarms: this.alarms, delivering: this.delivering };
   }
 
   /**
@@ -150,6 +152,7 @@ export class RelayOutbox extends DurableObject<DeliveryEnv> {
    * before the round starts (for the end of the turn, should this isolate die in it).
    */
   override async alarm(): Promise<void> {
+    this.alarms++;
     this.alarmSet = false;
     if (this.delivering) return;
     await this.ctx.storage.setAlarm(Date.now() + ALARM_TURN_MS + 60_000);
