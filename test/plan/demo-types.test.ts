@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateTypes } from '../../src/plan/index.js';
 import { readPlanFile } from '../../src/plan/files.js';
-import { typecheck } from './tsc.js';
+import { STRICT, typecheck } from './tsc.js';
 
 const root = join(import.meta.dirname, '..', '..');
 const browser = join(root, 'src', 'browser', 'index.js');
@@ -40,25 +40,7 @@ beforeAll(() => {
   const copies = { app: join(dir, 'app.js'), broken: join(dir, 'app-broken.js') };
   writeFileSync(copies.app, wired(app));
   writeFileSync(copies.broken, wired(broken));
-  const checked = typecheck([
-    '--noEmit',
-    '--allowJs',
-    '--checkJs',
-    '--strict',
-    '--skipLibCheck',
-    '--target',
-    'es2022',
-    '--module',
-    'esnext',
-    '--moduleResolution',
-    'bundler',
-    '--lib',
-    'es2023,dom,dom.iterable',
-    '--types',
-    'node',
-    copies.app,
-    copies.broken,
-  ]);
+  const checked = typecheck([...STRICT, '--allowJs', '--checkJs', '--lib', 'es2023,dom,dom.iterable', copies.app, copies.broken]);
   const errorsOf = (file: string, source: string) => {
     const lines = source.split('\n');
     const failing = [...checked.reportOf(file).matchAll(/\.js\((\d+),\d+\): error/g)].map((match) => Number(match[1]));

@@ -5,6 +5,21 @@
  */
 import ts from 'typescript';
 
+/** What a user's strict project checks with: strict, ES2022 modules resolved as a bundler does, Node's types; no output. */
+export const STRICT = [
+  '--noEmit',
+  '--strict',
+  '--skipLibCheck',
+  '--target',
+  'es2022',
+  '--module',
+  'esnext',
+  '--moduleResolution',
+  'bundler',
+  '--types',
+  'node',
+];
+
 const formatHost: ts.FormatDiagnosticsHost = {
   getCanonicalFileName: (fileName) => fileName,
   getCurrentDirectory: () => process.cwd(),

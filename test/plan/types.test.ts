@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { main } from '../../src/cli.js';
-import { typecheck as tsc } from './tsc.js';
+import { STRICT, typecheck as tsc } from './tsc.js';
 
 const root = join(import.meta.dirname, '..', '..');
 const browser = join(root, 'src', 'browser', 'index.js');
@@ -90,22 +90,7 @@ void cdp.track('act:cm:signup', { 'str:cm:coupon': 'WELCOME', 'int:cm:seats': '3
 void cdp.identify({ 'str::emial': 'ann@example.com', 'bol::gdpr': 'yes' });
 `;
 
-const FLAGS = [
-  '--noEmit',
-  '--strict',
-  '--exactOptionalPropertyTypes',
-  '--skipLibCheck',
-  '--target',
-  'es2022',
-  '--module',
-  'esnext',
-  '--moduleResolution',
-  'bundler',
-  '--lib',
-  'es2023,dom',
-  '--types',
-  'node',
-];
+const FLAGS = [...STRICT, '--exactOptionalPropertyTypes', '--lib', 'es2023,dom'];
 
 /** The usage files, each checked against the generated modules. */
 const USAGES = { typed: 'usage.ts', bare: 'usage-bare.ts', loose: 'loose.ts', site: 'site-usage.ts' } as const;
