@@ -21,8 +21,8 @@ export const backoff = (attempt: number, retryAfter: number, random: () => numbe
  * unreadable. Read like `retryAfterSeconds` of src/api/retry.ts, which the bundle cannot import.
  */
 export function retryAfter(header: string | null | undefined, now: number): number {
-  if (!header?.trim()) return 0;
+  // Absent or blank is 0 s already: Number(null), Number('') and Number(' ') are 0.
   const seconds = Number(header);
   if (seconds >= 0) return seconds * 1000;
-  return Math.max(0, Date.parse(header) - now) || 0;
+  return Math.max(0, Date.parse(header as string) - now) || 0;
 }

@@ -46,7 +46,7 @@ export function createTracker(options: TrackerOptions): Tracker {
   const maxAge = options.maxAge ?? 6048e5;
   const fetchFn = options.fetch ?? ((input, init) => fetch(input, init));
   const nav: (Navigator & { globalPrivacyControl?: boolean }) | undefined = globalThis.navigator;
-  const beacon = options.sendBeacon ?? (nav?.sendBeacon && ((to: string, body: string) => nav.sendBeacon(to, body)));
+  const beacon = options.sendBeacon ?? nav?.sendBeacon?.bind(nav);
   const now = options.now ?? Date.now;
   const blocked = options.privacySignals && (nav?.globalPrivacyControl || nav?.doNotTrack === '1');
   const { emit, on } = createEvents();
@@ -129,7 +129,7 @@ export function createTracker(options: TrackerOptions): Tracker {
     // Once on memory, this page's index is the whole queue: the memory store is never read back.
     if (current !== primary) return;
     const corrupt = queue.adopt(rows, writes);
-    const stored = storedMeta(rows.find(([rowKey]) => rowKey === 'meta')?.[1]);
+    const stored = storedMeta(new Map(rows).get('meta'));
     // Another tab's reset or identify, unless this page changed its own since the read began.
     if (stored && before === meta) meta = mergeMeta(stored, {});
     for (const value of corrupt) emit('drop', { item: value as Item, reason: 'corrupt' });
@@ -255,7 +255,7 @@ export function createTracker(options: TrackerOptions): Tracker {
   // Sends what this page holds with the beacon; items stay queued until a flush hears back.
   const hide = () => {
     void queue.settle();
-    if (beaconed || !beacon || consent !== 'granted') return;
+    if (beaconed || !beacon || !mayConsentSend()) return;
     beaconed = true;
     const first = sendable(now())[0];
     if (!first) return;
