@@ -48,7 +48,7 @@ export function durableRefusals(namespace: DurableObjectNamespace<RelayState>, f
       if ((looked.get(key) ?? 0) > now) return { ok: true, retryAfterMs: 0 };
       // Looks of one key at once share one call: every /collect looks at its site's bucket.
       const flying = inFlight.get(key);
-      if (flying) return flying;
+      if (flying !== undefined) return flying;
       const look = (async () => {
         try {
           const decision = (await object(key).bucket(key, rate.perSecond, rate.burst, now, 0)) as LimitDecision;
