@@ -1,4 +1,6 @@
 /**
+ * The tabs of one site key: one flushes at a time, and each tells the others when it changed the store.
+ *
  * One tab flushes at a time, under a Web Lock (every current browser has them). Without Web
  * Locks each tab flushes on its own: two tabs may then send the same item, and the relay's
  * dedupe answers the second copy as a duplicate, so it still reaches the platform once.
@@ -19,3 +21,14 @@ export const lock =
           return true;
         }) as unknown as Promise<boolean>)
       : fn().then(() => true);
+
+/**
+ * Calls `changed` whenever another tab of this site key (`name`, the lock's name) says it changed
+ * the store; returns the function that says so to the others. Every browser with Web Locks has
+ * BroadcastChannel too.
+ */
+export function watchTabs(name: string, changed: () => void): () => void {
+  const channel = new BroadcastChannel(name);
+  channel.onmessage = changed;
+  return () => channel.postMessage(0);
+}

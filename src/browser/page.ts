@@ -58,3 +58,14 @@ export function watchHistory(onChange: () => void): void {
   }
   addEventListener('popstate', check);
 }
+
+/**
+ * Calls `online` when the browser is back online, `hidden` when the page is hidden or left, and
+ * `shown` when it shows again. Outside a page (no `addEventListener`), nothing.
+ */
+export function watchPage(online: () => void, hidden: () => void, shown: () => void): void {
+  if (typeof addEventListener !== 'function') return;
+  addEventListener('online', online);
+  addEventListener('pagehide', hidden);
+  document.addEventListener('visibilitychange', () => (document.visibilityState === 'hidden' ? hidden() : shown()));
+}

@@ -69,6 +69,16 @@ const takeOut = (byRow: Map<string, Set<string>>) =>
     },
   ]);
 
+/** The oldest entries beyond the `max` newest of `held`: what must go for the queue to hold `max`. */
+export function overCap(held: Map<string, Queued>, max: number): Entry[] {
+  const over: Entry[] = [];
+  for (const { entry } of held.values()) {
+    if (held.size - over.length <= max) break;
+    over.push(entry);
+  }
+  return over;
+}
+
 /**
  * @param written called after each committed write with the entries it added (maybe none)
  */

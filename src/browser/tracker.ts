@@ -10,27 +10,20 @@
  */
 import { retryAfter } from './backoff.js';
 import { createEvents } from './events.js';
-import { lock } from './lock.js';
-import { mergeMeta, resolveItem, storedMeta } from './meta.js';
-import { attribution, pageAttributes, watchHistory } from './page.js';
-import { createQueue } from './queue.js';
+import { lock, watchTabs } from './lock.js';
+import { mergeMeta, storedMeta } from './meta.js';
+import { attribution, pageAttributes, watchHistory, watchPage } from './page.js';
+import { createQueue, overCap } from './queue.js';
 import { createScheduler } from './scheduler.js';
-import { type Answer, batches, envelope, MAX_BATCH_BYTES, MAX_BATCH_ITEMS, post } from './send.js';
+import { createOutgoing, personBytes } from './outgoing.js';
+import { type Answer, envelope, MAX_BATCH_ITEMS, post } from './send.js';
 import { idbStore, memoryStore } from './store.js';
-import type { ItemResult } from '../api/collect.js';
-import type { Consent, DropReason, Entry, Fields, Item, Meta, Store, Tracker, TrackerOptions, Who } from './types.js';
+import { createSettle } from './answer.js';
+import type { Consent, DropReason, Entry, Fields, Item, Meta, Store, Tracker, TrackerOptions } from './types.js';
 import { uuid } from './uuid.js';
-import { checkFields, ERRORS, checkSize, fail, isActivityId, MAX_ATTRIBUTES, PERSON_KEYS, utf8Bytes } from './validate.js';
+import { CONSENTS, checkFields, ERRORS, fail, isActivityId, MAX_ATTRIBUTES, newItem, PERSON_KEYS } from './validate.js';
 
 export { uuid };
-
-const CONSENTS = ['granted', 'denied', 'pending'];
-
-// Room for the envelope and an identity token beside the items.
-const BATCH_ROOM = MAX_BATCH_BYTES - 2048;
-
-/** Bytes the person adds to a held track once known (`"person":…,"user_hash":…`). */
-const personBytes = (who: Who) => utf8Bytes(JSON.stringify(who)) + 24;
 
 /**
  * Creates a tracker. Throws `TypeError` only for a missing `relay` or `key`; after that no
@@ -61,17 +54,13 @@ export function createTracker(options: TrackerOptions): Tracker {
   let runAgain = false;
   let beaconed = false;
 
-  // Other tabs say when they changed the store; until then this page's index is the truth.
-  // (Every browser with Web Locks has BroadcastChannel too.)
-  // The name of this site key's channel and lock.
+  // Until another tab says it changed the store, this page's index is the truth.
   const name = 'cdp-edge:' + key;
-  const channel = new BroadcastChannel(name);
   let stale = true;
-  const announce = () => channel.postMessage(0);
-  channel.onmessage = () => {
+  const announce = watchTabs(name, () => {
     stale = true;
     scheduler.plan(interval);
-  };
+  });
 
   const primary = options.store ?? idbStore(key);
   let current = primary;
@@ -97,14 +86,7 @@ export function createTracker(options: TrackerOptions): Tracker {
   };
 
   // The oldest items go first when the queue holds more than `maxItems`.
-  const enforceCap = () => {
-    const over: Entry[] = [];
-    for (const { entry } of queue.held.values()) {
-      if (queue.held.size - over.length <= maxItems) break;
-      over.push(entry);
-    }
-    drop(over, 'cap');
-  };
+  const enforceCap = () => drop(overCap(queue.held, maxItems), 'cap');
 
   const queue = createQueue(store, (entries) => {
     for (const entry of entries) emit('queue', { item: entry.item });
@@ -136,69 +118,26 @@ export function createTracker(options: TrackerOptions): Tracker {
     enforceCap();
   };
 
-  const failed = ([status, body, retryAfterHeader]: Answer, message?: string) => {
+  const failed = ([status, , retryAfterHeader]: Answer, message: string) => {
     const wait = scheduler.failed(retryAfter(retryAfterHeader, now()));
-    emit('error', { status, message: message ?? body.error?.message ?? `HTTP ${status}`, retryIn: wait });
+    emit('error', { status, message, retryIn: wait });
     scheduler.plan(0);
   };
 
-  /**
-   * What can go now, in batches: stored items only (their write has begun), identifies first (a
-   * person must exist before their activities arrive), then oldest first. With `dropping`, what
-   * must never go (too old, orphaned by a reset) is dropped.
-   */
-  const sendable = (startedAt: number, dropping?: boolean) => {
-    const ready: [Item, number][] = [];
-    // Older than `maxAge`, or than the relay's window: it could not be told from one delivered.
-    const oldest = Math.min(maxAge, meta.w! * 1000 || maxAge);
-    for (const { entry, bytes, row } of queue.held.values()) {
-      if (!row) continue;
-      const item = resolveItem(entry, meta);
-      const reason = startedAt - Date.parse(entry.item.ts) > oldest ? 'expired' : item === null && 'reset';
-      if (reason) dropping && drop([entry], reason);
-      else if (item) ready.push([item, item === entry.item ? bytes : bytes + personBytes(meta.m[entry.a]!)]);
-    }
-    return batches(
-      ready.sort(([x], [y]) => +(x.type === 'track') - +(y.type === 'track')),
-      BATCH_ROOM,
-    );
-  };
+  const sendable = createOutgoing(queue, maxAge, drop);
+  const settle = createSettle(queue, emit);
 
   /** Posts one batch and settles its items; `false` when the flush must stop (backing off). */
   const send = async (batch: Item[]) => {
     emit('send', { items: batch, beacon: false });
     const answer = await post(fetchFn, url, envelope(key, batch, now(), meta.q, meta.i), timeout);
-    const [status, body] = answer;
+    const [, body] = answer;
     if (body.identity) await saveMeta({ i: body.identity });
     // The relay's dedupe window, kept for the next page too.
     if (body.window && body.window !== meta.w) await saveMeta({ w: body.window });
-    // A malformed or oversized body will never be accepted as it is: reject rather than loop.
-    const results: ItemResult[] | false | undefined =
-      status === 400 || status === 413
-        ? batch.map(({ id }) => ({ id, status: 'rejected' as const, error: body.error?.message }))
-        : status === 200 && body.results;
-    if (!Array.isArray(results)) {
-      failed(answer);
-      return false;
-    }
-    const byId = new Map(batch.map((item) => [item.id, item]));
-    const settled: string[] = [];
-    let retry: string | undefined;
-    for (const result of results) {
-      const item = byId.get(result?.id);
-      if (!item) continue;
-      emit('result', { ...result, item });
-      if (result.status === 'retry') retry = result.error || 'retry';
-      else settled.push(result.id);
-      if (result.status === 'rejected') {
-        emit('reject', { item, error: result.error ?? 'rejected' });
-        // A rejection that names its class is reported where every other loss is, e.g. `unverified`.
-        if (result.reason) emit('drop', { item, reason: result.reason });
-      }
-    }
-    queue.remove(settled);
-    if (retry) {
-      failed(answer, retry);
+    const stop = settle(batch, answer);
+    if (stop !== undefined) {
+      failed(answer, stop);
       return false;
     }
     scheduler.succeeded();
@@ -208,7 +147,7 @@ export function createTracker(options: TrackerOptions): Tracker {
   const flushOnce = async () => {
     const startedAt = now();
     if (stale) await adopt();
-    const ready = sendable(startedAt, true);
+    const ready = sendable(meta, startedAt, true);
     if (mayConsentSend()) for (const batch of ready) if (!(await send(batch))) return;
   };
 
@@ -219,7 +158,7 @@ export function createTracker(options: TrackerOptions): Tracker {
       runAgain = true;
       return running;
     }
-    if (!stale && !(mayConsentSend() && sendable(now()).length)) return;
+    if (!stale && !(mayConsentSend() && sendable(meta, now()).length)) return;
     running = withLock(flushOnce)
       .then(
         (got) => {
@@ -257,23 +196,17 @@ export function createTracker(options: TrackerOptions): Tracker {
     void queue.settle();
     if (beaconed || !beacon || !mayConsentSend()) return;
     beaconed = true;
-    const first = sendable(now())[0];
+    const first = sendable(meta, now())[0];
     if (!first) return;
     emit('send', { items: first, beacon: true });
     beacon(url, envelope(key, first, now(), meta.q, meta.i));
-  };
-
-  /** A new item and its size, checked against the platform's limits. */
-  const makeItem = (type: string, body: object): [Item, number] => {
-    const item = { id: uuid(), type, ts: new Date(now()).toISOString(), ...body } as Item;
-    return [item, checkSize(type, item)];
   };
 
   const tracker: Tracker = {
     async track(activityId, attributes, trackOptions) {
       if (!isActivityId(activityId)) fail('track', ERRORS.activityId, activityId);
       if (attributes != null) checkFields('track', attributes, MAX_ATTRIBUTES);
-      const [item, bytes] = makeItem('track', { activity_id: activityId, attributes, location: trackOptions?.location });
+      const [item, bytes] = newItem('track', { activity_id: activityId, attributes, location: trackOptions?.location }, now());
       return ready.then(() => enqueue(item, bytes));
     },
 
@@ -286,7 +219,7 @@ export function createTracker(options: TrackerOptions): Tracker {
       // First-touch attribution as the person fields the site chose; the site's own values win.
       const firstTouch: Fields = {};
       for (const [name, fieldId] of Object.entries(options.firstTouchFields ?? {})) if (meta.t?.[name] && fieldId) firstTouch[fieldId] = meta.t[name];
-      const [item, bytes] = makeItem('identify', { fields: { ...firstTouch, ...fields }, ...identifyOptions });
+      const [item, bytes] = newItem('identify', { fields: { ...firstTouch, ...fields }, ...identifyOptions }, now());
       const anonymousId = meta.a;
       // Held tracks learn their person only once this identify is stored: a flush running
       // meanwhile must not send them ahead of it (the relay would refuse them as unverified);
@@ -329,10 +262,7 @@ export function createTracker(options: TrackerOptions): Tracker {
         return;
       }
       // Every item leaves, stored or still being written: the store is cleared below.
-      drop(
-        [...queue.held.values()].map(({ entry }) => entry),
-        'consent',
-      );
+      drop(overCap(queue.held, 0), 'consent');
       // A new anonymous id and nothing else; the queue id stays, it names the browser, not the person.
       meta = { a: uuid(), m: {}, c: choice, q: meta.q };
       await store.clear();
@@ -351,17 +281,16 @@ export function createTracker(options: TrackerOptions): Tracker {
     scheduler.plan(0);
   });
 
-  if (typeof addEventListener === 'function') {
-    addEventListener('online', () => {
+  watchPage(
+    () => {
       scheduler.succeeded();
       void run();
-    });
-    addEventListener('pagehide', hide);
-    document.addEventListener('visibilitychange', () => {
-      if (document.visibilityState === 'hidden') hide();
-      else beaconed = false;
-    });
-  }
+    },
+    hide,
+    () => {
+      beaconed = false;
+    },
+  );
   if (options.spa) {
     watchHistory(() => void tracker.page().catch(() => {}));
     void tracker.page().catch(() => {});

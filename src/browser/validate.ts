@@ -4,7 +4,8 @@
  * @module
  */
 import { LIMITS } from '../api/limits.js';
-import type { Fields } from './types.js';
+import type { Fields, Item } from './types.js';
+import { uuid } from './uuid.js';
 
 /** Bad input to a tracker method; the returned Promise rejects with it. */
 export class CdpInputError extends TypeError {
@@ -25,6 +26,9 @@ export const MAX_ITEM_BYTES = LIMITS.activityBytes;
  * Chrome's blob registry, 100× slower.
  */
 export const utf8Bytes = (s: string): number => new TextEncoder().encode(s).length;
+
+/** The consent states `consent(…)` takes. */
+export const CONSENTS = ['granted', 'denied', 'pending'];
 
 /** Fields that name a person; `identify` needs one of them. */
 export const PERSON_KEYS = ['str::email', 'str::ei', 'str::person_id'];
@@ -81,6 +85,12 @@ export function checkSize(where: string, item: object): number {
   const bytes = utf8Bytes(JSON.stringify(item));
   if (bytes > MAX_ITEM_BYTES) fail(where, ERRORS.tooBig, `${bytes}>${MAX_ITEM_BYTES}`);
   return bytes;
+}
+
+/** A new item made at `at` (ms), and its size, checked against the platform's limits by {@link checkSize}. */
+export function newItem(type: Item['type'], body: object, at: number): [Item, number] {
+  const item = { id: uuid(), type, ts: new Date(at).toISOString(), ...body } as Item;
+  return [item, checkSize(type, item)];
 }
 
 export { fail };

@@ -43,6 +43,26 @@ describe('consent', () => {
     expect(await queued()).toHaveLength(1);
   });
 
+  it('a choice made in another tab holds the exit beacon, as it holds flushes', async () => {
+    const beacons: string[] = [];
+    const a = await tracker({
+      sendBeacon: (_url, body) => {
+        beacons.push(body);
+        return true;
+      },
+    });
+    const b = await tracker();
+    await a.t.identify(ann);
+    await a.t.track('act:cm:viewed');
+    await b.t.consent('pending');
+    // The first tab reads the other's choice with its changes, and sends nothing from then on.
+    await a.t.flush();
+    expect(a.relay.sent).toEqual([]);
+    dispatchEvent(new Event('pagehide'));
+    expect(beacons).toEqual([]);
+    expect(await queued()).toHaveLength(2);
+  });
+
   it('rejects an unknown state with an error naming the three', async () => {
     const { t } = await tracker();
     await expect(t.consent('yes' as never)).rejects.toThrow(/cdp\.consent\(\): E8 yes/);

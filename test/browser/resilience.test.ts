@@ -106,6 +106,9 @@ describe('backoff', () => {
     expect(retryAfter('120', now)).toBe(120_000);
     expect(retryAfter('Mon, 23 Nov 2026 10:00:30 GMT', now)).toBe(30_000);
     expect(retryAfter(null, now)).toBe(0);
+    expect(retryAfter(undefined, now)).toBe(0);
+    expect(retryAfter('', now)).toBe(0);
+    expect(retryAfter('  ', now)).toBe(0);
     expect(retryAfter('soon', now)).toBe(0);
   });
 

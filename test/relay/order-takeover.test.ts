@@ -69,6 +69,10 @@ describe.runIf(redisAvailable('the takeover order test on Redis (test/relay/orde
       standby.start();
       await first.outbox.accept([item('merge', ada, 'browser-ada')], Date.now(), DAY);
       await expect.poll(() => dead, { timeout: 5_000 }).toBe(true);
+      // The fault stays until the leader's call has ended by its own timeout: on a loaded machine a
+      // call that left may reach the platform after a fault lifted at once, and be applied.
+      const leaderCallEnded = () => calls.some((call) => call.by === 'leader' && call.answered !== Number.POSITIVE_INFINITY);
+      await expect.poll(leaderCallEnded, { timeout: 5_000 }).toBe(true);
       emulator.emulator.setFaults({});
       // While the dead leader's merge is in flight, Ada's browser tracks, and so does Bo's.
       await second.outbox.accept([item('activity', ada, 'browser-ada'), item('activity', bo, 'browser-bo')], Date.now(), DAY);
