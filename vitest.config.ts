@@ -1,6 +1,6 @@
 import { availableParallelism } from 'node:os';
 import { defineConfig } from 'vitest/config';
-import InterleavedSequencer from './test/support/sequencer.js';
+import LongestFirstSequencer from './test/support/sequencer.js';
 
 /**
  * One `npm test` runs every project:
@@ -31,7 +31,7 @@ const TIMED = ['test/security/bounded-work.test.ts', 'test/security/refusals.tes
 export default defineConfig({
   test: {
     maxWorkers: workers,
-    sequence: { sequencer: InterleavedSequencer },
+    sequence: { sequencer: LongestFirstSequencer },
     projects: [
       {
         test: {

@@ -1,31 +1,30 @@
 /**
  * The order `npm test` starts its files in, over all projects at once (vitest.config.ts gives
- * them one pool). Vitest's own order runs project after project, so on a few cores the browser
- * files, which mostly wait, would run against each other and the CPU-bound node files against
- * each other. Here:
- * - when the last run's duration of every file is known (Vitest's cache), the longest start
- *   first, whatever their project: the run then ends with short files on every worker;
- * - otherwise (a fresh clone) the projects take turns, each starting its largest file first, so
- *   each worker mixes waiting files with busy ones.
+ * them one pool): the longest first, whatever their project, so the run ends with short files on
+ * every worker instead of one long file started last. A file's duration is Vitest's own record of
+ * its last run (its cache), or on a fresh clone, where there is none, the one kept in
+ * `durations.json` (written by `node test/support/record-durations.js` after a full run). A file in
+ * neither (just added) counts as the median file.
  */
+import { readFileSync } from 'node:fs';
 import { relative } from 'node:path';
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
-export default class InterleavedSequencer extends BaseSequencer {
+/** seconds per `project:path`, from a full run */
+const recorded = JSON.parse(readFileSync(new URL('./durations.json', import.meta.url), 'utf8')) as Record<string, number>;
+
+export default class LongestFirstSequencer extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
     const { cache, config } = this.ctx;
     const key = (spec: TestSpecification) => `${spec.project.name}:${relative(config.root, spec.moduleId)}`;
-    const durations = files.map((spec) => cache.getFileTestResults(key(spec))?.duration);
-    if (durations.every((duration) => duration !== undefined)) {
-      const byFile = new Map(files.map((spec, i) => [spec, durations[i] ?? 0]));
-      return [...files].sort((a, b) => (byFile.get(b) ?? 0) - (byFile.get(a) ?? 0));
-    }
-    const size = (spec: TestSpecification) => cache.getFileStats(key(spec))?.size ?? 0;
-    const lanes = new Map<string, TestSpecification[]>();
-    for (const spec of files) lanes.set(spec.project.name, [...(lanes.get(spec.project.name) ?? []), spec]);
-    const queues = [...lanes.values()].map((lane) => lane.sort((a, b) => size(b) - size(a)));
-    const order: TestSpecification[] = [];
-    while (order.length < files.length) for (const queue of queues) if (queue.length > 0) order.push(queue.shift() as TestSpecification);
-    return order;
+    const known = (spec: TestSpecification) => cache.getFileTestResults(key(spec))?.duration ?? (recorded[key(spec)] ?? Number.NaN) * 1000;
+    const durations = new Map(files.map((spec) => [spec, known(spec)]));
+    const sorted = [...durations.values()].filter((duration) => !Number.isNaN(duration)).sort((a, b) => a - b);
+    const median = sorted[Math.floor(sorted.length / 2)] ?? 0;
+    const duration = (spec: TestSpecification) => {
+      const value = durations.get(spec) ?? Number.NaN;
+      return Number.isNaN(value) ? median : value;
+    };
+    return [...files].sort((a, b) => duration(b) - duration(a));
   }
 }
