@@ -54,9 +54,8 @@ export function createSpacer(rate: number): Spacer {
   /** the last `budget` calls, in the order they left: when each counts from (when it left; an opener, once answered, when it was answered) */
   const counted: { left: number; at: number; opener: boolean }[] = [];
   let last = Number.NEGATIVE_INFINITY;
-  /** when a call counts from at `now`: an opener not answered yet may still be arriving, at most a window after it left */
-  const from = (call: (typeof counted)[number], now: number) =>
-    call.opener ? (now < call.left + WINDOW_MS ? Number.POSITIVE_INFINITY : call.left + WINDOW_MS) : call.at;
+  /** when a call counts from: an opener never answered, a window after it left (the probe below waits for it until then) */
+  const from = (call: (typeof counted)[number]) => (call.opener ? call.left + WINDOW_MS : call.at);
   return {
     wait(now) {
       const gap = Math.ceil(last + minGap - now);
@@ -65,8 +64,7 @@ export function createSpacer(rate: number): Spacer {
       if (probe !== undefined) return Math.max(1, Math.min(OPENER_POLL_MS, Math.ceil(probe.left + WINDOW_MS - now)));
       if (counted.length >= budget) {
         // Fewer than `budget` calls in the window: one of the last `budget` must have left it.
-        const oldest = Math.min(...counted.map((call) => from(call, now)));
-        if (oldest === Number.POSITIVE_INFINITY) return OPENER_POLL_MS;
+        const oldest = Math.min(...counted.map(from));
         const free = Math.ceil(oldest + SPACER_WINDOW_MS - now);
         if (free > 0) return free;
       }
