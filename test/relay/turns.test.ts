@@ -70,7 +70,12 @@ describe('merge turns per person', () => {
   it('holds only the calls in flight and those waiting: everything given back or run out is forgotten', () => {
     const book = createTurnBook();
     for (let n = 0; n < 100; n++) expect(ask(book, n, turn(`c${n}`, [`p${n}`, `q${n}`]))).toBe(0);
-    ask(book, 200, undefined, Array.from({ length: 50 }, (_, n) => `c${n}`));
+    ask(
+      book,
+      200,
+      undefined,
+      Array.from({ length: 50 }, (_, n) => `c${n}`),
+    );
     expect(book.held.calls.size).toBe(50);
     expect(book.held.people.size).toBe(100);
     ask(book, 100_000, undefined);

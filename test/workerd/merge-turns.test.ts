@@ -80,7 +80,8 @@ it('never has two person/merge calls naming one person in flight at once, from t
     await upstream.always(undefined);
   }
   const merges = (await upstream.received()).filter(
-    (call) => call.path === '/v1/person/merge' && (call.body.people ?? []).some((person: { fields: Record<string, unknown> }) => person.fields['str::email'] === email),
+    (call) =>
+      call.path === '/v1/person/merge' && (call.body.people ?? []).some((person: { fields: Record<string, unknown> }) => person.fields['str::email'] === email),
   );
   const applied = merges
     .filter((call) => call.status >= 200 && call.status < 300)
@@ -93,5 +94,7 @@ it('never has two person/merge calls naming one person in flight at once, from t
     for (const b of merges.slice(i + 1)) expect(a.answered! <= b.at || b.answered! <= a.at, JSON.stringify([a.at, a.answered, b.at, b.answered])).toBe(true);
   }
   const pacer = (await pacerRequests()) - pacerBefore;
-  console.log(`merge turns: ${merges.length} person/merge calls for ${sent.length} identifies; the key's pacer object served ${pacer} requests (${(pacer / merges.length).toFixed(1)} per call)`);
+  console.log(
+    `merge turns: ${merges.length} person/merge calls for ${sent.length} identifies; the key's pacer object served ${pacer} requests (${(pacer / merges.length).toFixed(1)} per call)`,
+  );
 }, 60_000);
