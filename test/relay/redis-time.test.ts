@@ -1,11 +1,13 @@
 // Relays whose clocks differ by seconds, or step, share one redis-server: the lead lock, the
-// leases and the pacer are kept on Redis's clock (each script reads TIME), so a relay running 5 s
-// ahead or behind, or whose clock jumps between two calls, neither takes a lock or a lease that is
-// still held nor sends out of the pace.
+// leases, the pacer, the rate-limit buckets and the remembered ids are kept on Redis's clock (each
+// script reads TIME), so a relay running seconds ahead or behind, or whose clock jumps between two
+// calls, neither takes a lock or a lease that is still held, nor sends out of the pace, nor
+// refills a bucket early or late, nor forgets a forwarded id before its window ends.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Clock } from '../../src/relay/core/clock.js';
 import type { OutboxItem, OutboxStore } from '../../src/relay/state/outbox.js';
 import { paceInterval } from '../../src/relay/state/pace.js';
+import { createRedisState, type RedisState } from '../../src/relay/state/redis.js';
 import { createRedisOutbox } from '../../src/relay/state/redis-outbox.js';
 import { type RunningRedis, redisAvailable, startRedis } from '../support/redis.js';
 
@@ -26,7 +28,7 @@ const INTERVAL = paceInterval(10);
 
 describe.runIf(hasRedis)('relays with clocks seconds apart, or stepping, on one Redis', () => {
   let redis: RunningRedis;
-  const opened: OutboxStore[] = [];
+  const opened: { close(): Promise<void> }[] = [];
   let prefix = 0;
   /** Relays on a fresh prefix, one per clock offset given, each with its own clock. */
   const relays = async <K extends string>(offsets: Record<K, number>) => {
@@ -37,6 +39,18 @@ describe.runIf(hasRedis)('relays with clocks seconds apart, or stepping, on one 
       const store = await createRedisOutbox(redis.url, { ...options, clock });
       opened.push(store);
       out[name] = { store, now: clock.now, step };
+    }
+    return out;
+  };
+  /** Relays' state stores and limiters on a fresh prefix, one per clock offset given. */
+  const states = async <K extends string>(offsets: Record<K, number>) => {
+    const options = { prefix: `skew${++prefix}:` };
+    const out = {} as Record<K, RedisState & { now: () => number }>;
+    for (const [name, by] of Object.entries(offsets) as [K, number][]) {
+      const { clock } = offClock(by);
+      const state = await createRedisState(redis.url, { ...options, clock });
+      opened.push(state.store);
+      out[name] = { ...state, now: clock.now };
     }
     return out;
   };
@@ -108,5 +122,43 @@ describe.runIf(hasRedis)('relays with clocks seconds apart, or stepping, on one 
     expect(held).toBeLessThanOrEqual(2000);
     expect(await stepping.store.outbox.lead('stepping', stepping.now(), 3000)).toBe(false);
     expect(await outbox.lead('steady', steady.now(), 3000)).toBe(true);
+  });
+
+  describe('clocks 30 s apart', () => {
+    const rate = { perSecond: 2, burst: 1 };
+
+    it('a bucket emptied by one relay refills on Redis time: not at once for a relay ahead, not 60 s late for one behind', async () => {
+      const { right, ahead, behind } = await states({ right: 0, ahead: 30_000, behind: -30_000 });
+      expect((await right.limiter.limit('visitor:s:1', rate, right.now())).ok).toBe(true);
+      // 30 s ahead used to count as 30 s of refill: a flooder behind such a relay got more
+      const early = await ahead.limiter.limit('visitor:s:1', rate, ahead.now());
+      expect(early.ok).toBe(false);
+      expect(early.retryAfterMs).toBeGreaterThan(0);
+      expect(early.retryAfterMs).toBeLessThanOrEqual(1000 / rate.perSecond);
+      // Half a second later one token is back on Redis's clock, for the relay behind too (its clock
+      // used to count from the last refill the relay ahead wrote: 60 s to wait). Waiting the refill
+      // time (and 50 ms, as timers and clocks round) is the behaviour itself: a longer wait (a loaded
+      // machine) refills no more than the burst of one.
+      await new Promise((resolve) => setTimeout(resolve, 1000 / rate.perSecond + 50));
+      expect((await behind.limiter.limit('visitor:s:1', rate, behind.now())).ok).toBe(true);
+    });
+
+    it('a forwarded id is remembered for its window on Redis time: no shorter from a relay behind, no longer from one ahead', async () => {
+      const { behind, ahead } = await states({ behind: -30_000, ahead: 30_000 });
+      const scope = { site: 's' };
+      // A 20 s window from a relay 30 s behind used to end 10 s before it began: a resend was sent again.
+      await behind.store.claim(scope, ['kept'], behind.now(), 60_000);
+      await behind.store.settle(scope, { forwarded: ['kept'], until: behind.now() + 20_000, released: [] });
+      expect(await ahead.store.claim(scope, ['kept'], ahead.now(), 60_000)).toEqual({ fresh: [], duplicate: ['kept'], busy: [] });
+      // A 1 s window from a relay 30 s ahead used to last 31 s; it ends 1 s after it began.
+      const began = Date.now();
+      await ahead.store.claim(scope, ['short'], ahead.now(), 60_000);
+      await ahead.store.settle(scope, { forwarded: ['short'], until: ahead.now() + 1000, released: [] });
+      await expect
+        .poll(async () => (await behind.store.claim(scope, ['short'], behind.now(), 60_000)).fresh, { timeout: 10_000, interval: 100 })
+        .toEqual(['short']);
+      // and not before: Redis and this process read one system clock (1 ms either way for rounding)
+      expect(Date.now() - began).toBeGreaterThanOrEqual(1000 - 1);
+    });
   });
 });

@@ -1,10 +1,12 @@
 // The deployment's one budget of platform calls, in a Durable Object every isolate asks: never
-// more than the rate in any second, proxy calls first, and the platform's try-in-seconds held by all.
+// more than the rate in any second, proxy calls first, and the platform's try-in-seconds held by all;
+// and the merge turns per person every outbox object's merge calls take with their slots.
 import { env } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
 import { ENDPOINTS } from '../../src/api/index.js';
 import { createUpstream } from '../../src/relay/deliver/caller.js';
 import { fetchTransport } from '../../src/relay/deliver/transport.js';
+import { TURN_WAIT_MS } from '../../src/relay/state/turns.js';
 import { createDurablePacer, pacerName } from '../../src/relay/workers/delivery.js';
 
 const pacer = (rate: number) => createDurablePacer(env['RELAY_STATE'], `pacer:test-${crypto.randomUUID()}`, rate);
@@ -59,6 +61,33 @@ describe('the pacer object', () => {
     expect(pacerName('https://api.example.com', 'sk_live_secret')).toBe(pacerName('https://api.example.com', 'sk_live_secret'));
     expect(pacerName('https://api.example.com', 'sk_live_secret')).not.toBe(pacerName('https://api.example.com', 'sk_live_other'));
     expect(pacerName('https://api.example.com', 'sk_live_secret')).not.toContain('sk_live');
+  });
+});
+
+describe('merge turns in the pacer object', () => {
+  const turn = (id: string, people: string[]) => ({ turn: { id, people, ms: 15_000 }, giveBack: [] });
+
+  it('grants a merge call its slot only while no other call naming one of its people holds the turn', async () => {
+    const p = pacer(1000);
+    const t = 4_000_000;
+    expect(await p.take(t, 'deliver', turn('a', ['ann']))).toBe(0);
+    expect(await p.take(t + 10, 'deliver', turn('b', ['bob']))).toBe(0);
+    // Another object's merge of ann waits, and takes no slot of the budget while it waits.
+    expect(await p.take(t + 20, 'deliver', turn('c', ['ann', 'cid']))).toBe(TURN_WAIT_MS);
+    expect(await p.take(t + 20, 'deliver')).toBe(0);
+    // Given back on the holder's next request (one with no turn of its own), or on its own.
+    expect(await p.take(t + 300, 'deliver', { giveBack: ['a'] })).toBe(0);
+    expect(await p.take(t + 310, 'deliver', turn('c', ['ann', 'cid']))).toBe(0);
+    await p.giveBack!(['c'], t + 600);
+    expect(await p.take(t + 610, 'deliver', turn('d', ['ann']))).toBe(0);
+  });
+
+  it('ends a turn whose holder never gives it back once its time has run out', async () => {
+    const p = pacer(1000);
+    const t = 5_000_000;
+    expect(await p.take(t, 'deliver', turn('dead', ['ann']))).toBe(0);
+    expect(await p.take(t + 14_999, 'deliver', turn('b', ['ann']))).toBe(TURN_WAIT_MS);
+    expect(await p.take(t + 15_000, 'deliver', turn('b', ['ann']))).toBe(0);
   });
 });
 

@@ -20,14 +20,7 @@
  * @module
  */
 import { COMMON } from './redis-outbox-entries.js';
-
-/**
- * `now` in ms on Redis's clock (`TIME`: Redis 7 replicates effects, so it may precede writes), so every time a
- * script keeps or compares is on one clock; relays send durations only (a `now` argument is taken if set: `callerTime`).
- */
-const NOW = (arg: number) => `
-local now = tonumber(ARGV[${arg}])
-if not now then local t = redis.call('TIME') now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) end`;
+import { NOW } from './redis-time.js';
 
 /**
  * ARGV: prefix, now, window ms, limits (visitor, site, total, dead), dead slice, then per item:

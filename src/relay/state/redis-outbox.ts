@@ -8,8 +8,8 @@
  * The scripts touch keys built from the prefix, so the outbox needs one Redis, not a cluster.
  * Connecting moves the previous release's remembered ids into `d:` keys, and indexes the browsers
  * of entries stored before the index, once each (redis-upgrade.ts).
- * The scripts keep and compare times on Redis's clock (`TIME`, read inside each script): a relay
- * sends durations only, so relays whose clocks differ or step share one lock, lease and pace.
+ * The scripts keep and compare times on Redis's clock (redis-time.ts): a relay sends durations
+ * only, so relays whose clocks differ or step share one lock, lease and pace.
  * @module
  */
 import { Buffer } from 'node:buffer';
@@ -17,10 +17,10 @@ import { compactId } from './ids.js';
 import { DEAD_SLICE, type DeadLetter, type Leased, type OutboxItem, type OutboxStore } from './outbox.js';
 import { NO_LIMITS } from '../core/outbox-limits.js';
 import { paceInterval } from './pace.js';
-import { systemClock, type Clock } from '../core/clock.js';
 import { connectRedis, type RedisStateOptions } from './redis.js';
 import { ACCEPT, DEAD, DEAD_LIST, LEAD, LEASE, PACE, SENDING, SETTLE, STATS } from './redis-outbox-lua.js';
 import { importPreviousIds, indexPreviousBrowsers } from './redis-upgrade.js';
+import { redisTime } from './redis-time.js';
 
 /** Dead letters one script reads or moves at most. */
 const PAGE = 500;
@@ -38,15 +38,8 @@ interface Scripts {
   cdpOutboxStats(...args: Arg[]): Promise<[number, number, number, number, number]>;
 }
 
-export interface RedisOutboxOptions extends RedisStateOptions {
-  /** the clock the callers read their times from: a time a relay sends (a hold's end) travels as how far it is from this clock's now */
-  clock?: Clock;
-  /**
-   * Take the `now` each call is given instead of Redis's `TIME`: only for tests that move time by
-   * hand (the shared outbox suite). Relays never set it.
-   */
-  callerTime?: boolean;
-}
+/** The state store's options: its clock and `callerTime` (redis-time.ts) included. */
+export type RedisOutboxOptions = RedisStateOptions;
 
 /** Connects to `url`; resolves once connected, or rejects naming the address. */
 export async function createRedisOutbox(url: string, options: RedisOutboxOptions = {}): Promise<OutboxStore> {
@@ -68,12 +61,8 @@ export async function createRedisOutbox(url: string, options: RedisOutboxOptions
     redis.disconnect();
     throw error;
   });
-  const clock = options.clock ?? systemClock;
-  const ms = (time: number) => Math.round(time);
-  /** The `now` a script takes: none (it reads Redis's clock), or the caller's with `callerTime`. */
-  const at = (now: number) => (options.callerTime ? ms(now) : '');
-  /** `time` as ms from the script's now. */
-  const fromNow = (time: number) => ms(time - (options.callerTime ? 0 : clock.now()));
+  const { clock, at, time } = redisTime(options);
+  const ms = (value: number) => Math.round(value);
   /** Retries (0) or drops (1) the named dead letters, or all of them a page at a time. */
   const moveDead = async (seqs: readonly number[] | undefined, drop: 0 | 1): Promise<number> => {
     let count = 0;
@@ -151,7 +140,8 @@ export async function createRedisOutbox(url: string, options: RedisOutboxOptions
           return Number(await run.cdpOutboxPace(P, at(now), priority, interval, catchUpMs));
         },
         async hold(until) {
-          await run.cdpOutboxPace(P, at(0), 'hold', fromNow(until));
+          const [now, fromNow] = time(until);
+          await run.cdpOutboxPace(P, now, 'hold', fromNow);
         },
       };
     },

@@ -2,7 +2,8 @@
  * The relay's state in Redis or Valkey (ioredis, loaded only when used): every Node relay that
  * names the same `RELAY_REDIS_URL` shares leases, forwarded ids, rate-limit buckets and counters.
  * Each claim, settle, add and limit is one Lua script, so it is atomic across relays; expiry is
- * Redis's own (leases `PX`, forwarded ids `PXAT` their end, buckets once full again).
+ * Redis's own (leases `PX`, forwarded ids `PXAT` their end, buckets once full again), and so is
+ * time: a bucket refills, and a forwarded id's window ends, by Redis's clock (redis-time.ts).
  *
  * While Redis is unreachable, calls fail at once (no offline queue) and the relay answers 503 with
  * `Retry-After`, so the browser keeps its items; the client reconnects by itself.
@@ -13,6 +14,7 @@ import type { RateLimiter } from '../core/limits.js';
 import type { Claim, RelayStore } from './store.js';
 import { loadOptional } from './optional.js';
 import { checkRedisPersistence } from './redis-persistence.js';
+import { NOW, type RedisTimeOptions, redisTime } from './redis-time.js';
 
 /** KEYS: one per id. ARGV: lease ms. Returns per id 0 = leased now, 1 = forwarded, 2 = leased by another request. */
 const CLAIM = `
@@ -24,11 +26,12 @@ for i, key in ipairs(KEYS) do
 end
 return out`;
 
-/** KEYS: forwarded ids then released ids. ARGV: how many are forwarded, until (ms since epoch). */
-const SETTLE = `
+/** KEYS: forwarded ids then released ids. ARGV: how many are forwarded, now, their window's end as ms from now. */
+const SETTLE = `${NOW(2)}
 local forwarded = tonumber(ARGV[1])
+local untilMs = string.format('%d', now + tonumber(ARGV[3]))
 for i, key in ipairs(KEYS) do
-  if i <= forwarded then redis.call('SET', key, 'f', 'PXAT', ARGV[2])
+  if i <= forwarded then redis.call('SET', key, 'f', 'PXAT', untilMs)
   elseif redis.call('GET', key) == 'l' then redis.call('DEL', key) end
 end
 return 0`;
@@ -45,8 +48,8 @@ return added`;
  * KEYS: the bucket. ARGV: per second, burst, now, and optionally a charge (limits.ts `refill`:
  * the same arithmetic). Returns {ok 0|1, retry after ms}.
  */
-const LIMIT = `
-local rate, burst, now, charge = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+const LIMIT = `${NOW(3)}
+local rate, burst, charge = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[4])
 local bucket = redis.call('HMGET', KEYS[1], 't', 'a')
 local tokens = tonumber(bucket[1]) or burst
 local at = tonumber(bucket[2]) or now
@@ -68,7 +71,7 @@ interface Scripts {
   cdpLimit(...args: (string | number)[]): Promise<[number, number]>;
 }
 
-export interface RedisStateOptions {
+export interface RedisStateOptions extends RedisTimeOptions {
   /** prefix of every key @default 'cdp-edge:' */
   prefix?: string;
   /** ms a command may take before it fails @default 2000 */
@@ -138,6 +141,7 @@ export async function createRedisState(url: string, options: RedisStateOptions =
     });
   }
   const scripts = redis as unknown as Scripts;
+  const { at, time } = redisTime(options);
   const itemKey = (site: string, id: string) => `${prefix}i:${site}:${id}`;
 
   const store: RelayStore = {
@@ -152,7 +156,8 @@ export async function createRedisState(url: string, options: RedisStateOptions =
     },
     async settle({ site }, { forwarded, until, released }) {
       const keys = [...forwarded, ...released].map((id) => itemKey(site, id));
-      if (keys.length > 0) await scripts.cdpSettle(keys.length, ...keys, forwarded.length, Math.round(until));
+      if (forwarded.length > 0 && !Number.isFinite(until)) throw new RangeError(`settle: until must be a time in ms, not ${until}`);
+      if (keys.length > 0) await scripts.cdpSettle(keys.length, ...keys, forwarded.length, ...time(until));
     },
     async add(site, name, amount, limit) {
       return Number(await scripts.cdpAdd(`${prefix}c:${site}:${name}`, amount, finite(limit), COUNTER_KEEP_MS));
@@ -170,7 +175,7 @@ export async function createRedisState(url: string, options: RedisStateOptions =
   };
   const limiter: RateLimiter = {
     async limit(key, rate, now, charge) {
-      const args = [`${prefix}b:${key}`, rate.perSecond, rate.burst, Math.round(now), ...(charge === undefined ? [] : [charge])];
+      const args = [`${prefix}b:${key}`, rate.perSecond, rate.burst, at(now), ...(charge === undefined ? [] : [charge])];
       const [ok, wait] = await scripts.cdpLimit(...args);
       return { ok: ok === 1, retryAfterMs: Number(wait) };
     },

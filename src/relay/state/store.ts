@@ -29,7 +29,7 @@ export interface Claim {
 export interface Settlement {
   /** ids the platform (or the queue) took: remembered as forwarded until `until`, their leases dropped */
   forwarded: readonly string[];
-  /** ms since epoch */
+  /** ms since epoch on the caller's clock (Redis keeps the time left until then, on its own clock) */
   until: number;
   /** ids leased but not forwarded: their leases are dropped so a later request may try them */
   released: readonly string[];
