@@ -16,7 +16,8 @@ import type { DurableObjectNamespace, DurableObjectState } from '@cloudflare/wor
 import { DurableObject } from 'cloudflare:workers';
 import type { LimitDecision } from '../core/limits.js';
 import { pace } from '../state/pace.js';
-import { createTurnBook, endTurns, holdTurn, type TurnBook, type TurnRequest, turnWait } from '../state/turns.js';
+import { endTurns, holdTurn, type TurnBook, type TurnRequest, turnWait } from '../state/turns.js';
+import { readTurns, TURNS_TABLE, writeTurns } from './turn-store.js';
 import { chargeBucket } from './buckets.js';
 import { cappedAmount, type Claim, type DedupeScope, type RelayStore } from '../state/store.js';
 
@@ -67,7 +68,7 @@ export class RelayState extends DurableObject<unknown> {
       CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
       CREATE TABLE IF NOT EXISTS delivered (id BLOB PRIMARY KEY, state INTEGER NOT NULL, owner TEXT NOT NULL DEFAULT '', lease_until INTEGER NOT NULL DEFAULT 0, attempts INTEGER NOT NULL DEFAULT 0, expires INTEGER NOT NULL) WITHOUT ROWID;
       CREATE INDEX IF NOT EXISTS delivered_expires ON delivered (expires);
-      CREATE TABLE IF NOT EXISTS pace (name TEXT PRIMARY KEY, tat REAL NOT NULL, hold REAL NOT NULL);`);
+      CREATE TABLE IF NOT EXISTS pace (name TEXT PRIMARY KEY, tat REAL NOT NULL, hold REAL NOT NULL); ${TURNS_TABLE}`);
   }
 
   /**
@@ -76,30 +77,38 @@ export class RelayState extends DurableObject<unknown> {
    */
   take(name: string, now: number, priority: 'proxy' | 'deliver', intervalMs: number, turns?: TurnRequest): number {
     this.calls++;
-    const book = turns && this.turnBook(name);
-    const turnWaits = turns && book ? turnWait(book, now, turns) : 0;
-    if (turnWaits > 0) return turnWaits;
+    if (turns === undefined) return this.slot(name, now, priority, intervalMs);
+    const book = this.turnBook(name);
+    const turnWaits = turnWait(book, now, turns);
+    const wait = turnWaits > 0 ? turnWaits : this.slot(name, now, priority, intervalMs);
+    if (wait === 0 && turns.turn) holdTurn(book, now, turns.turn);
+    writeTurns(this.ctx.storage.sql, name, book);
+    return wait;
+  }
+
+  /** A slot of pacer `name`'s budget (see {@link pace}). */
+  private slot(name: string, now: number, priority: 'proxy' | 'deliver', intervalMs: number): number {
     const sql = this.ctx.storage.sql;
-    const wait = this.ctx.storage.transactionSync(() => {
+    return this.ctx.storage.transactionSync(() => {
       const state = sql.exec<{ tat: number; hold: number }>('SELECT tat, hold FROM pace WHERE name = ?', name).toArray()[0] ?? { tat: 0, hold: 0 };
       const wait = pace(state, now, priority, intervalMs);
       if (wait === 0)
         sql.exec('INSERT INTO pace (name, tat, hold) VALUES (?, ?, ?) ON CONFLICT(name) DO UPDATE SET tat = excluded.tat', name, state.tat, state.hold);
       return wait;
     });
-    if (wait === 0 && book && turns?.turn) holdTurn(book, now, turns.turn);
-    return wait;
   }
 
   /** Gives back merge turns of pacer `name` whose calls are answered (state/turns.ts). */
   giveBack(name: string, ids: string[], now: number): void {
     this.calls++;
-    endTurns(this.turnBook(name), now, ids);
+    const book = this.turnBook(name);
+    endTurns(book, now, ids);
+    writeTurns(this.ctx.storage.sql, name, book);
   }
 
-  /** The merge turns of pacer `name`, kept in memory: only the calls in flight hold one. */
+  /** The merge turns of pacer `name`: in memory, read back from storage after a restart (turn-store.ts). */
   private turnBook(name: string): TurnBook {
-    const book = this.turns.get(name) ?? createTurnBook();
+    const book = this.turns.get(name) ?? readTurns(this.ctx.storage.sql, name);
     this.turns.set(name, book);
     return book;
   }
