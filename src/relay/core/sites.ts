@@ -13,6 +13,17 @@ import type { Rate } from './limits.js';
 /** What an unproven browser may write (docs/security.md): `required` nothing, `optional` create people, `open` also add events to anyone it names, `off` anything. */
 export type Verify = 'off' | 'open' | 'optional' | 'required';
 
+/**
+ * Whether an outbox entry of `kind` for a site of `verify` proves its person: only a verified
+ * identify becomes a `merge` (strategy 2) unless the site trusts its browsers (`off`), and only
+ * verified tracks are forwarded unless the site is `open` or `off`. A site no longer configured
+ * proves nothing.
+ */
+export function provesPerson(verify: Verify | undefined, kind: 'merge' | 'merge-create' | 'activity'): boolean {
+  if (verify === undefined || verify === 'off' || kind === 'merge-create') return false;
+  return kind === 'merge' || verify !== 'open';
+}
+
 /** One site of `RELAY_SITES`: a public key, where it may be used from and what it may send. */
 export interface SiteConfig {
   /** the public key the snippet sends as `key` */

@@ -27,6 +27,16 @@ export interface Call {
   entries: Leased[];
   /** each entry as JSON, in `entries` order */
   texts: string[];
+  /** every entry proves its person (breaker.ts lets such calls go longer) */
+  proven: boolean;
+}
+
+/** What planning needs to know of the sites. */
+export interface CallPlanning {
+  /** a site's `merge_by` */
+  mergeBy(site: string): readonly string[];
+  /** whether the entry proves its person: a verified identify, or a track where only verified ones are forwarded */
+  proven(entry: Leased): boolean;
 }
 
 /** Room kept in each call for the envelope around the entries. */
@@ -55,12 +65,12 @@ function peopleOf(entry: Leased, mergeBy: readonly string[]): string[] {
 
 /**
  * Groups `leased` (oldest first) into calls, merges before activities, each call's entries in the
- * order they were accepted. `mergeBy` gives a site's `merge_by`. A call holds one kind and one
- * `merge_by`; merge calls go one at a time in the order given here, and a merge never goes in a
+ * order they were accepted. A call holds one kind, one `merge_by`, and proven entries only or
+ * none (breaker.ts: refusals drawn by anonymous items do not hold the proven ones); merge calls go one at a time in the order given here, and a merge never goes in a
  * call before one holding an earlier merge of its person (a verified and an unverified identify
  * of one person, strategies 2 and 3, apply in accepted order).
  */
-export function planCalls(leased: readonly Leased[], mergeBy: (site: string) => readonly string[], maxEntries = LIMITS.itemsPerRequest): Call[] {
+export function planCalls(leased: readonly Leased[], sites: CallPlanning, maxEntries = LIMITS.itemsPerRequest): Call[] {
   const merges: (Call & { key: string; bytes: number })[] = [];
   const activities = new Map<string, (Call & { key: string; bytes: number })[]>();
   /** per person: the index in `merges` of the last call holding one of its merges */
@@ -68,12 +78,13 @@ export function planCalls(leased: readonly Leased[], mergeBy: (site: string) => 
   const fits = (call: { entries: Leased[]; bytes: number }, size: number) =>
     call.entries.length < maxEntries && call.bytes + size <= LIMITS.payloadBytes - ENVELOPE_BYTES;
   for (const entry of leased) {
-    const by = mergeBy(entry.site);
-    const key = `${entry.kind}\u0000${by.join(',')}`;
+    const by = sites.mergeBy(entry.site);
+    const proven = sites.proven(entry);
+    const key = `${entry.kind}\u0000${proven}\u0000${by.join(',')}`;
     const text = JSON.stringify(entry.entry);
     const size = utf8Length(text) + 1;
     // `merge` may change the person (strategy 2); `merge-create` never changes an existing one (3).
-    const open = () => ({ ...platformCall(entry.kind, by), key, bytes: 0, entries: [], texts: [] });
+    const open = () => ({ ...platformCall(entry.kind, by), proven, key, bytes: 0, entries: [], texts: [] });
     let call: Call & { key: string; bytes: number };
     if (entry.kind === 'activity') {
       const calls = activities.get(key) ?? activities.set(key, []).get(key)!;
@@ -91,14 +102,20 @@ export function planCalls(leased: readonly Leased[], mergeBy: (site: string) => 
     call.texts.push(text);
     call.bytes += size;
   }
-  return [...merges, ...[...activities.values()].flat()].map(({ endpoint, envelope, entries, texts }) => ({ endpoint, envelope, entries, texts }));
+  return [...merges, ...[...activities.values()].flat()].map(({ endpoint, envelope, entries, texts, proven }) => ({
+    endpoint,
+    envelope,
+    entries,
+    texts,
+    proven,
+  }));
 }
 
 /** The call cut into consecutive parts of at most `size` entries each. */
 export function parts(call: Call, size: number): Call[] {
   const cut: Call[] = [];
   for (let from = 0; from < call.entries.length; from += size) {
-    cut.push({ endpoint: call.endpoint, envelope: call.envelope, entries: call.entries.slice(from, from + size), texts: call.texts.slice(from, from + size) });
+    cut.push({ ...call, entries: call.entries.slice(from, from + size), texts: call.texts.slice(from, from + size) });
   }
   return cut;
 }

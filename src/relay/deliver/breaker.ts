@@ -6,6 +6,12 @@
  * window be risked by browser traffic, counting calls still in flight as possible refusals, and
  * pauses proxy calls only at the higher `proxy` count. Browser calls that meet a closed breaker
  * wait within their request's budget and are then answered `retry` (nothing is lost).
+ *
+ * Calls whose entries are all *proven* (each proves its person: a verified identify, or a track
+ * of a site where only verified tracks are forwarded) go on past the browser count, up to
+ * `proven`: refusals drawn by anonymous items (many addresses sending what the platform refuses)
+ * then do not hold signed-in visitors' events, and the count they may still risk stays under the
+ * proxy's and the platform's.
  * @module
  */
 
@@ -14,14 +20,17 @@ export interface BreakerLimits {
   windowMs: number;
   /** browser calls pause when refusals in the window plus browser calls in flight reach this @default 8 */
   browser: number;
+  /** browser calls of proven entries only pause when refusals plus browser calls in flight reach this @default 11 */
+  proven: number;
   /** proxy calls pause when refusals in the window reach this @default 12 */
   proxy: number;
 }
 
-/** Well under the platform's 15: browser traffic pauses first, the proxy keeps its headroom. */
-export const BREAKER_LIMITS: BreakerLimits = { windowMs: 15_000, browser: 8, proxy: 12 };
+/** Well under the platform's 15: anonymous browser traffic pauses first, then proven, and the proxy keeps its headroom. */
+export const BREAKER_LIMITS: BreakerLimits = { windowMs: 15_000, browser: 8, proven: 11, proxy: 12 };
 
-export type CallSource = 'browser' | 'proxy';
+/** Who a call is for: browsers (`proven`: every entry in it proves its person), or a server through the proxy. */
+export type CallSource = 'browser' | 'proven' | 'proxy';
 
 export interface Breaker {
   /** ms until a call from `from` may start; 0 when it may start now */
@@ -50,15 +59,16 @@ export function createBreaker(limits: BreakerLimits = BREAKER_LIMITS): Breaker {
     waitMs(from, now) {
       const count = recent(now);
       if (from === 'proxy') return count < limits.proxy ? 0 : ageOut(limits.proxy, now);
-      if (count + browserInFlight < limits.browser) return 0;
+      const limit = from === 'proven' ? limits.proven : limits.browser;
+      if (count + browserInFlight < limit) return 0;
       // Either a call in flight ends (soon, re-checked by the waiter) or a refusal ages out.
-      return count >= limits.browser ? ageOut(limits.browser, now) : 25;
+      return count >= limit ? ageOut(limit, now) : 25;
     },
     start(from) {
-      if (from === 'browser') browserInFlight++;
+      if (from !== 'proxy') browserInFlight++;
     },
     end(from, status, now) {
-      if (from === 'browser') browserInFlight--;
+      if (from !== 'proxy') browserInFlight--;
       if (isRefusal(status)) times.push(now);
     },
     refusals: recent,

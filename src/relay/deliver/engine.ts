@@ -6,7 +6,7 @@
  * @module
  */
 import type { Clock } from '../core/clock.js';
-import type { SiteConfig } from '../core/sites.js';
+import { provesPerson, type SiteConfig } from '../core/sites.js';
 import type { Logger } from '../core/logging.js';
 import type { DeliveryEvent } from '../core/observe.js';
 import type { Upstream } from './caller.js';
@@ -77,6 +77,8 @@ export interface Engine {
   leaseSize: number;
   maxInFlight: number;
   mergeBy(site: string): readonly string[];
+  /** whether an entry proves its person (breaker.ts, batch.ts) */
+  proven(entry: Leased): boolean;
   stopped(): boolean;
   nap(ms: number): Promise<void>;
   /** platform calls in flight, over every lease of the round */
@@ -111,6 +113,7 @@ export function createEngine(options: RoundOptions): Engine {
     leaseSize: options.leaseSize ?? 1_000,
     maxInFlight,
     mergeBy: (site) => sites.get(site)?.mergeBy ?? ['str::email', 'str::ei'],
+    proven: (entry) => provesPerson(sites.get(entry.site)?.verify, entry.kind),
     stopped: () => options.stopped?.() ?? false,
     nap: options.nap ?? timerNap,
     flights: new Set(),

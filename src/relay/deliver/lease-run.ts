@@ -53,7 +53,7 @@ export async function deliverLease(engine: Engine, lease: string, leased: readon
     engine.report({ endpoint: 'activities/create', status: 0, called: false, delivered: [], dead: [], released: [], ambiguous: heldAtLease, held: true });
   }
 
-  const calls = full ? fillOnly(planCalls(going, engine.mergeBy)) : planCalls(going, engine.mergeBy);
+  const calls = full ? fillOnly(planCalls(going, engine)) : planCalls(going, engine);
   const sent = new Set(calls.flatMap((call) => call.entries.map((entry) => entry.seq)));
   const unplanned = going.filter((entry) => !sent.has(entry.seq));
 

@@ -23,7 +23,7 @@ export type CallOutcome =
   | { kind: 'ok'; status: number; body: unknown }
   | { kind: 'refused'; status: number; message: string; details: unknown[] }
   /** `holdMs`: how long the platform asked to wait (429), else 0 */
-  | { kind: 'unapplied'; status: number; message: string; holdMs: number }
+  | { kind: 'unapplied'; status: number; message: string; holdMs: number /** the relay's breaker held it (nothing was sent) */; paused?: boolean }
   | { kind: 'ambiguous'; status: number; message: string };
 
 /** The dead-letter reason of an entry held after an ambiguous call. */

@@ -33,6 +33,8 @@ export interface LeaseRun {
   releaseAt: number;
   /** set once the platform asked to wait (or the lease runs short, the lead is lost): no further call starts */
   stopAt: { notBefore: number } | undefined;
+  /** set once the breaker held a call of unproven entries: the lease's other such calls go back, proven ones go on (breaker.ts) */
+  pausedAt?: { notBefore: number } | undefined;
 }
 
 interface Planned {
@@ -45,6 +47,12 @@ interface Planned {
 function stop(state: LeaseRun, notBefore: number): void {
   state.stopAt ??= { notBefore };
   state.releaseAt = Math.max(state.releaseAt, state.stopAt.notBefore);
+}
+
+/** Stops the lease's further calls of unproven entries only (the breaker held one). */
+function pause(state: LeaseRun, notBefore: number): void {
+  state.pausedAt ??= { notBefore };
+  state.releaseAt = Math.max(state.releaseAt, state.pausedAt.notBefore);
 }
 
 /**
@@ -81,7 +89,7 @@ export async function runCalls(engine: Engine, calls: readonly Call[], state: Le
         log(engine, 'lead_lost', call.entries.length);
         stop(state, clock.now());
       }
-      if (state.stopAt !== undefined) {
+      if (state.stopAt !== undefined || (state.pausedAt !== undefined && !call.proven)) {
         state.released.push(...call.entries);
         continue;
       }
@@ -161,7 +169,7 @@ async function sendAndSettle(engine: Engine, call: Call, depth: number, timeoutM
     await engine.settle(state.lease, { delivered: [], released: call.entries.map((entry) => ({ seq: entry.seq, notBefore: clock.now() })), dead: [] });
     return;
   }
-  const outcome = await callOnce(upstream, call.endpoint, bodyOf(call), { timeoutMs, paced: true });
+  const outcome = await callOnce(upstream, call.endpoint, bodyOf(call), { timeoutMs, paced: true, from: call.proven ? 'proven' : 'browser' });
   engine.spacer.answered(left, clock.now());
   const verdict = judge(call, outcome, depth < MAX_SPLIT_DEPTH, clock.now(), engine.retryMs);
   const called = { endpoint: call.endpoint, status: outcome.status, called: true };
@@ -172,8 +180,10 @@ async function sendAndSettle(engine: Engine, call: Call, depth: number, timeoutM
     engine.report({ ...called, delivered: [], dead: [], released: [], ambiguous: [], held: false });
     return;
   }
-  // The platform is in trouble (or asked to wait): the rest of the lease goes back, in order.
-  if (outcome.kind === 'unapplied' || outcome.kind === 'ambiguous') stop(state, verdict.notBefore);
+  // The platform is in trouble (or asked to wait): the rest of the lease goes back, in order. When
+  // only the breaker held a call of unproven entries, only such calls go back: proven ones go on.
+  if (outcome.kind === 'unapplied' && outcome.paused && !call.proven) pause(state, verdict.notBefore);
+  else if (outcome.kind === 'unapplied' || outcome.kind === 'ambiguous') stop(state, verdict.notBefore);
   const held = afterAmbiguous(call.endpoint, ambiguous) === 'hold';
   const part: Settlement = {
     delivered: verdict.delivered.map((entry) => entry.seq),

@@ -21,13 +21,19 @@ import { readText } from './transport.js';
 
 /**
  * Sends `text` (JSON) to endpoint `id` once, as browser traffic (the breaker of platform refusals
- * pauses it before proxy traffic); never throws for upstream trouble.
+ * pauses it before proxy traffic; `from: 'proven'` when every entry proves its person); never
+ * throws for upstream trouble.
  */
-export async function callOnce(upstream: Upstream, id: EndpointId, text: string, options: Omit<CallOptions, 'from'> = {}): Promise<CallOutcome> {
+export async function callOnce(
+  upstream: Upstream,
+  id: EndpointId,
+  text: string,
+  options: Omit<CallOptions, 'from'> & { from?: 'browser' | 'proven' } = {},
+): Promise<CallOutcome> {
   let status = 0;
   let answer: unknown;
   try {
-    const reply = await upstream.call(ENDPOINTS[id], text, { ...options, from: 'browser' });
+    const reply = await upstream.call(ENDPOINTS[id], text, { ...options, from: options.from ?? 'browser' });
     status = reply.status;
     if (status === 429) return { kind: 'unapplied', status, message: 'the platform asked the relay to slow down', holdMs: (reply.holdSeconds ?? 1) * 1000 };
     answer = parseJsonOrUndefined(await readText(reply));
@@ -35,7 +41,7 @@ export async function callOnce(upstream: Upstream, id: EndpointId, text: string,
     // Timeouts (the call was aborted) and network errors come as RelayHttpError; anything else is a bug.
     if (!(error instanceof RelayHttpError)) throw error;
     // Paused by the breaker: nothing was sent.
-    if (error.code === 'upstream_paused') return { kind: 'unapplied', status: 0, message: error.message, holdMs: (error.retryAfter ?? 1) * 1000 };
+    if (error.code === 'upstream_paused') return { kind: 'unapplied', status: 0, message: error.message, holdMs: (error.retryAfter ?? 1) * 1000, paused: true };
     if (wasNotSent(error)) return { kind: 'unapplied', status: 0, message: 'the platform could not be reached', holdMs: 0 };
     return { kind: 'ambiguous', status: 0, message: error.code === 'upstream_timeout' ? 'the platform did not answer in time' : 'the connection was lost' };
   }
