@@ -67,9 +67,26 @@ export class RelayState extends DurableObject<unknown> {
       CREATE TABLE IF NOT EXISTS pace (name TEXT PRIMARY KEY, tat REAL NOT NULL, hold REAL NOT NULL);`);
   }
 
-  /** One platform call from the pacer `name` (see {@link pace}): 0 when granted, else the ms to wait. */
-  take(name: string, now: number, priority: 'proxy' | 'deliver', intervalMs: number): number {
+  /**
+   * One platform call from the pacer `name` (see {@link pace}): 0 when granted, else the ms to wait.
+   * With `waitUpToMs`, the call waits here for its slot, as long as it has waited less than that
+   * in all, and is answered once granted: one request per call, where answering each wait had the
+   * caller ask again after it (and every caller told the same wait asked at once). Each look is
+   * the rule at that moment, so a proxy call or a hold that comes meanwhile still goes first.
+   */
+  async take(name: string, now: number, priority: 'proxy' | 'deliver', intervalMs: number, waitUpToMs = 0): Promise<number> {
     this.calls++;
+    const started = Date.now();
+    for (;;) {
+      const waited = Date.now() - started;
+      const wait = this.paceNow(name, now + waited, priority, intervalMs);
+      if (wait === 0 || waited + wait > waitUpToMs) return wait;
+      await new Promise((resolve) => setTimeout(resolve, wait));
+    }
+  }
+
+  /** The pacing rule on the stored state of pacer `name`, in one transaction. */
+  private paceNow(name: string, now: number, priority: 'proxy' | 'deliver', intervalMs: number): number {
     const sql = this.ctx.storage.sql;
     return this.ctx.storage.transactionSync(() => {
       const state = sql.exec<{ tat: number; hold: number }>('SELECT tat, hold FROM pace WHERE name = ?', name).toArray()[0] ?? { tat: 0, hold: 0 };
