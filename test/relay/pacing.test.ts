@@ -59,8 +59,34 @@ describe('calls spaced by the time they leave', () => {
       const times = arrivals(rate, 2_000, true, seed);
       expect(refusedBy(rate, times)).toBe(0);
       const perSecond = ((times.length - 1) * 1000) / (times.at(-1)! - times[0]!);
-      expect(perSecond).toBeGreaterThan(rate / (1 + SEND_MARGIN) - 0.05);
+      // The margin, and the calls answered later than usual (the platform here takes 1–50 ms):
+      // each is counted from its answer less the usual round trip, so some leave their window later.
+      expect(perSecond).toBeGreaterThan(rate * 0.96);
+      expect(perSecond).toBeLessThanOrEqual(rate / (1 + SEND_MARGIN) + 0.05);
     }
+  });
+
+  it('a call held up on its way is counted from its answer: the tenth call after it waits, no 429', () => {
+    // Steady calls at the rate, each reaching the platform 0–5 ms after it left and answered 50 ms
+    // later, but one in 37 held 180 ms on its way (a busy event loop, a platform process not
+    // scheduled; measured so in the delivery bench on a loaded machine), so it opens the platform's
+    // window late. Counted from when it left, the tenth call after it lands in that window.
+    const run = (answersCount: boolean) => {
+      const next = random(7);
+      const spacer = createSpacer(10);
+      const times: number[] = [];
+      let now = 1_000_000;
+      for (let i = 0; i < 2_000; i++) {
+        for (let wait = spacer.wait(now); wait > 0; wait = spacer.wait(now)) now += wait;
+        const arrives = now + (i % 37 === 36 ? 180 : next() * 5);
+        spacer.answered(now, answersCount ? arrives + 50 : now + 50);
+        times.push(arrives);
+      }
+      return refusedBy(10, times);
+    };
+    expect(run(true)).toBe(0);
+    // The same calls, had the answers said nothing (each answered 50 ms after it left): 429s.
+    expect(run(false)).toBeGreaterThan(10);
   });
 
   it('spaced by grant time only, the same jitter draws 429s (why the spacer is there)', () => {

@@ -1,12 +1,14 @@
 // The deployment's one budget of platform calls, in a Durable Object every isolate asks: never
-// more than the rate in any second, proxy calls first, and the platform's try-in-seconds held by all.
-// The key's pacer keeps a deliver call waiting inside until its slot comes: one request per call.
+// more than the rate in any second, proxy calls first, and the platform's try-in-seconds held by all;
+// and the merge turns per person every outbox object's merge calls take with their slots. The
+// key's pacer keeps a deliver call waiting inside until its slot (and turn) comes: one request per call.
 import { env } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
 import { ENDPOINTS } from '../../src/api/index.js';
 import { createUpstream } from '../../src/relay/deliver/caller.js';
 import { MAX_PACER_WAIT_MS } from '../../src/relay/deliver/slots.js';
 import { fetchTransport } from '../../src/relay/deliver/transport.js';
+import { TURN_WAIT_MS } from '../../src/relay/state/turns.js';
 import { createDurablePacer, keyPacer, pacerName, workerConfig } from '../../src/relay/workers/delivery.js';
 
 const pacer = (rate: number) => createDurablePacer(env['RELAY_STATE'], `pacer:test-${crypto.randomUUID()}`, rate);
@@ -110,6 +112,47 @@ describe("deliver calls waiting in the key's pacer object", () => {
     const wait = await waiting;
     expect(wait).toBeGreaterThan(0);
     expect(Date.now() + wait).toBeGreaterThanOrEqual(holdEnd);
+  });
+
+  it("a merge call waits inside for its person's turn too: granted once the holder gives it back, in one request", async () => {
+    const name = named();
+    const p = createDurablePacer(env['RELAY_STATE'], name, 1000, MAX_PACER_WAIT_MS);
+    const turn = (id: string) => ({ turn: { id, people: ['ann'], ms: 15_000 }, giveBack: [] });
+    expect(await p.take(Date.now(), 'deliver', turn('holder'))).toBe(0);
+    const before = await requests(name);
+    const waiting = p.take(Date.now(), 'deliver', turn('next'));
+    // once the object has looked (the turn is held), the holder's call is answered and its turn given back
+    await expect.poll(() => requests(name), { interval: 10 }).toBe(before + 1);
+    await p.giveBack!(['holder'], Date.now());
+    expect(await waiting).toBe(0);
+    expect((await requests(name)) - before).toBe(2);
+  });
+});
+
+describe('merge turns in the pacer object', () => {
+  const turn = (id: string, people: string[]) => ({ turn: { id, people, ms: 15_000 }, giveBack: [] });
+
+  it('grants a merge call its slot only while no other call naming one of its people holds the turn', async () => {
+    const p = pacer(1000);
+    const t = 4_000_000;
+    expect(await p.take(t, 'deliver', turn('a', ['ann']))).toBe(0);
+    expect(await p.take(t + 10, 'deliver', turn('b', ['bob']))).toBe(0);
+    // Another object's merge of ann waits, and takes no slot of the budget while it waits.
+    expect(await p.take(t + 20, 'deliver', turn('c', ['ann', 'cid']))).toBe(TURN_WAIT_MS);
+    expect(await p.take(t + 20, 'deliver')).toBe(0);
+    // Given back on the holder's next request (one with no turn of its own), or on its own.
+    expect(await p.take(t + 300, 'deliver', { giveBack: ['a'] })).toBe(0);
+    expect(await p.take(t + 310, 'deliver', turn('c', ['ann', 'cid']))).toBe(0);
+    await p.giveBack!(['c'], t + 600);
+    expect(await p.take(t + 610, 'deliver', turn('d', ['ann']))).toBe(0);
+  });
+
+  it('ends a turn whose holder never gives it back once its time has run out', async () => {
+    const p = pacer(1000);
+    const t = 5_000_000;
+    expect(await p.take(t, 'deliver', turn('dead', ['ann']))).toBe(0);
+    expect(await p.take(t + 14_999, 'deliver', turn('b', ['ann']))).toBe(TURN_WAIT_MS);
+    expect(await p.take(t + 15_000, 'deliver', turn('b', ['ann']))).toBe(0);
   });
 });
 

@@ -39,14 +39,18 @@ export function bodyOf(call: Pick<Call, 'endpoint' | 'envelope' | 'texts'>): str
   return `${envelope.slice(0, -1)}${envelope.length > 2 ? ',' : ''}"${key}":[${call.texts.join(',')}]}`;
 }
 
+/** The `merge_by` fields and values a merge names (`field\0value`): the platform finds its person by them. */
+export function namedBy(entry: Leased, mergeBy: readonly string[]): string[] {
+  const fields = (entry.entry['fields'] ?? {}) as Record<string, unknown>;
+  return mergeBy.filter((field) => typeof fields[field] === 'string' && fields[field] !== '').map((field) => `${field}\u0000${fields[field] as string}`);
+}
+
 /**
  * The people a merge names, as `merge_by` field and value (and its browser): two merges sharing
  * one are taken to be of one person and must apply in the order they were accepted.
  */
 function peopleOf(entry: Leased, mergeBy: readonly string[]): string[] {
-  const fields = (entry.entry['fields'] ?? {}) as Record<string, unknown>;
-  const named = mergeBy.filter((field) => typeof fields[field] === 'string' && fields[field] !== '').map((field) => `${field}\u0000${fields[field] as string}`);
-  return [...named, `browser\u0000${entry.site}\u0000${entry.browser}`];
+  return [...namedBy(entry, mergeBy), `browser\u0000${entry.site}\u0000${entry.browser}`];
 }
 
 /**

@@ -82,6 +82,8 @@ export interface Engine {
   /** platform calls in flight, over every lease of the round */
   flights: Set<Promise<void>>;
   spacer: Spacer;
+  /** the merge turns of calls answered, given back with the next slot request (slots.ts) */
+  answeredTurns: string[];
   log(line: Record<string, unknown>): void;
   report: Report;
   /** settles `settlement` under lease `lease` */
@@ -113,6 +115,7 @@ export function createEngine(options: RoundOptions): Engine {
     nap: options.nap ?? timerNap,
     flights: new Set(),
     spacer: options.spacer ?? createSpacer(options.rate ?? DEFAULT_PLATFORM_RATE),
+    answeredTurns: [],
     log,
     report: createReporter({ clock, sites, onDelivery: options.onDelivery, log }),
     async settle(lease, settlement) {

@@ -7,11 +7,32 @@
  * end of the lease.
  * @module
  */
-import { planCalls } from './batch.js';
+import { type Call, planCalls } from './batch.js';
+import { LIMITS } from '../../api/index.js';
 import type { Engine } from './engine.js';
 import type { Leased } from '../state/outbox.js';
 import { AMBIGUOUS_REASON, afterAmbiguous } from './policy.js';
 import { type LeaseRun, runCalls } from './scheduler.js';
+
+/**
+ * In a backlog (the outbox had more than the lease took), a call that is not full waits for the
+ * next lease, where it fills: the last activities call, and the last merge call. A lease's
+ * identifies are a few of its entries (one a visitor, before that visitor's tracks), so its merge
+ * call is rarely full: sent as it is, it costs a whole slot of the key's rate for a fraction of
+ * a call. What waits keeps its place: the outbox leases it again, with the next lease's identifies.
+ * The last merge call is the one to wait, as no later merge of a person it names is in an earlier
+ * call (planCalls). At least one call goes, so a backlog always moves.
+ */
+function fillOnly(calls: Call[]): Call[] {
+  const partial = (call: Call | undefined) => call !== undefined && call.entries.length < LIMITS.itemsPerRequest;
+  const out = [...calls];
+  const lastOf = (endpoint: Call['endpoint']) => out.findLastIndex((call) => call.endpoint === endpoint);
+  for (const endpoint of ['activities/create', 'person/merge'] as const) {
+    const index = lastOf(endpoint);
+    if (out.length > 1 && partial(out[index])) out.splice(index, 1);
+  }
+  return out;
+}
 
 /**
  * Delivers the entries `leased` under lease `lease`; `full` when the outbox had more than it gave
@@ -32,10 +53,7 @@ export async function deliverLease(engine: Engine, lease: string, leased: readon
     engine.report({ endpoint: 'activities/create', status: 0, called: false, delivered: [], dead: [], released: [], ambiguous: heldAtLease, held: true });
   }
 
-  const calls = planCalls(going, engine.mergeBy);
-  // In a backlog, a last partial activities call waits for the next lease, where it fills.
-  const last = calls.at(-1);
-  if (full && last !== undefined && last.endpoint === 'activities/create' && last.entries.length < 100 && calls.length > 1) calls.pop();
+  const calls = full ? fillOnly(planCalls(going, engine.mergeBy)) : planCalls(going, engine.mergeBy);
   const sent = new Set(calls.flatMap((call) => call.entries.map((entry) => entry.seq)));
   const unplanned = going.filter((entry) => !sent.has(entry.seq));
 

@@ -11,6 +11,7 @@ import { createEngine, type RoundOptions } from './engine.js';
 import { deliverLease } from './lease-run.js';
 import type { Leased } from '../state/outbox.js';
 import { describe } from './report.js';
+import { giveBackTurns } from './slots.js';
 
 /** Leases delivered at once: the next one's calls start while this one's last answers come back. */
 const MAX_ACTIVE_LEASES = 2;
@@ -74,6 +75,8 @@ export async function deliverRound(options: RoundOptions): Promise<RoundResult> 
     }
   } finally {
     await Promise.allSettled([...active]);
+    // Merge turns answered since the last slot request: no request is coming to carry them.
+    await giveBackTurns(engine);
   }
   return result;
 }

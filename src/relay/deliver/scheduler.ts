@@ -13,7 +13,7 @@ import { MAX_SPLIT_DEPTH, splitRefused } from './halving.js';
 import type { Leased, Settlement } from '../state/outbox.js';
 import { AMBIGUOUS_REASON, afterAmbiguous } from './policy.js';
 import { callOnce } from './send.js';
-import { MAX_PACER_WAIT_MS, takeSlot, waitToLeave } from './slots.js';
+import { MAX_PACER_WAIT_MS, takeSlot, turnAnswered, turnOf, waitToLeave } from './slots.js';
 import { judge } from './verdict.js';
 
 /** Time kept free at the end of a lease to settle after the call's timeout. */
@@ -85,15 +85,20 @@ export async function runCalls(engine: Engine, calls: readonly Call[], state: Le
         state.released.push(...call.entries);
         continue;
       }
-      // A slot of the deployment's budget; a long wait (a 429 hold) sends the entries back instead.
-      const slot = await takeSlot(engine);
+      // A slot of the deployment's budget (and a merge call's turn); a long wait (a 429 hold) sends the entries back instead.
+      const turn = turnOf(engine, call);
+      const slot = await takeSlot(engine, turn);
+      // Granted (with its turn) but not going: the turn goes back at once.
+      const notGoing = () => turnAnswered(engine, slot === 0 ? turn : undefined);
       const timeoutMs = timeout();
       if (slot !== 0 || timeoutMs < Math.min(MIN_CALL_MS, engine.callTimeoutMs) || engine.stopped() || state.stopAt !== undefined) {
+        notGoing();
         stop(state, clock.now() + Math.max(slot, 0));
         state.released.push(...call.entries);
         continue;
       }
       if (lead && !(await lead.cover(clock.now() + timeoutMs + SEND_MARGIN_MS))) {
+        notGoing();
         log(engine, 'lead_lost', call.entries.length);
         stop(state, clock.now());
         state.released.push(...call.entries);
@@ -102,20 +107,30 @@ export async function runCalls(engine: Engine, calls: readonly Call[], state: Le
       // A send is counted as started only now, on this call's entries: a deliverer that dies
       // leaves the rest of its lease never-sent (attempts unchanged), not ambiguous.
       const marked = new Set(
-        await outbox.sending(
-          state.lease,
-          call.entries.map((entry) => entry.seq),
-          clock.now(),
-        ),
+        await outbox
+          .sending(
+            state.lease,
+            call.entries.map((entry) => entry.seq),
+            clock.now(),
+          )
+          .catch((error: unknown) => {
+            notGoing();
+            throw error;
+          }),
       );
       if (marked.size < call.entries.length) {
         // The lease ran out: another lease may hold those entries now; they are not this one's to send.
         log(engine, 'lease_lost', call.entries.length - marked.size);
         call = only(call, (entry) => marked.has(entry.seq));
-        if (call.entries.length === 0) continue;
+        if (call.entries.length === 0) {
+          notGoing();
+          continue;
+        }
       }
       const going = call;
       const flight: Promise<void> = sendAndSettle(engine, going, depth, timeoutMs, state, queue)
+        // Its turn goes back once the call is answered (or will not go).
+        .finally(() => turnAnswered(engine, turn))
         .catch((error: unknown) => {
           failure ??= error;
         })

@@ -1,20 +1,74 @@
 /**
- * Pacer waits and send spacing. A call goes only in a slot of the deployment's budget
- * (`Pacer.take`): a short wait is slept out; a long one (the platform's 429 hold) is handed back,
- * and the caller releases its entries to the outbox instead of holding them leased.
+ * Pacer waits, merge turns and send spacing. A call goes only in a slot of the deployment's
+ * budget (`Pacer.take`): a short wait is slept out; a long one (the platform's 429 hold) is handed
+ * back, and the caller releases its entries to the outbox instead of holding them leased.
+ * Where several deliverers share the pacer (Workers), a `person/merge` call asks for its slot
+ * together with the turn of the people it names (state/turns.ts), and gives the turn back once
+ * answered, on its deliverer's next slot request (or at the end of the round, when none comes).
  * Right before a call goes, it waits for the spacer (spacer.ts) to let it leave.
  * @module
  */
+import { sha256 } from '@noble/hashes/sha2.js';
+import { bytesToHex } from '@noble/hashes/utils.js';
+import { type Call, namedBy } from './batch.js';
 import type { Engine } from './engine.js';
+import type { Turn } from '../state/turns.js';
+import { describe } from './report.js';
 
 /** The pacer's wait a leased entry sits out; longer (a 429 hold), the entries go back to the outbox. */
 export const MAX_PACER_WAIT_MS = 2_000;
+/**
+ * A merge turn outlasts its call's timeout by this much: the spacer's wait and the `sending` write
+ * before the call leaves, the settle after. A holder that never gives it back blocks no longer.
+ */
+export const TURN_MARGIN_MS = 5_000;
 
-/** Waits for a pacer slot: 0 once taken, else how long the budget is held (nothing was taken). */
-export async function takeSlot(engine: Engine): Promise<number> {
+const encoder = new TextEncoder();
+/** A person as the pacer sees it: 8 bytes of the digest of a `merge_by` field and value, never the value. */
+const personDigest = (named: string) => bytesToHex(sha256(encoder.encode(named)).subarray(0, 8));
+
+/** The turn a call asks for with its slot: merge calls naming someone, where the pacer keeps turns. */
+export function turnOf(engine: Engine, call: Call): Turn | undefined {
+  if (engine.options.pacer.giveBack === undefined || call.endpoint !== 'person/merge') return undefined;
+  const mergeBy = call.envelope['merge_by'] as string[];
+  const people = new Set(call.entries.flatMap((entry) => namedBy(entry, mergeBy)).map(personDigest));
+  if (people.size === 0) return undefined;
+  return { id: crypto.randomUUID(), people: [...people], ms: engine.callTimeoutMs + TURN_MARGIN_MS };
+}
+
+/** The call holding `turn` was answered, or will not go: the turn goes back with the next slot request. */
+export function turnAnswered(engine: Engine, turn: Turn | undefined): void {
+  if (turn !== undefined) engine.answeredTurns.push(turn.id);
+}
+
+/** Gives back the answered turns no slot request carried (the round's end); never throws. */
+export async function giveBackTurns(engine: Engine): Promise<void> {
+  const { pacer, clock } = engine.options;
+  const ids = engine.answeredTurns.splice(0);
+  if (ids.length === 0 || pacer.giveBack === undefined) return;
+  try {
+    await pacer.giveBack(ids, clock.now());
+  } catch (error) {
+    // The turns run out by themselves.
+    engine.log({ level: 'warn', error: 'turn_not_given_back', cause: describe(error) });
+  }
+}
+
+/**
+ * Waits for a pacer slot (and `turn`, for a merge call): 0 once taken, else how long the budget
+ * is held (nothing was taken). Each request carries the turns answered since the last one.
+ */
+export async function takeSlot(engine: Engine, turn?: Turn): Promise<number> {
   const { pacer, clock } = engine.options;
   for (;;) {
-    const wait = await pacer.take(clock.now(), 'deliver');
+    const giveBack = engine.answeredTurns.splice(0);
+    let wait: number;
+    try {
+      wait = await (turn === undefined && giveBack.length === 0 ? pacer.take(clock.now(), 'deliver') : pacer.take(clock.now(), 'deliver', { turn, giveBack }));
+    } catch (error) {
+      engine.answeredTurns.push(...giveBack);
+      throw error;
+    }
     if (wait === 0) return 0;
     if (wait > MAX_PACER_WAIT_MS || engine.stopped()) return wait;
     await engine.nap(wait);

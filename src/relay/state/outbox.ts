@@ -9,6 +9,7 @@
  * @module
  */
 import type { OutboxLimits } from '../core/outbox-limits.js';
+import type { TurnRequest } from './turns.js';
 
 /**
  * Which platform call an entry goes in:
@@ -146,10 +147,20 @@ export interface Outbox {
  * run the budget into debt, which the deliverer then waits out.
  */
 export interface Pacer {
-  /** Takes one call: resolves to 0 when granted, else the ms to wait before asking again (nothing taken). */
-  take(now: number, priority: 'proxy' | 'deliver'): Promise<number>;
+  /**
+   * Takes one call: resolves to 0 when granted, else the ms to wait before asking again (nothing
+   * taken). `turns` (only to a pacer with {@link Pacer.giveBack}): the merge turn the call asks for,
+   * granted with the slot, and the turns of calls answered since (state/turns.ts).
+   */
+  take(now: number, priority: 'proxy' | 'deliver', turns?: TurnRequest): Promise<number>;
   /** The platform asked to wait (`try-in-seconds`): no call of this key before `until`. */
   hold(until: number): Promise<void>;
+  /**
+   * Only a pacer several deliverers share keeps merge turns per person (Workers' key pacer): gives
+   * back the turns `ids` when no slot request is coming to carry them. One deliverer's merge calls
+   * never overlap (deliver/lease-run.ts), so Node's pacers keep no turns.
+   */
+  giveBack?(ids: readonly string[], now: number): Promise<void>;
 }
 
 /** One connection to a durable store (an SQLite file, a Redis client): its outbox and pacers. */

@@ -47,9 +47,14 @@ export function createDurablePacer(namespace: DurableObjectNamespace<RelayState>
   const id = namespace.idFromName(name);
   // A stub per call: a stub belongs to the request (or batch) that made it.
   return {
-    take: async (now, priority) => (await namespace.get(id).take(name, now, priority, interval, priority === 'deliver' ? waitUpToMs : 0)) as number,
+    take: async (now, priority, turns) =>
+      (await namespace.get(id).take(name, now, priority, interval, turns, priority === 'deliver' ? waitUpToMs : 0)) as number,
     hold: async (until) => {
       await namespace.get(id).hold(name, until);
+    },
+    // Every outbox object delivers through this one object: merges of one person take turns here.
+    giveBack: async (ids, now) => {
+      await namespace.get(id).giveBack(name, [...ids], now);
     },
   };
 }

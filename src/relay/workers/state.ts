@@ -16,6 +16,7 @@ import type { DurableObjectNamespace, DurableObjectState } from '@cloudflare/wor
 import { DurableObject } from 'cloudflare:workers';
 import type { LimitDecision } from '../core/limits.js';
 import { pace } from '../state/pace.js';
+import { createTurnBook, endTurns, holdTurn, type TurnBook, type TurnRequest, turnWait } from '../state/turns.js';
 import { chargeBucket } from './buckets.js';
 import { cappedAmount, type Claim, type DedupeScope, type RelayStore } from '../state/store.js';
 
@@ -53,6 +54,8 @@ export class RelayState extends DurableObject<unknown> {
   private calls = 0;
   /** when the sweep alarm is set for (null: none; undefined: not read yet) */
   private sweepAt: number | null | undefined;
+  /** the merge turns of each pacer served here (state/turns.ts) */
+  private readonly turns = new Map<string, TurnBook>();
 
   constructor(ctx: DurableObjectState, env: unknown) {
     super(ctx, env);
@@ -68,33 +71,53 @@ export class RelayState extends DurableObject<unknown> {
   }
 
   /**
-   * One platform call from the pacer `name` (see {@link pace}): 0 when granted, else the ms to wait.
-   * With `waitUpToMs`, the call waits here for its slot, as long as it has waited less than that
-   * in all, and is answered once granted: one request per call, where answering each wait had the
-   * caller ask again after it (and every caller told the same wait asked at once). Each look is
-   * the rule at that moment, so a proxy call or a hold that comes meanwhile still goes first.
+   * One platform call from the pacer `name` (see {@link pace}): 0 when granted, else the ms to
+   * wait. `turns`: the merge turn granted with the slot, and turns given back (state/turns.ts).
+   * With `waitUpToMs`, the call waits here for its slot (and turn), as long as it has waited less
+   * than that in all, and is answered once granted: one request per call, where answering each
+   * wait had the caller ask again after it (and every caller told the same wait asked at once).
+   * Each look is the rule at that moment, so a proxy call or a hold that comes meanwhile still
+   * goes first, and a turn given back meanwhile is seen.
    */
-  async take(name: string, now: number, priority: 'proxy' | 'deliver', intervalMs: number, waitUpToMs = 0): Promise<number> {
+  async take(name: string, now: number, priority: 'proxy' | 'deliver', intervalMs: number, turns?: TurnRequest, waitUpToMs = 0): Promise<number> {
     this.calls++;
     const started = Date.now();
     for (;;) {
       const waited = Date.now() - started;
-      const wait = this.paceNow(name, now + waited, priority, intervalMs);
+      const wait = this.slot(name, now + waited, priority, intervalMs, turns);
       if (wait === 0 || waited + wait > waitUpToMs) return wait;
       await new Promise((resolve) => setTimeout(resolve, wait));
     }
   }
 
-  /** The pacing rule on the stored state of pacer `name`, in one transaction. */
-  private paceNow(name: string, now: number, priority: 'proxy' | 'deliver', intervalMs: number): number {
+  /** The slot (and turn) rule on pacer `name` at `now`: the pacing state in one transaction, the turns in memory. */
+  private slot(name: string, now: number, priority: 'proxy' | 'deliver', intervalMs: number, turns?: TurnRequest): number {
+    const book = turns && this.turnBook(name);
+    const turnWaits = turns && book ? turnWait(book, now, turns) : 0;
+    if (turnWaits > 0) return turnWaits;
     const sql = this.ctx.storage.sql;
-    return this.ctx.storage.transactionSync(() => {
+    const wait = this.ctx.storage.transactionSync(() => {
       const state = sql.exec<{ tat: number; hold: number }>('SELECT tat, hold FROM pace WHERE name = ?', name).toArray()[0] ?? { tat: 0, hold: 0 };
       const wait = pace(state, now, priority, intervalMs);
       if (wait === 0)
         sql.exec('INSERT INTO pace (name, tat, hold) VALUES (?, ?, ?) ON CONFLICT(name) DO UPDATE SET tat = excluded.tat', name, state.tat, state.hold);
       return wait;
     });
+    if (wait === 0 && book && turns?.turn) holdTurn(book, now, turns.turn);
+    return wait;
+  }
+
+  /** Gives back merge turns of pacer `name` whose calls are answered (state/turns.ts). */
+  giveBack(name: string, ids: string[], now: number): void {
+    this.calls++;
+    endTurns(this.turnBook(name), now, ids);
+  }
+
+  /** The merge turns of pacer `name`, kept in memory: only the calls in flight hold one. */
+  private turnBook(name: string): TurnBook {
+    const book = this.turns.get(name) ?? createTurnBook();
+    this.turns.set(name, book);
+    return book;
   }
 
   /** No call of pacer `name` before `until` (the platform's `try-in-seconds`). */

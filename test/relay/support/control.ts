@@ -23,6 +23,8 @@ export interface Received {
   at: number;
   /** the status it was answered with (0 = dropped) */
   status: number;
+  /** ms since epoch the platform was done with it (answered, or applied and its answer lost); absent when dropped */
+  answered?: number;
 }
 
 export interface UpstreamControl {

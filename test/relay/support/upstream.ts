@@ -86,6 +86,7 @@ export async function startTestUpstream(options: { key: string; emulatorUrl?: st
       }
       if (fault.status !== undefined) {
         record.status = fault.status;
+        record.answered = Date.now();
         return reply(fault.status, fault.body ?? { request_id: hex24(), code: fault.status, error: 'scripted failure' });
       }
     }
@@ -97,6 +98,7 @@ export async function startTestUpstream(options: { key: string; emulatorUrl?: st
       });
       record.status = forwarded.status;
       const answered = await forwarded.text();
+      record.answered = Date.now();
       if (fault?.lose) return void req.socket.destroy();
       res.writeHead(forwarded.status, { 'content-type': 'application/json' });
       res.end(answered);
@@ -104,6 +106,7 @@ export async function startTestUpstream(options: { key: string; emulatorUrl?: st
     }
     const answer = fake(path, headers, body);
     record.status = answer.status;
+    record.answered = Date.now();
     if (fault?.lose) return void req.socket.destroy();
     reply(answer.status, answer.body);
   });
