@@ -2,7 +2,7 @@
 // naming someone whose turn another call holds waits, until that call gives the turn back or its
 // time runs out; a call kept waiting goes before a holder asking again for the same person.
 import { describe, expect, it } from 'vitest';
-import { createTurnBook, holdTurn, TURN_WAIT_MS, type Turn, type TurnBook, turnWait } from '../../src/relay/state/turns.js';
+import { createTurnBook, heldTurns, holdTurn, restoreTurns, TURN_WAIT_MS, type Turn, type TurnBook, turnWait } from '../../src/relay/state/turns.js';
 
 const turn = (id: string, people: string[], ms = 15_000): Turn => ({ id, people, ms });
 
@@ -80,5 +80,16 @@ describe('merge turns per person', () => {
     expect(book.held.people.size).toBe(100);
     ask(book, 100_000, undefined);
     expect([book.held.calls.size, book.held.people.size, book.next.calls.size, book.next.people.size]).toEqual([0, 0, 0, 0]);
+  });
+
+  it('stores the turns held and reads them back (a restarted pacer object); skips what is not a turn', () => {
+    const book = createTurnBook();
+    expect(ask(book, 0, turn('a', ['ann', 'bob']))).toBe(0);
+    expect(ask(book, 0, turn('b', ['ann']))).toBe(TURN_WAIT_MS);
+    const restored = restoreTurns(JSON.parse(JSON.stringify(heldTurns(book))));
+    expect(ask(restored, 10, turn('c', ['bob']))).toBe(TURN_WAIT_MS);
+    expect(ask(restored, 15_000, turn('c', ['bob']))).toBe(0);
+    for (const junk of [null, 'x', [1], [['id', 'not people', 5]], [['id', [1], 5]], [['id', ['ann'], 'soon']]])
+      expect(restoreTurns(junk).held.calls.size).toBe(0);
   });
 });

@@ -2,7 +2,7 @@
 // more than the rate in any second, proxy calls first, and the platform's try-in-seconds held by all;
 // and the merge turns per person every outbox object's merge calls take with their slots. The
 // key's pacer keeps a deliver call waiting inside until its slot (and turn) comes: one request per call.
-import { env } from 'cloudflare:test';
+import { abortAllDurableObjects, env } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
 import { ENDPOINTS } from '../../src/api/index.js';
 import { createUpstream } from '../../src/relay/deliver/caller.js';
@@ -145,6 +145,20 @@ describe('merge turns in the pacer object', () => {
     expect(await p.take(t + 310, 'deliver', turn('c', ['ann', 'cid']))).toBe(0);
     await p.giveBack!(['c'], t + 600);
     expect(await p.take(t + 610, 'deliver', turn('d', ['ann']))).toBe(0);
+  });
+
+  it('keeps a held turn through a restart of the object (a deploy, an eviction): no overlap, and a turn given back is gone', async () => {
+    const p = pacer(1000);
+    const t = 6_000_000;
+    expect(await p.take(t, 'deliver', turn('before', ['ann']))).toBe(0);
+    expect(await p.take(t + 10, 'deliver', turn('gone', ['bob']))).toBe(0);
+    await p.giveBack!(['gone'], t + 20);
+    await abortAllDurableObjects();
+    // The restarted object still knows ann's merge is in flight, and that bob's was answered.
+    expect(await p.take(t + 30, 'deliver', turn('after', ['ann']))).toBe(TURN_WAIT_MS);
+    expect(await p.take(t + 40, 'deliver', turn('bob again', ['bob']))).toBe(0);
+    expect(await p.take(t + 50, 'deliver', { giveBack: ['before'] })).toBe(0);
+    expect(await p.take(t + 60, 'deliver', turn('after', ['ann']))).toBe(0);
   });
 
   it('ends a turn whose holder never gives it back once its time has run out', async () => {

@@ -11,7 +11,10 @@
  *
  * Pure, like `pace()`: the pacer object keeps one {@link TurnBook} in memory. It holds only the
  * turns of calls in flight (or answered and not yet given back, or dead and not yet run out) and
- * the calls waiting for them.
+ * the calls waiting for them. The turns held are also written to the object's storage
+ * ({@link heldTurns}, {@link restoreTurns}): an object that restarts (a deploy, an eviction) while
+ * merge calls are in flight still keeps their people waiting. The line of waiting calls is not:
+ * they ask again within {@link TURN_WAIT_MS}.
  * @module
  */
 
@@ -92,4 +95,22 @@ export function turnWait(book: TurnBook, now: number, request: TurnRequest): num
 export function holdTurn(book: TurnBook, now: number, turn: Turn): void {
   remove(book.next, turn.id);
   enter(book.held, turn.id, turn.people, now + turn.ms);
+}
+
+/** A held turn as stored: its call's id, its people, when it runs out. */
+export type StoredTurn = [id: string, people: string[], until: number];
+
+/** The turns `book` holds, to store. */
+export const heldTurns = (book: TurnBook): StoredTurn[] => [...book.held.calls].map(([id, { people, until }]) => [id, [...people], until]);
+
+/** A book holding the stored turns `rows` (anything else in them is skipped). */
+export function restoreTurns(rows: unknown): TurnBook {
+  const book = createTurnBook();
+  if (!Array.isArray(rows)) return book;
+  for (const row of rows) {
+    const [id, people, until] = Array.isArray(row) ? row : [];
+    if (typeof id === 'string' && Array.isArray(people) && people.every((person) => typeof person === 'string') && typeof until === 'number')
+      enter(book.held, id, people as string[], until);
+  }
+  return book;
 }

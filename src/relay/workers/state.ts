@@ -15,8 +15,9 @@
 import type { DurableObjectNamespace, DurableObjectState } from '@cloudflare/workers-types/index.ts';
 import { DurableObject } from 'cloudflare:workers';
 import type { LimitDecision } from '../core/limits.js';
-import { pace } from '../state/pace.js';
-import { createTurnBook, endTurns, holdTurn, type TurnBook, type TurnRequest, turnWait } from '../state/turns.js';
+import { paceSlot, waitForSlot } from './pacer-slot.js';
+import { endTurns, holdTurn, type TurnBook, type TurnRequest, turnWait } from '../state/turns.js';
+import { readTurns, TURNS_TABLE, writeTurns } from './turn-store.js';
 import { chargeBucket } from './buckets.js';
 import { cappedAmount, type Claim, type DedupeScope, type RelayStore } from '../state/store.js';
 
@@ -67,55 +68,42 @@ export class RelayState extends DurableObject<unknown> {
       CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
       CREATE TABLE IF NOT EXISTS delivered (id BLOB PRIMARY KEY, state INTEGER NOT NULL, owner TEXT NOT NULL DEFAULT '', lease_until INTEGER NOT NULL DEFAULT 0, attempts INTEGER NOT NULL DEFAULT 0, expires INTEGER NOT NULL) WITHOUT ROWID;
       CREATE INDEX IF NOT EXISTS delivered_expires ON delivered (expires);
-      CREATE TABLE IF NOT EXISTS pace (name TEXT PRIMARY KEY, tat REAL NOT NULL, hold REAL NOT NULL);`);
+      CREATE TABLE IF NOT EXISTS pace (name TEXT PRIMARY KEY, tat REAL NOT NULL, hold REAL NOT NULL); ${TURNS_TABLE}`);
   }
 
   /**
-   * One platform call from the pacer `name` (see {@link pace}): 0 when granted, else the ms to
+   * One platform call from the pacer `name` (state/pace.ts): 0 when granted, else the ms to
    * wait. `turns`: the merge turn granted with the slot, and turns given back (state/turns.ts).
-   * With `waitUpToMs`, the call waits here for its slot (and turn), as long as it has waited less
-   * than that in all, and is answered once granted: one request per call, where answering each
-   * wait had the caller ask again after it (and every caller told the same wait asked at once).
-   * Each look is the rule at that moment, so a proxy call or a hold that comes meanwhile still
-   * goes first, and a turn given back meanwhile is seen.
+   * With `waitUpToMs`, the call waits here for both, up to that long (pacer-slot.ts).
    */
-  async take(name: string, now: number, priority: 'proxy' | 'deliver', intervalMs: number, turns?: TurnRequest, waitUpToMs = 0): Promise<number> {
+  take(name: string, now: number, priority: 'proxy' | 'deliver', intervalMs: number, turns?: TurnRequest, waitUpToMs = 0): Promise<number> {
     this.calls++;
-    const started = Date.now();
-    for (;;) {
-      const waited = Date.now() - started;
-      const wait = this.slot(name, now + waited, priority, intervalMs, turns);
-      if (wait === 0 || waited + wait > waitUpToMs) return wait;
-      await new Promise((resolve) => setTimeout(resolve, wait));
-    }
+    return waitForSlot(now, waitUpToMs, (at, first) => this.look(name, at, priority, intervalMs, turns, first));
   }
 
-  /** The slot (and turn) rule on pacer `name` at `now`: the pacing state in one transaction, the turns in memory. */
-  private slot(name: string, now: number, priority: 'proxy' | 'deliver', intervalMs: number, turns?: TurnRequest): number {
-    const book = turns && this.turnBook(name);
-    const turnWaits = turns && book ? turnWait(book, now, turns) : 0;
-    if (turnWaits > 0) return turnWaits;
-    const sql = this.ctx.storage.sql;
-    const wait = this.ctx.storage.transactionSync(() => {
-      const state = sql.exec<{ tat: number; hold: number }>('SELECT tat, hold FROM pace WHERE name = ?', name).toArray()[0] ?? { tat: 0, hold: 0 };
-      const wait = pace(state, now, priority, intervalMs);
-      if (wait === 0)
-        sql.exec('INSERT INTO pace (name, tat, hold) VALUES (?, ?, ?) ON CONFLICT(name) DO UPDATE SET tat = excluded.tat', name, state.tat, state.hold);
-      return wait;
-    });
-    if (wait === 0 && book && turns?.turn) holdTurn(book, now, turns.turn);
+  /** One look at a slot (and turn); the turns are stored on a request's first look and when one is taken. */
+  private look(name: string, now: number, priority: 'proxy' | 'deliver', intervalMs: number, turns: TurnRequest | undefined, first: boolean): number {
+    if (turns === undefined) return paceSlot(this.ctx.storage, name, now, priority, intervalMs);
+    const book = this.turnBook(name);
+    const turnWaits = turnWait(book, now, turns);
+    const wait = turnWaits > 0 ? turnWaits : paceSlot(this.ctx.storage, name, now, priority, intervalMs);
+    const taken = wait === 0 ? turns.turn : undefined;
+    if (taken) holdTurn(book, now, taken);
+    if (first || taken) writeTurns(this.ctx.storage.sql, name, book);
     return wait;
   }
 
   /** Gives back merge turns of pacer `name` whose calls are answered (state/turns.ts). */
   giveBack(name: string, ids: string[], now: number): void {
     this.calls++;
-    endTurns(this.turnBook(name), now, ids);
+    const book = this.turnBook(name);
+    endTurns(book, now, ids);
+    writeTurns(this.ctx.storage.sql, name, book);
   }
 
-  /** The merge turns of pacer `name`, kept in memory: only the calls in flight hold one. */
+  /** The merge turns of pacer `name`: in memory, read back from storage after a restart (turn-store.ts). */
   private turnBook(name: string): TurnBook {
-    const book = this.turns.get(name) ?? createTurnBook();
+    const book = this.turns.get(name) ?? readTurns(this.ctx.storage.sql, name);
     this.turns.set(name, book);
     return book;
   }
