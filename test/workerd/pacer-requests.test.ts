@@ -3,27 +3,16 @@
 // browser's item, their alarms due together), each call costs the object one request. Answering
 // each wait made every waiting object ask again after it, all at the same moment: 16 calls took
 // 16 + 15 + … + 1 requests, about 8.5 a call, as bench/workers.ts measured at 30 items/s.
-import { createExecutionContext, env } from 'cloudflare:test';
+import { env } from 'cloudflare:test';
 import { beforeEach, expect, it } from 'vitest';
-import worker from '../../src/relay/cloudflare.js';
-import { pacerName } from '../../src/relay/workers/delivery.js';
 import { createShardedOutbox } from '../../src/relay/workers/outbox.js';
 import { DEFAULT_SHARDS, hash } from '../../src/relay/workers/state.js';
 import { upstreamControl } from '../relay/support/control.js';
-import { ORIGIN, siteKey, sites, track } from '../relay/suite/target.js';
-import { drained } from './target.js';
+import { siteKey, track } from '../relay/suite/target.js';
+import { drained, pacerRequests, postItem } from './target.js';
 
 const upstream = upstreamControl(env['TEST_UPSTREAM'] as string);
 const outbox = createShardedOutbox(env['RELAY_OUTBOX'], DEFAULT_SHARDS);
-
-function post(key: string, queue: string, item: unknown, ip: string): Promise<Response> {
-  const request = new Request('https://relay.example.com/collect', {
-    method: 'POST',
-    headers: { origin: ORIGIN, 'content-type': 'text/plain', 'cf-connecting-ip': ip },
-    body: JSON.stringify({ key, queue, batch: [item] }),
-  });
-  return worker.fetch(request, { ...env, RELAY_SITES: sites({ key, origins: [ORIGIN], verify: 'off' }) } as never, createExecutionContext());
-}
 
 /** A browser id whose items live in outbox object `shard`. */
 function browserIn(shard: number): string {
@@ -31,13 +20,6 @@ function browserIn(shard: number): string {
     const queue = crypto.randomUUID();
     if (hash(queue) % DEFAULT_SHARDS === shard) return queue;
   }
-}
-
-/** Requests served so far by the key's pacer object. */
-async function pacerRequests(): Promise<number> {
-  const namespace = env['RELAY_STATE'];
-  const name = pacerName(env['CDP_BASE_URL'] as string, env['CDP_API_KEY'] as string);
-  return (await namespace.get(namespace.idFromName(name)).usage()).calls as number;
 }
 
 beforeEach(async () => {
@@ -51,7 +33,7 @@ it('costs the key pacer object one request per platform call when every outbox o
   // One track in each of the 16 objects, accepted together: their alarms come due together.
   const answers = await Promise.all(
     Array.from({ length: DEFAULT_SHARDS }, async (_, shard) => {
-      const response = await post(key, browserIn(shard), track('act:cm:viewed', { 'str::email': `p${shard}@example.com` }), `198.51.100.${shard + 1}`);
+      const response = await postItem(key, browserIn(shard), `198.51.100.${shard + 1}`, track('act:cm:viewed', { 'str::email': `p${shard}@example.com` }));
       return ((await response.json()) as { results: { status: string }[] }).results[0]?.status;
     }),
   );

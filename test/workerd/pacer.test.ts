@@ -10,6 +10,7 @@ import { MAX_PACER_WAIT_MS } from '../../src/relay/deliver/slots.js';
 import { fetchTransport } from '../../src/relay/deliver/transport.js';
 import { TURN_WAIT_MS } from '../../src/relay/state/turns.js';
 import { createDurablePacer, keyPacer, pacerName, workerConfig } from '../../src/relay/workers/delivery.js';
+import { pacerRequests } from './target.js';
 
 const pacer = (rate: number) => createDurablePacer(env['RELAY_STATE'], `pacer:test-${crypto.randomUUID()}`, rate);
 
@@ -68,23 +69,18 @@ describe('the pacer object', () => {
 
 describe("deliver calls waiting in the key's pacer object", () => {
   const named = () => `pacer:test-${crypto.randomUUID()}`;
-  /** Requests the pacer object `name` served. */
-  const requests = async (name: string) => {
-    const namespace = env['RELAY_STATE'] as { idFromName(name: string): unknown; get(id: unknown): { usage(): Promise<{ calls: number }> } };
-    return (await namespace.get(namespace.idFromName(name)).usage()).calls;
-  };
 
   it('answers each of many calls asked at once when its slot comes: one request per call, the slots a rate apart', async () => {
     // the deployment's own pacer, as the outbox objects get it (RELAY_PLATFORM_RATE unset: 10 calls a second)
     const config = workerConfig(env as never);
     const name = pacerName(config.baseUrl, config.apiKey);
     const p = keyPacer(env as never, config);
-    const before = await requests(name);
+    const before = await pacerRequests(name);
     const asked = Date.now();
     // Twelve calls at once (as outbox objects would): each used to be told the same wait and ask again.
     const answers = await Promise.all(Array.from({ length: 12 }, async () => ({ wait: await p.take(Date.now(), 'deliver'), at: Date.now() })));
     expect(answers.map((answer) => answer.wait)).toEqual(Array.from({ length: 12 }, () => 0));
-    expect((await requests(name)) - before).toBe(12);
+    expect((await pacerRequests(name)) - before).toBe(12);
     // granted 100 ms apart: the twelfth no sooner than 1.1 s after they asked
     expect(Math.max(...answers.map((answer) => answer.at)) - asked).toBeGreaterThanOrEqual(1100);
   });
@@ -119,13 +115,13 @@ describe("deliver calls waiting in the key's pacer object", () => {
     const p = createDurablePacer(env['RELAY_STATE'], name, 1000, MAX_PACER_WAIT_MS);
     const turn = (id: string) => ({ turn: { id, people: ['ann'], ms: 15_000 }, giveBack: [] });
     expect(await p.take(Date.now(), 'deliver', turn('holder'))).toBe(0);
-    const before = await requests(name);
+    const before = await pacerRequests(name);
     const waiting = p.take(Date.now(), 'deliver', turn('next'));
     // once the object has looked (the turn is held), the holder's call is answered and its turn given back
-    await expect.poll(() => requests(name), { interval: 10 }).toBe(before + 1);
+    await expect.poll(() => pacerRequests(name), { interval: 10 }).toBe(before + 1);
     await p.giveBack!(['holder'], Date.now());
     expect(await waiting).toBe(0);
-    expect((await requests(name)) - before).toBe(2);
+    expect((await pacerRequests(name)) - before).toBe(2);
   });
 });
 
