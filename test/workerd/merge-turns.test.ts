@@ -4,15 +4,13 @@
 // naming the person is read from the platform's own record, from its arrival to its answer: no
 // two overlap (each object's merge call takes the person's turn from the key's pacer object with
 // its slot, and gives it back once answered), and every identify is applied exactly once.
-import { createExecutionContext, env } from 'cloudflare:test';
+import { env } from 'cloudflare:test';
 import { beforeEach, expect, it } from 'vitest';
-import worker from '../../src/relay/cloudflare.js';
 import { createShardedOutbox } from '../../src/relay/workers/outbox.js';
-import { pacerName } from '../../src/relay/workers/delivery.js';
 import { DEFAULT_SHARDS, hash } from '../../src/relay/workers/state.js';
 import { upstreamControl } from '../relay/support/control.js';
-import { identify, ORIGIN, siteKey, sites } from '../relay/suite/target.js';
-import { drained } from './target.js';
+import { identify, siteKey } from '../relay/suite/target.js';
+import { drained, pacerRequests, postItem } from './target.js';
 
 const upstream = upstreamControl(env['TEST_UPSTREAM'] as string);
 const outbox = createShardedOutbox(env['RELAY_OUTBOX'], DEFAULT_SHARDS);
@@ -21,28 +19,12 @@ const PLATFORM_MS = 300;
 /** Identifies each browser sends, one a round. */
 const ROUNDS = 8;
 
-function post(key: string, queue: string, ip: string, item: unknown): Promise<Response> {
-  const request = new Request('https://relay.example.com/collect', {
-    method: 'POST',
-    headers: { origin: ORIGIN, 'content-type': 'text/plain', 'cf-connecting-ip': ip },
-    body: JSON.stringify({ key, queue, batch: [item] }),
-  });
-  return worker.fetch(request, { ...env, RELAY_SITES: sites({ key, origins: [ORIGIN], verify: 'off' }) } as never, createExecutionContext());
-}
-
 /** A browser id whose items live in another outbox object than `other`'s. */
 function browserApartFrom(other?: string): string {
   for (;;) {
     const queue = crypto.randomUUID();
     if (other === undefined || hash(queue) % DEFAULT_SHARDS !== hash(other) % DEFAULT_SHARDS) return queue;
   }
-}
-
-/** Requests served so far by the key's pacer object. */
-async function pacerRequests(): Promise<number> {
-  const namespace = env['RELAY_STATE'];
-  const name = pacerName(env['CDP_BASE_URL'] as string, env['CDP_API_KEY'] as string);
-  return (await namespace.get(namespace.idFromName(name)).usage()).calls as number;
 }
 
 beforeEach(async () => {
@@ -68,7 +50,7 @@ it('never has two person/merge calls naming one person in flight at once, from t
         ].map(async ([queue, ip]) => {
           const mark = `${queue!.slice(0, 8)}-${round}`;
           sent.push(mark);
-          const response = await post(key, queue!, ip!, identify({ 'str::email': email, 'str::last': mark }));
+          const response = await postItem(key, queue!, ip!, identify({ 'str::email': email, 'str::last': mark }));
           return ((await response.json()) as { results: { status: string }[] }).results[0]?.status;
         }),
       );

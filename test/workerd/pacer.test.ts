@@ -1,13 +1,16 @@
 // The deployment's one budget of platform calls, in a Durable Object every isolate asks: never
 // more than the rate in any second, proxy calls first, and the platform's try-in-seconds held by all;
-// and the merge turns per person every outbox object's merge calls take with their slots.
+// and the merge turns per person every outbox object's merge calls take with their slots. The
+// key's pacer keeps a deliver call waiting inside until its slot (and turn) comes: one request per call.
 import { abortAllDurableObjects, env } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
 import { ENDPOINTS } from '../../src/api/index.js';
 import { createUpstream } from '../../src/relay/deliver/caller.js';
+import { MAX_PACER_WAIT_MS } from '../../src/relay/deliver/slots.js';
 import { fetchTransport } from '../../src/relay/deliver/transport.js';
 import { TURN_WAIT_MS } from '../../src/relay/state/turns.js';
-import { createDurablePacer, pacerName } from '../../src/relay/workers/delivery.js';
+import { createDurablePacer, keyPacer, pacerName, workerConfig } from '../../src/relay/workers/delivery.js';
+import { pacerRequests } from './target.js';
 
 const pacer = (rate: number) => createDurablePacer(env['RELAY_STATE'], `pacer:test-${crypto.randomUUID()}`, rate);
 
@@ -61,6 +64,64 @@ describe('the pacer object', () => {
     expect(pacerName('https://api.example.com', 'sk_live_secret')).toBe(pacerName('https://api.example.com', 'sk_live_secret'));
     expect(pacerName('https://api.example.com', 'sk_live_secret')).not.toBe(pacerName('https://api.example.com', 'sk_live_other'));
     expect(pacerName('https://api.example.com', 'sk_live_secret')).not.toContain('sk_live');
+  });
+});
+
+describe("deliver calls waiting in the key's pacer object", () => {
+  const named = () => `pacer:test-${crypto.randomUUID()}`;
+
+  it('answers each of many calls asked at once when its slot comes: one request per call, the slots a rate apart', async () => {
+    // the deployment's own pacer, as the outbox objects get it (RELAY_PLATFORM_RATE unset: 10 calls a second)
+    const config = workerConfig(env as never);
+    const name = pacerName(config.baseUrl, config.apiKey);
+    const p = keyPacer(env as never, config);
+    const before = await pacerRequests(name);
+    const asked = Date.now();
+    // Twelve calls at once (as outbox objects would): each used to be told the same wait and ask again.
+    const answers = await Promise.all(Array.from({ length: 12 }, async () => ({ wait: await p.take(Date.now(), 'deliver'), at: Date.now() })));
+    expect(answers.map((answer) => answer.wait)).toEqual(Array.from({ length: 12 }, () => 0));
+    expect((await pacerRequests(name)) - before).toBe(12);
+    // granted 100 ms apart: the twelfth no sooner than 1.1 s after they asked
+    expect(Math.max(...answers.map((answer) => answer.at)) - asked).toBeGreaterThanOrEqual(1100);
+  });
+
+  it('a proxy call asked meanwhile goes at once, and the waiting call after it', async () => {
+    const p = createDurablePacer(env['RELAY_STATE'], named(), 2, MAX_PACER_WAIT_MS);
+    const started = Date.now();
+    expect(await p.take(started, 'deliver')).toBe(0);
+    const waiting = p.take(Date.now(), 'deliver').then((wait) => ({ wait, at: Date.now() }));
+    expect(await p.take(Date.now(), 'proxy')).toBe(0);
+    const proxied = Date.now();
+    const delivered = await waiting;
+    expect(delivered.wait).toBe(0);
+    // its slot moved back behind the proxy call's: two slots of 500 ms after the first call
+    expect(delivered.at - started).toBeGreaterThanOrEqual(1000);
+    expect(delivered.at).toBeGreaterThan(proxied);
+  });
+
+  it('a hold that comes while a call waits stops it: answered the rest of the hold, not granted', async () => {
+    const p = createDurablePacer(env['RELAY_STATE'], named(), 1, MAX_PACER_WAIT_MS);
+    expect(await p.take(Date.now(), 'deliver')).toBe(0);
+    const waiting = p.take(Date.now(), 'deliver');
+    const holdEnd = Date.now() + 3000;
+    await p.hold(holdEnd);
+    const wait = await waiting;
+    expect(wait).toBeGreaterThan(0);
+    expect(Date.now() + wait).toBeGreaterThanOrEqual(holdEnd);
+  });
+
+  it("a merge call waits inside for its person's turn too: granted once the holder gives it back, in one request", async () => {
+    const name = named();
+    const p = createDurablePacer(env['RELAY_STATE'], name, 1000, MAX_PACER_WAIT_MS);
+    const turn = (id: string) => ({ turn: { id, people: ['ann'], ms: 15_000 }, giveBack: [] });
+    expect(await p.take(Date.now(), 'deliver', turn('holder'))).toBe(0);
+    const before = await pacerRequests(name);
+    const waiting = p.take(Date.now(), 'deliver', turn('next'));
+    // once the object has looked (the turn is held), the holder's call is answered and its turn given back
+    await expect.poll(() => pacerRequests(name), { interval: 10 }).toBe(before + 1);
+    await p.giveBack!(['holder'], Date.now());
+    expect(await waiting).toBe(0);
+    expect((await pacerRequests(name)) - before).toBe(2);
   });
 });
 

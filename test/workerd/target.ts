@@ -6,6 +6,7 @@
 import type { Outbox, OutboxItem } from '../../src/relay/state/outbox.js';
 import { abortAllDurableObjects, createExecutionContext, env } from 'cloudflare:test';
 import worker from '../../src/relay/cloudflare.js';
+import { pacerName } from '../../src/relay/workers/delivery.js';
 import { createShardedOutbox } from '../../src/relay/workers/outbox.js';
 import { DEFAULT_SHARDS } from '../../src/relay/workers/state.js';
 import { type UpstreamControl, upstreamControl } from '../relay/support/control.js';
@@ -114,4 +115,20 @@ export async function queueSettled(upstream: UpstreamControl, timeoutMs = 20_000
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
   await drained(createShardedOutbox(env['RELAY_OUTBOX'], DEFAULT_SHARDS), timeoutMs);
+}
+
+/** POSTs one item to /collect from browser `queue` at address `ip`, for site `key` (verify off). */
+export function postItem(key: string, queue: string, ip: string, item: unknown): Promise<Response> {
+  const request = new Request('https://relay.example.com/collect', {
+    method: 'POST',
+    headers: { origin: ORIGIN, 'content-type': 'text/plain', 'cf-connecting-ip': ip },
+    body: JSON.stringify({ key, queue, batch: [item] }),
+  });
+  return worker.fetch(request, { ...env, RELAY_SITES: sites({ key, origins: [ORIGIN], verify: 'off' }) } as never, createExecutionContext());
+}
+
+/** Requests served so far by the pacer object `name`: by default the key's, the one the Worker delivers through. */
+export async function pacerRequests(name = pacerName(env['CDP_BASE_URL'] as string, env['CDP_API_KEY'] as string)): Promise<number> {
+  const namespace = env['RELAY_STATE'] as { idFromName(name: string): unknown; get(id: unknown): { usage(): Promise<{ calls: number }> } };
+  return (await namespace.get(namespace.idFromName(name)).usage()).calls;
 }

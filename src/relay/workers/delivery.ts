@@ -12,6 +12,7 @@ import { createUpstream, sharedBackoff } from '../deliver/caller.js';
 import type { EngineOptions } from '../deliver/engine.js';
 import type { Outbox, Pacer } from '../state/outbox.js';
 import { DEFAULT_PLATFORM_RATE, paceInterval } from '../state/pace.js';
+import { MAX_PACER_WAIT_MS } from '../deliver/slots.js';
 import { fetchTransport } from '../deliver/transport.js';
 import { RelayConfigError } from '../core/errors.js';
 import { chargeDelivered } from '../core/limits.js';
@@ -36,13 +37,18 @@ export function pacerName(baseUrl: string, apiKey: string): string {
   return `pacer:${[...digest.subarray(0, 12)].map((byte) => byte.toString(16).padStart(2, '0')).join('')}`;
 }
 
-/** A {@link Pacer} in one {@link RelayState} object: every isolate of the deployment spends the same budget. */
-export function createDurablePacer(namespace: DurableObjectNamespace<RelayState>, name: string, rate: number): Pacer {
+/**
+ * A {@link Pacer} in one {@link RelayState} object: every isolate of the deployment spends the same
+ * budget. `waitUpToMs`: how long a deliver call waits inside the object for its slot rather than
+ * being answered the wait (RelayState.take); proxy calls are always answered at once.
+ */
+export function createDurablePacer(namespace: DurableObjectNamespace<RelayState>, name: string, rate: number, waitUpToMs = 0): Pacer {
   const interval = paceInterval(rate);
   const id = namespace.idFromName(name);
   // A stub per call: a stub belongs to the request (or batch) that made it.
   return {
-    take: async (now, priority, turns) => (await namespace.get(id).take(name, now, priority, interval, turns)) as number,
+    take: async (now, priority, turns) =>
+      (await namespace.get(id).take(name, now, priority, interval, turns, priority === 'deliver' ? waitUpToMs : 0)) as number,
     hold: async (until) => {
       await namespace.get(id).hold(name, until);
     },
@@ -61,9 +67,12 @@ export function platformRate(env: DeliveryEnv): number {
   return rate;
 }
 
-/** The deployment's pacer: one object per platform key. */
+/**
+ * The deployment's pacer: one object per platform key. A deliver call waits in it for its slot as
+ * long as a leased entry may wait for one (MAX_PACER_WAIT_MS), so each call costs it one request.
+ */
 export function keyPacer(env: DeliveryEnv, config: RelayConfig): Pacer {
-  return createDurablePacer(env.RELAY_STATE, pacerName(config.baseUrl, config.apiKey), platformRate(env));
+  return createDurablePacer(env.RELAY_STATE, pacerName(config.baseUrl, config.apiKey), platformRate(env), MAX_PACER_WAIT_MS);
 }
 
 // The env object is stable per isolate: parse once per env.

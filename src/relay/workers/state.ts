@@ -15,7 +15,7 @@
 import type { DurableObjectNamespace, DurableObjectState } from '@cloudflare/workers-types/index.ts';
 import { DurableObject } from 'cloudflare:workers';
 import type { LimitDecision } from '../core/limits.js';
-import { pace } from '../state/pace.js';
+import { paceSlot, waitForSlot } from './pacer-slot.js';
 import { endTurns, holdTurn, type TurnBook, type TurnRequest, turnWait } from '../state/turns.js';
 import { readTurns, TURNS_TABLE, writeTurns } from './turn-store.js';
 import { chargeBucket } from './buckets.js';
@@ -72,30 +72,25 @@ export class RelayState extends DurableObject<unknown> {
   }
 
   /**
-   * One platform call from the pacer `name` (see {@link pace}): 0 when granted, else the ms to
+   * One platform call from the pacer `name` (state/pace.ts): 0 when granted, else the ms to
    * wait. `turns`: the merge turn granted with the slot, and turns given back (state/turns.ts).
+   * With `waitUpToMs`, the call waits here for both, up to that long (pacer-slot.ts).
    */
-  take(name: string, now: number, priority: 'proxy' | 'deliver', intervalMs: number, turns?: TurnRequest): number {
+  take(name: string, now: number, priority: 'proxy' | 'deliver', intervalMs: number, turns?: TurnRequest, waitUpToMs = 0): Promise<number> {
     this.calls++;
-    if (turns === undefined) return this.slot(name, now, priority, intervalMs);
-    const book = this.turnBook(name);
-    const turnWaits = turnWait(book, now, turns);
-    const wait = turnWaits > 0 ? turnWaits : this.slot(name, now, priority, intervalMs);
-    if (wait === 0 && turns.turn) holdTurn(book, now, turns.turn);
-    writeTurns(this.ctx.storage.sql, name, book);
-    return wait;
+    return waitForSlot(now, waitUpToMs, (at, first) => this.look(name, at, priority, intervalMs, turns, first));
   }
 
-  /** A slot of pacer `name`'s budget (see {@link pace}). */
-  private slot(name: string, now: number, priority: 'proxy' | 'deliver', intervalMs: number): number {
-    const sql = this.ctx.storage.sql;
-    return this.ctx.storage.transactionSync(() => {
-      const state = sql.exec<{ tat: number; hold: number }>('SELECT tat, hold FROM pace WHERE name = ?', name).toArray()[0] ?? { tat: 0, hold: 0 };
-      const wait = pace(state, now, priority, intervalMs);
-      if (wait === 0)
-        sql.exec('INSERT INTO pace (name, tat, hold) VALUES (?, ?, ?) ON CONFLICT(name) DO UPDATE SET tat = excluded.tat', name, state.tat, state.hold);
-      return wait;
-    });
+  /** One look at a slot (and turn); the turns are stored on a request's first look and when one is taken. */
+  private look(name: string, now: number, priority: 'proxy' | 'deliver', intervalMs: number, turns: TurnRequest | undefined, first: boolean): number {
+    if (turns === undefined) return paceSlot(this.ctx.storage, name, now, priority, intervalMs);
+    const book = this.turnBook(name);
+    const turnWaits = turnWait(book, now, turns);
+    const wait = turnWaits > 0 ? turnWaits : paceSlot(this.ctx.storage, name, now, priority, intervalMs);
+    const taken = wait === 0 ? turns.turn : undefined;
+    if (taken) holdTurn(book, now, taken);
+    if (first || taken) writeTurns(this.ctx.storage.sql, name, book);
+    return wait;
   }
 
   /** Gives back merge turns of pacer `name` whose calls are answered (state/turns.ts). */
