@@ -7,25 +7,19 @@
 // breaker held every browser call alike: the tracks waited until the refused entries were found,
 // a refused call at a time (minutes).
 import { expect, it } from 'vitest';
-import { startEmulator } from '../../src/emulator/index.js';
 import { createRelayHandlers } from '../../src/relay/app.js';
 import { parseConfig } from '../../src/relay/core/config.js';
 import type { DeliveryEvent } from '../../src/relay/core/observe.js';
 import type { OutboxItem } from '../../src/relay/state/outbox.js';
-import { backing, closing, DAY, KEY, ORIGIN, onEachBackend } from './support/delivery-kit.js';
+import { backing, closing, DAY, KEY, ORIGIN, onEachBackend, ownPlatform } from './support/delivery-kit.js';
 
 /** This emulator counts no rate: calls need not leave 100 ms apart (the breaker counts refusals, not time). */
 const RATE = 50;
 
 onEachBackend(() => {
   it("anonymous items the platform refuses pause anonymous calls only: the signed-in visitors' tracks all arrive", async () => {
-    const platform = await startEmulator({ port: 0, key: KEY, plan: 'business', faults: { 'person/merge': { status: 400, message: 'Unknown field' } } });
+    const platform = await ownPlatform({ faults: { 'person/merge': { status: 400, message: 'Unknown field' } } });
     closing.push(() => platform.close());
-    await fetch(`${platform.url}/v1/definitions/activity/create`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-api-key': KEY },
-      body: JSON.stringify({ name: 'viewed', attributes: [] }),
-    });
     const run = crypto.randomUUID().slice(0, 8);
     const now = Date.now();
     const base = (n: number) => ({ site: 'pk_d', id: `${run}-${n}`, browser: `b-${n}`, visitor: `v-${n}`, accepted: now + n });

@@ -3,26 +3,20 @@
 // refusals): one bad entry among 100 is found with at most 3 refused calls, well under the
 // breaker's 8, so it never pauses the other deliveries, which all arrive in the meantime.
 import { expect, it } from 'vitest';
-import { startEmulator } from '../../src/emulator/index.js';
 import { createRelayHandlers } from '../../src/relay/app.js';
 import { parseConfig } from '../../src/relay/core/config.js';
 import type { DeliveryEvent } from '../../src/relay/core/observe.js';
 import { BREAKER_LIMITS } from '../../src/relay/deliver/breaker.js';
 import type { OutboxItem } from '../../src/relay/state/outbox.js';
-import { backing, closing, DAY, KEY, ORIGIN, onEachBackend } from './support/delivery-kit.js';
+import { backing, closing, DAY, KEY, ORIGIN, onEachBackend, ownPlatform } from './support/delivery-kit.js';
 
 /** This emulator counts no rate: calls need not leave 100 ms apart (the breaker counts refusals, not time). */
 const RATE = 50;
 
 onEachBackend(() => {
   it('one refused call of 100 is cut into parts without tripping the breaker or pausing other deliveries', async () => {
-    const platform = await startEmulator({ port: 0, key: KEY, plan: 'business' });
+    const platform = await ownPlatform();
     closing.push(() => platform.close());
-    await fetch(`${platform.url}/v1/definitions/activity/create`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-api-key': KEY },
-      body: JSON.stringify({ name: 'viewed', attributes: [] }),
-    });
     const run = crypto.randomUUID().slice(0, 8);
     const now = Date.now();
     const entry = (n: number): OutboxItem => ({

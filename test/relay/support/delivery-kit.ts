@@ -9,7 +9,7 @@ import { createRelayHandlers, type RelayDeps } from '../../../src/relay/app.js';
 import { parseConfig } from '../../../src/relay/core/config.js';
 import { createMemoryOutbox, createMemoryPacer } from '../../../src/relay/state/memory-outbox.js';
 import type { DeliveryEvent } from '../../../src/relay/core/observe.js';
-import { startEmulator, type RunningEmulator } from '../../../src/emulator/index.js';
+import { type EmulatorOptions, startEmulator, type RunningEmulator } from '../../../src/emulator/index.js';
 import type { Outbox, Pacer } from '../../../src/relay/state/outbox.js';
 import { createRedisOutbox } from '../../../src/relay/state/redis-outbox.js';
 import { createSqliteOutbox } from '../../../src/relay/state/sqlite-outbox.js';
@@ -19,17 +19,23 @@ export const KEY = 'delivery-test-key';
 export const ORIGIN = 'https://shop.example.com';
 export const DAY = 24 * 3600_000;
 
-export let emulator: RunningEmulator;
-beforeAll(async () => {
-  emulator = await startEmulator({ port: 0, key: KEY, plan: 'business' });
+/** A platform of its own for one test (its own breaker of refusals in a relay), with `viewed` and `bought` defined; closed after the test. */
+export async function ownPlatform(options: Omit<EmulatorOptions, 'port' | 'key'> = {}): Promise<RunningEmulator> {
+  const platform = await startEmulator({ port: 0, key: KEY, plan: 'business', ...options });
   for (const name of ['viewed', 'bought']) {
-    const response = await fetch(`${emulator.url}/v1/definitions/activity/create`, {
+    const response = await fetch(`${platform.url}/v1/definitions/activity/create`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', 'x-api-key': KEY },
       body: JSON.stringify({ name, attributes: [] }),
     });
     expect(response.ok).toBe(true);
   }
+  return platform;
+}
+
+export let emulator: RunningEmulator;
+beforeAll(async () => {
+  emulator = await ownPlatform();
 });
 afterAll(() => emulator?.close());
 
