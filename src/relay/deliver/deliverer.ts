@@ -20,6 +20,7 @@ import { createLead } from './lead.js';
 import { describe } from './report.js';
 import { deliverRound } from './round.js';
 import { createSpacer } from './spacer.js';
+import { createHolds } from './holds.js';
 import { DEFAULT_PLATFORM_RATE } from '../state/pace.js';
 
 export interface DelivererOptions extends Omit<EngineOptions, 'owner'> {
@@ -59,6 +60,7 @@ export function createDeliverer(options: DelivererOptions): Deliverer {
   const filler = createFiller(options.waitMs, () => stopping);
   const lead = createLead({ outbox, owner, clock, ttlMs: leadTtlMs, log });
   const spacer = createSpacer(options.rate ?? DEFAULT_PLATFORM_RATE);
+  const holds = createHolds();
 
   async function loop(): Promise<void> {
     while (!stopping) {
@@ -78,6 +80,7 @@ export function createDeliverer(options: DelivererOptions): Deliverer {
           owner,
           lead,
           spacer,
+          holds,
           deadline: Number.POSITIVE_INFINITY,
           stopped: () => stopping,
           nap: filler.nap,

@@ -15,6 +15,7 @@ import type { Leased, Outbox, Pacer, Settlement } from '../state/outbox.js';
 import type { AmbiguousPolicy } from '../core/config.js';
 import { createReporter, type Report } from './report.js';
 import { createSpacer, type Spacer } from './spacer.js';
+import { createHolds, type Holds } from './holds.js';
 import { DEFAULT_PLATFORM_RATE } from '../state/pace.js';
 import { RETRY_MS } from './verdict.js';
 
@@ -66,6 +67,8 @@ export interface RoundOptions extends EngineOptions {
   nap?: ((ms: number) => Promise<void>) | undefined;
   /** spaces calls by the time they leave; keep one across rounds @default a new one per round, at `rate` */
   spacer?: Spacer | undefined;
+  /** partial calls held back in a backlog, kept across rounds (holds.ts) @default one for the round */
+  holds?: Holds | undefined;
 }
 
 /** A round's settings with defaults, and what its leases share. */
@@ -84,6 +87,7 @@ export interface Engine {
   /** platform calls in flight, over every lease of the round */
   flights: Set<Promise<void>>;
   spacer: Spacer;
+  holds: Holds;
   /** the merge turns of calls answered, given back with the next slot request (slots.ts) */
   answeredTurns: string[];
   log(line: Record<string, unknown>): void;
@@ -118,6 +122,7 @@ export function createEngine(options: RoundOptions): Engine {
     nap: options.nap ?? timerNap,
     flights: new Set(),
     spacer: options.spacer ?? createSpacer(options.rate ?? DEFAULT_PLATFORM_RATE),
+    holds: options.holds ?? createHolds(),
     answeredTurns: [],
     log,
     report: createReporter({ clock, sites, onDelivery: options.onDelivery, log }),

@@ -11,25 +11,28 @@ import { type Call, planCalls } from './batch.js';
 import { LIMITS } from '../../api/index.js';
 import type { Engine } from './engine.js';
 import type { Leased } from '../state/outbox.js';
+import type { Holds } from './holds.js';
 import { AMBIGUOUS_REASON, afterAmbiguous } from './policy.js';
 import { type LeaseRun, runCalls } from './scheduler.js';
 
 /**
- * In a backlog (the outbox had more than the lease took), a call that is not full waits for the
- * next lease, where it fills: the last activities call, and the last merge call. A lease's
+ * In a backlog (the outbox had more than the lease took, or the key's calls a second are spent
+ * for now, so a call would wait anyway), a call that is not full waits for the next lease, where
+ * it fills: the last activities call, and the last merge call. A lease's
  * identifies are a few of its entries (one a visitor, before that visitor's tracks), so its merge
  * call is rarely full: sent as it is, it costs a whole slot of the key's rate for a fraction of
  * a call. What waits keeps its place: the outbox leases it again, with the next lease's identifies.
  * The last merge call is the one to wait, as no later merge of a person it names is in an earlier
- * call (planCalls). At least one call goes, so a backlog always moves.
+ * call (planCalls). At least one call goes, so a backlog always moves, and no entry is held back
+ * more than two seconds in all (holds.ts), so a lone identify in a long backlog still goes.
  */
-function fillOnly(calls: Call[]): Call[] {
+function fillOnly(calls: Call[], holds: Holds, now: number): Call[] {
   const partial = (call: Call | undefined) => call !== undefined && call.entries.length < LIMITS.itemsPerRequest;
   const out = [...calls];
   const lastOf = (endpoint: Call['endpoint']) => out.findLastIndex((call) => call.endpoint === endpoint);
   for (const endpoint of ['activities/create', 'person/merge'] as const) {
     const index = lastOf(endpoint);
-    if (out.length > 1 && partial(out[index])) out.splice(index, 1);
+    if (out.length > 1 && partial(out[index]) && holds.mayHold(out[index]!.entries, now)) out.splice(index, 1);
   }
   return out;
 }
@@ -53,7 +56,9 @@ export async function deliverLease(engine: Engine, lease: string, leased: readon
     engine.report({ endpoint: 'activities/create', status: 0, called: false, delivered: [], dead: [], released: [], ambiguous: heldAtLease, held: true });
   }
 
-  const calls = full ? fillOnly(planCalls(going, engine)) : planCalls(going, engine);
+  // A backlog: the outbox had more than the lease took, or calls are going as fast as the key allows.
+  const backlog = full || engine.spacer.spent(clock.now());
+  const calls = backlog ? fillOnly(planCalls(going, engine), engine.holds, clock.now()) : planCalls(going, engine);
   const sent = new Set(calls.flatMap((call) => call.entries.map((entry) => entry.seq)));
   const unplanned = going.filter((entry) => !sent.has(entry.seq));
 

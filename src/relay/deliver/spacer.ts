@@ -46,6 +46,8 @@ export interface Spacer {
   wait(now: number): number;
   /** The call that left at `left` was answered at `now` (whatever the answer). */
   answered(left: number, now: number): void;
+  /** Whether a call at `now` would wait for the window: the key's budget is spent for now (counts nothing). */
+  spent(now: number): boolean;
 }
 
 /** How often a call waiting for the window's first answer looks again. */
@@ -88,6 +90,9 @@ export function createSpacer(rate: number): Spacer {
       if (counted.length > budget) counted.shift();
       last = now;
       return 0;
+    },
+    spent(now) {
+      return counted.length >= budget && Math.min(...counted.map(from)) + SPACER_WINDOW_MS > now;
     },
     answered(left, now) {
       const usual = median(roundTrips);
