@@ -13,6 +13,7 @@ import type { EngineOptions } from '../deliver/engine.js';
 import type { Outbox, Pacer } from '../state/outbox.js';
 import { DEFAULT_PLATFORM_RATE, paceInterval } from '../state/pace.js';
 import { MAX_PACER_WAIT_MS } from '../deliver/slots.js';
+import { SEND_MARGIN } from '../deliver/spacer.js';
 import { fetchTransport } from '../deliver/transport.js';
 import { RelayConfigError } from '../core/errors.js';
 import { chargeDelivered } from '../core/limits.js';
@@ -43,7 +44,9 @@ export function pacerName(baseUrl: string, apiKey: string): string {
  * being answered the wait (RelayState.take); proxy calls are always answered at once.
  */
 export function createDurablePacer(namespace: DurableObjectNamespace<RelayState>, name: string, rate: number, waitUpToMs = 0): Pacer {
-  const interval = paceInterval(rate);
+  // The calls leave from many outbox objects, each spacing only its own (deliver/spacer.ts): the
+  // grants keep the send margin between them, so ten calls span a second and the margin.
+  const interval = paceInterval(rate) * (1 + SEND_MARGIN);
   const id = namespace.idFromName(name);
   // A stub per call: a stub belongs to the request (or batch) that made it.
   return {
