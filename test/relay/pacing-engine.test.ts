@@ -9,6 +9,7 @@ import { ENDPOINTS } from '../../src/api/index.js';
 import { createRateLimiter } from '../../src/emulator/rate-limit.js';
 import type { Upstream, UpstreamAnswer } from '../../src/relay/deliver/caller.js';
 import { deliverRound } from '../../src/relay/deliver/round.js';
+import { HOLD_MS } from '../../src/relay/deliver/holds.js';
 import { createSpacer, SEND_MARGIN } from '../../src/relay/deliver/spacer.js';
 import { createMemoryOutbox, createMemoryPacer } from '../../src/relay/state/memory-outbox.js';
 import type { Outbox, OutboxItem, Pacer } from '../../src/relay/state/outbox.js';
@@ -77,7 +78,7 @@ function slow<T extends object>(sim: Sim, target: T): T {
 /** A platform of `rate` calls a second (the emulator's limiter), 0–5 ms away, answering 40–60 ms after a call arrives. */
 function platform(sim: Sim, rate: number) {
   const limiter = createRateLimiter(rate, sim.now);
-  const calls = { made: 0, limited: 0, entries: 0, first: 0, last: 0, merges: 0, mergeEntries: 0 };
+  const calls = { made: 0, limited: 0, entries: 0, first: 0, last: 0, merges: 0, mergeEntries: 0, mergesAt: [] as number[] };
   const upstream: Upstream = {
     backoff: { until: 0 },
     holdMs: () => 0,
@@ -94,6 +95,7 @@ function platform(sim: Sim, rate: number) {
       const count = (parsed.activities ?? parsed.people ?? []).length;
       calls.entries += count;
       if (endpoint.id === ENDPOINTS['person/merge'].id) {
+        calls.mergesAt.push(sim.now());
         calls.merges++;
         calls.mergeEntries += count;
       }
@@ -182,5 +184,60 @@ describe('the engine delivers a backlog at the allowed rate', () => {
     // Merge calls too, though a lease holds a few identifies (one a visitor, 7%): a partial one waits
     // to fill (sent as they were: 55–65 entries a merge call; the backlog's last leases are partial).
     expect(result.perMergeCall).toBeGreaterThan(80);
+  });
+});
+
+describe('a partial call held back to fill', () => {
+  it('goes within the hold bound: a lone identify in a long backlog of tracks is not kept to its end', async () => {
+    const rate = 10;
+    const sim = simulation(5);
+    const memory = createMemoryOutbox();
+    const start = sim.now();
+    // 5,000 tracks of 500 browsers whose identifies went before (5 s of full calls at 10 a second)…
+    const track = (n: number): OutboxItem => ({
+      site: 'pk_p',
+      id: `t-${n}`,
+      browser: `b${n % 500}`,
+      visitor: `10.1.${(n % 500) >> 8}.${(n % 500) & 255}`,
+      accepted: start,
+      kind: 'activity',
+      entry: { activity_id: 'act:cm:viewed', fields: { 'str::email': `t${n % 500}@example.com` } },
+    });
+    const tracks = Array.from({ length: 5_000 }, (_, n) => track(n));
+    // …and one new visitor's identify among them: every lease is full, its merge call holds one entry.
+    const identify: OutboxItem = {
+      site: 'pk_p',
+      id: 'lone',
+      browser: 'b-new',
+      visitor: '10.2.0.1',
+      accepted: start,
+      kind: 'merge',
+      entry: { fields: { 'str::email': 'new@example.com' } },
+    };
+    await memory.accept([...tracks.slice(0, 100), identify, ...tracks.slice(100)], start, 86_400_000);
+    const { upstream, calls } = platform(sim, rate);
+    await sim.run(
+      deliverRound({
+        outbox: slow(sim, memory),
+        pacer: slow(sim, createMemoryPacer(rate, CATCH_UP_MS)),
+        upstream,
+        clock: { now: sim.now, sleep: sim.sleep },
+        nap: sim.nap,
+        spacer: createSpacer(rate),
+        rate,
+        sites: new Map(),
+        ambiguous: 'hold',
+        owner: 'sim',
+        deadline: Number.POSITIVE_INFINITY,
+      }),
+    );
+    expect((await memory.stats()).pending).toBe(0);
+    expect(calls.last - start).toBeGreaterThan(4_500);
+    // Held back while the leases were full, HOLD_MS at most (then within the next lease, a second
+    // of calls here), and sent as it was (one entry), well before the backlog's end.
+    expect(calls.mergesAt).toHaveLength(1);
+    expect(calls.mergesAt[0]! - start).toBeLessThan(HOLD_MS + 2_000);
+    expect(calls.mergesAt[0]!).toBeLessThan(calls.last - 1_000);
+    expect(calls.mergeEntries).toBe(1);
   });
 });

@@ -39,9 +39,16 @@ function fillOnly(calls: Call[], holds: Holds, now: number): Call[] {
 
 /**
  * Delivers the entries `leased` under lease `lease`; `full` when the outbox had more than it gave
- * (a backlog). `started` is told once every call of the lease has started.
+ * (a backlog). `started` is told once every call of the lease has started, and whether calls were
+ * held back to fill (their entries are ready again once the lease ends).
  */
-export async function deliverLease(engine: Engine, lease: string, leased: readonly Leased[], full: boolean, started: () => void): Promise<void> {
+export async function deliverLease(
+  engine: Engine,
+  lease: string,
+  leased: readonly Leased[],
+  full: boolean,
+  started: (heldBack: boolean) => void,
+): Promise<void> {
   const { clock, ambiguous } = engine.options;
   const expires = clock.now() + engine.leaseMs;
   // Entries a dead deliverer may have sent: merges go again, activities follow the policy.
@@ -58,7 +65,9 @@ export async function deliverLease(engine: Engine, lease: string, leased: readon
 
   // A backlog: the outbox had more than the lease took, or calls are going as fast as the key allows.
   const backlog = full || engine.spacer.spent(clock.now());
-  const calls = backlog ? fillOnly(planCalls(going, engine), engine.holds, clock.now()) : planCalls(going, engine);
+  const planned = planCalls(going, engine);
+  const calls = backlog ? fillOnly(planned, engine.holds, clock.now()) : planned;
+  const allStarted = () => started(calls.length < planned.length);
   const sent = new Set(calls.flatMap((call) => call.entries.map((entry) => entry.seq)));
   const unplanned = going.filter((entry) => !sent.has(entry.seq));
 
@@ -73,11 +82,11 @@ export async function deliverLease(engine: Engine, lease: string, leased: readon
       engine,
       calls.filter((call) => call.endpoint === 'activities/create'),
       state,
-      started,
+      allStarted,
     );
     const released = state.released.map((entry) => ({ seq: entry.seq, notBefore: state.releaseAt }));
     if (released.length > 0) await engine.settle(lease, { delivered: [], released, dead: [] });
   } finally {
-    started();
+    allStarted();
   }
 }

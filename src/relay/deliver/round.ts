@@ -36,6 +36,8 @@ export async function deliverRound(options: RoundOptions): Promise<RoundResult> 
   const active = new Set<Promise<void>>();
   const result: RoundResult = { leases: 0, entries: 0, more: false };
   let failed = false;
+  /** leases in flight that held calls back to fill: their entries come back to the outbox when each ends */
+  const holding = new Set<Promise<void>>();
   try {
     for (;;) {
       if (failed || engine.stopped() || clock.now() >= options.deadline || (lead && !(await lead.keep()))) {
@@ -53,25 +55,44 @@ export async function deliverRound(options: RoundOptions): Promise<RoundResult> 
         result.more = true;
         break;
       }
-      if (leased.length === 0) break;
+      // What a lease held back comes back to the outbox as it ends: then the next lease takes it.
+      if (leased.length === 0) {
+        if (holding.size === 0) break;
+        await Promise.allSettled([...holding]);
+        continue;
+      }
       result.leases++;
       result.entries += leased.length;
-      let started!: () => void;
+      let started!: (heldBack: boolean) => void;
+      let heldBack = false;
       const allStarted = new Promise<void>((resolve) => {
-        started = resolve;
+        started = (held) => {
+          heldBack ||= held;
+          resolve();
+        };
       });
       const run: Promise<void> = deliverLease(engine, lease, leased, leased.length === engine.leaseSize, started)
         .catch((error: unknown) => {
           engine.log({ level: 'error', error: 'delivery_failed', cause: describe(error) });
           failed = true;
         })
-        .finally(() => active.delete(run));
+        .finally(() => {
+          active.delete(run);
+          holding.delete(run);
+        });
       active.add(run);
       await Promise.race([allStarted, run]);
+      if (heldBack && active.has(run)) holding.add(run);
       // A partial lease: the outbox had no more; wait for more (Node) or end the round (an alarm).
       // Its merges are settled by now: the tracks they held (identify before track) may go at once.
       const freed = leased.some((entry) => entry.kind !== 'activity');
-      if (leased.length < engine.leaseSize && !freed && !(options.refill && (await options.refill()))) break;
+      if (leased.length < engine.leaseSize && !freed) {
+        if (holding.size > 0) {
+          await Promise.allSettled([...holding]);
+          continue;
+        }
+        if (!(options.refill && (await options.refill()))) break;
+      }
     }
   } finally {
     await Promise.allSettled([...active]);

@@ -12,12 +12,14 @@
  */
 import type { DurableObjectState } from '@cloudflare/workers-types/index.ts';
 import { DurableObject } from 'cloudflare:workers';
+import { createHolds } from '../deliver/holds.js';
 import { deliverRound } from '../deliver/round.js';
+import { createSpacer, type Spacer } from '../deliver/spacer.js';
 import type { Accepted, DeadLetter, Leased, OutboxItem, OutboxStats, OutboxStore, Settlement } from '../state/outbox.js';
 import { scrub } from '../core/logging.js';
 import type { OutboxLimits } from '../core/outbox-limits.js';
 import { createSqlOutbox, type SqlPort } from '../state/sql-outbox.js';
-import { type DeliveryEnv, shardEngine, workerConfig } from './delivery.js';
+import { type DeliveryEnv, platformRate, shardEngine, workerConfig } from './delivery.js';
 import { PREVIOUS_HOME, rememberedBefore } from './previous.js';
 import { durableSqlPort } from './sql-port.js';
 
@@ -47,6 +49,9 @@ export class RelayOutbox extends DurableObject<DeliveryEnv> {
   private calls = 0;
   /** alarms run since this instance started (each is a Durable Object request too) */
   private alarms = 0;
+  /** kept across rounds, as the Node deliverer keeps them: calls counted by when they left, and partial calls held back to fill (at most 2 s) */
+  private spacer: Spacer | undefined;
+  private readonly holds = createHolds();
 
   constructor(ctx: DurableObjectState, env: DeliveryEnv) {
     super(ctx, env);
@@ -161,8 +166,12 @@ export class RelayOutbox extends DurableObject<DeliveryEnv> {
     let more = false;
     try {
       const config = workerConfig(this.env);
+      this.spacer ??= createSpacer(platformRate(this.env));
+      const spacer = this.spacer;
       const round = await deliverRound({
         ...shardEngine(this.env, this.store.outbox, `outbox-${this.ctx.id.toString().slice(0, 12)}`),
+        spacer,
+        holds: this.holds,
         deadline: Date.now() + ALARM_TURN_MS,
         refill: async () => {
           const before = this.acceptedCount;
