@@ -93,6 +93,37 @@ describe('calls spaced by the time they leave', () => {
     expect(refusedBy(10, arrivals(10, 2_000, false, 1))).toBeGreaterThan(50);
   });
 
+  it('a call not answered yet may not have arrived: the tenth call after it waits for it too, no 429', () => {
+    // As above, but the call held up 400 ms on its way is answered only 1.5 s after it left, after
+    // the tenth call behind it wanted to leave: it counts as arriving any time until its answer
+    // (a window after it left at most), and it counts for as long as it can, not only while it is
+    // among the last ten calls to leave. Both drew 429s before (one in 2,000 calls, and more
+    // with the answers counted only once they came).
+    const next = random(11);
+    const spacer = createSpacer(10);
+    const answers: { left: number; at: number }[] = [];
+    const times: number[] = [];
+    let now = 1_000_000;
+    const answerDue = () => {
+      for (const due of answers.filter((answer) => answer.at <= now)) spacer.answered(due.left, due.at);
+      answers.splice(0, answers.length, ...answers.filter((answer) => answer.at > now));
+    };
+    for (let i = 0; i < 2_000; i++) {
+      answerDue();
+      for (let wait = spacer.wait(now); wait > 0; wait = spacer.wait(now)) {
+        now += wait;
+        answerDue();
+      }
+      const late = i % 37 === 36;
+      const arrives = now + (late ? 400 : next() * 5);
+      answers.push({ left: now, at: late ? now + 1_500 : arrives + 50 });
+      times.push(arrives);
+    }
+    expect(refusedBy(10, times)).toBe(0);
+    const perSecond = ((times.length - 1) * 1000) / (Math.max(...times) - Math.min(...times));
+    expect(perSecond).toBeGreaterThan(8.5);
+  });
+
   it('the first call after a pause is a probe: nothing else leaves until it is answered, or a window has passed', () => {
     const spacer = createSpacer(10);
     expect(spacer.wait(0)).toBe(0);
