@@ -12,7 +12,7 @@ import { deliverRound } from '../../src/relay/deliver/round.js';
 import { HOLD_MS } from '../../src/relay/deliver/holds.js';
 import { createSpacer, SEND_MARGIN } from '../../src/relay/deliver/spacer.js';
 import { createMemoryOutbox, createMemoryPacer } from '../../src/relay/state/memory-outbox.js';
-import type { Outbox, OutboxItem, Pacer } from '../../src/relay/state/outbox.js';
+import type { Outbox, OutboxItem } from '../../src/relay/state/outbox.js';
 import { CATCH_UP_MS } from '../../src/relay/state/pace.js';
 
 /** A seeded generator, so a run is the same every time. */
@@ -141,19 +141,12 @@ function backlog(count: number, now: number, next: () => number): OutboxItem[] {
   return items;
 }
 
-async function deliverBacklog(rate: number, seed: number) {
-  const sim = simulation(seed);
-  const memory = createMemoryOutbox();
-  const seconds = 10;
-  await memory.accept(backlog(rate * 100 * seconds, sim.now(), sim.next), sim.now(), 86_400_000);
-  const outbox: Outbox = slow(sim, memory);
-  // The Node relay's pacer: its one deliverer may catch up (state/pace.ts).
-  const pacer: Pacer = slow(sim, createMemoryPacer(rate, CATCH_UP_MS));
-  const { upstream, calls } = platform(sim, rate);
+/** Runs one round of the real engine in simulated time until `outbox` has nothing ready, with the Node relay's pacer (its one deliverer may catch up: state/pace.ts). */
+async function drain(sim: Sim, outbox: Outbox, upstream: Upstream, rate: number): Promise<void> {
   await sim.run(
     deliverRound({
       outbox,
-      pacer,
+      pacer: slow(sim, createMemoryPacer(rate, CATCH_UP_MS)),
       upstream,
       clock: { now: sim.now, sleep: sim.sleep },
       nap: sim.nap,
@@ -165,6 +158,16 @@ async function deliverBacklog(rate: number, seed: number) {
       deadline: Number.POSITIVE_INFINITY,
     }),
   );
+}
+
+async function deliverBacklog(rate: number, seed: number) {
+  const sim = simulation(seed);
+  const memory = createMemoryOutbox();
+  const seconds = 10;
+  await memory.accept(backlog(rate * 100 * seconds, sim.now(), sim.next), sim.now(), 86_400_000);
+  const outbox: Outbox = slow(sim, memory);
+  const { upstream, calls } = platform(sim, rate);
+  await drain(sim, outbox, upstream, rate);
   expect((await memory.stats()).pending).toBe(0);
   return {
     ...calls,
@@ -216,21 +219,7 @@ describe('a partial call held back to fill', () => {
     };
     await memory.accept([...tracks.slice(0, 100), identify, ...tracks.slice(100)], start, 86_400_000);
     const { upstream, calls } = platform(sim, rate);
-    await sim.run(
-      deliverRound({
-        outbox: slow(sim, memory),
-        pacer: slow(sim, createMemoryPacer(rate, CATCH_UP_MS)),
-        upstream,
-        clock: { now: sim.now, sleep: sim.sleep },
-        nap: sim.nap,
-        spacer: createSpacer(rate),
-        rate,
-        sites: new Map(),
-        ambiguous: 'hold',
-        owner: 'sim',
-        deadline: Number.POSITIVE_INFINITY,
-      }),
-    );
+    await drain(sim, slow(sim, memory), upstream, rate);
     expect((await memory.stats()).pending).toBe(0);
     expect(calls.last - start).toBeGreaterThan(4_500);
     // Held back while the leases were full, HOLD_MS at most (then within the next lease, a second

@@ -78,21 +78,22 @@ export function createSpacer(rate: number): Spacer {
   /** the last calls' round trips, from leaving to the answer */
   const roundTrips: number[] = [];
   /**
-   * When a call counts from at `now`: an opener never answered, a window after it left (the probe
+   * When a call counts from at `now` (`usual`: the usual round trip): an opener never answered, a window after it left (the probe
    * below waits for it until then); another call not answered yet may not have arrived either: as
    * if it arrived now less the usual round trip, {@link MAX_SHIFT_MS} after it left at most.
    */
-  const from = (call: (typeof counted)[number], now: number) => {
+  const from = (call: (typeof counted)[number], now: number, usual: number) => {
     if (call.opener) return call.left + WINDOW_MS;
     if (call.answered) return call.at;
-    return Math.max(call.at, Math.min(call.left + MAX_SHIFT_MS, now - (median(roundTrips) ?? 0)));
+    return Math.max(call.at, Math.min(call.left + MAX_SHIFT_MS, now - usual));
   };
   /** When a call may leave, as the calls counted in the window ending at `now` say: fewer than `budget` of them by then. */
   const windowFreeAt = (now: number): number => {
     // A call can count no later than a window after it left: older ones are done with.
     while (counted.length > 0 && counted[0]!.left + MAX_SHIFT_MS + SPACER_WINDOW_MS <= now) counted.shift();
+    const usual = median(roundTrips) ?? 0;
     const froms = counted
-      .map((call) => from(call, now))
+      .map((call) => from(call, now, usual))
       .filter((at) => at > now - SPACER_WINDOW_MS)
       .sort((a, b) => a - b);
     return froms.length < budget ? now : froms[froms.length - budget]! + SPACER_WINDOW_MS;

@@ -6,6 +6,7 @@
  * @module
  */
 import type { DurableObjectState } from '@cloudflare/workers-types/index.ts';
+import { parseJsonOrUndefined } from '../../api/objects.js';
 import { heldTurns, restoreTurns, type TurnBook } from '../state/turns.js';
 
 type Sql = DurableObjectState['storage']['sql'];
@@ -15,7 +16,8 @@ export const TURNS_TABLE = 'CREATE TABLE IF NOT EXISTS turns (name TEXT PRIMARY 
 /** The turns pacer `name` held when last stored (none when never). */
 export function readTurns(sql: Sql, name: string): TurnBook {
   const held = sql.exec<{ held: string }>('SELECT held FROM turns WHERE name = ?', name).toArray()[0]?.held;
-  return restoreTurns(held === undefined ? [] : JSON.parse(held));
+  // A row that is not JSON (it never should be) reads as no turns: merges go on, never stuck on it.
+  return restoreTurns(held === undefined ? [] : parseJsonOrUndefined(held));
 }
 
 /** Stores the turns `book` holds. */
