@@ -12,6 +12,11 @@ export interface Fault {
   delayMs?: number;
   /** apply the call (the platform takes it), then close the connection without its answer */
   lose?: boolean;
+  /**
+   * strike only calls whose body contains this text (an entry's email, say), whenever they arrive:
+   * calls in flight together reach the platform in any order, so a fault meant for one entry names it
+   */
+  when?: string;
 }
 
 export interface Received {

@@ -77,7 +77,9 @@ export async function startTestUpstream(options: { key: string; emulatorUrl?: st
     const headers = Object.fromEntries(Object.entries(req.headers).map(([name, value]) => [name, String(value)]));
     const record: Received = { method: req.method ?? 'GET', path, headers, body, at: Date.now(), status: 0 };
     received.push(record);
-    const fault = faults.shift() ?? always;
+    const strikes = (f: Fault) => f.when === undefined || text.includes(f.when);
+    const next = faults.findIndex(strikes);
+    const fault = (next >= 0 ? faults.splice(next, 1)[0] : undefined) ?? (always && strikes(always) ? always : undefined);
     if (fault) {
       if (fault.delayMs) await new Promise((resolve) => setTimeout(resolve, fault.delayMs));
       if (fault.drop) {
