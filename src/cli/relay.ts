@@ -29,6 +29,8 @@ Configure it with environment variables (the same names as on Cloudflare Workers
   RELAY_REDIS_URL                      redis:// or rediss://: every relay process shares its state there
   RELAY_LOG                            info (default: a JSON line per request), debug (and one per item), off
   RELAY_METRICS_PORT                   or --metrics-port: /metrics, /status, /healthz, /readyz on 127.0.0.1:M
+  CDP_API_KEY_FILE (and RELAY_IDENTITY_SECRET_FILE, RELAY_REDIS_URL_FILE, RELAY_TOKENS_FILE)
+                                       read that variable from a file, as mounted secrets are
 
 --workers N runs N processes on the port, sharing the SQLite file or Redis.`;
 

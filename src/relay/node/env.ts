@@ -1,7 +1,7 @@
 /**
  * The variables only the Node relay reads, on top of those of `parseConfig`: `RELAY_PLAN` as a
- * file path, `RELAY_METRICS_PORT`, `RELAY_REDIS_UNSAFE` and `RELAY_MAX_CONNECTIONS_PER_ADDRESS`.
- * Each error names its variable.
+ * file path, the secrets' `_FILE` forms, `RELAY_METRICS_PORT`, `RELAY_REDIS_UNSAFE` and
+ * `RELAY_MAX_CONNECTIONS_PER_ADDRESS`. Each error names its variable.
  * @module
  */
 import { readFileSync } from 'node:fs';
@@ -25,6 +25,35 @@ export function withPlanFile<E extends Record<string, unknown>>(env: E): E {
     );
   }
   return { ...env, RELAY_PLAN: text };
+}
+
+/** The variables that may instead be read from the file `<NAME>_FILE` names, as container platforms mount secrets. */
+export const SECRET_VARIABLES = ['CDP_API_KEY', 'RELAY_IDENTITY_SECRET', 'RELAY_REDIS_URL', 'RELAY_TOKENS'] as const;
+
+/**
+ * Returns `env` with each secret whose `<NAME>_FILE` is set read from that file (one trailing line
+ * break dropped, as `echo` and editors leave one). Setting both `NAME` and `NAME_FILE`, a file that
+ * cannot be read and an empty file are errors naming the `_FILE` variable.
+ */
+export function withSecretFiles<E extends Record<string, unknown>>(env: E): E {
+  let read: Record<string, string> | undefined;
+  for (const name of SECRET_VARIABLES) {
+    const fileVariable = `${name}_FILE`;
+    const path = env[fileVariable];
+    if (typeof path !== 'string' || path.trim() === '') continue;
+    const inline = env[name];
+    if (typeof inline === 'string' && inline !== '') throw new RelayConfigError(fileVariable, `both ${name} and ${fileVariable} are set; keep one`);
+    let text: string;
+    try {
+      text = readFileSync(path.trim(), 'utf8');
+    } catch (cause) {
+      throw new RelayConfigError(fileVariable, `cannot read ${path.trim()}: ${(cause as NodeJS.ErrnoException).code ?? (cause as Error).message}`, { cause });
+    }
+    const value = text.replace(/\r?\n$/, '');
+    if (value.trim() === '') throw new RelayConfigError(fileVariable, `${path.trim()} is empty`);
+    read = { ...read, [name]: value };
+  }
+  return read === undefined ? env : { ...env, ...read };
 }
 
 /** `RELAY_METRICS_PORT` as a port number; undefined when unset. */

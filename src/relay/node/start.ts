@@ -15,7 +15,7 @@ import { createRelayMetrics } from '../ops/metrics.js';
 import { startOpsServer, type OpsServer } from '../ops/server.js';
 import { createStatusRecorder } from '../ops/status.js';
 import type { Outbox } from '../state/outbox.js';
-import { connectionsPerAddress, metricsPortFrom, withPlanFile } from './env.js';
+import { connectionsPerAddress, metricsPortFrom, withPlanFile, withSecretFiles } from './env.js';
 import { createNodeFront } from './front.js';
 import { createPinoLogger } from './log.js';
 import { openNodeState } from './state.js';
@@ -63,8 +63,8 @@ export type NodeDefaults = Required<Pick<RelayDeps, 'hmac' | 'snippet'>>;
 
 /** Starts the relay on Node; resolves once it listens. */
 export async function startNodeRelay(options: StartRelayOptions, defaults: NodeDefaults): Promise<RunningRelay> {
-  // RELAY_PLAN is a file path on Node: its text is what parseConfig reads
-  const env = withPlanFile(options.env ?? process.env);
+  // RELAY_PLAN is a file path on Node, and secrets may come from files: their text is what parseConfig reads
+  const env = withPlanFile(withSecretFiles(options.env ?? process.env));
   const config = options.config ?? parseConfig(env);
   const state = await openNodeState(options, config, env);
   const { store, limiter, outbox, pacer } = state;
