@@ -18,6 +18,7 @@ import { createSpacer, type Spacer } from './spacer.js';
 import { createHolds, type Holds } from './holds.js';
 import { DEFAULT_PLATFORM_RATE } from '../state/pace.js';
 import { RETRY_MS } from './verdict.js';
+import { keepTrying } from './stored.js';
 
 export interface EngineOptions {
   outbox: Outbox;
@@ -92,8 +93,8 @@ export interface Engine {
   answeredTurns: string[];
   log(line: Record<string, unknown>): void;
   report: Report;
-  /** settles `settlement` under lease `lease` */
-  settle(lease: string, settlement: Settlement): Promise<void>;
+  /** settles `settlement` under lease `lease`, trying again after a store failure until `until` (the lease's end; stored.ts) */
+  settle(lease: string, settlement: Settlement, until: number): Promise<void>;
 }
 
 const timerNap = (ms: number) =>
@@ -126,8 +127,8 @@ export function createEngine(options: RoundOptions): Engine {
     answeredTurns: [],
     log,
     report: createReporter({ clock, sites, onDelivery: options.onDelivery, log }),
-    async settle(lease, settlement) {
-      const { skipped } = await outbox.settle(lease, settlement, clock.now());
+    async settle(lease, settlement, until) {
+      const { skipped } = await keepTrying(() => outbox.settle(lease, settlement, clock.now()), 'settle', until, clock, log);
       // The lease ran out and another lease took the entries: it settles them, not this one.
       if (skipped > 0) log({ level: 'warn', error: 'lease_lost', skipped });
     },

@@ -59,7 +59,11 @@ export async function deliverLease(
     else going.push(entry);
   }
   if (heldAtLease.length > 0) {
-    await engine.settle(lease, { delivered: [], released: [], dead: heldAtLease.map((entry) => ({ seq: entry.seq, reason: AMBIGUOUS_REASON, status: 0 })) });
+    await engine.settle(
+      lease,
+      { delivered: [], released: [], dead: heldAtLease.map((entry) => ({ seq: entry.seq, reason: AMBIGUOUS_REASON, status: 0 })) },
+      expires,
+    );
     engine.report({ endpoint: 'activities/create', status: 0, called: false, delivered: [], dead: [], released: [], ambiguous: heldAtLease, held: true });
   }
 
@@ -85,7 +89,7 @@ export async function deliverLease(
       allStarted,
     );
     const released = state.released.map((entry) => ({ seq: entry.seq, notBefore: state.releaseAt }));
-    if (released.length > 0) await engine.settle(lease, { delivered: [], released, dead: [] });
+    if (released.length > 0) await engine.settle(lease, { delivered: [], released, dead: [] }, expires);
   } finally {
     allStarted();
   }

@@ -15,6 +15,7 @@ import { AMBIGUOUS_REASON, afterAmbiguous } from './policy.js';
 import { callOnce } from './send.js';
 import { MAX_PACER_WAIT_MS, takeSlot, turnAnswered, turnOf, waitToLeave } from './slots.js';
 import { judge } from './verdict.js';
+import { keepTrying } from './stored.js';
 
 /** Time kept free at the end of a lease to settle after the call's timeout. */
 export const SETTLE_MARGIN_MS = 2_000;
@@ -115,16 +116,21 @@ export async function runCalls(engine: Engine, calls: readonly Call[], state: Le
       // A send is counted as started only now, on this call's entries: a deliverer that dies
       // leaves the rest of its lease never-sent (attempts unchanged), not ambiguous.
       const marked = new Set(
-        await outbox
-          .sending(
-            state.lease,
-            call.entries.map((entry) => entry.seq),
-            clock.now(),
-          )
-          .catch((error: unknown) => {
-            notGoing();
-            throw error;
-          }),
+        await keepTrying(
+          () =>
+            outbox.sending(
+              state.lease,
+              call.entries.map((entry) => entry.seq),
+              clock.now(),
+            ),
+          'sending',
+          state.expires,
+          clock,
+          engine.log,
+        ).catch((error: unknown) => {
+          notGoing();
+          throw error;
+        }),
       );
       if (marked.size < call.entries.length) {
         // The lease ran out: another lease may hold those entries now; they are not this one's to send.
@@ -166,7 +172,11 @@ async function sendAndSettle(engine: Engine, call: Call, depth: number, timeoutM
   if (lead && !(await lead.cover(clock.now() + timeoutMs + SEND_MARGIN_MS))) {
     log(engine, 'lead_lost', call.entries.length);
     stop(state, clock.now());
-    await engine.settle(state.lease, { delivered: [], released: call.entries.map((entry) => ({ seq: entry.seq, notBefore: clock.now() })), dead: [] });
+    await engine.settle(
+      state.lease,
+      { delivered: [], released: call.entries.map((entry) => ({ seq: entry.seq, notBefore: clock.now() })), dead: [] },
+      state.expires,
+    );
     return;
   }
   const outcome = await callOnce(upstream, call.endpoint, bodyOf(call), { timeoutMs, paced: true, from: call.proven ? 'proven' : 'browser' });
@@ -193,7 +203,7 @@ async function sendAndSettle(engine: Engine, call: Call, depth: number, timeoutM
       ...(held ? verdict.ambiguous.map((entry) => ({ seq: entry.seq, reason: AMBIGUOUS_REASON, status: outcome.status })) : []),
     ],
   };
-  await engine.settle(state.lease, part);
+  await engine.settle(state.lease, part, state.expires);
   const refused = verdict.dead.map(({ entry }) => entry);
   if (refused.length > 0) engine.options.onRefused?.(refused, outcome.kind === 'refused');
   engine.report({ ...called, delivered: verdict.delivered, dead: verdict.dead, released: verdict.released, ambiguous: verdict.ambiguous, held });
