@@ -2,7 +2,9 @@
 //  - dist/cdp.js      the snippet as a minified IIFE (served by the relay at /cdp.js)
 //  - dist/browser.js  the snippet as ESM for SPAs
 //  - dist/{api,client,relay,emulator}/… and dist/cli.js as ESM for Node, Workers, Deno, Bun
+//  - dist/react.js    cdp-edge/react: React as a peer, the tracker imported from ./browser.js
 import { existsSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import typescript from '@rollup/plugin-typescript';
 import { nodeResolve } from '@rollup/plugin-node-resolve';
 import terser from '@rollup/plugin-terser';
@@ -82,6 +84,35 @@ if (existsSync('src/browser/index.ts')) {
       output: { file: 'dist/cdp.js', format: 'iife', sourcemap: false },
     },
   );
+}
+
+if (existsSync('src/react/index.ts')) {
+  // The browser entry stays one module: dist/react.js imports ./browser.js (what `cdp-edge/browser`
+  // resolves to), so an app that imports both gets one tracker code and one page registry.
+  const browserEntry = resolve('src/browser/index.ts');
+  configs.push({
+    input: { react: 'src/react/index.ts' },
+    external: (id, importer) =>
+      id === 'react' || id.startsWith('react/') || (importer !== undefined && resolve(dirname(importer), id).replace(/\.js$/, '.ts') === browserEntry),
+    plugins: [
+      typescript(tsOptions({ declaration: true, declarationDir: 'dist', outDir: 'dist' }, ['src/react/**/*.ts', ...BROWSER_SOURCES])),
+      {
+        name: 'react-types',
+        generateBundle() {
+          this.emitFile({ type: 'asset', fileName: 'react.d.ts', source: "export * from './react/index.js';\n" });
+        },
+      },
+    ],
+    // Hooks and context: a client component in React Server Components apps (Next.js App Router).
+    output: {
+      dir: 'dist',
+      format: 'es',
+      entryFileNames: '[name].js',
+      sourcemap: true,
+      banner: "'use client';",
+      paths: (id) => (id.startsWith('/') ? './browser.js' : id),
+    },
+  });
 }
 
 export default configs;

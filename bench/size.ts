@@ -245,6 +245,40 @@ for (const sdk of SDKS) {
   }
 }
 
+/**
+ * The framework entries of cdp-edge, as a React app's bundle gets them (React itself, which the
+ * app has anyway, left out): `adds` is what the entry costs beside `cdp-edge/browser`, `app` the
+ * whole "provider + one track" bundle of cdp-edge code. `cdp-edge/next` and `cdp-edge/next/server`
+ * run in next.config and on the server only: nothing of them reaches the browser.
+ */
+const ENTRIES = [
+  {
+    entry: 'cdp-edge/react',
+    file: 'dist/react.js',
+    app: `import { createElement } from 'react';
+import { CdpProvider, useTracker } from 'cdp-edge/react';
+function Button() {
+  const cdp = useTracker();
+  return createElement('button', { onClick: () => cdp.track('act:cm:signed-up', { 'str:cm:plan': 'pro' }) }, 'Sign up');
+}
+export const App = () => createElement(CdpProvider, { relay: '/t', siteKey: 'pk_live_123' }, createElement(Button));`,
+  },
+];
+
+async function entrySizes() {
+  const external = ['react', 'react/*', 'react-dom', 'react-dom/*'];
+  return Promise.all(
+    ENTRIES.map(async ({ entry, file, app }) => {
+      const alias = { ...ESBUILD.alias, [entry]: join(root, file) };
+      const own = await build({ ...ESBUILD, alias, entryPoints: [join(root, file)], format: 'esm', external: [...external, './browser.js'] });
+      const whole = await build({ ...ESBUILD, alias, stdin: { contents: app, resolveDir: root, loader: 'js' }, format: 'esm', external });
+      return { entry, file, adds: measure(own.outputFiles[0]!.contents), app: measure(whole.outputFiles[0]!.contents) };
+    }),
+  );
+}
+const entries = await entrySizes();
+console.table(entries.map(({ entry, adds, app }) => ({ entry, 'adds gzip B': adds.gzip, 'app gzip B (without React)': app.gzip })));
+
 const ours = rows.find((row) => row.name === 'cdp-edge');
 const ratio = (value: number, base: number | undefined) => (base ? Math.round((value / base) * 10) / 10 : null);
 const kb = (bytes: number) => (bytes / 1024).toFixed(1);
@@ -328,6 +362,7 @@ const results = {
       appGzip: ratio(row.app.gzip, ours?.app.gzip),
     },
   })),
+  entries,
   failures,
 };
 mkdirSync(join(root, 'bench/results'), { recursive: true });

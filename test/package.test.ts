@@ -26,7 +26,7 @@ describe('the package', () => {
   });
 
   it('maps every required entry, types first, to files the build produced', () => {
-    for (const entry of ['./browser', './relay', './relay/cloudflare', './relay/workers', './client', './emulator']) {
+    for (const entry of ['./browser', './react', './relay', './relay/cloudflare', './relay/workers', './client', './emulator']) {
       const target = pkg.exports[entry] as Record<string, string>;
       expect(Object.keys(target)[0], entry).toBe('types');
       expect(existsSync(target['types']!), `${entry} types ${target['types']}`).toBe(true);
@@ -50,6 +50,19 @@ describe('the package', () => {
       const client = createClient({ apiKey: 'k', region: 'eu' });
       console.log(JSON.stringify({ base: client.baseUrl, merge: typeof client.person.merge, error: typeof HTTPError }));`);
     expect(JSON.parse(out)).toEqual({ base: 'https://api.eu.ap3api.com', merge: 'function', error: 'function' });
+  });
+
+  it('`cdp-edge/react` is a client module on top of `cdp-edge/browser`, with React its peer and nothing bundled', () => {
+    const code = readFileSync('dist/react.js', 'utf8');
+    expect(code.startsWith("'use client';")).toBe(true);
+    expect(code).toContain("from './browser.js'");
+    expect(code).toContain("from 'react'");
+    expect(code).not.toContain('function createTracker');
+    expect(readFileSync('dist/cdp.js', 'utf8')).not.toMatch(/react/i);
+    const out = importInNode(`
+      import { CdpProvider, useTracker, useIdentify, usePageViews } from 'cdp-edge/react';
+      console.log([CdpProvider, useTracker, useIdentify, usePageViews].map((f) => typeof f).join(' '));`);
+    expect(out).toBe('function function function function');
   });
 
   it('`cdp-edge/api` exposes the endpoint table with all 29 endpoints', () => {

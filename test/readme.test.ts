@@ -238,10 +238,11 @@ async function shell(line: string, env: Record<string, string>, block: Block): P
 }
 
 describe('README.md', () => {
-  it('has only blocks that a test runs: sh, ts, text here; html and js in Chromium', () => {
+  it('has only blocks that a test runs: sh, ts, text here; html and js in Chromium; jsx in React', () => {
     expect(blocks.length).toBeGreaterThan(8);
-    for (const block of blocks) expect(['sh', 'ts', 'text', 'html', 'js', 'yaml', 'sql'], `README.md:${block.line}`).toContain(block.lang);
+    for (const block of blocks) expect(['sh', 'ts', 'text', 'html', 'js', 'yaml', 'sql', 'jsx'], `README.md:${block.line}`).toContain(block.lang);
     expect(existsSync(join(root, 'test', 'e2e', 'demo-readme.test.ts'))).toBe(true);
+    expect(existsSync(join(root, 'test', 'browser', 'react-readme.test.ts'))).toBe(true);
   });
 
   it('the diagram names real routes', async () => {
@@ -308,6 +309,17 @@ describe('README.md', () => {
     const ours = results.rows.find((r) => r.name === 'cdp-edge')!.script.gzip;
     expect(readme).toContain(`\`dist/cdp.js\` is ${(Math.round(ours / 100) / 10).toFixed(1)} KB gzip (${ours.toLocaleString('en')} B,`);
     expect(gzipSync(readFileSync(join(root, 'dist', 'cdp.js')), { level: 9 }).length).toBe(ours);
+  });
+
+  it('the framework entries quote bench/results/size.json', () => {
+    const { entries } = JSON.parse(readFileSync(join(root, 'bench', 'results', 'size.json'), 'utf8')) as {
+      entries: Array<{ entry: string; adds: { gzip: number }; app: { gzip: number } }>;
+    };
+    const readme = readFileSync(join(root, 'README.md'), 'utf8').replace(/\s+/g, ' ');
+    const kb = (bytes: number) => `${(Math.round(bytes / 100) / 10).toFixed(1)} KB gzip (${bytes.toLocaleString('en')} B)`;
+    const react = entries.find((e) => e.entry === 'cdp-edge/react')!;
+    expect(readme).toContain(`\`cdp-edge/react\` adds ${kb(react.adds.gzip)} beside \`cdp-edge/browser\``);
+    expect(readme).toContain(`is ${kb(react.app.gzip)} without React itself`);
   });
 
   it('the scale table quotes bench/results/state.json', () => {
