@@ -2,12 +2,17 @@
 // not keep the process alive (the server does that), so a nap begun after the stop's wake, or one
 // the wake did not reach, would leave `stop()` waiting on a timer that never fires once the server
 // has closed: `cdp-edge relay` then exited 13 ("unsettled top-level await") on SIGTERM instead of 0.
-import { expect, it } from 'vitest';
+import { expect, it, vi } from 'vitest';
+import { createRelayHandlers } from '../../src/relay/app.js';
+import { parseConfig } from '../../src/relay/core/config.js';
+import { startEmulator } from '../../src/emulator/index.js';
 import { systemClock } from '../../src/relay/core/clock.js';
 import { createDeliverer } from '../../src/relay/deliver/deliverer.js';
 import { createFiller } from '../../src/relay/deliver/fill.js';
 import { createMemoryOutbox, createMemoryPacer } from '../../src/relay/state/memory-outbox.js';
 import type { Upstream } from '../../src/relay/deliver/caller.js';
+
+const KEY = 'stop-test-key';
 
 const neverCalled: Upstream = new Proxy({} as Upstream, {
   get: () => () => {
@@ -59,3 +64,53 @@ it('a wake ends every nap in progress, and a nap after the stop does not wait', 
   await filler.nap(60_000);
   expect(Date.now() - started).toBeLessThan(1_000);
 });
+
+it('sleeps while a stop waits for the calls already going: the event loop stays responsive', async () => {
+  // A relay whose spacer lets a call leave every 1.25 s (RELAY_PLATFORM_RATE 0.4) while its pacer
+  // grants at once: the calls of a lease after the first are marked `sending` and wait to leave.
+  const platform = await startEmulator({ port: 0, key: KEY, plan: 'business' });
+  try {
+    const config = parseConfig({
+      CDP_API_KEY: KEY,
+      CDP_BASE_URL: platform.url,
+      RELAY_SITES: JSON.stringify([{ key: 'pk_s', origins: ['https://shop.example.com'], verify: 'open' }]),
+      RELAY_LOG: 'off',
+      RELAY_PLATFORM_RATE: '0.4',
+    });
+    const outbox = createMemoryOutbox();
+    const now = Date.now();
+    const items = Array.from({ length: 1000 }, (_, n) => ({
+      site: 'pk_s',
+      id: `stop-${n}-${crypto.randomUUID()}`,
+      kind: 'activity' as const,
+      entry: { activity_id: 'act:cm:viewed', fields: { 'str::email': `stop-${n}@example.com` } },
+      browser: `b-${n}`,
+      visitor: 'v',
+      accepted: now,
+    }));
+    expect((await outbox.accept(items, now, 24 * 3600_000)).accepted).toHaveLength(1000);
+    const handlers = createRelayHandlers(config, { outbox, pacer: createMemoryPacer(1000) });
+    // The first call has gone: the next ones wait for the spacer.
+    await vi.waitUntil(() => (platform.emulator.calls()['activities/create']?.calls ?? 0) >= 1, { timeout: 10_000, interval: 20 });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    // The event loop's delay: the longest gap between the ticks of a 10 ms timer during the stop.
+    let last = performance.now();
+    let longest = 0;
+    const tick = () => {
+      const now = performance.now();
+      longest = Math.max(longest, now - last);
+      last = now;
+    };
+    const ticker = setInterval(tick, 10);
+    await handlers.close();
+    tick();
+    clearInterval(ticker);
+    // The calls marked `sending` went before the stop ended (the stop waited for them)…
+    expect(platform.emulator.calls()['activities/create']!.calls).toBeGreaterThanOrEqual(2);
+    // …and while they waited, timers ran: a loop spinning on naps that end at once held the event
+    // loop for as long as the stop (7 s measured before the fix).
+    expect(longest).toBeLessThan(500);
+  } finally {
+    await platform.close();
+  }
+}, 30_000);

@@ -75,12 +75,19 @@ export async function takeSlot(engine: Engine, turn?: Turn): Promise<number> {
   }
 }
 
-/** Waits until the call may leave (spacer.ts); resolves to the time it left. */
+/**
+ * Waits until the call may leave (spacer.ts); resolves to the time it left. Its entries are marked
+ * `sending`: it goes even once the deliverer is stopping, whose naps end at once (fill.ts), so the
+ * wait is then slept on a timer of its own (a stop waits for this call anyway) rather than looped.
+ */
 export async function waitToLeave(engine: Engine): Promise<number> {
   for (;;) {
     const now = engine.options.clock.now();
     const wait = engine.spacer.wait(now);
     if (wait === 0) return now;
-    await engine.nap(wait);
+    await (engine.stopped() ? sleep(wait) : engine.nap(wait));
   }
 }
+
+/** Sleeps `ms` on a timer that a stop does not end. */
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, Math.max(1, ms)));
