@@ -140,3 +140,11 @@ export function isSelectableField(id: unknown, kind: 'person' | 'account'): bool
   const parts = parseFieldId(id);
   return parts !== undefined && parts.kind === kind;
 }
+
+/**
+ * A `merge_by` value as the platform compares it when it looks a person up: an email trimmed and
+ * in lower case (`Ann@Example.com ` and `ann@example.com` name one person), any other value as it is.
+ */
+export function identifierKey(fieldId: string, value: string): string {
+  return fieldId === 'str::email' ? value.trim().toLowerCase() : value;
+}

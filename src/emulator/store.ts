@@ -4,7 +4,7 @@
  * Every write goes through here so indexes, `version` and `onChange` stay current.
  * @module
  */
-import type { ActivityDefinition, Tag } from '../api/index.js';
+import { type ActivityDefinition, identifierKey, type Tag } from '../api/index.js';
 import { newId } from './ids.js';
 import type { Account, ActivityEvent, Audience, CustomField, Person } from './records.js';
 
@@ -14,7 +14,7 @@ const ALWAYS_INDEXED = ['str::email', 'str::ei'];
 /** Index key of a value: emails compare case-insensitively, like the platform's unique identifiers. */
 export function indexKey(fieldId: string, value: unknown): string | undefined {
   if (value === undefined || value === null || value === '') return undefined;
-  if (typeof value === 'string') return fieldId === 'str::email' ? value.trim().toLowerCase() : value;
+  if (typeof value === 'string') return identifierKey(fieldId, value);
   return JSON.stringify(value);
 }
 

@@ -32,51 +32,64 @@ beforeEach(async () => {
   await upstream.reset();
 });
 
-it('never has two person/merge calls naming one person in flight at once, from two browsers in two objects; each identify applied once', async () => {
-  const key = siteKey('turns');
-  const email = `turns-${crypto.randomUUID().slice(0, 8)}@example.com`;
-  const phone = browserApartFrom();
-  const laptop = browserApartFrom(phone);
-  const sent: string[] = [];
-  const pacerBefore = await pacerRequests();
-  await upstream.always({ delayMs: PLATFORM_MS });
-  try {
-    // Both browsers identify the person at the same moments, a round every PLATFORM_MS: each object's alarm has a merge ready at once.
-    for (let round = 0; round < ROUNDS; round++) {
-      const answers = await Promise.all(
-        [
-          [phone, '198.51.100.1'],
-          [laptop, '198.51.100.2'],
-        ].map(async ([queue, ip]) => {
-          const mark = `${queue!.slice(0, 8)}-${round}`;
-          sent.push(mark);
-          const response = await postItem(key, queue!, ip!, identify({ 'str::email': email, 'str::last': mark }));
-          return ((await response.json()) as { results: { status: string }[] }).results[0]?.status;
-        }),
-      );
-      expect(answers).toEqual(['accepted', 'accepted']);
-      await new Promise((resolve) => setTimeout(resolve, PLATFORM_MS));
+// The platform finds a person by an email in any case: a phone may send `Turns-…@Example.com`
+// where the laptop sends `turns-…@example.com`, and the two still take the one person's turn.
+const spellings = [
+  { name: 'one email, spelled alike', phone: (email: string) => email },
+  { name: 'one email in two cases', phone: (email: string) => email.replace('turns-', 'Turns-').replace('example.com', 'Example.COM') },
+];
+
+it.each(spellings)(
+  'never has two person/merge calls naming one person in flight at once, from two browsers in two objects; each identify applied once ($name)',
+  async ({ phone: phoneSpelling }) => {
+    const key = siteKey('turns');
+    const email = `turns-${crypto.randomUUID().slice(0, 8)}@example.com`;
+    const emailOf = (queue: string) => (queue === phone ? phoneSpelling(email) : email);
+    const phone = browserApartFrom();
+    const laptop = browserApartFrom(phone);
+    const sent: string[] = [];
+    const pacerBefore = await pacerRequests();
+    await upstream.always({ delayMs: PLATFORM_MS });
+    try {
+      // Both browsers identify the person at the same moments, a round every PLATFORM_MS: each object's alarm has a merge ready at once.
+      for (let round = 0; round < ROUNDS; round++) {
+        const answers = await Promise.all(
+          [
+            [phone, '198.51.100.1'],
+            [laptop, '198.51.100.2'],
+          ].map(async ([queue, ip]) => {
+            const mark = `${queue!.slice(0, 8)}-${round}`;
+            sent.push(mark);
+            const response = await postItem(key, queue!, ip!, identify({ 'str::email': emailOf(queue!), 'str::last': mark }));
+            return ((await response.json()) as { results: { status: string }[] }).results[0]?.status;
+          }),
+        );
+        expect(answers).toEqual(['accepted', 'accepted']);
+        await new Promise((resolve) => setTimeout(resolve, PLATFORM_MS));
+      }
+      await drained(outbox, 30_000);
+    } finally {
+      await upstream.always(undefined);
     }
-    await drained(outbox, 30_000);
-  } finally {
-    await upstream.always(undefined);
-  }
-  const merges = (await upstream.received()).filter(
-    (call) =>
-      call.path === '/v1/person/merge' && (call.body.people ?? []).some((person: { fields: Record<string, unknown> }) => person.fields['str::email'] === email),
-  );
-  const applied = merges
-    .filter((call) => call.status >= 200 && call.status < 300)
-    .flatMap((call) => call.body.people.map((person: { fields: Record<string, unknown> }) => person.fields['str::last'] as string));
-  expect(applied.sort()).toEqual([...sent].sort());
-  // Enough calls that they would overlap if they could: both objects had merges of the person ready at once, round after round.
-  expect(merges.length).toBeGreaterThanOrEqual(4);
-  for (const [i, a] of merges.entries()) {
-    expect(a.answered).toBeDefined();
-    for (const b of merges.slice(i + 1)) expect(a.answered! <= b.at || b.answered! <= a.at, JSON.stringify([a.at, a.answered, b.at, b.answered])).toBe(true);
-  }
-  const pacer = (await pacerRequests()) - pacerBefore;
-  console.log(
-    `merge turns: ${merges.length} person/merge calls for ${sent.length} identifies; the key's pacer object served ${pacer} requests (${(pacer / merges.length).toFixed(1)} per call)`,
-  );
-}, 60_000);
+    const merges = (await upstream.received()).filter(
+      (call) =>
+        call.path === '/v1/person/merge' &&
+        (call.body.people ?? []).some((person: { fields: Record<string, unknown> }) => String(person.fields['str::email']).toLowerCase() === email),
+    );
+    const applied = merges
+      .filter((call) => call.status >= 200 && call.status < 300)
+      .flatMap((call) => call.body.people.map((person: { fields: Record<string, unknown> }) => person.fields['str::last'] as string));
+    expect(applied.sort()).toEqual([...sent].sort());
+    // Enough calls that they would overlap if they could: both objects had merges of the person ready at once, round after round.
+    expect(merges.length).toBeGreaterThanOrEqual(4);
+    for (const [i, a] of merges.entries()) {
+      expect(a.answered).toBeDefined();
+      for (const b of merges.slice(i + 1)) expect(a.answered! <= b.at || b.answered! <= a.at, JSON.stringify([a.at, a.answered, b.at, b.answered])).toBe(true);
+    }
+    const pacer = (await pacerRequests()) - pacerBefore;
+    console.log(
+      `merge turns: ${merges.length} person/merge calls for ${sent.length} identifies; the key's pacer object served ${pacer} requests (${(pacer / merges.length).toFixed(1)} per call)`,
+    );
+  },
+  60_000,
+);

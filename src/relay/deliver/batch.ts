@@ -4,7 +4,7 @@
  * then `activities/create` calls, each of at most 100 entries and 2 MB. Each entry is serialised once; a call's body is the envelope around them.
  * @module
  */
-import { LIMITS } from '../../api/index.js';
+import { identifierKey, LIMITS } from '../../api/index.js';
 import { utf8Length } from '../../api/limits.js';
 import type { EntryKind, Leased } from '../state/outbox.js';
 
@@ -49,10 +49,17 @@ export function bodyOf(call: Pick<Call, 'endpoint' | 'envelope' | 'texts'>): str
   return `${envelope.slice(0, -1)}${envelope.length > 2 ? ',' : ''}"${key}":[${call.texts.join(',')}]}`;
 }
 
-/** The `merge_by` fields and values a merge names (`field\0value`): the platform finds its person by them. */
+/**
+ * The `merge_by` fields and values a merge names (`field\0value`): the platform finds its person by
+ * them, each value as it compares it (an email in two cases names one person).
+ */
 export function namedBy(entry: Leased, mergeBy: readonly string[]): string[] {
   const fields = (entry.entry['fields'] ?? {}) as Record<string, unknown>;
-  return mergeBy.filter((field) => typeof fields[field] === 'string' && fields[field] !== '').map((field) => `${field}\u0000${fields[field] as string}`);
+  return mergeBy.flatMap((field) => {
+    const value = fields[field];
+    const key = typeof value === 'string' ? identifierKey(field, value) : '';
+    return key === '' ? [] : [`${field}\u0000${key}`];
+  });
 }
 
 /**
