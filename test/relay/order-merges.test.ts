@@ -59,28 +59,73 @@ it('never has two merge calls in flight at once, over many identifies of the sam
   expect(person(emails[0]!)?.fields['str::last']).toMatch(/^b2-/);
 }, 30_000);
 
-it('applies a verified and an unverified identify of one person in the order they were accepted, though they go in different calls', async () => {
+// The unverified identify may come from a phone spelling the email `Pat-…@Example.COM`, the verified
+// one from a laptop spelling it `pat-…@example.com`: the platform finds one person by both.
+it.each([
+  { spelled: 'alike', unverified: (email: string) => email },
+  { spelled: 'in two cases on two browsers', unverified: (email: string) => email.replace('pat-', 'Pat-').replace('example.com', 'Example.COM') },
+])(
+  'applies a verified and an unverified identify of one person in the order they were accepted, though they go in different calls (email spelled $spelled)',
+  async ({ unverified }) => {
+    const outbox = createMemoryOutbox();
+    const calls: RecordedCall[] = [];
+    const relay = deliverer(outbox, calls);
+    const run = crypto.randomUUID().slice(0, 8);
+    const [quinn, pat] = [`quinn-${run}@example.com`, `pat-${run}@example.com`];
+    try {
+      // Quinn's verified identify first; then Pat's unverified one creates Pat unsubscribed, and
+      // Pat's verified one, which names no subscription, adds a name: Pat stays unsubscribed.
+      const items = [
+        identify('merge', quinn, { 'str::first': 'Quinn' }),
+        identify('merge-create', unverified(pat), { 'bol::p': false }),
+        identify('merge', pat, { 'str::first': 'Pat' }),
+      ];
+      expect((await outbox.accept(items, Date.now(), DAY)).accepted).toHaveLength(3);
+      relay.start();
+      await relay.drained({ timeoutMs: 10_000 });
+    } finally {
+      await relay.stop();
+    }
+    const patCalls = calls.filter((call) => call.endpoint === 'person/merge' && call.emails.some((email) => email.toLowerCase() === pat));
+    expect(patCalls).toHaveLength(2);
+    const pats = [...emulator.emulator.state.people.values()].filter((p) => String(p.fields['str::email']).toLowerCase() === pat);
+    expect(pats).toHaveLength(1);
+    expect(pats[0]!.fields).toMatchObject({ 'str::first': 'Pat', 'bol::p': false });
+    expect(person(quinn)?.fields['str::first']).toBe('Quinn');
+  },
+  20_000,
+);
+
+it("never lets another browser's newer merge of a person pass an older one held back to fill a call", async () => {
   const outbox = createMemoryOutbox();
   const calls: RecordedCall[] = [];
   const relay = deliverer(outbox, calls);
   const run = crypto.randomUUID().slice(0, 8);
-  const [quinn, pat] = [`quinn-${run}@example.com`, `pat-${run}@example.com`];
+  const ann = `ann-${run}@example.com`;
+  const item = (kind: 'merge' | 'activity', email: string, browser: string, fields: Record<string, unknown> = {}) =>
+    storeItem('pk_m', kind, email, browser, fields);
+  // A backlog: the first lease (1,000 entries) holds the phone's identify of Ann, alone in a partial
+  // merge call, back to fill. The second lease has a full merge call, the laptop's later identify of
+  // Ann in it, leased while the first lease's last calls are still answered.
+  const first = [
+    item('merge', ann.replace('ann-', 'Ann-'), 'phone', { 'str::first': 'Old' }),
+    ...Array.from({ length: 999 }, (_, n) => item('activity', `t${n}-${run}@example.com`, `t${n}`)),
+  ];
+  const second = [
+    ...Array.from({ length: 99 }, (_, n) => item('merge', `m${n}-${run}@example.com`, `m${n}`)),
+    item('merge', ann, 'laptop', { 'str::first': 'New' }),
+    ...Array.from({ length: 900 }, (_, n) => item('activity', `u${n}-${run}@example.com`, `u${n}`)),
+  ];
   try {
-    // Quinn's verified identify first; then Pat's unverified one creates Pat unsubscribed, and
-    // Pat's verified one, which names no subscription, adds a name: Pat stays unsubscribed.
-    const items = [
-      identify('merge', quinn, { 'str::first': 'Quinn' }),
-      identify('merge-create', pat, { 'bol::p': false }),
-      identify('merge', pat, { 'str::first': 'Pat' }),
-    ];
-    expect((await outbox.accept(items, Date.now(), DAY)).accepted).toHaveLength(3);
+    for (const items of [first, second]) expect((await outbox.accept(items, Date.now(), DAY)).accepted).toHaveLength(items.length);
     relay.start();
-    await relay.drained({ timeoutMs: 10_000 });
+    await relay.drained({ timeoutMs: 20_000 });
   } finally {
     await relay.stop();
   }
-  const patCalls = calls.filter((call) => call.endpoint === 'person/merge' && call.emails.includes(pat));
-  expect(patCalls).toHaveLength(2);
-  expect(person(pat)?.fields).toMatchObject({ 'str::first': 'Pat', 'bol::p': false });
-  expect(person(quinn)?.fields['str::first']).toBe('Quinn');
-}, 20_000);
+  const annCalls = calls.filter((call) => call.endpoint === 'person/merge' && call.emails.some((email) => email.toLowerCase() === ann));
+  expect(annCalls.map((call) => call.status)).toEqual([200, 200]);
+  // The phone's identify went first: the person holds the laptop's later name.
+  expect(annCalls[0]!.emails).toContain(ann.replace('ann-', 'Ann-'));
+  expect(person(ann)?.fields['str::first']).toBe('New');
+}, 30_000);

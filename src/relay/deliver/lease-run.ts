@@ -7,11 +7,11 @@
  * end of the lease.
  * @module
  */
-import { type Call, planCalls } from './batch.js';
+import { type Call, namedBy, planCalls } from './batch.js';
 import { LIMITS } from '../../api/index.js';
 import type { Engine } from './engine.js';
 import type { Leased } from '../state/outbox.js';
-import type { Holds } from './holds.js';
+import type { Holds, Naming } from './holds.js';
 import { AMBIGUOUS_REASON, afterAmbiguous } from './policy.js';
 import { type LeaseRun, runCalls } from './scheduler.js';
 
@@ -35,6 +35,27 @@ function fillOnly(calls: Call[], holds: Holds, now: number): Call[] {
     if (out.length > 1 && partial(out[index]) && holds.mayHold(out[index]!.entries, now)) out.splice(index, 1);
   }
   return out;
+}
+
+/** Merge entries as the holds see them: the people each names, as the platform compares them. */
+const naming = (engine: Engine, entries: readonly Leased[]): Naming[] =>
+  entries.filter((entry) => entry.kind !== 'activity').map((entry) => ({ seq: entry.seq, people: namedBy(entry, engine.mergeBy(entry.site)) }));
+
+/**
+ * Splits `going` into what may go in this lease and what waits for a later one: a merge whose
+ * person has an older merge held back by an earlier lease (fillOnly) that is not in this one waits
+ * for it, with its browser's later entries. Else another browser's newer merge of the person
+ * would apply first, and the older one (strategy 2) would then overwrite it.
+ */
+function notBehindHeld(engine: Engine, going: Leased[], leased: readonly Leased[], now: number): { ready: Leased[]; waiting: Leased[] } {
+  const behind = engine.holds.behind(naming(engine, going), new Set(leased.map((entry) => entry.seq)), now);
+  if (behind.size === 0) return { ready: going, waiting: [] };
+  const browserOf = (entry: Leased) => `${entry.site}\u0000${entry.browser}`;
+  /** per browser: its first merge that waits */
+  const from = new Map<string, number>();
+  for (const entry of going) if (behind.has(entry.seq)) from.set(browserOf(entry), Math.min(entry.seq, from.get(browserOf(entry)) ?? entry.seq));
+  const waits = (entry: Leased) => entry.seq >= (from.get(browserOf(entry)) ?? Number.POSITIVE_INFINITY);
+  return { ready: going.filter((entry) => !waits(entry)), waiting: going.filter(waits) };
 }
 
 /**
@@ -69,9 +90,12 @@ export async function deliverLease(
 
   // A backlog: the outbox had more than the lease took, or calls are going as fast as the key allows.
   const backlog = full || engine.spacer.spent(clock.now());
-  const planned = planCalls(going, engine);
+  const { ready, waiting } = notBehindHeld(engine, going, leased, clock.now());
+  const planned = planCalls(ready, engine);
   const calls = backlog ? fillOnly(planned, engine.holds, clock.now()) : planned;
-  const allStarted = () => started(calls.length < planned.length);
+  const heldMerges = planned.filter((call) => call.endpoint === 'person/merge' && !calls.includes(call)).flatMap((call) => call.entries);
+  engine.holds.holdPeople(naming(engine, heldMerges), clock.now());
+  const allStarted = () => started(calls.length < planned.length || waiting.length > 0);
   const sent = new Set(calls.flatMap((call) => call.entries.map((entry) => entry.seq)));
   const unplanned = going.filter((entry) => !sent.has(entry.seq));
 
