@@ -107,7 +107,7 @@ export function createApp(ctx: HandlerContext, hooks: AppHooks): Hono<{ Variable
     app.on(endpoint.method, endpoint.path, async (c) => {
       // the time the platform spends on a call, before it applies it and answers
       if (options.latencyMs > 0) await new Promise((resolve) => setTimeout(resolve, options.latencyMs));
-      const fault = pickFault(options.faults, endpoint.id, options.random);
+      const fault = await pickFault(options.faults, endpoint.id, options.random, c.req.raw);
       if (fault && !fault.applied) return failure(fault, endpoint.id, c.req.raw, c.env);
       const { body, bytes } = await readBody(c);
       const answer = handler(ctx, body, bytes);

@@ -4,7 +4,8 @@
  * is applied (nothing changed: a retry is safe), or with `"applied": true` after it (the state
  * changed and the caller cannot tell: the ambiguous outcome a 504 from a gateway, a dropped
  * connection or a timeout really is). `"drop"` replaces the answer: `close` ends the connection
- * without one, `hang` never answers (the caller's timeout fires).
+ * without one, `hang` never answers (the caller's timeout fires). `"naming"` strikes only the calls
+ * whose body holds a text (one person's email: a poisoned entry).
  * @module
  */
 import { platformError, rateLimitBody } from '../api/index.js';
@@ -15,10 +16,11 @@ interface NodeBindings {
   incoming?: { socket?: { destroy(): void } };
 }
 
-/** The fault that strikes this call of endpoint `id`, or undefined when it goes through. */
-export function pickFault(faults: Faults, id: string, random: () => number): FaultSpec | undefined {
+/** The fault that strikes this call of endpoint `id` (its body read only for a fault `naming` a text), or undefined when it goes through. */
+export async function pickFault(faults: Faults, id: string, random: () => number, request: Request): Promise<FaultSpec | undefined> {
   const spec = faults[id] ?? faults['*'];
   if (!spec || random() >= (spec.rate ?? 1)) return undefined;
+  if (spec.naming !== undefined && !(await request.clone().text()).includes(spec.naming)) return undefined;
   return spec;
 }
 

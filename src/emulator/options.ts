@@ -23,6 +23,8 @@ export interface FaultSpec {
   applied?: boolean;
   /** no answer instead of `status`: `close` drops the connection, `hang` keeps it open until the caller gives up */
   drop?: 'close' | 'hang';
+  /** only calls whose body contains this text fail (an email: a call naming one person) @default every call */
+  naming?: string;
 }
 export type Faults = Record<string, FaultSpec>;
 
@@ -131,6 +133,8 @@ export function checkFaults(faults: unknown): asserts faults is Faults {
     if ((s.drop === undefined || s.status !== undefined) && (!Number.isInteger(s.status) || s.status! < 400 || s.status! > 599)) {
       throw new TypeError(`faults[${JSON.stringify(id)}].status must be an HTTP error status (400–599)`);
     }
+    if (s.naming !== undefined && (typeof s.naming !== 'string' || s.naming === ''))
+      throw new TypeError(`faults[${JSON.stringify(id)}].naming must be a non-empty string`);
     if (s.applied !== undefined && typeof s.applied !== 'boolean') throw new TypeError(`faults[${JSON.stringify(id)}].applied must be true or false`);
     if (s.rate !== undefined && (typeof s.rate !== 'number' || s.rate < 0 || s.rate > 1))
       throw new RangeError(`faults[${JSON.stringify(id)}].rate must be between 0 and 1`);

@@ -66,7 +66,7 @@ export function namedBy(entry: Leased, mergeBy: readonly string[]): string[] {
  * The people a merge names, as `merge_by` field and value (and its browser): two merges sharing
  * one are taken to be of one person and must apply in the order they were accepted.
  */
-function peopleOf(entry: Leased, mergeBy: readonly string[]): string[] {
+export function peopleOf(entry: Leased, mergeBy: readonly string[]): string[] {
   return [...namedBy(entry, mergeBy), `browser\u0000${entry.site}\u0000${entry.browser}`];
 }
 

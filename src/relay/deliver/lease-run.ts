@@ -14,6 +14,7 @@ import type { Leased } from '../state/outbox.js';
 import type { Holds, Naming } from './holds.js';
 import { AMBIGUOUS_REASON, afterAmbiguous } from './policy.js';
 import { type LeaseRun, runCalls } from './scheduler.js';
+import { createDoubts, cutDoubted } from './doubt.js';
 
 /**
  * In a backlog (the outbox had more than the lease took, or the key's calls a second are spent
@@ -92,14 +93,16 @@ export async function deliverLease(
   const backlog = full || engine.spacer.spent(clock.now());
   const { ready, waiting } = notBehindHeld(engine, going, leased, clock.now());
   const planned = planCalls(ready, engine);
-  const calls = backlog ? fillOnly(planned, engine.holds, clock.now()) : planned;
-  const heldMerges = planned.filter((call) => call.endpoint === 'person/merge' && !calls.includes(call)).flatMap((call) => call.entries);
+  const filled = backlog ? fillOnly(planned, engine.holds, clock.now()) : planned;
+  const heldMerges = planned.filter((call) => call.endpoint === 'person/merge' && !filled.includes(call)).flatMap((call) => call.entries);
   engine.holds.holdPeople(naming(engine, heldMerges), clock.now());
-  const allStarted = () => started(calls.length < planned.length || waiting.length > 0);
+  const allStarted = () => started(filled.length < planned.length || waiting.length > 0);
+  // Entries in doubt go apart from the rest (doubt.ts).
+  const calls = filled.flatMap(cutDoubted);
   const sent = new Set(calls.flatMap((call) => call.entries.map((entry) => entry.seq)));
   const unplanned = going.filter((entry) => !sent.has(entry.seq));
 
-  const state: LeaseRun = { lease, expires, released: [...unplanned], releaseAt: clock.now(), stopAt: undefined };
+  const state: LeaseRun = { lease, expires, released: [...unplanned], releaseAt: clock.now(), stopAt: undefined, doubts: createDoubts(engine.mergeBy) };
   try {
     await runCalls(
       engine,
@@ -112,7 +115,8 @@ export async function deliverLease(
       state,
       allStarted,
     );
-    const released = state.released.map((entry) => ({ seq: entry.seq, notBefore: state.releaseAt }));
+    // Not sent in this lease: what earlier sends left in doubt stays counted.
+    const released = state.released.map((entry) => ({ seq: entry.seq, notBefore: state.releaseAt, tried: entry.attempts > 0 }));
     if (released.length > 0) await engine.settle(lease, { delivered: [], released, dead: [] }, expires);
   } finally {
     allStarted();

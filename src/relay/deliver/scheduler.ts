@@ -8,6 +8,7 @@
  * @module
  */
 import { bodyOf, type Call, only } from './batch.js';
+import { type Doubts, MAX_TRIES, retryWait, unanswered } from './doubt.js';
 import type { Engine } from './engine.js';
 import { MAX_SPLIT_DEPTH, splitRefused } from './halving.js';
 import type { Leased, Settlement } from '../state/outbox.js';
@@ -36,6 +37,8 @@ export interface LeaseRun {
   stopAt: { notBefore: number } | undefined;
   /** set once the breaker held a call of unproven entries: the lease's other such calls go back, proven ones go on (breaker.ts) */
   pausedAt?: { notBefore: number } | undefined;
+  /** the people of merges in doubt (sent again later): the lease's later merges naming them go back too (doubt.ts) */
+  doubts: Doubts;
 }
 
 interface Planned {
@@ -84,6 +87,14 @@ export async function runCalls(engine: Engine, calls: readonly Call[], state: Le
       }
       const { call: planned, depth } = queue.shift()!;
       let call = planned;
+      // A merge of a person whose earlier merge is in doubt waits for it: it goes back, the rest of the call goes on.
+      const waiting = call.endpoint === 'person/merge' ? call.entries.filter((entry) => state.doubts.names(entry)) : [];
+      if (waiting.length > 0) {
+        state.doubts.add(waiting);
+        state.released.push(...waiting);
+        call = only(call, (entry) => !waiting.includes(entry));
+        if (call.entries.length === 0) continue;
+      }
       const timeout = () => Math.min(engine.callTimeoutMs, state.expires - clock.now() - SETTLE_MARGIN_MS);
       if (state.stopAt === undefined && (engine.stopped() || clock.now() >= engine.options.deadline)) stop(state, clock.now());
       if (state.stopAt === undefined && lead && !(await lead.cover(clock.now() + MAX_PACER_WAIT_MS + timeout() + SEND_MARGIN_MS))) {
@@ -141,7 +152,8 @@ export async function runCalls(engine: Engine, calls: readonly Call[], state: Le
           continue;
         }
       }
-      const going = call;
+      // The outbox counted a started send on each (doubt.ts reads it).
+      const going = { ...call, entries: call.entries.map((entry) => ({ ...entry, attempts: entry.attempts + 1 })) };
       const flight: Promise<void> = sendAndSettle(engine, going, depth, timeoutMs, state, queue)
         // Its turn goes back once the call is answered (or will not go).
         .finally(() => turnAnswered(engine, turn))
@@ -174,14 +186,15 @@ async function sendAndSettle(engine: Engine, call: Call, depth: number, timeoutM
     stop(state, clock.now());
     await engine.settle(
       state.lease,
-      { delivered: [], released: call.entries.map((entry) => ({ seq: entry.seq, notBefore: clock.now() })), dead: [] },
+      { delivered: [], released: call.entries.map((entry) => ({ seq: entry.seq, notBefore: clock.now(), tried: entry.attempts > 1 })), dead: [] },
       state.expires,
     );
     return;
   }
   const outcome = await callOnce(upstream, call.endpoint, bodyOf(call), { timeoutMs, paced: true, from: call.proven ? 'proven' : 'browser' });
-  engine.spacer.answered(left, clock.now());
-  const verdict = judge(call, outcome, depth < MAX_SPLIT_DEPTH, clock.now(), engine.retryMs);
+  const now = clock.now();
+  engine.spacer.answered(left, now);
+  const verdict = judge(call, outcome, depth < MAX_SPLIT_DEPTH, now, engine.retryMs);
   const called = { endpoint: call.endpoint, status: outcome.status, called: true };
   if (verdict.split) {
     // Refused as a whole without per-entry details: its parts go as ordinary calls, first in line.
@@ -192,19 +205,33 @@ async function sendAndSettle(engine: Engine, call: Call, depth: number, timeoutM
   }
   // The platform is in trouble (or asked to wait): the rest of the lease goes back, in order. When
   // only the breaker held a call of unproven entries, only such calls go back: proven ones go on.
+  // A merge in doubt holds back only the merges of its people (doubt.ts).
   if (outcome.kind === 'unapplied' && outcome.paused && !call.proven) pause(state, verdict.notBefore);
-  else if (outcome.kind === 'unapplied' || outcome.kind === 'ambiguous') stop(state, verdict.notBefore);
+  else if (outcome.kind === 'unapplied' || (outcome.kind === 'ambiguous' && call.endpoint !== 'person/merge')) stop(state, verdict.notBefore);
   const held = afterAmbiguous(call.endpoint, ambiguous) === 'hold';
+  // Sent again later, up to MAX_TRIES sends in all; then a dead letter with the last failure.
+  const again = held ? [] : verdict.ambiguous.filter((entry) => entry.attempts < MAX_TRIES);
+  const ended = held
+    ? []
+    : verdict.ambiguous
+        .filter((entry) => entry.attempts >= MAX_TRIES)
+        .map((entry) => ({ entry, reason: unanswered('message' in outcome ? outcome.message : `HTTP ${outcome.status}`), status: outcome.status }));
+  if (call.endpoint === 'person/merge') state.doubts.add(again);
+  const dead = [...verdict.dead, ...ended];
   const part: Settlement = {
     delivered: verdict.delivered.map((entry) => entry.seq),
-    released: [...verdict.released, ...(held ? [] : verdict.ambiguous)].map((entry) => ({ seq: entry.seq, notBefore: verdict.notBefore })),
+    released: [
+      // Not applied: this send is forgiven; earlier ones in doubt stay counted.
+      ...verdict.released.map((entry) => ({ seq: entry.seq, notBefore: verdict.notBefore, tried: entry.attempts > 1 })),
+      ...again.map((entry) => ({ seq: entry.seq, notBefore: now + retryWait(entry.attempts, verdict.notBefore - now), tried: true })),
+    ],
     dead: [
-      ...verdict.dead.map(({ entry, reason, status }) => ({ seq: entry.seq, reason, status })),
+      ...dead.map(({ entry, reason, status }) => ({ seq: entry.seq, reason, status })),
       ...(held ? verdict.ambiguous.map((entry) => ({ seq: entry.seq, reason: AMBIGUOUS_REASON, status: outcome.status })) : []),
     ],
   };
   await engine.settle(state.lease, part, state.expires);
   const refused = verdict.dead.map(({ entry }) => entry);
   if (refused.length > 0) engine.options.onRefused?.(refused, outcome.kind === 'refused');
-  engine.report({ ...called, delivered: verdict.delivered, dead: verdict.dead, released: verdict.released, ambiguous: verdict.ambiguous, held });
+  engine.report({ ...called, delivered: verdict.delivered, dead, released: verdict.released, ambiguous: held ? verdict.ambiguous : again, held });
 }

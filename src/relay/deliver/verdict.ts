@@ -11,7 +11,7 @@ import type { CallOutcome } from './policy.js';
 
 /** A released entry waits this long after a failure that asked no particular wait (`RELAY_DELIVERY_RETRY_MS`). */
 export const RETRY_MS = 5_000;
-/** An entry whose outcome is unknown is released (a merge, or an activity under `resend`) for this long, or the retry wait when shorter. */
+/** An entry whose outcome is unknown goes again (a merge, or an activity under `resend`) after this long, or the retry wait when shorter (the first wait: doubt.ts). */
 const AMBIGUOUS_RETRY_MS = 1_000;
 
 /** What a call proved about its entries. */
@@ -20,7 +20,7 @@ export interface Verdict {
   dead: { entry: Leased; reason: string; status?: number }[];
   /** not sent or not applied: back to the outbox */
   released: Leased[];
-  /** ambiguous activities held (dead letter `ambiguous`) or, under `resend`, released */
+  /** entries of an ambiguous call: merges (and activities under `resend`) go again (doubt.ts), other activities are held (dead letter `ambiguous`) */
   ambiguous: Leased[];
   notBefore: number;
   /** refused as a whole with nothing saying which entries: cut it into parts to find them */
@@ -86,9 +86,6 @@ export function judge(call: Pick<Call, 'endpoint' | 'entries'>, outcome: CallOut
   } else if (outcome.kind === 'unapplied') {
     verdict.released.push(...call.entries);
     verdict.notBefore = now + (outcome.holdMs > 0 ? outcome.holdMs : retryMs);
-  } else if (call.endpoint === 'person/merge') {
-    verdict.released.push(...call.entries);
-    verdict.notBefore = now + Math.min(AMBIGUOUS_RETRY_MS, retryMs);
   } else {
     verdict.ambiguous.push(...call.entries);
     verdict.notBefore = now + Math.min(AMBIGUOUS_RETRY_MS, retryMs);

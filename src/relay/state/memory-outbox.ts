@@ -181,10 +181,10 @@ export function createMemoryOutbox(): Outbox {
         const entry = ours(seq);
         if (entry) removeWaiting(entry);
       }
-      for (const { seq, notBefore } of released) {
+      for (const { seq, notBefore, tried } of released) {
         const entry = ours(seq);
         if (!entry) continue;
-        entry.attempts = 0;
+        if (!tried) entry.attempts = 0;
         entry.owner = undefined;
         entry.availableAt = notBefore;
       }

@@ -65,8 +65,12 @@ export const DEAD_SLICE = 1_000;
 export interface Settlement {
   /** the platform took them: removed from the outbox (their ids stay remembered until the window ends) */
   delivered: readonly number[];
-  /** known not to be applied (429, refused before sending, …): ready again from `notBefore`, attempts back to 0 */
-  released: readonly { seq: number; notBefore: number }[];
+  /**
+   * back to the outbox, ready again from `notBefore`: attempts back to 0 when known not to be
+   * applied (429, refused before sending, …); kept when `tried` (the entry's sends are in doubt: an
+   * ambiguous call sent again, or an entry leased with attempts that went back unsent)
+   */
+  released: readonly { seq: number; notBefore: number; tried?: boolean | undefined }[];
   /** refused by the platform for good, or held because the outcome is unknown: kept in the dead-letter list */
   dead: readonly { seq: number; reason: string; status?: number | undefined }[];
 }

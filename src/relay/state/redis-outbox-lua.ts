@@ -167,19 +167,19 @@ for i = 4, #ARGV do
 end
 return out`;
 
-/** ARGV: prefix, owner, now, settlement JSON {delivered, released (each `wait` ms from now), dead}, the dead letters' `failed`. Returns how many were skipped. */
+/** ARGV: prefix, owner, now, settlement JSON {delivered, released (each `wait` ms from now, `tried` keeps its attempts), dead}, the dead letters' `failed`. Returns how many were skipped. */
 export const SETTLE = `${COMMON}${NOW(3)}
 local owner = ARGV[2]
 local s = cjson.decode(ARGV[4])
 local skipped = 0
-local function take(seq)
+local function take(seq, tried)
   seq = tostring(seq)
   if redis.call('HGET', P..'o:owner', seq) ~= owner then
     skipped = skipped + 1
     return nil
   end
   redis.call('HDEL', P..'o:owner', seq)
-  redis.call('HDEL', P..'o:attempts', seq)
+  if not tried then redis.call('HDEL', P..'o:attempts', seq) end
   return seq
 end
 for _, seq in ipairs(s.delivered) do
@@ -190,7 +190,7 @@ for _, seq in ipairs(s.delivered) do
   end
 end
 for _, r in ipairs(s.released) do
-  local seq = take(r.seq)
+  local seq = take(r.seq, r.tried)
   if seq then redis.call('ZADD', P..'o:wait', now + r.wait, seq) end
 end
 for _, d in ipairs(s.dead) do

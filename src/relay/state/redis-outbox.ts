@@ -101,7 +101,7 @@ export async function createRedisOutbox(url: string, options: RedisOutboxOptions
         return seqs.filter((seq) => marked.delete(seq));
       },
       async settle(owner, { delivered, released, dead }, now) {
-        const waits = released.map(({ seq, notBefore }) => ({ seq, wait: ms(notBefore - now) }));
+        const waits = released.map(({ seq, notBefore, tried }) => ({ seq, wait: ms(notBefore - now), ...(tried ? { tried: true } : {}) }));
         const skipped = await run.cdpOutboxSettle(P, owner, at(now), JSON.stringify({ delivered, released: waits, dead }), ms(now));
         return { skipped: Number(skipped) };
       },

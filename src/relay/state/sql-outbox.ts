@@ -74,7 +74,7 @@ export const SQL = {
   // Only the owner's live leases: one that ran out may be another deliverer's by now.
   sending: 'UPDATE outbox SET attempts = attempts + 1 WHERE seq IN (SELECT value FROM json_each(?1)) AND owner = ?2 AND available > ?3 RETURNING seq',
   deliver: 'DELETE FROM outbox WHERE seq = ?1 AND owner = ?2 RETURNING lane',
-  release: 'UPDATE outbox SET attempts = 0, owner = NULL, available = ?3 WHERE seq = ?1 AND owner = ?2',
+  release: 'UPDATE outbox SET attempts = CASE WHEN ?4 THEN attempts ELSE 0 END, owner = NULL, available = ?3 WHERE seq = ?1 AND owner = ?2',
   takeDead: 'DELETE FROM outbox WHERE seq = ?1 AND owner = ?2 RETURNING item, lane',
   addDead: 'INSERT INTO outbox_dead (seq, site, item, reason, status, failed) VALUES (?1, ?2, ?3, ?4, ?5, ?6)',
   dead: 'SELECT seq, item, reason, status, failed FROM outbox_dead WHERE ?1 IS NULL OR site = ?1 ORDER BY seq LIMIT ?2',
@@ -182,7 +182,7 @@ export async function createSqlOutbox(db: SqlPort): Promise<Omit<OutboxStore, 'c
       if (row === undefined) skipped++;
       else leave(seq, row[0]);
     }
-    for (const { seq, notBefore } of released) if (db.run(SQL.release, seq, owner, notBefore) === 0) skipped++;
+    for (const { seq, notBefore, tried } of released) if (db.run(SQL.release, seq, owner, notBefore, tried ? 1 : 0) === 0) skipped++;
     for (const { seq, reason, status } of dead) {
       const row = one(SQL.takeDead, seq, owner);
       if (row === undefined) {

@@ -186,7 +186,7 @@ export function outboxSuite(name: string, target: OutboxTarget): void {
     );
 
     it(
-      'counts a send when a call starts, not at lease: only on the owner’s live leases, and it stays until settled',
+      'counts a send when a call starts, not at lease: only on the owner’s live leases, and it stays until settled (or released as tried)',
       withStore(async ({ outbox, another }) => {
         const now = Date.now();
         await outbox.accept(
@@ -232,6 +232,16 @@ export function outboxSuite(name: string, target: OutboxTarget): void {
         expect(fourth.map((entry) => [entry.id, entry.attempts])).toEqual([
           ['a', 0],
           ['b', 2],
+          ['c', 0],
+          ['d', 0],
+        ]);
+        // Released as `tried` (an ambiguous call to send again): its sends stay counted, and one more is added.
+        expect(await outbox.sending('four', [seq['b']!], now + 3001)).toEqual([seq['b']!]);
+        await outbox.settle('four', { delivered: [], released: [{ seq: seq['b']!, notBefore: now + 3001, tried: true }], dead: [] }, now + 3001);
+        const fifth = await outbox.lease('five', 10, now + 4000, 1000);
+        expect(fifth.map((entry) => [entry.id, entry.attempts])).toEqual([
+          ['a', 0],
+          ['b', 3],
           ['c', 0],
           ['d', 0],
         ]);
