@@ -1,14 +1,10 @@
 // Rate limits a real site can live with: each visitor has its own bucket, no site-wide cap unless
-// a site sets one, and every 429 says when to come back. Over real HTTP through a trusted proxy's
-// X-Forwarded-For, as a relay behind a load balancer sees its visitors.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseConfig } from '../../src/relay/core/config.js';
+// a site sets one (a crowd at full speed: limits-crowd.test.ts), and every 429 says when to come
+// back. Over real HTTP through a trusted proxy's X-Forwarded-For, as a relay behind a load
+// balancer sees its visitors.
+import { describe, expect, it } from 'vitest';
 import { createMemoryLimiter, refill } from '../../src/relay/core/limits.js';
-import { type RunningRelay, startRelay } from '../../src/relay/node.js';
-import { startTestUpstream, type TestUpstream } from './support/upstream.js';
-
-const KEY = 'limits-platform-key';
-const ORIGIN = 'https://shop.example.com';
+import { defaultLimitsRelay } from './support/limits-relay.js';
 
 describe('token buckets', () => {
   it('lets a burst through, then one request per refill, and says how long to wait', () => {
@@ -38,59 +34,7 @@ describe('token buckets', () => {
 });
 
 describe('the default limits over HTTP', () => {
-  let upstream: TestUpstream;
-  let relay: RunningRelay;
-  beforeAll(async () => {
-    upstream = await startTestUpstream({ key: KEY });
-    const config = parseConfig({
-      CDP_API_KEY: KEY,
-      CDP_BASE_URL: upstream.url,
-      RELAY_SITES: JSON.stringify([{ key: 'pk_busy', origins: [ORIGIN], verify: 'open' }]),
-      RELAY_TRUST_PROXY: '127.0.0.1',
-      RELAY_LOG: 'off',
-    });
-    relay = await startRelay({ port: 0, config });
-  });
-  afterAll(async () => {
-    await relay?.close();
-    await upstream?.close();
-  });
-
-  const post = (visitor: string, items = 10) =>
-    fetch(`${relay.url}/collect`, {
-      method: 'POST',
-      headers: { origin: ORIGIN, 'content-type': 'text/plain', 'x-forwarded-for': visitor },
-      body: JSON.stringify({
-        key: 'pk_busy',
-        batch: Array.from({ length: items }, () => ({
-          id: crypto.randomUUID(),
-          type: 'track',
-          ts: new Date().toISOString(),
-          activity_id: 'act:cm:viewed',
-          person: { 'str::email': `${visitor}@example.com` },
-        })),
-      }),
-    });
-
-  it('lets 2,000 visitors send three 10-item batches each at full speed without a single 429', async () => {
-    const visitors = Array.from({ length: 2000 }, (_, i) => `198.51.${Math.floor(i / 250)}.${i % 250}`);
-    const statuses = new Map<number, number>();
-    let next = 0;
-    // 64 connections at once, each taking the next visitor's three requests back to back.
-    await Promise.all(
-      Array.from({ length: 64 }, async () => {
-        while (next < visitors.length) {
-          const visitor = visitors[next++]!;
-          for (let i = 0; i < 3; i++) {
-            const response = await post(visitor);
-            await response.arrayBuffer();
-            statuses.set(response.status, (statuses.get(response.status) ?? 0) + 1);
-          }
-        }
-      }),
-    );
-    expect(Object.fromEntries(statuses)).toEqual({ 200: 6000 });
-  }, 120_000);
+  const post = defaultLimitsRelay();
 
   it('answers one address sending 100 requests a second with 429 and Retry-After', async () => {
     const statuses: number[] = [];

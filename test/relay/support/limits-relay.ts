@@ -1,0 +1,51 @@
+/**
+ * A relay with the default limits over real HTTP, through a trusted proxy's X-Forwarded-For, as a
+ * relay behind a load balancer sees its visitors.
+ */
+import { afterAll, beforeAll } from 'vitest';
+import { parseConfig } from '../../../src/relay/core/config.js';
+import { type RunningRelay, startRelay } from '../../../src/relay/node.js';
+import { startTestUpstream, type TestUpstream } from './upstream.js';
+
+const KEY = 'limits-platform-key';
+const ORIGIN = 'https://shop.example.com';
+
+/**
+ * Starts such a relay before the enclosing describe's tests and closes it after them; returns
+ * `post(visitor, items)`, which sends one batch of tracks from that visitor's address.
+ */
+export function defaultLimitsRelay(): (visitor: string, items?: number) => Promise<Response> {
+  let upstream: TestUpstream;
+  let relay: RunningRelay;
+  beforeAll(async () => {
+    upstream = await startTestUpstream({ key: KEY });
+    const config = parseConfig({
+      CDP_API_KEY: KEY,
+      CDP_BASE_URL: upstream.url,
+      RELAY_SITES: JSON.stringify([{ key: 'pk_busy', origins: [ORIGIN], verify: 'open' }]),
+      RELAY_TRUST_PROXY: '127.0.0.1',
+      RELAY_LOG: 'off',
+    });
+    relay = await startRelay({ port: 0, config });
+  });
+  afterAll(async () => {
+    await relay?.close();
+    await upstream?.close();
+  });
+
+  return (visitor, items = 10) =>
+    fetch(`${relay.url}/collect`, {
+      method: 'POST',
+      headers: { origin: ORIGIN, 'content-type': 'text/plain', 'x-forwarded-for': visitor },
+      body: JSON.stringify({
+        key: 'pk_busy',
+        batch: Array.from({ length: items }, () => ({
+          id: crypto.randomUUID(),
+          type: 'track',
+          ts: new Date().toISOString(),
+          activity_id: 'act:cm:viewed',
+          person: { 'str::email': `${visitor}@example.com` },
+        })),
+      }),
+    });
+}
