@@ -76,11 +76,11 @@ export interface Lanes {
   /** Entries began (+) or stopped (−) waiting, by lane (0: looked up only): the lanes', sites' and outbox's counts follow. */
   change(byLane: ReadonlyMap<number, number>, now: number): void;
   /**
-   * The room under `limits` for one accept: `take` answers the lane of an entry that fits (and
-   * counts it in `byLane`, for {@link Lanes.change}), or undefined when its visitor, its site or
-   * the outbox is full.
+   * The room for the accepts of one transaction: `take` answers the lane of an entry that fits
+   * under `limits` (and counts it in `byLane`, for {@link Lanes.change}), or undefined when its
+   * visitor, its site or the outbox is full, counting what was taken before it.
    */
-  admit(limits: OutboxLimits, now: number): { take(site: number, visitor: string): number | undefined; byLane: Map<number, number> };
+  admit(now: number): { take(site: number, visitor: string, limits: OutboxLimits): number | undefined; byLane: Map<number, number> };
   /** The seq entries added after this one will be above (for {@link Lanes.addMerges}). */
   lastSeq(): number;
   /** Counts the merges among the entries added after seq `after` as waiting in the outbox. */
@@ -163,25 +163,29 @@ export async function createLanes(db: SqlPort): Promise<Lanes> {
     count: countOf,
     addCount,
     change,
-    admit(limits, now) {
-      let room = limits.total - countOf('pending');
-      const siteRoom = new Map<number, number>();
-      const laneRoom = new Map<string, { n: number; room: number }>();
+    admit(now) {
+      // Waiting entries: in the store, plus those taken by this transaction's accepts.
+      const total = { pending: countOf('pending') };
+      const sites = new Map<number, { pending: number }>();
+      const lanes = new Map<string, { n: number; pending: number }>();
       const byLane = new Map<number, number>();
-      const take = (siteN: number, visitor: string) => {
+      const take = (siteN: number, visitor: string, limits: OutboxLimits) => {
         const key = `${siteN}:${visitor}`;
-        let found = laneRoom.get(key);
+        let found = lanes.get(key);
         if (found === undefined) {
-          const { n, pending } = lane(siteN, visitor, now);
-          found = { n, room: limits.visitor - pending };
-          laneRoom.set(key, found);
-          byLane.set(n, 0);
+          found = lane(siteN, visitor, now);
+          lanes.set(key, found);
+          byLane.set(found.n, 0);
         }
-        const left = siteRoom.get(siteN) ?? limits.site - Number(one(SQL.sitePending, siteN)?.[0] ?? 0);
-        if (room <= 0 || left <= 0 || found.room <= 0) return undefined;
-        room--;
-        found.room--;
-        siteRoom.set(siteN, left - 1);
+        let site = sites.get(siteN);
+        if (site === undefined) {
+          site = { pending: Number(one(SQL.sitePending, siteN)?.[0] ?? 0) };
+          sites.set(siteN, site);
+        }
+        if (total.pending >= limits.total || site.pending >= limits.site || found.pending >= limits.visitor) return undefined;
+        total.pending++;
+        site.pending++;
+        found.pending++;
         byLane.set(found.n, byLane.get(found.n)! + 1);
         return found.n;
       };

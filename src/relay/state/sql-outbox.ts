@@ -5,22 +5,19 @@
  * letters, the deliverer's lock and the pacer's one row. Each method is one transaction of the
  * port. Nothing here imports Node: workerd runs the same statements.
  *
- * Remembered ids expire inside the database: every `accept` deletes a slice of expired ones, more
- * than it adds, so the storage follows the window (SQLite reuses the freed pages).
+ * `accept` is sql-accept.ts: the accepts that arrive together share one transaction and its
+ * statements, and each deletes a slice of the expired ids, so the storage follows the window.
  * @module
  */
-import { toHex } from '../core/encoding.js';
-import { compactId } from './ids.js';
-import { type Accepted, DEAD_SLICE, type DeadLetter, type Leased, type OutboxItem, type OutboxStore, type Settlement } from './outbox.js';
-import { NO_LIMITS, type OutboxLimits } from '../core/outbox-limits.js';
+import type { DeadLetter, Leased, OutboxItem, OutboxStore, Settlement } from './outbox.js';
+import { NO_LIMITS } from '../core/outbox-limits.js';
 import { pace, paceInterval } from './pace.js';
+import { ACCEPT_SQL, createAccept } from './sql-accept.js';
 import { createLanes, SITE_SQL } from './sql-lanes.js';
 import type { Row, SqlPort, SqlValue } from './sql-port.js';
 
 export type { Row, SqlPort, SqlValue } from './sql-port.js';
 
-/** Expired ids deleted per accept: more than an accept adds, so the table shrinks back after a peak. */
-const EXPIRY_SLICE = 1000;
 const LOCK = 'deliverer';
 const PACER = 'platform';
 
@@ -52,37 +49,24 @@ export const OUTBOX_SCHEMA = `
 
 export const SQL = {
   ...SITE_SQL,
-  expire: 'DELETE FROM outbox_seen WHERE (site, id) IN (SELECT site, id FROM outbox_seen WHERE until <= ?1 LIMIT ?2)',
-  // One statement each per call, whatever the number of ids: [site number, id as hex] pairs go in
-  // as JSON. First the batch's ids whose window has passed are forgotten, then the ids not
-  // remembered are inserted: a RETURNING row says the id is new.
-  // Driven by the `until` index (only ids past their window, which the sweep keeps few), then
-  // matched against the batch: `(site, id) IN (SELECT … FROM json_each)` used only the key's first
-  // column, reading every id of the site on every accept (2.4 ms at 30,000 ids, and growing).
-  forgetStale:
-    'DELETE FROM outbox_seen WHERE until <= ?2 AND EXISTS (SELECT 1 FROM json_each(?1) WHERE value ->> 0 = outbox_seen.site AND unhex(value ->> 1) = outbox_seen.id)',
-  remember:
-    'INSERT INTO outbox_seen (site, id, until) SELECT value ->> 0, unhex(value ->> 1), ?2 FROM json_each(?1) WHERE true ON CONFLICT (site, id) DO NOTHING RETURNING site, hex(id)',
+  ...ACCEPT_SQL,
   // How many ids are remembered, kept as they come and go: counting a window's rows would read
   // the whole index (181 M rows for 7 days at 300 items/s) on every metrics scrape.
   count: "SELECT value FROM outbox_count WHERE name = 'remembered'",
   countAll: 'SELECT count(*) FROM outbox_seen',
-  addCount: "INSERT INTO outbox_count (name, value) VALUES ('remembered', ?1) ON CONFLICT (name) DO UPDATE SET value = value + excluded.value",
-  add: 'INSERT INTO outbox (item, lane) SELECT value ->> 0, value ->> 1 FROM json_each(?1)',
-  unremember: 'DELETE FROM outbox_seen WHERE site = ?1 AND id = unhex(?2)',
   lease: 'UPDATE outbox SET owner = ?1, available = ?2 WHERE seq IN (SELECT value FROM json_each(?3)) RETURNING seq, item, attempts',
   // Only the owner's live leases: one that ran out may be another deliverer's by now.
   sending: 'UPDATE outbox SET attempts = attempts + 1 WHERE seq IN (SELECT value FROM json_each(?1)) AND owner = ?2 AND available > ?3 RETURNING seq',
-  deliver: 'DELETE FROM outbox WHERE seq = ?1 AND owner = ?2 RETURNING lane',
-  release: 'UPDATE outbox SET attempts = CASE WHEN ?4 THEN attempts ELSE 0 END, owner = NULL, available = ?3 WHERE seq = ?1 AND owner = ?2',
+  // Settle: one statement for the delivered entries, one for the released ones of each notBefore.
+  deliver: 'DELETE FROM outbox WHERE seq IN (SELECT value FROM json_each(?1)) AND owner = ?2 RETURNING seq, lane',
+  release:
+    'UPDATE outbox SET attempts = CASE WHEN ?4 THEN attempts ELSE 0 END, owner = NULL, available = ?3 WHERE seq IN (SELECT value FROM json_each(?1)) AND owner = ?2',
   takeDead: 'DELETE FROM outbox WHERE seq = ?1 AND owner = ?2 RETURNING item, lane',
   addDead: 'INSERT INTO outbox_dead (seq, site, item, reason, status, failed) VALUES (?1, ?2, ?3, ?4, ?5, ?6)',
   dead: 'SELECT seq, item, reason, status, failed FROM outbox_dead WHERE ?1 IS NULL OR site = ?1 ORDER BY seq LIMIT ?2',
   retryDead: 'DELETE FROM outbox_dead WHERE seq = ?1 RETURNING item',
   retryAllDead: 'DELETE FROM outbox_dead RETURNING seq, item',
   restore: 'INSERT INTO outbox (seq, item, available, lane) VALUES (?1, ?2, ?3, ?4)',
-  expireDead: 'DELETE FROM outbox_dead WHERE seq IN (SELECT seq FROM outbox_dead WHERE failed <= ?1 LIMIT ?2)',
-  cutDead: 'DELETE FROM outbox_dead WHERE seq IN (SELECT seq FROM outbox_dead ORDER BY seq LIMIT ?1)',
   dropDead: 'DELETE FROM outbox_dead WHERE seq = ?1',
   dropAllDead: 'DELETE FROM outbox_dead',
   lead: `INSERT INTO outbox_lock (name, owner, until) VALUES ('${LOCK}', ?1, ?2) ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, until = excluded.until WHERE owner = excluded.owner OR until <= ?3 RETURNING 1`,
@@ -101,59 +85,7 @@ export async function createSqlOutbox(db: SqlPort): Promise<Omit<OutboxStore, 'c
   // Storage written before the count was kept: counted once, here.
   if (one(SQL.count) === undefined) await db.transaction(() => one(SQL.count) ?? db.run(SQL.addCount, Number(one(SQL.countAll)![0])));
   const lanes = await createLanes(db);
-
-  /** Dead letters whose window ended, then the oldest over the limit: a slice of each, counted. */
-  const trimDead = (now: number, windowMs: number, limit: number) => {
-    const expired = db.run(SQL.expireDead, now - windowMs, DEAD_SLICE);
-    const cut = db.run(SQL.cutDead, Math.min(DEAD_SLICE, Math.max(0, lanes.count('dead') - expired - limit)));
-    lanes.addCount('expired', expired);
-    lanes.addCount('cut', cut);
-    lanes.addCount('dead', -expired - cut);
-  };
-
-  const acceptIn = (items: readonly OutboxItem[], now: number, windowMs: number, limits: OutboxLimits): Accepted => {
-    trimDead(now, windowMs, limits.dead);
-    let change = -db.run(SQL.expire, now, EXPIRY_SLICE);
-    const result: Accepted = { accepted: [], duplicate: [], full: [] };
-    if (items.length === 0) {
-      if (change !== 0) db.run(SQL.addCount, change);
-      return result;
-    }
-    const sites = new Map<string, number>();
-    const pairs = items.map((item): [number, string] => {
-      const n = sites.get(item.site) ?? lanes.site(item.site);
-      sites.set(item.site, n);
-      return [n, toHex(compactId(item.id)).toUpperCase()]; // upper case: what SQLite's hex() answers
-    });
-    const keys = pairs.map(([n, hex]) => `${n}:${hex}`);
-    const json = JSON.stringify(pairs);
-    change -= db.run(SQL.forgetStale, json, now);
-    const fresh = new Set(db.query(SQL.remember, json, now + windowMs).map(([n, hex]) => `${n}:${hex}`));
-    // In the order given; an id given twice is new once, its second copy a duplicate; one past the limits is forgotten again: full.
-    const room = lanes.admit(limits, now);
-    const added: [string, number][] = [];
-    for (const [i, item] of items.entries()) {
-      const [n, hex] = pairs[i]!;
-      const lane = fresh.delete(keys[i]!) ? room.take(n, item.visitor) : null;
-      if (lane === null) result.duplicate.push(item.id);
-      else if (lane === undefined) {
-        db.run(SQL.unremember, n, hex);
-        result.full.push(item.id);
-      } else {
-        result.accepted.push(item.id);
-        added.push([JSON.stringify(item), lane]);
-      }
-    }
-    change += result.accepted.length;
-    if (change !== 0) db.run(SQL.addCount, change);
-    if (added.length > 0) {
-      const after = lanes.lastSeq();
-      db.run(SQL.add, JSON.stringify(added));
-      if (result.accepted.length > 0 && items.some((item) => item.kind !== 'activity')) lanes.addMerges(after);
-    }
-    lanes.change(room.byLane, now);
-    return result;
-  };
+  const accept = createAccept(db, lanes);
 
   const leaseIn = (owner: string, max: number, now: number, leaseMs: number): Leased[] => {
     const seqs = lanes.pick(max, now);
@@ -177,12 +109,21 @@ export async function createSqlOutbox(db: SqlPort): Promise<Omit<OutboxStore, 'c
       gone.set(Number(lane), (gone.get(Number(lane)) ?? 0) - 1);
       left.push(seq);
     };
-    for (const seq of delivered) {
-      const row = one(SQL.deliver, seq, owner);
-      if (row === undefined) skipped++;
-      else leave(seq, row[0]);
+    if (delivered.length > 0) {
+      const rows = db.query(SQL.deliver, JSON.stringify(delivered), owner);
+      // a seq named twice is delivered once; its second mention is skipped, as one not owner's
+      skipped += delivered.length - rows.length;
+      for (const [seq, lane] of rows) leave(Number(seq), lane);
     }
-    for (const { seq, notBefore, tried } of released) if (db.run(SQL.release, seq, owner, notBefore, tried ? 1 : 0) === 0) skipped++;
+    // One statement per (notBefore, tried): a lease's releases mostly share them.
+    const groups = new Map<string, { notBefore: number; tried: boolean; seqs: number[] }>();
+    for (const { seq, notBefore, tried } of released) {
+      const key = `${notBefore}:${tried ? 1 : 0}`;
+      const group = groups.get(key) ?? groups.set(key, { notBefore, tried: Boolean(tried), seqs: [] }).get(key)!;
+      group.seqs.push(seq);
+    }
+    for (const { notBefore, tried, seqs } of groups.values())
+      skipped += seqs.length - db.run(SQL.release, JSON.stringify(seqs), owner, notBefore, tried ? 1 : 0);
     for (const { seq, reason, status } of dead) {
       const row = one(SQL.takeDead, seq, owner);
       if (row === undefined) {
@@ -231,7 +172,7 @@ export async function createSqlOutbox(db: SqlPort): Promise<Omit<OutboxStore, 'c
 
   return {
     outbox: {
-      accept: (items, now, windowMs, limits = NO_LIMITS) => db.transaction(() => acceptIn(items, now, windowMs, limits)),
+      accept: (items, now, windowMs, limits = NO_LIMITS) => new Promise((resolve, reject) => accept({ items, now, windowMs, limits, resolve, reject })),
       lease: (owner, max, now, leaseMs) => db.transaction(() => leaseIn(owner, max, now, leaseMs)),
       sending: (owner, seqs, now) => db.transaction(() => sendingIn(owner, seqs, now)),
       settle: (owner, settlement, now) => db.transaction(() => settleIn(owner, settlement, now)),

@@ -23,8 +23,8 @@ export async function importPreviousIds(db: SqlPort, now: number): Promise<numbe
   for (;;) {
     const taken = await db.transaction(() => {
       const rows = db.query(TAKE) as [string, string, number, number][];
-      // One remember per end of window: the old relay settled a request's ids with one `until`.
-      const byUntil = new Map<number, [number, string][]>();
+      // [site number, id as hex, end of its window]: one statement each to forget and remember them all.
+      const pairs: [number, string, number][] = [];
       const sites = new Map<string, number>();
       for (const [site, id, forwarded, until] of rows) {
         if (Number(forwarded) !== 1 || Number(until) <= now) continue;
@@ -34,14 +34,13 @@ export async function importPreviousIds(db: SqlPort, now: number): Promise<numbe
           n = Number((db.query(SQL.site, site)[0] as Row)[0]);
           sites.set(site, n);
         }
-        const pairs = byUntil.get(Number(until)) ?? byUntil.set(Number(until), []).get(Number(until))!;
-        pairs.push([n, toHex(compactId(id)).toUpperCase()]);
+        pairs.push([n, toHex(compactId(id)).toUpperCase(), Number(until)]);
       }
       let change = 0;
-      for (const [until, pairs] of byUntil) {
+      if (pairs.length > 0) {
         const json = JSON.stringify(pairs);
         change -= db.run(SQL.forgetStale, json, now);
-        change += db.query(SQL.remember, json, until).length;
+        change += db.query(SQL.remember, json).length;
       }
       if (change !== 0) db.run(SQL.addCount, change);
       moved += change;

@@ -38,6 +38,13 @@ export function durabilityOf(db: Database.Database): string {
   return `${journal.toUpperCase()}, synchronous=${SYNCHRONOUS[synchronous] ?? synchronous}`;
 }
 
+/**
+ * What this process's SQLite connections did so far: statements run, rows they answered or
+ * changed, transactions committed (each one fsync of the WAL). Read by bench/diagnose to count
+ * the work of a request.
+ */
+export const sqliteCounts = { statements: 0, rows: 0, commits: 0 };
+
 interface Call {
   run: () => unknown;
   resolve: (value: never) => void;
@@ -71,6 +78,7 @@ export function groupCommit(db: Database.Database, before: () => void = () => {}
     let results: unknown[];
     try {
       results = runAll(calls);
+      sqliteCounts.commits++;
     } catch {
       for (const call of calls) {
         try {

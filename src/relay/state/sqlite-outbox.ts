@@ -9,7 +9,7 @@
  */
 import type Database from 'libsql';
 import type { OutboxStore } from './outbox.js';
-import { durabilityOf, groupCommit, openSqlite } from './sqlite-file.js';
+import { durabilityOf, groupCommit, openSqlite, sqliteCounts } from './sqlite-file.js';
 import { createSqlOutbox, type Row, type SqlPort } from './sql-outbox.js';
 import { importPreviousIds } from './sql-upgrade.js';
 
@@ -32,8 +32,18 @@ export function libsqlPort(db: Database.Database): SqlPort {
   };
   return {
     exec: (script) => void db.exec(script),
-    query: (sql, ...params) => prepared(queries, sql, true).all(...params) as Row[],
-    run: (sql, ...params) => prepared(runs, sql, false).run(...params).changes,
+    query: (sql, ...params) => {
+      const rows = prepared(queries, sql, true).all(...params) as Row[];
+      sqliteCounts.statements++;
+      sqliteCounts.rows += rows.length;
+      return rows;
+    },
+    run: (sql, ...params) => {
+      const changes = prepared(runs, sql, false).run(...params).changes;
+      sqliteCounts.statements++;
+      sqliteCounts.rows += changes;
+      return changes;
+    },
     transaction: groupCommit(db),
   };
 }
