@@ -1,0 +1,122 @@
+/**
+ * Diagnose: what the SQLite outbox's accept and delivery cost per item, outside HTTP: CPU per 100
+ * items and statements and rows per accept, per lease and per settle, on a real file with the
+ * relay's settings (WAL, synchronous=FULL). Requests of --batch items from --visitors visitors,
+ * --concurrent of them at once (one group commit), each 100 accepted then leased, marked sending
+ * and settled as the deliverer does.
+ *
+ *   npx tsx bench/diagnose/accept-cost.ts [--requests 3000] [--batch 10] [--concurrent 16] [--visitors 100000]
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { uuid } from '../../src/browser/uuid.js';
+import type { OutboxItem } from '../../src/relay/state/outbox.js';
+import { createSqliteOutbox } from '../../src/relay/state/sqlite-outbox.js';
+import { sqliteCounts } from '../../src/relay/state/sqlite-file.js';
+
+const { values } = parseArgs({
+  options: {
+    requests: { type: 'string', default: '3000' },
+    batch: { type: 'string', default: '10' },
+    concurrent: { type: 'string', default: '16' },
+    visitors: { type: 'string', default: '100000' },
+  },
+});
+const REQUESTS = Number(values.requests);
+const BATCH = Number(values.batch);
+const CONCURRENT = Number(values.concurrent);
+const VISITORS = Number(values.visitors);
+
+const dir = mkdtempSync(join(tmpdir(), 'cdp-accept-cost-'));
+const store = await createSqliteOutbox(join(dir, 'relay-state.db'));
+const { outbox } = store;
+let visitor = 0;
+let serial = 0;
+const request = (): OutboxItem[] => {
+  const v = `pk_bench:10.0.${visitor++ % VISITORS}`;
+  const now = Date.now();
+  return Array.from({ length: BATCH }, () => ({
+    site: 'pk_bench',
+    id: uuid(),
+    kind: 'activity' as const,
+    entry: {
+      activity_id: 'act:cm:bench',
+      fields: { 'str::email': `u${serial++}@bench.example.com` },
+      attributes: { 'str:cm:plan': 'pro' },
+      created: new Date(now).toISOString(),
+    },
+    browser: v,
+    visitor: v,
+    accepted: now,
+  }));
+};
+
+/** Statements, rows and commits while started, summed over the spans. */
+function statementCounts() {
+  const total = { statements: 0, rows: 0, commits: 0 };
+  let from = { ...sqliteCounts };
+  return {
+    start: () => {
+      from = { ...sqliteCounts };
+    },
+    stop: () => {
+      for (const key of ['statements', 'rows', 'commits'] as const) total[key] += sqliteCounts[key] - from[key];
+    },
+    per: (n: number) => Object.fromEntries(Object.entries(total).map(([key, value]) => [key, Math.round((value / n) * 100) / 100])),
+  };
+}
+const counts = { accept: statementCounts(), deliver: statementCounts() };
+const cpu = { accept: 0, deliver: 0 };
+let accepted = 0;
+let delivered = 0;
+const started = performance.now();
+for (let done = 0; done < REQUESTS; done += CONCURRENT) {
+  const batch = Array.from({ length: Math.min(CONCURRENT, REQUESTS - done) }, request);
+  let before = process.cpuUsage();
+  counts.accept.start();
+  const answers = await Promise.all(batch.map((items) => outbox.accept(items, Date.now(), 3_600_000)));
+  counts.accept.stop();
+  cpu.accept += (process.cpuUsage(before).user + process.cpuUsage(before).system) / 1000;
+  accepted += answers.reduce((n, a) => n + a.accepted.length, 0);
+  before = process.cpuUsage();
+  counts.deliver.start();
+  while (accepted - delivered >= 100 || (done + CONCURRENT >= REQUESTS && accepted > delivered)) {
+    const now = Date.now();
+    const leased = await outbox.lease('bench', 100, now, 30_000);
+    if (leased.length === 0) break;
+    const seqs = await outbox.sending(
+      'bench',
+      leased.map((entry) => entry.seq),
+      now,
+    );
+    await outbox.settle('bench', { delivered: seqs, released: [], dead: [] }, Date.now());
+    delivered += seqs.length;
+  }
+  counts.deliver.stop();
+  cpu.deliver += (process.cpuUsage(before).user + process.cpuUsage(before).system) / 1000;
+}
+const seconds = (performance.now() - started) / 1000;
+const per100 = (ms: number, items: number) => Math.round((ms / (items / 100)) * 100) / 100;
+console.log(
+  JSON.stringify(
+    {
+      requests: REQUESTS,
+      batch: BATCH,
+      concurrent: CONCURRENT,
+      accepted,
+      delivered,
+      items_per_second: Math.round(accepted / seconds),
+      accept_cpu_ms_per_100_items: per100(cpu.accept, accepted),
+      deliver_cpu_ms_per_100_items: per100(cpu.deliver, delivered),
+      accept_per_request: counts.accept.per(REQUESTS),
+      deliver_per_100_items: counts.deliver.per(delivered / 100),
+      load_average: loadavg()[0],
+    },
+    null,
+    2,
+  ),
+);
+await store.close();
+rmSync(dir, { recursive: true, force: true });
