@@ -1,11 +1,10 @@
 /**
  * Benchmark: the relay's `/collect` on Node beside a bare pass-through, in front of the emulator
- * and in front of a no-op platform, for information: the targets against a bare pass-through are
- * retired (a relay that checks and keeps state cannot match a proxy that does neither). What
- * limits a deployment is the platform's ceiling and what it costs is the relay's CPU per item,
- * both measured on the snippet's traffic by bench/delivery.ts. Target kept here: RSS under load.
+ * and in front of a no-op platform. Targets, at batches of 10 against the no-op platform in the
+ * same run: the relay's CPU per 100 items (accept and deliver) ≤ 2.2× the bare pass-through's, and
+ * its requests/s ≥ 0.6× the bare's; RSS under load.
  *
- *   npm run build && npx tsx bench/collect.ts [--concurrency 16] [--rounds 3] [--scale 1]
+ *   npm run build && npx tsx bench/collect.ts [--concurrency 16] [--rounds 3] [--scale 1] [--addresses 100000] [--batches 1,10,100] [--upstreams noop,emulator]
  *
  * Separate processes on loopback: this load generator, the upstream (the emulator, or a no-op
  * node:http platform answering `activities/create` at once), and the server under test:
@@ -16,9 +15,13 @@
  *  - bare   a node:http pass-through doing only the key swap: it pipes an already platform-shaped
  *           `activities/create` body (the same events) upstream with X-Api-Key added.
  * For 1-, 10- and 100-item batches: requests/s, p50/p99 and CPU per request of the server under
- * test, medians of alternating rounds. Every item id is fresh (the relay would answer duplicates
- * without calling the platform) and every person distinct (the emulator caps 50 events per
- * activity per person a day). Prints a table and writes bench/results/collect.json.
+ * test, medians of alternating rounds. Each request comes from the next of --addresses visitors
+ * (`X-Forwarded-For`, which the relay believes from loopback). Against the no-op platform the
+ * relay may make NOOP_PLATFORM_RATE calls a second, and its CPU is read once the platform has
+ * every item it accepted: what accepting and delivering an item cost, as the bare one's does.
+ * Every item id is fresh (the relay would answer duplicates without calling the platform) and
+ * every person distinct (the emulator caps 50 events per activity per person a day). Prints a
+ * table and writes bench/results/collect.json.
  */
 import type { ChildProcess } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -39,8 +42,9 @@ const REQUESTS: Record<(typeof BATCHES)[number], number> = { 1: 1200, 10: 500, 1
 
 type Role = 'noop' | 'emulator' | 'relay' | 'bare';
 
-/** activities/create calls the no-op platform has taken */
+/** activities/create calls the no-op platform has taken, and the activities in them */
 let noopCalls = 0;
+let noopItems = 0;
 
 /** A platform that does nothing: one `queued` result per activity, at once. */
 async function startNoop(): Promise<number> {
@@ -51,6 +55,7 @@ async function startNoop(): Promise<number> {
       if (req.headers['x-api-key'] !== PLATFORM_KEY)
         return void res.writeHead(401, { 'content-type': 'application/json' }).end('{"code":401,"error":"bad key"}');
       const count = req.url === '/v1/activities/create' ? ((JSON.parse(text) as { activities?: unknown[] }).activities?.length ?? 0) : 0;
+      noopItems += count;
       res
         .writeHead(200, { 'content-type': 'application/json' })
         .end(JSON.stringify({ activities: Array.from({ length: count }, () => ({ status: 'queued', person_status: 'queued' })) }));
@@ -86,7 +91,10 @@ async function startBare(upstreamPort: number): Promise<number> {
   );
 }
 
-const spawn = (which: Role, upstreamPort = 0) =>
+/** Platform calls a second the relay in front of the no-op platform may make: its deliverer keeps up with what it accepts. */
+const NOOP_PLATFORM_RATE = 1000;
+
+const spawn = (which: Role, upstreamPort = 0, upstream: 'noop' | 'emulator' = 'noop') =>
   which === 'relay'
     ? // The built relay on plain Node: what users run, without tsx's loader in its memory and CPU.
       spawnRole(
@@ -97,9 +105,13 @@ const spawn = (which: Role, upstreamPort = 0) =>
           JSON.stringify({
             key: PLATFORM_KEY,
             sites: [{ key: SITE_KEY, origins: [ORIGIN], verify: 'open', visitor_rate_limit: { per_second: 1_000_000, burst: 1_000_000 } }],
+            // each request from one of --addresses visitors (X-Forwarded-For from loopback)
+            trustProxy: '127.0.0.1',
+            ...(upstream === 'noop' ? { platformRate: NOOP_PLATFORM_RATE } : {}),
           }),
         ],
-        { plain: true },
+        // e.g. BENCH_RELAY_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof": profile the relay in front of the no-op platform
+        { plain: true, nodeArgs: upstream === 'noop' ? (process.env['BENCH_RELAY_NODE_ARGS']?.split(' ').filter(Boolean) ?? []) : [] },
       )
     : spawnRole(new URL(import.meta.url).pathname, [which, String(upstreamPort)]);
 
@@ -113,8 +125,13 @@ interface Figures {
   p50_ms: number;
   p99_ms: number;
   cpu_us_per_request: number;
-  /** CPU of the server under test per 100 items forwarded */
+  /**
+   * CPU of the server under test per 100 items forwarded; for the relay in front of the no-op
+   * platform, from the first request until the platform has every item (accept and deliver)
+   */
   cpu_ms_per_100_items: number;
+  /** the relay in front of the no-op platform: ms from the last answer until the platform had every item */
+  delivered_after_ms?: number;
   /** the server's resident set size right after the round */
   rss_mb: number;
   /** activities/create calls the platform got per 100 items (the platform limits calls per second, not items) */
@@ -169,13 +186,37 @@ function countNotAccepted(target: 'relay' | 'bare', status: number, text: string
   }
 }
 
+let visitor = 0;
+/** The next of `addresses` visitor addresses, in turn (`X-Forwarded-For`). */
+const nextAddress = (addresses: number) => {
+  const n = visitor++ % addresses;
+  return `10.${(n >> 16) & 255}.${(n >> 8) & 255}.${n & 255}`;
+};
+
+interface Load {
+  target: 'relay' | 'bare';
+  server: Child;
+  platform: Child;
+  items: number;
+  total: number;
+  concurrency: number;
+  addresses: number;
+  /** wait until the platform has every item before reading the server's CPU (the relay's deliverer sends after answering) */
+  delivered: boolean;
+}
+
 /** `total` requests, `concurrency` in flight, bodies made ahead so the generator's own work is not timed. */
-async function load(target: 'relay' | 'bare', server: Child, platform: Child, items: number, total: number, concurrency: number): Promise<Figures> {
+async function load({ target, server, platform, items, total, concurrency, addresses, delivered }: Load): Promise<Figures> {
   const bodies = Array.from({ length: total }, () => (target === 'relay' ? collectBody(items) : platformBody(items)));
   const agent = new Agent({ keepAlive: true, maxSockets: concurrency });
   const one = (body: string) =>
     new Promise<{ status: number; text: string }>((resolve) => {
-      const headers = { 'content-type': target === 'relay' ? 'text/plain' : 'application/json', origin: ORIGIN, 'content-length': Buffer.byteLength(body) };
+      const headers = {
+        'content-type': target === 'relay' ? 'text/plain' : 'application/json',
+        origin: ORIGIN,
+        'content-length': Buffer.byteLength(body),
+        'x-forwarded-for': nextAddress(addresses),
+      };
       const req = httpRequest({ host: '127.0.0.1', port: server.port, method: 'POST', path: '/collect', headers, agent }, async (res) =>
         resolve({ status: res.statusCode ?? 0, text: await readBody(res) }),
       );
@@ -189,6 +230,7 @@ async function load(target: 'relay' | 'bare', server: Child, platform: Child, it
   const latencies: number[] = [];
   const cpuBefore = await server.cpu();
   const callsBefore = await platform.calls();
+  const itemsBefore = await platform.items();
   const started = performance.now();
   await Promise.all(
     Array.from({ length: concurrency }, async () => {
@@ -203,6 +245,12 @@ async function load(target: 'relay' | 'bare', server: Child, platform: Child, it
     }),
   );
   const seconds = (performance.now() - started) / 1000;
+  const answered = performance.now();
+  // Accept and deliver: until the platform has what was accepted (60 s at most).
+  const expected = total * items - notAccepted;
+  while (delivered && (await platform.items()) - itemsBefore < expected && performance.now() - answered < 60_000)
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  const deliveredAfter = performance.now() - answered;
   const cpuAfter = await server.cpu();
   const rss = await server.rss();
   const calls = (await platform.calls()) - callsBefore;
@@ -220,6 +268,7 @@ async function load(target: 'relay' | 'bare', server: Child, platform: Child, it
     cpu_ms_per_100_items: round2((cpuAfter - cpuBefore) / 1000 / ((total * items) / 100)),
     rss_mb: Math.round(rss / 1024 / 1024),
     platform_calls_per_100_items: round2(calls / ((total * items) / 100)),
+    ...(delivered ? { delivered_after_ms: Math.round(deliveredAfter) } : {}),
   };
 }
 
@@ -227,35 +276,47 @@ const median = (rounds: Figures[]): Figures => [...rounds].sort((a, b) => a.rps 
 
 async function main(): Promise<void> {
   const { values } = parseArgs({
-    options: { concurrency: { type: 'string', default: '16' }, rounds: { type: 'string', default: '3' }, scale: { type: 'string', default: '1' } },
+    options: {
+      concurrency: { type: 'string', default: '16' },
+      rounds: { type: 'string', default: '3' },
+      scale: { type: 'string', default: '1' },
+      addresses: { type: 'string', default: '100000' },
+      batches: { type: 'string', default: BATCHES.join(',') },
+      upstreams: { type: 'string', default: 'noop,emulator' },
+    },
   });
   const concurrency = Number(values.concurrency);
   const rounds = Number(values.rounds);
   const scale = Number(values.scale);
-  if (![concurrency, rounds, scale].every((n) => Number.isFinite(n) && n > 0))
-    throw new RangeError('--concurrency, --rounds and --scale must be positive numbers');
+  const addresses = Number(values.addresses);
+  const batches = BATCHES.filter((items) => values.batches.split(',').map(Number).includes(items));
+  const upstreamNames = (['noop', 'emulator'] as const).filter((name) => values.upstreams.split(',').includes(name));
+  if (![concurrency, rounds, scale, addresses].every((n) => Number.isFinite(n) && n > 0))
+    throw new RangeError('--concurrency, --rounds, --scale and --addresses must be positive numbers');
+  if (batches.length === 0 || upstreamNames.length === 0) throw new RangeError(`--batches is some of ${BATCHES.join(',')}, --upstreams some of noop,emulator`);
   const loadBefore = loadavg()[0]!;
   const children: ChildProcess[] = [];
   const results: Record<string, unknown>[] = [];
   try {
-    const upstreams = { noop: await spawn('noop'), emulator: await spawn('emulator') };
-    children.push(upstreams.noop.child, upstreams.emulator.child);
-    const servers = {
-      noop: { relay: await spawn('relay', upstreams.noop.port), bare: await spawn('bare', upstreams.noop.port) },
-      emulator: { relay: await spawn('relay', upstreams.emulator.port), bare: await spawn('bare', upstreams.emulator.port) },
-    };
-    for (const pair of Object.values(servers)) children.push(pair.relay.child, pair.bare.child);
+    const pairs: Partial<Record<'noop' | 'emulator', { platform: Child; relay: Child; bare: Child }>> = {};
+    for (const upstream of upstreamNames) {
+      const platform = await spawn(upstream);
+      const pair = { platform, relay: await spawn('relay', platform.port, upstream), bare: await spawn('bare', platform.port) };
+      children.push(platform.child, pair.relay.child, pair.bare.child);
+      pairs[upstream] = pair;
+    }
 
-    for (const items of BATCHES) {
+    for (const items of batches) {
       const total = Math.max(10, Math.round(REQUESTS[items] * scale));
       const row: Record<string, unknown> = { items, requests_per_round: total };
-      for (const upstream of ['noop', 'emulator'] as const) {
+      for (const upstream of upstreamNames) {
         const measured: Record<'relay' | 'bare', Figures[]> = { relay: [], bare: [] };
-        const platform = upstreams[upstream];
-        for (const target of ['bare', 'relay'] as const) await load(target, servers[upstream][target], platform, items, Math.ceil(total / 5), concurrency); // warm-up
+        const pair = pairs[upstream]!;
+        const run = (target: 'relay' | 'bare', requests: number) =>
+          load({ target, server: pair[target], platform: pair.platform, items, total: requests, concurrency, addresses, delivered: upstream === 'noop' });
+        for (const target of ['bare', 'relay'] as const) await run(target, Math.ceil(total / 5)); // warm-up
         for (let round = 0; round < rounds; round++) {
-          for (const target of ['bare', 'relay'] as const)
-            measured[target].push(await load(target, servers[upstream][target], platform, items, total, concurrency));
+          for (const target of ['bare', 'relay'] as const) measured[target].push(await run(target, total));
         }
         const relay = median(measured.relay);
         const bare = median(measured.bare);
@@ -264,13 +325,23 @@ async function main(): Promise<void> {
         row[upstream === 'noop' ? 'ratio' : 'ratio_emulator'] = round2(relay.rps / bare.rps);
         if (upstream === 'noop') {
           row['p99_ratio'] = round2(relay.p99_ms / bare.p99_ms);
+          row['cpu_ratio'] = round2(relay.cpu_ms_per_100_items / bare.cpu_ms_per_100_items);
           row['rss_mb'] = Math.max(...measured.relay.map((figures) => figures.rss_mb));
         }
       }
       results.push(row);
     }
   } finally {
-    for (const child of children) child.kill();
+    // Disconnected, a role exits on its own (a relay under --cpu-prof writes its profile then); killed after 10 s.
+    await Promise.all(
+      children.map(async (child) => {
+        const exited = new Promise((resolve) => child.once('exit', resolve));
+        if (child.connected) child.disconnect();
+        const timer = setTimeout(() => child.kill(), 10_000);
+        await exited;
+        clearTimeout(timer);
+      }),
+    );
   }
 
   const report = {
@@ -281,16 +352,21 @@ async function main(): Promise<void> {
     concurrency,
     rounds,
     target_rss_mb: 150,
+    // At /collect saturation in batches of 10 against the no-op platform, beside the bare pass-through in the same run.
+    target_cpu_ratio_batch_10: 2.2,
+    target_ratio_batch_10: 0.6,
+    addresses,
     load_average_1m: { before: round2(loadBefore), after: round2(loadavg()[0]!) },
     store: process.env['BENCH_REDIS_URL'] ? 'Redis' : 'SQLite file (the CLI default)',
     item_ids: process.env['BENCH_ID_KIND'] === 'v4' ? 'random v4 UUIDs' : 'v7 UUIDs, as the snippet makes them',
-    what: 'relay = startRelay from the built dist/ on plain Node (Node entry, its default undici-pool transport, joined platform calls, the CLI default SQLite state, request logging off) handling POST /collect of track items; bare = node:http pass-through adding X-Api-Key to the same events already shaped for activities/create. ratio = relay rps / bare rps against the no-op platform (medians of alternating rounds); ratio_emulator the same against the emulator.',
+    what: `relay = startRelay from the built dist/ on plain Node (Node entry, its default undici-pool transport, joined platform calls, the CLI default SQLite state, request logging off) handling POST /collect of track items from ${addresses} visitor addresses (X-Forwarded-For, RELAY_TRUST_PROXY=127.0.0.1); bare = node:http pass-through adding X-Api-Key to the same events already shaped for activities/create. ratio = relay rps / bare rps against the no-op platform (medians of alternating rounds); ratio_emulator the same against the emulator. CPU against the no-op platform runs from the first request until the platform has every accepted item (RELAY_PLATFORM_RATE=${NOOP_PLATFORM_RATE}: accept and deliver); cpu_ratio = relay CPU / bare CPU per 100 items.`,
     results,
   };
   mkdirSync(new URL('./results/', import.meta.url), { recursive: true });
   writeFileSync(new URL('./results/collect.json', import.meta.url), `${JSON.stringify(report, null, 2)}\n`);
 
-  const f = (x: unknown) => x as Figures;
+  // --upstreams may leave one out: its figures read as blank.
+  const f = (x: unknown) => (x ?? {}) as Partial<Figures>;
   console.table(
     results.map((row) => ({
       items: row['items'],
@@ -304,16 +380,15 @@ async function main(): Promise<void> {
       'relay→emu p99 ms': f(row['relay_emulator']).p99_ms,
       'relay CPU ms/100 items': f(row['relay_noop']).cpu_ms_per_100_items,
       'bare CPU ms/100 items': f(row['bare_noop']).cpu_ms_per_100_items,
+      'CPU ratio': row['cpu_ratio'],
       'relay RSS MB': row['rss_mb'],
       'platform calls/100 items relay': f(row['relay_noop']).platform_calls_per_100_items,
       bare: f(row['bare_noop']).platform_calls_per_100_items,
-      'not accepted': f(row['relay_noop']).items_not_accepted + f(row['relay_emulator']).items_not_accepted,
+      'not accepted': (f(row['relay_noop']).items_not_accepted ?? 0) + (f(row['relay_emulator']).items_not_accepted ?? 0),
     })),
   );
-  console.log('wrote bench/results/collect.json');
-  const failed = results.some(
-    (row) => f(row['relay_noop']).errors + f(row['relay_emulator']).errors + f(row['bare_noop']).errors + f(row['bare_emulator']).errors > 0,
-  );
+  console.log(`wrote bench/results/collect.json (load average ${round2(loadBefore)} → ${round2(loadavg()[0]!)})`);
+  const failed = results.some((row) => ['relay_noop', 'relay_emulator', 'bare_noop', 'bare_emulator'].some((name) => (f(row[name]).errors ?? 0) > 0));
   if (failed) {
     console.error('! some requests failed; see errors in bench/results/collect.json');
     process.exitCode = 1;
@@ -328,6 +403,7 @@ if (role === 'noop' || role === 'emulator' || role === 'bare') {
   await serveRole(
     () => start(upstreamPort),
     () => noopCalls,
+    () => noopItems,
   );
 } else {
   await main();

@@ -4,7 +4,7 @@
  * from the built dist/, default configuration plus the site), fed by hundreds of simulated
  * browsers that send what the snippet sends (bench/lib/browsers.ts) at a fixed offered rate.
  *
- *   npm run build && npx tsx bench/delivery.ts [--only 300,1500,slow-platform,cpu,business,flood] [--seconds 20] [--browsers 500] [--drain-seconds 45]
+ *   npm run build && npx tsx bench/delivery.ts [--only 300,1500,slow-platform,cpu,business,flood,pages] [--seconds 20] [--browsers 500] [--drain-seconds 45]
  *
  * Phases, each with a fresh emulator and relay:
  *  - 300            300 items/s for --seconds, batches of 1–3, platform 50 ms per call;
@@ -18,7 +18,9 @@
  *                   every 100 items, 20 tabs behind that address) while 300 other visitors send
  *                   100 items/s in all, for 15 s: the others' created → platform latency, how the
  *                   flood was answered (accepted, `retry`, 429, the Retry-After values), and after a
- *                   drain of up to twice --drain-seconds, lost and duplicated for both.
+ *                   drain of up to twice --drain-seconds, lost and duplicated for both;
+ *  - pages          as real pages send: 1,500 browsers, each about one item a second, one item per
+ *                   request (1,500 requests/s), for --seconds: what accepting costs per request.
  * Each offer is followed by a drain: until every browser holds nothing and the platform has every
  * accepted item, or --drain-seconds. Counted at the platform (its state and GET /_emulator/calls):
  * items delivered per second against offered, delivered in real time (applied before the offer
@@ -86,6 +88,7 @@ const PHASES: Phase[] = [
   { name: 'cpu', rate: 1000, seconds: 15, batch: [10, 10], latencyMs: 50 },
   { name: 'business', rate: 4000, seconds: SECONDS, batch: [10, 10], latencyMs: 50, platformRate: 30 },
   { name: 'flood', rate: 100, seconds: 15, batch: [1, 3], latencyMs: 50, browsers: 300, flood: { rate: 2000, tabs: 20 } },
+  { name: 'pages', rate: 1500, seconds: SECONDS, batch: [1, 1], latencyMs: 50, browsers: 1500 },
 ];
 const only = values.only?.split(',');
 const phases = PHASES.filter((p) => !only || only.includes(p.name));
@@ -175,6 +178,7 @@ async function runPhase(phase: Phase) {
     const items = browsers.reduce((n, set) => n + set.made.size, 0);
     return {
       offered_items_per_second: phase.rate,
+      browsers: phase.browsers ?? BROWSERS,
       batch: phase.batch,
       platform_ms_per_call: phase.latencyMs,
       key_calls_per_second: phase.platformRate ?? PLATFORM_RATE,
@@ -242,6 +246,10 @@ const report = {
     collect_p50_ms_slow_platform: 20,
     relay_cpu_ms_per_100_items_batch_10: 3,
     others_p50_ms_in_flood: 2000,
+    delivered_per_second_at_pages: 900,
+    p50_ms_at_pages: 2000,
+    collect_timeouts_at_pages: 0,
+    platform_429_calls_at_pages: 0,
   },
   phases: results,
 };

@@ -24,6 +24,8 @@ import { uuid } from '../../src/browser/uuid.js';
 export const ITEM_ATTRIBUTE = 'str:cm:item';
 export const IDENTIFY_FIELD = 'str::first';
 const MAX_BATCH = 100;
+/** How a request that got no answer within 30 s fails (a `/collect` timeout). */
+export const NO_ANSWER = 'no answer within 30 s';
 
 export interface Made {
   type: 'track' | 'identify';
@@ -137,7 +139,7 @@ export function createBrowsers(options: BrowsersOptions) {
         // an answer cut short ends with 'close' and no 'end': the request failed (a resolved Promise ignores this)
         res.on('close', () => failed('answer cut short'));
       });
-      req.setTimeout(30_000, () => req.destroy(new Error('no answer within 30 s')));
+      req.setTimeout(30_000, () => req.destroy(new Error(NO_ANSWER)));
       req.on('error', (error) => failed(error.message));
       req.end(body);
     });

@@ -10,23 +10,24 @@ import { fork } from 'node:child_process';
 
 /**
  * In the child: starts the server, reports its port, answers CPU questions, ends with the parent.
- * `calls`, when given, says how many calls the server has taken so far (a platform role).
+ * `calls` and `items`, when given, say how many calls and items the server has taken so far (a platform role).
  */
-export async function serveRole(start, calls = () => 0) {
+export async function serveRole(start, calls = () => 0, items = () => 0) {
   process.send?.({ port: await start() });
   process.on('message', () => {
     const { user, system } = process.cpuUsage();
-    process.send?.({ cpu: user + system, rss: process.memoryUsage.rss(), calls: calls() });
+    process.send?.({ cpu: user + system, rss: process.memoryUsage.rss(), calls: calls(), items: items() });
   });
   process.on('disconnect', () => process.exit(0));
 }
 
 /**
  * In the parent: forks `file` with `args`; resolves once the child listens. The child inherits
- * tsx's loader through execArgv, unless `plain` (a .mjs role on plain Node, as users run the built code).
+ * tsx's loader through execArgv, unless `plain` (a .mjs role on plain Node, as users run the built code,
+ * with `nodeArgs` only, e.g. `--cpu-prof`).
  */
-export function spawnRole(file, args, { plain = false } = {}) {
-  const child = fork(file, args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], ...(plain ? { execArgv: [] } : {}) });
+export function spawnRole(file, args, { plain = false, nodeArgs = [] } = {}) {
+  const child = fork(file, args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], ...(plain ? { execArgv: nodeArgs } : {}) });
   const usage = () =>
     new Promise((resolve) => {
       child.once('message', (message) => resolve(message));
@@ -35,8 +36,9 @@ export function spawnRole(file, args, { plain = false } = {}) {
   const cpu = async () => (await usage()).cpu;
   const rss = async () => (await usage()).rss;
   const calls = async () => (await usage()).calls;
+  const items = async () => (await usage()).items;
   return new Promise((resolve, reject) => {
-    child.once('message', (message) => resolve({ port: message.port, child, cpu, rss, calls }));
+    child.once('message', (message) => resolve({ port: message.port, child, cpu, rss, calls, items }));
     child.once('error', reject);
     child.once('exit', (code) => reject(new Error(`bench role ${args.join(' ')} exited with ${code} before listening`)));
   });

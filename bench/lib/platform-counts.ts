@@ -3,7 +3,7 @@
  * and what it makes of one set of simulated browsers: delivered in real time, latency, lost and
  * duplicated.
  */
-import { type Browsers, IDENTIFY_FIELD, ITEM_ATTRIBUTE } from './browsers.js';
+import { type Browsers, IDENTIFY_FIELD, ITEM_ATTRIBUTE, NO_ANSWER } from './browsers.js';
 
 export const round = (n: number, digits = 2) => (Number.isFinite(n) ? Math.round(n * 10 ** digits) / 10 ** digits : null);
 export const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))] ?? Number.NaN;
@@ -132,6 +132,8 @@ export function itemFigures(b: Browsers, seen: Map<string, number[]>, offer: { s
     held_by_browsers_at_end: heldAtEnd,
     browsers_holding_at_end: b.holding().slice(0, 10),
     collect_failures: b.errors(),
+    /** requests the browsers gave up on after 30 s without an answer */
+    collect_timeouts: b.errors()[NO_ANSWER] ?? 0,
     created_to_platform_ms: { p50: round(percentile(latencies, 50), 0), p99: round(percentile(latencies, 99), 0) },
     collect_ms: { p50: round(percentile(answers, 50)), p99: round(percentile(answers, 99)), requests: answers.length },
     collect_statuses: statuses,

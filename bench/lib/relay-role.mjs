@@ -6,8 +6,9 @@
  *   node bench/lib/relay-role.mjs <role> <upstream port> <options json>
  *
  * Roles:
- *  - relay  startRelay with `{ key, sites }` (bench/collect.ts): SQLite state file, or Redis when
- *           BENCH_REDIS_URL is set; request logging off; its deliverer sends what it accepts;
+ *  - relay  startRelay with `{ key, sites, trustProxy?, platformRate? }` (bench/collect.ts): SQLite
+ *           state file, or Redis when BENCH_REDIS_URL is set; request logging off; its deliverer
+ *           sends what it accepts;
  *  - proxy  createProxyRoutes on @hono/node-server with createUndiciTransport, what the Node entry
  *           runs for `/v1/…` (bench/relay-proxy.ts), with `{ key, token }`;
  *  - entry  the whole Node entry (startRelay) with `{ key, token }` (bench/relay-proxy.ts).
@@ -38,7 +39,14 @@ const roles = {
       port: 0,
       logger: () => {},
       ...(redisUrl ? { redisUrl } : { stateFile: join(mkdtempSync(join(tmpdir(), 'cdp-bench-collect-')), 'relay-state.db') }),
-      env: { CDP_API_KEY: options.key, CDP_BASE_URL: baseUrl, RELAY_LOG: 'off', RELAY_SITES: JSON.stringify(options.sites) },
+      env: {
+        CDP_API_KEY: options.key,
+        CDP_BASE_URL: baseUrl,
+        RELAY_LOG: 'off',
+        RELAY_SITES: JSON.stringify(options.sites),
+        ...(options.trustProxy ? { RELAY_TRUST_PROXY: options.trustProxy } : {}),
+        ...(options.platformRate ? { RELAY_PLATFORM_RATE: String(options.platformRate) } : {}),
+      },
     });
     return relay.port;
   },
