@@ -21,6 +21,13 @@ export const COLLECT_LIMITS = {
   queueChars: 64,
 } as const;
 
+/**
+ * The relay's door for servers: the same batch without `key`, sent with `Authorization: Bearer`
+ * and a relay token with the `collect` scope (`cdp-edge/server` sends it). Its items need no proof:
+ * the token's server vouches for the people it names.
+ */
+export const SERVER_COLLECT_PATH = '/server/collect';
+
 /** A `track` item: one activity of one person. */
 export interface TrackItem {
   id: string;

@@ -14,7 +14,8 @@ The token is printed once: store it where that server keeps secrets. Only its SH
 goes into RELAY_TOKENS, so the relay never holds the token itself.
 
   --name       who holds the token; shown in the relay's audit log
-  --scopes     read (get/list), write (merge/create/modify/archive/...), delete, admin (all)
+  --scopes     read (get/list), write (merge/create/modify/archive/...), delete, admin (all),
+               metrics (GET /metrics), collect (POST /server/collect: cdp-edge/server's tracker)
   --endpoints  optional: limit the token to these endpoints, e.g. person/get,person/merge
   --json       print {"token","entry"} as one JSON line instead of text`;
 

@@ -1,6 +1,7 @@
 /**
- * The relay: one runtime-neutral Hono app. `POST /collect` for browsers (the /collect contract, docs/architecture.md), the
- * `/v1/...` proxy for servers (the proxy contract, docs/architecture.md), `GET /cdp.js` (+ an alias) and `GET /healthz`.
+ * The relay: one runtime-neutral Hono app. `POST /collect` for browsers (the /collect contract, docs/architecture.md),
+ * `POST /server/collect` for servers' items (the same path, behind a relay token), the `/v1/...` proxy for servers
+ * (the proxy contract, docs/architecture.md), `GET /cdp.js` (+ an alias) and `GET /healthz`.
  * The runtime entries (`node.ts`, `cloudflare.ts`) only add the connection's address and state.
  *
  * @example
@@ -9,13 +10,16 @@
  * @module
  */
 import { Hono, type Context } from 'hono';
-import { relayError } from '../api/index.js';
+import { relayError, SERVER_COLLECT_PATH } from '../api/index.js';
 import type { RelayConfig } from './core/config.js';
 import { anySiteAllows, corsHeaders, preflightHeaders } from './core/cors.js';
 import { chooseHandoff } from './app/handoff.js';
+import { createInFlight } from './app/in-flight.js';
 import { createCollectAnswerer, type CollectHttpAnswer } from './ingest/answer.js';
 import type { Enqueue } from './workers/handoff.js';
 import { fromRequest, type CollectRequest } from './ingest/body.js';
+import { collectFromServer } from './ingest/server.js';
+import { createTokenVerifier } from './core/tokens.js';
 import type { ClientInfo } from './ingest/enrich.js';
 import type { Hmac } from './ingest/identity.js';
 import { systemClock, type Clock } from './core/clock.js';
@@ -173,7 +177,7 @@ export function createRelayHandlers(config: RelayConfig, deps: RelayDeps = {}): 
   const sites = [...config.sites.values()];
   const app = new Hono();
 
-  const known = new Set([...config.scriptPaths, '/healthz', '/readyz', '/metrics', ...ADMIN_PATHS, config.collectPath]);
+  const known = new Set([...config.scriptPaths, '/healthz', '/readyz', '/metrics', ...ADMIN_PATHS, config.collectPath, SERVER_COLLECT_PATH]);
   app.use('*', async (c, next) => {
     const started = clock.now();
     await next();
@@ -181,7 +185,8 @@ export function createRelayHandlers(config: RelayConfig, deps: RelayDeps = {}): 
     // POST /collect logs its own richer line and the proxy its audit line; every other answer gets
     // a short one. Unknown paths are logged as "*": a path may carry anything.
     const pathname = new URL(c.req.url).pathname;
-    if (pathname.startsWith('/v1/') || pathname === '/v1' || (c.req.method === 'POST' && pathname === config.collectPath)) return;
+    if (pathname.startsWith('/v1/') || pathname === '/v1' || (c.req.method === 'POST' && (pathname === config.collectPath || pathname === SERVER_COLLECT_PATH)))
+      return;
     logger({
       ts: new Date(started).toISOString(),
       kind: 'http',
@@ -203,28 +208,30 @@ export function createRelayHandlers(config: RelayConfig, deps: RelayDeps = {}): 
     );
   });
 
-  const answerCollect = createCollectAnswerer({ context, sites, clock, observer, logger, debug: writes(config.logLevel, 'debug'), path });
-  // Requests being handled: a stop lets them settle in the store before closing it.
-  const handling = new Set<Promise<CollectHttpAnswer>>();
-  const trackedCollect = (request: CollectRequest, info: ClientInfo): Promise<CollectHttpAnswer> => {
-    const answer = answerCollect(request, info);
-    handling.add(answer);
-    const forget = () => void handling.delete(answer);
-    answer.then(forget, forget);
-    return answer;
-  };
-  const drain = async () => {
-    while (handling.size > 0) await Promise.allSettled([...handling]);
-  };
-
-  app.post(path, async (c) => {
-    const answer = await trackedCollect(fromRequest(c.req.raw), await (deps.clientInfo?.(c) ?? {}));
-    return c.body(answer.body, answer.status as 200, answer.headers);
-  });
-
-  app.all(path, (c) =>
-    c.json(relayError('method_not_allowed', `${c.req.method} is not served here; send POST with the batch as the body.`), 405, { Allow: 'POST, OPTIONS' }),
-  );
+  const answering = { context, clock, observer, logger, debug: writes(config.logLevel, 'debug') };
+  const inFlight = createInFlight();
+  const trackedCollect = inFlight.track(createCollectAnswerer({ ...answering, sites, path }));
+  // The server door: /collect's path for servers holding a `collect` token (ingest/server.ts); no CORS, no visitor.
+  const verify = createTokenVerifier(config.tokens);
+  const handle = (request: CollectRequest, _: ClientInfo, named: { site?: string }) => collectFromServer(context, verify, request, named);
+  const doors = [
+    { at: path, answer: trackedCollect, info: (c: Context) => deps.clientInfo?.(c) ?? {}, allow: 'POST, OPTIONS' },
+    {
+      at: SERVER_COLLECT_PATH,
+      answer: inFlight.track(createCollectAnswerer({ ...answering, sites: [], path: SERVER_COLLECT_PATH, handle })),
+      info: () => ({}),
+      allow: 'POST',
+    },
+  ];
+  for (const door of doors) {
+    app.post(door.at, async (c) => {
+      const answer = await door.answer(fromRequest(c.req.raw), await door.info(c));
+      return c.body(answer.body, answer.status as 200, answer.headers);
+    });
+    app.all(door.at, (c) =>
+      c.json(relayError('method_not_allowed', `${c.req.method} is not served here; send POST with the batch as the body.`), 405, { Allow: door.allow }),
+    );
+  }
 
   const snippet = createSnippetHandler(deps.snippet);
   for (const scriptPath of config.scriptPaths) app.get(scriptPath, (c) => snippet(c.req.raw));
@@ -256,7 +263,7 @@ export function createRelayHandlers(config: RelayConfig, deps: RelayDeps = {}): 
     c.json(
       relayError(
         'not_found',
-        `Nothing is served at ${c.req.method} ${new URL(c.req.url).pathname}; the relay serves POST ${path}, GET /cdp.js, GET /healthz and the /v1/ proxy.`,
+        `Nothing is served at ${c.req.method} ${new URL(c.req.url).pathname}; the relay serves POST ${path}, POST ${SERVER_COLLECT_PATH}, GET /cdp.js, GET /healthz and the /v1/ proxy.`,
       ),
       404,
     ),
@@ -284,7 +291,7 @@ export function createRelayHandlers(config: RelayConfig, deps: RelayDeps = {}): 
     collect: trackedCollect,
     proxy: proxy.call,
     readiness,
-    drain,
+    drain: inFlight.drain,
     deliverer,
     outbox,
     drained: async (options) => deliverer?.drained(options),

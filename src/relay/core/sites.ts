@@ -24,6 +24,41 @@ export function provesPerson(verify: Verify | undefined, kind: 'merge' | 'merge-
   return kind === 'merge' || verify !== 'open';
 }
 
+/**
+ * Items of the server door (`POST /server/collect`) are kept as those of a site of their own per
+ * relay token, keyed `server:<token name>`: no `RELAY_SITES` key has a colon, so a browser can never
+ * send as one, and the ids of one token's servers (every instance, every retry) are remembered
+ * together, apart from other tokens' and from the browsers'.
+ */
+export const SERVER_SITE_PREFIX = 'server:';
+
+/** Whether outbox entries of site `key` came through the server door: their server vouches for every person they name. */
+export const isServerSite = (key: string): boolean => key.startsWith(SERVER_SITE_PREFIX);
+
+/**
+ * Whether an outbox entry proves its person: every entry of the server door (its token's holder
+ * vouches for whom it names), else as {@link provesPerson} says for its site.
+ */
+export const entryProves = (sites: ReadonlyMap<string, SiteConfig>, entry: { site: string; kind: 'merge' | 'merge-create' | 'activity' }): boolean =>
+  isServerSite(entry.site) || provesPerson(sites.get(entry.site)?.verify, entry.kind);
+
+/** The site the server door keeps token `name`'s items under: no origins or allowlists (a server sends what it means to), the default `merge_by`. */
+export function serverSite(name: string): SiteConfig {
+  const key = `${SERVER_SITE_PREFIX}${name}`;
+  return {
+    key,
+    name: key,
+    origins: [],
+    allowNoOrigin: true,
+    activities: undefined,
+    fields: undefined,
+    verify: 'off',
+    mergeBy: [...DEFAULT_PERSON_MERGE_BY],
+    visitorRateLimit: DEFAULT_VISITOR_RATE,
+    rateLimit: undefined,
+  };
+}
+
 /** One site of `RELAY_SITES`: a public key, where it may be used from and what it may send. */
 export interface SiteConfig {
   /** the public key the snippet sends as `key` */

@@ -16,9 +16,12 @@ import { sha256 } from '@noble/hashes/sha2.js';
 import { toBase64url, toHex } from './encoding.js';
 import { isRecord } from '../../api/objects.js';
 
-/** A token's scope: the endpoint table's `read` / `write` / `delete`, `admin` for all of them, or `metrics` for `GET /metrics` only. */
-export type TokenScope = Scope | 'admin' | 'metrics';
-export const TOKEN_SCOPES: readonly TokenScope[] = ['read', 'write', 'delete', 'admin', 'metrics'];
+/**
+ * A token's scope: the endpoint table's `read` / `write` / `delete`, `admin` for all of them,
+ * `metrics` for `GET /metrics` only, or `collect` for the server door (`POST /server/collect`) only.
+ */
+export type TokenScope = Scope | 'admin' | 'metrics' | 'collect';
+export const TOKEN_SCOPES: readonly TokenScope[] = ['read', 'write', 'delete', 'admin', 'metrics', 'collect'];
 
 /** One entry of `RELAY_TOKENS`. */
 export interface TokenConfig {

@@ -6,7 +6,7 @@
  * @module
  */
 import type { Clock } from '../core/clock.js';
-import { provesPerson, type SiteConfig } from '../core/sites.js';
+import { entryProves, type SiteConfig } from '../core/sites.js';
 import type { Logger } from '../core/logging.js';
 import type { DeliveryEvent } from '../core/observe.js';
 import type { Upstream } from './caller.js';
@@ -118,7 +118,7 @@ export function createEngine(options: RoundOptions): Engine {
     leaseSize: options.leaseSize ?? 1_000,
     maxInFlight,
     mergeBy: (site) => sites.get(site)?.mergeBy ?? ['str::email', 'str::ei'],
-    proven: (entry) => provesPerson(sites.get(entry.site)?.verify, entry.kind),
+    proven: (entry) => entryProves(sites, entry),
     stopped: () => options.stopped?.() ?? false,
     nap: options.nap ?? timerNap,
     flights: new Set(),

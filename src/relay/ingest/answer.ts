@@ -28,11 +28,14 @@ export interface CollectAnswererOptions {
   debug: boolean;
   /** the configured /collect path, as logged */
   path: string;
+  /** what handles a request @default the browsers' /collect (collect.ts); the server door gives its own (server.ts) */
+  handle?: (request: CollectRequest, info: ClientInfo, named: { site?: string }) => Promise<CollectOutcome>;
 }
 
 /** The POST /collect handler; the Node entry calls it straight from node:http. */
 export function createCollectAnswerer(options: CollectAnswererOptions): (request: CollectRequest, info: ClientInfo) => Promise<CollectHttpAnswer> {
   const { context, sites, clock, observer, logger, debug, path } = options;
+  const handle = options.handle ?? ((request, info, named) => collect(context, request, info, named));
   return async (request, info) => {
     const started = clock.now();
     const origin = request.origin;
@@ -41,7 +44,7 @@ export function createCollectAnswerer(options: CollectAnswererOptions): (request
     let unexpected: unknown;
     const seen: { site?: string } = {};
     try {
-      outcome = await collect(context, request, info, seen);
+      outcome = await handle(request, info, seen);
     } catch (caught) {
       // Anything unexpected (the state store unreachable, say) happened before an item was final:
       // 503 + Retry-After keeps every item in the browser.
@@ -54,13 +57,13 @@ export function createCollectAnswerer(options: CollectAnswererOptions): (request
               'The relay could not handle the batch right now; nothing was lost: retry after the Retry-After seconds.',
               { retryAfter: 5, cause: caught },
             );
-      outcome = { status: error.status, body: error.body, ...(error.retryAfter === undefined ? {} : { retryAfter: error.retryAfter }) };
+      outcome = { status: error.status, body: error.body, headers: error.headers, ...(error.retryAfter === undefined ? {} : { retryAfter: error.retryAfter }) };
       if (!(caught instanceof RelayHttpError)) {
         outcome.warning = caught instanceof Error ? caught.name : 'error';
         unexpected = caught;
       }
     }
-    const headers: Record<string, string> = { ...cors, 'Content-Type': 'application/json', 'Cache-Control': 'no-store' };
+    const headers: Record<string, string> = { ...cors, ...outcome.headers, 'Content-Type': 'application/json', 'Cache-Control': 'no-store' };
     if (outcome.retryAfter !== undefined) headers['Retry-After'] = String(outcome.retryAfter);
     const error = outcome.status === 200 ? undefined : (outcome.body as { error?: { code?: string } }).error?.code;
     const items: ObservedItem[] = (outcome.results ?? []).map((result, index) => {

@@ -38,6 +38,8 @@ const tooLarge = (bytes: number | string) =>
  */
 export interface CollectRequest {
   origin: string | undefined;
+  /** the `Authorization` header (the server door's relay token) */
+  authorization?: string | undefined;
   contentType: string | undefined;
   contentLength: string | undefined;
   /** the body as text and its size; a 413 {@link RelayHttpError} as soon as more than `limit` bytes arrive */
@@ -47,6 +49,7 @@ export interface CollectRequest {
 export function fromRequest(request: Request): CollectRequest {
   return {
     origin: request.headers.get('origin') ?? undefined,
+    authorization: request.headers.get('authorization') ?? undefined,
     contentType: request.headers.get('content-type') ?? undefined,
     contentLength: request.headers.get('content-length') ?? undefined,
     read: (limit) => readBody(request, limit),
@@ -64,8 +67,11 @@ async function readText(request: CollectRequest): Promise<{ text: string; size: 
   }
 }
 
-/** Parses and checks the envelope of a /collect request; throws {@link RelayHttpError} for whole-request failures. */
-export async function readCollectBody(request: CollectRequest): Promise<CollectBody> {
+/**
+ * Parses and checks the envelope of a /collect request; throws {@link RelayHttpError} for whole-request failures.
+ * `keyed: false` (the server door, whose token names its sender) needs no `key`.
+ */
+export async function readCollectBody(request: CollectRequest, { keyed = true }: { keyed?: boolean } = {}): Promise<CollectBody> {
   const type = (request.contentType ?? 'text/plain').split(';')[0]!.trim().toLowerCase();
   if (type !== 'text/plain' && type !== 'application/json') {
     throw new RelayHttpError(415, 'unsupported_media_type', `Content-Type ${quoteId(type)} is not accepted; send text/plain or application/json.`);
@@ -79,11 +85,11 @@ export async function readCollectBody(request: CollectRequest): Promise<CollectB
     throw new RelayHttpError(400, 'malformed_body', 'The body is not valid JSON; send the batch as one JSON object.', { cause });
   }
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-    throw new RelayHttpError(400, 'invalid_body', 'The body must be a JSON object {"key","batch":[…]}.');
+    throw new RelayHttpError(400, 'invalid_body', `The body must be a JSON object {${keyed ? '"key",' : ''}"batch":[…]}.`);
   }
   const { key, batch, identity, sent_at: sentAt, queue } = body as Record<string, unknown>;
   const details: string[] = [];
-  if (typeof key !== 'string' || key === '') details.push('key: the site key is missing (a non-empty string)');
+  if (keyed && (typeof key !== 'string' || key === '')) details.push('key: the site key is missing (a non-empty string)');
   if (!Array.isArray(batch)) details.push('batch: must be an array of items');
   if (identity !== undefined && identity !== null && typeof identity !== 'string') details.push('identity: must be the string of an earlier answer');
   if (queue !== undefined && queue !== null && (typeof queue !== 'string' || queue === '' || queue.length > COLLECT_LIMITS.queueChars)) {
@@ -98,7 +104,7 @@ export async function readCollectBody(request: CollectRequest): Promise<CollectB
     );
   }
   return {
-    key: key as string,
+    key: typeof key === 'string' ? key : '',
     batch: batch as unknown[],
     identity: typeof identity === 'string' ? identity : undefined,
     bytes: size,

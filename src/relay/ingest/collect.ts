@@ -19,7 +19,7 @@ import { readCollectBody, type CollectBody, type CollectRequest } from './body.j
 import { enrichLocation, enrichmentOf, wantsAddress, type ClientInfo } from './enrich.js';
 import type { Prepared } from './handoff.js';
 import { identityFor } from './identity.js';
-import { applyIdentityRules } from './identity-rules.js';
+import { applyIdentityRules, vouchedRulings } from './identity-rules.js';
 import { chargeAnswered, checkAddress, checkRate, checkRefusals, GUARD_RETRY, heldByGuard, holdGate, type Hold } from './guard.js';
 import { checkEntry, checkItem, type CheckedItem } from './items.js';
 import { shapeOf } from './shapes.js';
@@ -118,13 +118,17 @@ export async function collect(ctx: CollectContext, request: CollectRequest, info
   return chargeAnswered(ctx.limiter, site, visitor, outcome, clock.now());
 }
 
-/** Everything after the request's gates: item checks, identity, the window, the hand-off, the answer. */
-async function collectItems(
+/**
+ * Everything after the request's gates: item checks, identity, the window, the hand-off, the answer.
+ * `vouched`: the server door's items, each proven by the server that sent it (identity-rules.ts
+ * `vouchedRulings`), with the visitor's address they carry kept.
+ */
+export async function collectItems(
   ctx: CollectContext,
   site: SiteConfig,
   body: CollectBody,
   info: ClientInfo,
-  { visitor, started, guardMs }: { visitor: string | undefined; started: number; guardMs: number },
+  { visitor, started, guardMs, vouched = false }: { visitor: string | undefined; started: number; guardMs: number; vouched?: boolean },
   hold: Hold,
 ): Promise<CollectOutcome> {
   const { config, store, clock } = ctx;
@@ -152,8 +156,8 @@ async function collectItems(
 
   // Identity, enrichment, the window: what goes becomes the platform entry it will be sent as.
   const identity = identityFor(config, ctx.hmac);
-  const { rulings, subjects, expires, unverified } = await applyIdentityRules(site, items, body.identity, identity, started);
-  const enrichment = enrichmentOf(info, config.addressLookup);
+  const { rulings, subjects, expires, unverified } = vouched ? vouchedRulings(items) : await applyIdentityRules(site, items, body.identity, identity, started);
+  const enrichment = { ...enrichmentOf(info, config.addressLookup), keepSourceIp: vouched };
   const skew = body.sentAt === undefined ? 0 : started - body.sentAt;
   const skewMs = Math.abs(skew) > MAX_CLOCK_SKEW_MS ? skew : 0;
   const oldest = started - config.windowMs;

@@ -32,6 +32,8 @@ export interface CollectOutcome {
   status: number;
   body: unknown;
   retryAfter?: number;
+  /** more headers of a whole-request failure (a 401's `WWW-Authenticate`) */
+  headers?: Record<string, string>;
   /** for the log line and observers */
   site?: string | undefined;
   items?: number;

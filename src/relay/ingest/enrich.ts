@@ -60,18 +60,20 @@ export interface Enrichment {
   ip: string | undefined;
   custom: Record<string, unknown> | undefined;
   keepAddress: boolean;
+  /** keep the item's own `source_ip`: the server door's server tells its visitor's address @default false (a browser's is dropped) */
+  keepSourceIp?: boolean;
 }
 
 /** The request's {@link Enrichment}: the visitor's address, `request.cf` as `custom`, the lookup switch. */
 export const enrichmentOf = (info: ClientInfo, keepAddress: boolean): Enrichment => ({ ip: info.ip, custom: cfCustom(info.cf), keepAddress });
 
 /**
- * The location to forward: the item's own minus `source_ip` (and minus `address` unless
- * lookup is on), plus the visitor's address and Cloudflare's `custom` when it has none.
+ * The location to forward: the item's own minus `source_ip` (unless its server tells it) and minus
+ * `address` unless lookup is on, plus the visitor's address and Cloudflare's `custom` when it has none.
  */
 export function enrichLocation(location: Record<string, unknown> | undefined, enrichment: Enrichment): Record<string, unknown> | undefined {
   const out: Record<string, unknown> = { ...location };
-  delete out['source_ip'];
+  if (!enrichment.keepSourceIp) delete out['source_ip'];
   if (!enrichment.keepAddress) delete out['address'];
   if (enrichment.ip) out['source_ip'] = enrichment.ip;
   if (out['custom'] === undefined && enrichment.custom) out['custom'] = { ...enrichment.custom };

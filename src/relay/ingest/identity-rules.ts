@@ -16,7 +16,10 @@
  *   spend that person's daily allowance. `"open"` lets such a track add its activity, with only
  *   the identifier that names its person. A person an unverified identify creates is not
  *   subscribed (`bol::p` false, no `bol::sp`) unless the site sets `subscribe_unverified`;
- * - under `verify: "off"` the site trusts its browsers and items go as sent.
+ * - under `verify: "off"` the site trusts its browsers and items go as sent;
+ * - items of the server door (`POST /server/collect`, a relay token with the `collect` scope) are
+ *   vouched for by their server: each is verified and goes as sent ({@link vouchedRulings}), and its
+ *   entries prove their person at delivery (core/sites.ts `entryProves`).
  *
  * docs/security.md has the same rules as a table.
  * @module
@@ -99,6 +102,12 @@ function unsubscribed(fields: Record<string, unknown>, subscribe: boolean): Reco
 
 /** `merge` for an identify that may change its person, `merge-create` for one that may only create; tracks are activities. */
 const kindOf = (item: CheckedItem, mayChange: boolean): EntryKind => (item.type === 'track' ? 'activity' : mayChange ? 'merge' : 'merge-create');
+
+/** The rulings of the server door: its server vouches for every person it names, so each item is verified and goes whole. */
+export function vouchedRulings(items: readonly CheckedItem[]): Rulings {
+  const rulings = items.map((item): Ruling => ({ ok: true, item, kind: kindOf(item, true), locate: true, verified: true, stripped: [] }));
+  return { rulings, subjects: [], unverified: 0 };
+}
 
 /** Applies the identity rules to one request's items. */
 export async function applyIdentityRules(
