@@ -1,7 +1,7 @@
 // Builds every part of cdp-edge from src/ into dist/:
 //  - dist/cdp.js      the snippet as a minified IIFE (served by the relay at /cdp.js)
 //  - dist/browser.js  the snippet as ESM for SPAs
-//  - dist/{api,client,relay,emulator}/… and dist/cli.js as ESM for Node, Workers, Deno, Bun
+//  - dist/{api,client,relay,emulator}/…, dist/server.js (+ dist/server/spool.js) and dist/cli.js as ESM for Node, Workers, Deno, Bun
 //  - dist/react.js    cdp-edge/react: React as a peer, the tracker imported from ./browser.js
 import { existsSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
@@ -23,6 +23,8 @@ const serverEntries = Object.fromEntries(
     ['relay/node', 'src/relay/node.ts'],
     ['emulator/index', 'src/emulator/index.ts'],
     ['plan/index', 'src/plan/index.ts'],
+    ['server', 'src/server/index.ts'],
+    ['server/spool', 'src/server/spool.ts'],
     ['cli', 'src/cli.ts'],
   ].filter(([, file]) => existsSync(file)),
 );

@@ -246,15 +246,19 @@ for (const sdk of SDKS) {
 }
 
 /**
- * The framework entries of cdp-edge, as a React app's bundle gets them (React itself, which the
- * app has anyway, left out): `adds` is what the entry costs beside `cdp-edge/browser`, `app` the
- * whole "provider + one track" bundle of cdp-edge code. `cdp-edge/next` and `cdp-edge/next/server`
- * run in next.config and on the server only: nothing of them reaches the browser.
+/**
+ * cdp-edge's other entries, each as an app bundle that imports it from the built package (esbuild,
+ * minified ESM). `adds` is what the entry costs beside `cdp-edge/browser` (its own code and chunks),
+ * `app` the whole "one call" bundle of cdp-edge code. The framework entries leave React out (the app
+ * has it anyway); `cdp-edge/next` and `cdp-edge/next/server` run in next.config and on the server
+ * only: nothing of them reaches the browser. `cdp-edge/server` is bundled for no platform in
+ * particular (esbuild's `neutral`), as a Worker or a serverless function ships it.
  */
-const ENTRIES = [
+const ENTRIES: { entry: string; file: string; app: string; platform?: 'neutral'; without?: string }[] = [
   {
     entry: 'cdp-edge/react',
     file: 'dist/react.js',
+    without: 'React',
     app: `import { createElement } from 'react';
 import { CdpProvider, useTracker } from 'cdp-edge/react';
 function Button() {
@@ -263,22 +267,34 @@ function Button() {
 }
 export const App = () => createElement(CdpProvider, { relay: '/t', siteKey: 'pk_live_123' }, createElement(Button));`,
   },
+  {
+    entry: 'cdp-edge/server',
+    file: 'dist/server.js',
+    platform: 'neutral',
+    app: `import { createServerTracker } from 'cdp-edge/server';
+const cdp = createServerTracker({ relay: 'https://t.example.com', token: 'rt_example' });
+await cdp.track({ id: 'order-1', activity_id: 'act:cm:order-paid', person: { 'str::email': 'ann@example.com' } });`,
+  },
 ];
 
 async function entrySizes() {
   const external = ['react', 'react/*', 'react-dom', 'react-dom/*'];
   return Promise.all(
-    ENTRIES.map(async ({ entry, file, app }) => {
-      const alias = { ...ESBUILD.alias, [entry]: join(root, file) };
-      const own = await build({ ...ESBUILD, alias, entryPoints: [join(root, file)], format: 'esm', external: [...external, './browser.js'] });
-      const whole = await build({ ...ESBUILD, alias, stdin: { contents: app, resolveDir: root, loader: 'js' }, format: 'esm', external });
-      return { entry, file, adds: measure(own.outputFiles[0]!.contents), app: measure(whole.outputFiles[0]!.contents) };
+    ENTRIES.map(async ({ entry, file, app, platform, without }) => {
+      const options = {
+        ...ESBUILD,
+        ...(platform ? { platform, target: 'es2022' } : {}),
+        alias: { ...ESBUILD.alias, [entry]: join(root, file) },
+        format: 'esm' as const,
+      };
+      const own = await build({ ...options, entryPoints: [join(root, file)], external: [...external, './browser.js'] });
+      const whole = await build({ ...options, stdin: { contents: app, resolveDir: root, loader: 'js' }, external });
+      return { entry, file, ...(without ? { without } : {}), adds: measure(own.outputFiles[0]!.contents), app: measure(whole.outputFiles[0]!.contents) };
     }),
   );
 }
 const entries = await entrySizes();
 console.table(entries.map(({ entry, adds, app }) => ({ entry, 'adds gzip B': adds.gzip, 'app gzip B (without React)': app.gzip })));
-
 const ours = rows.find((row) => row.name === 'cdp-edge');
 const ratio = (value: number, base: number | undefined) => (base ? Math.round((value / base) * 10) / 10 : null);
 const kb = (bytes: number) => (bytes / 1024).toFixed(1);

@@ -37,7 +37,9 @@ const READERS = {
     const ours = r.rows.find((row) => row.name === 'cdp-edge');
     const peers = r.rows.filter((row) => row.name !== 'cdp-edge');
     const ratios = peers.map((p) => `${p.name} ${p.ratioToCdpEdge.scriptGzip}×`).join(', ');
-    const entries = (r.entries ?? []).map((e) => `; ${e.entry} adds ${e.adds.gzip} B gzip (app ${e.app.gzip} B without React)`).join('');
+    const entries = (r.entries ?? [])
+      .map((e) => `; ${e.entry} adds ${e.adds.gzip} B gzip (app ${e.app.gzip} B${e.without ? ` without ${e.without}` : ''})`)
+      .join('');
     return {
       headline: `dist/cdp.js ${ours.script.gzip} B gzip / ${ours.script.brotli} B brotli; app bundle ${ours.app.gzip} B gzip${entries}; peers' script gzip vs ours: ${ratios}`,
       targets: [target('dist/cdp.js gzip bytes', ours.script.gzip, `≤ ${r.budget?.target ?? 4096}`, ours.script.gzip <= (r.budget?.target ?? 4096))],

@@ -101,10 +101,13 @@ function words(line: string): string[] {
 let emulator: RunningEmulator;
 let relay: RunningRelay;
 let readWriteToken: string;
+let collectToken: string;
 beforeAll(async () => {
   emulator = await startEmulator({ port: 0, key: KEY });
   const made = await createToken({ name: 'readme', scopes: ['read', 'write'] });
   readWriteToken = made.token;
+  const collect = await createToken({ name: 'shop', scopes: ['collect'] });
+  collectToken = collect.token;
   relay = await startRelay({
     port: 0,
     logger: () => {},
@@ -112,8 +115,9 @@ beforeAll(async () => {
       CDP_API_KEY: KEY,
       CDP_BASE_URL: emulator.url,
       RELAY_SITES: JSON.stringify([{ key: 'pk_live_123', origins: ['https://www.example.com'] }]),
-      RELAY_TOKENS: JSON.stringify([made.entry]),
+      RELAY_TOKENS: JSON.stringify([made.entry, collect.entry]),
       RELAY_IDENTITY_SECRET: SECRET,
+      RELAY_DELIVERY_WAIT_MS: '0',
     },
   });
 });
@@ -123,13 +127,13 @@ afterAll(async () => {
 });
 
 /** Writes a TypeScript block (with `extra` lines after it) into the package and runs it with tsx. */
-async function runTs(block: Block, extra: string, env: Record<string, string> = {}): Promise<string> {
+async function runTs(block: Block, extra: string, env: Record<string, string> = {}, prelude = ''): Promise<string> {
   const dir = join(root, 'test-results', 'readme');
   mkdirSync(dir, { recursive: true });
   // Inside the package, so `cdp-edge/...` resolves to the build through the exports map.
   const file = join(dir, `block-${block.line}.mts`);
   const code = block.code.replaceAll('https://t.example.com', relay.url);
-  writeFileSync(file, `${code}\n${extra}\n`);
+  writeFileSync(file, `${prelude}\n${code}\n${extra}\n`);
   const proc = run(process.execPath, ['--import', tsx, file], env);
   const code_ = await proc.exit;
   expect(code_, `README.md:${block.line} exited ${code_}:\n${proc.out()}`).toBe(0);
@@ -288,6 +292,38 @@ describe('README.md', () => {
     expect(found.contacts?.[0]?.fields).toEqual({ 'str::first': 'Ann' });
   });
 
+  it('the server-side tracking examples run: the webhook person lands (the block run twice), the spool is empty once flushed', async () => {
+    const definition = await fetch(`${emulator.url}/v1/definitions/activity/create`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': KEY },
+      body: JSON.stringify({ name: 'order-paid', attributes: [{ name: 'plan', display_type: 'text' }] }),
+    });
+    expect(definition.ok).toBe(true);
+    const [tracking, spooled] = blocks.filter((b) => b.lang === 'ts' && b.code.includes('cdp-edge/server'));
+    // What the webhook handler and the platform give the block.
+    const prelude = (email: string) =>
+      `const event = { id: 'evt_readme_${email}' }; const email = '${email}'; const row = { id: 7, version: 1 }; const waited: Promise<unknown>[] = []; const ctx = { waitUntil: (p: Promise<unknown>) => void waited.push(p) };`;
+    await runTs(tracking!, 'await Promise.all(waited);', { RELAY_COLLECT_TOKEN: collectToken }, prelude('server@example.com'));
+    // Run twice, as a retried webhook would: the same event id lands once.
+    await runTs(tracking!, 'await Promise.all(waited);', { RELAY_COLLECT_TOKEN: collectToken }, prelude('server@example.com'));
+    const spool = join(mkdtempSync(join(tmpdir(), 'cdp-readme-spool-')), 'spool.db');
+    const left = await runTs(
+      { ...spooled!, code: spooled!.code.replace('.cdp-edge/spool.db', spool) },
+      `const paid = await cdp.track({ id: 'spooled-1', activity_id: 'act:cm:order-paid', person: { 'str::email': 'spool@example.com' } });
+await cdp.flush();
+console.log(paid.status, JSON.stringify(await sqliteSpool(${JSON.stringify(spool)}).load()));`,
+      {},
+      `const relay = '${relay.url}'; const token = '${collectToken}';`,
+    );
+    expect(left.trim()).toBe('accepted []');
+    await relay.drained({ timeoutMs: 10_000 });
+    expect(await relay.outbox.deadLetters()).toEqual([]);
+    expect((await relay.outbox.stats()).pending).toBe(0);
+    const client = createClient({ apiKey: KEY, baseUrl: emulator.url });
+    const found = await client.person.get({ filter: { '$str::is': { field_id: 'str::email', value: 'server@example.com' } }, fields: ['str::first', 'tags'] });
+    expect(found.contacts?.[0]?.fields).toMatchObject({ 'str::first': 'Ann', tags: ['customer'] });
+  });
+
   it('the emulator example runs as a test would use it', async () => {
     const block = blocks.find((b) => b.lang === 'ts' && b.code.includes("from 'cdp-edge/emulator'"))!;
     expect((await runTs(block, '')).trim()).toBe('1');
@@ -320,6 +356,8 @@ describe('README.md', () => {
     const react = entries.find((e) => e.entry === 'cdp-edge/react')!;
     expect(readme).toContain(`\`cdp-edge/react\` adds ${kb(react.adds.gzip)} beside \`cdp-edge/browser\``);
     expect(readme).toContain(`is ${kb(react.app.gzip)} without React itself`);
+    const server = entries.find((e) => e.entry === 'cdp-edge/server')!;
+    expect(readme).toContain(`a function that tracks one event with it bundles ${kb(server.app.gzip)} of cdp-edge`);
   });
 
   it('the scale table quotes bench/results/state.json', () => {
@@ -376,7 +414,7 @@ describe('README.md', () => {
   });
 
   it('every ts block is one of the above', () => {
-    const known = ['identityHash', 'cdp-edge/relay/cloudflare', 'RELAY_TOKEN', "from 'cdp-edge/emulator'"];
+    const known = ['identityHash', 'cdp-edge/relay/cloudflare', 'RELAY_TOKEN', "from 'cdp-edge/emulator'", 'cdp-edge/server'];
     for (const block of blocks.filter((b) => b.lang === 'ts'))
       expect(
         known.some((k) => block.code.includes(k)),
