@@ -40,8 +40,8 @@ function forwardedBefore(id: string, forwardedUntil: number, leaseUntil = 0, of 
     state.storage.sql.exec('INSERT INTO ids (id, forwarded_until, lease_until, expires) VALUES (?1, ?2, ?3, max(?2, ?3))', id, forwardedUntil, leaseUntil);
   });
 }
-/** The previous release's queue consumer's settle: `state` 1 delivered, 2 dead-lettered. */
-function ledgeredBefore(id: string, state: 1 | 2, until: number): Promise<void> {
+/** The previous release's queue consumer's settle: `state` 1 delivered, 2 dead-lettered; 0 with `attempts` 1: a call of it was tried and never answered. */
+function ledgeredBefore(id: string, state: 0 | 1 | 2, until: number): Promise<void> {
   return runInDurableObject(stateObject(previousLedger(site, id, DEFAULT_SHARDS)) as never, (_, storage) => {
     storage.storage.sql.exec(
       "INSERT INTO delivered (id, state, owner, lease_until, attempts, expires) VALUES (?1, ?2, '', 0, 1, ?3)",
@@ -92,25 +92,47 @@ beforeAll(async () => {
 });
 
 describe('a Worker upgraded from the release that remembered ids in RelayState', () => {
-  it("answers a browser's resend of what that release delivered `duplicate`, and delivers the rest once", async () => {
+  it("answers a browser's resend of what that release delivered `duplicate`, holds what it had in doubt, and delivers the rest once", async () => {
     const now = Date.now();
-    const [forwarded, delivered, dead, expired, inFlight, fresh] = ['forwarded', 'delivered', 'dead', 'expired', 'in-flight', 'fresh'].map(visit);
+    const [forwarded, delivered, dead, expired, inFlight, tried, fresh] = ['forwarded', 'delivered', 'dead', 'expired', 'in-flight', 'tried', 'fresh'].map(
+      visit,
+    );
     await forwardedBefore(forwarded!.id, now + 40 * HOUR);
     await ledgeredBefore(delivered!.id, 1, now + 40 * HOUR);
     await ledgeredBefore(dead!.id, 2, now + 40 * HOUR);
-    // Forgotten by that release too: its window ended; and one it had leased but not yet forwarded.
+    // Forgotten by that release too: its window ended.
     await forwardedBefore(expired!.id, now - 1000);
+    // In doubt: one it was forwarding (under a live lease), one its queue consumer had sent without an answer.
     await forwardedBefore(inFlight!.id, 0, now + 60_000);
+    await ledgeredBefore(tried!.id, 0, now + 40 * HOUR);
     // The queue consumer remembered 16 bytes: the same UUID in capitals is the same id.
-    const resend = [forwarded, { ...delivered!, id: delivered!.id.toUpperCase() }, dead, expired, inFlight, fresh];
+    const resend = [forwarded, { ...delivered!, id: delivered!.id.toUpperCase() }, dead, expired, inFlight, tried, fresh];
 
-    expect(await collect(resend)).toEqual(['duplicate', 'duplicate', 'duplicate', 'accepted', 'accepted', 'accepted']);
+    expect(await collect(resend)).toEqual(['duplicate', 'duplicate', 'duplicate', 'accepted', 'accepted', 'accepted', 'accepted']);
     await drained(outbox);
-    expect((await applied()).sort()).toEqual([expired, inFlight, fresh].map((item) => emailOf(item!)).sort());
+    // What it had in doubt may have reached the platform: held as ambiguous dead letters, not delivered again.
+    expect((await applied()).sort()).toEqual([expired, fresh].map((item) => emailOf(item!)).sort());
+    const doubted: string[] = [inFlight!.id, tried!.id];
+    const held = (await outbox.deadLetters({ site })).filter((letter) => doubted.includes(letter.id));
+    expect(held.map((letter) => [letter.id, letter.reason]).sort()).toEqual(
+      [
+        [inFlight!.id, 'ambiguous'],
+        [tried!.id, 'ambiguous'],
+      ].sort(),
+    );
     // Sent again (another tab): everything is a duplicate now, and the platform has each once.
-    expect(await collect(resend)).toEqual(Array(6).fill('duplicate'));
+    expect(await collect(resend)).toEqual(Array(7).fill('duplicate'));
     await drained(outbox);
-    expect(await applied()).toHaveLength(3);
+    expect(await applied()).toHaveLength(2);
+    // An operator who finds they never arrived retries them: then they go, once.
+    expect(
+      await outbox.retryDead(
+        held.map((letter) => letter.seq),
+        Date.now(),
+      ),
+    ).toBe(2);
+    await drained(outbox);
+    expect((await applied()).sort()).toEqual([expired, inFlight, tried, fresh].map((item) => emailOf(item!)).sort());
   });
 
   it('asks an old object no more once it remembers nothing (one ask per router), nor after its last id expires', async () => {

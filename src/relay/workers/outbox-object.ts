@@ -20,7 +20,7 @@ import { scrub } from '../core/logging.js';
 import type { OutboxLimits } from '../core/outbox-limits.js';
 import { createSqlOutbox, type SqlPort } from '../state/sql-outbox.js';
 import { type DeliveryEnv, platformRate, shardEngine, workerConfig } from './delivery.js';
-import { PREVIOUS_HOME, rememberedBefore } from './previous.js';
+import { doubtedHome, PREVIOUS_HOME, rememberedBefore } from './previous.js';
 import { durableSqlPort } from './sql-port.js';
 
 /** How long one alarm's round starts calls for; a backlog continues in the next alarm at once. */
@@ -62,8 +62,13 @@ export class RelayOutbox extends DurableObject<DeliveryEnv> {
   }
 
   /** Outbox.accept, then makes sure this object's alarm delivers what it accepted: what the Worker calls. */
-  async acceptToDeliver(items: OutboxItem[], now: number, windowMs: number, limits?: OutboxLimits): Promise<Accepted> {
+  async acceptToDeliver(items: OutboxItem[], now: number, windowMs: number, limits?: OutboxLimits, doubted: string[] = []): Promise<Accepted> {
+    const after = Number(this.port.query('SELECT coalesce(max(seq), 0) FROM outbox')[0]?.[0] ?? 0);
     const accepted = await this.accept(items, now, windowMs, limits);
+    // What the previous release may have sent (previous.ts) is stored as sent once: held, not delivered again.
+    const held = doubted.filter((id) => accepted.accepted.includes(id));
+    if (held.length > 0)
+      this.port.run("UPDATE outbox SET attempts = 1 WHERE seq > ?1 AND item ->> '$.id' IN (SELECT value FROM json_each(?2))", after, JSON.stringify(held));
     this.acceptedCount += accepted.accepted.length;
     // The first item of a quiet object waits RELAY_DELIVERY_WAIT_MS for others to fill its call.
     if (accepted.accepted.length > 0 && !this.delivering) await this.wakeAt(Date.now() + workerConfig(this.env).deliveryWaitMs);
@@ -86,7 +91,7 @@ export class RelayOutbox extends DurableObject<DeliveryEnv> {
    * (until `until`); resolves to the home of each key, in the order given. `previous` (the site and
    * id of each key, and RELAY_SHARDS) lets a key met for the first time be checked against the
    * previous release's memory (previous.ts): one it remembers is routed to {@link PREVIOUS_HOME}
-   * for as long as it remembers it.
+   * for as long as it remembers it, one it had in doubt to its home marked ({@link doubtedHome}).
    */
   async route(pairs: [string, number][], now: number, until: number, previous?: { items: [string, string][]; shards: number }): Promise<number[]> {
     this.calls++;
@@ -102,7 +107,10 @@ export class RelayOutbox extends DurableObject<DeliveryEnv> {
         previous.shards,
         now,
       );
-      for (const [j, i] of fresh.entries()) if (before[j]! > now) rows[i] = [pairs[i]![0], PREVIOUS_HOME, before[j]!];
+      for (const [j, i] of fresh.entries()) {
+        if (before.until[j]! > now) rows[i] = [pairs[i]![0], PREVIOUS_HOME, before.until[j]!];
+        else if (before.doubted[j]) rows[i] = [pairs[i]![0], doubtedHome(pairs[i]![1]), until];
+      }
     }
     return this.ctx.storage.transactionSync(() => {
       this.port.run('DELETE FROM outbox_routes WHERE key IN (SELECT key FROM outbox_routes WHERE until <= ?1 LIMIT ?2)', now, ROUTE_EXPIRY_SLICE);

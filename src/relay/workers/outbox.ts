@@ -20,7 +20,7 @@ import type { DurableObjectNamespace } from '@cloudflare/workers-types/index.ts'
 import { compactIdString } from '../state/ids.js';
 import type { Accepted, DeadLetter, Outbox, OutboxStats } from '../state/outbox.js';
 import type { RelayOutbox } from './outbox-object.js';
-import { PREVIOUS_HOME } from './previous.js';
+import { PREVIOUS_HOME, readHome } from './previous.js';
 import { hash } from './state.js';
 
 /** The most objects RELAY_SHARDS may name: a dead letter's seq carries its object's number below it. */
@@ -57,12 +57,17 @@ export function createShardedOutbox(namespace: DurableObjectNamespace<RelayOutbo
       // Which object each id goes to: the router's answer (first come within the window), asked per router object in parallel.
       const keyed = items.map((item) => ({ item, key: routeKey(item.site, item.id), home: hash(item.browser) % shards }));
       const homes = new Map<string, number>();
+      const doubted = new Set<string>();
       await Promise.all(
         [...groupBy(keyed, ({ key }) => hash(key) % shards)].map(async ([router, part]) => {
           const pairs = part.map(({ key, home }): [string, number] => [key, home]);
           const previous = { items: part.map(({ item }): [string, string] => [item.site, item.id]), shards };
           const answered = (await object(routerName(router)).route(pairs, now, now + windowMs, previous)) as number[];
-          for (const [i, { key }] of part.entries()) homes.set(key, answered[i] === PREVIOUS_HOME ? PREVIOUS_HOME : answered[i]! % shards);
+          for (const [i, { key }] of part.entries()) {
+            const { home, doubted: inDoubt } = readHome(answered[i]!, shards);
+            homes.set(key, home);
+            if (inDoubt) doubted.add(key);
+          }
         }),
       );
       const answers = await Promise.all(
@@ -76,6 +81,7 @@ export function createShardedOutbox(namespace: DurableObjectNamespace<RelayOutbo
                 now,
                 windowMs,
                 limits,
+                part.filter(({ key }) => doubted.has(key)).map(({ item }) => item.id),
               ) as Promise<Accepted>,
           ),
       );

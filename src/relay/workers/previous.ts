@@ -13,6 +13,10 @@
  * horizon is ahead. An old object that remembers nothing (a deployment that never ran the previous
  * release) is asked once per router; one that does is asked for new ids until the last of its ids
  * expires, a dedupe window after the upgrade at most.
+ *
+ * An id the previous release had under a live lease (being forwarded) or had tried to deliver from
+ * its queue (`attempts` > 0) may have reached the platform: it is held, not delivered again
+ * ({@link doubtedHome}).
  * @module
  */
 import type { DurableObjectNamespace } from '@cloudflare/workers-types/index.ts';
@@ -22,6 +26,17 @@ import { hash, type RelayState, type Remembered, shardName } from './state.js';
 
 /** The home a router gives an id the previous release remembers: no outbox object; the id is a duplicate. */
 export const PREVIOUS_HOME = -1;
+
+/**
+ * The home a router gives an id the previous release had in doubt (under a live lease, or tried by
+ * its queue consumer): its outbox object `home`, marked. That object stores it as sent once
+ * (`attempts` 1), so the ambiguous-call policy holds it (an activity: dead letter `ambiguous`, for
+ * an operator to retry) instead of delivering it again.
+ */
+export const doubtedHome = (home: number): number => -2 - home;
+/** A router's answer read back: the outbox object, and whether the id was in doubt before the upgrade. */
+export const readHome = (routed: number, shards: number): { home: number; doubted: boolean } =>
+  routed <= -2 ? { home: (-2 - routed) % shards, doubted: true } : { home: routed === PREVIOUS_HOME ? PREVIOUS_HOME : routed % shards, doubted: false };
 
 /** What a router knows of each old object: until when it may remember an id (its horizon when last asked). */
 export const PREVIOUS_SCHEMA = 'CREATE TABLE IF NOT EXISTS outbox_previous (name TEXT PRIMARY KEY, until INTEGER NOT NULL) WITHOUT ROWID;';
@@ -39,7 +54,8 @@ interface Question {
 
 /**
  * Until when the previous release remembers each of `items` (`[site, id]`; 0 or less: it does
- * not), asking, in parallel, only the old objects whose horizon (as `port` keeps it) is ahead of `now`.
+ * not) and whether it had each in doubt, asking, in parallel, only the old objects whose horizon
+ * (as `port` keeps it) is ahead of `now`.
  */
 export async function rememberedBefore(
   namespace: DurableObjectNamespace<RelayState>,
@@ -47,7 +63,7 @@ export async function rememberedBefore(
   items: readonly [string, string][],
   shards: number,
   now: number,
-): Promise<number[]> {
+): Promise<{ until: number[]; doubted: boolean[] }> {
   port.exec(PREVIOUS_SCHEMA);
   const questions = new Map<string, Question>();
   const question = (name: string) => {
@@ -60,6 +76,7 @@ export async function rememberedBefore(
     question(previousLedger(site, id, shards)).blobs.push([index, compactId(id).slice().buffer]);
   }
   const until = items.map(() => 0);
+  const doubted = items.map(() => false);
   await Promise.all(
     [...questions].map(async ([name, { texts, blobs }]) => {
       const known = port.query('SELECT until FROM outbox_previous WHERE name = ?1', name)[0];
@@ -72,7 +89,9 @@ export async function rememberedBefore(
       port.run('INSERT INTO outbox_previous (name, until) VALUES (?1, ?2) ON CONFLICT (name) DO UPDATE SET until = excluded.until', name, answer.horizon);
       for (const [i, [index]] of texts.entries()) until[index] = Math.max(until[index]!, answer.texts[i]!);
       for (const [i, [index]] of blobs.entries()) until[index] = Math.max(until[index]!, answer.blobs[i]!);
+      for (const [i, [index]] of texts.entries()) if (answer.doubted.texts[i]) doubted[index] = true;
+      for (const [i, [index]] of blobs.entries()) if (answer.doubted.blobs[i]) doubted[index] = true;
     }),
   );
-  return until;
+  return { until, doubted };
 }

@@ -21,16 +21,20 @@ import { readTurns, TURNS_TABLE, writeTurns } from './turn-store.js';
 import { chargeBucket } from './buckets.js';
 import { cappedAmount, type Claim, type DedupeScope, type RelayStore } from '../state/store.js';
 
-/** What an old object answers (RelayState.remembered): until when each id is remembered (0: not), and its horizon. */
+/** What an old object answers (RelayState.remembered): until when each id is remembered (0: not), whether each was in doubt, and its horizon. */
 export interface Remembered {
   texts: number[];
   blobs: number[];
+  doubted: { texts: boolean[]; blobs: boolean[] };
   horizon: number;
 }
 
 /** The states of the previous release's queue ledger (`delivered`) that remember an id: delivered, dead-lettered. */
 const DELIVERED = 1;
 const DEAD = 2;
+/** An old row in doubt: forwarded under a live lease, or a ledger row sent by the consumer and never answered. */
+const DOUBTED_TEXT = 'SELECT 1 FROM ids WHERE id = ?1 AND lease_until > ?2 AND forwarded_until <= ?2';
+const DOUBTED_BLOB = `SELECT 1 FROM delivered WHERE id = ?1 AND state NOT IN (${DELIVERED}, ${DEAD}) AND (attempts > 0 OR lease_until > ?2) AND max(expires, lease_until) > ?2`;
 
 /** Expired rows deleted per claim: more than a claim adds, so the table shrinks back after a peak. */
 const EXPIRY_SLICE = 200;
@@ -162,7 +166,8 @@ export class RelayState extends DurableObject<unknown> {
   /**
    * What the previous release remembers in this object (previous.ts), for an upgraded Worker:
    * until when each of `ids` (its no-queue shards' ids, as sent) was forwarded and each of `blobs`
-   * (its queue ledger's 16-byte ids) delivered or dead-lettered (0: not remembered), and the last
+   * (its queue ledger's 16-byte ids) delivered or dead-lettered (0: not remembered), which were in
+   * doubt (under a live lease, or tried by the queue consumer: held as ambiguous), and the last
    * moment anything here expires (`horizon`, 0 when nothing is left: read from the indexes).
    */
   remembered(ids: string[], blobs: ArrayBuffer[], now: number): Remembered {
@@ -178,6 +183,8 @@ export class RelayState extends DurableObject<unknown> {
     return {
       texts: ids.map((id) => one('SELECT forwarded_until FROM ids WHERE id = ?1 AND forwarded_until > ?2', id, now)),
       blobs: blobs.map((id) => one(`SELECT expires FROM delivered WHERE id = ?1 AND state IN (${DELIVERED}, ${DEAD}) AND expires > ?2`, id, now)),
+      // Under a live lease (being forwarded, or a consumer's call) or tried by a consumer: it may have been applied.
+      doubted: { texts: ids.map((id) => one(DOUBTED_TEXT, id, now) === 1), blobs: blobs.map((id) => one(DOUBTED_BLOB, id, now) === 1) },
       horizon: one('SELECT max(coalesce((SELECT max(expires) FROM ids), 0), coalesce((SELECT max(expires) FROM delivered), 0))'),
     };
   }
