@@ -11,7 +11,7 @@ import { DEFAULT_STATE_FILE } from '../relay/state/node.js';
 import { untilStopped } from './signals.js';
 import type { RunningRelay } from '../relay/node.js';
 
-const USAGE = `Usage: cdp-edge relay [--port 8787] [--host 127.0.0.1] [--state-file ${DEFAULT_STATE_FILE}] [--workers 1] [--metrics-port M]
+const USAGE = `Usage: cdp-edge relay [--port 8787] [--host 127.0.0.1] [--state-file ${DEFAULT_STATE_FILE}] [--workers 1] [--metrics-port M] [--metrics-host 127.0.0.1]
 
 Runs the relay: POST /collect for browsers, the /v1/... proxy for servers, GET /cdp.js.
 Configure it with environment variables (the same names as on Cloudflare Workers):
@@ -29,6 +29,7 @@ Configure it with environment variables (the same names as on Cloudflare Workers
   RELAY_REDIS_URL                      redis:// or rediss://: every relay process shares its state there
   RELAY_LOG                            info (default: a JSON line per request), debug (and one per item), off
   RELAY_METRICS_PORT                   or --metrics-port: /metrics, /status, /healthz, /readyz on 127.0.0.1:M
+  RELAY_METRICS_HOST                   or --metrics-host: the metrics port's address instead of 127.0.0.1 (a container's 0.0.0.0)
   CDP_API_KEY_FILE (and RELAY_IDENTITY_SECRET_FILE, RELAY_REDIS_URL_FILE, RELAY_TOKENS_FILE)
                                        read that variable from a file, as mounted secrets are
 
@@ -45,6 +46,7 @@ const parse = (argv: string[]) =>
       'state-file': { type: 'string' },
       workers: { type: 'string' },
       'metrics-port': { type: 'string' },
+      'metrics-host': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   }).values;
@@ -78,8 +80,9 @@ const relay: Command = {
       console.error(`cdp-edge relay: --metrics-port must be a port number (0–65535); got ${JSON.stringify(rawMetricsPort)}`);
       return 2;
     }
+    const metricsHost = values['metrics-host'] ?? (process.env['RELAY_METRICS_HOST'] || undefined);
     const stateFile = values['state-file'] ?? process.env['RELAY_STATE_FILE'] ?? DEFAULT_STATE_FILE;
-    if (workers > 1 && cluster.isPrimary) return runPrimary(workers, metricsPort);
+    if (workers > 1 && cluster.isPrimary) return runPrimary(workers, metricsPort, metricsHost);
     const { startRelay } = await import('../relay/node.js');
     let running: RunningRelay;
     try {
@@ -89,6 +92,7 @@ const relay: Command = {
         hostname: values.host ?? '127.0.0.1',
         stateFile,
         ...(cluster.isWorker ? { clusterWorker: true } : metricsPort === undefined ? {} : { metricsPort }),
+        ...(metricsHost === undefined ? {} : { metricsHostname: metricsHost }),
       });
     } catch (error) {
       if (error instanceof RelayConfigError) {
@@ -115,13 +119,13 @@ const relay: Command = {
  * Forks `count` relay processes that share the listening port (node:cluster) and the state. A
  * process that dies is replaced; SIGINT or SIGTERM stops them all.
  */
-async function runPrimary(count: number, metricsPort: number | undefined): Promise<number> {
+async function runPrimary(count: number, metricsPort: number | undefined, metricsHost: string | undefined): Promise<number> {
   let stopping = false;
   let ops: { url: string; close(): Promise<void> } | undefined;
   if (metricsPort !== undefined) {
     const { startClusterOps } = await import('../relay/ops/cluster.js');
     try {
-      ops = await startClusterOps({ port: metricsPort });
+      ops = await startClusterOps({ port: metricsPort, ...(metricsHost === undefined ? {} : { hostname: metricsHost }) });
     } catch (error) {
       console.error(`cdp-edge relay: could not start the metrics port: ${(error as Error).message}`);
       return 1;
