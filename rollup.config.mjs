@@ -25,6 +25,8 @@ const serverEntries = Object.fromEntries(
     ['plan/index', 'src/plan/index.ts'],
     ['server', 'src/server/index.ts'],
     ['server/spool', 'src/server/spool.ts'],
+    ['next/index', 'src/next/index.ts'],
+    ['next/server', 'src/next/server.ts'],
     ['cli', 'src/cli.ts'],
   ].filter(([, file]) => existsSync(file)),
 );

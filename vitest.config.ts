@@ -38,7 +38,7 @@ export default defineConfig({
           name: 'node',
           environment: 'node',
           include: ['test/**/*.test.ts'],
-          exclude: ['test/browser/**', 'test/workerd/**', 'test/e2e/**', 'test/container/**', '**/node_modules/**', ...TIMED],
+          exclude: ['test/browser/**', 'test/workerd/**', 'test/e2e/**', 'test/container/**', 'test/next/next.test.ts', '**/node_modules/**', ...TIMED],
           testTimeout: 20_000,
           hookTimeout: 30_000,
         },

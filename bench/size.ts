@@ -246,7 +246,6 @@ for (const sdk of SDKS) {
 }
 
 /**
-/**
  * cdp-edge's other entries, each as an app bundle that imports it from the built package (esbuild,
  * minified ESM). `adds` is what the entry costs beside `cdp-edge/browser` (its own code and chunks),
  * `app` the whole "one call" bundle of cdp-edge code. The framework entries leave React out (the app
@@ -277,6 +276,21 @@ await cdp.track({ id: 'order-1', activity_id: 'act:cm:order-paid', person: { 'st
   },
 ];
 
+/** The entries that never reach a browser, bundled for Node as `next.config` or a server loads them (0 B in the browser). */
+const SERVER_ENTRIES = [
+  { entry: 'cdp-edge/next', file: 'dist/next/index.js', runs: 'next.config' },
+  { entry: 'cdp-edge/next/server', file: 'dist/next/server.js', runs: 'the server (Server Components, route handlers)' },
+];
+
+async function serverEntrySizes() {
+  return Promise.all(
+    SERVER_ENTRIES.map(async ({ entry, file, runs }) => {
+      const out = await build({ ...ESBUILD, entryPoints: [join(root, file)], format: 'esm', platform: 'node' });
+      return { entry, file, runs, browserBytes: 0, bundle: measure(out.outputFiles[0]!.contents) };
+    }),
+  );
+}
+
 async function entrySizes() {
   const external = ['react', 'react/*', 'react-dom', 'react-dom/*'];
   return Promise.all(
@@ -293,8 +307,11 @@ async function entrySizes() {
     }),
   );
 }
-const entries = await entrySizes();
-console.table(entries.map(({ entry, adds, app }) => ({ entry, 'adds gzip B': adds.gzip, 'app gzip B (without React)': app.gzip })));
+const appEntries = await entrySizes();
+const serverEntries = await serverEntrySizes();
+console.table(appEntries.map(({ entry, adds, app }) => ({ entry, 'adds gzip B': adds.gzip, 'app gzip B (without React)': app.gzip })));
+console.table(serverEntries.map(({ entry, runs, bundle }) => ({ entry, runs, 'browser B': 0, 'Node bundle gzip B': bundle.gzip })));
+const entries = [...appEntries, ...serverEntries];
 const ours = rows.find((row) => row.name === 'cdp-edge');
 const ratio = (value: number, base: number | undefined) => (base ? Math.round((value / base) * 10) / 10 : null);
 const kb = (bytes: number) => (bytes / 1024).toFixed(1);

@@ -38,7 +38,9 @@ const READERS = {
     const peers = r.rows.filter((row) => row.name !== 'cdp-edge');
     const ratios = peers.map((p) => `${p.name} ${p.ratioToCdpEdge.scriptGzip}×`).join(', ');
     const entries = (r.entries ?? [])
-      .map((e) => `; ${e.entry} adds ${e.adds.gzip} B gzip (app ${e.app.gzip} B${e.without ? ` without ${e.without}` : ''})`)
+      .map((e) =>
+        e.adds ? `; ${e.entry} adds ${e.adds.gzip} B gzip (app ${e.app.gzip} B${e.without ? ` without ${e.without}` : ''})` : `; ${e.entry} 0 B in the browser`,
+      )
       .join('');
     return {
       headline: `dist/cdp.js ${ours.script.gzip} B gzip / ${ours.script.brotli} B brotli; app bundle ${ours.app.gzip} B gzip${entries}; peers' script gzip vs ours: ${ratios}`,

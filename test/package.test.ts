@@ -26,7 +26,7 @@ describe('the package', () => {
   });
 
   it('maps every required entry, types first, to files the build produced', () => {
-    for (const entry of ['./browser', './react', './relay', './relay/cloudflare', './relay/workers', './client', './emulator']) {
+    for (const entry of ['./browser', './react', './next', './next/server', './relay', './relay/cloudflare', './relay/workers', './client', './emulator']) {
       const target = pkg.exports[entry] as Record<string, string>;
       expect(Object.keys(target)[0], entry).toBe('types');
       expect(existsSync(target['types']!), `${entry} types ${target['types']}`).toBe(true);
@@ -63,6 +63,19 @@ describe('the package', () => {
       import { CdpProvider, useTracker, useIdentify, usePageViews } from 'cdp-edge/react';
       console.log([CdpProvider, useTracker, useIdentify, usePageViews].map((f) => typeof f).join(' '));`);
     expect(out).toBe('function function function function');
+  });
+
+  it('`cdp-edge/next` is config code with no import, and `cdp-edge/next/server` signs as the relay checks', () => {
+    expect(readFileSync('dist/next/index.js', 'utf8')).not.toMatch(/^import /m);
+    const out = importInNode(`
+      import { withCdpEdge } from 'cdp-edge/next';
+      import { userHashFor } from 'cdp-edge/next/server';
+      import { identityHash } from 'cdp-edge/relay';
+      const config = withCdpEdge({}, { relay: 'http://127.0.0.1:8787' });
+      const { beforeFiles } = await config.rewrites();
+      const hash = await userHashFor({ 'str::email': 'ann@example.com' }, 's');
+      console.log(JSON.stringify([beforeFiles.map((r) => r.source), hash['str::email'] === (await identityHash('s', 'str::email', 'ann@example.com'))]));`);
+    expect(JSON.parse(out)).toEqual([['/t/collect', '/t/cdp.js'], true]);
   });
 
   it('`cdp-edge/api` exposes the endpoint table with all 29 endpoints', () => {

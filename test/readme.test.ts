@@ -413,6 +413,16 @@ console.log(paid.status, JSON.stringify(await sqliteSpool(${JSON.stringify(spool
     expect(wrangler).toMatch(/^# \[\[analytics_engine_datasets\]\]\n# binding = "ANALYTICS"/m);
   });
 
+  it('every Next.js block is what demo/next has (which test/next/next.test.ts builds and runs)', () => {
+    const next = blocks.filter((b) => b.lang === 'jsx' && /^\/\/ (next\.config\.mjs|app\/\S+)$/.test(b.code.split('\n')[0]!));
+    expect(next.length).toBeGreaterThanOrEqual(3);
+    for (const block of next) {
+      const [first, ...lines] = block.code.split('\n');
+      const file = readFileSync(join(root, 'demo', 'next', first!.slice(3)), 'utf8');
+      for (const line of lines) expect(file, `README.md:${block.line} ${line}`).toContain(line);
+    }
+  });
+
   it('every ts block is one of the above', () => {
     const known = ['identityHash', 'cdp-edge/relay/cloudflare', 'RELAY_TOKEN', "from 'cdp-edge/emulator'", 'cdp-edge/server'];
     for (const block of blocks.filter((b) => b.lang === 'ts'))
