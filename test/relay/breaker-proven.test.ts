@@ -2,7 +2,8 @@
 // fresh emulator each (its own breaker of refusals): unverified identifies (person/merge strategy 3,
 // the platform answering 400 for every one, without saying which entry) close the breaker for
 // anonymous traffic, while the signed-in visitors' tracks (proven: only verified tracks are
-// forwarded under the default `verify: optional`) keep going and all arrive within seconds.
+// forwarded under the default `verify: optional`) keep going and all arrive within seconds, and so
+// do a server's tracks through its door (every entry of it proves its person, whatever its site's rules).
 // Before, a held anonymous call sent the rest of its lease back for the breaker's hold, and the
 // breaker held every browser call alike: the tracks waited until the refused entries were found,
 // a refused call at a time (minutes).
@@ -16,41 +17,51 @@ import { backing, closing, DAY, KEY, ORIGIN, onEachBackend, ownPlatform } from '
 /** This emulator counts no rate: calls need not leave 100 ms apart (the breaker counts refusals, not time). */
 const RATE = 50;
 
-onEachBackend(() => {
-  it("anonymous items the platform refuses pause anonymous calls only: the signed-in visitors' tracks all arrive", async () => {
-    const platform = await ownPlatform({ faults: { 'person/merge': { status: 400, message: 'Unknown field' } } });
-    closing.push(() => platform.close());
-    const run = crypto.randomUUID().slice(0, 8);
-    const now = Date.now();
-    const base = (n: number) => ({ site: 'pk_d', id: `${run}-${n}`, browser: `b-${n}`, visitor: `v-${n}`, accepted: now + n });
-    // 300 unverified identifies, each from its own browser, then 200 verified tracks of others.
-    const anonymous = Array.from(
-      { length: 300 },
-      (_, n): OutboxItem => ({ ...base(n), kind: 'merge-create', entry: { fields: { 'str::email': `x-${run}-${n}@example.com` } } }),
-    );
-    const signedIn = Array.from({ length: 200 }, (_, i): OutboxItem => {
-      const n = 300 + i;
-      return { ...base(n), kind: 'activity', entry: { activity_id: 'act:cm:viewed', fields: { 'str::email': `ann-${run}-${n}@example.com` } } };
-    });
-    const { outbox } = backing!;
-    expect((await outbox.accept([...anonymous, ...signedIn], now, DAY)).accepted).toHaveLength(500);
-    const config = parseConfig({
-      CDP_API_KEY: KEY,
-      CDP_BASE_URL: platform.url,
-      RELAY_SITES: JSON.stringify([{ key: 'pk_d', origins: [ORIGIN] }]),
-      RELAY_IDENTITY_SECRET: 'breaker-proven-identity-secret-0123456789',
-      RELAY_LOG: 'off',
-      RELAY_PLATFORM_RATE: String(RATE),
-    });
-    const events: DeliveryEvent[] = [];
-    const handlers = createRelayHandlers(config, { ...backing, observer: { delivery: (event) => events.push(event) } });
-    closing.push(() => handlers.close());
+/** Whose tracks go on: the signed-in visitors' (verified tracks of the browsers' site) or a server's through its door (site `server:<token name>`). */
+const PROVEN = [
+  { who: "the signed-in visitors' tracks", site: 'pk_d' },
+  { who: 'the tracks a server sent through its door', site: 'server:shop' },
+];
 
-    // The breaker closed for anonymous calls (a held call has no status and sends its entries back)…
-    await expect.poll(() => events.some((event) => event.endpoint === 'person/merge' && event.called && event.status === 0), { timeout: 10_000 }).toBe(true);
-    // …and the tracks arrive all the same, each once, within seconds (the breaker's hold is 15 s).
-    await expect.poll(() => platform.emulator.calls()['activities/create']?.entries ?? 0, { timeout: 8_000, interval: 100 }).toBe(200);
-    expect(platform.emulator.bans()).toBe(0);
-    expect((await outbox.stats()).pending).toBeGreaterThan(0);
-  }, 30_000);
+onEachBackend(() => {
+  it.each(PROVEN)(
+    'anonymous items the platform refuses pause anonymous calls only: $who all arrive',
+    async ({ site }) => {
+      const platform = await ownPlatform({ faults: { 'person/merge': { status: 400, message: 'Unknown field' } } });
+      closing.push(() => platform.close());
+      const run = crypto.randomUUID().slice(0, 8);
+      const now = Date.now();
+      const base = (n: number) => ({ site: 'pk_d', id: `${run}-${n}`, browser: `b-${n}`, visitor: `v-${n}`, accepted: now + n });
+      // 300 unverified identifies, each from its own browser, then 200 verified tracks of others.
+      const anonymous = Array.from(
+        { length: 300 },
+        (_, n): OutboxItem => ({ ...base(n), kind: 'merge-create', entry: { fields: { 'str::email': `x-${run}-${n}@example.com` } } }),
+      );
+      const signedIn = Array.from({ length: 200 }, (_, i): OutboxItem => {
+        const n = 300 + i;
+        return { ...base(n), site, kind: 'activity', entry: { activity_id: 'act:cm:viewed', fields: { 'str::email': `ann-${run}-${n}@example.com` } } };
+      });
+      const { outbox } = backing!;
+      expect((await outbox.accept([...anonymous, ...signedIn], now, DAY)).accepted).toHaveLength(500);
+      const config = parseConfig({
+        CDP_API_KEY: KEY,
+        CDP_BASE_URL: platform.url,
+        RELAY_SITES: JSON.stringify([{ key: 'pk_d', origins: [ORIGIN] }]),
+        RELAY_IDENTITY_SECRET: 'breaker-proven-identity-secret-0123456789',
+        RELAY_LOG: 'off',
+        RELAY_PLATFORM_RATE: String(RATE),
+      });
+      const events: DeliveryEvent[] = [];
+      const handlers = createRelayHandlers(config, { ...backing, observer: { delivery: (event) => events.push(event) } });
+      closing.push(() => handlers.close());
+
+      // The breaker closed for anonymous calls (a held call has no status and sends its entries back)…
+      await expect.poll(() => events.some((event) => event.endpoint === 'person/merge' && event.called && event.status === 0), { timeout: 10_000 }).toBe(true);
+      // …and the tracks arrive all the same, each once, within seconds (the breaker's hold is 15 s).
+      await expect.poll(() => platform.emulator.calls()['activities/create']?.entries ?? 0, { timeout: 8_000, interval: 100 }).toBe(200);
+      expect(platform.emulator.bans()).toBe(0);
+      expect((await outbox.stats()).pending).toBeGreaterThan(0);
+    },
+    30_000,
+  );
 }, RATE);

@@ -3,6 +3,7 @@ import { describe, it } from 'vitest';
 import { enrichmentCases } from './enrichment-cases.js';
 import { identityCases } from './identity-cases.js';
 import { protocolCases } from './protocol-cases.js';
+import { serverDoorCases } from './server-door-cases.js';
 import { expectKeyNeverSeen, type RelayTarget } from './target.js';
 import { upstreamCases } from './upstream-cases.js';
 
@@ -11,6 +12,7 @@ export function relaySuite(target: () => RelayTarget): void {
   identityCases(target);
   enrichmentCases(target);
   upstreamCases(target);
+  serverDoorCases(target);
   describe('the platform key', () => {
     it('never appeared in any response body or header above', () => expectKeyNeverSeen());
   });
