@@ -88,7 +88,7 @@ function banner(stack: DevStack, upstream: (Upstream & { why: string }) | undefi
   const addresses: Array<[string, string, string]> = [
     ['Demo site', `${demo.url}/`, 'a shop page with the script tag: open this'],
     ['', `${demo.url}/spa/`, 'a single-page app importing createTracker'],
-    ['Relay', relay.url, 'POST /collect, GET /cdp.js, the /v1/… proxy'],
+    ['Relay', relay.url, 'POST /collect, POST /server/collect, GET /cdp.js, the /v1/… proxy'],
     ...(relay.metricsUrl
       ? ([['Status', `${relay.metricsUrl}/status`, "the relay's status page (and /metrics for Prometheus)"]] as Array<[string, string, string]>)
       : []),

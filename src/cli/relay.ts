@@ -13,13 +13,13 @@ import type { RunningRelay } from '../relay/node.js';
 
 const USAGE = `Usage: cdp-edge relay [--port 8787] [--host 127.0.0.1] [--state-file ${DEFAULT_STATE_FILE}] [--workers 1] [--metrics-port M] [--metrics-host 127.0.0.1]
 
-Runs the relay: POST /collect for browsers, the /v1/... proxy for servers, GET /cdp.js.
+Runs the relay: POST /collect for browsers, POST /server/collect and the /v1/... proxy for servers, GET /cdp.js.
 Configure it with environment variables (the same names as on Cloudflare Workers):
 
   CDP_API_KEY                          the platform key (required, secret)
   CDP_REGION | CDP_BASE_URL            default, au or eu | an explicit base (the emulator)
   RELAY_SITES                          [{"key","origins":[…],"activities","fields","verify","subscribe_unverified","visitor_rate_limit","rate_limit"}]
-  RELAY_TOKENS                         [{"name","sha256","scopes":[…]}] for the proxy
+  RELAY_TOKENS                         [{"name","sha256","scopes":[…]}] for the proxy and /server/collect
   RELAY_IDENTITY_SECRET                HMAC secret for user_hash (needed by verify "required")
   RELAY_IDENTITY_LEGACY_HASH           off (default) or on: also accept the old value-only user_hash
   RELAY_ADDRESS_LOOKUP                 off (default) or on

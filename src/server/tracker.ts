@@ -33,7 +33,7 @@ export interface ServerTracker {
   flush(options?: { timeoutMs?: number }): Promise<void>;
   /** items not yet final */
   readonly pending: number;
-  /** Stops trying; items not final stay in the spool (if any) for the next tracker. */
+  /** Stops trying; a waiting `flush()` rejects, and items not final stay in the spool (if any) for the next tracker. */
   close(): void;
 }
 
@@ -100,7 +100,8 @@ export function createServerTracker(options: ServerTrackerOptions): ServerTracke
   const maxBackoff = options.maxBackoffMs ?? 5000;
   const { spool } = options;
   const held = new Map<string, Held>();
-  let idle: (() => void)[] = [];
+  /** flushes waiting for every item to be final */
+  let idle: { resolve: () => void; reject: (error: ServerTrackerError) => void }[] = [];
   let running = false;
   let closed = false;
   let failures = 0;
@@ -212,7 +213,7 @@ export function createServerTracker(options: ServerTrackerOptions): ServerTracke
       if (held.size === 0) {
         const waiting = idle;
         idle = [];
-        for (const resolve of waiting) resolve();
+        for (const flush of waiting) flush.resolve();
       }
     }
   };
@@ -240,7 +241,8 @@ export function createServerTracker(options: ServerTrackerOptions): ServerTracke
       await loaded;
       if (held.size === 0) return;
       kick();
-      const empty = new Promise<void>((resolve) => idle.push(resolve));
+      if (closed) throw new ServerTrackerError(`the tracker is closed with ${held.size} items not final`, { pending: held.size });
+      const empty = new Promise<void>((resolve, reject) => idle.push({ resolve, reject }));
       if (timeoutMs === undefined) return empty;
       let timer: ReturnType<typeof setTimeout> | undefined;
       const late = new Promise<never>((_, reject) => {
@@ -261,6 +263,10 @@ export function createServerTracker(options: ServerTrackerOptions): ServerTracke
     close: () => {
       closed = true;
       wake?.();
+      // A flush waiting for items that will no longer be tried hears so now.
+      const waiting = idle;
+      idle = [];
+      for (const flush of waiting) flush.reject(new ServerTrackerError(`the tracker was closed with ${held.size} items not final`, { pending: held.size }));
     },
   };
 }

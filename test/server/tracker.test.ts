@@ -130,8 +130,10 @@ describe('createServerTracker against a real relay', () => {
     void ended.track({ id: 'refund-1', activity_id: 'act:cm:viewed', person: { 'str::email': email } });
     void ended.identify({ id: 'refund-1-person', fields: { 'str::email': email, 'str::first': 'Sam' } });
     await expect(ended.flush({ timeoutMs: 500 })).rejects.toMatchObject({ pending: 2 });
-    // The function ends: its tracker with it.
+    // The function ends: its tracker with it (a flush still waiting hears so).
+    const waiting = ended.flush();
     ended.close();
+    await expect(waiting).rejects.toMatchObject({ pending: 2 });
     await first.close();
 
     relay = await startOn(port);

@@ -1,5 +1,6 @@
 /**
- * Relay tokens: the credentials servers use for the proxy instead of the platform key.
+ * Relay tokens: the credentials servers use for the proxy (instead of the platform key), the server
+ * door (`collect`), the admin calls and `/metrics`.
  * Only SHA-256 hashes are configured and kept. A presented token is hashed synchronously with
  * @noble/hashes (plain JavaScript: workerd and Node alike; Web Crypto's async round trip cost more
  * per proxy call than the rest of the proxy) and compared in constant time. New entries are hashed
