@@ -133,6 +133,20 @@ describe('the source layout', () => {
     expect(breaks((file, imported) => /^(api|browser|client|emulator|plan)\//.test(file) && imported.startsWith('relay/'))).toEqual([]);
   });
 
+  it('keeps cdp-edge/server portable (Node, Deno, Bun, workerd): no Node module and nothing of the relay but in its Node-only spool', () => {
+    const core = files.filter((file) => file.startsWith('server/') && file !== 'server/spool.ts');
+    expect(core.length).toBeGreaterThan(2);
+    const nodeOnly = core.flatMap((file) =>
+      ts
+        .preProcessFile(texts.get(file)!, true, true)
+        .importedFiles.map((entry) => entry.fileName)
+        .filter((specifier) => specifier.startsWith('node:') || !specifier.startsWith('.'))
+        .map((specifier) => `${file} imports ${specifier}`),
+    );
+    expect(nodeOnly).toEqual([]);
+    expect(breaks((file, imported) => core.includes(file) && imported.startsWith('relay/'))).toEqual([]);
+  });
+
   it('has no import cycle but the listed ones', () => {
     expect(cycles().filter((cycle) => !CYCLES_DEBT.includes(cycle))).toEqual([]);
   });
