@@ -36,7 +36,7 @@ export function chooseHandoff(choice: HandoffChoice): { handoff: Handoff; outbox
   const { config, limiter, upstream, pacer, clock, observer, logger } = choice;
   if (choice.enqueue) return { handoff: queueHandoff(choice.enqueue) };
   const outbox = choice.outbox ?? createMemoryOutbox();
-  if (!(choice.deliver ?? true)) return { handoff: outboxHandoff(outbox, config.windowMs, config.outboxLimits), outbox };
+  if (!(choice.deliver ?? true)) return { handoff: outboxHandoff(outbox, config.windowMs, config.outboxLimits, undefined, config.unproven.share), outbox };
   const deliverer = createDeliverer({
     outbox,
     pacer,
@@ -70,5 +70,5 @@ export function chooseHandoff(choice: HandoffChoice): { handoff: Handoff; outbox
     logger,
   });
   deliverer.start();
-  return { handoff: outboxHandoff(outbox, config.windowMs, config.outboxLimits, (count) => deliverer.kick(count)), outbox, deliverer };
+  return { handoff: outboxHandoff(outbox, config.windowMs, config.outboxLimits, (count) => deliverer.kick(count), config.unproven.share), outbox, deliverer };
 }

@@ -8,7 +8,7 @@
  * @module
  */
 import { baseUrlFor, isRegion } from '../../api/index.js';
-import { DEFAULT_OUTBOX_LIMITS, type OutboxLimits } from './outbox-limits.js';
+import { DEFAULT_OUTBOX_LIMITS, DEFAULT_UNPROVEN, type OutboxLimits, type UnprovenLimits } from './outbox-limits.js';
 import { RelayConfigError } from './errors.js';
 import { applyPlan, parseSites, type SiteConfig } from './sites.js';
 import { parseTokens, type TokenConfig } from './tokens.js';
@@ -72,6 +72,12 @@ export interface RelayConfig {
    * answers `retry` with `Retry-After`. @default {@link DEFAULT_OUTBOX_LIMITS}
    */
   outboxLimits: OutboxLimits;
+  /**
+   * What unproven items may take of a site (ingest/unproven.ts): `RELAY_OUTBOX_UNPROVEN_SHARE`, the
+   * part of the outbox's site and total limits they may fill (0.5), and
+   * `RELAY_UNPROVEN_PEOPLE_PER_MINUTE`, the identifies a minute that may create a person (600).
+   */
+  unproven: UnprovenLimits;
   /** `RELAY_LOG`: `info` one JSON line per request, `debug` also one per item with its result and reason, `off` none @default 'info' */
   logLevel: LogLevel;
   /** lifetime of the identity token handed to the browser @default 3600 */
@@ -108,6 +114,12 @@ function whole(env: Env, name: string, fallback: number): number {
   const value = positive(env, name, fallback);
   if (!Number.isInteger(value) || value < 1) throw new RelayConfigError(name, `must be a whole number ≥ 1, got ${value}`);
   return value;
+}
+
+function unprovenLimits(env: Env): UnprovenLimits {
+  const share = positive(env, 'RELAY_OUTBOX_UNPROVEN_SHARE', DEFAULT_UNPROVEN.share);
+  if (!(share > 0 && share <= 1)) throw new RelayConfigError('RELAY_OUTBOX_UNPROVEN_SHARE', `must be more than 0 and at most 1, got ${share}`);
+  return { share, peoplePerMinute: whole(env, 'RELAY_UNPROVEN_PEOPLE_PER_MINUTE', DEFAULT_UNPROVEN.peoplePerMinute) };
 }
 
 function outboxLimits(env: Env): OutboxLimits {
@@ -231,6 +243,7 @@ export function parseConfig(env: Env): RelayConfig {
     deliveryRetryMs: atLeast(env, 'RELAY_DELIVERY_RETRY_MS', 5_000, 100),
     ambiguous: ambiguousPolicy(env),
     outboxLimits: outboxLimits(env),
+    unproven: unprovenLimits(env),
     logLevel: logLevel(env),
     identityTtlSeconds: 3600,
   };

@@ -27,6 +27,31 @@ export interface OutboxLimits {
  */
 export const DEFAULT_OUTBOX_LIMITS: OutboxLimits = { visitor: 1_000, site: 100_000, total: 200_000, dead: 10_000 };
 
+/**
+ * What unproven items (no valid `user_hash` or identity token: anyone can send them) may take of a
+ * site, so that they never crowd out its signed-in visitors (ingest/unproven.ts).
+ */
+export interface UnprovenLimits {
+  /** the part of the site's (and the whole outbox's) limit unproven items may fill; past it they are answered `retry`, proven items still go in */
+  share: number;
+  /** identifies a minute, per site, that may create a person without proving it; past it they are answered `retry` */
+  peoplePerMinute: number;
+}
+
+/**
+ * Half the outbox; 600 new people a minute per site (10 a second: a busy shop's sign-ups, where
+ * 150 networks of anonymous identifies made 41,000 in 40 s with no bound).
+ */
+export const DEFAULT_UNPROVEN: UnprovenLimits = { share: 0.5, peoplePerMinute: 600 };
+
+/** The limits an accept of unproven items is held to: `share` of the site's and the outbox's. */
+export function unprovenShareOf(limits: OutboxLimits, share: number): OutboxLimits {
+  return { ...limits, site: Math.floor(limits.site * share), total: Math.floor(limits.total * share) };
+}
+
+/** The start of the error of an unproven identify answered `retry` because the site's budget of new people is spent. */
+export const PEOPLE_BUDGET = 'people_budget';
+
 /** No limits: what a store holds when an accept names none (tests, tools). */
 export const NO_LIMITS: OutboxLimits = {
   visitor: Number.POSITIVE_INFINITY,
@@ -37,3 +62,8 @@ export const NO_LIMITS: OutboxLimits = {
 
 /** The code of a 503 whose items all found the outbox full, and the start of a `retry` item's error. */
 export const OUTBOX_FULL = 'outbox_full';
+/**
+ * The start of the error of an unproven item the outbox had no room for (its share of the site's
+ * outbox, or its visitor's own limit): an `outbox_full` item too.
+ */
+export const UNPROVEN_FULL = `${OUTBOX_FULL}: unproven`;

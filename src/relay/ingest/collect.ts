@@ -18,6 +18,7 @@ import { lookupCounter } from '../state/store.js';
 import { readCollectBody, type CollectBody, type CollectRequest } from './body.js';
 import { enrichLocation, enrichmentOf, wantsAddress, type ClientInfo } from './enrich.js';
 import type { Prepared } from './handoff.js';
+import { budgetPeople } from './unproven.js';
 import { identityFor } from './identity.js';
 import { applyIdentityRules, vouchedRulings } from './identity-rules.js';
 import { chargeAnswered, checkAddress, checkRate, checkRefusals, GUARD_RETRY, heldByGuard, holdGate, type Hold } from './guard.js';
@@ -189,14 +190,17 @@ export async function collectItems(
     const entry = entryOf(item, ruling.locate ? enrichLocation(item.input.location, enrichment) : undefined, at);
     const invalid = checkEntry(item.type, entry);
     if (invalid) reject(item.index, item.id, invalid, 'invalid');
-    else going.push({ index: item.index, id: item.id, kind: ruling.kind, entry, shape: shapeOf(item) });
+    else going.push({ index: item.index, id: item.id, kind: ruling.kind, entry, shape: shapeOf(item), proven: vouched || ruling.verified });
   }
+  // Unproven identifies create people within the site's budget (unproven.ts).
+  const budget = await budgetPeople(ctx.limiter, site.key, config.unproven, going, started);
+  for (const { index, result } of budget.held) results.set(index, result);
 
   // Where the request waits for the platform, items of a shape it has not taken lately go one request at a time per visitor.
   if (ctx.handoff.waitsForPlatform) await holdGate(ctx, site, visitor, items, started + config.budgetMs, hold);
 
   // The address-lookup budget is spent only on items that go.
-  const asking = going.filter((p) => wantsAddress(p.entry['location'] as Record<string, unknown> | undefined));
+  const asking = budget.going.filter((p) => wantsAddress(p.entry['location'] as Record<string, unknown> | undefined));
   if (asking.length > 0) {
     const granted = await store.add(site.key, lookupCounter(started), asking.length, config.addressLookupMonthlyLimit);
     for (const p of asking.slice(granted)) {
@@ -208,10 +212,10 @@ export async function collectItems(
 
   // Durable, then answered.
   const handed =
-    going.length > 0
+    budget.going.length > 0
       ? await ctx.handoff({
           site,
-          items: going,
+          items: budget.going,
           browser: body.queue ?? visitor ?? '',
           // '' when the client address is unknown: the site's own refusal bucket is still charged
           visitor: visitor ?? '',
@@ -220,7 +224,7 @@ export async function collectItems(
           bytes: body.bytes,
         })
       : { results: new Map<string, ItemResult>(), retryAfter: 0 };
-  for (const p of going) {
+  for (const p of budget.going) {
     const result = handed.results.get(p.id) ?? { id: p.id, status: 'retry' as const, error: 'not handed on' };
     results.set(p.index, result);
     if (result.status === 'rejected' && result.reason !== undefined) reasons.set(p.index, result.reason);
@@ -240,7 +244,7 @@ export async function collectItems(
     upstream: handed.upstream ?? [],
     ...(handed.warning ? { warning: handed.warning } : {}),
   };
-  const retryAfter = Math.max(handed.retryAfter ?? 0, guarded > 0 ? Math.ceil(guardMs / 1000) : 0);
+  const retryAfter = Math.max(handed.retryAfter ?? 0, guarded > 0 ? Math.ceil(guardMs / 1000) : 0, budget.retryAfter);
   const gotThrough = ordered.some((result) => result.status === 'accepted' || result.status === 'duplicate');
   if (retryAfter > 0 && !gotThrough) {
     const error = new RelayHttpError(

@@ -7,8 +7,8 @@
  */
 import type { ItemResult } from '../../api/collect.js';
 import type { SiteConfig } from '../core/sites.js';
-import { OUTBOX_FULL, type OutboxLimits } from '../core/outbox-limits.js';
-import type { EntryKind, Outbox } from '../state/outbox.js';
+import { OUTBOX_FULL, type OutboxLimits, UNPROVEN_FULL, unprovenShareOf } from '../core/outbox-limits.js';
+import type { Accepted, EntryKind, Outbox } from '../state/outbox.js';
 
 /** One checked item, as the platform entry it will be sent as. */
 export interface Prepared {
@@ -19,6 +19,8 @@ export interface Prepared {
   entry: Record<string, unknown>;
   /** what the platform could refuse it for, values aside (shapes.ts) */
   shape: string;
+  /** its visitor proved who they are (a valid `user_hash` or identity token, a server token): ingest/unproven.ts */
+  proven: boolean;
 }
 
 export interface HandoffInput {
@@ -67,22 +69,52 @@ export const REMEMBER_MARGIN_MS = 10 * 60_000;
  */
 export const FULL_RETRY_AFTER_S = 5;
 
-/** Hands items to `outbox` (one atomic step, within `limits`); `accepted(count)` wakes the deliverer. */
-export function outboxHandoff(outbox: Outbox, windowMs: number, limits: OutboxLimits, accepted?: (count: number) => void): Handoff {
+/** `items` cut where `proven` changes: runs of consecutive items, in order. */
+function runs(items: readonly Prepared[], proven: (item: Prepared) => boolean): { proven: boolean; items: Prepared[] }[] {
+  const out: { proven: boolean; items: Prepared[] }[] = [];
+  for (const item of items) {
+    const last = out.at(-1);
+    if (last !== undefined && last.proven === proven(item)) last.items.push(item);
+    else out.push({ proven: proven(item), items: [item] });
+  }
+  return out;
+}
+
+/**
+ * Hands items to `outbox` (one atomic step, within `limits`; unproven items within `unprovenShare`
+ * of the site's and the outbox's limits, ingest/unproven.ts); `accepted(count)` wakes the deliverer.
+ */
+export function outboxHandoff(outbox: Outbox, windowMs: number, limits: OutboxLimits, accepted?: (count: number) => void, unprovenShare = 1): Handoff {
   return async ({ site, items, browser, visitor, now }) => {
-    const taken = await outbox.accept(
-      items.map((item) => ({ site: site.key, id: item.id, kind: item.kind, entry: item.entry, browser, visitor, accepted: now })),
-      now,
-      windowMs + REMEMBER_MARGIN_MS,
-      // An unknown address ('') is not one visitor: only the site's and the outbox's limits hold.
-      visitor === '' ? { ...limits, visitor: Number.POSITIVE_INFINITY } : limits,
-    );
+    // An unknown address ('') is not one visitor: only the site's and the outbox's limits hold.
+    const all = visitor === '' ? { ...limits, visitor: Number.POSITIVE_INFINITY } : limits;
+    const taken: Accepted = { accepted: [], duplicate: [], full: [] };
+    const short = new Set<string>();
+    // Proven and unproven items in runs, in order (a browser's items keep their order), each run in one step.
+    for (const run of runs(items, (item) => item.proven || unprovenShare >= 1)) {
+      const answer = await outbox.accept(
+        run.items.map((item) => ({ site: site.key, id: item.id, kind: item.kind, entry: item.entry, browser, visitor, accepted: now })),
+        now,
+        windowMs + REMEMBER_MARGIN_MS,
+        run.proven ? all : unprovenShareOf(all, unprovenShare),
+      );
+      taken.accepted.push(...answer.accepted);
+      taken.duplicate.push(...answer.duplicate);
+      taken.full.push(...answer.full);
+      if (!run.proven) for (const id of answer.full) short.add(id);
+    }
     const results = new Map<string, ItemResult>();
     for (const id of taken.accepted) results.set(id, { id, status: 'accepted' });
     for (const id of taken.duplicate) results.set(id, { id, status: 'duplicate' });
     // Neither stored nor remembered: the browser keeps them and sends them again after Retry-After.
     for (const id of taken.full)
-      results.set(id, { id, status: 'retry', error: `${OUTBOX_FULL}: the relay holds as much as it may for this visitor or site; retry later` });
+      results.set(id, {
+        id,
+        status: 'retry',
+        error: short.has(id)
+          ? `${UNPROVEN_FULL} items fill their share of the relay's outbox for this site (the rest is kept for signed-in visitors), or this visitor's; retry later`
+          : `${OUTBOX_FULL}: the relay holds as much as it may for this visitor or site; retry later`,
+      });
     if (taken.accepted.length > 0) accepted?.(taken.accepted.length);
     return taken.full.length === 0 ? { results } : { results, retryAfter: FULL_RETRY_AFTER_S, code: OUTBOX_FULL };
   };

@@ -12,7 +12,7 @@
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { NONE, type RelayObserver, UNKNOWN_SITE } from '../core/observe.js';
-import { OUTBOX_FULL, type OutboxLimits } from '../core/outbox-limits.js';
+import { OUTBOX_FULL, type OutboxLimits, PEOPLE_BUDGET, UNPROVEN_FULL } from '../core/outbox-limits.js';
 import type { Outbox } from '../state/outbox.js';
 
 export interface RelayMetricsOptions {
@@ -123,6 +123,12 @@ export function createRelayMetrics(options: RelayMetricsOptions = {}): RelayMetr
     labelNames: ['site'] as const,
     registers,
   });
+  const unprovenHeld = new Counter({
+    name: 'cdp_edge_unproven_held_items_total',
+    help: 'Unproven items answered retry: the outbox had no room for them (their share of the site, or their visitor limit: outbox_share), or the site had created as many people a minute as it allows (people_budget)',
+    labelNames: ['site', 'limit'] as const,
+    registers,
+  });
   if (options.limits !== undefined) {
     const limit = new Gauge({
       name: 'cdp_edge_outbox_limit',
@@ -179,6 +185,8 @@ export function createRelayMetrics(options: RelayMetricsOptions = {}): RelayMetr
       for (const item of event.items) {
         items.inc(item.reason === undefined ? { site, result: item.status } : { site, result: item.status, reason: item.reason });
         if (item.status === 'retry' && item.error?.startsWith(OUTBOX_FULL)) outboxFull.inc({ site });
+        if (item.status === 'retry' && item.error?.startsWith(UNPROVEN_FULL)) unprovenHeld.inc({ site, limit: 'outbox_share' });
+        if (item.status === 'retry' && item.error?.startsWith(PEOPLE_BUDGET)) unprovenHeld.inc({ site, limit: 'people_budget' });
       }
     },
     proxy(entry) {

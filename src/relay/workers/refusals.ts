@@ -24,8 +24,9 @@ export const LOOK_CACHE_MS = 1_000;
 /** Looks remembered per isolate, at most (the oldest forgotten first: forgetting only asks again). */
 const MAX_CACHED = 10_000;
 /**
- * A {@link RateLimiter} whose refusal buckets (keys `refusals:…`, charged or looked at) live in the
- * `RelayState` objects; every other call goes to `fallback` (the request buckets: the Rate
+ * A {@link RateLimiter} whose refusal buckets (keys `refusals:…`, charged or looked at) and sites'
+ * budgets of new people (`people:…`, ingest/unproven.ts) live in the `RelayState` objects; every
+ * other call goes to `fallback` (the request buckets: the Rate
  * Limiting binding, or the isolate's memory).
  */
 export function durableRefusals(namespace: DurableObjectNamespace<RelayState>, fallback?: RateLimiter, options: { cacheMs?: number } = {}): RateLimiter {
@@ -36,7 +37,7 @@ export function durableRefusals(namespace: DurableObjectNamespace<RelayState>, f
   const object = (key: string) => namespace.get(namespace.idFromName(`refusals#${hash(key) % REFUSAL_OBJECTS}`));
   return {
     async limit(key, rate, now, charge) {
-      if (!key.startsWith('refusals:') || charge === undefined) {
+      if (!(key.startsWith('refusals:') || key.startsWith('people:')) || charge === undefined) {
         if (!fallback) throw new Error(`durableRefusals holds refusal buckets only, not ${key.split(':')[0]}`);
         return fallback.limit(key, rate, now, charge);
       }
