@@ -2,11 +2,13 @@
  * cdp-edge/server's tracker against a real relay (SQLite state file, its own HTTP port) and the
  * emulator behind it over real HTTP: a webhook retried five times (from two instances) lands once;
  * a relay down for 10 s loses nothing once `flush()` resolves; a spool keeps what a process that
- * ended could not send, and the next process sends it, once.
+ * ended, or was killed, could not send, and the next process sends it, once.
  */
+import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../src/relay/core/logging.js';
 import { createToken } from '../../src/relay/core/tokens.js';
@@ -15,6 +17,9 @@ import { createServerTracker, type ServerTrackerError } from '../../src/server/i
 import { sqliteSpool } from '../../src/server/spool.js';
 import { upstreamControl, type UpstreamControl } from '../relay/support/control.js';
 import { startUpstreamStack, UPSTREAM_KEY, type UpstreamStack } from '../relay/support/stack.js';
+
+const TSX = pathToFileURL(join(import.meta.dirname, '..', '..', 'node_modules', 'tsx', 'dist', 'loader.mjs')).href;
+const CHILD = join(import.meta.dirname, 'support', 'crash-child.ts');
 
 let stack: UpstreamStack;
 let upstream: UpstreamControl;
@@ -146,6 +151,32 @@ describe('createServerTracker against a real relay', () => {
     expect(await landed(email)).toHaveLength(1);
     const merged = (await upstream.received()).filter((call) => call.path === '/v1/person/merge' && call.status === 200);
     expect(merged.flatMap((call) => call.body.people).filter((person) => person.fields['str::email'] === email)).toHaveLength(1);
+  });
+
+  it('keeps what a killed process (SIGKILL) had tracked in its spool; the next process sends it once', async () => {
+    let relay = await startOn(0);
+    const port = relay.port;
+    await stop(relay);
+    const file = join(dir, 'crash.db');
+    const email = 'killed@example.com';
+    const child = spawn(process.execPath, ['--import', TSX, CHILD, `http://127.0.0.1:${port}`, token, file, email], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    await new Promise<void>((resolve, reject) => {
+      child.stdout.on('data', (chunk: Buffer) => chunk.toString().includes('stored') && resolve());
+      child.once('exit', (code) => reject(new Error(`the child exited (${code}) before it stored its items`)));
+    });
+    child.kill('SIGKILL');
+    await exited;
+
+    relay = await startOn(port);
+    const spool = sqliteSpool(file);
+    expect(await spool.load()).toHaveLength(3);
+    const next = createServerTracker({ relay: relay.url, token, spool });
+    await next.flush();
+    expect(await spool.load()).toEqual([]);
+    await spool.close();
+    await relay.drained({ timeoutMs: 10_000 });
+    expect(await landed(email)).toHaveLength(3);
   });
 
   it('rejects what the relay never takes, and resolves with why', async () => {
