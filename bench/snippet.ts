@@ -7,7 +7,7 @@
  * The page loads dist/cdp.js from the real Node relay (src/relay/node.ts), which forwards to
  * the real emulator (src/emulator/node.ts); both on loopback. The page is cross-origin
  * isolated (COOP + COEP credentialless) so that performance.now() is precise to 5 µs:
- *  1. identify one person and let that send (not counted), then consent 'pending';
+ *  1. identify one person and let that send (not counted), then consent 'store-only';
  *  2. call track() `events` times in a loop, timing each call (its synchronous part: what the
  *     page's own task pays; the IndexedDB write happens after, once, for the whole burst);
  *     also the mean per call over blocks of 100 calls, finer than the timer;
@@ -60,7 +60,7 @@ try {
       const cdp = (window as unknown as { cdp: Record<string, (...a: unknown[]) => Promise<void>> }).cdp;
       await cdp['identify']!({ 'str::email': email });
       await cdp['flush']!();
-      await cdp['consent']!('pending');
+      await cdp['consent']!('store-only');
       const each = new Float64Array(events);
       const blocks: number[] = [];
       const stored: Promise<void>[] = [];
@@ -109,7 +109,7 @@ try {
   // pending again, so no network in the way).
   const single = await page.evaluate(async () => {
     const cdp = (window as unknown as { cdp: Record<string, (...a: unknown[]) => Promise<void>> }).cdp;
-    await cdp['consent']!('pending');
+    await cdp['consent']!('store-only');
     // (in an array: tsx would wrap a named arrow in a helper the page does not have)
     const [nextTask] = [
       () =>

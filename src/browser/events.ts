@@ -16,10 +16,9 @@ export function createEvents() {
       } catch {}
     });
   const on = <E extends keyof TrackerEvents>(event: E, listener: (payload: TrackerEvents[E]) => void) => {
-    const set: Set<(payload: TrackerEvents[E]) => void> = listeners[event] ?? new Set();
-    listeners[event] = set as never;
-    set.add(listener);
-    return () => void set.delete(listener);
+    listeners[event] ??= new Set() as never;
+    listeners[event]!.add(listener);
+    return (): unknown => listeners[event]!.delete(listener);
   };
   return { emit, on };
 }

@@ -10,10 +10,31 @@ import { uuid } from './uuid.js';
 const KEPT_ANONYMOUS_IDS = 20;
 
 /** `old` with `patch` applied; a missing anonymous id or queue id is made here, once. */
-export function mergeMeta(old: Meta | undefined, patch: Partial<Meta>): Meta {
-  const people = Object.entries({ ...old?.m, ...patch.m }).slice(-KEPT_ANONYMOUS_IDS);
+export function mergeMeta(old: Meta | undefined, patch?: Partial<Meta>): Meta {
+  const people = Object.entries({ ...old?.m, ...patch?.m }).slice(-KEPT_ANONYMOUS_IDS);
   return { a: uuid(), q: uuid(), ...old, ...patch, m: Object.fromEntries(people) };
 }
+
+/**
+ * `mine`, the meta a page kept in memory until consent, joined to `old`, the one earlier pages
+ * stored: their ids win (the visitor's anonymous id and queue stay), and the page's entries and
+ * person move to the stored anonymous id.
+ */
+export function joinMeta(mine: Meta, old: Meta | undefined, held: Map<string, { entry: Entry }>): Meta {
+  const meta = mergeMeta(mine, old);
+  for (const { entry } of held.values()) if (entry.a === mine.a) entry.a = meta.a;
+  if (mine.m[mine.a]) meta.m[meta.a] = mine.m[mine.a]!;
+  return meta;
+}
+
+/**
+ * The changes that write `rows`, a page's memory store, to the device: `meta` through `join`
+ * (given the stored value), then the others. Changes run in order, so the entries are written
+ * once `join` gave them the joined anonymous id; what is still gathering goes with the queue's
+ * next write.
+ */
+export const toDevice = (rows: [IDBValidKey, unknown][], join: (old: unknown) => Meta): [string, unknown][] =>
+  rows.map(([row, value]) => [row as string, row === 'meta' ? join : () => value]);
 
 /** A stored meta record, or `undefined` for anything else (nothing stored yet, corrupt). */
 export const storedMeta = (value: unknown): Meta | undefined => ((value as Meta)?.a ? (value as Meta) : undefined);

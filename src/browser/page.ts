@@ -41,9 +41,9 @@ export function pageAttributes(touch: Partial<Record<AttributionKey, string>>): 
   return attributes;
 }
 
-/** Calls `onChange` after every `pushState`/`replaceState`/`popstate` that changes the URL. */
+/** Calls `onChange` now and after every `pushState`/`replaceState`/`popstate` that changes the URL. */
 export function watchHistory(onChange: () => void): void {
-  let last = location.href;
+  let last = '';
   const check = () => {
     if (last === location.href) return;
     last = location.href;
@@ -51,12 +51,13 @@ export function watchHistory(onChange: () => void): void {
   };
   for (const method of ['pushState', 'replaceState'] as const) {
     const original = history[method];
-    history[method] = function (this: History, ...args: Parameters<History['pushState']>) {
-      original.apply(this, args);
+    history[method] = (...args: Parameters<History['pushState']>) => {
+      original.apply(history, args);
       check();
     };
   }
   addEventListener('popstate', check);
+  check();
 }
 
 /**

@@ -54,10 +54,7 @@ export interface Queue {
 const isEntry = (value: unknown): value is Entry => !!(value as Entry)?.item?.ts;
 
 /** The entries of a stored row: an array of them, or one entry as older snippets stored it; `undefined` if neither. */
-const entriesOf = (value: unknown): Entry[] | undefined => {
-  const entries = Array.isArray(value) ? value : [value];
-  return entries.length && entries.every(isEntry) ? entries : undefined;
-};
+const entriesOf = (value: unknown): Entry[] | undefined => (Array.isArray(value) && value.length && value.every(isEntry) ? value : undefined);
 
 /** Changes that take the items out of their rows: each row read and rewritten (or deleted once empty) in the transaction. */
 const takeOut = (byRow: Map<string, Set<string>>) =>

@@ -13,10 +13,6 @@ type Change = (old: unknown) => unknown;
  * under the key `[siteKey, row]`, so that trackers of two site keys on one origin never see each
  * other's rows. Written over idb-keyval's store handle: one transaction per `write`, whatever it
  * changes.
- *
- * Snippets before this one kept their rows under plain string keys, for whichever site key the
- * page used. The first transaction of a store moves every such row under its own site key, in
- * one transaction: the first tracker to open takes them, exactly once.
  */
 export function idbStore(siteKey: string): Store {
   let handle: UseStore | undefined;
@@ -27,18 +23,6 @@ export function idbStore(siteKey: string): Store {
       handle = createStore('cdp-edge', 'queue');
       // Every array key sorts after every string: this site key's rows are [siteKey] < key < [siteKey, []].
       mine = IDBKeyRange.bound([siteKey], [siteKey, []]);
-      void handle('readwrite', (objects) => {
-        // Keys that are not arrays: the rows of an older snippet.
-        const older = objects.openCursor(IDBKeyRange.upperBound([], true));
-        older.onsuccess = () => {
-          const row = older.result;
-          if (!row) return;
-          objects.put(row.value, [siteKey, row.key]);
-          row.delete();
-          row.continue();
-        };
-        return done(objects.transaction);
-      }).catch(() => {});
     }
     return handle(mode, callback);
   };

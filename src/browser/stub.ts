@@ -29,7 +29,7 @@ export function install(w: { cdp?: Cdp }): Cdp {
 
   const cdp: Cdp = (name, ...args) => {
     if (name === 'init') {
-      if (tracker) return console.warn('cdp: second init ignored');
+      if (tracker) return console.warn('cdp: E10 init');
       try {
         tracker = createTracker(args[0] as never);
         init(tracker);

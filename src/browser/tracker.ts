@@ -11,7 +11,7 @@
 import { retryAfter } from './backoff.js';
 import { createEvents } from './events.js';
 import { lock, watchTabs } from './lock.js';
-import { mergeMeta, storedMeta } from './meta.js';
+import { joinMeta, mergeMeta, storedMeta, toDevice } from './meta.js';
 import { attribution, pageAttributes, watchHistory, watchPage } from './page.js';
 import { createQueue, overCap } from './queue.js';
 import { createScheduler } from './scheduler.js';
@@ -19,7 +19,7 @@ import { createOutgoing, personBytes } from './outgoing.js';
 import { type Answer, envelope, MAX_BATCH_ITEMS, post } from './send.js';
 import { idbStore, memoryStore } from './store.js';
 import { createSettle } from './answer.js';
-import type { Consent, DropReason, Entry, Fields, Item, Meta, Store, Tracker, TrackerOptions } from './types.js';
+import type { AttributionKey, Consent, DropReason, Entry, Fields, Item, Meta, Store, Tracker, TrackerOptions } from './types.js';
 import { uuid } from './uuid.js';
 import { CONSENTS, checkFields, ERRORS, fail, isActivityId, MAX_ATTRIBUTES, newItem, PERSON_KEYS } from './validate.js';
 
@@ -63,7 +63,9 @@ export function createTracker(options: TrackerOptions): Tracker {
   });
 
   const primary = options.store ?? idbStore(key);
-  let current = primary;
+  // `pending`: the queue lives in memory until the visitor chooses (nothing on the device before).
+  const waiting = memoryStore();
+  let current = consent === 'pending' ? waiting : primary;
   // IndexedDB failed once (private mode, quota, blocked): memory for the rest of the page, whose index keeps what it held.
   const store = new Proxy({} as Store, {
     get: (_, operation: keyof Store) => {
@@ -113,7 +115,7 @@ export function createTracker(options: TrackerOptions): Tracker {
     const corrupt = queue.adopt(rows, writes);
     const stored = storedMeta(new Map(rows).get('meta'));
     // Another tab's reset or identify, unless this page changed its own since the read began.
-    if (stored && before === meta) meta = mergeMeta(stored, {});
+    if (stored && before === meta) meta = mergeMeta(stored);
     for (const value of corrupt) emit('drop', { item: value as Item, reason: 'corrupt' });
     enforceCap();
   };
@@ -136,12 +138,9 @@ export function createTracker(options: TrackerOptions): Tracker {
     // The relay's dedupe window, kept for the next page too.
     if (body.window && body.window !== meta.w) await saveMeta({ w: body.window });
     const stop = settle(batch, answer);
-    if (stop !== undefined) {
-      failed(answer, stop);
-      return false;
-    }
-    scheduler.succeeded();
-    return true;
+    if (stop === undefined) scheduler.succeeded();
+    else failed(answer, stop);
+    return stop === undefined;
   };
 
   const flushOnce = async () => {
@@ -218,7 +217,7 @@ export function createTracker(options: TrackerOptions): Tracker {
       await ready;
       // First-touch attribution as the person fields the site chose; the site's own values win.
       const firstTouch: Fields = {};
-      for (const [name, fieldId] of Object.entries(options.firstTouchFields ?? {})) if (meta.t?.[name] && fieldId) firstTouch[fieldId] = meta.t[name];
+      for (const [name, fieldId] of Object.entries(options.firstTouchFields ?? {})) firstTouch[fieldId!] = meta.t?.[name as AttributionKey];
       const [item, bytes] = newItem('identify', { fields: { ...firstTouch, ...fields }, ...identifyOptions }, now());
       const anonymousId = meta.a;
       // Held tracks learn their person only once this identify is stored: a flush running
@@ -232,9 +231,7 @@ export function createTracker(options: TrackerOptions): Tracker {
       const touch = attribution(location.href, document.referrer);
       const stored = tracker.track(options.pageActivity ?? 'act:cm:page-view', { ...pageAttributes(touch), ...attributes });
       // The first touch stays with the visitor (until `reset`), for `firstTouchFields`.
-      void ready.then(() => {
-        if (!meta.t && consent !== 'denied' && Object.keys(touch).length) return saveMeta({ t: touch });
-      });
+      void ready.then((): unknown => !meta.t && consent !== 'denied' && Object.keys(touch).length && saveMeta({ t: touch }));
       return stored;
     },
 
@@ -257,15 +254,23 @@ export function createTracker(options: TrackerOptions): Tracker {
       await ready;
       consent = blocked ? 'denied' : choice;
       if (choice !== 'denied') {
+        if (current === waiting && consent !== 'pending') {
+          // The choice allows storing: what the page kept in memory goes to the device.
+          const rows = await current.all();
+          current = primary;
+          stale = true;
+          await store.write(toDevice(rows, (old) => (meta = joinMeta(meta, storedMeta(old), queue.held))));
+        }
         await saveMeta({ c: choice });
-        if (consent === 'granted') scheduler.plan(0);
-        return;
+        return scheduler.plan(0);
       }
       // Every item leaves, stored or still being written: the store is cleared below.
       drop(overCap(queue.held, 0), 'consent');
       // A new anonymous id and nothing else; the queue id stays, it names the browser, not the person.
       meta = { a: uuid(), m: {}, c: choice, q: meta.q };
       await store.clear();
+      // In memory until a choice: the device keeps nothing, not even the denial; earlier pages' rows go.
+      if (current === waiting) await primary.clear().catch(() => {});
       await store.write([['meta', meta]]);
       announce();
     },
@@ -274,7 +279,7 @@ export function createTracker(options: TrackerOptions): Tracker {
   };
 
   // Atomic across tabs: two first pages agree on one anonymous id and one queue id.
-  const ready = store.write([['meta', (old: unknown) => (meta = mergeMeta(storedMeta(old), {}))]]).then(async () => {
+  const ready = store.write([['meta', (old: unknown) => (meta = mergeMeta(storedMeta(old)))]]).then(async () => {
     consent = blocked ? 'denied' : (meta.c ?? consent);
     // Privacy signals work like `denied` without recording a choice: nothing is kept.
     if (blocked) await store.clear();
@@ -287,13 +292,8 @@ export function createTracker(options: TrackerOptions): Tracker {
       void run();
     },
     hide,
-    () => {
-      beaconed = false;
-    },
+    (): unknown => (beaconed = false),
   );
-  if (options.spa) {
-    watchHistory(() => void tracker.page().catch(() => {}));
-    void tracker.page().catch(() => {});
-  }
+  if (options.spa) watchHistory(() => void tracker.page().catch(() => {}));
   return tracker;
 }

@@ -6,8 +6,12 @@
 /** Field values keyed by field ID (`type:namespace:name`). */
 export type Fields = Record<string, unknown>;
 
-/** `pending` stores but never sends, `granted` sends, `denied` deletes the queue and stores nothing. */
-export type Consent = 'granted' | 'denied' | 'pending';
+/**
+ * `granted` stores and sends; `pending` keeps events in memory only, nothing on the device, until
+ * a choice; `store-only` stores on the device but never sends (what `pending` did before);
+ * `denied` deletes the queue and keeps nothing.
+ */
+export type Consent = 'granted' | 'denied' | 'pending' | 'store-only';
 
 import type { CollectItem, IdentifyItem, ItemStatus, RejectReason, TrackItem, UserHash } from '../api/collect.js';
 

@@ -28,7 +28,7 @@ export const MAX_ITEM_BYTES = LIMITS.activityBytes;
 export const utf8Bytes = (s: string): number => new TextEncoder().encode(s).length;
 
 /** The consent states `consent(…)` takes. */
-export const CONSENTS = ['granted', 'denied', 'pending'];
+export const CONSENTS = ['granted', 'denied', 'pending', 'store-only'];
 
 /** Fields that name a person; `identify` needs one of them. */
 export const PERSON_KEYS = ['str::email', 'str::ei', 'str::person_id'];

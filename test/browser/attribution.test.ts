@@ -40,7 +40,7 @@ describe('first touch', () => {
 
   it('page views carry the campaign as attributes', async () => {
     history.replaceState(null, '', '/landing?utm_source=news&gclid=G1');
-    const { t } = await tracker({ consent: 'pending' });
+    const { t } = await tracker({ consent: 'store-only' });
     await t.page();
     const [view] = (await queued()).map((e) => e.item);
     expect(view).toMatchObject({ attributes: { 'str:cm:utm_source': 'news', 'str:cm:gclid': 'G1' } });
@@ -49,7 +49,7 @@ describe('first touch', () => {
   it('identify carries the first touch only as the person fields the site chose, and the site’s own values win', async () => {
     history.replaceState(null, '', '/landing?utm_source=news&utm_campaign=spring');
     const { t } = await tracker({
-      consent: 'pending',
+      consent: 'store-only',
       firstTouchFields: { utm_source: 'str:cm:first-source', utm_campaign: 'str:cm:first-campaign' },
     });
     await t.page();
@@ -62,7 +62,7 @@ describe('first touch', () => {
 
   it('is off by default: identify sends only the fields it was given', async () => {
     history.replaceState(null, '', '/landing?utm_source=news');
-    const { t } = await tracker({ consent: 'pending' });
+    const { t } = await tracker({ consent: 'store-only' });
     await t.page();
     await t.identify(ann);
     expect(await identifyFields()).toEqual([ann]);
@@ -70,10 +70,10 @@ describe('first touch', () => {
 
   it('is kept with the visitor across page loads and forgotten by reset', async () => {
     history.replaceState(null, '', '/landing?utm_source=news');
-    const first = await tracker({ consent: 'pending' });
+    const first = await tracker({ consent: 'store-only' });
     await first.t.page();
     history.replaceState(null, '', '/');
-    const options = { consent: 'pending' as const, firstTouchFields: { utm_source: 'str:cm:first-source' } };
+    const options = { consent: 'store-only' as const, firstTouchFields: { utm_source: 'str:cm:first-source' } };
     const second = await tracker(options);
     await second.t.identify(ann);
     await second.t.reset();

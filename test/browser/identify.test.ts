@@ -30,7 +30,7 @@ describe('identify', () => {
   });
 
   it('remembers the person across page loads', async () => {
-    const first = await tracker({ consent: 'pending' });
+    const first = await tracker({ consent: 'store-only' });
     await first.t.identify(ann);
     const second = await tracker();
     await second.t.track('act:cm:viewed');
@@ -52,7 +52,7 @@ describe('identify', () => {
   });
 
   it('tracks held before identify keep their person through a later reset', async () => {
-    const { t, relay } = await tracker({ consent: 'pending' });
+    const { t, relay } = await tracker({ consent: 'store-only' });
     await t.track('act:cm:landed');
     await t.identify(ann);
     await t.reset();

@@ -9,7 +9,7 @@ describe('page()', () => {
   it('sends a page view with URL, path, title and referrer as attributes', async () => {
     history.replaceState(null, '', '/pricing?plan=pro');
     document.title = 'Pricing';
-    const { t } = await tracker({ consent: 'pending' });
+    const { t } = await tracker({ consent: 'store-only' });
     await t.page({ 'str:cm:section': 'top' });
     const [view] = await pages();
     expect(view).toMatchObject({
@@ -19,13 +19,13 @@ describe('page()', () => {
   });
 
   it('uses the configured activity', async () => {
-    const { t } = await tracker({ consent: 'pending', pageActivity: 'act:cm:viewed' });
+    const { t } = await tracker({ consent: 'store-only', pageActivity: 'act:cm:viewed' });
     await t.page();
     expect((await pages())[0]!.activity_id).toBe('act:cm:viewed');
   });
 
   it('SPA mode sends a view on start and on each pushState, replaceState and popstate that changes the URL', async () => {
-    const { t } = await tracker({ consent: 'pending', spa: true });
+    const { t } = await tracker({ consent: 'store-only', spa: true });
     await t.identify(ann);
     history.pushState(null, '', '/a');
     history.pushState(null, '', '/a');

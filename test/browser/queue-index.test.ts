@@ -83,7 +83,7 @@ describe('the queue index', () => {
         return inner.write(changes);
       },
     };
-    const { t } = await tracker({ store, consent: 'pending' });
+    const { t } = await tracker({ store, consent: 'store-only' });
     const first = t.track('act:cm:a');
     // Gathered for a few milliseconds, then written.
     await vi.waitFor(() => expect(puts).toBe(1));
@@ -130,9 +130,9 @@ describe('the queue id', () => {
 
   it('a queue stored by an older snippet (meta without an id) gets one on load and keeps its items', async () => {
     const db = createStore('cdp-edge', 'queue');
-    await set('meta', { a: 'old-anonymous', m: { 'old-anonymous': { p: ann } } }, db);
+    await set(['pk_test', 'meta'], { a: 'old-anonymous', m: { 'old-anonymous': { p: ann } } }, db);
     const item = { id: 'old-1', type: 'track', ts: new Date().toISOString(), activity_id: 'act:cm:old' };
-    await set('old-1', { item, a: 'old-anonymous', n: Date.now() * 1000 }, db);
+    await set(['pk_test', 'old-1'], [{ item, a: 'old-anonymous', n: Date.now() * 1000 }], db);
     const relay = fakeRelay();
     const { t } = await tracker({}, relay);
     await t.flush();
@@ -165,29 +165,9 @@ describe('stored rows', () => {
     expect(left.sort((x, y) => x - y)).toEqual(Array.from({ length: 40 }, (_, i) => 10 + i));
   });
 
-  it('rows of an older snippet (one entry each) are sent and deleted like the new ones', async () => {
-    const db = createStore('cdp-edge', 'queue');
-    await set('meta', { a: 'anon-old', q: 'queue-old', m: { 'anon-old': { p: ann } } }, db);
-    for (const id of ['old-1', 'old-2'])
-      await set(id, { item: { id, type: 'track', ts: new Date().toISOString(), activity_id: 'act:cm:old' }, a: 'anon-old', n: Date.now() * 1000 }, db);
-    const relay = fakeRelay();
-    const { t } = await tracker({}, relay);
-    await t.track('act:cm:new');
-    await t.flush();
-    expect(
-      relay
-        .items()
-        .map((i) => i.id)
-        .slice(0, 2)
-        .sort(),
-    ).toEqual(['old-1', 'old-2']);
-    expect(relay.items()).toHaveLength(3);
-    expect(await rows()).toEqual([]);
-  });
-
   it('a visible page gathers writes for a few milliseconds; a hidden one, or one being hidden, writes at once', async () => {
     const { store, calls } = countingStore();
-    const { t } = await tracker({ store, consent: 'pending' });
+    const { t } = await tracker({ store, consent: 'store-only' });
     const visible = calls.write;
     const first = t.track('act:cm:visible');
     await microtasks();

@@ -3,7 +3,7 @@ import { ann, fakeRelay, queued, tracker } from './support.js';
 
 describe('queue', () => {
   it('resolves track only once the item is in IndexedDB, with id, ISO time and the activity', async () => {
-    const { t } = await tracker({ consent: 'pending' });
+    const { t } = await tracker({ consent: 'store-only' });
     await t.track('act:cm:signed-up', { 'str:cm:plan': 'pro' });
     const [entry, ...rest] = await queued();
     expect(rest).toEqual([]);
@@ -13,7 +13,7 @@ describe('queue', () => {
   });
 
   it('keeps the queue across page loads (a new tracker sends what an old one stored)', async () => {
-    const first = await tracker({ consent: 'pending' });
+    const first = await tracker({ consent: 'store-only' });
     await first.t.identify(ann);
     await first.t.track('act:cm:viewed');
     await first.t.flush(); // its pass (pending: nothing sent) is over, so the next page gets the lock

@@ -30,7 +30,7 @@ describe('storage failures', () => {
         (...a: never[]) => (fail ? Promise.reject(new Error('blocked')) : (real[op] as (...a: never[]) => Promise<unknown>)(...a)),
       ]),
     ) as unknown as Store;
-    const { t, relay, events } = await tracker({ store: flaky, consent: 'pending' });
+    const { t, relay, events } = await tracker({ store: flaky, consent: 'store-only' });
     await t.identify(ann);
     fail = true;
     await t.track('act:cm:viewed');
@@ -69,7 +69,7 @@ describe('storage failures', () => {
 
 describe('bounds', () => {
   it('keeps at most maxItems, dropping the oldest first with a drop event', async () => {
-    const { t, events } = await tracker({ consent: 'pending', maxItems: 5 });
+    const { t, events } = await tracker({ consent: 'store-only', maxItems: 5 });
     for (let n = 0; n < 8; n++) await t.track('act:cm:viewed', { 'int:cm:n': n });
     await t.flush();
     expect(events.drop.map((d) => [d.reason, (d.item as { attributes: Record<string, number> }).attributes['int:cm:n']])).toEqual([
@@ -82,7 +82,7 @@ describe('bounds', () => {
 
   it('drops items older than maxAge (7 days by default)', async () => {
     let now = Date.parse('2026-11-01T00:00:00Z');
-    const { t, events } = await tracker({ consent: 'pending', now: () => now });
+    const { t, events } = await tracker({ consent: 'store-only', now: () => now });
     await t.track('act:cm:old');
     now += 6 * 86_400_000;
     await t.track('act:cm:recent');
@@ -267,7 +267,7 @@ describe('page exit', () => {
   it('sends no beacon without consent', async () => {
     const beacons: string[] = [];
     const { t } = await tracker({
-      consent: 'pending',
+      consent: 'store-only',
       sendBeacon: (_u, b) => {
         beacons.push(b);
         return true;

@@ -13,7 +13,7 @@ describe('validation', () => {
     ['more than 15 attributes', () => ['act:cm:x', Object.fromEntries(Array.from({ length: 16 }, (_, i) => [`str:cm:a${i}`, 1]))], /E4 16>15/],
     ['an event over 16 kB', () => ['act:cm:x', { 'str:cm:blob': 'x'.repeat(16_384) }], /E6 \d+>16384/],
   ])('track rejects %s with a CdpInputError and stores nothing', async (_, args, message) => {
-    const { t } = await tracker({ consent: 'pending' });
+    const { t } = await tracker({ consent: 'store-only' });
     const call = (t.track as (...a: unknown[]) => Promise<void>)(...args());
     await expect(call).rejects.toBeInstanceOf(CdpInputError);
     await expect(call).rejects.toThrow(message);
@@ -22,12 +22,12 @@ describe('validation', () => {
   });
 
   it('track rejects values that are not JSON', async () => {
-    const { t } = await tracker({ consent: 'pending' });
+    const { t } = await tracker({ consent: 'store-only' });
     await expect(t.track('act:cm:x', { 'int:cm:n': 1n })).rejects.toThrow(/BigInt/);
   });
 
   it('identify needs an email, external ID or person ID', async () => {
-    const { t } = await tracker({ consent: 'pending' });
+    const { t } = await tracker({ consent: 'store-only' });
     await expect(t.identify({ 'str::first': 'Ann' })).rejects.toThrow(/cdp\.identify\(\): E7/);
     await expect(t.identify({ first: 'Ann' })).rejects.toThrow(/E5 first/);
     await expect(t.identify(null as never)).rejects.toBeInstanceOf(CdpInputError);

@@ -38,7 +38,7 @@ describe("the relay's window", () => {
     const first = await tracker({ now: () => now }, relay({ down: false }));
     await first.t.identify(ann);
     await first.t.flush();
-    const pending = await tracker({ now: () => now, consent: 'pending' });
+    const pending = await tracker({ now: () => now, consent: 'store-only' });
     await pending.t.track('act:cm:kept-too-long');
     now += 120_000;
     const next = await tracker({ now: () => now }, relay({ down: false }));

@@ -229,10 +229,10 @@ export const SCENARIOS: Scenario[] = [
     what: 'consent flips pending ↔ granted every chunk: stored while pending, sent once granted',
     async run(ctx) {
       const context = await ctx.newContext();
-      const page = await open(context, ctx, { consent: 'pending' });
+      const page = await open(context, ctx, { consent: 'store-only' });
       await inChunks(0, ctx.n, async (a, b, i) => {
         await track(page, ctx, a, b, i === 0 ? ctx.email : undefined);
-        await page.evaluate((state) => (window as unknown as { cdp: Cdp }).cdp.consent(state), i % 2 === 0 ? 'granted' : 'pending');
+        await page.evaluate((state) => (window as unknown as { cdp: Cdp }).cdp.consent(state), i % 2 === 0 ? 'granted' : 'store-only');
       });
       await page.evaluate(() => (window as unknown as { cdp: Cdp }).cdp.consent('granted'));
     },

@@ -61,7 +61,7 @@ describe.runIf(available)('the demo in Chromium (what npm start serves)', () => 
     // The page carries the README's script tag, pointed at this run's relay.
     const html = await (await fetch(`${stack.demo.url}/`)).text();
     expect(html).toContain(
-      `cdp('init',{relay:'${stack.relay.url}',key:'${stack.siteKey}',consent:'pending'});</script>\n<script async src="${stack.relay.url}/cdp.js"></script>`,
+      `cdp('init',{relay:'${stack.relay.url}',key:'${stack.siteKey}',consent:'store-only'});</script>\n<script async src="${stack.relay.url}/cdp.js"></script>`,
     );
     await page.goto(`${stack.demo.url}/`);
     await page.waitForFunction(() => (window as unknown as { cdp?: { loaded?: boolean } }).cdp?.loaded === true);

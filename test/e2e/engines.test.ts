@@ -17,9 +17,9 @@ const stack = useStack();
 describe.each(engines)('the snippet in %s', (name) => {
   const { open, newPerson, arrivesExactlyOnce } = useEngine(name, stack);
 
-  it('consent pending, then identify and granted: what was held and what follows arrives once', async () => {
+  it('consent store-only, then identify and granted: what was held and what follows arrives once', async () => {
     // The demo's order on a relay that verifies identity: browse, sign up (identify with its proof), accept.
-    const page = await open({ key: VERIFIED_SITE_KEY, consent: 'pending' });
+    const page = await open({ key: VERIFIED_SITE_KEY, consent: 'store-only' });
     const email = newPerson();
     await send(page, undefined, 0, 5);
     await send(page, { email, userHash: await stack().userHash(email) }, 5, 5);

@@ -131,9 +131,9 @@ describe.runIf(available)('the snippet in Chromium, against the relay and emulat
     await context.close();
   });
 
-  it('consent pending stores without sending; granted sends it all once', async () => {
+  it('consent store-only stores without sending; granted sends it all once', async () => {
     const context = await browser.newContext();
-    const page = await open(context, { consent: 'pending' });
+    const page = await open(context, { consent: 'store-only' });
     const email = newPerson();
     await send(page, email, 0, 10);
     // Even a flush sends nothing while pending: once it ran and the relay is idle, nothing arrived.
@@ -203,7 +203,7 @@ describe.runIf(available)('the snippet in Chromium, against the relay and emulat
 
   it('the ESM build in an SPA: createTracker, page views on history changes, events once', async () => {
     const context = await browser.newContext();
-    const page = await open(context, { spa: true, consent: 'pending' }, { esm: true });
+    const page = await open(context, { spa: true, consent: 'store-only' }, { esm: true });
     const email = newPerson();
     await send(page, email, 0, 5);
     await page.evaluate(() => {
