@@ -153,3 +153,30 @@ describe.runIf(hasRedis)('Redis: every script touches a bounded number of keys',
     }
   }, 120_000);
 });
+
+describe('SQLite: the accepts that arrive together share their transaction and its statements', () => {
+  it('16 accepts of 10 from 16 visitors run about two statements a visitor and a few for all; a settle of their entries one or two a lane', async () => {
+    const db = new Sqlite(tempFile());
+    db.pragma('journal_mode = WAL');
+    const { port, during } = recorded(db);
+    const { outbox } = await createSqlOutbox(port);
+    const now = Date.now();
+    await outbox.accept([item('s', 'first')], now, 3600_000);
+    const batches = Array.from({ length: 16 }, (_, v) => Array.from({ length: 10 }, (_, i) => item('s', `v${v}-${i}`, { visitor: `v${v}` })));
+    let answers: Awaited<ReturnType<typeof outbox.accept>>[] = [];
+    const acceptSql = await during(async () => {
+      answers = await Promise.all(batches.map((batch) => outbox.accept(batch, now, 3600_000)));
+    });
+    expect(answers.map((answer) => answer.accepted.length)).toEqual(batches.map(() => 10));
+    // Each visitor's lane is read and counted; the dedupe, the insert, the expiry and the counts go once for all 16.
+    // (Each accept on its own: 17 statements, 272 for these 16.)
+    expect(acceptSql.length).toBeLessThanOrEqual(2 * 16 + 16);
+    const leased = await outbox.lease('me', 500, now, 60_000);
+    expect(leased).toHaveLength(161);
+    const settleSql = await during(() => outbox.settle('me', { delivered: leased.map((entry) => entry.seq), released: [], dead: [] }, now));
+    // One statement for the 161 delivered entries, then each emptied lane's count and removal (each entry on its own: 161 more).
+    expect(settleSql.length).toBeLessThanOrEqual(2 * 17 + 10);
+    expect(await outbox.stats()).toMatchObject({ pending: 0, remembered: 161 });
+    db.close();
+  });
+});

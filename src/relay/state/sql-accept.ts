@@ -53,8 +53,11 @@ export interface AcceptCall {
 export function createAccept(db: SqlPort, lanes: Lanes): (call: AcceptCall) => void {
   /** Dead letters whose window ended, then the oldest over the limit: a slice of each, counted. */
   const trimDead = (now: number, windowMs: number, limit: number) => {
+    // No dead letters (the usual case): nothing to expire or cut, one read.
+    const dead = lanes.count('dead');
+    if (dead <= 0) return;
     const expired = db.run(ACCEPT_SQL.expireDead, now - windowMs, DEAD_SLICE);
-    const cut = db.run(ACCEPT_SQL.cutDead, Math.min(DEAD_SLICE, Math.max(0, lanes.count('dead') - expired - limit)));
+    const cut = db.run(ACCEPT_SQL.cutDead, Math.min(DEAD_SLICE, Math.max(0, dead - expired - limit)));
     lanes.addCount('expired', expired);
     lanes.addCount('cut', cut);
     lanes.addCount('dead', -expired - cut);

@@ -97,7 +97,10 @@ export interface Lanes {
 export async function createLanes(db: SqlPort): Promise<Lanes> {
   db.exec(LANES_SCHEMA);
   const one = (sql: string, ...params: SqlValue[]): Row | undefined => db.query(sql, ...params)[0];
+  // Read first: a site is numbered once, then only read (one statement, not two).
   const site = (key: string) => {
+    const known = one(SITE_SQL.site, key);
+    if (known !== undefined) return Number(known[0]);
     db.run(SITE_SQL.addSite, key);
     return Number(one(SITE_SQL.site, key)![0]);
   };
