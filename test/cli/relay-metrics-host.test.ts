@@ -1,0 +1,45 @@
+// `cdp-edge relay --metrics-host` / RELAY_METRICS_HOST: the metrics port on another address than
+// loopback (a container's 0.0.0.0, so the port it exposes answers), for one process and for the
+// primary of --workers; 127.0.0.1 when unset.
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { start } from '../deploy/support.js';
+import { ensureBuilt, root } from '../support/built.js';
+
+beforeAll(ensureBuilt, 180_000);
+
+/** Starts the relay with `args` and `env`; the metrics address it prints, and a stop. */
+async function metricsOf(args: string[], env: Record<string, string> = {}) {
+  const relay = start(process.execPath, [join(root, 'bin', 'cdp-edge.js'), 'relay', '--port', '0', '--metrics-port', '0', ...args], {
+    cwd: mkdtempSync(join(tmpdir(), 'cdp-metrics-host-')),
+    env: { PATH: process.env['PATH'] ?? '', CDP_API_KEY: 'k', RELAY_LOG: 'off', ...env },
+  });
+  try {
+    const [, host, port] = (await relay.waitFor(/metrics on http:\/\/([\d.]+):(\d+)\/metrics/, 20_000)) as unknown as [string, string, string];
+    const scrape = (address: string) => fetch(`http://${address}:${port}/metrics`).then((response) => response.status, (error: Error) => String(error.cause ?? error));
+    return { host, asked: await scrape(host), loopback: host === '127.0.0.1' ? 200 : await scrape('127.0.0.1') };
+  } finally {
+    await relay.stop();
+  }
+}
+
+describe('cdp-edge relay --metrics-host', () => {
+  it('serves the metrics port on the address RELAY_METRICS_HOST names, and only there', async () => {
+    const seen = await metricsOf([], { RELAY_METRICS_HOST: '127.0.0.3' });
+    expect(seen.host).toBe('127.0.0.3');
+    expect(seen.asked).toBe(200);
+    expect(seen.loopback).toMatch(/ECONNREFUSED/);
+  });
+
+  it('takes --metrics-host too, and the primary of --workers serves there', async () => {
+    const seen = await metricsOf(['--workers', '2', '--metrics-host', '127.0.0.4']);
+    expect(seen.host).toBe('127.0.0.4');
+    expect(seen.asked).toBe(200);
+  });
+
+  it('stays on 127.0.0.1 when unset', async () => {
+    expect((await metricsOf([])).host).toBe('127.0.0.1');
+  });
+});
