@@ -18,7 +18,11 @@ async function metricsOf(args: string[], env: Record<string, string> = {}) {
   });
   try {
     const [, host, port] = (await relay.waitFor(/metrics on http:\/\/([\d.]+):(\d+)\/metrics/, 20_000)) as unknown as [string, string, string];
-    const scrape = (address: string) => fetch(`http://${address}:${port}/metrics`).then((response) => response.status, (error: Error) => String(error.cause ?? error));
+    const scrape = (address: string) =>
+      fetch(`http://${address}:${port}/metrics`).then(
+        (response) => response.status,
+        (error: Error) => String(error.cause ?? error),
+      );
     return { host, asked: await scrape(host), loopback: host === '127.0.0.1' ? 200 : await scrape('127.0.0.1') };
   } finally {
     await relay.stop();

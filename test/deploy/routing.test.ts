@@ -1,7 +1,7 @@
-// The nginx recipe of docs/deploy.md, exactly as written there, in Debian's nginx in front of a
-// relay and the emulator: /t/cdp.js and /t/collect are the relay's, a /collect keeps the visitor's
-// address (a made-up X-Forwarded-For is never read), and without RELAY_TRUST_PROXY the relay would
-// see nginx's address instead.
+// The nginx and Caddy recipes of docs/deploy.md, exactly as written there, in Debian's nginx and
+// Caddy in front of a relay and the emulator: /t/cdp.js and /t/collect are the relay's, a /collect
+// keeps the visitor's address (a made-up X-Forwarded-For is never read), and without
+// RELAY_TRUST_PROXY the relay would see the proxy's address instead.
 import { request } from 'node:http';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -9,25 +9,34 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningEmulator } from '../../src/emulator/index.js';
 import { silentLogger } from '../../src/relay/core/logging.js';
 import { startRelay, type RunningRelay } from '../../src/relay/node.js';
-import { nginxAvailable, startNginx, type RunningNginx } from '../support/nginx.js';
+import { caddyAvailable, nginxAvailable, type RunningNginx, startCaddy, startNginx } from '../support/nginx.js';
 import { freePort } from '../support/redis.js';
 import { KEY, ORIGIN, root, SITE_KEY, SITES, upstream } from './support.js';
 
-const SNIPPET = 'window.cdp=window.cdp||function(){};/* nginx test */';
-/** The address the visitor connects from: loopback, but not nginx's own 127.0.0.1. */
+const SNIPPET = 'window.cdp=window.cdp||function(){};/* routing test */';
+/** The address the visitor connects from: loopback, but not the proxy's own 127.0.0.1. */
 const VISITOR = '127.0.0.2';
 
-/** The first ```nginx block of docs/deploy.md. */
-function recipe(): string {
+/** The first block of docs/deploy.md fenced as `lang`. */
+function recipe(lang: string): string {
   const page = readFileSync(join(root, 'docs', 'deploy.md'), 'utf8');
-  const block = /^```nginx\n([\s\S]*?)^```$/m.exec(page)?.[1];
-  if (block === undefined) throw new Error('docs/deploy.md has no ```nginx block');
+  const block = new RegExp(`^\`\`\`${lang}\n([\\s\\S]*?)^\`\`\`$`, 'm').exec(page)?.[1];
+  if (block === undefined) throw new Error(`docs/deploy.md has no \`\`\`${lang} block`);
   return block;
 }
 
-const available = nginxAvailable('test/deploy/nginx.test.ts');
+/** How each recipe is run: its block inside a site of the proxy on `port`. */
+const PROXIES = {
+  nginx: {
+    available: nginxAvailable,
+    lang: 'nginx',
+    start: (block: string, port: number) => startNginx(`server {\n  listen 127.0.0.1:${port};\n${block}\n}`, port),
+  },
+  caddy: { available: caddyAvailable, lang: 'caddyfile', start: (block: string, port: number) => startCaddy(`http://127.0.0.1:${port} {\n${block}\n}`, port) },
+};
 
-describe.runIf(available)('the nginx recipe of docs/deploy.md', () => {
+describe.each(Object.entries(PROXIES))('the %s recipe of docs/deploy.md', (name, proxy) => {
+  const available = proxy.available(`test/deploy/routing.test.ts (${name})`);
   let emulator: RunningEmulator;
   const relays: RunningRelay[] = [];
   const proxies: RunningNginx[] = [];
@@ -40,8 +49,8 @@ describe.runIf(available)('the nginx recipe of docs/deploy.md', () => {
     await emulator?.close();
   });
 
-  /** A relay with `env`, behind nginx running the recipe (its relay address replaced by this relay's); nginx's address. */
-  async function behindNginx(env: Record<string, string>): Promise<string> {
+  /** A relay with `env`, behind the proxy running the recipe (its relay address replaced by this relay's); the proxy's address. */
+  async function behindProxy(env: Record<string, string>): Promise<string> {
     const relay = await startRelay({
       port: 0,
       logger: silentLogger,
@@ -49,10 +58,10 @@ describe.runIf(available)('the nginx recipe of docs/deploy.md', () => {
       env: { CDP_API_KEY: KEY, CDP_BASE_URL: emulator.url, RELAY_SITES: SITES, ...env },
     });
     relays.push(relay);
-    const text = recipe();
-    expect(text).toContain('http://127.0.0.1:8787/');
+    const text = recipe(proxy.lang);
+    expect(text).toContain('127.0.0.1:8787');
     const port = await freePort();
-    proxies.push(await startNginx(`server {\n  listen 127.0.0.1:${port};\n${text.replaceAll('127.0.0.1:8787', `127.0.0.1:${relay.port}`)}\n}`, port));
+    proxies.push(await proxy.start(text.replaceAll('127.0.0.1:8787', `127.0.0.1:${relay.port}`), port));
     return `127.0.0.1:${port}`;
   }
 
@@ -79,7 +88,7 @@ describe.runIf(available)('the nginx recipe of docs/deploy.md', () => {
       req.end(body);
     });
 
-  /** Sends one track for `email` through nginx; the address the platform got for that person. */
+  /** Sends one track for `email` through the proxy; the address the platform got for that person. */
   async function addressSeen(address: string, email: string): Promise<string | undefined> {
     const item = { id: crypto.randomUUID(), type: 'track', ts: new Date().toISOString(), activity_id: 'act:cm:signed-up', person: { 'str::email': email } };
     const answer = await fromVisitor(address, 'POST', '/t/collect', JSON.stringify({ key: SITE_KEY, batch: [item] }));
@@ -90,19 +99,21 @@ describe.runIf(available)('the nginx recipe of docs/deploy.md', () => {
     return person()?.location?.ip?.address;
   }
 
-  it('serves /t/cdp.js and /t/collect from the relay, and a /collect keeps the visitor address', async () => {
-    const nginx = await behindNginx({ RELAY_TRUST_PROXY: '127.0.0.1' });
-    const script = await fromVisitor(nginx, 'GET', '/t/cdp.js');
+  it.runIf(available)('serves /t/cdp.js and /t/collect from the relay, and a /collect keeps the visitor address', async () => {
+    const address = await behindProxy({ RELAY_TRUST_PROXY: '127.0.0.1' });
+    const script = await fromVisitor(address, 'GET', '/t/cdp.js');
     expect(script.status).toBe(200);
     expect(script.type).toMatch(/javascript/);
     expect(script.body).toBe(SNIPPET);
-    // Only those two paths are the relay's.
-    expect((await fromVisitor(nginx, 'GET', '/t/healthz')).status).toBe(404);
-    expect(await addressSeen(nginx, 'nginx-visitor@example.com')).toBe(VISITOR);
+    // Only those two paths are the relay's: its /healthz (as any other path) is not served there.
+    const relayHealth = await (await fetch(`http://127.0.0.1:${relays.at(-1)!.port}/healthz`)).text();
+    expect(relayHealth).not.toBe('');
+    expect((await fromVisitor(address, 'GET', '/t/healthz')).body).not.toBe(relayHealth);
+    expect(await addressSeen(address, `${name}-visitor@example.com`)).toBe(VISITOR);
   });
 
-  it('without RELAY_TRUST_PROXY the relay sees nginx, not the visitor', async () => {
-    const nginx = await behindNginx({});
-    expect(await addressSeen(nginx, 'nginx-untrusted@example.com')).toBe('127.0.0.1');
+  it.runIf(available)('without RELAY_TRUST_PROXY the relay sees the proxy, not the visitor', async () => {
+    const address = await behindProxy({});
+    expect(await addressSeen(address, `${name}-untrusted@example.com`)).toBe('127.0.0.1');
   });
 });
