@@ -55,30 +55,26 @@ function checkId(id: string | undefined): string {
   return id;
 }
 
-const tsOf = (ts: ServerItemOptions['ts']): string => (ts === undefined ? new Date() : new Date(ts)).toISOString();
+function tsOf(ts: ServerItemOptions['ts']): string {
+  const at = ts === undefined ? new Date() : new Date(ts);
+  if (Number.isNaN(at.getTime())) throw new TypeError('cdp-edge/server: ts must be a Date or an ISO 8601 time');
+  return at.toISOString();
+}
 
-/** The wire item of a call; throws a TypeError for what no relay could take (a bad id, an item over the request limit). */
-function itemOf(type: 'track' | 'identify', input: ServerTrack | ServerIdentify): ServerItem {
-  const base = { id: checkId(input.id), ts: tsOf(input.ts), ...(input.location === undefined ? {} : { location: input.location }) };
-  const item: ServerItem =
-    type === 'track'
-      ? {
-          ...base,
-          type,
-          activity_id: (input as ServerTrack).activity_id,
-          person: (input as ServerTrack).person,
-          ...((input as ServerTrack).attributes === undefined ? {} : { attributes: (input as ServerTrack).attributes }),
-        }
-      : {
-          ...base,
-          type,
-          fields: (input as ServerIdentify).fields,
-          ...((input as ServerIdentify).tags === undefined ? {} : { tags: (input as ServerIdentify).tags }),
-          ...((input as ServerIdentify).unset_tags === undefined ? {} : { unset_tags: (input as ServerIdentify).unset_tags }),
-        };
+/** The item with the members left undefined dropped: it carries only what was given. */
+const defined = <T extends object>(item: T): T => Object.fromEntries(Object.entries(item).filter(([, value]) => value !== undefined)) as T;
+
+/** `item`, or a TypeError when it is larger than one request may carry (no relay could take it). */
+function sized(item: ServerItem): ServerItem {
   if (bytesOf(item) > MAX_BATCH_BYTES) throw new TypeError(`cdp-edge/server: item ${item.id} is larger than one request may carry (${MAX_BATCH_BYTES} bytes)`);
   return item;
 }
+
+const trackItem = ({ id, ts, location, activity_id, person, attributes }: ServerTrack): ServerItem =>
+  sized(defined({ id: checkId(id), type: 'track' as const, ts: tsOf(ts), activity_id, person, attributes, location }));
+
+const identifyItem = ({ id, ts, location, fields, tags, unset_tags }: ServerIdentify): ServerItem =>
+  sized(defined({ id: checkId(id), type: 'identify' as const, ts: tsOf(ts), fields, tags, unset_tags, location }));
 
 /**
  * Creates a tracker for one relay. Make one per process (or per request on Workers) and call
@@ -235,8 +231,8 @@ export function createServerTracker(options: ServerTrackerOptions): ServerTracke
   };
 
   return {
-    track: (input) => add(itemOf('track', input)),
-    identify: (input) => add(itemOf('identify', input)),
+    track: (input) => add(trackItem(input)),
+    identify: (input) => add(identifyItem(input)),
     flush: async ({ timeoutMs } = {}) => {
       await loaded;
       if (held.size === 0) return;

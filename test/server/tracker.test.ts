@@ -185,5 +185,7 @@ describe('createServerTracker against a real relay', () => {
     const result = await cdp.track({ id: 'bad-1', activity_id: 'not an activity', person: { 'str::email': 'x@example.com' } });
     expect(result).toMatchObject({ id: 'bad-1', status: 'rejected', reason: 'invalid' });
     expect(() => cdp.track({ id: '', activity_id: 'act:cm:viewed', person: {} })).toThrow(TypeError);
+    expect(() => cdp.identify({ fields: { 'str::email': 'x@example.com' }, ts: 'yesterday' })).toThrow(/ts must be/);
+    expect(cdp.pending).toBe(0);
   });
 });
