@@ -217,7 +217,7 @@ describe('three relays on Redis behind nginx, as deploy/compose/ runs them', () 
       RELAY_DELIVERY_LEASE_MS: '3500',
       RELAY_DELIVERY_LEAD_MS: '1000',
     };
-    const relays = [];
+    const relays: Awaited<ReturnType<typeof relay>>[] = [];
     for (const n of [1, 2, 3]) relays.push(await relay(`relay-${n}`, { env }));
 
     // nginx with the compose file's configuration, its upstreams pointed at the three containers.
@@ -231,10 +231,23 @@ describe('three relays on Redis behind nginx, as deploy/compose/ runs them', () 
     const url = `http://127.0.0.1:${port}`;
     try {
       // Visitors send one item each, as the snippet does: again after a failure or a `retry`, until
-      // answered accepted or duplicate. A third of the way in, relay-2 is killed.
+      // answered accepted or duplicate. A third of the way in, the relay that leads delivery (the
+      // one whose deliverer has delivered) is killed: a standby must take the lead, and the
+      // entries it had leased come back when their lease ends.
       const items = Array.from({ length: 150 }, (_, i) => ({ id: crypto.randomUUID(), email: `compose-${i}@example.com` }));
       let answered = 0;
       let killed: Promise<string> | undefined;
+      let victim = '';
+      const delivered = async (started: { metricsUrl: string }) => {
+        const text = await (await fetch(`${started.metricsUrl}/metrics`)).text();
+        return [...text.matchAll(/^cdp_edge_delivered_entries_total\{[^}]*\} (\d+)/gm)].reduce((sum, match) => sum + Number(match[1]), 0);
+      };
+      const killLeader = async () => {
+        const counts = await Promise.all(relays.map(delivered));
+        victim = relays[counts.indexOf(Math.max(...counts))]!.name;
+        expect(Math.max(...counts), 'a relay has delivered before the kill').toBeGreaterThan(0);
+        return pod(['kill', '--signal', 'KILL', victim]);
+      };
       const deliver = async (item: { id: string; email: string }) => {
         for (let attempt = 0; ; attempt++) {
           const status = await send(url, item).catch((error: Error) => error.message);
@@ -242,7 +255,7 @@ describe('three relays on Redis behind nginx, as deploy/compose/ runs them', () 
           if (attempt > 40) throw new Error(`${item.id} never accepted: ${status}`);
           await new Promise((resolve) => setTimeout(resolve, 250));
         }
-        if (++answered === 50) killed = pod(['kill', '--signal', 'KILL', 'relay-2']);
+        if (++answered === 50) killed = killLeader();
       };
       const queue = [...items];
       await Promise.all(
@@ -251,7 +264,10 @@ describe('three relays on Redis behind nginx, as deploy/compose/ runs them', () 
         }),
       );
       await killed;
-      expect(await pod(['inspect', '--format', '{{.State.Status}}', 'relay-2'])).not.toBe('running');
+      expect(await pod(['inspect', '--format', '{{.State.Status}}', victim])).not.toBe('running');
+      // It had taken requests through nginx before it died (a JSON line per request).
+      expect((await pod(['logs', victim])).match(/"kind":"collect"/g)?.length ?? 0).toBeGreaterThan(0);
+      console.log(`container: killed ${victim}, the delivery leader, once 50 of ${items.length} items were answered`);
 
       await expect.poll(() => items.filter((item) => eventsOf(emulator, item.email).length === 0).length, { timeout: 90_000, interval: 500 }).toBe(0);
       // A last item through the proxy, delivered after everything before it: a late second copy has had its chance.
