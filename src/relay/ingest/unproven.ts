@@ -36,16 +36,14 @@ export async function budgetPeople(
   const creating = going.filter((item) => !item.proven && item.kind !== 'activity');
   if (creating.length === 0) return { going: [...going], held: [], retryAfter: 0 };
   const rate = { perSecond: limits.peoplePerMinute / 60, burst: limits.peoplePerMinute };
-  // One token each, in order: charged one at a time, so the budget is never passed however many requests race.
+  // One token each, taken one at a time (nothing taken when there is none): the budget is never passed however many requests race.
   const refused = new Set<Prepared>();
   let waitMs = 0;
   for (const item of creating) {
-    const decision = await limiter.limit(peopleKey(site), rate, now, 1);
+    const decision = await limiter.limit(peopleKey(site), rate, now);
     if (decision.ok) continue;
     refused.add(item);
     waitMs = Math.max(waitMs, decision.retryAfterMs);
-    // A charge refused still counted: give it back, so refusals never delay the next identify.
-    await limiter.limit(peopleKey(site), rate, now, -1);
   }
   const held = [...refused].map((item) => ({
     index: item.index,

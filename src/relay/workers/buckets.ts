@@ -13,10 +13,11 @@ const EXPIRY_SLICE = 16;
 const prepared = new WeakSet<object>();
 
 /**
- * Moves the bucket `key` of `rate` by `charge` (0: looks, writes nothing), in one step of the
- * object's storage: what `RelayState.bucket` runs.
+ * Moves the bucket `key` of `rate` by `charge` (0: looks, writes nothing; undefined: takes one
+ * token if there is one, as a request bucket does), in one step of the object's storage: what
+ * `RelayState.bucket` runs.
  */
-export function chargeBucket(storage: DurableObjectStorage, key: string, rate: Rate, now: number, charge: number): LimitDecision {
+export function chargeBucket(storage: DurableObjectStorage, key: string, rate: Rate, now: number, charge: number | undefined): LimitDecision {
   const sql = storage.sql;
   if (!prepared.has(storage)) {
     sql.exec(`CREATE TABLE IF NOT EXISTS refusals (key TEXT PRIMARY KEY, tokens REAL NOT NULL, at INTEGER NOT NULL, full_at INTEGER NOT NULL);

@@ -37,7 +37,9 @@ export function durableRefusals(namespace: DurableObjectNamespace<RelayState>, f
   const object = (key: string) => namespace.get(namespace.idFromName(`refusals#${hash(key) % REFUSAL_OBJECTS}`));
   return {
     async limit(key, rate, now, charge) {
-      if (!(key.startsWith('refusals:') || key.startsWith('people:')) || charge === undefined) {
+      // Refusal buckets are charged or looked at; a budget of people is taken from (no charge).
+      const durable = key.startsWith('refusals:') ? charge !== undefined : key.startsWith('people:');
+      if (!durable) {
         if (!fallback) throw new Error(`durableRefusals holds refusal buckets only, not ${key.split(':')[0]}`);
         return fallback.limit(key, rate, now, charge);
       }

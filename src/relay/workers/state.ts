@@ -190,7 +190,7 @@ export class RelayState extends DurableObject<unknown> {
   }
 
   /** Moves refusal bucket `key` by `charge` (0: looks) in one step (buckets.ts, for refusals.ts). */
-  bucket(key: string, perSecond: number, burst: number, now: number, charge: number): LimitDecision {
+  bucket(key: string, perSecond: number, burst: number, now: number, charge?: number): LimitDecision {
     this.calls++;
     return chargeBucket(this.ctx.storage, key, { perSecond, burst }, now, charge);
   }

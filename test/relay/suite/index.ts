@@ -1,5 +1,6 @@
 /** The /collect conformance suite: registered once per runtime (test/relay on Node, test/workerd in workerd). */
 import { describe, it } from 'vitest';
+import { capacityCases } from './capacity-cases.js';
 import { enrichmentCases } from './enrichment-cases.js';
 import { identityCases } from './identity-cases.js';
 import { protocolCases } from './protocol-cases.js';
@@ -12,6 +13,7 @@ export function relaySuite(target: () => RelayTarget): void {
   identityCases(target);
   enrichmentCases(target);
   upstreamCases(target);
+  capacityCases(target);
   serverDoorCases(target);
   describe('the platform key', () => {
     it('never appeared in any response body or header above', () => expectKeyNeverSeen());
