@@ -105,7 +105,7 @@ describe('POST /server/collect', () => {
       body: '<batch/>',
     });
     expect([type.status, await errorOf(type)]).toEqual([415, 'unsupported_media_type']);
-    const get = await fetch(`${stack.relay.url}/server/collect`, bearer(TOKENS.collect) as RequestInit);
+    const get = await fetch(`${stack.relay.url}/server/collect`, { headers: bearer(TOKENS.collect) });
     expect([get.status, await errorOf(get)]).toEqual([405, 'method_not_allowed']);
     const bad = await door({ batch: [{ id: 'x1', type: 'track' }] }, bearer(TOKENS.collect));
     expect(((await bad.json()) as { results: { status: string; reason: string }[] }).results).toEqual([

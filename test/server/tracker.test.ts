@@ -188,4 +188,14 @@ describe('createServerTracker against a real relay', () => {
     expect(() => cdp.identify({ fields: { 'str::email': 'x@example.com' }, ts: 'yesterday' })).toThrow(/ts must be/);
     expect(cdp.pending).toBe(0);
   });
+
+  it('keeps the items of a token the relay refuses (401) and says why, until its owner fixes it', async () => {
+    const relay = await startOn(0);
+    const errors: ServerTrackerError[] = [];
+    const cdp = createServerTracker({ relay: relay.url, token: 'rt_revoked', maxBackoffMs: 100, onError: (error) => errors.push(error) });
+    void cdp.track({ id: 'kept-1', activity_id: 'act:cm:viewed', person: { 'str::email': 'kept@example.com' } });
+    await expect(cdp.flush({ timeoutMs: 500 })).rejects.toMatchObject({ pending: 1 });
+    expect(errors[0]).toMatchObject({ status: 401, message: expect.stringMatching(/invalid_token/) });
+    cdp.close();
+  });
 });
