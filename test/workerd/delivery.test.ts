@@ -13,8 +13,12 @@ import { drained } from './target.js';
 
 const upstream = upstreamControl(env['TEST_UPSTREAM'] as string);
 const outbox = createShardedOutbox(env['RELAY_OUTBOX'], DEFAULT_SHARDS);
-/** How long the platform is down in the outage case (ms). */
-const OUTAGE_MS = Number(env['TEST_OUTAGE_MS'] ?? 20_000);
+/**
+ * How long the platform is down in the outage case (ms): longer than a /collect may spend on the
+ * platform (RELAY_BUDGET_MS, 8 s) and than two of an entry's retry waits (RELAY_DELIVERY_RETRY_MS,
+ * 5 s), so the items accepted first are tried and released again during it.
+ */
+const OUTAGE_MS = Number(env['TEST_OUTAGE_MS'] ?? 11_000);
 
 function post(key: string, body: unknown, ip = '192.0.2.50'): Promise<Response> {
   const request = new Request('https://relay.example.com/collect', {
