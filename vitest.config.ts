@@ -60,6 +60,10 @@ export default defineConfig({
           include: ['test/browser/**/*.test.ts'],
           setupFiles: ['test/browser/setup.ts'],
           testTimeout: 10_000,
+          // One worker runs file after file in one process (each file still gets a fresh happy-dom
+          // and an empty IndexedDB from setup.ts; src/browser keeps no state in its modules): a
+          // process and its imports for each file cost more than most of these files' tests.
+          isolate: false,
         },
       },
       'test/workerd/vitest.config.ts',
