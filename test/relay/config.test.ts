@@ -67,6 +67,14 @@ describe('parseConfig (the relay configuration)', () => {
     expect(errorOf({ ...base, RELAY_DELIVERY_LEAD_MS: '100' }).message).toMatch(/RELAY_DELIVERY_LEAD_MS.*at least 500/);
   });
 
+  it('reads what unproven items may take of a site, half the outbox and 600 new people a minute by default', () => {
+    expect(parseConfig(base).unproven).toEqual({ share: 0.5, peoplePerMinute: 600 });
+    expect(parseConfig({ ...base, RELAY_OUTBOX_UNPROVEN_SHARE: '1', RELAY_UNPROVEN_PEOPLE_PER_MINUTE: '60' }).unproven).toEqual({
+      share: 1,
+      peoplePerMinute: 60,
+    });
+  });
+
   it('picks the region base, and CDP_BASE_URL wins over it', () => {
     expect(parseConfig({ ...base, CDP_REGION: 'eu' }).baseUrl).toBe('https://api.eu.ap3api.com');
     expect(parseConfig({ ...base, CDP_REGION: 'eu', CDP_BASE_URL: 'http://127.0.0.1:8790/' }).baseUrl).toBe('http://127.0.0.1:8790');
@@ -109,6 +117,9 @@ describe('parseConfig (the relay configuration)', () => {
     [{ RELAY_TRUST_PROXY: 'my-proxy' }, 'RELAY_TRUST_PROXY'],
     [{ RELAY_TOKENS: '[{"name":"x"}]' }, 'RELAY_TOKENS'],
     [{ RELAY_SCRIPT_PATH: 'cdp.js' }, 'RELAY_SCRIPT_PATH'],
+    [{ RELAY_OUTBOX_UNPROVEN_SHARE: '0' }, 'RELAY_OUTBOX_UNPROVEN_SHARE'],
+    [{ RELAY_OUTBOX_UNPROVEN_SHARE: '1.5' }, 'RELAY_OUTBOX_UNPROVEN_SHARE'],
+    [{ RELAY_UNPROVEN_PEOPLE_PER_MINUTE: '0.5' }, 'RELAY_UNPROVEN_PEOPLE_PER_MINUTE'],
   ])('names the variable at fault: %j', (override, variable) => {
     const error = errorOf({ ...base, ...override } as Record<string, string>);
     expect(error.variable).toBe(variable);
