@@ -27,6 +27,7 @@ const serverEntries = Object.fromEntries(
     ['server/spool', 'src/server/spool.ts'],
     ['next/index', 'src/next/index.ts'],
     ['next/server', 'src/next/server.ts'],
+    ['consent/index', 'src/consent/index.ts'],
     ['cli', 'src/cli.ts'],
   ].filter(([, file]) => existsSync(file)),
 );
@@ -116,6 +117,15 @@ if (existsSync('src/react/index.ts')) {
       banner: "'use client';",
       paths: (id) => (id.startsWith('/') ? './browser.js' : id),
     },
+  });
+}
+
+// dist/cdp-consent.js: the consent adapters for a script tag, minified like cdp.js.
+if (existsSync('src/consent/iife.ts')) {
+  configs.push({
+    input: 'src/consent/iife.ts',
+    plugins: [typescript(tsOptions({}, ['src/consent/**/*.ts'])), terser(terserOptions)],
+    output: { file: 'dist/cdp-consent.js', format: 'iife', sourcemap: false },
   });
 }
 

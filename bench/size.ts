@@ -312,6 +312,38 @@ const serverEntries = await serverEntrySizes();
 console.table(appEntries.map(({ entry, adds, app }) => ({ entry, 'adds gzip B': adds.gzip, 'app gzip B (without React)': app.gzip })));
 console.table(serverEntries.map(({ entry, runs, bundle }) => ({ entry, runs, 'browser B': 0, 'Node bundle gzip B': bundle.gzip })));
 const entries = [...appEntries, ...serverEntries];
+
+/**
+ * The consent adapters (`cdp-edge/consent`), which a site adds beside the snippet: each alone as
+ * an app that imports and starts it (esbuild, minified ESM: the others tree-shake away), and the
+ * script-tag build with all four (dist/cdp-consent.js).
+ */
+const CONSENT_ADAPTERS = [
+  ['TCF v2.2', 'followTcf'],
+  ['Google Consent Mode v2', 'followGoogle'],
+  ['OneTrust', 'followOneTrust'],
+  ['Cookiebot', 'followCookiebot'],
+] as const;
+async function consentSizes() {
+  const alone = await Promise.all(
+    CONSENT_ADAPTERS.map(async ([platform, name]) => {
+      const app = `import { ${name} } from 'cdp-edge/consent';\n${name}();`;
+      const out = await build({
+        ...ESBUILD,
+        alias: { 'cdp-edge/consent': join(root, 'dist/consent/index.js') },
+        stdin: { contents: app, resolveDir: root, loader: 'js' },
+        format: 'esm',
+      });
+      return { platform, import: `import { ${name} } from 'cdp-edge/consent'`, ...measure(out.outputFiles[0]!.contents) };
+    }),
+  );
+  return { adapters: alone, script: { file: 'dist/cdp-consent.js', ...measure(readFileSync(join(root, 'dist/cdp-consent.js'))) } };
+}
+const consent = await consentSizes();
+console.table([
+  ...consent.adapters.map(({ platform, gzip }) => ({ adapter: platform, 'gzip B': gzip })),
+  { adapter: 'all four (cdp-consent.js)', 'gzip B': consent.script.gzip },
+]);
 const ours = rows.find((row) => row.name === 'cdp-edge');
 const ratio = (value: number, base: number | undefined) => (base ? Math.round((value / base) * 10) / 10 : null);
 const kb = (bytes: number) => (bytes / 1024).toFixed(1);
@@ -404,6 +436,7 @@ const results = {
     },
   })),
   entries,
+  consent,
   failures,
 };
 mkdirSync(join(root, 'bench/results'), { recursive: true });

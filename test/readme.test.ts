@@ -360,6 +360,18 @@ console.log(paid.status, JSON.stringify(await sqliteSpool(${JSON.stringify(spool
     expect(readme).toContain(`a function that tracks one event with it bundles ${kb(server.app.gzip)} of cdp-edge`);
   });
 
+  it("the consent adapters' table quotes bench/results/size.json", () => {
+    const { consent } = JSON.parse(readFileSync(join(root, 'bench', 'results', 'size.json'), 'utf8')) as {
+      consent: { adapters: Array<{ platform: string; gzip: number }>; script: { gzip: number } };
+    };
+    const readme = readFileSync(join(root, 'README.md'), 'utf8');
+    const row = (start: string, bytes: number) =>
+      new RegExp(`\\| ${start.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}[^\\n]*\\| ${bytes.toLocaleString('en')} B \\|`);
+    expect(consent.adapters).toHaveLength(4);
+    for (const { platform, gzip } of consent.adapters) expect(readme).toMatch(row(`${platform}:`, gzip));
+    expect(readme).toMatch(row('all four for a script tag:', consent.script.gzip));
+  });
+
   it('the scale table quotes bench/results/state.json', () => {
     const state = JSON.parse(readFileSync(join(root, 'bench', 'results', 'state.json'), 'utf8')) as {
       sqlite: { at_peak: { megabytes: number; reopen_ms: number } };
