@@ -4,7 +4,7 @@
  * from the built dist/, default configuration plus the site), fed by hundreds of simulated
  * browsers that send what the snippet sends (bench/lib/browsers.ts) at a fixed offered rate.
  *
- *   npm run build && npx tsx bench/delivery.ts [--only 300,1500,slow-platform,cpu,business,flood,pages] [--seconds 20] [--browsers 500] [--drain-seconds 45]
+ *   npm run build && npx tsx bench/delivery.ts [--only 300,1500,slow-platform,cpu,business,flood,pages,proxy] [--seconds 20] [--browsers 500] [--drain-seconds 45]
  *
  * Phases, each with a fresh emulator and relay:
  *  - 300            300 items/s for --seconds, batches of 1–3, platform 50 ms per call;
@@ -14,6 +14,9 @@
  *                   per item where it matters, when the relay is busy (every phase reports its own);
  *  - business       4,000 items/s in batches of 10 to a business key (30 calls/s: the emulator's
  *                   --rate-limit 30 and RELAY_PLATFORM_RATE=30), whose ceiling is 3,000 items/s;
+ *  - proxy          as 1500, while a server reads a person through the relay's proxy
+ *                   (`/v1/person/get`) once a second: its answers, and the platform's 429s (deliveries and
+ *                   proxy calls share the key's window);
  *  - flood          one address floods at 2,000 items/s (batches of 100, a new visitor and person
  *                   every 100 items, 20 tabs behind that address) while 300 other visitors send
  *                   100 items/s in all, for 15 s: the others' created → platform latency, how the
@@ -34,6 +37,7 @@ import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { identityHash } from '../src/relay/index.js';
+import { createToken } from '../src/relay/core/tokens.js';
 import { type Browsers, createBrowsers } from './lib/browsers.js';
 import { type CliProcess, startCli } from './lib/cli.js';
 import {
@@ -78,6 +82,8 @@ interface Phase {
   browsers?: number;
   /** one address flooding at `rate` items/s, from `tabs` browsers behind it, beside the others */
   flood?: { rate: number; tabs: number };
+  /** a server reads a person through the relay's proxy (`/v1/person/get`) once a second, from the offer's start to the drain's end */
+  proxy?: true;
 }
 /** The flooding address (`X-Forwarded-For`): every flood visitor is behind it. */
 const FLOOD_ADDRESS = '10.255.0.1';
@@ -89,6 +95,7 @@ const PHASES: Phase[] = [
   { name: 'business', rate: 4000, seconds: SECONDS, batch: [10, 10], latencyMs: 50, platformRate: 30 },
   { name: 'flood', rate: 100, seconds: 15, batch: [1, 3], latencyMs: 50, browsers: 300, flood: { rate: 2000, tabs: 20 } },
   { name: 'pages', rate: 1500, seconds: SECONDS, batch: [1, 1], latencyMs: 50, browsers: 1500 },
+  { name: 'proxy', rate: 1500, seconds: SECONDS, batch: [1, 3], latencyMs: 50, proxy: true },
 ];
 const only = values.only?.split(',');
 const phases = PHASES.filter((p) => !only || only.includes(p.name));
@@ -111,6 +118,7 @@ async function runPhase(phase: Phase) {
     ]);
     started.push(emulator);
     await defineActivities(emulator.url);
+    const reader = phase.proxy ? await createToken({ name: 'bench-reader', scopes: ['read'] }) : undefined;
     const relay = await startCli(
       ['relay', '--port', '0', '--state-file', join(dir, 'relay-state.db')],
       {
@@ -120,6 +128,7 @@ async function runPhase(phase: Phase) {
         RELAY_IDENTITY_SECRET: SECRET,
         RELAY_TRUST_PROXY: '127.0.0.1',
         RELAY_PLATFORM_RATE: String(phase.platformRate ?? PLATFORM_RATE),
+        ...(reader ? { RELAY_TOKENS: JSON.stringify([reader.entry]) } : {}),
       },
       30_000,
       // e.g. BENCH_RELAY_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof": profile the relay alone
@@ -144,6 +153,21 @@ async function runPhase(phase: Phase) {
     const callsBefore = await callCounts(emulator.url, PLATFORM_KEY);
     const cpuBefore = relay.cpuMs();
     const offerStart = Date.now();
+    // The server's reads: one a second through the relay's proxy, each answer's status kept.
+    const proxied: number[] = [];
+    let reading = reader !== undefined;
+    const reads = (async () => {
+      while (reading && reader) {
+        const response = await fetch(`${relay.url}/v1/person/get`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${reader.token}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ limit: 1 }),
+        }).catch(() => undefined);
+        await response?.arrayBuffer();
+        proxied.push(response?.status ?? 0);
+        await new Promise((resolve) => setTimeout(resolve, 1_000));
+      }
+    })();
     const progress = async (label: string) => {
       const now = callFigures(callsBefore, await callCounts(emulator.url, PLATFORM_KEY));
       const floodLine = flood ? `; flood made ${flood.made.size}, held ${flood.held()}, answered retry ${flood.retried()}` : '';
@@ -172,6 +196,8 @@ async function runPhase(phase: Phase) {
       )
     ).every(Boolean);
     const drainEnd = Date.now();
+    reading = false;
+    await reads;
     const cpuMs = relay.cpuMs() - cpuBefore;
     const calls = callFigures(callsBefore, await callCounts(emulator.url, PLATFORM_KEY));
     const seen = await arrivals(emulator.url, PLATFORM_KEY);
@@ -185,6 +211,15 @@ async function runPhase(phase: Phase) {
       offer_seconds: round((offer.end - offer.start) / 1000, 1),
       ...itemFigures(b, seen, offer),
       ...(flood ? { flood: { offered_items_per_second: phase.flood!.rate, address: 'one', tabs: phase.flood!.tabs, ...itemFigures(flood, seen, offer) } } : {}),
+      ...(reader
+        ? {
+            proxy: {
+              calls: proxied.length,
+              answered_429: proxied.filter((status) => status === 429).length,
+              answered_2xx: proxied.filter((status) => status >= 200 && status < 300).length,
+            },
+          }
+        : {}),
       drained,
       drain_seconds: round((drainEnd - offer.end) / 1000, 1),
       platform_calls: calls.calls,
@@ -240,6 +275,7 @@ const report = {
     p50_ms_at_300: 2000,
     p99_ms_at_300: 5000,
     delivered_per_second_at_1500: 900,
+    platform_429_calls_with_proxy: 0,
     platform_429_calls_at_1500: 0,
     delivered_per_second_at_business: 2700,
     entries_per_call_at_1500: 90,

@@ -238,10 +238,11 @@ const READERS = {
         .join(' ')}; ` +
       `${x.entries_per_call} entries per call, ${x.drained ? `drained in ${x.drain_seconds} s` : `not drained after ${x.drain_seconds} s`}, lost ${x.lost + x.flood.lost}, duplicated ${x.duplicated + x.flood.duplicated}`;
     const load = (x) => (x.load_average ? ` (load average ${x.load_average.join(' → ')})` : '');
+    const proxied = (x) => (x.proxy ? ` with a server's proxy call a second (${x.proxy.calls} calls, ${x.proxy.answered_429} answered 429)` : '');
     const line = (name, x) =>
       x.flood
         ? flooded(x) + load(x)
-        : `${name === 'cpu' ? `${x.offered_items_per_second} items/s in batches of 10` : name === 'pages' ? `as pages send (${x.browsers} browsers, one item a request, ${x.offered_items_per_second} items/s in all)` : `${x.offered_items_per_second} items/s offered${x.platform_ms_per_call === 50 ? '' : ` (platform ${x.platform_ms_per_call} ms per call)`}`}${(x.key_calls_per_second ?? 10) === 10 ? '' : ` to a key of ${x.key_calls_per_second} calls/s`}: ` +
+        : `${name === 'cpu' ? `${x.offered_items_per_second} items/s in batches of 10` : name === 'pages' ? `as pages send (${x.browsers} browsers, one item a request, ${x.offered_items_per_second} items/s in all)` : `${x.offered_items_per_second} items/s offered${x.platform_ms_per_call === 50 ? '' : ` (platform ${x.platform_ms_per_call} ms per call)`}`}${(x.key_calls_per_second ?? 10) === 10 ? '' : ` to a key of ${x.key_calls_per_second} calls/s`}${proxied(x)}: ` +
           `${x.delivered_per_second_in_real_time} items/s delivered in real time (${pct(x.delivered_in_real_time_share)}%), ${x.entries_per_call} entries per call, ` +
           `429s ${pct(x.platform_429_share)}% of ${x.platform_calls} calls, created → platform p50 ${x.created_to_platform_ms.p50} ms p99 ${x.created_to_platform_ms.p99} ms, ` +
           `/collect p50 ${x.collect_ms.p50} ms p99 ${x.collect_ms.p99} ms${x.collect_timeouts ? `, ${x.collect_timeouts} /collect timeouts` : ''}, ${x.drained ? `drained in ${x.drain_seconds} s` : `not drained after ${x.drain_seconds} s (${x.items - x.delivered_after_drain} of ${x.items} not delivered)`}, ` +
@@ -301,6 +302,19 @@ const READERS = {
         atMost('as pages send: platform calls answered 429', x.platform_429, t.platform_429_calls_at_pages),
       );
     }
+    if (p.proxy?.proxy && t.platform_429_calls_with_proxy !== undefined)
+      targets.push(
+        atMost(
+          '1,500 items/s and a proxy call a second: platform and relay answers 429',
+          p.proxy.platform_429 + p.proxy.proxy.answered_429,
+          t.platform_429_calls_with_proxy,
+        ),
+        atLeast(
+          '1,500 items/s and a proxy call a second: items/s delivered in real time',
+          p.proxy.delivered_per_second_in_real_time,
+          t.delivered_per_second_at_1500,
+        ),
+      );
     if (p['slow-platform'])
       targets.push(atMost('/collect p50 ms, platform taking 500 ms per call', p['slow-platform'].collect_ms.p50, t.collect_p50_ms_slow_platform));
     if (p.cpu)

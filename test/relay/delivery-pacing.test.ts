@@ -4,6 +4,10 @@ import { describe, expect, it } from 'vitest';
 import { createRelayHandlers } from '../../src/relay/app.js';
 import { parseConfig } from '../../src/relay/core/config.js';
 import { createMemoryOutbox, createMemoryPacer } from '../../src/relay/state/memory-outbox.js';
+import { CATCH_UP_MS } from '../../src/relay/state/pace.js';
+import { ENDPOINTS } from '../../src/api/index.js';
+import { createUpstream } from '../../src/relay/deliver/caller.js';
+import { fetchTransport } from '../../src/relay/deliver/transport.js';
 import { startEmulator } from '../../src/emulator/index.js';
 import { closing, DAY, emulator, eventsOf, identify, KEY, ORIGIN, person, relay, track } from './support/delivery-kit.js';
 
@@ -101,4 +105,65 @@ describe('order and pacing', () => {
     expect(seconds).toBeGreaterThanOrEqual(2.8);
     expect(seconds).toBeLessThan(6);
   }, 30_000);
+
+  it('shares the window with proxy calls: a backlog with a proxy call every second draws no 429', async () => {
+    const limited = await startEmulator({ port: 0, key: KEY, rateLimit: 10, latencyMs: 50 });
+    // The relay's own pacer (its deliverer may catch up), shared by its deliveries and its proxy calls.
+    const pacer = createMemoryPacer(10, CATCH_UP_MS);
+    const proxy = createUpstream({
+      baseUrl: limited.url,
+      apiKey: KEY,
+      transport: fetchTransport(fetch),
+      timeoutMs: 10_000,
+      backoff: { until: 0 },
+      now: Date.now,
+      pacer,
+    });
+    try {
+      expect((await proxy.call(ENDPOINTS['definitions/activity/create'], JSON.stringify({ name: 'viewed', attributes: [] }))).status).toBe(200);
+      const config = parseConfig({
+        CDP_API_KEY: KEY,
+        CDP_BASE_URL: limited.url,
+        RELAY_SITES: JSON.stringify([{ key: 'pk_d', origins: [ORIGIN], verify: 'open' }]),
+        RELAY_LOG: 'off',
+        RELAY_PLATFORM_RATE: '10',
+      });
+      // 9,000 tracks: 90 full calls, about 9 s at 10 calls a second.
+      const outbox = createMemoryOutbox();
+      const now = Date.now();
+      const items = Array.from({ length: 9000 }, (_, n) => ({
+        site: 'pk_d',
+        id: `proxy-pace-${n}-${crypto.randomUUID()}`,
+        kind: 'activity' as const,
+        entry: { activity_id: 'act:cm:viewed', fields: { 'str::email': `proxy-pace-${n}@example.com` } },
+        browser: `b-${n}`,
+        visitor: 'v',
+        accepted: now,
+      }));
+      expect((await outbox.accept(items, now, DAY)).accepted).toHaveLength(9000);
+      const handlers = createRelayHandlers(config, { pacer, outbox });
+      closing.push(() => handlers.close());
+      // A server reads a person through the relay's proxy once a second while the backlog drains.
+      let draining = true;
+      const proxied: number[] = [];
+      const reads = (async () => {
+        while (draining) {
+          const answer = await proxy.call(ENDPOINTS['person/get'], JSON.stringify({ limit: 1 }));
+          proxied.push(answer.status);
+          await new Promise((resolve) => setTimeout(resolve, 1_000));
+        }
+      })();
+      await handlers.drained({ timeoutMs: 30_000 });
+      draining = false;
+      await reads;
+      const counts = limited.emulator.calls();
+      expect(counts['activities/create']!.entries).toBe(9000);
+      expect(proxied.length).toBeGreaterThanOrEqual(6);
+      // Neither the deliveries nor the proxy calls were answered 429, by the platform or the relay.
+      const limitedAt = Object.entries(counts).flatMap(([endpoint, count]) => (count.statuses['429'] ? [`${endpoint} ${count.statuses['429']}`] : []));
+      expect({ proxyAnswered429: proxied.filter((status) => status === 429).length, platform429: limitedAt }).toEqual({ proxyAnswered429: 0, platform429: [] });
+    } finally {
+      await limited.close();
+    }
+  }, 60_000);
 });

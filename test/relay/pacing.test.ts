@@ -5,7 +5,8 @@
 // the key's rate draws no 429, and still runs at the rate less the measured margin.
 import { describe, expect, it } from 'vitest';
 import { createRateLimiter } from '../../src/emulator/rate-limit.js';
-import { createSpacer, SEND_MARGIN } from '../../src/relay/deliver/spacer.js';
+import { createSpacer } from '../../src/relay/deliver/spacer.js';
+import { SEND_MARGIN } from '../../src/relay/state/pace.js';
 import { CATCH_UP_MS, pace, paceInterval } from '../../src/relay/state/pace.js';
 
 /** A seeded generator, so a run is the same every time. */

@@ -26,6 +26,7 @@ function connect(name: string) {
   const pacer = (rate: number, catchUpMs?: number): Pacer => ({
     take: (now, priority) => stub().take(rate, now, priority, catchUpMs),
     hold: (until) => stub().hold(rate, until),
+    leave: (now, inMs, again) => stub().leave(rate, now, inMs, again),
   });
   return { outbox, pacer, close: async () => {}, stub };
 }

@@ -8,7 +8,7 @@ import { ENDPOINTS } from '../../src/api/index.js';
 import { createUpstream } from '../../src/relay/deliver/caller.js';
 import { MAX_PACER_WAIT_MS } from '../../src/relay/deliver/slots.js';
 import { fetchTransport } from '../../src/relay/deliver/transport.js';
-import { SEND_MARGIN } from '../../src/relay/deliver/spacer.js';
+import { SEND_MARGIN } from '../../src/relay/state/pace.js';
 import { TURN_WAIT_MS } from '../../src/relay/state/turns.js';
 import { createDurablePacer, keyPacer, pacerName, workerConfig } from '../../src/relay/workers/delivery.js';
 import { pacerRequests } from './target.js';
@@ -49,12 +49,13 @@ describe('the pacer object', () => {
     expect(await p.take(5_000 + wait, 'deliver')).toBe(0);
   });
 
-  it('serves proxy calls first: never kept waiting by deliveries, whose next slot moves back instead', async () => {
+  it('gives a proxy call the next free slot (it waits for it, then goes, never into debt); deliveries wait behind the slots it took', async () => {
     const p = pacer(10);
     const t = 2_000_000;
     expect(await p.take(t, 'deliver')).toBe(0);
-    for (let n = 0; n < 5; n++) expect(await p.take(t, 'proxy')).toBe(0);
-    expect(await p.take(t, 'deliver')).toBe(Math.ceil(6 * INTERVAL));
+    // Five proxy calls take the next five slots, one interval apart: each is told how long until its own.
+    for (let n = 1; n <= 5; n++) expect(-(await p.take(t, 'proxy'))).toBeCloseTo(n * INTERVAL, -1);
+    expect(await p.take(t, 'deliver')).toBeCloseTo(6 * INTERVAL, -1);
   });
 
   it("holds every caller until the platform's try-in-seconds has passed", async () => {
@@ -93,18 +94,22 @@ describe("deliver calls waiting in the key's pacer object", () => {
     expect(Math.max(...answers.map((answer) => answer.at)) - asked).toBeGreaterThanOrEqual(1100);
   });
 
-  it('a proxy call asked meanwhile goes at once, and the waiting call after it', async () => {
+  it('a proxy call asked meanwhile takes the next free slot, ahead of the waiting call', async () => {
     const p = createDurablePacer(env['RELAY_STATE'], named(), 2, MAX_PACER_WAIT_MS);
     const started = Date.now();
     expect(await p.take(started, 'deliver')).toBe(0);
     const waiting = p.take(Date.now(), 'deliver').then((wait) => ({ wait, at: Date.now() }));
-    expect(await p.take(Date.now(), 'proxy')).toBe(0);
-    const proxied = Date.now();
+    // The next slot (about 500 ms after the first call) is the proxy call's: it is told how long until then.
+    const asked = Date.now();
+    const proxyWait = await p.take(asked, 'proxy');
+    expect(proxyWait).toBeLessThan(0);
+    const proxySlot = asked - proxyWait;
+    expect(proxySlot - started).toBeGreaterThanOrEqual(500);
     const delivered = await waiting;
     expect(delivered.wait).toBe(0);
     // its slot moved back behind the proxy call's: two slots of 500 ms after the first call
     expect(delivered.at - started).toBeGreaterThanOrEqual(1000);
-    expect(delivered.at).toBeGreaterThan(proxied);
+    expect(delivered.at).toBeGreaterThan(proxySlot);
   });
 
   it('a hold that comes while a call waits stops it: answered the rest of the hold, not granted', async () => {

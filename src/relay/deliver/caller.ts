@@ -30,6 +30,11 @@ export function sharedBackoff(baseUrl: string): Backoff {
   return backoff;
 }
 
+/** A proxy call whose timer wakes this much after its place in the window asks again (the window's margin). */
+const LATE_WAKE_MS = 30;
+/** How many places a proxy call asks for at most before it goes anyway. */
+const MAX_PROXY_ASKS = 3;
+
 export interface UpstreamOptions {
   /** the platform's origin and base path, no trailing slash */
   baseUrl: string;
@@ -44,9 +49,10 @@ export interface UpstreamOptions {
   /** called once per upstream call, answered or not (metrics) */
   onCall?: ((call: UpstreamCall) => void) | undefined;
   /**
-   * The deployment's budget of platform calls (a Durable Object on Workers): each call takes a
-   * slot first, as `proxy` priority, which deliveries never delay; only the platform's own hold
-   * (`try-in-seconds`) stops it, and a 429 is shared with every caller of the key.
+   * The deployment's budget of platform calls (a Durable Object on Workers): each call takes the
+   * next free slot first, as `proxy` priority, counted in the window deliveries share (it waits for
+   * it, 2 s at most: past that, and during the platform's own hold, `try-in-seconds`, the relay
+   * answers 429 itself); a 429 is shared with every caller of the key.
    */
   pacer?: Pacer | undefined;
 }
@@ -119,10 +125,29 @@ export function createUpstream(options: UpstreamOptions): Upstream {
     };
   };
 
+  /**
+   * Takes the proxy call's place in the pacer's window (state/pace.ts): 0 once it may go, else how
+   * long the key is held (nothing taken). A place a little later is waited for; a timer that wakes
+   * later than the window's margin allows (a busy event loop) asks again, as the call would no
+   * longer be where it was counted. A pacer that cannot be reached does not stop the call: the
+   * platform's own limit still holds.
+   */
+  async function proxySlot(pacer: Pacer): Promise<number> {
+    for (let tries = 0; tries < MAX_PROXY_ASKS; tries++) {
+      const wait = await pacer.take(now(), 'proxy').catch(() => 0);
+      if (wait >= 0) return wait;
+      const slot = now() - wait;
+      await new Promise((resolve) => setTimeout(resolve, -wait));
+      if (now() - slot <= LATE_WAKE_MS) return 0;
+    }
+    return 0;
+  }
+
   async function call(endpoint: Endpoint<EndpointId>, body: string, callOptions: CallOptions = {}): Promise<UpstreamAnswer> {
-    // A pacer that cannot be reached does not stop the call: the platform's own limit still holds.
-    const wait = options.pacer && !callOptions.paced ? await options.pacer.take(now(), 'proxy').catch(() => 0) : 0;
-    if (wait > 0) return held(wait);
+    if (options.pacer && !callOptions.paced) {
+      const wait = await proxySlot(options.pacer);
+      if (wait > 0) return held(wait);
+    }
     const from = callOptions.from ?? 'proxy';
     await admit(endpoint, from, callOptions.waitUntil ?? now());
     breaker.start(from);

@@ -91,6 +91,8 @@ export interface Engine {
   holds: Holds;
   /** the merge turns of calls answered, given back with the next slot request (slots.ts) */
   answeredTurns: string[];
+  /** settles once the call looking whether it may leave has left (slots.ts `waitToLeave`) */
+  leaving: Promise<void>;
   log(line: Record<string, unknown>): void;
   report: Report;
   /** settles `settlement` under lease `lease`, trying again after a store failure until `until` (the lease's end; stored.ts) */
@@ -125,6 +127,7 @@ export function createEngine(options: RoundOptions): Engine {
     spacer: options.spacer ?? createSpacer(options.rate ?? DEFAULT_PLATFORM_RATE),
     holds: options.holds ?? createHolds(),
     answeredTurns: [],
+    leaving: Promise.resolve(),
     log,
     report: createReporter({ clock, sites, onDelivery: options.onDelivery, log }),
     async settle(lease, settlement, until) {

@@ -76,16 +76,69 @@ export async function takeSlot(engine: Engine, turn?: Turn): Promise<number> {
 }
 
 /**
- * Waits until the call may leave (spacer.ts); resolves to the time it left. Its entries are marked
- * `sending`: it goes even once the deliverer is stopping, whose naps end at once (fill.ts), so the
- * wait is then slept on a timer of its own (a stop waits for this call anyway) rather than looped.
+ * Waits until the call may leave (spacer.ts); resolves to the time it left. Where the pacer shares
+ * a window with proxy calls ({@link Pacer.leave}), the call must fit there too: it is counted there
+ * ahead, for when the spacer will let it go, so the store's round trip overlaps the spacer's wait.
+ * The calls of this engine do so one at a time, so two never count on the same free place. A call
+ * the spacer then still holds (a late answer moved a call of its window) asks again; the place it
+ * was counted in stays taken, a slot lost, never one too many. A pacer that cannot be reached does
+ * not stop the call (the spacer still spaces it).
+ *
+ * Its entries are marked `sending`: it goes even once the deliverer is stopping, whose naps end at
+ * once (fill.ts), so the wait is then slept on a timer of its own (a stop waits for this call
+ * anyway) rather than looped.
  */
 export async function waitToLeave(engine: Engine): Promise<number> {
-  for (;;) {
-    const now = engine.options.clock.now();
-    const wait = engine.spacer.wait(now);
-    if (wait === 0) return now;
-    await (engine.stopped() ? sleep(wait) : engine.nap(wait));
+  const { clock, pacer } = engine.options;
+  const pause = (ms: number) => (engine.stopped() ? sleep(ms) : engine.nap(ms));
+  if (pacer.leave === undefined) {
+    for (;;) {
+      const now = clock.now();
+      const wait = engine.spacer.wait(now);
+      if (wait === 0) return now;
+      await pause(wait);
+    }
+  }
+  const before = engine.leaving;
+  let done!: () => void;
+  engine.leaving = new Promise<void>((resolve) => (done = resolve));
+  await before;
+  try {
+    for (let counted = false, again = false; ; ) {
+      const asked = clock.now();
+      const wait = engine.spacer.look(asked);
+      if (!counted && engine.spacer.probing(asked)) {
+        // When it may go is not known until the probe is answered: nothing is counted meanwhile.
+        await pause(wait);
+        continue;
+      }
+      if (!counted) {
+        const shared = await pacer.leave(asked, wait, again).catch((error: unknown) => {
+          engine.log({ level: 'warn', error: 'pacer_unreachable', cause: describe(error) });
+          return 0;
+        });
+        // Not counted (it would not fit): nothing counted ahead to move any more.
+        again = false;
+        if (shared > 0) {
+          await pause(asked + wait + shared - clock.now());
+          continue;
+        }
+        counted = true;
+      }
+      const now = clock.now();
+      const left = asked + wait - now;
+      if (left > 0) await pause(left);
+      const at = clock.now();
+      if (engine.spacer.look(at) > 0) {
+        counted = false;
+        again = true;
+        continue;
+      }
+      engine.spacer.count(at);
+      return at;
+    }
+  } finally {
+    done();
   }
 }
 

@@ -22,15 +22,8 @@
  * that, the answers do.
  * @module
  */
+import { SEND_MARGIN, SHARED_WINDOW_MS } from '../state/pace.js';
 
-/**
- * Calls are counted over a window this much longer than the platform's second: 3% (30 ms), for
- * how much later one call may arrive than another that left at the same pace and was answered as
- * fast (what the answers cannot show: the platform's own clock, a timer's grain). Larger delays
- * show in the answer and are counted from it (above). With 2% and no such counting, a full test
- * run on a loaded 2-core machine drew a 429; 5% cost 2% of throughput at saturation.
- */
-export const SEND_MARGIN = 0.03;
 /**
  * A call answered late (or not yet) is counted at most this much later than it left: a window.
  * With 250 ms, and calls counted again only once answered, a fresh-clone test run at load 4 drew
@@ -42,13 +35,19 @@ export const MAX_SHIFT_MS = 1_000;
 const RECENT_ANSWERS = 21;
 /** The platform's window. */
 const WINDOW_MS = 1_000;
-/** At most `rate` calls leave in any window of this length. */
-export const SPACER_WINDOW_MS = WINDOW_MS * (1 + SEND_MARGIN);
+/** At most `rate` calls leave in any window of this length: the platform's and the margin (state/pace.ts {@link SEND_MARGIN}). */
+export const SPACER_WINDOW_MS = SHARED_WINDOW_MS;
 
 /** Spaces calls by the time they leave: one per driver, kept across rounds. */
 export interface Spacer {
   /** ms to wait before a call may leave at `now`; 0 means it leaves now, and is counted. */
   wait(now: number): number;
+  /** ms to wait before a call may leave at `now`, counting nothing ({@link Spacer.count} counts it once it goes). */
+  look(now: number): number;
+  /** A call leaves at `now`. */
+  count(now: number): void;
+  /** Whether calls wait for the answer to the first call after a pause (a probe): when they may go is not known yet. */
+  probing(now: number): boolean;
   /** The call that left at `left` was answered at `now` (whatever the answer). */
   answered(left: number, now: number): void;
   /** Whether a call at `now` would wait for the window: the key's budget is spent for now (counts nothing). */
@@ -98,17 +97,26 @@ export function createSpacer(rate: number): Spacer {
       .sort((a, b) => a - b);
     return froms.length < budget ? now : froms[froms.length - budget]! + SPACER_WINDOW_MS;
   };
+  const probeAt = (now: number) => counted.find((call) => call.opener && now < call.left + WINDOW_MS);
+  /** The wait every rule sets at `now` (the gap, the probe, the window), the longest. */
+  const look = (now: number): number => {
+    const gap = Math.ceil(last + minGap - now);
+    const probe = probeAt(now);
+    if (probe !== undefined) return Math.max(gap, 1, Math.min(OPENER_POLL_MS, Math.ceil(probe.left + WINDOW_MS - now)));
+    return Math.max(0, gap, Math.ceil(windowFreeAt(now) - now));
+  };
+  const count = (now: number) => {
+    counted.push({ left: now, at: now, opener: now - last >= WINDOW_MS, answered: false });
+    last = now;
+  };
   return {
+    look,
+    count,
+    probing: (now) => probeAt(now) !== undefined,
     wait(now) {
-      const gap = Math.ceil(last + minGap - now);
-      if (gap > 0) return gap;
-      const probe = counted.find((call) => call.opener && now < call.left + WINDOW_MS);
-      if (probe !== undefined) return Math.max(1, Math.min(OPENER_POLL_MS, Math.ceil(probe.left + WINDOW_MS - now)));
-      const free = Math.ceil(windowFreeAt(now) - now);
-      if (free > 0) return free;
-      counted.push({ left: now, at: now, opener: now - last >= WINDOW_MS, answered: false });
-      last = now;
-      return 0;
+      const wait = look(now);
+      if (wait === 0) count(now);
+      return wait;
     },
     spent(now) {
       return windowFreeAt(now) > now;

@@ -8,7 +8,7 @@ import { takeFair, type Lane } from './fair.js';
 import { compactIdString } from './ids.js';
 import { type Accepted, DEAD_SLICE, type DeadLetter, type Outbox, type OutboxItem, type Pacer } from './outbox.js';
 import { NO_LIMITS } from '../core/outbox-limits.js';
-import { pace, paceInterval } from './pace.js';
+import { pace, paceLeave, type PaceState, paceInterval, sharedWindow } from './pace.js';
 
 interface Entry {
   seq: number;
@@ -251,10 +251,14 @@ export function createMemoryOutbox(): Outbox {
 /** Creates a pacer kept in this process: share the one object between the process's callers. */
 export function createMemoryPacer(rate: number, catchUpMs = 0): Pacer {
   const interval = paceInterval(rate);
-  const state = { tat: 0, hold: 0 };
+  const window = sharedWindow(rate);
+  const state: PaceState = { tat: 0, hold: 0 };
   return {
     async take(now, priority) {
-      return pace(state, now, priority, interval, catchUpMs);
+      return pace(state, now, priority, interval, catchUpMs, window);
+    },
+    async leave(now, inMs, again) {
+      return paceLeave(state, now, inMs, window, again);
     },
     async hold(until) {
       state.hold = Math.max(state.hold, until);

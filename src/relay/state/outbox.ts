@@ -147,16 +147,27 @@ export interface Outbox {
 
 /**
  * Platform calls per second for one API key, shared by every process or isolate of a
- * deployment. Proxy calls are served first: they are never made to wait for deliveries and may
- * run the budget into debt, which the deliverer then waits out.
+ * deployment. Proxy and deliver calls share one window: a proxy call takes the next free place
+ * in it, and deliver calls leave only where they fit (state/pace.ts).
  */
 export interface Pacer {
   /**
    * Takes one call: resolves to 0 when granted, else the ms to wait before asking again (nothing
-   * taken). `turns` (only to a pacer with {@link Pacer.giveBack}): the merge turn the call asks for,
-   * granted with the slot, and the turns of calls answered since (state/turns.ts).
+   * taken). A `proxy` call may also be granted a slot `n` ms from now: it resolves to `-n`, and the
+   * caller waits that long, then goes (state/pace.ts). `turns` (only to a pacer with
+   * {@link Pacer.giveBack}): the merge turn the call asks for, granted with the slot, and the
+   * turns of calls answered since (state/turns.ts).
    */
   take(now: number, priority: 'proxy' | 'deliver', turns?: TurnRequest): Promise<number>;
+  /**
+   * A deliver call will leave `inMs` from `now`: 0 when it fits then in the window the pacer shares
+   * with proxy calls (and is counted there), else the ms from then until it would. Only where one
+   * deliverer sends past the pacer's window (the Node stores): the proxy calls of every process
+   * then take slots the deliverer's calls leave free, and no mix of the two puts more than the
+   * rate in a window (state/pace.ts `paceLeave`; `again`: the last call counted so did not leave
+   * then, and its count moves).
+   */
+  leave?(now: number, inMs: number, again?: boolean): Promise<number>;
   /** The platform asked to wait (`try-in-seconds`): no call of this key before `until`. */
   hold(until: number): Promise<void>;
   /**

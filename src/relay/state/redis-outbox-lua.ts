@@ -15,7 +15,7 @@
  *   a merge before it there (identify before track);
  * - `o:dead` (dead seqs, by seq), `o:deadt` (by the time they failed), `o:ds:<site n>` (one
  *   site's), `o:why` (seq → {reason, status, failed});
- * - `o:lead`: the deliverer's lock; `o:pacer`: the GCRA state {tat, hold};
+ * - `o:lead`: the deliverer's lock; `o:pacer`: the GCRA state {tat, hold} and the shared window's calls;
  * - `o:n` / `o:nc`: the gauge of remembered ids, counted by the second their memory ends.
  * @module
  */
@@ -247,23 +247,6 @@ local holder = redis.call('GET', key)
 if holder and holder ~= owner and redis.call('PEXPIRETIME', key) > now then return 0 end
 redis.call('SET', key, owner, 'PXAT', string.format('%d', now + tonumber(ARGV[4])))
 return 1`;
-
-/** ARGV: prefix, now, 'proxy' | 'deliver' | 'hold', interval ms (or ms from now to the hold's end), catch-up ms (state/pace.ts). Returns ms to wait (0 = granted). */
-export const PACE = `${NOW(2)}
-local key, what, x = ARGV[1]..'o:pacer', ARGV[3], tonumber(ARGV[4])
-local catchup = tonumber(ARGV[5] or '0')
-local tat = tonumber(redis.call('HGET', key, 'tat') or '0')
-local hold = tonumber(redis.call('HGET', key, 'hold') or '0')
-if what == 'hold' then
-  if now + x > hold then redis.call('HSET', key, 'hold', string.format('%d', now + x)) end
-  return 0
-end
-if now < hold then return math.ceil(hold - now) end
-if what == 'deliver' and tat > now then return math.ceil(tat - now) end
-local from = now
-if what == 'deliver' then from = now - catchup end
-redis.call('HSET', key, 'tat', string.format('%.3f', math.max(tat, from) + x))
-return 0`;
 
 /** ARGV: prefix, shift. Returns {pending, dead, remembered, expired, cut}: counters, whatever the backlog. */
 export const STATS = `${COMMON}${NOW(2)}

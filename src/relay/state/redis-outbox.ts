@@ -16,9 +16,10 @@ import { Buffer } from 'node:buffer';
 import { compactId } from './ids.js';
 import { DEAD_SLICE, type DeadLetter, type Leased, type OutboxItem, type OutboxStore } from './outbox.js';
 import { NO_LIMITS } from '../core/outbox-limits.js';
-import { paceInterval } from './pace.js';
+import { paceInterval, sharedWindow } from './pace.js';
 import { connectRedis, type RedisStateOptions } from './redis.js';
-import { ACCEPT, DEAD, DEAD_LIST, LEAD, LEASE, PACE, SENDING, SETTLE, STATS } from './redis-outbox-lua.js';
+import { ACCEPT, DEAD, DEAD_LIST, LEAD, LEASE, SENDING, SETTLE, STATS } from './redis-outbox-lua.js';
+import { PACE } from './redis-pace-lua.js';
 import { importPreviousIds, indexPreviousBrowsers } from './redis-upgrade.js';
 import { redisTime } from './redis-time.js';
 
@@ -135,9 +136,13 @@ export async function createRedisOutbox(url: string, options: RedisOutboxOptions
     },
     pacer(rate, catchUpMs = 0) {
       const interval = paceInterval(rate);
+      const { budget, ms } = sharedWindow(rate);
       return {
         async take(now, priority) {
-          return Number(await run.cdpOutboxPace(P, at(now), priority, interval, catchUpMs));
+          return Number(await run.cdpOutboxPace(P, at(now), priority, interval, catchUpMs, budget, ms));
+        },
+        async leave(now, inMs, again = false) {
+          return Number(await run.cdpOutboxPace(P, at(now), again ? 'leave-again' : 'leave', inMs, catchUpMs, budget, ms));
         },
         async hold(until) {
           const [now, fromNow] = time(until);

@@ -9,9 +9,10 @@
  * statements, and each deletes a slice of the expired ids, so the storage follows the window.
  * @module
  */
+import { parseJsonOrUndefined } from '../../api/objects.js';
 import type { DeadLetter, Leased, OutboxItem, OutboxStore, Settlement } from './outbox.js';
 import { NO_LIMITS } from '../core/outbox-limits.js';
-import { pace, paceInterval } from './pace.js';
+import { pace, paceLeave, type PaceState, paceInterval, sharedWindow } from './pace.js';
 import { ACCEPT_SQL, createAccept } from './sql-accept.js';
 import { createLanes, SITE_SQL } from './sql-lanes.js';
 import type { Row, SqlPort, SqlValue } from './sql-port.js';
@@ -44,6 +45,7 @@ export const OUTBOX_SCHEMA = `
   CREATE INDEX IF NOT EXISTS outbox_dead_site ON outbox_dead (site, seq);
   CREATE TABLE IF NOT EXISTS outbox_lock (name TEXT PRIMARY KEY, owner TEXT NOT NULL, until INTEGER NOT NULL);
   CREATE TABLE IF NOT EXISTS outbox_pacer (name TEXT PRIMARY KEY, tat REAL NOT NULL, hold INTEGER NOT NULL);
+  CREATE TABLE IF NOT EXISTS outbox_pacer_calls (name TEXT PRIMARY KEY, calls TEXT NOT NULL);
   CREATE TABLE IF NOT EXISTS outbox_count (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
 `;
 
@@ -72,6 +74,8 @@ export const SQL = {
   lead: `INSERT INTO outbox_lock (name, owner, until) VALUES ('${LOCK}', ?1, ?2) ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, until = excluded.until WHERE owner = excluded.owner OR until <= ?3 RETURNING 1`,
   pacer: `SELECT tat, hold FROM outbox_pacer WHERE name = '${PACER}'`,
   setPacer: `INSERT INTO outbox_pacer (name, tat, hold) VALUES ('${PACER}', ?1, ?2) ON CONFLICT (name) DO UPDATE SET tat = excluded.tat, hold = excluded.hold`,
+  pacerCalls: `SELECT calls FROM outbox_pacer_calls WHERE name = '${PACER}'`,
+  setPacerCalls: `INSERT INTO outbox_pacer_calls (name, calls) VALUES ('${PACER}', ?1) ON CONFLICT (name) DO UPDATE SET calls = excluded.calls`,
 } as const;
 
 /**
@@ -165,10 +169,22 @@ export async function createSqlOutbox(db: SqlPort): Promise<Omit<OutboxStore, 'c
     return count;
   };
 
-  const pacerState = () => {
+  const pacerState = (): PaceState => {
     const [tat, hold] = one(SQL.pacer) ?? [0, 0];
-    return { tat: Number(tat), hold: Number(hold) };
+    const shared = parseJsonOrUndefined(String(one(SQL.pacerCalls)?.[0] ?? '{}')) as { calls?: unknown; pending?: unknown } | undefined;
+    const calls = Array.isArray(shared?.calls) ? shared.calls.filter((at): at is number => typeof at === 'number') : [];
+    return { tat: Number(tat), hold: Number(hold), calls, pending: typeof shared?.pending === 'number' ? shared.pending : undefined };
   };
+  /** One look of the pacing rule (`look`) in a transaction, written back when it granted (or `always`). */
+  const paceIn = (look: (state: PaceState) => number, always = false) =>
+    db.transaction(() => {
+      const state = pacerState();
+      const wait = look(state);
+      if (wait > 0 && !always) return wait;
+      db.run(SQL.setPacer, state.tat, state.hold);
+      db.run(SQL.setPacerCalls, JSON.stringify({ calls: state.calls ?? [], pending: state.pending }));
+      return wait;
+    });
 
   return {
     outbox: {
@@ -203,13 +219,9 @@ export async function createSqlOutbox(db: SqlPort): Promise<Omit<OutboxStore, 'c
     pacer(rate, catchUpMs = 0) {
       const interval = paceInterval(rate);
       return {
-        take: (now, priority) =>
-          db.transaction(() => {
-            const state = pacerState();
-            const wait = pace(state, now, priority, interval, catchUpMs);
-            if (wait === 0) db.run(SQL.setPacer, state.tat, state.hold);
-            return wait;
-          }),
+        take: (now, priority) => paceIn((state) => pace(state, now, priority, interval, catchUpMs, sharedWindow(rate))),
+        // A count moved (`again`) is stored even when the call does not fit: it did not leave then.
+        leave: (now, inMs, again) => paceIn((state) => paceLeave(state, now, inMs, sharedWindow(rate), again), again),
         hold: (until) =>
           db.transaction(() => {
             const state = pacerState();

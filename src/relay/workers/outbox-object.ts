@@ -150,6 +150,9 @@ export class RelayOutbox extends DurableObject<DeliveryEnv> {
   hold(rate: number, until: number): Promise<void> {
     return this.store.pacer(rate).hold(until);
   }
+  leave(rate: number, now: number, inMs: number, again = false): Promise<number> {
+    return this.store.pacer(rate).leave!(now, inMs, again);
+  }
 
   /** Calls and alarms served by this instance, and whether it is delivering now. Not counted as a call. */
   usage(): { calls: number; alarms: number; delivering: boolean } {

@@ -15,7 +15,7 @@ export function paceSlot(storage: DurableObjectState['storage'], name: string, n
   return storage.transactionSync(() => {
     const state = sql.exec<{ tat: number; hold: number }>('SELECT tat, hold FROM pace WHERE name = ?', name).toArray()[0] ?? { tat: 0, hold: 0 };
     const wait = pace(state, now, priority, intervalMs);
-    if (wait === 0)
+    if (wait <= 0)
       sql.exec('INSERT INTO pace (name, tat, hold) VALUES (?, ?, ?) ON CONFLICT(name) DO UPDATE SET tat = excluded.tat', name, state.tat, state.hold);
     return wait;
   });
@@ -31,7 +31,7 @@ export async function waitForSlot(now: number, waitUpToMs: number, look: (now: n
   for (let first = true; ; first = false) {
     const waited = Date.now() - started;
     const wait = look(now + waited, first);
-    if (wait === 0 || waited + wait > waitUpToMs) return wait;
+    if (wait <= 0 || waited + wait > waitUpToMs) return wait;
     await new Promise((resolve) => setTimeout(resolve, wait));
   }
 }

@@ -434,7 +434,56 @@ export function outboxSuite(name: string, target: OutboxTarget): void {
     );
 
     it(
-      'serves proxy calls first: always granted, into debt that deliveries wait out',
+      'counts proxy and deliver calls in one window: a proxy call takes the next free place, a deliver call leaves only where it fits',
+      withStore(async ({ pacer, another }) => {
+        const other = await another();
+        try {
+          const deliver = pacer(10, 1_000);
+          const proxy = other.pacer(10, 1_000);
+          const now = Date.now() + 10_000;
+          // Ten deliver calls leave 10 ms apart: the window (1,030 ms) is full until the first of them is out of it.
+          for (let i = 0; i < 10; i++) expect(await deliver.leave!(now + i * 10, 0)).toBe(0);
+          // A proxy call asked then is granted the next free place: 1,030 ms after the first call, 930 ms from now.
+          expect(await proxy.take(now + 100, 'proxy')).toBe(-930);
+          // A deliver call fits only once the second call is out of the window: with the proxy call, eleven would be in one.
+          expect(await deliver.leave!(now + 200, 0)).toBe(840);
+          expect(await deliver.leave!(now + 200, 840)).toBe(0);
+          // More proxy calls take the following places, each within 2 s; past that one is answered the wait, positive, and takes nothing.
+          const granted: number[] = [];
+          for (let wait = -1; wait < 0 && granted.length < 30; ) {
+            wait = await proxy.take(now + 100, 'proxy');
+            if (wait < 0) granted.push(-wait);
+            else {
+              expect(wait).toBeGreaterThan(2_000);
+              expect(await proxy.take(now + 100, 'proxy')).toBe(wait);
+            }
+          }
+          // The first calls' places free 10 ms apart: 8 more proxy calls from 1,050 ms after the first call, then
+          // 5 from 2,060 ms (a window after the first proxy call) up to 2 s from when they asked.
+          expect(granted).toEqual([950, 960, 970, 980, 990, 1000, 1010, 1020, 1960, 1970, 1980, 1990, 2000]);
+          expect(Math.max(...granted)).toBeLessThanOrEqual(2_000);
+        } finally {
+          await other.close();
+        }
+      }),
+    );
+
+    it(
+      'moves the count of a deliver call that did not leave when it was counted ahead: no place is lost',
+      withStore(async ({ pacer }) => {
+        const deliver = pacer(10);
+        const now = Date.now() + 10_000;
+        // Counted for 500 ms from now, then held 100 ms longer by its spacer: counted again, moved.
+        expect(await deliver.leave!(now, 500)).toBe(0);
+        expect(await deliver.leave!(now + 500, 100, true)).toBe(0);
+        // Nine more fit in its window (ten in all), not eight: the first count is gone.
+        for (let i = 1; i <= 9; i++) expect(await deliver.leave!(now + 600 + i, 0)).toBe(0);
+        expect(await deliver.leave!(now + 700, 0)).toBe(930);
+      }),
+    );
+
+    it(
+      'pushes the deliver schedule on by the slots proxy calls took: deliveries wait them out',
       withStore(async ({ pacer, another }) => {
         const other = await another();
         try {
