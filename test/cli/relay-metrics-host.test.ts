@@ -1,7 +1,7 @@
 // `cdp-edge relay --metrics-host` / RELAY_METRICS_HOST: the metrics port on another address than
 // loopback (a container's 0.0.0.0, so the port it exposes answers), for one process and for the
 // primary of --workers; 127.0.0.1 when unset.
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -12,8 +12,9 @@ beforeAll(ensureBuilt, 180_000);
 
 /** Starts the relay with `args` and `env`; the metrics address it prints, and a stop. */
 async function metricsOf(args: string[], env: Record<string, string> = {}) {
+  const cwd = mkdtempSync(join(tmpdir(), 'cdp-metrics-host-'));
   const relay = start(process.execPath, [join(root, 'bin', 'cdp-edge.js'), 'relay', '--port', '0', '--metrics-port', '0', ...args], {
-    cwd: mkdtempSync(join(tmpdir(), 'cdp-metrics-host-')),
+    cwd,
     env: { PATH: process.env['PATH'] ?? '', CDP_API_KEY: 'k', RELAY_LOG: 'off', ...env },
   });
   try {
@@ -26,6 +27,7 @@ async function metricsOf(args: string[], env: Record<string, string> = {}) {
     return { host, asked: await scrape(host), loopback: host === '127.0.0.1' ? 200 : await scrape('127.0.0.1') };
   } finally {
     await relay.stop();
+    rmSync(cwd, { recursive: true, force: true });
   }
 }
 

@@ -1,7 +1,7 @@
 // Secrets from files, as container platforms mount them (`CDP_API_KEY_FILE=/run/secrets/…`): the
 // relay reads the file in place of the variable, and every way it can go wrong names the `_FILE`
 // variable at fault without ever printing the secret.
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -14,6 +14,7 @@ import { upstreamControl } from './support/control.js';
 
 const ORIGIN = 'https://shop.example.com';
 const dir = mkdtempSync(join(tmpdir(), 'cdp-secret-files-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const fileWith = (name: string, text: string) => {
   const path = join(dir, name);
   writeFileSync(path, text);
