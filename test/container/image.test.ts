@@ -5,7 +5,7 @@
 // the compose file's nginx configuration: one is killed mid-traffic; every item arrives once.
 // Not part of `npm test`: `npm run test:container` (.ci/run runs it after).
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -64,6 +64,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await emulator?.close();
   await pod.remove();
+  rmSync(secrets, { recursive: true, force: true });
 }, 120_000);
 
 /** Starts the image in a container on the host's network; returns its address once /healthz answers. */
@@ -192,8 +193,14 @@ describe('three relays on Redis behind nginx, as deploy/compose/ runs them', () 
   const dir = join(root, 'deploy', 'compose');
   const compose = parse(readFileSync(join(dir, 'compose.yaml'), 'utf8')) as Compose;
   let redis: ChildProcess | undefined;
-  afterAll(() => {
-    redis?.kill('SIGTERM');
+  const redisDir = mkdtempSync(join(tmpdir(), 'cdp-compose-redis-'));
+  afterAll(async () => {
+    if (redis && redis.exitCode === null) {
+      const exited = new Promise((resolve) => redis!.once('exit', resolve));
+      redis.kill('SIGTERM');
+      await exited;
+    }
+    rmSync(redisDir, { recursive: true, force: true });
   });
 
   it('lose nothing and send nothing twice when one relay is killed mid-traffic', async () => {
@@ -201,7 +208,7 @@ describe('three relays on Redis behind nginx, as deploy/compose/ runs them', () 
     const [program, ...settings] = compose.services.redis.command;
     expect(program).toBe('redis-server');
     const redisPort = await freePort();
-    redis = spawn(REDIS_SERVER, [...settings, '--port', String(redisPort), '--bind', '127.0.0.1', '--dir', mkdtempSync(join(tmpdir(), 'cdp-compose-redis-'))], {
+    redis = spawn(REDIS_SERVER, [...settings, '--port', String(redisPort), '--bind', '127.0.0.1', '--dir', redisDir], {
       stdio: 'ignore',
     });
 
