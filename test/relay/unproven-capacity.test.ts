@@ -101,6 +101,17 @@ it('anonymous items from 150 /64 networks fill only their share: a signed-in vis
   const flooded = Date.now() - started;
   // They filled their share (half the site's outbox) and no more.
   expect(acceptedAnonymous).toBe(SITE_MAX / 2);
+  // The budget is spent: a lone anonymous identify is answered 503 people_budget, to send again after Retry-After.
+  const lone = await fetch(`${relay.url}/collect`, {
+    method: 'POST',
+    headers: { origin: ORIGIN, 'content-type': 'text/plain', 'x-forwarded-for': '2001:db8:fffe::1' },
+    body: JSON.stringify({ key: 'pk_shop', batch: [identify(`lone-${run}@example.com`)] }),
+  });
+  expect(lone.status).toBe(503);
+  expect(Number(lone.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+  const refused = (await lone.json()) as { error: { code: string; details: { status: string; error: string }[] } };
+  expect(refused.error.code).toBe('people_budget');
+  expect(refused.error.details.map((item) => item.status)).toEqual(['retry']);
 
   // A signed-in visitor: one identify with a valid user_hash, then tracks; every item is accepted.
   const me = `signed-in-${run}@example.com`;

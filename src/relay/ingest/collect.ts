@@ -19,6 +19,7 @@ import { readCollectBody, type CollectBody, type CollectRequest } from './body.j
 import { enrichLocation, enrichmentOf, wantsAddress, type ClientInfo } from './enrich.js';
 import type { Prepared } from './handoff.js';
 import { budgetPeople } from './unproven.js';
+import { PEOPLE_BUDGET } from '../core/outbox-limits.js';
 import { identityFor } from './identity.js';
 import { applyIdentityRules, vouchedRulings } from './identity-rules.js';
 import { chargeAnswered, checkAddress, checkRate, checkRefusals, GUARD_RETRY, heldByGuard, holdGate, type Hold } from './guard.js';
@@ -249,7 +250,7 @@ export async function collectItems(
   if (retryAfter > 0 && !gotThrough) {
     const error = new RelayHttpError(
       503,
-      handed.code ?? 'upstream_unavailable',
+      handed.code ?? (budget.held.length > 0 ? PEOPLE_BUDGET : 'upstream_unavailable'),
       `The relay could not take the items right now; none were lost: retry after ${retryAfter} s.`,
       {
         details: ordered,
