@@ -92,7 +92,11 @@ export function createAccept(db: SqlPort, lanes: Lanes): (call: AcceptCall) => v
     change -= db.run(ACCEPT_SQL.forgetStale, json, now);
     const fresh = new Set(db.query(ACCEPT_SQL.remember, json).map(([n, hex]) => `${n}:${hex}`));
     // In the order given; an id given twice is new once, its second copy a duplicate; one past the limits is forgotten again: full.
-    const room = lanes.admit(now);
+    // The lanes of the new ids' visitors, looked up together.
+    const visitors = calls
+      .flatMap(({ items }) => items)
+      .flatMap((item, k) => (fresh.has(`${pairs[k]![0]}:${pairs[k]![1]}`) ? [[pairs[k]![0], item.visitor] as const] : []));
+    const room = lanes.admit(now, visitors);
     const added: [string, number][] = [];
     let i = 0;
     let merges = false;

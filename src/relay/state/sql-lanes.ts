@@ -33,6 +33,9 @@ export const LANES_SCHEMA = `
 
 const SQL = {
   lane: 'INSERT INTO outbox_lanes (site, visitor, pending, since) VALUES (?1, ?2, 0, ?3) ON CONFLICT (site, visitor) DO UPDATE SET since = since RETURNING n, pending',
+  // The lanes of [site number, visitor] pairs (JSON), in one statement: each created empty if new.
+  lanesOf: `INSERT INTO outbox_lanes (site, visitor, pending, since) SELECT value ->> 0, value ->> 1, 0, ?2 FROM json_each(?1) WHERE true
+    ON CONFLICT (site, visitor) DO UPDATE SET since = since RETURNING site, visitor, n, pending`,
   sitePending: 'SELECT pending FROM outbox_load WHERE site = ?1',
   addLane: 'UPDATE outbox_lanes SET pending = pending + ?2 WHERE n = ?1 RETURNING site, pending',
   dropLane: 'DELETE FROM outbox_lanes WHERE n = ?1 AND pending <= 0',
@@ -78,9 +81,13 @@ export interface Lanes {
   /**
    * The room for the accepts of one transaction: `take` answers the lane of an entry that fits
    * under `limits` (and counts it in `byLane`, for {@link Lanes.change}), or undefined when its
-   * visitor, its site or the outbox is full, counting what was taken before it.
+   * visitor, its site or the outbox is full, counting what was taken before it. `visitors`: the
+   * lanes `take` will ask for, looked up together in one statement.
    */
-  admit(now: number): { take(site: number, visitor: string, limits: OutboxLimits): number | undefined; byLane: Map<number, number> };
+  admit(
+    now: number,
+    visitors?: Iterable<readonly [site: number, visitor: string]>,
+  ): { take(site: number, visitor: string, limits: OutboxLimits): number | undefined; byLane: Map<number, number> };
   /** The seq entries added after this one will be above (for {@link Lanes.addMerges}). */
   lastSeq(): number;
   /** Counts the merges among the entries added after seq `after` as waiting in the outbox. */
@@ -166,12 +173,19 @@ export async function createLanes(db: SqlPort): Promise<Lanes> {
     count: countOf,
     addCount,
     change,
-    admit(now) {
+    admit(now, visitors = []) {
       // Waiting entries: in the store, plus those taken by this transaction's accepts.
       const total = { pending: countOf('pending') };
       const sites = new Map<number, { pending: number }>();
       const lanes = new Map<string, { n: number; pending: number }>();
       const byLane = new Map<number, number>();
+      const wanted = new Map([...visitors].map(([siteN, visitor]) => [`${siteN}:${visitor}`, [siteN, visitor] as const]));
+      if (wanted.size > 0)
+        for (const [siteN, visitor, n, pending] of db.query(SQL.lanesOf, JSON.stringify([...wanted.values()]), now)) {
+          lanes.set(`${siteN}:${visitor}`, { n: Number(n), pending: Number(pending) });
+          // looked up: kept only if something is taken into it (change)
+          byLane.set(Number(n), 0);
+        }
       const take = (siteN: number, visitor: string, limits: OutboxLimits) => {
         const key = `${siteN}:${visitor}`;
         let found = lanes.get(key);
