@@ -78,12 +78,18 @@ describe('ambiguous calls', () =>
     it('RELAY_AMBIGUOUS=resend opts into at least once: the activity goes again', async () => {
       const { post, handlers } = relay({ RELAY_AMBIGUOUS: 'resend', RELAY_DELIVERY_RETRY_MS: '200' });
       const email = `resend-${crypto.randomUUID()}@example.com`;
+      const unanswered = () => emulator.emulator.calls()['activities/create']?.statuses?.['504'] ?? 0;
+      const before = unanswered();
       emulator.emulator.setFaults({ 'activities/create': { status: 504, applied: true, rate: 1 } });
       expect((await post([track(email)])).results[0]!.status).toBe('accepted');
       await expect.poll(() => eventsOf(email).length, { timeout: 5_000 }).toBeGreaterThanOrEqual(1);
       emulator.emulator.setFaults({});
       await handlers.drained();
-      expect(eventsOf(email)).toHaveLength(2);
+      // Each call applied but answered 504 went again, until one was answered: a loaded machine may
+      // see it go more than twice before the fault is lifted, so count its 504s, not a fixed two.
+      const ambiguous = unanswered() - before;
+      expect(ambiguous).toBeGreaterThanOrEqual(1);
+      expect(eventsOf(email)).toHaveLength(ambiguous + 1);
       expect(await handlers.outbox!.deadLetters()).toEqual([]);
     });
 

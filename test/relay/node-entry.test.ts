@@ -145,10 +145,12 @@ describe('the Node entry', () => {
         headers: { origin: ORIGIN, 'content-type': 'text/plain' },
         body: JSON.stringify({ key: 'pk_node', batch: [item] }),
       });
-    expect(((await (await post(first.url)).json()) as { results: { status: string }[] }).results[0]?.status).toBe('accepted');
-    await new Promise((resolve) => setTimeout(resolve, 250));
-    await first.close();
     const sent = async () => (await upstream.received()).filter((call) => call.path === '/v1/activities/create');
+    expect(((await (await post(first.url)).json()) as { results: { status: string }[] }).results[0]?.status).toBe('accepted');
+    // The stop comes once the call has reached the platform (recorded on arrival, answered 600 ms
+    // later), not after a guessed pause a loaded machine may not keep to.
+    await expect.poll(async () => (await sent()).length, { timeout: 5_000, interval: 20 }).toBe(1);
+    await first.close();
     expect((await sent()).map((call) => call.status)).toEqual([200]);
     // A relay started on the same file knows the item: it answers duplicate and has nothing left to send.
     const second = await startRelay({ port: 0, logger: silentLogger, stateFile, env });
