@@ -51,6 +51,8 @@ import { createRelay, parseConfig, createMemoryStore, silentLogger } from ${JSON
 const ORIGIN = 'https://shop.example.com';
 const config = parseConfig({
   CDP_API_KEY: 'bench-platform-key', CDP_BASE_URL: 'https://upstream.bench', RELAY_LOG: 'off',
+  // What is accepted stays in the memory outbox (its deliverer cannot run between requests here), and every identify is unproven: no cap on either.
+  RELAY_OUTBOX_MAX: '100000000', RELAY_OUTBOX_MAX_PER_SITE: '100000000', RELAY_OUTBOX_UNPROVEN_SHARE: '1', RELAY_UNPROVEN_PEOPLE_PER_MINUTE: '100000000',
   RELAY_SITES: JSON.stringify([{ key: 'pk_bench', origins: [ORIGIN], verify: 'open', visitor_rate_limit: { per_second: 1e9, burst: 1e9 } }]),
 });
 // The stub platform answers from a cache by entry count, so the platform's own JSON work
@@ -73,11 +75,13 @@ const stubFetch = async (input, init) => {
 // --queued: a stub Queues binding; sendBatch's structured clone is stood in for by JSON.
 const enqueue = ${JSON.stringify(QUEUED)} ? async (entries) => { JSON.stringify(entries); return { taken: entries.map((entry) => entry.id) }; } : undefined;
 let addresses = 0;
-const relay = createRelay(config, {
+// Made at the first request: workerd allows no random values or timers in the global scope, and the relay's deliverer takes both.
+let made;
+const relayOf = () => (made ??= createRelay(config, {
   store: createMemoryStore(), fetch: stubFetch, logger: silentLogger, ...(enqueue ? { enqueue } : {}),
   // Each request from its own address: one address's bucket would refuse a benchmark's pace.
   clientInfo: () => ({ ip: '10.' + ((addresses >> 16) & 255) + '.' + ((addresses >> 8) & 255) + '.' + (addresses++ & 255), cf: { country: 'FR', city: 'Paris', region: 'Ile-de-France', latitude: '48.85', longitude: '2.35' } }),
-});
+}));
 let sequence = 0;
 function body(items) {
   const batch = [];
@@ -100,7 +104,7 @@ export default {
     for (let i = 0; i < count; i++) {
       const request = new Request('https://relay.bench/collect', { method: 'POST', headers: { origin: ORIGIN, 'content-type': 'text/plain' }, body: body(items) });
       if (!handler) { await request.text(); continue; }
-      const response = await relay.fetch(request);
+      const response = await relayOf().fetch(request);
       const result = await response.json();
       accepted += result.results.filter((r) => r.status === 'accepted').length;
     }
