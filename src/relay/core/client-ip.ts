@@ -72,6 +72,26 @@ export function limitAddress(ip: string, prefix: number): string {
   return `${bits.map((group) => group.toString(16)).join(':')}/${prefix}`;
 }
 
+/** How much of the visitor's address a site lets go to the platform as `source_ip` (`RELAY_SITES` `source_ip`). */
+export type SourceIp = 'full' | 'truncated' | 'none';
+
+/**
+ * The visitor's address as its site lets it go to the platform: whole, truncated (IPv4 to its
+ * /24, `203.0.113.0`; IPv6 to its /48, `2001:db8:1::`), or not at all. Anything that is not an
+ * address goes nowhere.
+ */
+export function shownAddress(ip: string | undefined, mode: SourceIp): string | undefined {
+  if (ip === undefined || mode === 'none') return undefined;
+  if (mode === 'full') return ip;
+  const groups = ipv6Groups(ip);
+  if (groups)
+    return `${groups
+      .slice(0, 3)
+      .map((group) => group.toString(16))
+      .join(':')}::`;
+  return ipv4(ip) === undefined ? undefined : ip.replace(/\.\d+$/, '.0');
+}
+
 /** True when `ip` is one of `trusted` (addresses, or IPv4 CIDR ranges like `10.0.0.0/8`). */
 export function isTrusted(ip: string, trusted: readonly string[]): boolean {
   const address = normaliseIp(ip);

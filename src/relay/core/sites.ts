@@ -7,6 +7,7 @@
 import { DEFAULT_PERSON_MERGE_BY, isRecord, parseFieldId } from '../../api/index.js';
 import { activityRules, type ActivityRules } from '../../plan/rules.js';
 import { type Plan, parsePlan, PlanError } from '../../plan/schema.js';
+import type { SourceIp } from './client-ip.js';
 import { RelayConfigError } from './errors.js';
 import type { Rate } from './limits.js';
 
@@ -85,9 +86,12 @@ export interface SiteConfig {
   rateLimit: Rate | undefined;
   /** from `RELAY_PLAN`: per activity, the attributes a browser may send, their types, which are required @default none (no plan) */
   attributeRules?: ActivityRules | undefined;
+  /** `source_ip`: the visitor's address sent to the platform in full, truncated (IPv4 /24, IPv6 /48) or not at all @default 'full' */
+  sourceIp?: SourceIp | undefined;
 }
 
 const VERIFY: readonly Verify[] = ['off', 'open', 'optional', 'required'];
+const SOURCE_IP: readonly SourceIp[] = ['full', 'truncated', 'none'];
 
 /** `https://shop.example.com` → itself; `https://*.example.com` kept as a pattern; anything else refused. */
 function normaliseOrigin(origin: unknown, where: string): string {
@@ -149,6 +153,9 @@ function parseSite(raw: unknown, index: number): SiteConfig {
   if (!Array.isArray(mergeBy) || mergeBy.length < 1 || mergeBy.length > 3 || !mergeBy.every((id) => parseFieldId(id)?.kind === 'person')) {
     throw new RelayConfigError('RELAY_SITES', `${where} (${key}): merge_by must be 1 to 3 person field IDs`);
   }
+  const sourceIp = site['source_ip'] ?? 'full';
+  if (!SOURCE_IP.includes(sourceIp as SourceIp))
+    throw new RelayConfigError('RELAY_SITES', `${where} (${key}): source_ip must be "full", "truncated" or "none"`);
   const visitorRateLimit = parseRate(site['visitor_rate_limit'], DEFAULT_VISITOR_RATE, `${where} (${key}): visitor_rate_limit`);
   const rateLimit = site['rate_limit'] === undefined ? undefined : parseRate(site['rate_limit'], undefined, `${where} (${key}): rate_limit`);
   return {
@@ -168,6 +175,7 @@ function parseSite(raw: unknown, index: number): SiteConfig {
     mergeBy: mergeBy as string[],
     visitorRateLimit,
     rateLimit,
+    sourceIp: sourceIp as SourceIp,
   };
 }
 

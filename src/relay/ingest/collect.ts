@@ -159,7 +159,7 @@ export async function collectItems(
   // Identity, enrichment, the window: what goes becomes the platform entry it will be sent as.
   const identity = identityFor(config, ctx.hmac);
   const { rulings, subjects, expires, unverified } = vouched ? vouchedRulings(items) : await applyIdentityRules(site, items, body.identity, identity, started);
-  const enrichment = { ...enrichmentOf(info, config.addressLookup), keepSourceIp: vouched };
+  const enrichment = { ...enrichmentOf(info, config.addressLookup, site.sourceIp), keepSourceIp: vouched };
   const skew = body.sentAt === undefined ? 0 : started - body.sentAt;
   const skewMs = Math.abs(skew) > MAX_CLOCK_SKEW_MS ? skew : 0;
   const oldest = started - config.windowMs;

@@ -1,9 +1,11 @@
 /**
  * Adds what only the server knows to an item's location: the visitor's address as
- * `source_ip` (a browser-sent one is dropped), Cloudflare's geolocation as `custom` when the
- * item has none, and `address` only when lookup is on and the month's budget allows.
+ * `source_ip` (a browser-sent one is dropped) as much of it as the site lets go, Cloudflare's
+ * geolocation as `custom` when the item has none, and `address` only when lookup is on and the
+ * month's budget allows.
  * @module
  */
+import { type SourceIp, shownAddress } from '../core/client-ip.js';
 
 /** What the runtime knows about the connection (the entries fill it in). */
 export interface ClientInfo {
@@ -38,8 +40,8 @@ function countryName(code: string): string {
   }
 }
 
-/** `location.custom` from `request.cf`; undefined when it holds nothing useful. */
-export function cfCustom(cf: CfGeo | undefined): Record<string, unknown> | undefined {
+/** `location.custom` from `request.cf` (with its point, `lat`/`lng`, when `point`); undefined when it holds nothing useful. */
+export function cfCustom(cf: CfGeo | undefined, point = true): Record<string, unknown> | undefined {
   if (!cf) return undefined;
   const custom: Record<string, unknown> = {};
   if (typeof cf.country === 'string' && /^[A-Z]{2}$/.test(cf.country) && cf.country !== 'XX' && cf.country !== 'T1')
@@ -48,7 +50,15 @@ export function cfCustom(cf: CfGeo | undefined): Record<string, unknown> | undef
   if (typeof cf.city === 'string' && cf.city) custom['city_name'] = cf.city.slice(0, 255);
   const lat = Number(cf.latitude);
   const lng = Number(cf.longitude);
-  if (cf.latitude !== undefined && cf.longitude !== undefined && Number.isFinite(lat) && Number.isFinite(lng) && Math.abs(lat) <= 90 && Math.abs(lng) <= 180) {
+  if (
+    point &&
+    cf.latitude !== undefined &&
+    cf.longitude !== undefined &&
+    Number.isFinite(lat) &&
+    Number.isFinite(lng) &&
+    Math.abs(lat) <= 90 &&
+    Math.abs(lng) <= 180
+  ) {
     custom['lat'] = lat;
     custom['lng'] = lng;
   }
@@ -64,8 +74,16 @@ export interface Enrichment {
   keepSourceIp?: boolean;
 }
 
-/** The request's {@link Enrichment}: the visitor's address, `request.cf` as `custom`, the lookup switch. */
-export const enrichmentOf = (info: ClientInfo, keepAddress: boolean): Enrichment => ({ ip: info.ip, custom: cfCustom(info.cf), keepAddress });
+/**
+ * The request's {@link Enrichment}: the visitor's address as the site's `sourceIp` lets it go,
+ * `request.cf` as `custom` (nothing of it under `none`, no point under `truncated`: both come from
+ * the whole address), the lookup switch.
+ */
+export const enrichmentOf = (info: ClientInfo, keepAddress: boolean, sourceIp: SourceIp = 'full'): Enrichment => ({
+  ip: shownAddress(info.ip, sourceIp),
+  custom: sourceIp === 'none' ? undefined : cfCustom(info.cf, sourceIp === 'full'),
+  keepAddress,
+});
 
 /**
  * The location to forward: the item's own minus `source_ip` (unless its server tells it) and minus

@@ -33,6 +33,25 @@ export function enrichmentCases(target: () => RelayTarget): void {
       expect(location).toEqual({ source_ip: relay.visitorIp, custom: { city_name: 'Lyon' } });
     });
 
+    it("sends the visitor's address in full, truncated or not at all, as each site's source_ip says", async () => {
+      const modes = ['full', 'truncated', 'none'] as const;
+      const keys = modes.map((mode) => siteKey(`source_ip_${mode}`));
+      const relay = await start({ RELAY_SITES: sites(...modes.map((mode, i) => ({ key: keys[i], origins: [ORIGIN], verify: 'off', source_ip: mode }))) });
+      expect(relay.visitorIp).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
+      const located = async (key: string) => {
+        await target().upstream.reset();
+        const item = track('act:cm:viewed', { 'str::email': `${key}@example.com` }, { location: { source_ip: '198.51.100.66' } });
+        expect((await read(await relay.post({ key, batch: [item] }))).body.results[0].status).toBe('accepted');
+        const [location] = await forwardedLocations();
+        return location;
+      };
+      const custom = relay.visitorCustom;
+      expect(await located(keys[0]!)).toEqual({ source_ip: relay.visitorIp, ...(custom ? { custom } : {}) });
+      const { lat: _lat, lng: _lng, ...coarse } = custom ?? {};
+      expect(await located(keys[1]!)).toEqual({ source_ip: relay.visitorIp.replace(/\.\d+$/, '.0'), ...(custom ? { custom: coarse } : {}) });
+      expect(await located(keys[2]!)).toBeUndefined();
+    });
+
     it('drops location.address while lookup is off (the event still goes)', async () => {
       const key = siteKey('lookup_off');
       const relay = await start({ RELAY_SITES: sites({ key, origins: [ORIGIN], verify: 'off' }) });
