@@ -95,10 +95,14 @@ describe("deliver calls waiting in the key's pacer object", () => {
   });
 
   it('a proxy call asked meanwhile takes the next free slot, ahead of the waiting call', async () => {
-    const p = createDurablePacer(env['RELAY_STATE'], named(), 2, MAX_PACER_WAIT_MS);
+    const name = named();
+    const p = createDurablePacer(env['RELAY_STATE'], name, 2, MAX_PACER_WAIT_MS);
     const started = Date.now();
     expect(await p.take(started, 'deliver')).toBe(0);
+    const before = await pacerRequests(name);
     const waiting = p.take(Date.now(), 'deliver').then((wait) => ({ wait, at: Date.now() }));
+    // The proxy call asks once the deliver call waits inside the object (sent together, either may arrive first).
+    await expect.poll(() => pacerRequests(name), { interval: 10 }).toBe(before + 1);
     // The next slot (about 500 ms after the first call) is the proxy call's: it is told how long until then.
     const asked = Date.now();
     const proxyWait = await p.take(asked, 'proxy');
