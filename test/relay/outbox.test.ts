@@ -9,7 +9,10 @@ import { afterAll, beforeAll } from 'vitest';
 import { createMemoryOutbox, createMemoryPacer } from '../../src/relay/state/memory-outbox.js';
 import type { Pacer } from '../../src/relay/state/outbox.js';
 import { createRedisOutbox } from '../../src/relay/state/redis-outbox.js';
-import { createSqliteOutbox } from '../../src/relay/state/sqlite-outbox.js';
+import type { SqlPort } from '../../src/relay/state/sql-port.js';
+import { createSqlOutbox } from '../../src/relay/state/sql-outbox.js';
+import { openSqlite } from '../../src/relay/state/sqlite-file.js';
+import { createSqliteOutbox, libsqlPort } from '../../src/relay/state/sqlite-outbox.js';
 import { type RunningRedis, redisAvailable, startRedis } from '../support/redis.js';
 import { outboxSuite } from './suite/outbox-suite.js';
 
@@ -20,6 +23,11 @@ outboxSuite('memory', {
     let shared: Pacer | undefined;
     const handle = {
       outbox,
+      reads: async (run: () => Promise<unknown>) => {
+        const before = outbox.looked();
+        await run();
+        return outbox.looked() - before;
+      },
       pacer: (rate: number, catchUpMs?: number) => {
         shared ??= createMemoryPacer(rate, catchUpMs);
         return shared;
@@ -30,11 +38,39 @@ outboxSuite('memory', {
   },
 });
 
+/** `port`, counting the rows its statements answer and change while `reads` runs. */
+function counting(port: SqlPort) {
+  let rows = 0;
+  const counted: SqlPort = {
+    ...port,
+    query: (sql, ...params) => {
+      const answered = port.query(sql, ...params);
+      rows += answered.length;
+      return answered;
+    },
+    run: (sql, ...params) => {
+      const changed = port.run(sql, ...params);
+      rows += changed;
+      return changed;
+    },
+  };
+  const reads = async (run: () => Promise<unknown>) => {
+    const before = rows;
+    await run();
+    return rows - before;
+  };
+  return { port: counted, reads };
+}
+
 const files = new WeakMap<object, string>();
 outboxSuite('SQLite', {
   async open() {
     const path = join(mkdtempSync(join(tmpdir(), 'cdp-outbox-')), 'state.db');
-    const handle = { ...(await createSqliteOutbox(path)), another: () => createSqliteOutbox(path) };
+    // The file's own connection, its rows counted; another() opens the file as the relay does.
+    const db = await openSqlite(path, 5000, 'the outbox suite');
+    const { port, reads } = counting(libsqlPort(db));
+    const store = await createSqlOutbox(port);
+    const handle = { ...store, reads, close: async () => void db.close(), another: () => createSqliteOutbox(path) };
     files.set(handle, path);
     return handle;
   },
@@ -57,13 +93,27 @@ if (redisAvailable('the outbox on Redis (test/relay/outbox.test.ts)')) {
     await redis?.close();
   });
   const prefixes = new WeakMap<object, string>();
+  /** The commands Redis ran while `run` ran, its scripts' included (INFO commandstats; the suite's cases run one at a time). */
+  let client: Redis | undefined;
+  afterAll(() => client?.disconnect());
+  const commands = async (run: () => Promise<unknown>) => {
+    client ??= new Redis(redis!.url);
+    const stats = client;
+    const total = async () =>
+      [...(await stats.info('commandstats')).matchAll(/^cmdstat_(\w+):calls=(\d+)/gm)]
+        .filter(([, name]) => name !== 'info' && name !== 'config')
+        .reduce((sum, [, , calls]) => sum + Number(calls), 0);
+    const before = await total();
+    await run();
+    return (await total()) - before;
+  };
   // The suite moves time by hand, so its scripts take the times it passes instead of Redis's TIME
   // (redis-time.test.ts tests that clock with relays whose clocks differ and step).
   outboxSuite('Redis', {
     async open() {
       const prefix = `t${Math.random().toString(36).slice(2)}:`;
       const options = { prefix, callerTime: true };
-      const handle = { ...(await createRedisOutbox(redis!.url, options)), another: () => createRedisOutbox(redis!.url, options) };
+      const handle = { ...(await createRedisOutbox(redis!.url, options)), reads: commands, another: () => createRedisOutbox(redis!.url, options) };
       prefixes.set(handle, prefix);
       return handle;
     },

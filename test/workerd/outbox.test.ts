@@ -28,7 +28,13 @@ function connect(name: string) {
     hold: (until) => stub().hold(rate, until),
     leave: (now, inMs, again) => stub().leave(rate, now, inMs, again),
   });
-  return { outbox, pacer, close: async () => {}, stub };
+  /** The rows the object's SQL read while `run` ran (its own count: Durable Objects bill rows read). */
+  const reads = async (run: () => Promise<unknown>) => {
+    const before = (await stub().usage()).rowsRead;
+    await run();
+    return (await stub().usage()).rowsRead - before;
+  };
+  return { outbox, pacer, reads, close: async () => {}, stub };
 }
 
 const names = new WeakMap<object, string>();

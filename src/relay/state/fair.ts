@@ -35,3 +35,22 @@ export function takeFair<T>(sites: readonly (readonly Lane<T>[])[], max: number)
   }
   return taken;
 }
+
+/**
+ * Merges (identifies) one lease takes at most while other entries are ready: one call's worth. A
+ * deliverer sends a lease's merge calls one at a time (deliver/lease-run.ts), so a lease full of
+ * the identifies of many new visitors would leave the key's calls idle while it waits for each
+ * answer. The merges past it go in the next lease, or in this one when nothing else is ready.
+ */
+export const MERGES_PER_LEASE = 100;
+
+/**
+ * {@link takeFair} in up to two passes over lanes made by `lanes(mergesToo)`: in the first, a lane
+ * whose next entry is a merge past {@link MERGES_PER_LEASE} answers undefined (and the store notes
+ * it deferred one); a second pass, with merges, fills what room the first left when it deferred any.
+ */
+export function takeFairMergesBounded<T>(lanes: (mergesToo: boolean) => (readonly Lane<T>[])[], max: number, deferred: () => boolean): T[] {
+  const taken = takeFair(lanes(false), max);
+  if (taken.length < max && deferred()) taken.push(...takeFair(lanes(true), max - taken.length));
+  return taken;
+}

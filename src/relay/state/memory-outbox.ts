@@ -4,43 +4,26 @@
  * processes, uses SQLite or Redis (src/relay/state/).
  * @module
  */
-import { takeFair, type Lane } from './fair.js';
 import { compactIdString } from './ids.js';
+import { createMemoryReady, type Entry } from './memory-ready.js';
 import { type Accepted, DEAD_SLICE, type DeadLetter, type Outbox, type OutboxItem, type Pacer } from './outbox.js';
 import { NO_LIMITS } from '../core/outbox-limits.js';
 import { pace, paceLeave, type PaceState, paceInterval, sharedWindow } from './pace.js';
 
-interface Entry {
-  seq: number;
-  item: OutboxItem;
-  attempts: number;
-  /** who leased it last, while leased */
-  owner?: string | undefined;
-  /** ready from this time: the end of the live lease, or the `notBefore` of a release */
-  availableAt: number;
-}
-
 const copyItem = (item: OutboxItem): OutboxItem => ({ ...item, entry: structuredClone(item.entry) });
 
-/** The first `max` values of a Map, without copying the rest. */
-function firstValues<V>(map: ReadonlyMap<unknown, V>, max: number): V[] {
-  const values: V[] = [];
-  for (const value of map.values()) {
-    if (values.length >= max) break;
-    values.push(value);
-  }
-  return values;
-}
+/** An outbox kept in this process; `looked()` counts the entries and lanes its leases have looked at (their work). */
+export type MemoryOutbox = Outbox & { looked(): number };
 
 /** Creates an outbox kept in this process. */
-export function createMemoryOutbox(): Outbox {
+export function createMemoryOutbox(): MemoryOutbox {
   // Insertion order is expiry order while the window stays the same, so expiry drops from the head.
   const remembered = new Map<string, number>();
   const pending = new Map<number, Entry>();
-  // Waiting entries by site, then visitor, then seq. Map order is the order sites and visitors
-  // began waiting (one that empties is deleted and comes back at the end): the longest-waiting first.
-  const lanes = new Map<string, Map<string, Map<number, Entry>>>();
-  const siteCount = new Map<string, number>();
+  // Sites and their visitors with entries waiting: how many (the limits), and a number in the order
+  // they began waiting (the longest-waiting first). Where the entries wait is memory-ready.ts's.
+  const lanes = new Map<string, { since: number; count: number; visitors: Map<string, { since: number; count: number }> }>();
+  let began = 0;
   // The merges in the outbox (ready, released or leased) by browser: its activities after them wait.
   const merges = new Map<string, Set<number>>();
   // Insertion order is the order they failed: expiry and cuts drop from the head.
@@ -57,43 +40,42 @@ export function createMemoryOutbox(): Outbox {
     }
   };
 
-  const laneOf = (item: OutboxItem) => lanes.get(item.site)?.get(item.visitor);
   const browserOf = (item: OutboxItem) => `${item.site}\u0000${item.browser}`;
-  /**
-   * Whether `entry` waits for an earlier merge of its browser still in the outbox: an activity for
-   * any (identify before track), a merge for one not `taken` in the same lease (merges in order).
-   */
-  const waitsForMerge = (entry: Entry, taken: ReadonlySet<number>) => {
-    for (const seq of merges.get(browserOf(entry.item)) ?? []) if (seq < entry.seq && (entry.item.kind === 'activity' || !taken.has(seq))) return true;
-    return false;
-  };
+  const places = createMemoryReady(pending, merges, (item) => {
+    const site = lanes.get(item.site)!;
+    return { site: site.since, lane: site.visitors.get(item.visitor)!.since };
+  });
 
-  const addWaiting = (entry: Entry) => {
+  /** Counts `entry` as waiting, and puts it in its place (ready, or held behind a merge), or waiting until `until`. */
+  const addWaiting = (entry: Entry, until?: number) => {
     const { site, visitor } = entry.item;
-    const visitors = lanes.get(site) ?? lanes.set(site, new Map()).get(site)!;
-    const lane = visitors.get(visitor) ?? visitors.set(visitor, new Map()).get(visitor)!;
-    lane.set(entry.seq, entry);
+    const counts = lanes.get(site) ?? lanes.set(site, { since: began++, count: 0, visitors: new Map() }).get(site)!;
+    const lane = counts.visitors.get(visitor) ?? counts.visitors.set(visitor, { since: began++, count: 0 }).get(visitor)!;
+    counts.count++;
+    lane.count++;
     pending.set(entry.seq, entry);
-    siteCount.set(site, (siteCount.get(site) ?? 0) + 1);
     if (entry.item.kind !== 'activity') {
       const browser = browserOf(entry.item);
       (merges.get(browser) ?? merges.set(browser, new Set()).get(browser)!).add(entry.seq);
     }
+    if (until === undefined) places.place(entry);
+    else places.wait(entry, until);
   };
 
+  /** Out of the outbox (delivered or dead): a merge no longer holds what its browser sent after it. */
   const removeWaiting = (entry: Entry) => {
     const { site, visitor } = entry.item;
+    places.unplace(entry);
     pending.delete(entry.seq);
-    const visitors = lanes.get(site);
-    const lane = visitors?.get(visitor);
-    lane?.delete(entry.seq);
-    if (lane?.size === 0) visitors!.delete(visitor);
-    if (visitors?.size === 0) lanes.delete(site);
-    const count = (siteCount.get(site) ?? 1) - 1;
-    if (count > 0) siteCount.set(site, count);
-    else siteCount.delete(site);
+    const counts = lanes.get(site)!;
+    const lane = counts.visitors.get(visitor)!;
+    if (--lane.count === 0) counts.visitors.delete(visitor);
+    if (--counts.count === 0) lanes.delete(site);
     const browser = merges.get(browserOf(entry.item));
-    if (browser?.delete(entry.seq) && browser.size === 0) merges.delete(browserOf(entry.item));
+    if (browser?.delete(entry.seq)) {
+      if (browser.size === 0) merges.delete(browserOf(entry.item));
+      places.free(entry.item);
+    }
   };
 
   const trimDead = (now: number, windowMs: number, limit: number) => {
@@ -113,6 +95,7 @@ export function createMemoryOutbox(): Outbox {
   };
 
   return {
+    looked: () => places.looked(),
     async accept(items, now, windowMs, limits = NO_LIMITS) {
       forget(now);
       trimDead(now, windowMs, limits.dead);
@@ -123,7 +106,11 @@ export function createMemoryOutbox(): Outbox {
           result.duplicate.push(item.id);
           continue;
         }
-        if (pending.size >= limits.total || (siteCount.get(item.site) ?? 0) >= limits.site || (laneOf(item)?.size ?? 0) >= limits.visitor) {
+        if (
+          pending.size >= limits.total ||
+          (lanes.get(item.site)?.count ?? 0) >= limits.site ||
+          (lanes.get(item.site)?.visitors.get(item.visitor)?.count ?? 0) >= limits.visitor
+        ) {
           result.full.push(item.id);
           continue;
         }
@@ -136,24 +123,12 @@ export function createMemoryOutbox(): Outbox {
     },
 
     async lease(owner, max, now, leaseMs) {
-      const taken = new Set<number>();
-      const next = (lane: Map<number, Entry>): Lane<Entry> => {
-        const entries = lane.values();
-        return () => {
-          for (let step = entries.next(); !step.done; step = entries.next()) {
-            if (step.value.availableAt > now || waitsForMerge(step.value, taken)) continue;
-            taken.add(step.value.seq);
-            return step.value;
-          }
-          return undefined;
-        };
-      };
-      const sites = firstValues(lanes, max).map((visitors) => firstValues(visitors, max).map(next));
-      return takeFair(sites, max)
+      return places
+        .pick(max, now)
         .sort((a, b) => a.seq - b.seq)
         .map((entry) => {
           entry.owner = owner;
-          entry.availableAt = now + leaseMs;
+          places.wait(entry, now + leaseMs);
           return { ...copyItem(entry.item), seq: entry.seq, attempts: entry.attempts };
         });
     },
@@ -186,7 +161,7 @@ export function createMemoryOutbox(): Outbox {
         if (!entry) continue;
         if (!tried) entry.attempts = 0;
         entry.owner = undefined;
-        entry.availableAt = notBefore;
+        places.wait(entry, notBefore);
       }
       for (const { seq, reason, status } of failed) {
         const entry = ours(seq);
@@ -209,23 +184,15 @@ export function createMemoryOutbox(): Outbox {
     },
 
     async retryDead(seqs, now) {
-      const chosen = seqs ?? [...dead.keys()];
-      const touched = new Set<Map<number, Entry>>();
       let count = 0;
-      for (const seq of chosen) {
+      for (const seq of seqs ?? [...dead.keys()]) {
         const letter = dead.get(seq);
         if (!letter) continue;
         dead.delete(seq);
         const { seq: _seq, reason: _reason, status: _status, failed: _failed, ...item } = letter;
-        addWaiting({ seq, item, attempts: 0, availableAt: now });
-        touched.add(laneOf(item)!);
+        // Back in the outbox with its seq: a retried merge holds again what its browser sent after it (the lease sees to those ready).
+        addWaiting({ seq, item, attempts: 0, availableAt: now }, now);
         count++;
-      }
-      // Back in seq order, so a retried letter goes before what its visitor sent after it.
-      for (const lane of touched) {
-        const sorted = [...lane].sort(([a], [b]) => a - b);
-        lane.clear();
-        for (const [seq, entry] of sorted) lane.set(seq, entry);
       }
       return count;
     },

@@ -5,11 +5,13 @@
  * - `d:<site n>:<16 bytes>`: a remembered id, value `1`, expiring (`PXAT`) when its window ends;
  * - `o:sites` (site → n), `o:meta` (counters: seq, sites, pending, expired, cut, remembered);
  * - `o:items` (seq → item JSON), `o:attempts`, `o:owner`, `o:lane` (seq → lane `<site n>:<visitor>`);
- * - `o:q:<lane>`: a visitor's waiting seqs (ready or leased), by seq; `o:lv:<site n>`: the site's
- *   lanes with entries waiting, by the seq they began waiting at; `o:ls`: the sites with entries
- *   waiting, likewise; `o:ps` (site n → entries waiting): the limits, read in O(1);
- * - `o:wait` (seqs leased or released until a time, by that time): an entry is ready when it is
- *   not there or its time has come;
+ * - `o:q:<lane>`: a visitor's waiting seqs (ready, leased, released or held), by seq; `o:lv:<site n>`:
+ *   the site's lanes with entries waiting, by the seq they began waiting at; `o:ls`: the sites with
+ *   entries waiting, likewise; `o:ps` (site n → entries waiting): the limits, read in O(1);
+ * - where each waiting entry is (one of): `o:r:<lane>` ready now, by seq (`o:rl:<site n>`: the
+ *   site's lanes with some, `o:rs`: the sites with some, scored as in `o:lv` and `o:ls`); `o:wait`
+ *   leased or released until a time, by that time (a lease moves what has come due to its place);
+ *   or `o:h:<browser>` held behind an earlier merge of its browser, by seq;
  * - `o:mb` / `o:ab` (seq → browser `<site n>:<browser>`, for merges / activities) and `o:mq:<browser>`
  *   (the browser's merges in the outbox, by seq): an activity is not leased while its browser has
  *   a merge before it there (identify before track);
@@ -19,6 +21,7 @@
  * - `o:n` / `o:nc`: the gauge of remembered ids, counted by the second their memory ends.
  * @module
  */
+import { MERGES_PER_LEASE } from './fair.js';
 import { COMMON } from './redis-outbox-entries.js';
 import { NOW } from './redis-time.js';
 
@@ -79,71 +82,92 @@ end
 return out`;
 
 /**
- * ARGV: prefix, owner, now, lease ms, max. Takes entries in turns, as deliver/fair.ts: one per
- * site (the longest-waiting first), each site's turn going to its lanes in turn, each lane in seq
- * order. Returns {seq, item JSON, attempts} per leased entry, by seq.
+ * ARGV: prefix, owner, now, lease ms, max. First moves what has come due in \`o:wait\` to its place
+ * (twice max at most), then takes ready entries in turns, as state/fair.ts: one per site (the
+ * longest-waiting first), each site's turn going to its lanes in turn, each lane in seq order; merges
+ * past a call's worth only in a second pass, when the first left room. A browser's next merge held
+ * only behind one taken goes too.
+ * Returns {seq, item JSON, attempts} per leased entry, by seq.
  */
-export const LEASE = `${NOW(3)}
-local P, owner, leaseMs, max = ARGV[1], ARGV[2], tonumber(ARGV[4]), tonumber(ARGV[5])
-local sites = redis.call('ZRANGE', P..'o:ls', 0, max - 1)
-local perSite = math.max(1, math.ceil(2 * max / math.max(1, #sites)))
-local turns = {}
-for _, s in ipairs(sites) do
-  local lanes = {}
-  for _, lane in ipairs(redis.call('ZRANGE', P..'o:lv:'..s, 0, perSite - 1)) do
-    lanes[#lanes + 1] = {key = P..'o:q:'..lane, pos = 0, chunk = 4, buf = {}, i = 1}
+export const LEASE = `${COMMON}${NOW(3)}
+local owner, leaseMs, max = ARGV[2], tonumber(ARGV[4]), tonumber(ARGV[5])
+for _, seq in ipairs(redis.call('ZRANGEBYSCORE', P..'o:wait', '-inf', now, 'LIMIT', 0, 2 * max)) do
+  redis.call('ZREM', P..'o:wait', seq)
+  place(seq, redis.call('HGET', P..'o:lane', seq))
+end
+local visited, chosen, taken = {}, {}, {}
+local mergesTaken, deferred = 0, false
+local function take(lane, seq, browser)
+  chosen[seq] = true
+  -- A merge: the browser's next one, held only behind it, goes next in this lane's turns.
+  if browser and redis.call('HGET', P..'o:ab', seq) == false then
+    mergesTaken = mergesTaken + 1
+    local after = redis.call('ZRANGEBYSCORE', P..'o:mq:'..browser, '('..seq, '+inf', 'LIMIT', 0, 1)[1]
+    if after and redis.call('ZSCORE', P..'o:h:'..browser, after) then lane.chained[#lane.chained + 1] = after end
   end
-  if #lanes > 0 then turns[#turns + 1] = {lanes = lanes, next = 1} end
+  return seq
 end
-local chosen = {}
--- Behind a merge of its browser still in the outbox: an activity behind any (identify before
--- track), a merge behind one not taken in this lease (a browser's merges in order).
-local function behindMerge(seq)
-  local activity = redis.call('HGET', P..'o:ab', seq)
-  local browser = activity or redis.call('HGET', P..'o:mb', seq)
-  if not browser then return false end
-  local previous = redis.call('ZREVRANGEBYSCORE', P..'o:mq:'..browser, '('..seq, '-inf', 'LIMIT', 0, 1)[1]
-  return previous ~= nil and (activity ~= false or not chosen[previous])
-end
-local function nextOf(lane)
+local function nextOf(lane, mergesToo)
+  local merge = table.remove(lane.chained, 1)
+  if merge then
+    local browser = browserOf(merge)
+    redis.call('ZREM', P..'o:h:'..browser, merge)
+    return take(lane, merge, browser)
+  end
   while true do
-    if lane.i > #lane.buf then
-      if lane.done then return nil end
-      lane.buf = redis.call('ZRANGE', lane.key, lane.pos, lane.pos + lane.chunk - 1)
-      lane.i = 1
-      lane.pos = lane.pos + lane.chunk
-      if #lane.buf < lane.chunk then lane.done = true end
-      lane.chunk = math.min(lane.chunk * 2, max)
-      if #lane.buf == 0 then return nil end
+    local seq = redis.call('ZRANGE', P..'o:r:'..lane.lane, 0, 0)[1]
+    if not seq then return nil end
+    local browser = browserOf(seq)
+    -- Merges past a call's worth wait for the second pass (state/fair.ts MERGES_PER_LEASE).
+    if not mergesToo and mergesTaken >= ${MERGES_PER_LEASE} and redis.call('HGET', P..'o:ab', seq) == false then
+      deferred = true
+      return nil
     end
-    local seq = lane.buf[lane.i]
-    lane.i = lane.i + 1
-    local till = redis.call('ZSCORE', P..'o:wait', seq)
-    if (not till or tonumber(till) <= now) and not behindMerge(seq) then
-      chosen[seq] = true
-      return seq
-    end
-  end
-end
-local taken = {}
-while #taken < max and #turns > 0 do
-  local t = 1
-  while t <= #turns and #taken < max do
-    local site = turns[t]
-    local seq = nil
-    while not seq and #site.lanes > 0 do
-      if site.next > #site.lanes then site.next = 1 end
-      seq = nextOf(site.lanes[site.next])
-      if seq then site.next = site.next + 1 else table.remove(site.lanes, site.next) end
-    end
-    if seq then
-      taken[#taken + 1] = tonumber(seq)
-      t = t + 1
+    redis.call('ZREM', P..'o:r:'..lane.lane, seq)
+    -- Ready entries are never behind a merge, but a merge retried from the dead letters comes back
+    -- before entries made ready without it: such an entry is held again.
+    if behindMerge(seq, browser, chosen) then
+      redis.call('ZADD', P..'o:h:'..browser, seq, seq)
     else
-      table.remove(turns, t)
+      return take(lane, seq, browser)
     end
   end
 end
+local function pass(mergesToo)
+  local sites = redis.call('ZRANGE', P..'o:rs', 0, max - 1)
+  local perSite = math.max(1, math.ceil(2 * max / math.max(1, #sites)))
+  local turns = {}
+  for _, s in ipairs(sites) do
+    local lanes = {}
+    for _, lane in ipairs(redis.call('ZRANGE', P..'o:rl:'..s, 0, perSite - 1)) do
+      lanes[#lanes + 1] = {lane = lane, chained = {}}
+      visited[#visited + 1] = lane
+    end
+    if #lanes > 0 then turns[#turns + 1] = {lanes = lanes, next = 1} end
+  end
+  while #taken < max and #turns > 0 do
+    local t = 1
+    while t <= #turns and #taken < max do
+      local site = turns[t]
+      local seq = nil
+      while not seq and #site.lanes > 0 do
+        if site.next > #site.lanes then site.next = 1 end
+        seq = nextOf(site.lanes[site.next], mergesToo)
+        if seq then site.next = site.next + 1 else table.remove(site.lanes, site.next) end
+      end
+      if seq then
+        taken[#taken + 1] = tonumber(seq)
+        t = t + 1
+      else
+        table.remove(turns, t)
+      end
+    end
+  end
+end
+pass(false)
+if deferred and #taken < max then pass(true) end
+-- Lanes with nothing ready left leave their site's, and sites with none the sites'.
+for _, lane in ipairs(visited) do tidy(lane) end
 table.sort(taken)
 local out = {}
 for _, seq in ipairs(taken) do
@@ -191,7 +215,10 @@ for _, seq in ipairs(s.delivered) do
 end
 for _, r in ipairs(s.released) do
   local seq = take(r.seq, r.tried)
-  if seq then redis.call('ZADD', P..'o:wait', now + r.wait, seq) end
+  if seq then
+    unplace(seq, redis.call('HGET', P..'o:lane', seq))
+    redis.call('ZADD', P..'o:wait', now + r.wait, seq)
+  end
 end
 for _, d in ipairs(s.dead) do
   local seq = take(d.seq)

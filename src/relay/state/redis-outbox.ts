@@ -6,8 +6,9 @@
  * goes in pages of {@link PAGE}.
  *
  * The scripts touch keys built from the prefix, so the outbox needs one Redis, not a cluster.
- * Connecting moves the previous release's remembered ids into `d:` keys, and indexes the browsers
- * of entries stored before the index, once each (redis-upgrade.ts).
+ * Connecting moves the previous release's remembered ids into `d:` keys, indexes the browsers
+ * of entries stored before the index, and places entries stored before the places, once each
+ * (redis-upgrade.ts).
  * The scripts keep and compare times on Redis's clock (redis-time.ts): a relay sends durations
  * only, so relays whose clocks differ or step share one lock, lease and pace.
  * @module
@@ -20,7 +21,7 @@ import { paceInterval, sharedWindow } from './pace.js';
 import { connectRedis, type RedisStateOptions } from './redis.js';
 import { ACCEPT, DEAD, DEAD_LIST, LEAD, LEASE, SENDING, SETTLE, STATS } from './redis-outbox-lua.js';
 import { PACE } from './redis-pace-lua.js';
-import { importPreviousIds, indexPreviousBrowsers } from './redis-upgrade.js';
+import { importPreviousIds, indexPreviousBrowsers, placePreviousEntries } from './redis-upgrade.js';
 import { redisTime } from './redis-time.js';
 
 /** Dead letters one script reads or moves at most. */
@@ -58,7 +59,7 @@ export async function createRedisOutbox(url: string, options: RedisOutboxOptions
     cdpOutboxStats: script(STATS),
   });
   const run = redis as unknown as Scripts;
-  await Promise.all([importPreviousIds(redis, P), indexPreviousBrowsers(redis, P)]).catch((error: unknown) => {
+  await Promise.all([importPreviousIds(redis, P), indexPreviousBrowsers(redis, P).then(() => placePreviousEntries(redis, P))]).catch((error: unknown) => {
     redis.disconnect();
     throw error;
   });

@@ -10,11 +10,16 @@
  * Upgrading from the release before browsers were indexed (identify before track as a rule of the
  * lease): each entry gets its browser (`o:mb` for a merge, `o:ab` for an activity), and each merge
  * still waiting joins `o:mq:<browser>`, once, a page of `o:items` per script (`o:meta` `browsers`).
+ *
+ * Upgrading from the release before entries had places (lease by readiness): each waiting entry
+ * not leased or released is placed, ready or held behind a merge of its browser, once, a page of
+ * `o:lane` per script (`o:meta` `places`); those in `o:wait` are placed as they come due.
  * @module
  */
 import { Buffer } from 'node:buffer';
 import type { Redis } from 'ioredis';
 import { compactId } from './ids.js';
+import { COMMON } from './redis-outbox-entries.js';
 
 /** ARGV: prefix, then per old key: the key, its site, the 16-byte id. Returns how many ids it moved. */
 const UPGRADE = `
@@ -89,18 +94,37 @@ for i = 2, #ARGV, 2 do
 end
 return indexed`;
 
-/** Indexes the browsers of the entries a release before the index stored under `prefix`, once; resolves to how many. */
-export async function indexPreviousBrowsers(redis: Redis, prefix: string): Promise<number> {
-  if ((await redis.hget(`${prefix}o:meta`, 'browsers')) === '1') return 0;
-  redis.defineCommand('cdpOutboxIndexBrowsers', { lua: INDEX_BROWSERS, numberOfKeys: 0 });
-  const run = (...args: string[]): Promise<number> => (redis as unknown as { cdpOutboxIndexBrowsers: typeof run }).cdpOutboxIndexBrowsers(...args);
-  let indexed = 0;
+/** ARGV: prefix, then per entry: its seq and lane. Places each waiting entry not leased or released (they are placed as they come due). */
+const PLACE = `${COMMON}
+local placed = 0
+for i = 2, #ARGV, 2 do
+  local seq, lane = ARGV[i], ARGV[i + 1]
+  if redis.call('ZSCORE', P..'o:q:'..lane, seq) and not redis.call('ZSCORE', P..'o:wait', seq) and not redis.call('ZSCORE', P..'o:r:'..lane, seq) then
+    place(seq, lane)
+    placed = placed + 1
+  end
+end
+return placed`;
+
+/** Runs `lua` over the hash `hash` a page of fields and values at a time, once (`o:meta` `flag` says it was done); resolves to what its pages counted. */
+async function overPages(redis: Redis, prefix: string, flag: string, lua: string, hash: string): Promise<number> {
+  if ((await redis.hget(`${prefix}o:meta`, flag)) === '1') return 0;
+  const name = `cdpOutboxUpgrade_${flag}`;
+  redis.defineCommand(name, { lua, numberOfKeys: 0 });
+  const run = (...args: string[]): Promise<number> => (redis as unknown as Record<string, typeof run>)[name]!(...args);
+  let counted = 0;
   let cursor = '0';
   do {
-    const [next, page] = await redis.hscan(`${prefix}o:items`, cursor, 'COUNT', 500);
+    const [next, page] = await redis.hscan(`${prefix}${hash}`, cursor, 'COUNT', 500);
     cursor = next;
-    if (page.length > 0) indexed += Number(await run(prefix, ...page));
+    if (page.length > 0) counted += Number(await run(prefix, ...page));
   } while (cursor !== '0');
-  await redis.hset(`${prefix}o:meta`, 'browsers', '1');
-  return indexed;
+  await redis.hset(`${prefix}o:meta`, flag, '1');
+  return counted;
 }
+
+/** Indexes the browsers of the entries a release before the index stored under `prefix`, once; resolves to how many. */
+export const indexPreviousBrowsers = (redis: Redis, prefix: string): Promise<number> => overPages(redis, prefix, 'browsers', INDEX_BROWSERS, 'o:items');
+
+/** Places the entries a release before the places stored under `prefix` (ready, or held behind a merge), once; resolves to how many. */
+export const placePreviousEntries = (redis: Redis, prefix: string): Promise<number> => overPages(redis, prefix, 'places', PLACE, 'o:lane');

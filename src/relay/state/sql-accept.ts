@@ -15,6 +15,7 @@ import type { OutboxLimits } from '../core/outbox-limits.js';
 import { compactId } from './ids.js';
 import { type Accepted, DEAD_SLICE, type OutboxItem } from './outbox.js';
 import type { Lanes } from './sql-lanes.js';
+import type { Ready } from './sql-ready.js';
 import type { SqlPort } from './sql-port.js';
 
 /** Expired ids deleted per transaction at least: more than its accepts add (twice as many when they add more), so the table shrinks back after a peak. */
@@ -49,8 +50,8 @@ export interface AcceptCall {
   reject(error: unknown): void;
 }
 
-/** `accept` over `db` and its lanes: each call is answered once the transaction that took it commits. */
-export function createAccept(db: SqlPort, lanes: Lanes): (call: AcceptCall) => void {
+/** `accept` over `db`, its lanes and where entries wait (sql-ready.ts): each call is answered once the transaction that took it commits. */
+export function createAccept(db: SqlPort, lanes: Lanes, ready: Ready): (call: AcceptCall) => void {
   /** Dead letters whose window ended, then the oldest over the limit: a slice of each, counted. */
   const trimDead = (now: number, windowMs: number, limit: number) => {
     // No dead letters (the usual case): nothing to expire or cut, one read.
@@ -100,6 +101,8 @@ export function createAccept(db: SqlPort, lanes: Lanes): (call: AcceptCall) => v
     const added: [string, number][] = [];
     let i = 0;
     let merges = false;
+    // The browsers of the entries added: where one has a merge in the outbox, an entry may be held behind it.
+    const browsers = new Map<string, [number, string]>();
     for (const [c, { items, limits }] of calls.entries()) {
       const result = results[c]!;
       for (const item of items) {
@@ -113,17 +116,21 @@ export function createAccept(db: SqlPort, lanes: Lanes): (call: AcceptCall) => v
           result.accepted.push(item.id);
           added.push([JSON.stringify(item), lane]);
           merges ||= item.kind !== 'activity';
+          browsers.set(`${n}\u0000${item.browser}`, [n, item.browser]);
         }
       }
     }
     change += added.length;
     if (change !== 0) db.run(ACCEPT_SQL.addCount, change);
-    if (added.length > 0) {
-      const after = merges ? lanes.lastSeq() : 0;
-      db.run(ACCEPT_SQL.add, JSON.stringify(added));
-      if (merges) lanes.addMerges(after);
+    if (added.length === 0) {
+      lanes.change(room.byLane, now);
+      return results;
     }
-    lanes.change(room.byLane, now);
+    const after = lanes.lastSeq();
+    db.run(ACCEPT_SQL.add, JSON.stringify(added));
+    if (merges) lanes.addMerges(after);
+    const maybeHeld = ready.hasMerge([...browsers.values()]);
+    lanes.change(room.byLane, now, ready.added(after, maybeHeld));
     return results;
   };
 

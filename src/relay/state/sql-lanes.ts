@@ -1,17 +1,16 @@
 /**
  * The SQL outbox's lanes (sql-outbox.ts): which entries wait for which visitor of which site, and
- * how many, so that a lease takes them in turns (deliver/fair.ts) and the limits are read in O(1).
- * A lane is one visitor of one site; it exists while it has entries waiting (ready or leased),
- * and so does a site's row in `outbox_load`. `since` (ms) orders them: the longest-waiting first.
- * The counts of the whole outbox (`pending`, `dead`, `expired`, `cut`) live in `outbox_count`
- * with `remembered`, so stats never count rows.
+ * how many, so that a lease takes them in turns (state/fair.ts, over the ready entries of
+ * sql-ready.ts) and the limits are read in O(1). A lane is one visitor of one site; it exists while
+ * it has entries waiting (ready, leased, released or held), and so does a site's row in
+ * `outbox_load`. The counts of the whole outbox (`pending`, `dead`, `expired`, `cut`) live in
+ * `outbox_count` with `remembered`, so stats never count rows.
  *
  * Identify before track is a rule of the lease: `outbox_merges` holds each merge waiting in the
- * outbox (ready, released or leased) by browser, so an activity whose browser has a merge before
- * it is passed over, with one index lookup, until that merge is delivered or dead.
+ * outbox (ready, released or leased) by browser, so the entries of a browser after its first merge
+ * there are held (sql-ready.ts) until that merge is delivered or dead.
  * @module
  */
-import { takeFair, type Lane } from './fair.js';
 import type { OutboxLimits } from '../core/outbox-limits.js';
 import type { Row, SqlPort, SqlValue } from './sql-port.js';
 
@@ -22,10 +21,9 @@ export const SITE_SQL = {
 } as const;
 
 export const LANES_SCHEMA = `
-  CREATE TABLE IF NOT EXISTS outbox_lanes (n INTEGER PRIMARY KEY, site INTEGER NOT NULL, visitor TEXT NOT NULL, pending INTEGER NOT NULL, since INTEGER NOT NULL, UNIQUE (site, visitor));
-  CREATE INDEX IF NOT EXISTS outbox_lanes_since ON outbox_lanes (site, since);
-  CREATE TABLE IF NOT EXISTS outbox_load (site INTEGER PRIMARY KEY, pending INTEGER NOT NULL, since INTEGER NOT NULL);
-  CREATE INDEX IF NOT EXISTS outbox_load_since ON outbox_load (since);
+  CREATE TABLE IF NOT EXISTS outbox_lanes (n INTEGER PRIMARY KEY, site INTEGER NOT NULL, visitor TEXT NOT NULL, pending INTEGER NOT NULL, since INTEGER NOT NULL,
+    ready INTEGER NOT NULL DEFAULT 0, UNIQUE (site, visitor));
+  CREATE TABLE IF NOT EXISTS outbox_load (site INTEGER PRIMARY KEY, pending INTEGER NOT NULL, since INTEGER NOT NULL, ready INTEGER NOT NULL DEFAULT 0);
   CREATE INDEX IF NOT EXISTS outbox_dead_failed ON outbox_dead (failed);
   CREATE TABLE IF NOT EXISTS outbox_merges (seq INTEGER PRIMARY KEY, site INTEGER NOT NULL, browser TEXT NOT NULL);
   CREATE INDEX IF NOT EXISTS outbox_merges_browser ON outbox_merges (site, browser, seq);
@@ -37,27 +35,20 @@ const SQL = {
   lanesOf: `INSERT INTO outbox_lanes (site, visitor, pending, since) SELECT value ->> 0, value ->> 1, 0, ?2 FROM json_each(?1) WHERE true
     ON CONFLICT (site, visitor) DO UPDATE SET since = since RETURNING site, visitor, n, pending`,
   sitePending: 'SELECT pending FROM outbox_load WHERE site = ?1',
-  addLane: 'UPDATE outbox_lanes SET pending = pending + ?2 WHERE n = ?1 RETURNING site, pending',
+  // Entries waiting, and (?3) those ready now among them (sql-ready.ts).
+  addLane: 'UPDATE outbox_lanes SET pending = pending + ?2, ready = ready + ?3 WHERE n = ?1 RETURNING site, pending, ready',
   dropLane: 'DELETE FROM outbox_lanes WHERE n = ?1 AND pending <= 0',
-  addLoad:
-    'INSERT INTO outbox_load (site, pending, since) VALUES (?1, ?2, ?3) ON CONFLICT (site) DO UPDATE SET pending = pending + excluded.pending RETURNING pending',
+  addLoad: `INSERT INTO outbox_load (site, pending, since, ready) VALUES (?1, ?2, ?3, ?4) ON CONFLICT (site)
+    DO UPDATE SET pending = pending + excluded.pending, ready = ready + excluded.ready RETURNING pending`,
   dropLoad: 'DELETE FROM outbox_load WHERE site = ?1 AND pending <= 0',
   count: 'SELECT value FROM outbox_count WHERE name = ?1',
   addCount: 'INSERT INTO outbox_count (name, value) VALUES (?1, ?2) ON CONFLICT (name) DO UPDATE SET value = value + excluded.value',
-  sites: 'SELECT site FROM outbox_load ORDER BY since, site LIMIT ?1',
-  lanes: 'SELECT n FROM outbox_lanes WHERE site = ?1 ORDER BY since, n LIMIT ?2',
-  // Each entry of a lane: whether it is an activity, and the latest merge of its browser before it
-  // in the outbox (NULL: none). A row that is not JSON (a hand edit) is not judged here: reading it
-  // fails the lease, as it must.
-  next: `SELECT seq, available, CASE WHEN json_valid(item) THEN item ->> 'kind' = 'activity' END,
-      CASE WHEN json_valid(item) THEN (SELECT max(m.seq) FROM outbox_merges m WHERE m.site = ?4 AND m.browser = outbox.item ->> 'browser' AND m.seq < outbox.seq) END
-    FROM outbox WHERE lane = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3`,
   // The merges of entries added after seq ?1 (an accept's), or of every entry (once, for storage written before the table).
   addMerges: `INSERT OR IGNORE INTO outbox_merges (seq, site, browser) SELECT o.seq, l.site, o.item ->> 'browser' FROM outbox o JOIN outbox_lanes l ON l.n = o.lane
     WHERE o.seq > ?1 AND CASE WHEN json_valid(o.item) THEN o.item ->> 'kind' <> 'activity' ELSE 0 END`,
   lastSeq: 'SELECT max(seq) FROM outbox',
   addMerge: 'INSERT OR IGNORE INTO outbox_merges (seq, site, browser) VALUES (?1, ?2, ?3)',
-  dropMerges: 'DELETE FROM outbox_merges WHERE seq IN (SELECT value FROM json_each(?1))',
+  dropMerges: 'DELETE FROM outbox_merges WHERE seq IN (SELECT value FROM json_each(?1)) RETURNING site, browser',
   // Files written before lanes: the column and its index, then each waiting entry's lane, once.
   hasLane: 'SELECT lane FROM outbox LIMIT 0',
   addColumn: 'ALTER TABLE outbox ADD COLUMN lane INTEGER',
@@ -76,8 +67,11 @@ export interface Lanes {
   /** A counter of `outbox_count`. */
   count(name: 'pending' | 'dead' | 'expired' | 'cut'): number;
   addCount(name: 'pending' | 'dead' | 'expired' | 'cut', change: number): void;
-  /** Entries began (+) or stopped (−) waiting, by lane (0: looked up only): the lanes', sites' and outbox's counts follow. */
-  change(byLane: ReadonlyMap<number, number>, now: number): void;
+  /**
+   * Entries began (+) or stopped (−) waiting, by lane (0: looked up only): the lanes', sites' and
+   * outbox's counts follow; `ready`: how many of those that began are ready now, by lane (sql-ready.ts).
+   */
+  change(byLane: ReadonlyMap<number, number>, now: number, ready?: ReadonlyMap<number, number>): void;
   /**
    * The room for the accepts of one transaction: `take` answers the lane of an entry that fits
    * under `limits` (and counts it in `byLane`, for {@link Lanes.change}), or undefined when its
@@ -94,10 +88,8 @@ export interface Lanes {
   addMerges(after: number): void;
   /** Counts one merge back in the outbox (a dead letter retried). */
   addMerge(seq: number, site: number, browser: string): void;
-  /** These entries left the outbox (delivered or dead): those that were merges no longer hold their browser's activities. */
-  dropMerges(seqs: readonly number[]): void;
-  /** Up to `max` seqs ready at `now`, in turns by site, then visitor (fair.ts); never an activity whose browser has a merge before it in the outbox. */
-  pick(max: number, now: number): number[];
+  /** These entries left the outbox (delivered or dead): those that were merges no longer hold their browser's activities. Resolves to those browsers. */
+  dropMerges(seqs: readonly number[]): [site: number, browser: string][];
 }
 
 /** The lanes over `db`: creates their tables, and gives storage written before them its lanes and counts, once. */
@@ -116,8 +108,8 @@ export async function createLanes(db: SqlPort): Promise<Lanes> {
     return { n: Number(n), pending: Number(pending) };
   };
   const addCount = (name: string, change: number) => void (change !== 0 && db.run(SQL.addCount, name, change));
-  const change = (byLane: ReadonlyMap<number, number>, now: number) => {
-    const bySite = new Map<number, number>();
+  const change = (byLane: ReadonlyMap<number, number>, now: number, ready: ReadonlyMap<number, number> = new Map()) => {
+    const bySite = new Map<number, { delta: number; ready: number }>();
     let total = 0;
     for (const [n, delta] of byLane) {
       // A lane looked up but given nothing (its items were full) is not kept empty.
@@ -125,12 +117,15 @@ export async function createLanes(db: SqlPort): Promise<Lanes> {
         db.run(SQL.dropLane, n);
         continue;
       }
-      const [siteN, pending] = one(SQL.addLane, n, delta)!;
+      const gained = ready.get(n) ?? 0;
+      const [siteN, pending, readyNow] = one(SQL.addLane, n, delta, gained)!;
       if (Number(pending) <= 0) db.run(SQL.dropLane, n);
-      bySite.set(Number(siteN), (bySite.get(Number(siteN)) ?? 0) + delta);
+      const site = bySite.get(Number(siteN)) ?? { delta: 0, ready: 0 };
+      // The site counts its lanes with something ready.
+      bySite.set(Number(siteN), { delta: site.delta + delta, ready: site.ready + (gained > 0 && Number(readyNow) === gained ? 1 : 0) });
       total += delta;
     }
-    for (const [siteN, delta] of bySite) if (Number(one(SQL.addLoad, siteN, delta, now)![0]) <= 0) db.run(SQL.dropLoad, siteN);
+    for (const [siteN, { delta, ready }] of bySite) if (Number(one(SQL.addLoad, siteN, delta, now, ready)![0]) <= 0) db.run(SQL.dropLoad, siteN);
     addCount('pending', total);
   };
 
@@ -211,46 +206,7 @@ export async function createLanes(db: SqlPort): Promise<Lanes> {
     lastSeq: () => Number(one(SQL.lastSeq)?.[0] ?? 0),
     addMerges: (after) => void db.run(SQL.addMerges, after),
     addMerge: (seq, siteN, browser) => void db.run(SQL.addMerge, seq, siteN, browser),
-    dropMerges: (seqs) => void (seqs.length > 0 && db.run(SQL.dropMerges, JSON.stringify(seqs))),
-    pick(max, now) {
-      const sites = db.query(SQL.sites, max).map(([n]) => Number(n));
-      const perSite = Math.max(1, Math.ceil((2 * max) / Math.max(1, sites.length)));
-      const taken = new Set<number>();
-      /**
-       * Ready, and not behind a merge of its browser still in the outbox: an activity waits for any
-       * (identify before track), a merge only for one not taken in this lease (merges in order).
-       */
-      const mayGo = ([seq, available, activity, previous]: Row) => {
-        if (Number(available) > now) return false;
-        if (previous !== null && previous !== undefined && (Number(activity) || !taken.has(Number(previous)))) return false;
-        taken.add(Number(seq));
-        return true;
-      };
-      const laneOf = (siteN: number, n: number): Lane<number> => {
-        let buffer: Row[] = [];
-        let after = 0;
-        let chunk = 4;
-        let done = false;
-        return () => {
-          for (;;) {
-            if (buffer.length === 0) {
-              if (done) return undefined;
-              buffer = db.query(SQL.next, n, after, chunk, siteN);
-              done = buffer.length < chunk;
-              if (buffer.length > 0) after = Number(buffer.at(-1)![0]);
-              chunk = Math.min(chunk * 2, max);
-              continue;
-            }
-            // Judged as it is reached, so a merge sees whether the one before it was taken.
-            const row = buffer.shift()!;
-            if (mayGo(row)) return Number(row[0]);
-          }
-        };
-      };
-      return takeFair(
-        sites.map((siteN) => db.query(SQL.lanes, siteN, perSite).map(([n]) => laneOf(siteN, Number(n)))),
-        max,
-      );
-    },
+    dropMerges: (seqs) =>
+      seqs.length === 0 ? [] : db.query(SQL.dropMerges, JSON.stringify(seqs)).map(([site, browser]): [number, string] => [Number(site), String(browser)]),
   };
 }

@@ -15,6 +15,7 @@ import { NO_LIMITS } from '../core/outbox-limits.js';
 import { pace, paceLeave, type PaceState, paceInterval, sharedWindow } from './pace.js';
 import { ACCEPT_SQL, createAccept } from './sql-accept.js';
 import { createLanes, SITE_SQL } from './sql-lanes.js';
+import { createReady } from './sql-ready.js';
 import type { Row, SqlPort, SqlValue } from './sql-port.js';
 
 export type { Row, SqlPort, SqlValue } from './sql-port.js';
@@ -62,7 +63,7 @@ export const SQL = {
   // Settle: one statement for the delivered entries, one for the released ones of each notBefore.
   deliver: 'DELETE FROM outbox WHERE seq IN (SELECT value FROM json_each(?1)) AND owner = ?2 RETURNING seq, lane',
   release:
-    'UPDATE outbox SET attempts = CASE WHEN ?4 THEN attempts ELSE 0 END, owner = NULL, available = ?3 WHERE seq IN (SELECT value FROM json_each(?1)) AND owner = ?2',
+    'UPDATE outbox SET attempts = CASE WHEN ?4 THEN attempts ELSE 0 END, owner = NULL, available = ?3 WHERE seq IN (SELECT value FROM json_each(?1)) AND owner = ?2 RETURNING seq',
   takeDead: 'DELETE FROM outbox WHERE seq = ?1 AND owner = ?2 RETURNING item, lane',
   addDead: 'INSERT INTO outbox_dead (seq, site, item, reason, status, failed) VALUES (?1, ?2, ?3, ?4, ?5, ?6)',
   dead: 'SELECT seq, item, reason, status, failed FROM outbox_dead WHERE ?1 IS NULL OR site = ?1 ORDER BY seq LIMIT ?2',
@@ -89,11 +90,13 @@ export async function createSqlOutbox(db: SqlPort): Promise<Omit<OutboxStore, 'c
   // Storage written before the count was kept: counted once, here.
   if (one(SQL.count) === undefined) await db.transaction(() => one(SQL.count) ?? db.run(SQL.addCount, Number(one(SQL.countAll)![0])));
   const lanes = await createLanes(db);
-  const accept = createAccept(db, lanes);
+  const ready = await createReady(db);
+  const accept = createAccept(db, lanes, ready);
 
   const leaseIn = (owner: string, max: number, now: number, leaseMs: number): Leased[] => {
-    const seqs = lanes.pick(max, now);
+    const seqs = ready.pick(max, now);
     if (seqs.length === 0) return [];
+    ready.wait(seqs.map((seq) => [now + leaseMs, seq] as const));
     return db
       .query(SQL.lease, owner, now + leaseMs, JSON.stringify(seqs))
       .map(([seq, item, attempts]) => ({ ...(JSON.parse(item as string) as OutboxItem), seq: Number(seq), attempts: Number(attempts) }))
@@ -109,6 +112,7 @@ export async function createSqlOutbox(db: SqlPort): Promise<Omit<OutboxStore, 'c
     let skipped = 0;
     const gone = new Map<number, number>();
     const left: number[] = [];
+    ready.unplace(owner, [...delivered, ...released.map(({ seq }) => seq), ...dead.map(({ seq }) => seq)]);
     const leave = (seq: number, lane: unknown) => {
       gone.set(Number(lane), (gone.get(Number(lane)) ?? 0) - 1);
       left.push(seq);
@@ -126,8 +130,12 @@ export async function createSqlOutbox(db: SqlPort): Promise<Omit<OutboxStore, 'c
       const group = groups.get(key) ?? groups.set(key, { notBefore, tried: Boolean(tried), seqs: [] }).get(key)!;
       group.seqs.push(seq);
     }
-    for (const { notBefore, tried, seqs } of groups.values())
-      skipped += seqs.length - db.run(SQL.release, JSON.stringify(seqs), owner, notBefore, tried ? 1 : 0);
+    for (const { notBefore, tried, seqs } of groups.values()) {
+      const done = db.query(SQL.release, JSON.stringify(seqs), owner, notBefore, tried ? 1 : 0);
+      skipped += seqs.length - done.length;
+      // Waiting until notBefore: a lease makes them ready once it has come (sql-ready.ts).
+      ready.wait(done.map(([seq]) => [notBefore, Number(seq)] as const));
+    }
     for (const { seq, reason, status } of dead) {
       const row = one(SQL.takeDead, seq, owner);
       if (row === undefined) {
@@ -139,7 +147,7 @@ export async function createSqlOutbox(db: SqlPort): Promise<Omit<OutboxStore, 'c
       db.run(SQL.addDead, seq, (JSON.parse(item) as OutboxItem).site, item, reason, status ?? null, now);
       lanes.addCount('dead', 1);
     }
-    lanes.dropMerges(left);
+    ready.free(lanes.dropMerges(left));
     lanes.change(gone, now);
     return { skipped };
   };
@@ -156,6 +164,7 @@ export async function createSqlOutbox(db: SqlPort): Promise<Omit<OutboxStore, 'c
       if (kind !== 'activity') lanes.addMerge(Number(seq), siteN, browser);
       back.set(n, (back.get(n) ?? 0) + 1);
     }
+    ready.wait(rows.map(([seq]) => [now, Number(seq)] as const));
     lanes.addCount('dead', -rows.length);
     lanes.change(back, now);
     return rows.length;

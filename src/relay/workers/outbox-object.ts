@@ -18,7 +18,7 @@ import { createSpacer, type Spacer } from '../deliver/spacer.js';
 import type { Accepted, DeadLetter, Leased, OutboxItem, OutboxStats, OutboxStore, Settlement } from '../state/outbox.js';
 import { scrub } from '../core/logging.js';
 import type { OutboxLimits } from '../core/outbox-limits.js';
-import { createSqlOutbox, type SqlPort } from '../state/sql-outbox.js';
+import { createSqlOutbox } from '../state/sql-outbox.js';
 import { type DeliveryEnv, platformRate, shardEngine, workerConfig } from './delivery.js';
 import { doubtedHome, PREVIOUS_HOME, rememberedBefore } from './previous.js';
 import { durableSqlPort } from './sql-port.js';
@@ -37,7 +37,7 @@ const ROUTE = `INSERT INTO outbox_routes (key, home, until) SELECT value ->> 0, 
 const LIVE = 'SELECT key FROM outbox_routes WHERE key IN (SELECT value FROM json_each(?1)) AND until > ?2';
 
 export class RelayOutbox extends DurableObject<DeliveryEnv> {
-  private readonly port: SqlPort;
+  private readonly port: ReturnType<typeof durableSqlPort>;
   private store!: Omit<OutboxStore, 'close'>;
   /** an alarm's round is running in this instance */
   private delivering = false;
@@ -154,9 +154,9 @@ export class RelayOutbox extends DurableObject<DeliveryEnv> {
     return this.store.pacer(rate).leave!(now, inMs, again);
   }
 
-  /** Calls and alarms served by this instance, and whether it is delivering now. Not counted as a call. */
-  usage(): { calls: number; alarms: number; delivering: boolean } {
-    return { calls: this.calls, alarms: this.alarms, delivering: this.delivering };
+  /** Calls and alarms served by this instance, the rows its SQL has read, and whether it is delivering now. Not counted as a call. */
+  usage(): { calls: number; alarms: number; delivering: boolean; rowsRead: number } {
+    return { calls: this.calls, alarms: this.alarms, delivering: this.delivering, rowsRead: this.port.rowsRead() };
   }
 
   /**

@@ -6,13 +6,23 @@
 import type { DurableObjectStorage } from '@cloudflare/workers-types/index.ts';
 import type { Row, SqlPort } from '../state/sql-outbox.js';
 
-export function durableSqlPort(storage: DurableObjectStorage): SqlPort {
+/** The port, and the rows its statements have read since it was made (what Cloudflare bills, and what shows a lease's work). */
+export function durableSqlPort(storage: DurableObjectStorage): SqlPort & { rowsRead(): number } {
   const { sql } = storage;
+  let rowsRead = 0;
   return {
+    rowsRead: () => rowsRead,
     exec: (script) => void sql.exec(script).toArray(),
-    query: (statement, ...params) => [...sql.exec(statement, ...params).raw()] as Row[],
+    query: (statement, ...params) => {
+      const cursor = sql.exec(statement, ...params);
+      const rows = [...cursor.raw()] as Row[];
+      rowsRead += cursor.rowsRead;
+      return rows;
+    },
     run: (statement, ...params) => {
-      sql.exec(statement, ...params).toArray();
+      const cursor = sql.exec(statement, ...params);
+      cursor.toArray();
+      rowsRead += cursor.rowsRead;
       // `rowsWritten` also counts index rows; changes() is SQLite's own count of the rows changed.
       return Number([...sql.exec('SELECT changes()').raw()][0]![0]);
     },

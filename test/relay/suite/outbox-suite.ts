@@ -6,6 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { Outbox, OutboxItem, Pacer } from '../../../src/relay/state/outbox.js';
+import { outboxLeaseCases, type Reads } from './outbox-lease-cases.js';
 import { outboxOrderCases } from './outbox-order-cases.js';
 
 /** One connection to a store; `another` opens a second one to the same store (another process's view). */
@@ -14,6 +15,8 @@ export interface OutboxHandle {
   /** a pacer of `rate` calls/s on this connection, sharing its budget with every pacer of the store; `catchUpMs` as in state/pace.ts */
   pacer(rate: number, catchUpMs?: number): Pacer;
   close(): Promise<void>;
+  /** what a call costs this connection's store: rows read (SQL), commands run (Redis), entries looked at (memory) */
+  reads?: Reads;
 }
 
 export interface OutboxTarget {
@@ -402,6 +405,7 @@ export function outboxSuite(name: string, target: OutboxTarget): void {
     );
 
     outboxOrderCases(withStore, item);
+    outboxLeaseCases(withStore, item);
   });
 
   describe(`${name} pacer`, () => {

@@ -1,0 +1,279 @@
+/**
+ * Where each entry of the in-process outbox (memory-outbox.ts) waits, as the SQL outbox keeps it
+ * (sql-ready.ts): ready (by lane, in seq order), waiting until a time (leased, or released for
+ * later: a heap by time that a lease takes what has come due from), or held behind an earlier merge
+ * of its browser. Lanes and sites with something ready are kept in the order they began waiting
+ * (the longest-waiting first), so a lease reads what it takes.
+ * @module
+ */
+import { type Lane, MERGES_PER_LEASE, takeFairMergesBounded } from './fair.js';
+import type { OutboxItem } from './outbox.js';
+
+export interface Entry {
+  seq: number;
+  item: OutboxItem;
+  attempts: number;
+  /** who leased it last, while leased */
+  owner?: string | undefined;
+  /** ready from this time: the end of the live lease, or the `notBefore` of a release */
+  availableAt: number;
+  /** where it waits; undefined once it left the outbox */
+  place?: 'ready' | 'wait' | 'held' | undefined;
+}
+
+/** Seqs in increasing order: appended at the end as a rule, taken from the front. */
+class Seqs {
+  private list: number[] = [];
+  private head = 0;
+  get size(): number {
+    return this.list.length - this.head;
+  }
+  first(): number | undefined {
+    return this.list[this.head];
+  }
+  /** The first `max`, in order. */
+  *firstOf(max: number): Generator<number> {
+    for (let i = this.head; i < this.list.length && i - this.head < max; i++) yield this.list[i]!;
+  }
+  add(seq: number): void {
+    if (this.size === 0 || seq > this.list.at(-1)!) this.list.push(seq);
+    else this.list.splice(this.find(seq), 0, seq);
+  }
+  delete(seq: number): void {
+    if (this.list[this.head] === seq) this.head++;
+    else {
+      const at = this.find(seq);
+      if (this.list[at] === seq) this.list.splice(at, 1);
+    }
+    if (this.head > 64 && this.head * 2 > this.list.length) {
+      this.list = this.list.slice(this.head);
+      this.head = 0;
+    }
+  }
+  private find(seq: number): number {
+    let [low, high] = [this.head, this.list.length];
+    while (low < high) {
+      const mid = (low + high) >> 1;
+      if (this.list[mid]! < seq) low = mid + 1;
+      else high = mid;
+    }
+    return low;
+  }
+}
+
+/** A min-heap of [until, seq]; entries that moved on since are skipped as they come out. */
+class Timeline {
+  private heap: [number, number][] = [];
+  push(until: number, seq: number): void {
+    const heap = this.heap;
+    heap.push([until, seq]);
+    for (let i = heap.length - 1; i > 0; ) {
+      const parent = (i - 1) >> 1;
+      if (!Timeline.before(heap[i]!, heap[parent]!)) break;
+      [heap[i], heap[parent]] = [heap[parent]!, heap[i]!];
+      i = parent;
+    }
+  }
+  /** The earliest, if its time has come at `now`. */
+  due(now: number): [number, number] | undefined {
+    const top = this.heap[0];
+    if (top === undefined || top[0] > now) return undefined;
+    const last = this.heap.pop()!;
+    if (this.heap.length > 0) {
+      this.heap[0] = last;
+      for (let i = 0; ; ) {
+        const [l, r] = [2 * i + 1, 2 * i + 2];
+        let least = i;
+        if (l < this.heap.length && Timeline.before(this.heap[l]!, this.heap[least]!)) least = l;
+        if (r < this.heap.length && Timeline.before(this.heap[r]!, this.heap[least]!)) least = r;
+        if (least === i) break;
+        [this.heap[i], this.heap[least]] = [this.heap[least]!, this.heap[i]!];
+        i = least;
+      }
+    }
+    return top;
+  }
+  private static before(a: [number, number], b: [number, number]): boolean {
+    return a[0] < b[0] || (a[0] === b[0] && a[1] < b[1]);
+  }
+}
+
+/** A lane with entries ready: its seqs, and where it is in its site's order. */
+interface ReadyLane {
+  since: number;
+  seqs: Seqs;
+}
+/** A site with lanes that have entries ready, by the lanes' `since`. */
+interface ReadySite {
+  since: number;
+  order: Seqs;
+  lanes: Map<number, ReadyLane>;
+}
+
+/**
+ * The places of the entries waiting: `entries` and `merges` are the outbox's (seq → entry; browser
+ * → its merges' seqs); `since(item)` numbers its site and its lane in the order they began waiting.
+ */
+export function createMemoryReady(
+  entries: ReadonlyMap<number, Entry>,
+  merges: ReadonlyMap<string, ReadonlySet<number>>,
+  since: (item: OutboxItem) => { site: number; lane: number },
+) {
+  const sites = new Map<number, ReadySite>();
+  const order = new Seqs();
+  const timeline = new Timeline();
+  const held = new Map<string, Map<number, Entry>>();
+  let looked = 0;
+  const browserOf = (item: OutboxItem) => `${item.site}\u0000${item.browser}`;
+  /** Whether an earlier merge of its browser is in the outbox, other than those `taken` in this lease. */
+  const behindMerge = (entry: Entry, taken: ReadonlySet<number> = new Set()) => {
+    for (const seq of merges.get(browserOf(entry.item)) ?? []) if (seq < entry.seq && (entry.item.kind === 'activity' || !taken.has(seq))) return true;
+    return false;
+  };
+  const toReady = (entry: Entry) => {
+    const at = since(entry.item);
+    let site = sites.get(at.site);
+    if (site === undefined) {
+      site = { since: at.site, order: new Seqs(), lanes: new Map() };
+      sites.set(at.site, site);
+      order.add(at.site);
+    }
+    let lane = site.lanes.get(at.lane);
+    if (lane === undefined) {
+      lane = { since: at.lane, seqs: new Seqs() };
+      site.lanes.set(at.lane, lane);
+      site.order.add(at.lane);
+    }
+    lane.seqs.add(entry.seq);
+    entry.place = 'ready';
+  };
+  /** A lane with nothing ready leaves its site's order, a site with no such lane the sites'. */
+  const tidy = (site: ReadySite, lane: ReadyLane) => {
+    if (lane.seqs.size > 0) return;
+    site.lanes.delete(lane.since);
+    site.order.delete(lane.since);
+    if (site.lanes.size > 0) return;
+    sites.delete(site.since);
+    order.delete(site.since);
+  };
+  const toHeld = (entry: Entry) => {
+    const browser = browserOf(entry.item);
+    (held.get(browser) ?? held.set(browser, new Map()).get(browser)!).set(entry.seq, entry);
+    entry.place = 'held';
+  };
+  /** Out of its place (the heap's copy is skipped when it comes out). */
+  const unplace = (entry: Entry) => {
+    if (entry.place === 'ready') {
+      const at = since(entry.item);
+      const site = sites.get(at.site);
+      const lane = site?.lanes.get(at.lane);
+      if (lane !== undefined) {
+        lane.seqs.delete(entry.seq);
+        tidy(site!, lane);
+      }
+    } else if (entry.place === 'held') {
+      const browser = held.get(browserOf(entry.item));
+      browser?.delete(entry.seq);
+      if (browser?.size === 0) held.delete(browserOf(entry.item));
+    }
+    entry.place = undefined;
+  };
+  /** Ready now, or held behind a merge: where an entry that may go goes. */
+  const place = (entry: Entry) => (behindMerge(entry) ? toHeld(entry) : toReady(entry));
+  const wait = (entry: Entry, until: number) => {
+    unplace(entry);
+    entry.place = 'wait';
+    entry.availableAt = until;
+    timeline.push(until, entry.seq);
+  };
+  const wake = (now: number, limit: number) => {
+    for (let woken = 0; woken < limit; ) {
+      const due = timeline.due(now);
+      if (due === undefined) return;
+      looked++;
+      const entry = entries.get(due[1]);
+      if (entry?.place !== 'wait' || entry.availableAt !== due[0]) continue;
+      place(entry);
+      woken++;
+    }
+  };
+
+  return {
+    looked: () => looked,
+    place,
+    unplace,
+    wait,
+    /** A merge of `item`'s browser left the outbox: what it held up to the next one may go. */
+    free(item: OutboxItem) {
+      const browser = browserOf(item);
+      const waiting = held.get(browser);
+      if (waiting === undefined) return;
+      const first = Math.min(...(merges.get(browser) ?? []));
+      for (const entry of [...waiting.values()]) {
+        looked++;
+        if (entry.seq > first) continue;
+        unplace(entry);
+        toReady(entry);
+      }
+    },
+    /** Up to `max` entries ready at `now`, in turns by site, then lane (fair.ts): out of the ready (the caller leases them). */
+    pick(max: number, now: number): Entry[] {
+      wake(now, 2 * max);
+      const taken = new Set<number>();
+      const visited: [ReadySite, ReadyLane][] = [];
+      let mergesTaken = 0;
+      let deferred = false;
+      const laneOf = (site: ReadySite, lane: ReadyLane, mergesToo: boolean): Lane<Entry> => {
+        const chained: Entry[] = [];
+        visited.push([site, lane]);
+        const take = (entry: Entry) => {
+          taken.add(entry.seq);
+          if (entry.item.kind !== 'activity') mergesTaken++;
+          // A browser's next merge, held only behind this one, goes in the same lease.
+          if (entry.item.kind !== 'activity') {
+            const after = [...(merges.get(browserOf(entry.item)) ?? [])].filter((seq) => seq > entry.seq);
+            const next = after.length > 0 ? entries.get(Math.min(...after)) : undefined;
+            if (next?.place === 'held' && !behindMerge(next, taken)) chained.push(next);
+          }
+          return entry;
+        };
+        return () => {
+          const merge = chained.shift();
+          if (merge !== undefined) {
+            unplace(merge);
+            return take(merge);
+          }
+          for (let seq = lane.seqs.first(); seq !== undefined; seq = lane.seqs.first()) {
+            looked++;
+            const entry = entries.get(seq)!;
+            if (entry.item.kind !== 'activity' && !mergesToo && mergesTaken >= MERGES_PER_LEASE) {
+              deferred = true;
+              return undefined;
+            }
+            lane.seqs.delete(seq);
+            entry.place = undefined;
+            // A merge retried from the dead letters comes back before entries made ready without it: they are held again.
+            if (behindMerge(entry, taken)) toHeld(entry);
+            else return take(entry);
+          }
+          return undefined;
+        };
+      };
+      const picked = takeFairMergesBounded(
+        (mergesToo) => {
+          const firstSites = [...order.firstOf(max)].map((n) => sites.get(n)!);
+          const perSite = Math.max(1, Math.ceil((2 * max) / Math.max(1, firstSites.length)));
+          return firstSites.map((site) => [...site.order.firstOf(perSite)].map((n) => laneOf(site, site.lanes.get(n)!, mergesToo)));
+        },
+        max,
+        () => deferred,
+      );
+      // Lanes with nothing ready left leave their site's order.
+      for (const [site, lane] of visited) {
+        looked++;
+        tidy(site, lane);
+      }
+      return picked;
+    },
+  };
+}

@@ -1,0 +1,294 @@
+/**
+ * Where each entry of the SQL outbox waits (sql-outbox.ts), so that a lease reads what it takes and
+ * little else, whatever the backlog holds. Each entry waiting is in exactly one place:
+ * - `outbox_ready` (lane, seq): ready now and free to go, by lane then seq;
+ * - `outbox_wait` (until, seq): leased until `until`, or released for later until then. A lease
+ *   first moves what has come due (a slice of {@link WAKE_PER_LEASE} times its size, by time);
+ * - `outbox_held` (seq; site, browser): behind an earlier merge of its browser still in the outbox
+ *   (identify before track; a browser's merges in order). When such a merge leaves the outbox
+ *   (delivered or dead), its browser's entries up to its next merge become ready.
+ *
+ * Lanes (sql-lanes.ts) and sites count their ready entries and lanes (`ready`), and those with
+ * some are indexed by `since`: a lease takes the longest-waiting sites and lanes that have
+ * something ready now, so nobody waits behind lanes with nothing ready (released for an hour, or
+ * held behind an identify), and a visitor whose tracks its delivered identify frees keeps its place.
+ * @module
+ */
+import { type Lane, MERGES_PER_LEASE, takeFairMergesBounded } from './fair.js';
+import type { Row, SqlPort, SqlValue } from './sql-port.js';
+
+/** Entries a lease moves from `outbox_wait` to ready at most, per entry it may take. */
+export const WAKE_PER_LEASE = 2;
+
+export const READY_SCHEMA = `
+  CREATE TABLE IF NOT EXISTS outbox_ready (lane INTEGER NOT NULL, seq INTEGER NOT NULL, PRIMARY KEY (lane, seq)) WITHOUT ROWID;
+  CREATE TABLE IF NOT EXISTS outbox_wait (until INTEGER NOT NULL, seq INTEGER NOT NULL, PRIMARY KEY (until, seq)) WITHOUT ROWID;
+  CREATE TABLE IF NOT EXISTS outbox_held (seq INTEGER PRIMARY KEY, site INTEGER NOT NULL, browser TEXT NOT NULL);
+  CREATE INDEX IF NOT EXISTS outbox_held_browser ON outbox_held (site, browser, seq);
+  CREATE INDEX IF NOT EXISTS outbox_lanes_ready ON outbox_lanes (site, since, n) WHERE ready > 0;
+  CREATE INDEX IF NOT EXISTS outbox_load_ready ON outbox_load (since, site) WHERE ready > 0;
+  DROP INDEX IF EXISTS outbox_lanes_since;
+  DROP INDEX IF EXISTS outbox_load_since;
+`;
+
+const IN = 'SELECT value FROM json_each(?1)';
+
+const SQL = {
+  hasReady: 'SELECT ready FROM outbox_lanes LIMIT 0',
+  addLaneColumn: 'ALTER TABLE outbox_lanes ADD COLUMN ready INTEGER NOT NULL DEFAULT 0',
+  addLoadColumn: 'ALTER TABLE outbox_load ADD COLUMN ready INTEGER NOT NULL DEFAULT 0',
+  marker: "SELECT value FROM outbox_count WHERE name = 'places'",
+  setMarker: "INSERT INTO outbox_count (name, value) VALUES ('places', 1) ON CONFLICT (name) DO NOTHING",
+  // Storage written before the places, once: each waiting entry where it belongs at ?1, and the counts taken.
+  placeAll: [
+    'INSERT OR IGNORE INTO outbox_wait (until, seq) SELECT available, seq FROM outbox WHERE available > ?1',
+    `INSERT OR IGNORE INTO outbox_held (seq, site, browser) SELECT o.seq, l.site, o.item ->> 'browser' FROM outbox o JOIN outbox_lanes l ON l.n = o.lane
+      WHERE o.available <= ?1 AND json_valid(o.item) AND EXISTS (SELECT 1 FROM outbox_merges m WHERE m.site = l.site AND m.browser = o.item ->> 'browser' AND m.seq < o.seq)`,
+    'INSERT OR IGNORE INTO outbox_ready (lane, seq) SELECT lane, seq FROM outbox o WHERE available <= ?1 AND NOT EXISTS (SELECT 1 FROM outbox_held h WHERE h.seq = o.seq)',
+    'UPDATE outbox_lanes SET ready = (SELECT count(*) FROM outbox_ready r WHERE r.lane = outbox_lanes.n)',
+    'UPDATE outbox_load SET ready = (SELECT count(*) FROM outbox_lanes l WHERE l.site = outbox_load.site AND l.ready > 0)',
+  ],
+  // Entries an accept added after seq ?1: behind a merge of their browser (checked only when one may be), else ready.
+  holdAdded: `INSERT INTO outbox_held (seq, site, browser) SELECT o.seq, l.site, o.item ->> 'browser' FROM outbox o JOIN outbox_lanes l ON l.n = o.lane
+    WHERE o.seq > ?1 AND EXISTS (SELECT 1 FROM outbox_merges m WHERE m.site = l.site AND m.browser = o.item ->> 'browser' AND m.seq < o.seq)`,
+  readyAdded:
+    'INSERT INTO outbox_ready (lane, seq) SELECT lane, seq FROM outbox o WHERE seq > ?1 AND NOT EXISTS (SELECT 1 FROM outbox_held h WHERE h.seq = o.seq) RETURNING lane',
+  // ?1: [site, browser] pairs as JSON.
+  hasMerge: 'SELECT 1 FROM outbox_merges WHERE (site, browser) IN (SELECT value ->> 0, value ->> 1 FROM json_each(?1)) LIMIT 1',
+  // ?1 seqs, ?2 their owner: out of whichever place they are in.
+  unwait: `DELETE FROM outbox_wait WHERE (until, seq) IN (SELECT available, seq FROM outbox WHERE seq IN (${IN}) AND owner = ?2)`,
+  unready: `DELETE FROM outbox_ready WHERE (lane, seq) IN (SELECT lane, seq FROM outbox WHERE seq IN (${IN}) AND owner = ?2) RETURNING lane`,
+  unhold: `DELETE FROM outbox_held WHERE seq IN (SELECT seq FROM outbox WHERE seq IN (${IN}) AND owner = ?2)`,
+  wait: 'INSERT OR IGNORE INTO outbox_wait (until, seq) SELECT value ->> 0, value ->> 1 FROM json_each(?1)',
+  // What has come due, by time: where it goes (held when its browser has a merge before it in the outbox).
+  due: `SELECT w.until, w.seq, o.lane, l.site, o.item ->> 'browser', EXISTS (SELECT 1 FROM outbox_merges m WHERE m.site = l.site AND m.browser = o.item ->> 'browser' AND m.seq < o.seq)
+    FROM outbox_wait w JOIN outbox o ON o.seq = w.seq JOIN outbox_lanes l ON l.n = o.lane WHERE w.until <= ?1 ORDER BY w.until, w.seq LIMIT ?2`,
+  unwaitDue: 'DELETE FROM outbox_wait WHERE (until, seq) IN (SELECT value ->> 0, value ->> 1 FROM json_each(?1))',
+  hold: 'INSERT OR IGNORE INTO outbox_held (seq, site, browser) SELECT value ->> 0, value ->> 1, value ->> 2 FROM json_each(?1)',
+  ready: 'INSERT OR IGNORE INTO outbox_ready (lane, seq) SELECT value ->> 0, value ->> 1 FROM json_each(?1)',
+  // A lane's ready count moves by ?2: its site, and how many it has now. A site counts its lanes with some.
+  laneReady: 'UPDATE outbox_lanes SET ready = ready + ?2 WHERE n = ?1 RETURNING site, ready',
+  siteReady: 'UPDATE outbox_load SET ready = ready + ?2 WHERE site = ?1',
+  // By the partial indexes, named: a planner that took the site's index of every lane would read them all.
+  sites: 'SELECT site FROM outbox_load INDEXED BY outbox_load_ready WHERE ready > 0 ORDER BY since, site LIMIT ?1',
+  lanes: 'SELECT n FROM outbox_lanes INDEXED BY outbox_lanes_ready WHERE site = ?1 AND ready > 0 ORDER BY since, n LIMIT ?2',
+  // A lane's ready entries from seq ?2: whether each is an activity, its browser, and the latest merge before it (misplaced if any: see pick).
+  next: `SELECT o.seq, o.item ->> 'kind' = 'activity', o.item ->> 'browser',
+      (SELECT max(m.seq) FROM outbox_merges m WHERE m.site = ?4 AND m.browser = o.item ->> 'browser' AND m.seq < o.seq)
+    FROM outbox_ready r JOIN outbox o ON o.seq = r.seq WHERE r.lane = ?1 AND r.seq > ?2 ORDER BY r.seq LIMIT ?3`,
+  // The next merge of a browser after seq ?3, when it is held (only behind the one before it): it may go in the same lease.
+  nextMerge: `SELECT h.seq, o.lane FROM outbox_held h JOIN outbox o ON o.seq = h.seq
+    WHERE h.seq = (SELECT min(seq) FROM outbox_merges WHERE site = ?1 AND browser = ?2 AND seq > ?3) AND h.site = ?1 AND h.browser = ?2`,
+  takeReady: 'DELETE FROM outbox_ready WHERE (lane, seq) IN (SELECT value ->> 0, value ->> 1 FROM json_each(?1))',
+  takeHeld: `DELETE FROM outbox_held WHERE seq IN (${IN})`,
+  // A browser's entries that no merge before them holds any more (up to and with its first merge still in the outbox).
+  free: `DELETE FROM outbox_held WHERE site = ?1 AND browser = ?2 AND seq <= coalesce((SELECT min(seq) FROM outbox_merges WHERE site = ?1 AND browser = ?2), 9e18)
+    RETURNING seq`,
+  readyFreed: `INSERT INTO outbox_ready (lane, seq) SELECT lane, seq FROM outbox WHERE seq IN (${IN}) RETURNING lane`,
+} as const;
+
+export interface Ready {
+  /**
+   * Places the entries an accept added after seq `after` (their merges counted already); `maybeHeld`:
+   * some browser of theirs has a merge in the outbox. Resolves to how many are ready, by lane (for Lanes.change).
+   */
+  added(after: number, maybeHeld: boolean): Map<number, number>;
+  /** Whether one of these browsers has a merge in the outbox. */
+  hasMerge(browsers: readonly (readonly [site: number, browser: string])[]): boolean;
+  /** Takes `owner`'s entries `seqs` out of their places (before they are settled). */
+  unplace(owner: string, seqs: readonly number[]): void;
+  /** These entries wait until the time given (leased, released, or retried from the dead letters). */
+  wait(entries: readonly (readonly [until: number, seq: number])[]): void;
+  /** Merges of these browsers left the outbox: the entries they held up to the next merge become ready. */
+  free(browsers: readonly (readonly [site: number, browser: string])[]): void;
+  /** Up to `max` seqs ready at `now`, in turns by site, then lane (fair.ts), taken out of the ready (the caller leases them). */
+  pick(max: number, now: number): number[];
+}
+
+/** The places over `db` (the lanes' tables made already): adds their tables, and puts the entries of storage written before them in place, once. */
+export async function createReady(db: SqlPort): Promise<Ready> {
+  db.exec(READY_SCHEMA.split(';').slice(0, 4).join(';'));
+  try {
+    db.query(SQL.hasReady);
+  } catch {
+    db.exec(SQL.addLaneColumn);
+    db.exec(SQL.addLoadColumn);
+  }
+  db.exec(READY_SCHEMA);
+  if (db.query(SQL.marker).length === 0)
+    await db.transaction(() => {
+      if (db.query(SQL.marker).length > 0) return;
+      const now = Date.now();
+      for (const statement of SQL.placeAll) db.run(statement, ...(statement.includes('?1') ? [now] : []));
+      db.run(SQL.setMarker);
+    });
+
+  /** Ready counts by lane move (+ or −), and the sites' counts of lanes with some. */
+  const count = (byLane: ReadonlyMap<number, number>) => {
+    const bySite = new Map<number, number>();
+    for (const [lane, delta] of byLane) {
+      const row = db.query(SQL.laneReady, lane, delta)[0];
+      if (row === undefined || delta === 0) continue;
+      const [site, ready] = [Number(row[0]), Number(row[1])];
+      const change = ready > 0 && ready - delta <= 0 ? 1 : ready <= 0 && ready - delta > 0 ? -1 : 0;
+      bySite.set(site, (bySite.get(site) ?? 0) + change);
+    }
+    for (const [site, change] of bySite) if (change !== 0) db.run(SQL.siteReady, site, change);
+  };
+  const tally = (lanes: readonly unknown[], sign: number, into = new Map<number, number>()) => {
+    for (const lane of lanes) into.set(Number(lane), (into.get(Number(lane)) ?? 0) + sign);
+    return into;
+  };
+
+  /** Moves up to `limit` entries whose wait has ended to their place. */
+  const wake = (now: number, limit: number) => {
+    const due = db.query(SQL.due, now, limit);
+    if (due.length === 0) return;
+    db.run(SQL.unwaitDue, JSON.stringify(due.map(([until, seq]) => [until, seq])));
+    const held = due.filter((row) => Number(row[5]) === 1);
+    const ready = due.filter((row) => Number(row[5]) !== 1);
+    if (held.length > 0) db.run(SQL.hold, JSON.stringify(held.map(([, seq, , site, browser]) => [seq, site, browser])));
+    if (ready.length > 0) {
+      db.run(SQL.ready, JSON.stringify(ready.map(([, seq, lane]) => [lane, seq])));
+      count(
+        tally(
+          ready.map((row) => row[2]),
+          1,
+        ),
+      );
+    }
+  };
+
+  return {
+    added(after, maybeHeld) {
+      if (maybeHeld) db.run(SQL.holdAdded, after);
+      return tally(
+        db.query(SQL.readyAdded, after).map(([lane]) => lane),
+        1,
+      );
+    },
+    hasMerge: (browsers) => browsers.length > 0 && db.query(SQL.hasMerge, JSON.stringify(browsers)).length > 0,
+    unplace(owner, seqs) {
+      if (seqs.length === 0) return;
+      const json = JSON.stringify(seqs);
+      db.run(SQL.unwait, json, owner);
+      db.run(SQL.unhold, json, owner);
+      const lanes = db.query(SQL.unready, json, owner).map(([lane]) => lane);
+      if (lanes.length > 0) count(tally(lanes, -1));
+    },
+    wait(entries) {
+      if (entries.length > 0) db.run(SQL.wait, JSON.stringify(entries));
+    },
+    free(browsers) {
+      const seen = new Set<string>();
+      const freed: number[] = [];
+      for (const [site, browser] of browsers) {
+        const key = `${site}:${browser}`;
+        if (seen.has(key)) continue;
+        seen.add(key);
+        for (const [seq] of db.query(SQL.free, site, browser)) freed.push(Number(seq));
+      }
+      if (freed.length === 0) return;
+      count(
+        tally(
+          db.query(SQL.readyFreed, JSON.stringify(freed)).map(([lane]) => lane),
+          1,
+        ),
+      );
+    },
+    pick(max, now) {
+      wake(now, WAKE_PER_LEASE * max);
+      const sites = db.query(SQL.sites, max).map(([n]) => Number(n));
+      if (sites.length === 0) return [];
+      const perSite = Math.max(1, Math.ceil((2 * max) / sites.length));
+      const taken = new Set<number>();
+      const fromReady: [number, number][] = [];
+      const fromHeld: number[] = [];
+      const misplaced: Row[] = [];
+      const moved = new Set<number>();
+      let mergesTaken = 0;
+      let deferred = false;
+      const laneOf = (site: number, lane: number, mergesToo: boolean): Lane<number> => {
+        let buffer: Row[] = [];
+        let after = 0;
+        let chunk = 4;
+        let done = false;
+        /** Merges held only behind one this lease took: they go next, in this lane's turns. */
+        const chained: [number, SqlValue][] = [];
+        const chain = (seq: number, browser: SqlValue) => {
+          const next = db.query(SQL.nextMerge, site, browser, seq)[0];
+          if (next === undefined) return;
+          fromHeld.push(Number(next[0]));
+          chained.push([Number(next[0]), browser]);
+        };
+        return () => {
+          const merge = chained.shift();
+          if (merge !== undefined) {
+            taken.add(merge[0]);
+            mergesTaken++;
+            chain(...merge);
+            return merge[0];
+          }
+          for (;;) {
+            if (buffer.length === 0) {
+              if (done) return undefined;
+              buffer = db.query(SQL.next, lane, after, chunk, site);
+              done = buffer.length < chunk;
+              if (buffer.length > 0) after = Number(buffer.at(-1)![0]);
+              chunk = Math.min(chunk * 2, max);
+              continue;
+            }
+            const row = buffer[0]!;
+            const [seq, activity, browser, before] = [Number(row[0]), Number(row[1]) === 1, row[2] as SqlValue, row[3]];
+            // Taken in the first pass (a second pass reads the lane again); a merge past the bound waits for the second.
+            if (taken.has(seq) || moved.has(seq)) {
+              buffer.shift();
+              continue;
+            }
+            if (!activity && !mergesToo && mergesTaken >= MERGES_PER_LEASE) {
+              deferred = true;
+              return undefined;
+            }
+            buffer.shift();
+            // Ready entries are never behind a merge, but a merge retried from the dead letters comes
+            // back before entries made ready without it: such an entry goes back to be held.
+            if (before !== null && before !== undefined && (activity || !taken.has(Number(before)))) {
+              misplaced.push([seq, lane, site, browser]);
+              moved.add(seq);
+              continue;
+            }
+            taken.add(seq);
+            fromReady.push([lane, seq]);
+            tally([lane], -1, ready);
+            if (!activity) {
+              mergesTaken++;
+              chain(seq, browser);
+            }
+            return seq;
+          }
+        };
+      };
+      const ready = new Map<number, number>();
+      const seqs = takeFairMergesBounded(
+        (mergesToo) => sites.map((site) => db.query(SQL.lanes, site, perSite).map(([n]) => laneOf(site, Number(n), mergesToo))),
+        max,
+        () => deferred,
+      );
+      // What the lease took leaves the ready, or the held (chained merges: those the full lease did not reach stay); what was misplaced is held again.
+      if (fromReady.length > 0) db.run(SQL.takeReady, JSON.stringify(fromReady));
+      const unheld = fromHeld.filter((seq) => seqs.includes(seq));
+      if (unheld.length > 0) db.run(SQL.takeHeld, JSON.stringify(unheld));
+      if (misplaced.length > 0) {
+        db.run(SQL.takeReady, JSON.stringify(misplaced.map(([seq, lane]) => [lane, seq])));
+        db.run(SQL.hold, JSON.stringify(misplaced.map(([seq, , site, browser]) => [seq, site, browser])));
+        tally(
+          misplaced.map((row) => row[1]),
+          -1,
+          ready,
+        );
+      }
+      count(ready);
+      return seqs;
+    },
+  };
+}
