@@ -1,8 +1,9 @@
 /**
  * The consent adapters in Chromium, Firefox ESR and WebKitGTK, against stand-ins that follow each
  * platform's published API (test/support/cmp-stubs.ts), through the script-tag build
- * (dist/cdp-consent.js, run in the page's inline script, which its CSP allows by hash) and the
- * snippet under `consent: 'pending'`. One page per engine runs the four platforms in turn, loading
+ * (dist/cdp-consent.js, run in the page's inline script, which its CSP allows by hash, and
+ * started by that script's `data-` attributes) and the snippet under `consent: 'pending'`. One
+ * page per engine runs the four platforms in turn, loading
  * the site again between them (one profile: IndexedDB is kept): before the choice nothing of the
  * events is in IndexedDB and nothing arrives; the grant stores and sends every event once; the
  * withdrawal stops sending.
@@ -23,17 +24,20 @@ const stack = useStack();
 /** A call on the stubs' controls: the method and its arguments. */
 type Choice = [keyof CmpControls, ...unknown[]];
 
-/** Each platform: how the adapter starts, the visitor's grant and their withdrawal. */
-const PLATFORMS: { cmp: string; start: string; grant: Choice; withdraw: Choice }[] = [
-  { cmp: 'tcf', start: 'cdpConsent.tcf({ purposes: [8, 9] })', grant: ['tcf', [1, 8, 9]], withdraw: ['tcf', []] },
+/**
+ * Each platform: the `data-` attributes that start its adapter (set on the page's inline script,
+ * which the adapters' build reads as `document.currentScript`), the visitor's grant and their withdrawal.
+ */
+const PLATFORMS: { cmp: string; data: Record<string, string>; grant: Choice; withdraw: Choice }[] = [
+  { cmp: 'tcf', data: { cmp: 'tcf', purposes: '8,9' }, grant: ['tcf', [1, 8, 9]], withdraw: ['tcf', []] },
   {
     cmp: 'google',
-    start: 'cdpConsent.google()',
+    data: { cmp: 'google' },
     grant: ['gtag', 'consent', 'update', { analytics_storage: 'granted', ad_user_data: 'granted' }],
     withdraw: ['gtag', 'consent', 'update', { analytics_storage: 'denied' }],
   },
-  { cmp: 'onetrust', start: "cdpConsent.onetrust({ category: 'C0002' })", grant: ['onetrust', ['C0001', 'C0002']], withdraw: ['onetrust', ['C0001']] },
-  { cmp: 'cookiebot', start: "cdpConsent.cookiebot({ category: 'statistics' })", grant: ['cookiebot', ['statistics']], withdraw: ['cookiebot', []] },
+  { cmp: 'onetrust', data: { cmp: 'onetrust', category: 'C0002' }, grant: ['onetrust', ['C0001', 'C0002']], withdraw: ['onetrust', ['C0001']] },
+  { cmp: 'cookiebot', data: { cmp: 'cookiebot', category: 'statistics' }, grant: ['cookiebot', ['statistics']], withdraw: ['cookiebot', []] },
 ];
 
 /** The visitor makes `choice` on the page's consent platform. */
@@ -72,9 +76,9 @@ describe.each(engines)('the consent adapters in %s', (name) => {
   it('under pending: nothing stored or sent before the choice, everything once after the grant, nothing after the withdrawal', async () => {
     const stubs = `window.__cmp = (${installCmpStubs.toString()})(window);`;
     let page: EnginePage | undefined;
-    for (const { cmp, start, grant, withdraw } of PLATFORMS) {
+    for (const { cmp, data, grant, withdraw } of PLATFORMS) {
       const init = { consent: 'pending', flushInterval: 100 };
-      const script = `${stubs}\n${adapters}\n${start};`;
+      const script = `${stubs}\nObject.assign(document.currentScript.dataset, ${JSON.stringify(data)});\n${adapters}`;
       if (!page) page = await open(init, { script });
       else await page.goto(stack().pageUrl(init, { script }));
       const email = newPerson();
