@@ -17,7 +17,7 @@ import { RelayHttpError } from '../core/errors.js';
 import type { CallOptions, Upstream } from './caller.js';
 import { type CallOutcome, outcomeKind } from './policy.js';
 import { refusal } from './verdict.js';
-import { readText } from './transport.js';
+import { readText, type TransportAnswer } from './transport.js';
 
 /**
  * Sends `text` (JSON) to endpoint `id` once, as browser traffic (the breaker of platform refusals
@@ -32,11 +32,15 @@ export async function callOnce(
 ): Promise<CallOutcome> {
   let status = 0;
   let answer: unknown;
+  const started = Date.now();
   try {
     const reply = await upstream.call(ENDPOINTS[id], text, { ...options, from: options.from ?? 'browser' });
     status = reply.status;
     if (status === 429) return { kind: 'unapplied', status, message: 'the platform asked the relay to slow down', holdMs: (reply.holdSeconds ?? 1) * 1000 };
-    answer = parseJsonOrUndefined(await readText(reply));
+    // The whole body within the call's timeout: a streamed one (chunked, or large) has no timer of its own.
+    const body = options.timeoutMs === undefined ? await readText(reply) : await readWithin(reply, started + options.timeoutMs - Date.now());
+    if (body === undefined) return { kind: 'ambiguous', status, message: 'the platform did not send its whole answer in time' };
+    answer = parseJsonOrUndefined(body);
   } catch (error) {
     // Timeouts (the call was aborted) and network errors come as RelayHttpError; anything else is a bug.
     if (!(error instanceof RelayHttpError)) throw error;
@@ -59,3 +63,40 @@ export async function callOnce(
       return { kind: 'ambiguous', status, message: `the platform answered ${status}` };
   }
 }
+
+/**
+ * The answer's body as text if it is read within `ms`; else undefined (or when the stream breaks),
+ * and the stream is cancelled, so its connection is freed.
+ */
+async function readWithin(answer: TransportAnswer, ms: number): Promise<string | undefined> {
+  if (!(answer.body instanceof ReadableStream)) return await readText(answer);
+  const reader = answer.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let expire!: () => void;
+  const late = new Promise<'late'>((resolve) => (expire = () => resolve('late')));
+  const timer = setTimeout(expire, Math.max(0, ms));
+  try {
+    for (;;) {
+      const step = await Promise.race([reader.read(), late]);
+      if (step === 'late') {
+        await reader.cancel().catch(() => {});
+        return undefined;
+      }
+      if (step.done) break;
+      chunks.push(step.value);
+    }
+  } catch {
+    return undefined;
+  } finally {
+    clearTimeout(timer);
+  }
+  const whole = new Uint8Array(chunks.reduce((n, chunk) => n + chunk.length, 0));
+  let at = 0;
+  for (const chunk of chunks) {
+    whole.set(chunk, at);
+    at += chunk.length;
+  }
+  return decoder.decode(whole);
+}
+
+const decoder = new TextDecoder();

@@ -12,7 +12,7 @@ export interface TransportRequest {
   headers: Record<string, string>;
   /** serialised once by the caller */
   body: string | undefined;
-  /** the wait for the answer's headers and a small body; a streamed large body is not bounded */
+  /** the wait for the answer's headers and a small body; a streamed body is read within what is left of it by the deliverer (send.ts) */
   timeoutMs: number;
 }
 

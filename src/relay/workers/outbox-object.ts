@@ -27,6 +27,8 @@ import { durableSqlPort } from './sql-port.js';
 const ALARM_TURN_MS = 30_000;
 /** After a round that left entries waiting (released for later: an outage, a 429), the next alarm. */
 const AGAIN_MS = 1_000;
+/** The alarm set while a round runs: should its isolate die in it, the object wakes this long after its start. */
+const SAFETY_MS = ALARM_TURN_MS + 60_000;
 /** Expired routes deleted per call: more than a call adds. */
 const ROUTE_EXPIRY_SLICE = 500;
 
@@ -170,9 +172,11 @@ export class RelayOutbox extends DurableObject<DeliveryEnv> {
   override async alarm(): Promise<void> {
     this.alarms++;
     this.alarmSet = false;
-    if (this.delivering) return;
-    await this.ctx.storage.setAlarm(Date.now() + ALARM_TURN_MS + 60_000);
+    // The safety alarm of a round still marked running (stuck on a call): armed again, so this
+    // object wakes once that round ends or its isolate dies, whatever it waits for.
+    await this.ctx.storage.setAlarm(Date.now() + SAFETY_MS);
     this.alarmSet = true;
+    if (this.delivering) return;
     this.delivering = true;
     let more = false;
     try {

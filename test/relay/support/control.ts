@@ -12,6 +12,8 @@ export interface Fault {
   delayMs?: number;
   /** apply the call (the platform takes it), then close the connection without its answer */
   lose?: boolean;
+  /** apply the call, then send its status and the first half of its answer (chunked), and never the rest */
+  stallBody?: boolean;
   /**
    * strike only calls whose body contains this text (an entry's email, say), whenever they arrive:
    * calls in flight together reach the platform in any order, so a fault meant for one entry names it

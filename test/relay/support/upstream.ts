@@ -52,6 +52,11 @@ export async function startTestUpstream(options: { key: string; emulatorUrl?: st
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const text = Buffer.concat(chunks).toString('utf8');
     const path = (req.url ?? '/').split('?')[0]!;
+    /** The status and half the answer, chunked (no length), and never the rest: the connection stays open. */
+    const stall = (status: number, text: string) => {
+      res.writeHead(status, { 'content-type': 'application/json' });
+      res.write(text.slice(0, Math.floor(text.length / 2)));
+    };
     const reply = (status: number, body: unknown) => {
       res.writeHead(status, { 'content-type': 'application/json' });
       res.end(JSON.stringify(body));
@@ -102,6 +107,7 @@ export async function startTestUpstream(options: { key: string; emulatorUrl?: st
       const answered = await forwarded.text();
       record.answered = Date.now();
       if (fault?.lose) return void req.socket.destroy();
+      if (fault?.stallBody) return stall(forwarded.status, answered);
       res.writeHead(forwarded.status, { 'content-type': 'application/json' });
       res.end(answered);
       return;
@@ -110,6 +116,7 @@ export async function startTestUpstream(options: { key: string; emulatorUrl?: st
     record.status = answer.status;
     record.answered = Date.now();
     if (fault?.lose) return void req.socket.destroy();
+    if (fault?.stallBody) return stall(answer.status, JSON.stringify(answer.body));
     reply(answer.status, answer.body);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
