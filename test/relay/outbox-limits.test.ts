@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type RunningEmulator } from '../../src/emulator/index.js';
 import { createRelayHandlers } from '../../src/relay/app.js';
 import { parseConfig } from '../../src/relay/core/config.js';
+import { drainSeconds } from '../../src/relay/ingest/handoff.js';
 import { createMemoryOutbox } from '../../src/relay/state/memory-outbox.js';
 import type { Outbox } from '../../src/relay/state/outbox.js';
 import { createRelayMetrics } from '../../src/relay/ops/metrics.js';
@@ -82,16 +83,17 @@ describe.each(BACKENDS)('the outbox limits on $name', (backend) => {
     try {
       const email = `flood-${crypto.randomUUID()}@example.com`;
       const items = Array.from({ length: 8 }, () => track(email));
-      // Five fit; three wait in the browser, told when to come back.
+      // Five fit; three wait in the browser, told when to come back: when the five will have gone
+      // at the key's pace (10 calls of 100 a second: within a second), not a fixed 5 s.
       const first = await post('198.51.100.7', items);
       expect(first.status).toBe(200);
-      expect(first.headers.get('retry-after')).toBe('5');
+      expect(first.headers.get('retry-after')).toBe('1');
       const statuses = ((await first.json()) as { results: { status: string }[] }).results.map((result) => result.status);
       expect(statuses).toEqual([...Array(5).fill('accepted'), ...Array(3).fill('retry')]);
       // Nothing went through: 503, the documented error shape, every item kept.
       const again = await post('198.51.100.7', items.slice(5));
       expect(again.status).toBe(503);
-      expect(again.headers.get('retry-after')).toBe('5');
+      expect(again.headers.get('retry-after')).toBe('1');
       const body = (await again.json()) as { error: { code: string; details: { status: string }[] } };
       expect(body.error.code).toBe('outbox_full');
       expect(body.error.details.map((detail) => detail.status)).toEqual(['retry', 'retry', 'retry']);
@@ -115,4 +117,16 @@ describe.each(BACKENDS)('the outbox limits on $name', (backend) => {
       await store.close();
     }
   }, 60_000);
+});
+
+describe('the Retry-After of items the outbox had no room for', () => {
+  it('is when what waits will have gone at the key’s pace: a visitor alone gets the whole pace, a long backlog a later time, 60 s at most', () => {
+    // A visitor's 1,000 entries alone at 10 calls of 100 a second: gone in a second, so it sends 1,000 a second.
+    expect(drainSeconds(1_000, 10)).toBe(1);
+    expect(drainSeconds(1, 10)).toBe(1);
+    // 20,000 waiting: 20 s at 10 calls a second, 2 s at 100; the default outbox of 200,000 full: 60 s at most.
+    expect(drainSeconds(20_000, 10)).toBe(20);
+    expect(drainSeconds(20_000, 100)).toBe(2);
+    expect(drainSeconds(200_000, 10)).toBe(60);
+  });
 });

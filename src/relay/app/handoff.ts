@@ -36,7 +36,8 @@ export function chooseHandoff(choice: HandoffChoice): { handoff: Handoff; outbox
   const { config, limiter, upstream, pacer, clock, observer, logger } = choice;
   if (choice.enqueue) return { handoff: queueHandoff(choice.enqueue) };
   const outbox = choice.outbox ?? createMemoryOutbox();
-  if (!(choice.deliver ?? true)) return { handoff: outboxHandoff(outbox, config.windowMs, config.outboxLimits, undefined, config.unproven.share), outbox };
+  if (!(choice.deliver ?? true))
+    return { handoff: outboxHandoff(outbox, config.windowMs, config.outboxLimits, undefined, config.unproven.share, config.platformRate), outbox };
   const deliverer = createDeliverer({
     outbox,
     pacer,
@@ -70,5 +71,9 @@ export function chooseHandoff(choice: HandoffChoice): { handoff: Handoff; outbox
     logger,
   });
   deliverer.start();
-  return { handoff: outboxHandoff(outbox, config.windowMs, config.outboxLimits, (count) => deliverer.kick(count), config.unproven.share), outbox, deliverer };
+  return {
+    handoff: outboxHandoff(outbox, config.windowMs, config.outboxLimits, (count) => deliverer.kick(count), config.unproven.share, config.platformRate),
+    outbox,
+    deliverer,
+  };
 }

@@ -6,6 +6,7 @@
  * @module
  */
 import type { ItemResult } from '../../api/collect.js';
+import { LIMITS } from '../../api/index.js';
 import type { SiteConfig } from '../core/sites.js';
 import { OUTBOX_FULL, type OutboxLimits, UNPROVEN_FULL, unprovenShareOf } from '../core/outbox-limits.js';
 import type { Accepted, EntryKind, Outbox } from '../state/outbox.js';
@@ -64,10 +65,24 @@ export type Handoff = ((input: HandoffInput) => Promise<HandoffResult>) & {
 export const REMEMBER_MARGIN_MS = 10 * 60_000;
 
 /**
- * Seconds a browser waits before sending items the outbox had no room for: about what the
- * deliverer needs to take a visitor's share of a full outbox at a professional key's pace.
+ * Seconds a browser waits before sending items the outbox had no room for, when the platform's
+ * pace is not known: about what the deliverer needs to take a visitor's share of a full outbox at
+ * a professional key's pace.
  */
 export const FULL_RETRY_AFTER_S = 5;
+/** The longest Retry-After for items the outbox had no room for, however long its backlog. */
+export const FULL_RETRY_AFTER_MAX_S = 60;
+
+/**
+ * Seconds until the `pending` entries waiting now will have gone at `rate` full calls a second:
+ * when a browser told `retry` finds room again. When one visitor alone fills the outbox (a
+ * backfill, a busy kiosk, a flood), that is when its own entries have gone, so it gets the key's
+ * whole pace instead of a share every few seconds; with others waiting it is later, and no sooner
+ * than it could be taken. 1 s at least, {@link FULL_RETRY_AFTER_MAX_S} at most.
+ */
+export function drainSeconds(pending: number, rate: number): number {
+  return Math.min(FULL_RETRY_AFTER_MAX_S, Math.max(1, Math.ceil(pending / (rate * LIMITS.itemsPerRequest))));
+}
 
 /** `items` cut where `proven` changes: runs of consecutive items, in order. */
 function runs(items: readonly Prepared[], proven: (item: Prepared) => boolean): { proven: boolean; items: Prepared[] }[] {
@@ -83,8 +98,17 @@ function runs(items: readonly Prepared[], proven: (item: Prepared) => boolean): 
 /**
  * Hands items to `outbox` (one atomic step, within `limits`; unproven items within `unprovenShare`
  * of the site's and the outbox's limits, ingest/unproven.ts); `accepted(count)` wakes the deliverer.
+ * Items that found no room are answered `retry`, with a Retry-After of when what waits will have
+ * gone at `rate` platform calls a second ({@link drainSeconds}; {@link FULL_RETRY_AFTER_S} without a rate).
  */
-export function outboxHandoff(outbox: Outbox, windowMs: number, limits: OutboxLimits, accepted?: (count: number) => void, unprovenShare = 1): Handoff {
+export function outboxHandoff(
+  outbox: Outbox,
+  windowMs: number,
+  limits: OutboxLimits,
+  accepted?: (count: number) => void,
+  unprovenShare = 1,
+  rate?: number,
+): Handoff {
   return async ({ site, items, browser, visitor, now }) => {
     // An unknown address ('') is not one visitor: only the site's and the outbox's limits hold.
     const all = visitor === '' ? { ...limits, visitor: Number.POSITIVE_INFINITY } : limits;
@@ -116,6 +140,9 @@ export function outboxHandoff(outbox: Outbox, windowMs: number, limits: OutboxLi
           : `${OUTBOX_FULL}: the relay holds as much as it may for this visitor or site; retry later`,
       });
     if (taken.accepted.length > 0) accepted?.(taken.accepted.length);
-    return taken.full.length === 0 ? { results } : { results, retryAfter: FULL_RETRY_AFTER_S, code: OUTBOX_FULL };
+    if (taken.full.length === 0) return { results };
+    // When what waits now will have gone at the key's pace (counters: the same cost whatever the backlog).
+    const retryAfter = rate === undefined ? FULL_RETRY_AFTER_S : drainSeconds((await outbox.stats()).pending, rate);
+    return { results, retryAfter, code: OUTBOX_FULL };
   };
 }
