@@ -1,5 +1,10 @@
 /**
- * Benchmark: what a lease costs with identify before track as a rule of the store's lease. A
+ * Benchmark: what a lease costs with identify before track as a rule of the store's lease, and how
+ * its work grows with a backlog it cannot take. First, the work of one lease of 100 beside a
+ * backlog of `--grow` sizes (default 1,000, 10,000 and 50,000) held behind identifies (each
+ * browser an identify leased and not yet settled, then 99 tracks) with 100 new visitors ready:
+ * rows the SQLite statements answered or changed, Redis commands (INFO commandstats), entries and
+ * lanes the memory outbox looked at, and the lease's time. Then the drain: a
  * backlog of `--entries` (default 20,000) waits in the outbox, then is drained by leases of 1,000
  * delivered at once, for each store (memory, an SQLite file, a real redis-server):
  *  - `tracks`: activities only (nothing for the rule to hold);
@@ -8,7 +13,7 @@
  * For each: the time of one lease (p50, max), leases taken and entries per lease. The load average
  * is recorded beside the figures (the machine is shared).
  *
- *   npx tsx bench/lease.ts [--entries 20000] [--out file] [--before file]
+ *   npx tsx bench/lease.ts [--entries 20000] [--grow 1000,10000,50000] [--out file] [--before file]
  *
  * Writes bench/results/lease.json (or `--out`); `--before` adds the results a run of the previous
  * code wrote (there, the leader held tracks in its memory, not the store).
@@ -17,13 +22,19 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { Redis } from 'ioredis';
 import { createMemoryOutbox } from '../src/relay/state/memory-outbox.js';
 import type { Outbox, OutboxItem } from '../src/relay/state/outbox.js';
 import { createRedisOutbox } from '../src/relay/state/redis-outbox.js';
-import { createSqliteOutbox } from '../src/relay/state/sqlite-outbox.js';
+import { createSqlOutbox, type SqlPort } from '../src/relay/state/sql-outbox.js';
+import { openSqlite } from '../src/relay/state/sqlite-file.js';
+import { createSqliteOutbox, libsqlPort } from '../src/relay/state/sqlite-outbox.js';
 import { redisAvailable, startRedis } from '../test/support/redis.js';
 
-const { values } = parseArgs({ options: { entries: { type: 'string', default: '20000' }, out: { type: 'string' }, before: { type: 'string' } } });
+const { values } = parseArgs({
+  options: { entries: { type: 'string', default: '20000' }, grow: { type: 'string', default: '1000,10000,50000' }, out: { type: 'string' }, before: { type: 'string' } },
+});
+const GROW = values.grow.split(',').map(Number);
 const ENTRIES = Number(values.entries);
 const LEASE = 1_000;
 const WINDOW_MS = 3600_000;
@@ -74,7 +85,92 @@ async function drain(outbox: Outbox, mix: Mix) {
   };
 }
 
+/** `count` entries held behind identifies (browsers of an identify, leased, and 99 tracks), then 100 new visitors: one lease of 100's work. */
+async function grown(outbox: Outbox, count: number, work: () => Promise<number>) {
+  const now = Date.now();
+  const items: OutboxItem[] = [];
+  for (let b = 0; b < count / 100; b++)
+    for (let t = 0; t < 100; t++)
+      items.push({
+        site: 'pk_bench',
+        id: `g${b}-${t}`,
+        kind: t === 0 ? 'merge' : 'activity',
+        entry: { fields: { 'str::email': `g${b}@example.com` } },
+        browser: `gb${b}`,
+        visitor: `gv${b}`,
+        accepted: now,
+      });
+  for (let i = 0; i < items.length; i += 1000) await outbox.accept(items.slice(i, i + 1000), now, WINDOW_MS);
+  await outbox.lease('identifies', count / 100, now, WINDOW_MS);
+  const fresh = Array.from({ length: 100 }, (_, n): OutboxItem => ({ ...items[1]!, id: `new${n}`, browser: `nb${n}`, visitor: `nv${n}` }));
+  await outbox.accept(fresh, now, WINDOW_MS);
+  const start = await work();
+  const started = performance.now();
+  const leased = await outbox.lease('probe', 100, now + 1, 60_000);
+  const ms = performance.now() - started;
+  return { backlog: count, leased: leased.length, work: (await work()) - start, ms: round(ms) };
+}
+
+/** A new SQLite file's outbox whose statements' rows are counted. */
+async function countedSqlite(path: string) {
+  const db = await openSqlite(path, 5000, 'bench');
+  const port = libsqlPort(db);
+  let rows = 0;
+  const counted: SqlPort = {
+    ...port,
+    query: (sql, ...params) => {
+      const answered = port.query(sql, ...params);
+      rows += answered.length;
+      return answered;
+    },
+    run: (sql, ...params) => {
+      const changed = port.run(sql, ...params);
+      rows += changed;
+      return changed;
+    },
+  };
+  return { outbox: (await createSqlOutbox(counted)).outbox, rows: async () => rows, close: () => db.close() };
+}
+
 const before = loadavg().map((x) => round(x));
+const growth: { store: string; unit: string; runs: Awaited<ReturnType<typeof grown>>[] }[] = [];
+{
+  const runs = [];
+  for (const size of GROW) {
+    const outbox = createMemoryOutbox();
+    runs.push(await grown(outbox, size, async () => ('looked' in outbox ? (outbox as { looked(): number }).looked() : Number.NaN)));
+  }
+  growth.push({ store: 'memory', unit: 'entries and lanes looked at', runs });
+}
+{
+  const dir = mkdtempSync(join(tmpdir(), 'cdp-bench-grow-'));
+  const runs = [];
+  for (const size of GROW) {
+    const store = await countedSqlite(join(dir, `${size}.db`));
+    runs.push(await grown(store.outbox, size, store.rows));
+    store.close();
+  }
+  rmSync(dir, { recursive: true, force: true });
+  growth.push({ store: 'SQLite', unit: 'rows answered or changed', runs });
+}
+if (redisAvailable('the Redis lease bench')) {
+  const redis = await startRedis();
+  const stats = new Redis(redis.url);
+  const commands = async () =>
+    [...(await stats.info('commandstats')).matchAll(/^cmdstat_(\w+):calls=(\d+)/gm)]
+      .filter(([, name]) => name !== 'info')
+      .reduce((sum, [, , calls]) => sum + Number(calls), 0);
+  const runs = [];
+  for (const size of GROW) {
+    const store = await createRedisOutbox(redis.url, { prefix: `grow-${size}:` });
+    runs.push(await grown(store.outbox, size, commands));
+    await store.close();
+  }
+  stats.disconnect();
+  await redis.close();
+  growth.push({ store: 'Redis', unit: 'commands', runs });
+}
+
 const results: { store: string; runs: Awaited<ReturnType<typeof drain>>[] }[] = [];
 const mixes: Mix[] = ['tracks', 'identify+track'];
 
@@ -106,6 +202,7 @@ const result = {
   load_average: { before, after: loadavg().map((x) => round(x)) },
   entries: ENTRIES,
   lease: LEASE,
+  growth,
   results,
   ...(values.before ? { previous_code: JSON.parse(readFileSync(values.before, 'utf8')) as unknown } : {}),
 };

@@ -13,8 +13,15 @@ const READERS = {
   lease(r) {
     const runs = (results) =>
       results.map((s) => `${s.store} ${s.runs.map((x) => `${x.mix} p50 ${x.p50_ms} ms (max ${x.max_ms}, ${x.leases} leases)`).join(', ')}`).join('; ');
+    // One lease of 100 beside a backlog it cannot take (held behind identifies): its work and what it leased, by backlog.
+    const growth = (stores = []) =>
+      stores
+        .map((s) => `${s.store} (${s.unit}) ${s.runs.map((x) => `${x.backlog}: ${x.work ?? '–'} (${x.leased} leased, ${x.ms} ms)`).join(', ')}`)
+        .join('; ');
+    const grew = r.growth ? `one lease of 100 beside a backlog held behind identifies, by backlog: ${growth(r.growth)}; ` : '';
+    const grewBefore = r.previous_code?.growth ? `; previous code, same: ${growth(r.previous_code.growth)}` : '';
     return {
-      headline: `one lease of ${r.lease} from ${r.entries} waiting, drained, load average ${r.load_average.before[0]} → ${r.load_average.after[0]} on ${r.cpus} cores: ${runs(r.results)}${r.previous_code ? `; previous code (tracks held in the leader's memory), load ${r.previous_code.load_average.before[0]}: ${runs(r.previous_code.results)}` : ''}`,
+      headline: `${grew}one lease of ${r.lease} from ${r.entries} waiting, drained, load average ${r.load_average.before[0]} → ${r.load_average.after[0]} on ${r.cpus} cores: ${runs(r.results)}${r.previous_code ? `; previous code (lanes cut before readiness), load ${r.previous_code.load_average.before[0]}: ${runs(r.previous_code.results)}` : ''}${grewBefore}`,
       targets: [],
     };
   },
