@@ -116,7 +116,12 @@ export async function deliverLease(
       allStarted,
     );
     // Not sent in this lease: what earlier sends left in doubt stays counted.
-    const released = state.released.map((entry) => ({ seq: entry.seq, notBefore: state.releaseAt, tried: entry.attempts > 0 }));
+    // Each entry keeps its own time: only the calls the breaker paused wait for it (scheduler.ts).
+    const pausedUntil = Math.max(state.releaseAt, state.pausedAt?.notBefore ?? 0);
+    const released = [
+      ...state.released.map((entry) => ({ seq: entry.seq, notBefore: state.releaseAt, tried: entry.attempts > 0 })),
+      ...(state.paused ?? []).map((entry) => ({ seq: entry.seq, notBefore: pausedUntil, tried: entry.attempts > 0 })),
+    ];
     if (released.length > 0) await engine.settle(lease, { delivered: [], released, dead: [] }, expires);
   } finally {
     allStarted();

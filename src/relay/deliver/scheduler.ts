@@ -37,6 +37,8 @@ export interface LeaseRun {
   stopAt: { notBefore: number } | undefined;
   /** set once the breaker held a call of unproven entries: the lease's other such calls go back, proven ones go on (breaker.ts) */
   pausedAt?: { notBefore: number } | undefined;
+  /** the entries of those calls: back to the outbox at the end of the lease, not before `pausedAt` */
+  paused?: Leased[];
   /** the people of merges in doubt (sent again later): the lease's later merges naming them go back too (doubt.ts) */
   doubts: Doubts;
 }
@@ -53,10 +55,13 @@ function stop(state: LeaseRun, notBefore: number): void {
   state.releaseAt = Math.max(state.releaseAt, state.stopAt.notBefore);
 }
 
-/** Stops the lease's further calls of unproven entries only (the breaker held one). */
+/**
+ * Stops the lease's further calls of unproven entries only (the breaker held one): theirs go back
+ * not before `notBefore`; the lease's other entries (proven ones, those held back to fill a call)
+ * keep their own time.
+ */
 function pause(state: LeaseRun, notBefore: number): void {
   state.pausedAt ??= { notBefore };
-  state.releaseAt = Math.max(state.releaseAt, state.pausedAt.notBefore);
 }
 
 /**
@@ -101,8 +106,12 @@ export async function runCalls(engine: Engine, calls: readonly Call[], state: Le
         log(engine, 'lead_lost', call.entries.length);
         stop(state, clock.now());
       }
-      if (state.stopAt !== undefined || (state.pausedAt !== undefined && !call.proven)) {
+      if (state.stopAt !== undefined) {
         state.released.push(...call.entries);
+        continue;
+      }
+      if (state.pausedAt !== undefined && !call.proven) {
+        (state.paused ??= []).push(...call.entries);
         continue;
       }
       // A slot of the deployment's budget (and a merge call's turn); a long wait (a 429 hold) sends the entries back instead.
