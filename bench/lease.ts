@@ -32,7 +32,12 @@ import { createSqliteOutbox, libsqlPort } from '../src/relay/state/sqlite-outbox
 import { redisAvailable, startRedis } from '../test/support/redis.js';
 
 const { values } = parseArgs({
-  options: { entries: { type: 'string', default: '20000' }, grow: { type: 'string', default: '1000,10000,50000' }, out: { type: 'string' }, before: { type: 'string' } },
+  options: {
+    entries: { type: 'string', default: '20000' },
+    grow: { type: 'string', default: '1000,10000,50000' },
+    out: { type: 'string' },
+    before: { type: 'string' },
+  },
 });
 const GROW = values.grow.split(',').map(Number);
 const ENTRIES = Number(values.entries);

@@ -15,9 +15,7 @@ const READERS = {
       results.map((s) => `${s.store} ${s.runs.map((x) => `${x.mix} p50 ${x.p50_ms} ms (max ${x.max_ms}, ${x.leases} leases)`).join(', ')}`).join('; ');
     // One lease of 100 beside a backlog it cannot take (held behind identifies): its work and what it leased, by backlog.
     const growth = (stores = []) =>
-      stores
-        .map((s) => `${s.store} (${s.unit}) ${s.runs.map((x) => `${x.backlog}: ${x.work ?? '–'} (${x.leased} leased, ${x.ms} ms)`).join(', ')}`)
-        .join('; ');
+      stores.map((s) => `${s.store} (${s.unit}) ${s.runs.map((x) => `${x.backlog}: ${x.work ?? '–'} (${x.leased} leased, ${x.ms} ms)`).join(', ')}`).join('; ');
     const grew = r.growth ? `one lease of 100 beside a backlog held behind identifies, by backlog: ${growth(r.growth)}; ` : '';
     const grewBefore = r.previous_code?.growth ? `; previous code, same: ${growth(r.previous_code.growth)}` : '';
     return {
