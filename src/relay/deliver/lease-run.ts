@@ -102,7 +102,7 @@ export async function deliverLease(
   const sent = new Set(calls.flatMap((call) => call.entries.map((entry) => entry.seq)));
   const unplanned = going.filter((entry) => !sent.has(entry.seq));
 
-  const state: LeaseRun = { lease, expires, released: [...unplanned], releaseAt: clock.now(), stopAt: undefined, doubts: createDoubts(engine.mergeBy) };
+  const state: LeaseRun = { lease, expires, released: [...unplanned], paused: [], releaseAt: clock.now(), stopAt: undefined, doubts: createDoubts(engine.mergeBy) };
   try {
     await runCalls(
       engine,
@@ -120,7 +120,7 @@ export async function deliverLease(
     const pausedUntil = Math.max(state.releaseAt, state.pausedAt?.notBefore ?? 0);
     const released = [
       ...state.released.map((entry) => ({ seq: entry.seq, notBefore: state.releaseAt, tried: entry.attempts > 0 })),
-      ...(state.paused ?? []).map((entry) => ({ seq: entry.seq, notBefore: pausedUntil, tried: entry.attempts > 0 })),
+      ...state.paused.map((entry) => ({ seq: entry.seq, notBefore: pausedUntil, tried: entry.attempts > 0 })),
     ];
     if (released.length > 0) await engine.settle(lease, { delivered: [], released, dead: [] }, expires);
   } finally {

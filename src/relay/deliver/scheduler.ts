@@ -38,7 +38,7 @@ export interface LeaseRun {
   /** set once the breaker held a call of unproven entries: the lease's other such calls go back, proven ones go on (breaker.ts) */
   pausedAt?: { notBefore: number } | undefined;
   /** the entries of those calls: back to the outbox at the end of the lease, not before `pausedAt` */
-  paused?: Leased[];
+  paused: Leased[];
   /** the people of merges in doubt (sent again later): the lease's later merges naming them go back too (doubt.ts) */
   doubts: Doubts;
 }
@@ -111,7 +111,7 @@ export async function runCalls(engine: Engine, calls: readonly Call[], state: Le
         continue;
       }
       if (state.pausedAt !== undefined && !call.proven) {
-        (state.paused ??= []).push(...call.entries);
+        state.paused.push(...call.entries);
         continue;
       }
       // A slot of the deployment's budget (and a merge call's turn); a long wait (a 429 hold) sends the entries back instead.
