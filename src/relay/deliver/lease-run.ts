@@ -102,7 +102,15 @@ export async function deliverLease(
   const sent = new Set(calls.flatMap((call) => call.entries.map((entry) => entry.seq)));
   const unplanned = going.filter((entry) => !sent.has(entry.seq));
 
-  const state: LeaseRun = { lease, expires, released: [...unplanned], paused: [], releaseAt: clock.now(), stopAt: undefined, doubts: createDoubts(engine.mergeBy) };
+  const state: LeaseRun = {
+    lease,
+    expires,
+    released: [...unplanned],
+    paused: [],
+    releaseAt: clock.now(),
+    stopAt: undefined,
+    doubts: createDoubts(engine.mergeBy),
+  };
   try {
     await runCalls(
       engine,
