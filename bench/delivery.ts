@@ -20,8 +20,10 @@
  *  - flood          one address floods at 2,000 items/s (batches of 100, a new visitor and person
  *                   every 100 items, 20 tabs behind that address) while 300 other visitors send
  *                   100 items/s in all, for 15 s: the others' created → platform latency, how the
- *                   flood was answered (accepted, `retry`, 429, the Retry-After values), and after a
- *                   drain of up to twice --drain-seconds, lost and duplicated for both;
+ *                   flood was answered (accepted, `retry`, 429, the Retry-After values), how many of
+ *                   its items reached the platform only after the load stopped, in how long and at
+ *                   what rate (target ≥ 900 items/s), and after a drain of up to twice
+ *                   --drain-seconds, lost and duplicated for both;
  *  - pages          as real pages send: 1,500 browsers, each about one item a second, one item per
  *                   request (1,500 requests/s), for --seconds: what accepting costs per request.
  * Each offer is followed by a drain: until every browser holds nothing and the platform has every
@@ -47,6 +49,7 @@ import {
   callFigures,
   defineActivities,
   ITEMS_PER_VISITOR,
+  drainFigures,
   itemFigures,
   ORIGIN,
   PLATFORM_KEY,
@@ -210,7 +213,18 @@ async function runPhase(phase: Phase) {
       key_calls_per_second: phase.platformRate ?? PLATFORM_RATE,
       offer_seconds: round((offer.end - offer.start) / 1000, 1),
       ...itemFigures(b, seen, offer),
-      ...(flood ? { flood: { offered_items_per_second: phase.flood!.rate, address: 'one', tabs: phase.flood!.tabs, ...itemFigures(flood, seen, offer) } } : {}),
+      ...(flood
+        ? {
+            flood: {
+              offered_items_per_second: phase.flood!.rate,
+              address: 'one',
+              tabs: phase.flood!.tabs,
+              ...itemFigures(flood, seen, offer),
+              // Once the others stop: the flood's backlog, how long it took to go, and at what rate.
+              ...drainFigures(flood, seen, offer),
+            },
+          }
+        : {}),
       ...(reader
         ? {
             proxy: {
@@ -282,6 +296,8 @@ const report = {
     collect_p50_ms_slow_platform: 20,
     relay_cpu_ms_per_100_items_batch_10: 3,
     others_p50_ms_in_flood: 2000,
+    // once the others stop, the flooding address goes at (nearly) the key's whole pace (issue 36)
+    flood_drain_per_second: 900,
     delivered_per_second_at_pages: 900,
     p50_ms_at_pages: 2000,
     collect_timeouts_at_pages: 0,

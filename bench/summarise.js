@@ -241,6 +241,7 @@ const READERS = {
       )
         .map(([status, n]) => `${status}×${n}`)
         .join(' ')}; ` +
+      `${x.flood.delivered_after_load === undefined ? '' : `after the load, its ${x.flood.delivered_after_load} items left went in ${x.flood.after_load_seconds} s (${x.flood.after_load_per_second ?? '–'} items/s); `}` +
       `${x.entries_per_call} entries per call, ${x.drained ? `drained in ${x.drain_seconds} s` : `not drained after ${x.drain_seconds} s`}, lost ${x.lost + x.flood.lost}, duplicated ${x.duplicated + x.flood.duplicated}`;
     const load = (x) => (x.load_average ? ` (load average ${x.load_average.join(' → ')})` : '');
     const proxied = (x) => (x.proxy ? ` with a server's proxy call a second (${x.proxy.calls} calls, ${x.proxy.answered_429} answered 429)` : '');
@@ -293,6 +294,10 @@ const READERS = {
         target('flood: its items answered retry past its caps (not accepted without bound)', f.flood.answered_retry, '> 0', f.flood.answered_retry > 0),
         target('flood: items lost or duplicated after the drain, both', lostOrTwice, '0', lostOrTwice === 0 && f.drained),
       );
+      if (t.flood_drain_per_second !== undefined && f.flood.after_load_per_second !== undefined)
+        targets.push(
+          atLeast('flood: items/s delivered to the flooding address once the load stopped', f.flood.after_load_per_second ?? 0, t.flood_drain_per_second),
+        );
     }
     if (p.pages && t.delivered_per_second_at_pages !== undefined) {
       const x = p.pages;

@@ -139,3 +139,27 @@ export function itemFigures(b: Browsers, seen: Map<string, number[]>, offer: { s
     collect_statuses: statuses,
   };
 }
+
+/**
+ * After the load stopped (`offer.end`): how many of `b`'s items reached the platform only then
+ * (the backlog the load left, in the browsers and the outbox), how long until the last of them,
+ * and at what rate they went.
+ */
+export function drainFigures(b: Browsers, seen: Map<string, number[]>, offer: { end: number }) {
+  let backlog = 0;
+  let last = offer.end;
+  for (const id of b.made.keys()) {
+    const times = seen.get(id);
+    if (times === undefined) continue;
+    const first = times.reduce((a, t) => Math.min(a, t), Number.POSITIVE_INFINITY);
+    if (first <= offer.end) continue;
+    backlog++;
+    last = Math.max(last, first);
+  }
+  const seconds = (last - offer.end) / 1000;
+  return {
+    delivered_after_load: backlog,
+    after_load_seconds: round(seconds, 1),
+    after_load_per_second: seconds > 0 ? Math.round(backlog / seconds) : null,
+  };
+}
