@@ -92,4 +92,27 @@ describe.runIf(redisAvailable('the Redis upgrade of the browser index (test/rela
       raw.disconnect();
     }
   });
+
+  it('entries stored before their places (ready, waiting, held) are placed once a relay connects', async () => {
+    const prefix = 'places:';
+    const before = await createRedisOutbox(redis.url, { prefix });
+    await fill(before.outbox);
+    await before.close();
+    const raw = new Redis(redis.url);
+    try {
+      // What the release before kept: no ready sets, no held sets, no flag (its o:wait, lanes and merges stay).
+      const places = [...(await raw.keys(`${prefix}o:r:*`)), ...(await raw.keys(`${prefix}o:rl:*`)), ...(await raw.keys(`${prefix}o:h:*`))];
+      expect(places.length).toBeGreaterThan(0);
+      await raw.del(`${prefix}o:rs`, ...places);
+      await raw.hdel(`${prefix}o:meta`, 'places');
+      const after = await createRedisOutbox(redis.url, { prefix });
+      try {
+        await expectHeld(after.outbox);
+      } finally {
+        await after.close();
+      }
+    } finally {
+      raw.disconnect();
+    }
+  });
 });
