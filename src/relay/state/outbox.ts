@@ -110,7 +110,11 @@ export interface Outbox {
    * `owner` until `now + leaseMs`, fairly: one entry per site in turn, each site's turn going to
    * its visitors in turn (sites and visitors with the longest-waiting entries first), and each
    * visitor's entries lowest `seq` first. A flood from one visitor or one site then takes one
-   * share of a lease, never the whole. Bounded work: indexes, never a scan of the backlog.
+   * share of a lease, never the whole; alone, it takes the whole. By readiness, with bounded work:
+   * only visitors with an entry ready now are looked at (one whose entries were all released for
+   * later, or wait behind an identify, costs nothing), so a lease reads a small multiple of `max`
+   * whatever the backlog holds (state/sql-ready.ts). While other entries are ready, a lease takes
+   * at most one call's worth of merges (state/fair.ts `MERGES_PER_LEASE`).
    * Resolves in `seq` order. Leasing counts nothing: an entry leased by a deliverer that died
    * before it sent it comes back with the `attempts` it had.
    *
