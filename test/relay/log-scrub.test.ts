@@ -58,9 +58,13 @@ it('a libsql row that is not JSON: the delivery_failed line names the error, wit
   });
   const line = await lineWith(lines, /delivery_failed/);
   expect(JSON.parse(line)).toMatchObject({ level: 'error', error: 'delivery_failed' });
-  expect(line).toMatch(/is not valid JSON/);
-  expect(line).toContain('[email]');
-  expect(line).toContain('[phone]');
+  // The lease reads the row's fields in SQL (SQLite's "malformed JSON", which quotes nothing); a
+  // parse in JavaScript quotes the text, which the scrubber masks ([email], [phone]).
+  expect(line).toMatch(/malformed JSON|is not valid JSON/);
+  if (/is not valid JSON/.test(line)) {
+    expect(line).toContain('[email]');
+    expect(line).toContain('[phone]');
+  }
   expect(line).not.toContain(EMAIL);
   expect(line).not.toContain(PHONE);
 });

@@ -24,6 +24,9 @@ export function defaultLimitsRelay(): (visitor: string, items?: number) => Promi
       CDP_BASE_URL: upstream.url,
       RELAY_SITES: JSON.stringify([{ key: 'pk_busy', origins: [ORIGIN], verify: 'open' }]),
       RELAY_TRUST_PROXY: '127.0.0.1',
+      // These visitors prove no person: the share of the outbox kept for proven visitors would answer
+      // a crowd of them 503 `retry` once half of it waits, a limit of its own (unproven-capacity.test.ts).
+      RELAY_OUTBOX_UNPROVEN_SHARE: '1',
       RELAY_LOG: 'off',
     });
     relay = await startRelay({ port: 0, config });
