@@ -26,10 +26,11 @@ import { Redis } from 'ioredis';
 import { createMemoryOutbox } from '../src/relay/state/memory-outbox.js';
 import type { Outbox, OutboxItem } from '../src/relay/state/outbox.js';
 import { createRedisOutbox } from '../src/relay/state/redis-outbox.js';
-import { createSqlOutbox, type SqlPort } from '../src/relay/state/sql-outbox.js';
+import { createSqlOutbox } from '../src/relay/state/sql-outbox.js';
 import { openSqlite } from '../src/relay/state/sqlite-file.js';
 import { createSqliteOutbox, libsqlPort } from '../src/relay/state/sqlite-outbox.js';
 import { redisAvailable, startRedis } from '../test/support/redis.js';
+import { countingRows } from '../test/support/sql-rows.js';
 
 const { values } = parseArgs({
   options: {
@@ -119,22 +120,8 @@ async function grown(outbox: Outbox, count: number, work: () => Promise<number>)
 /** A new SQLite file's outbox whose statements' rows are counted. */
 async function countedSqlite(path: string) {
   const db = await openSqlite(path, 5000, 'bench');
-  const port = libsqlPort(db);
-  let rows = 0;
-  const counted: SqlPort = {
-    ...port,
-    query: (sql, ...params) => {
-      const answered = port.query(sql, ...params);
-      rows += answered.length;
-      return answered;
-    },
-    run: (sql, ...params) => {
-      const changed = port.run(sql, ...params);
-      rows += changed;
-      return changed;
-    },
-  };
-  return { outbox: (await createSqlOutbox(counted)).outbox, rows: async () => rows, close: () => db.close() };
+  const counted = countingRows(libsqlPort(db));
+  return { outbox: (await createSqlOutbox(counted.port)).outbox, rows: async () => counted.rows(), close: () => db.close() };
 }
 
 const before = loadavg().map((x) => round(x));

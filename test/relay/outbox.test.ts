@@ -15,6 +15,7 @@ import { openSqlite } from '../../src/relay/state/sqlite-file.js';
 import { createSqliteOutbox, libsqlPort } from '../../src/relay/state/sqlite-outbox.js';
 import { type RunningRedis, redisAvailable, startRedis } from '../support/redis.js';
 import { outboxSuite } from './suite/outbox-suite.js';
+import { countingRows } from '../support/sql-rows.js';
 
 outboxSuite('memory', {
   async open() {
@@ -40,26 +41,13 @@ outboxSuite('memory', {
 
 /** `port`, counting the rows its statements answer and change while `reads` runs. */
 function counting(port: SqlPort) {
-  let rows = 0;
-  const counted: SqlPort = {
-    ...port,
-    query: (sql, ...params) => {
-      const answered = port.query(sql, ...params);
-      rows += answered.length;
-      return answered;
-    },
-    run: (sql, ...params) => {
-      const changed = port.run(sql, ...params);
-      rows += changed;
-      return changed;
-    },
-  };
+  const counted = countingRows(port);
   const reads = async (run: () => Promise<unknown>) => {
-    const before = rows;
+    const before = counted.rows();
     await run();
-    return rows - before;
+    return counted.rows() - before;
   };
-  return { port: counted, reads };
+  return { port: counted.port, reads };
 }
 
 const files = new WeakMap<object, string>();
