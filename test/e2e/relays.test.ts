@@ -383,15 +383,18 @@ describe.runIf(ready)('three relays sharing one redis-server behind a balancer',
     const store = await createRedisOutbox(redis.url);
     const run = crypto.randomUUID().slice(0, 8);
     const email = (n: number) => `kill-${run}-${n}@example.com`;
-    // The relays again at RELAY_PLATFORM_RATE=0.5: the leader's second call leaves at least a second
-    // after its first, so the kill below finds one call in flight even on a loaded machine (at the
-    // default 10 a second calls may leave 50 ms apart, and a kill that came later found 2 to 4).
+    // The relays again at RELAY_PLATFORM_RATE=0.25: the leader's second call is granted its slot (and
+    // its entries marked `sending`) at least 3 s after its first (4 s apart, less the deliverer's
+    // catch-up of a second), so the kill below finds one call in flight even on a loaded machine (at
+    // the default 10 a second calls may leave 50 ms apart, and a kill that came later found 2 to 4;
+    // at 0.5 the second call was marked a second after the first, and fresh-clone runs under the
+    // suite's own load killed the leader later than that: 200 entries held).
     await Promise.all(
       relays.map(async (relay) => {
         const exited = new Promise((resolve) => relay.child?.once('exit', resolve));
         relay.child?.kill('SIGTERM');
         await exited;
-        await startRelay(relay, { RELAY_PLATFORM_RATE: '0.5' });
+        await startRelay(relay, { RELAY_PLATFORM_RATE: '0.25' });
       }),
     );
     try {
