@@ -35,9 +35,11 @@ const SQL = {
   lanesOf: `INSERT INTO outbox_lanes (site, visitor, pending, since) SELECT value ->> 0, value ->> 1, 0, ?2 FROM json_each(?1) WHERE true
     ON CONFLICT (site, visitor) DO UPDATE SET since = since RETURNING site, visitor, n, pending`,
   sitePending: 'SELECT pending FROM outbox_load WHERE site = ?1',
-  // Entries waiting, and (?3) those ready now among them (sql-ready.ts).
-  addLane: 'UPDATE outbox_lanes SET pending = pending + ?2, ready = ready + ?3 WHERE n = ?1 RETURNING site, pending, ready',
-  dropLane: 'DELETE FROM outbox_lanes WHERE n = ?1 AND pending <= 0',
+  // The counts of many lanes in one statement: [lane, entries (+/−), ready among them] as JSON (?1).
+  addLanes: `UPDATE outbox_lanes SET pending = pending + (json_each.value ->> 1), ready = ready + (json_each.value ->> 2) FROM json_each(?1)
+    WHERE outbox_lanes.n = json_each.value ->> 0 RETURNING n, site, pending, ready`,
+  // Lanes (JSON list of n) left with nothing waiting.
+  dropLanes: 'DELETE FROM outbox_lanes WHERE n IN (SELECT value FROM json_each(?1)) AND pending <= 0',
   addLoad: `INSERT INTO outbox_load (site, pending, since, ready) VALUES (?1, ?2, ?3, ?4) ON CONFLICT (site)
     DO UPDATE SET pending = pending + excluded.pending, ready = ready + excluded.ready RETURNING pending`,
   dropLoad: 'DELETE FROM outbox_load WHERE site = ?1 AND pending <= 0',
@@ -111,20 +113,27 @@ export async function createLanes(db: SqlPort): Promise<Lanes> {
   const change = (byLane: ReadonlyMap<number, number>, now: number, ready: ReadonlyMap<number, number> = new Map()) => {
     const bySite = new Map<number, { delta: number; ready: number }>();
     let total = 0;
+    // A lane looked up but given nothing (its items were full) is not kept empty; nor one left with nothing.
+    const empty: number[] = [];
+    const moves: [number, number, number][] = [];
     for (const [n, delta] of byLane) {
-      // A lane looked up but given nothing (its items were full) is not kept empty.
-      if (delta === 0) {
-        db.run(SQL.dropLane, n);
-        continue;
-      }
-      const gained = ready.get(n) ?? 0;
-      const [siteN, pending, readyNow] = one(SQL.addLane, n, delta, gained)!;
-      if (Number(pending) <= 0) db.run(SQL.dropLane, n);
+      if (delta === 0) empty.push(n);
+      else moves.push([n, delta, ready.get(n) ?? 0]);
+    }
+    // One statement for every lane's counts, whatever their number.
+    const rows = moves.length === 0 ? [] : db.query(SQL.addLanes, JSON.stringify(moves));
+    // Each lane moved exists while it has entries waiting: one missing is a fault, and nothing of this transaction is written.
+    if (rows.length !== moves.length) throw new Error(`outbox lanes: ${moves.length - rows.length} of ${moves.length} lanes counted are missing`);
+    for (const [n, siteN, pending, readyNow] of rows) {
+      const delta = byLane.get(Number(n))!;
+      const gained = ready.get(Number(n)) ?? 0;
+      if (Number(pending) <= 0) empty.push(Number(n));
       const site = bySite.get(Number(siteN)) ?? { delta: 0, ready: 0 };
       // The site counts its lanes with something ready.
       bySite.set(Number(siteN), { delta: site.delta + delta, ready: site.ready + (gained > 0 && Number(readyNow) === gained ? 1 : 0) });
       total += delta;
     }
+    if (empty.length > 0) db.run(SQL.dropLanes, JSON.stringify(empty));
     for (const [siteN, { delta, ready }] of bySite) if (Number(one(SQL.addLoad, siteN, delta, now, ready)![0]) <= 0) db.run(SQL.dropLoad, siteN);
     addCount('pending', total);
   };

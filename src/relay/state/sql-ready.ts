@@ -66,8 +66,9 @@ const SQL = {
   unwaitDue: 'DELETE FROM outbox_wait WHERE (until, seq) IN (SELECT value ->> 0, value ->> 1 FROM json_each(?1))',
   hold: 'INSERT OR IGNORE INTO outbox_held (seq, site, browser) SELECT value ->> 0, value ->> 1, value ->> 2 FROM json_each(?1)',
   ready: 'INSERT OR IGNORE INTO outbox_ready (lane, seq) SELECT value ->> 0, value ->> 1 FROM json_each(?1)',
-  // A lane's ready count moves by ?2: its site, and how many it has now. A site counts its lanes with some.
-  laneReady: 'UPDATE outbox_lanes SET ready = ready + ?2 WHERE n = ?1 RETURNING site, ready',
+  // Lanes' ready counts move, [lane, change] pairs as JSON (?1), in one statement: each one's site, and how many it has now. A site counts its lanes with some.
+  laneReady: `UPDATE outbox_lanes SET ready = ready + (json_each.value ->> 1) FROM json_each(?1) WHERE outbox_lanes.n = json_each.value ->> 0
+    RETURNING n, site, ready`,
   siteReady: 'UPDATE outbox_load SET ready = ready + ?2 WHERE site = ?1',
   // By the partial indexes, named: a planner that took the site's index of every lane would read them all.
   sites: 'SELECT site FROM outbox_load INDEXED BY outbox_load_ready WHERE ready > 0 ORDER BY since, site LIMIT ?1',
@@ -126,10 +127,11 @@ export async function createReady(db: SqlPort): Promise<Ready> {
   /** Ready counts by lane move (+ or −), and the sites' counts of lanes with some. */
   const count = (byLane: ReadonlyMap<number, number>) => {
     const bySite = new Map<number, number>();
-    for (const [lane, delta] of byLane) {
-      const row = db.query(SQL.laneReady, lane, delta)[0];
-      if (row === undefined || delta === 0) continue;
-      const [site, ready] = [Number(row[0]), Number(row[1])];
+    const moves = [...byLane].filter(([, delta]) => delta !== 0);
+    if (moves.length === 0) return;
+    for (const row of db.query(SQL.laneReady, JSON.stringify(moves))) {
+      const delta = byLane.get(Number(row[0]))!;
+      const [site, ready] = [Number(row[1]), Number(row[2])];
       const change = ready > 0 && ready - delta <= 0 ? 1 : ready <= 0 && ready - delta > 0 ? -1 : 0;
       bySite.set(site, (bySite.get(site) ?? 0) + change);
     }
