@@ -15,8 +15,9 @@ const upstream = upstreamControl(env['TEST_UPSTREAM'] as string);
 const outbox = createShardedOutbox(env['RELAY_OUTBOX'], DEFAULT_SHARDS);
 /**
  * How long the platform is down in the outage case (ms): longer than a /collect may spend on the
- * platform (RELAY_BUDGET_MS, 8 s) and than two of an entry's retry waits (RELAY_DELIVERY_RETRY_MS,
- * 5 s), so the items accepted first are tried and released again during it.
+ * platform (RELAY_BUDGET_MS, 8 s) and than two of an entry's retry waits at their default
+ * (RELAY_DELIVERY_RETRY_MS, 5 s; 100 ms in wrangler.toml), so the items accepted first are tried
+ * and released again during it.
  */
 const OUTAGE_MS = Number(env['TEST_OUTAGE_MS'] ?? 11_000);
 

@@ -102,8 +102,8 @@ export function capacityCases(target: () => RelayTarget): void {
         ),
       );
       expect(answers.every((response) => response.status === 200)).toBe(true);
-      // Its waits between sends: 1, 3, 9, 27 s by default (Workers' objects read the deployment's
-      // settings, not this relay's RELAY_DELIVERY_RETRY_MS), so its dead letter may take 40 s and more.
+      // Its waits between sends: 0.1, 0.3, 0.9, 2.7 s (1, 3, 9, 27 s by default). Workers' objects read
+      // the deployment's RELAY_DELIVERY_RETRY_MS (test/workerd/wrangler.toml), not this relay's.
       await expect.poll(async () => (await relay.deadLetters()).length, { timeout: 100_000, interval: 500 }).toBe(1);
       const calls = await delivered(target(), relay);
       const merged = emailsOf(calls, '/v1/person/merge');
