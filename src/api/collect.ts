@@ -91,10 +91,12 @@ export type ItemStatus = 'accepted' | 'duplicate' | 'rejected' | 'retry';
  * - `unverified`: its person is not proven (no valid `user_hash` or identity token) yet;
  * - `expired`: older than the relay's dedupe window (`window` in the answer), so it could
  *   not be told apart from one already delivered;
- * - `platform`: the platform refused it.
+ * - `platform`: the platform refused it;
+ * - `suppressed`: it names a person erased at the relay (`cdp-edge erase`), whose items are
+ *   neither stored nor sent while the erasure's suppression lasts.
  */
-export type RejectReason = 'invalid' | 'not_allowed' | 'unverified' | 'expired' | 'platform';
-export const REJECT_REASONS: readonly RejectReason[] = ['invalid', 'not_allowed', 'unverified', 'expired', 'platform'];
+export type RejectReason = 'invalid' | 'not_allowed' | 'unverified' | 'expired' | 'platform' | 'suppressed';
+export const REJECT_REASONS: readonly RejectReason[] = ['invalid', 'not_allowed', 'unverified', 'expired', 'platform', 'suppressed'];
 
 export interface ItemResult {
   id: string;

@@ -16,6 +16,10 @@ export const COMMANDS: Readonly<Record<string, CommandEntry>> = {
     summary: "the relay outbox's dead letters: list them, retry or drop them (same state as the relay)",
     load: async () => (await import('./outbox.js')).default,
   },
+  erase: {
+    summary: 'erase one person at a deployed relay: their waiting items and dead letters, suppressed from then on, deleted on the platform',
+    load: async () => (await import('./erase.js')).default,
+  },
   token: { summary: 'create a relay proxy token: printed once, with its RELAY_TOKENS entry', load: async () => (await import('./token.js')).default },
   plan: {
     summary: 'the tracking plan: check, diff, push it to the platform, generate types for track()',

@@ -11,7 +11,7 @@ import type { DeadLetter, Outbox } from '../relay/state/outbox.js';
 export type DeadLetterDoor = Pick<Outbox, 'deadLetters' | 'retryDead' | 'dropDead'>;
 
 /** The relay's answer to a failed call, as one line: its status, error code and message. */
-function explain(error: unknown, relay: string): Error {
+export function explain(error: unknown, relay: string): Error {
   if (!isHTTPError(error)) return new Error(`the relay at ${relay} did not answer: ${(error as Error).message}`);
   const body = error.data as { error?: { code?: string; message?: string } } | string | undefined;
   const what = typeof body === 'object' && body?.error ? `${body.error.code}: ${body.error.message}` : error.response.statusText;

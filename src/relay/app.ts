@@ -23,13 +23,14 @@ import { createTokenVerifier } from './core/tokens.js';
 import type { ClientInfo } from './ingest/enrich.js';
 import type { Hmac } from './ingest/identity.js';
 import { systemClock, type Clock } from './core/clock.js';
-import { describeError, RelayHttpError, type HttpAnswer } from './core/errors.js';
-import { createConsoleLogger, scrubbing, silentLogger, writes, type Logger } from './core/logging.js';
+import { describeError, RelayHttpError, type HttpAnswer, unexpectedLogger } from './core/errors.js';
+import { createConsoleLogger, type LogLine, scrubbing, silentLogger, writes, type Logger } from './core/logging.js';
 import { observeAll, type RelayObserver, type UpstreamCall } from './core/observe.js';
 import type { MetricsSource } from './ops/metrics.js';
 import { createHealthRoutes } from './ops/health.js';
 import { createReadiness, type Readiness } from './ops/ready.js';
 import { ADMIN_PATHS, createAdminRoutes } from './ops/admin.js';
+import { createSuppressionList, SUPPRESSION_REFRESH_MS } from './state/suppression.js';
 import { createShapes, createVisitorGate } from './ingest/shapes.js';
 import { createMemoryLimiter, type RateLimiter } from './core/limits.js';
 import { createMemoryStore } from './state/memory.js';
@@ -88,6 +89,8 @@ export interface RelayDeps {
   onRefused?: (entries: readonly Leased[], wholeCall: boolean) => void;
   /** Workers Queues: accepted items go to the queue (its consumer puts them into the outbox) instead of the outbox */
   enqueue?: Enqueue;
+  /** how old this process's copy of the suppression list may get (state/suppression.ts) @default SUPPRESSION_REFRESH_MS */
+  suppressionRefreshMs?: number;
 }
 
 const NO_STORE = 'no-store';
@@ -159,21 +162,15 @@ export function createRelayHandlers(config: RelayConfig, deps: RelayDeps = {}): 
     // Calls not paced by the deliverer (the proxy's) take a `proxy` slot; a 429 holds every process.
     pacer,
   });
-  const logUnexpected = (error: unknown, path: string, method: string) =>
-    logger({
-      level: 'error',
-      ts: new Date(clock.now()).toISOString(),
-      kind: 'error',
-      method,
-      path,
-      status: 500,
-      ms: 0,
-      error: 'internal_error',
-      cause: describeError(error),
-    });
+  const logUnexpected = unexpectedLogger(
+    (line) => logger(line as LogLine),
+    () => clock.now(),
+  );
   const shapes = createShapes();
   const { handoff, outbox, deliverer } = chooseHandoff({ ...deps, config, limiter, upstream, pacer, clock, observer, logger });
-  const context = { config, store, limiter, clock, handoff, shapes, gate: createVisitorGate(), hmac: deps.hmac };
+  const refreshMs = deps.suppressionRefreshMs ?? SUPPRESSION_REFRESH_MS;
+  const suppression = createSuppressionList(outbox ?? deps.outbox, refreshMs, (error) => logUnexpected(error, config.collectPath, 'POST'));
+  const context = { config, store, limiter, clock, handoff, shapes, gate: createVisitorGate(), hmac: deps.hmac, suppression };
   const sites = [...config.sites.values()];
   const app = new Hono();
 
@@ -239,8 +236,9 @@ export function createRelayHandlers(config: RelayConfig, deps: RelayDeps = {}): 
   // Liveness: the process answers. Readiness: the store answers and the platform did lately (or a probe does).
   app.route('/', createHealthRoutes({ readiness, metrics: deps.metrics, tokens: config.tokens }));
 
-  // The outbox's dead letters for admin tokens (`cdp-edge outbox --relay URL`): whichever outbox this relay hands items to.
-  app.route('/', createAdminRoutes({ tokens: config.tokens, outbox: outbox ?? deps.outbox, now: () => clock.now(), logger, onError: logUnexpected }));
+  // The outbox's dead letters and erasure for admin tokens (`cdp-edge outbox|erase --relay URL`): whichever outbox this relay hands items to.
+  const erasure = { upstream, suppression, sleep: (ms: number) => clock.sleep(ms) };
+  app.route('/', createAdminRoutes({ tokens: config.tokens, outbox: outbox ?? deps.outbox, erasure, now: () => clock.now(), logger, onError: logUnexpected }));
 
   const proxy = createProxy({
     tokens: config.tokens,

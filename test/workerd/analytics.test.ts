@@ -78,6 +78,7 @@ describe('analyticsObserver: the data points', () => {
           { id: 'h', status: 'rejected', reason: 'platform' },
           { id: 'i', status: 'retry', error: 'platform_unavailable' },
           { id: 'j', status: 'rejected', reason: 'expired' },
+          { id: 'k', status: 'rejected', reason: 'suppressed' },
         ],
       }),
     );
@@ -93,13 +94,14 @@ describe('analyticsObserver: the data points', () => {
       'rejected_platform',
       'identity_failed',
       'rejected_expired',
+      'rejected_suppressed',
     ]);
     expect(points).toEqual([
       {
         indexes: ['shop'],
         blobs: ['collect', 'shop', '200', ''],
-        // event, ms, status | items, accepted, duplicate, rejected, retry | invalid, not_allowed, unverified, platform | identity failed | expired
-        doubles: [1, 37, 200, 10, 2, 1, 6, 1, 1, 2, 1, 1, 1, 1],
+        // event, ms, status | items, accepted, duplicate, rejected, retry | invalid, not_allowed, unverified, platform | identity failed | expired | suppressed
+        doubles: [1, 37, 200, 11, 2, 1, 7, 1, 1, 2, 1, 1, 1, 1, 1],
       },
     ]);
   });
@@ -110,8 +112,8 @@ describe('analyticsObserver: the data points', () => {
     observer.collect(collectEvent({ status: 429, error: 'rate_limited', ms: 1 }));
     observer.collect(collectEvent({ site: undefined, status: 403, error: 'unknown_key', ms: 2 }));
     expect(points).toEqual([
-      { indexes: ['shop'], blobs: ['collect', 'shop', '429', 'rate_limited'], doubles: [1, 1, 429, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0] },
-      { indexes: ['(unknown)'], blobs: ['collect', '(unknown)', '403', 'unknown_key'], doubles: [1, 2, 403, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0] },
+      { indexes: ['shop'], blobs: ['collect', 'shop', '429', 'rate_limited'], doubles: [1, 1, 429, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0] },
+      { indexes: ['(unknown)'], blobs: ['collect', '(unknown)', '403', 'unknown_key'], doubles: [1, 2, 403, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0] },
     ]);
   });
 
@@ -215,12 +217,12 @@ describe('the Worker entry with an ANALYTICS binding', () => {
       {
         indexes: ['shop-points'],
         blobs: ['collect', 'shop-points', '200', ''],
-        doubles: [1, expect.any(Number), 200, 2, 1, 0, 1, 0, 0, 1, 0, 0, 0, 0],
+        doubles: [1, expect.any(Number), 200, 2, 1, 0, 1, 0, 0, 1, 0, 0, 0, 0, 0],
       },
       {
         indexes: ['shop-points'],
         blobs: ['collect', 'shop-points', '200', ''],
-        doubles: [1, expect.any(Number), 200, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0],
+        doubles: [1, expect.any(Number), 200, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0],
       },
     ]);
     // The request makes no platform call: an outbox object delivers later, and writes its own points.

@@ -22,6 +22,9 @@ function connect(name: string) {
     retryDead: (seqs, now) => stub().retryDead(seqs && [...seqs], now),
     dropDead: (seqs) => stub().dropDead(seqs && [...seqs]),
     stats: () => stub().stats(),
+    erase: (person, site, now) => stub().erase(person, site, now),
+    suppress: (rows, until, now) => stub().suppress([...rows], until, now),
+    suppressed: (now) => stub().suppressed(now),
   };
   const pacer = (rate: number, catchUpMs?: number): Pacer => ({
     take: (now, priority) => stub().take(rate, now, priority, catchUpMs),

@@ -18,6 +18,22 @@ export class RelayConfigError extends Error {
 /** What every caller of a misconfigured relay reads (the log line names the variable at fault). */
 export const MISCONFIGURED = "The relay is misconfigured; its operator finds the variable at fault in the relay's logs.";
 
+/** Logs an unexpected failure (a store's, say) at `path` with its cause, as an `internal_error` line. */
+export const unexpectedLogger =
+  (logger: (entry: Record<string, unknown>) => void, now: () => number) =>
+  (error: unknown, path: string, method: string): void =>
+    logger({
+      level: 'error',
+      ts: new Date(now()).toISOString(),
+      kind: 'error',
+      method,
+      path,
+      status: 500,
+      ms: 0,
+      error: 'internal_error',
+      cause: describeError(error),
+    });
+
 /** An unexpected error for a log line: its name, message and stack (and its cause's), never only its name. */
 export function describeError(error: unknown): { name: string; message: string; stack?: string; cause?: unknown } {
   if (!(error instanceof Error)) return { name: typeof error, message: String(error) };

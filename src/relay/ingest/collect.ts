@@ -27,6 +27,8 @@ import { checkEntry, checkItem, type CheckedItem } from './items.js';
 import { shapeOf } from './shapes.js';
 import type { CollectContext, CollectOutcome } from './context.js';
 
+const SUPPRESSED = 'the person this item names was erased at the relay and is suppressed: it is not stored or sent';
+
 /** Browser clocks further off than this are corrected (nearer ones are left exact). */
 const MAX_CLOCK_SKEW_MS = 2 * 60_000;
 
@@ -164,6 +166,8 @@ export async function collectItems(
   const skewMs = Math.abs(skew) > MAX_CLOCK_SKEW_MS ? skew : 0;
   const oldest = started - config.windowMs;
   const going: Prepared[] = [];
+  // Items naming a person erased at this relay are refused, never stored (suppression.ts).
+  const suppressed = await ctx.suppression?.check(site.key, started);
   let guarded = 0;
   for (const ruling of rulings) {
     const { item } = ruling;
@@ -191,6 +195,7 @@ export async function collectItems(
     const entry = entryOf(item, ruling.locate ? enrichLocation(item.input.location, enrichment) : undefined, at);
     const invalid = checkEntry(item.type, entry);
     if (invalid) reject(item.index, item.id, invalid, 'invalid');
+    else if (suppressed?.(entry)) reject(item.index, item.id, SUPPRESSED, 'suppressed');
     else going.push({ index: item.index, id: item.id, kind: ruling.kind, entry, shape: shapeOf(item), proven: vouched || ruling.verified });
   }
   // Unproven identifies create people within the site's budget (unproven.ts).

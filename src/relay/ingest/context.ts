@@ -11,6 +11,7 @@ import type { RelayStore } from '../state/store.js';
 import type { Handoff } from './handoff.js';
 import type { Hmac } from './identity.js';
 import type { Shapes, VisitorGate } from './shapes.js';
+import type { SuppressionList } from '../state/suppression.js';
 
 export interface CollectContext {
   config: RelayConfig;
@@ -24,6 +25,8 @@ export interface CollectContext {
   shapes: Shapes;
   /** one request with unknown shapes in flight per visitor (only where the request waits for the platform) */
   gate: VisitorGate;
+  /** people erased at the relay: items naming them are refused (none: no list) */
+  suppression?: SuppressionList | undefined;
   /** HMAC-SHA256 for identity checks @default Web Crypto's */
   hmac?: Hmac | undefined;
 }

@@ -8,6 +8,8 @@
  * - `POST /admin/outbox/retry` `{ "seqs": [1, 2] }` or `{ "all": true }` → `{ "retried": n }`
  * - `POST /admin/outbox/drop`  the same → `{ "dropped": n }`
  * - `GET  /admin/outbox/stats` → `{ "pending", "dead", "remembered" }`
+ * - `POST /admin/erase` `{ "email": "…" }` or `{ "external_id": "…" }` (`site`, `days` optional) →
+ *   the erasure's report (ops/erase.ts)
  * @module
  */
 import { Hono, type Context } from 'hono';
@@ -18,8 +20,11 @@ import type { Logger } from '../core/logging.js';
 import { createTokenVerifier, type TokenConfig } from '../core/tokens.js';
 import { authenticate } from '../core/auth.js';
 import type { Outbox } from '../state/outbox.js';
+import type { Upstream } from '../deliver/caller.js';
+import type { SuppressionList } from '../state/suppression.js';
+import { deleteOnPlatform, erasureOf, IN_FLIGHT, parseEraseRequest, reportOf } from './erase.js';
 
-export const ADMIN_PATHS = ['/admin/outbox/dead-letters', '/admin/outbox/retry', '/admin/outbox/drop', '/admin/outbox/stats'] as const;
+export const ADMIN_PATHS = ['/admin/outbox/dead-letters', '/admin/outbox/retry', '/admin/outbox/drop', '/admin/outbox/stats', '/admin/erase'] as const;
 
 /** The most dead letters one list answers (`limit` above it is cut to it). */
 export const MAX_LISTED = 1_000;
@@ -37,23 +42,29 @@ export interface AdminOptions {
   outbox: Outbox | undefined;
   now: () => number;
   logger: Logger;
+  /** what an erasure needs besides the outbox: the platform, and the suppression list `/collect` reads */
+  erasure: { upstream: Upstream; suppression: SuppressionList; sleep: (ms: number) => Promise<void> };
   /** logs an unexpected failure of the store with its cause (scrubbed) */
   onError: (error: unknown, path: string, method: string) => void;
 }
 
 const invalid = (message: string) => new RelayHttpError(400, 'invalid_request', message);
 
-async function chosen(c: Context): Promise<readonly number[] | undefined> {
+/** The JSON body, within {@link MAX_BODY_BYTES}; 400 saying what to send (`what`) otherwise. */
+async function jsonBody(c: Context, what: string): Promise<unknown> {
   const length = Number(c.req.header('content-length') ?? 0);
-  if (length > MAX_BODY_BYTES) throw invalid(`the body is over ${MAX_BODY_BYTES} bytes; name at most ${MAX_LISTED} seqs per call`);
+  if (length > MAX_BODY_BYTES) throw invalid(`the body is over ${MAX_BODY_BYTES} bytes; ${what}`);
   const text = await c.req.text();
-  if (text.length > MAX_BODY_BYTES) throw invalid(`the body is over ${MAX_BODY_BYTES} bytes; name at most ${MAX_LISTED} seqs per call`);
-  let body: unknown;
+  if (text.length > MAX_BODY_BYTES) throw invalid(`the body is over ${MAX_BODY_BYTES} bytes; ${what}`);
   try {
-    body = JSON.parse(text);
+    return JSON.parse(text);
   } catch {
-    throw invalid('the body is not JSON; send {"seqs":[…]} or {"all":true}');
+    throw invalid(`the body is not JSON; ${what}`);
   }
+}
+
+async function chosen(c: Context): Promise<readonly number[] | undefined> {
+  const body = await jsonBody(c, `send {"seqs":[…]} (at most ${MAX_LISTED}) or {"all":true}`);
   const parsed = v.safeParse(Chosen, body);
   if (!parsed.success) throw invalid(`send {"seqs":[…]} (1 to ${MAX_LISTED} whole numbers from the list) or {"all":true}`);
   return 'all' in parsed.output ? undefined : parsed.output.seqs;
@@ -94,7 +105,7 @@ export function createAdminRoutes(options: AdminOptions): Hono {
     }
   };
 
-  const audit = (c: Context, token: TokenConfig, action: string, count: number, named: readonly number[] | undefined) =>
+  const audit = (c: Context, token: TokenConfig, action: string, count: number, named: readonly number[] | undefined | number, more: object = {}) =>
     options.logger({
       ts: new Date(options.now()).toISOString(),
       kind: 'admin',
@@ -105,7 +116,8 @@ export function createAdminRoutes(options: AdminOptions): Hono {
       token: token.name,
       action,
       count,
-      named: named === undefined ? 'all' : named.length,
+      named: named === undefined ? 'all' : typeof named === 'number' ? named : named.length,
+      ...more,
     });
 
   app.get('/admin/outbox/dead-letters', async (c) => {
@@ -135,6 +147,30 @@ export function createAdminRoutes(options: AdminOptions): Hono {
   app.get('/admin/outbox/stats', async (c) => {
     const { outbox } = admit(c);
     return c.json(await step(c, () => outbox.stats()));
+  });
+
+  // Erasure (ops/erase.ts): suppress, wait for every relay's copy of the list, drop, then delete on the platform.
+  app.post('/admin/erase', async (c) => {
+    const { token, outbox } = admit(c);
+    const request = parseEraseRequest(await jsonBody(c, 'send {"email":"…"} or {"external_id":"…"}'));
+    const { upstream, suppression, sleep } = options.erasure;
+    const { person, hash, until } = erasureOf(request, options.now());
+    const rows = [{ site: request.site ?? '', hash }];
+    await step(c, () => outbox.suppress(rows, until, options.now()));
+    suppression.add(rows);
+    await sleep(suppression.refreshMs);
+    const erased = await step(c, () => outbox.erase(person, request.site, options.now()));
+    const platform = erased.inFlight > 0 ? { status: 'skipped' as const, reason: IN_FLIGHT } : await deleteOnPlatform(upstream, person);
+    const report = reportOf(request, hash, until, erased, platform);
+    audit(c, token, 'erase', erased.waiting + erased.dead, 1, {
+      person: report.person,
+      waiting: erased.waiting,
+      dead: erased.dead,
+      in_flight: erased.inFlight,
+      platform: platform.status,
+      ...(platform.status === 'deleted' ? { deleted: platform.deleted } : {}),
+    });
+    return c.json(report);
   });
 
   app.all('/admin/*', (c) =>

@@ -4,6 +4,7 @@
  * processes, uses SQLite or Redis (src/relay/state/).
  * @module
  */
+import { type Erased, namesPerson } from './erase.js';
 import { compactIdString } from './ids.js';
 import { createMemoryReady, type Entry } from './memory-ready.js';
 import { type Accepted, DEAD_SLICE, type DeadLetter, type Outbox, type OutboxItem, type Pacer } from './outbox.js';
@@ -32,6 +33,8 @@ export function createMemoryOutbox(): MemoryOutbox {
   let expired = 0;
   let cut = 0;
   let leader: { owner: string; until: number } | undefined;
+  // The suppression list: `site\0hash` → until.
+  const suppressions = new Map<string, number>();
 
   const forget = (now: number) => {
     for (const [key, until] of remembered) {
@@ -206,6 +209,44 @@ export function createMemoryOutbox(): MemoryOutbox {
       let count = 0;
       for (const seq of new Set(seqs)) if (dead.delete(seq)) count++;
       return count;
+    },
+
+    async erase(person, site, now) {
+      const erased: Erased = { waiting: 0, dead: 0, inFlight: 0 };
+      for (const entry of [...pending.values()]) {
+        if (!namesPerson(entry.item, person, site)) continue;
+        if (entry.owner !== undefined && entry.availableAt > now) erased.inFlight++;
+        else {
+          removeWaiting(entry);
+          erased.waiting++;
+        }
+      }
+      for (const [seq, letter] of dead) {
+        if (!namesPerson(letter, person, site)) continue;
+        dead.delete(seq);
+        erased.dead++;
+      }
+      return erased;
+    },
+
+    async suppress(rows, until, now) {
+      for (const [key, ends] of suppressions) if (ends <= now) suppressions.delete(key);
+      for (const { site, hash } of rows) {
+        const key = `${site}\u0000${hash}`;
+        suppressions.set(key, Math.max(until, suppressions.get(key) ?? 0));
+      }
+    },
+
+    async suppressed(now) {
+      const rows = [];
+      for (const [key, until] of suppressions) {
+        if (until <= now) suppressions.delete(key);
+        else {
+          const [site, hash] = key.split('\u0000') as [string, string];
+          rows.push({ site, hash });
+        }
+      }
+      return rows;
     },
 
     async stats() {

@@ -9,6 +9,7 @@
  * @module
  */
 import type { OutboxLimits } from '../core/outbox-limits.js';
+import type { Erased, Person, Suppression } from './erase.js';
 import type { TurnRequest } from './turns.js';
 
 /**
@@ -147,6 +148,17 @@ export interface Outbox {
   /** Deletes dead letters for good; all of them when `seqs` is undefined. Resolves to how many. */
   dropDead(seqs: readonly number[] | undefined): Promise<number>;
   stats(): Promise<OutboxStats>;
+  /**
+   * Drops `person`'s waiting entries and dead letters (of `site` only, when given), in one atomic
+   * step: every entry whose `fields` name them (state/erase.ts `namesPerson`). An entry under a live
+   * lease is left to its deliverer (a call may be carrying it) and counted `inFlight`; a lease
+   * taken after this step cannot take what it dropped.
+   */
+  erase(person: Person, site: string | undefined, now: number): Promise<Erased>;
+  /** Adds people to the suppression list until `until` (ms since epoch; a later `until` of a row already there wins), and forgets rows ended at `now`. */
+  suppress(rows: readonly Suppression[], until: number, now: number): Promise<void>;
+  /** The suppression list's rows still in force at `now` (it is short: one row per erasure). */
+  suppressed(now: number): Promise<Suppression[]>;
 }
 
 /**

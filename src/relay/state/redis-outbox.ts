@@ -14,6 +14,8 @@
  * @module
  */
 import { Buffer } from 'node:buffer';
+import { ERASE, SUPPRESS, SUPPRESSED } from './redis-erase-lua.js';
+import { type Erased, namesPerson } from './erase.js';
 import { compactId } from './ids.js';
 import { DEAD_SLICE, type DeadLetter, type Leased, type OutboxItem, type OutboxStore } from './outbox.js';
 import { NO_LIMITS } from '../core/outbox-limits.js';
@@ -38,6 +40,9 @@ interface Scripts {
   cdpOutboxLead(...args: Arg[]): Promise<number>;
   cdpOutboxPace(...args: Arg[]): Promise<number>;
   cdpOutboxStats(...args: Arg[]): Promise<[number, number, number, number, number]>;
+  cdpOutboxErase(...args: Arg[]): Promise<[number, number, number]>;
+  cdpOutboxSuppress(...args: Arg[]): Promise<number>;
+  cdpOutboxSuppressed(...args: Arg[]): Promise<string[]>;
 }
 
 /** The state store's options: its clock and `callerTime` (redis-time.ts) included. */
@@ -57,6 +62,9 @@ export async function createRedisOutbox(url: string, options: RedisOutboxOptions
     cdpOutboxLead: script(LEAD),
     cdpOutboxPace: script(PACE),
     cdpOutboxStats: script(STATS),
+    cdpOutboxErase: script(ERASE),
+    cdpOutboxSuppress: script(SUPPRESS),
+    cdpOutboxSuppressed: script(SUPPRESSED),
   });
   const run = redis as unknown as Scripts;
   await Promise.all([importPreviousIds(redis, P), indexPreviousBrowsers(redis, P).then(() => placePreviousEntries(redis, P))]).catch((error: unknown) => {
@@ -129,6 +137,32 @@ export async function createRedisOutbox(url: string, options: RedisOutboxOptions
       },
       retryDead: (seqs) => moveDead(seqs, 0),
       dropDead: (seqs) => moveDead(seqs, 1),
+      // The scan reads every entry once (an admin's rare step); the script then drops, in one step, what is still there and not leased.
+      async erase(person, site, now) {
+        const erased: Erased = { waiting: 0, dead: 0, inFlight: 0 };
+        let cursor = '0';
+        do {
+          const [next, pairs] = await redis.hscan(`${P}o:items`, cursor, 'COUNT', PAGE);
+          cursor = next;
+          const seqs: string[] = [];
+          for (let i = 0; i < pairs.length; i += 2) if (namesPerson(JSON.parse(pairs[i + 1]!) as OutboxItem, person, site)) seqs.push(pairs[i]!);
+          if (seqs.length === 0) continue;
+          const [waiting, dead, inFlight] = (await run.cdpOutboxErase(P, at(now), ...seqs)).map(Number) as [number, number, number];
+          erased.waiting += waiting;
+          erased.dead += dead;
+          erased.inFlight += inFlight;
+        } while (cursor !== '0');
+        return erased;
+      },
+      async suppress(rows, until, now) {
+        await run.cdpOutboxSuppress(P, at(now), ms(until - now), ...rows.map(({ site, hash }) => `${site}\u0000${hash}`));
+      },
+      async suppressed(now) {
+        return (await run.cdpOutboxSuppressed(P, at(now))).map((member) => {
+          const [site, hash] = member.split('\u0000') as [string, string];
+          return { site, hash };
+        });
+      },
       async stats() {
         const counts = (await run.cdpOutboxStats(P, at(clock.now()))).map(Number);
         const [pending, dead, remembered, expired, cut] = counts as [number, number, number, number, number];

@@ -10,6 +10,7 @@
  * @module
  */
 import { parseJsonOrUndefined } from '../../api/objects.js';
+import { type Erased, identifierKeyOf } from './erase.js';
 import type { DeadLetter, Leased, OutboxItem, OutboxStore, Settlement } from './outbox.js';
 import { NO_LIMITS } from '../core/outbox-limits.js';
 import { pace, paceLeave, type PaceState, paceInterval, sharedWindow } from './pace.js';
@@ -21,6 +22,8 @@ import type { Row, SqlPort, SqlValue } from './sql-port.js';
 export type { Row, SqlPort, SqlValue } from './sql-port.js';
 
 const LOCK = 'deliverer';
+/** The owner an erasure takes the entries it drops under, for the one step it drops them in. */
+const ERASER = '(erase)';
 const PACER = 'platform';
 
 export const OUTBOX_SCHEMA = `
@@ -48,6 +51,7 @@ export const OUTBOX_SCHEMA = `
   CREATE TABLE IF NOT EXISTS outbox_pacer (name TEXT PRIMARY KEY, tat REAL NOT NULL, hold INTEGER NOT NULL);
   CREATE TABLE IF NOT EXISTS outbox_pacer_calls (name TEXT PRIMARY KEY, calls TEXT NOT NULL);
   CREATE TABLE IF NOT EXISTS outbox_count (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
+  CREATE TABLE IF NOT EXISTS outbox_suppressed (site TEXT NOT NULL, hash TEXT NOT NULL, until INTEGER NOT NULL, PRIMARY KEY (site, hash)) WITHOUT ROWID;
 `;
 
 export const SQL = {
@@ -72,6 +76,14 @@ export const SQL = {
   restore: 'INSERT INTO outbox (seq, item, available, lane) VALUES (?1, ?2, ?3, ?4)',
   dropDead: 'DELETE FROM outbox_dead WHERE seq = ?1',
   dropAllDead: 'DELETE FROM outbox_dead',
+  // Erasure: the person's field of every entry (one read of the outbox, an admin's rare step), then theirs taken unless under a live lease.
+  named: "SELECT seq, item ->> 'site', item ->> ?1, owner IS NOT NULL AND available > ?2 FROM outbox",
+  namedDead: 'SELECT seq, site, item ->> ?1 FROM outbox_dead',
+  claim: `UPDATE outbox SET owner = '${ERASER}' WHERE seq IN (SELECT value FROM json_each(?1)) AND (owner IS NULL OR available <= ?2) RETURNING seq`,
+  suppress:
+    'INSERT INTO outbox_suppressed (site, hash, until) SELECT value ->> 0, value ->> 1, ?2 FROM json_each(?1) WHERE true ON CONFLICT (site, hash) DO UPDATE SET until = max(until, excluded.until)',
+  unsuppress: 'DELETE FROM outbox_suppressed WHERE until <= ?1',
+  suppressed: 'SELECT site, hash FROM outbox_suppressed WHERE until > ?1',
   lead: `INSERT INTO outbox_lock (name, owner, until) VALUES ('${LOCK}', ?1, ?2) ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, until = excluded.until WHERE owner = excluded.owner OR until <= ?3 RETURNING 1`,
   pacer: `SELECT tat, hold FROM outbox_pacer WHERE name = '${PACER}'`,
   setPacer: `INSERT INTO outbox_pacer (name, tat, hold) VALUES ('${PACER}', ?1, ?2) ON CONFLICT (name) DO UPDATE SET tat = excluded.tat, hold = excluded.hold`,
@@ -178,6 +190,18 @@ export async function createSqlOutbox(db: SqlPort): Promise<Omit<OutboxStore, 'c
     return count;
   };
 
+  const eraseIn = (person: { field: string; key: string }, site: string | undefined, now: number): Erased => {
+    const path = `$.entry.fields.${JSON.stringify(person.field)}`;
+    const theirs = (rowSite: unknown, value: unknown) => (site === undefined || rowSite === site) && identifierKeyOf(person.field, value) === person.key;
+    const waiting = db.query(SQL.named, path, now).filter(([, rowSite, value]) => theirs(rowSite, value));
+    const free = waiting.filter(([, , , live]) => !Number(live)).map(([seq]) => Number(seq));
+    const claimed = free.length === 0 ? [] : db.query(SQL.claim, JSON.stringify(free), now).map(([seq]) => Number(seq));
+    if (claimed.length > 0) settleIn(ERASER, { delivered: claimed, released: [], dead: [] }, now);
+    const dead = db.query(SQL.namedDead, path).filter(([, rowSite, value]) => theirs(rowSite, value));
+    const dropped = dead.length === 0 ? 0 : dropIn(dead.map(([seq]) => Number(seq)));
+    return { waiting: claimed.length, dead: dropped, inFlight: waiting.length - claimed.length };
+  };
+
   const pacerState = (): PaceState => {
     const [tat, hold] = one(SQL.pacer) ?? [0, 0];
     const shared = parseJsonOrUndefined(String(one(SQL.pacerCalls)?.[0] ?? '{}')) as { calls?: unknown; pending?: unknown } | undefined;
@@ -215,6 +239,15 @@ export async function createSqlOutbox(db: SqlPort): Promise<Omit<OutboxStore, 'c
       },
       retryDead: (seqs, now) => db.transaction(() => retryIn(seqs, now)),
       dropDead: (seqs) => db.transaction(() => dropIn(seqs)),
+      erase: (person, site, now) => db.transaction(() => eraseIn(person, site, now)),
+      suppress: (rows, until, now) =>
+        db.transaction(() => {
+          db.run(SQL.unsuppress, now);
+          if (rows.length > 0) db.run(SQL.suppress, JSON.stringify(rows.map(({ site, hash }) => [site, hash])), until);
+        }),
+      async suppressed(now) {
+        return db.query(SQL.suppressed, now).map(([site, hash]) => ({ site: String(site), hash: String(hash) }));
+      },
       async stats() {
         return {
           pending: lanes.count('pending'),

@@ -17,7 +17,8 @@
  *
  * and then, per kind, `collect`: `blob4` error code (`''` when the request did not fail as a
  * whole), `double4`…`double13` items, accepted, duplicate, rejected, retry, rejected as invalid,
- * not_allowed, unverified, platform, and items whose identity verification failed; `proxy`:
+ * not_allowed, unverified, platform, and items whose identity verification failed (`double14`
+ * expired, `double15` suppressed); `proxy`:
  * `blob4` endpoint ID (`(none)` for paths the proxy does not serve); `upstream`: nothing more.
  *
  * Names are configured names (a site's `name`, a token's `name`) and endpoint IDs: never a key, a
@@ -48,6 +49,7 @@ export const COLLECT_DOUBLES = [
   'rejected_platform',
   'identity_failed',
   'rejected_expired',
+  'rejected_suppressed',
 ] as const;
 
 const REASON_COLUMNS: Record<RejectReason, (typeof COLLECT_DOUBLES)[number]> = {
@@ -56,6 +58,7 @@ const REASON_COLUMNS: Record<RejectReason, (typeof COLLECT_DOUBLES)[number]> = {
   unverified: 'rejected_unverified',
   platform: 'rejected_platform',
   expired: 'rejected_expired',
+  suppressed: 'rejected_suppressed',
 };
 
 const encoder = new TextEncoder();
@@ -89,6 +92,7 @@ export function collectPoint(event: CollectEvent): AnalyticsEngineDataPoint {
     rejected_platform: 0,
     identity_failed: event.unverified,
     rejected_expired: 0,
+    rejected_suppressed: 0,
   };
   for (const item of event.items) {
     if (item.status in counts) counts[item.status] += 1;

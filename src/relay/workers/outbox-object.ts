@@ -15,6 +15,7 @@ import { DurableObject } from 'cloudflare:workers';
 import { createHolds } from '../deliver/holds.js';
 import { deliverRound } from '../deliver/round.js';
 import { createSpacer, type Spacer } from '../deliver/spacer.js';
+import type { Erased, Person, Suppression } from '../state/erase.js';
 import type { Accepted, DeadLetter, Leased, OutboxItem, OutboxStats, OutboxStore, Settlement } from '../state/outbox.js';
 import { scrub } from '../core/logging.js';
 import type { OutboxLimits } from '../core/outbox-limits.js';
@@ -144,6 +145,15 @@ export class RelayOutbox extends DurableObject<DeliveryEnv> {
   }
   stats(): Promise<OutboxStats> {
     return this.store.outbox.stats();
+  }
+  erase(person: Person, site: string | undefined, now: number): Promise<Erased> {
+    return this.store.outbox.erase(person, site, now);
+  }
+  suppress(rows: Suppression[], until: number, now: number): Promise<void> {
+    return this.store.outbox.suppress(rows, until, now);
+  }
+  suppressed(now: number): Promise<Suppression[]> {
+    return this.store.outbox.suppressed(now);
   }
   /** This object's own SQL pacer (the conformance suite's; the Worker paces with the key's pacer object). */
   take(rate: number, now: number, priority: 'proxy' | 'deliver', catchUpMs = 0): Promise<number> {

@@ -18,6 +18,7 @@
  */
 import type { DurableObjectNamespace } from '@cloudflare/workers-types/index.ts';
 import { compactIdString } from '../state/ids.js';
+import { addErased, type Erased, NOTHING_ERASED, type Suppression } from '../state/erase.js';
 import type { Accepted, DeadLetter, Outbox, OutboxStats } from '../state/outbox.js';
 import type { RelayOutbox } from './outbox-object.js';
 import { PREVIOUS_HOME, readHome } from './previous.js';
@@ -28,6 +29,8 @@ export const MAX_SHARDS = 1024;
 
 export const outboxName = (shard: number): string => `outbox#${shard}`;
 export const routerName = (shard: number): string => `route#${shard}`;
+/** The object that keeps the suppression list (state/erase.ts): one for the deployment, read by each isolate's cache now and then. */
+export const SUPPRESSION_OBJECT = 'suppressions';
 /** What a router remembers an id of `site` by: the site and the id's 16 bytes (a UUID in any case is one id). */
 export const routeKey = (site: string, id: string): string => `${site}\u0000${compactIdString(id)}`;
 
@@ -130,6 +133,17 @@ export function createShardedOutbox(namespace: DurableObjectNamespace<RelayOutbo
         [...groups].map(([shard, part]) => object(outboxName(shard)).dropDead(part?.map((seq) => Math.floor(seq / MAX_SHARDS))) as Promise<number>),
       );
       return counts.reduce((sum, n) => sum + n, 0);
+    },
+    // A person's entries may be in any object (they live with their browser): every object drops its own.
+    async erase(person, site, now) {
+      const each = await Promise.all(all().map((shard) => object(outboxName(shard)).erase(person, site, now) as Promise<Erased>));
+      return each.reduce(addErased, NOTHING_ERASED);
+    },
+    async suppress(rows, until, now) {
+      await object(SUPPRESSION_OBJECT).suppress([...rows], until, now);
+    },
+    async suppressed(now) {
+      return (await object(SUPPRESSION_OBJECT).suppressed(now)) as Suppression[];
     },
     async stats() {
       const each = await Promise.all(all().map((shard) => object(outboxName(shard)).stats()));

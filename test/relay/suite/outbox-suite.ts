@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
 import type { Outbox, OutboxItem, Pacer } from '../../../src/relay/state/outbox.js';
 import { outboxLeaseCases, type Reads } from './outbox-lease-cases.js';
 import { outboxOrderCases } from './outbox-order-cases.js';
+import { outboxEraseCases } from './outbox-erase-cases.js';
 
 /** One connection to a store; `another` opens a second one to the same store (another process's view). */
 export interface OutboxHandle {
@@ -406,6 +407,7 @@ export function outboxSuite(name: string, target: OutboxTarget): void {
 
     outboxOrderCases(withStore, item);
     outboxLeaseCases(withStore, item);
+    outboxEraseCases(withStore, item);
   });
 
   describe(`${name} pacer`, () => {
