@@ -65,9 +65,9 @@ it('a wake ends every nap in progress, and a nap after the stop does not wait', 
   expect(Date.now() - started).toBeLessThan(1_000);
 });
 
-it('sleeps while a stop waits for the calls already going: the event loop stays responsive', async () => {
+it('a stop while calls wait to leave: they go back unmarked at once, and the event loop stays responsive', async () => {
   // A relay whose spacer lets a call leave every 1.25 s (RELAY_PLATFORM_RATE 0.4) while its pacer
-  // grants at once: the calls of a lease after the first are marked `sending` and wait to leave.
+  // grants at once: the calls of a lease after the first have their slots and wait to leave.
   const platform = await startEmulator({ port: 0, key: KEY, plan: 'business' });
   try {
     const config = parseConfig({
@@ -102,13 +102,20 @@ it('sleeps while a stop waits for the calls already going: the event loop stays 
       last = now;
     };
     const ticker = setInterval(tick, 10);
+    const stopping = Date.now();
     await handlers.close();
     tick();
     clearInterval(ticker);
-    // The calls marked `sending` went before the stop ended (the stop waited for them)…
-    expect(platform.emulator.calls()['activities/create']!.calls).toBeGreaterThanOrEqual(2);
-    // …and while they waited, timers ran: a loop spinning on naps that end at once held the event
-    // loop for as long as the stop (7 s measured before the fix).
+    // The calls waiting to leave did not go: the stop did not wait out their spacer…
+    expect(platform.emulator.calls()['activities/create']!.calls).toBe(1);
+    expect(Date.now() - stopping).toBeLessThan(1_000);
+    // …and their entries are back in the outbox as never sent (no send counted), none in doubt.
+    const back = await outbox.lease('check', 1000, Date.now(), 60_000);
+    expect(back).toHaveLength(900);
+    expect(back.filter((entry) => entry.attempts !== 0)).toEqual([]);
+    expect((await outbox.deadLetters()).filter((letter) => letter.reason === 'ambiguous')).toEqual([]);
+    // Timers ran meanwhile: a loop spinning on naps that end at once held the event loop for as
+    // long as the stop (7 s measured before a stop slept).
     expect(longest).toBeLessThan(500);
   } finally {
     await platform.close();

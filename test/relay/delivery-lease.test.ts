@@ -5,80 +5,141 @@ import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/relay/core/config.js';
 import { createMemoryOutbox, createMemoryPacer } from '../../src/relay/state/memory-outbox.js';
 import type { DeliveryEvent } from '../../src/relay/core/observe.js';
+import type { Outbox } from '../../src/relay/state/outbox.js';
 import { systemClock } from '../../src/relay/core/clock.js';
 import { createUpstream } from '../../src/relay/deliver/caller.js';
 import { createDeliverer } from '../../src/relay/deliver/deliverer.js';
 import { fetchTransport } from '../../src/relay/deliver/transport.js';
 import { backing, closing, DAY, emulator, eventsOf, KEY, ORIGIN, onEachBackend, relay, track } from './support/delivery-kit.js';
 
+/** `count` tracks of one lease (calls of 100), one person each (under the platform's daily cap), named `die-<run>-<n>@example.com`. */
+const dyingItems = (run: string, count: number) =>
+  Array.from({ length: count }, (_, n) => ({
+    site: 'pk_d',
+    id: `${run}-${n}`,
+    kind: 'activity' as const,
+    entry: { activity_id: 'act:cm:viewed', fields: { 'str::email': `die-${run}-${n}@example.com` } },
+    browser: `b-${n}`,
+    visitor: 'v',
+    accepted: Date.now(),
+  }));
+
+/** How many times each of `items` arrived at the platform. */
+const arrivals = (run: string, items: readonly { id: string }[]) =>
+  items.map((entry) => eventsOf(`die-${run}-${entry.id.slice(run.length + 1)}@example.com`).length);
+
+/** `outbox` as a deliverer killed (SIGKILL) once `dead()` sees it: nothing it asks of it happens any more. */
+const dyingOutbox = <T extends object>(outbox: T, dead: () => boolean): T =>
+  new Proxy(outbox, {
+    get(target, property, receiver) {
+      const value = Reflect.get(target, property, receiver);
+      return typeof value === 'function' ? (...args: unknown[]) => (dead() ? new Promise(() => {}) : value.apply(target, args)) : value;
+    },
+  });
+
+/** The emulator as a deliverer calls it: `onCall` is told as each call leaves; once `dead()`, no call leaves any more. */
+const upstreamTo = (onCall: () => void, dead: () => boolean = () => false) =>
+  createUpstream({
+    baseUrl: emulator.url,
+    apiKey: KEY,
+    transport: fetchTransport((input, init) => {
+      if (dead()) return new Promise<never>(() => {});
+      onCall();
+      return fetch(input, init);
+    }),
+    timeoutMs: 10_000,
+    backoff: { until: 0 },
+    now: Date.now,
+  });
+
+const dyingSites = () =>
+  parseConfig({
+    CDP_API_KEY: KEY,
+    CDP_BASE_URL: emulator.url,
+    RELAY_SITES: JSON.stringify([{ key: 'pk_d', origins: [ORIGIN], verify: 'open' }]),
+    RELAY_LOG: 'off',
+  }).sites;
+
 describe('a deliverer that dies holding a lease of many entries', () =>
   onEachBackend(() => {
     it('holds at most the entries of the call in flight; the never-sent rest is delivered, once', async () => {
       const { outbox, pacer } = backing!;
       const run = crypto.randomUUID().slice(0, 8);
-      const now = Date.now();
-      // 250 entries: three calls (100, 100, 50) of one lease. One person each, under the platform's daily cap.
-      const items = Array.from({ length: 250 }, (_, n) => ({
-        site: 'pk_d',
-        id: `${run}-${n}`,
-        kind: 'activity' as const,
-        entry: { activity_id: 'act:cm:viewed', fields: { 'str::email': `die-${run}-${n}@example.com` } },
-        browser: `b-${n}`,
-        visitor: 'v',
-        accepted: now,
-      }));
+      // 250 entries: three calls (100, 100, 50) of one lease.
+      const items = dyingItems(run, 250);
       let dead = false;
       // The leader dies (SIGKILL) the moment its first platform call leaves: that call reaches the
       // platform and is applied, but nothing the leader asks of the outbox afterwards ever happens.
-      const leaderOutbox = new Proxy(outbox, {
-        get(target, property, receiver) {
-          const value = Reflect.get(target, property, receiver);
-          return typeof value === 'function' ? (...args: unknown[]) => (dead ? new Promise(() => {}) : value.apply(target, args)) : value;
-        },
-      });
-      const upstream = (onCall: () => void) =>
-        createUpstream({
-          baseUrl: emulator.url,
-          apiKey: KEY,
-          transport: fetchTransport((input, init) => {
-            onCall();
-            return fetch(input, init);
-          }),
-          timeoutMs: 10_000,
-          backoff: { until: 0 },
-          now: Date.now,
-        });
-      const sites = parseConfig({
-        CDP_API_KEY: KEY,
-        CDP_BASE_URL: emulator.url,
-        RELAY_SITES: JSON.stringify([{ key: 'pk_d', origins: [ORIGIN], verify: 'open' }]),
-        RELAY_LOG: 'off',
-      }).sites;
-      const common = { pacer, clock: systemClock, sites, waitMs: 0, ambiguous: 'hold' as const, leaseMs: 3_500, leadTtlMs: 1_000 };
+      const common = { pacer, clock: systemClock, sites: dyingSites(), waitMs: 0, ambiguous: 'hold' as const, leaseMs: 3_500, leadTtlMs: 1_000 };
       const leader = createDeliverer({
         ...common,
-        outbox: leaderOutbox,
+        outbox: dyingOutbox(outbox, () => dead),
         owner: `leader-${run}`,
-        upstream: upstream(() => (dead = true)),
+        upstream: upstreamTo(() => (dead = true)),
       });
       leader.start();
       await expect.poll(async () => outbox.lead('probe', Date.now(), 1)).toBe(false);
       expect((await outbox.accept(items, Date.now(), DAY)).accepted).toHaveLength(250);
       await expect.poll(() => dead, { timeout: 5_000 }).toBe(true);
-      const standby = createDeliverer({ ...common, outbox, owner: `standby-${run}`, upstream: upstream(() => {}) });
+      const standby = createDeliverer({ ...common, outbox, owner: `standby-${run}`, upstream: upstreamTo(() => {}) });
       standby.start();
       closing.push(() => standby.stop());
       // The standby leads once the lock runs out, and leases the entries once the dead leader's lease has.
       await standby.drained({ timeoutMs: 15_000 });
-      const arrived = items.map((entry) => eventsOf(`die-${run}-${entry.id.slice(run.length + 1)}@example.com`).length);
       // Never twice; every entry arrived (the first call's were applied by the leader's call).
-      expect(arrived.filter((count) => count !== 1)).toEqual([]);
+      expect(arrivals(run, items).filter((count) => count !== 1)).toEqual([]);
       const held = (await outbox.deadLetters()).filter((letter) => letter.id.startsWith(run));
       expect(held.every((letter) => letter.reason === 'ambiguous')).toBe(true);
       // At most the 100 entries of the one call in flight are held; the 150 never sent are not.
       expect(held.length).toBeLessThanOrEqual(100);
       const firstHundred = new Set(items.slice(0, 100).map((entry) => entry.id));
       expect(held.filter((letter) => !firstHundred.has(letter.id))).toEqual([]);
+    }, 30_000);
+
+    it('a call still waiting for its place in the pace when the deliverer dies never left: delivered once by the next, none held', async () => {
+      const { outbox, pacer } = backing!;
+      const run = crypto.randomUUID().slice(0, 8);
+      // 300 entries: three calls of one lease. The pacer grants a slot every 100 ms, but the
+      // leader's own spacer lets a call leave only 2 s after the one before (RELAY_PLATFORM_RATE
+      // 0.25): its second call has its slot at once and waits about 2 s to leave.
+      const items = dyingItems(run, 300);
+      let dead = false;
+      // The leader is killed (SIGKILL) half a second after its first call was answered and settled,
+      // while its second waits to leave: then nothing it asks of the outbox happens, and no call of its leaves.
+      const killedAfterFirst = (store: Outbox): Outbox =>
+        new Proxy(store, {
+          get(target, property, receiver) {
+            if (property !== 'settle') return Reflect.get(target, property, receiver);
+            return async (...args: Parameters<Outbox['settle']>) => {
+              const done = await target.settle(...args);
+              if (args[1].delivered.length > 0) setTimeout(() => (dead = true), 500);
+              return done;
+            };
+          },
+        });
+      const common = { pacer, clock: systemClock, sites: dyingSites(), waitMs: 0, ambiguous: 'hold' as const, leaseMs: 3_500, leadTtlMs: 1_000 };
+      const leader = createDeliverer({
+        ...common,
+        rate: 0.25,
+        outbox: killedAfterFirst(dyingOutbox(outbox, () => dead)),
+        owner: `leader-${run}`,
+        upstream: upstreamTo(
+          () => {},
+          () => dead,
+        ),
+      });
+      leader.start();
+      await expect.poll(async () => outbox.lead('probe', Date.now(), 1)).toBe(false);
+      expect((await outbox.accept(items, Date.now(), DAY)).accepted).toHaveLength(300);
+      await expect.poll(() => dead, { timeout: 5_000 }).toBe(true);
+      expect(arrivals(run, items).filter((count) => count === 1)).toHaveLength(100);
+      const standby = createDeliverer({ ...common, outbox, owner: `standby-${run}`, upstream: upstreamTo(() => {}) });
+      standby.start();
+      closing.push(() => standby.stop());
+      await standby.drained({ timeoutMs: 20_000 });
+      // Every entry arrived once, and none is held: the calls that waited to leave had not left.
+      expect(arrivals(run, items).filter((count) => count !== 1)).toEqual([]);
+      expect((await outbox.deadLetters()).filter((letter) => letter.id.startsWith(run)).map((letter) => letter.id)).toEqual([]);
     }, 30_000);
   }));
 

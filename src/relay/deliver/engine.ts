@@ -91,7 +91,7 @@ export interface Engine {
   holds: Holds;
   /** the merge turns of calls answered, given back with the next slot request (slots.ts) */
   answeredTurns: string[];
-  /** settles once the call looking whether it may leave has left (slots.ts `waitToLeave`) */
+  /** settles once the call looking whether it may leave has left, or gone back (slots.ts `waitToLeave`) */
   leaving: Promise<void>;
   log(line: Record<string, unknown>): void;
   report: Report;

@@ -69,7 +69,7 @@ function pause(state: LeaseRun, notBefore: number): void {
  * here has been answered and settled (a stop waits for them).
  */
 export async function runCalls(engine: Engine, calls: readonly Call[], state: LeaseRun, started?: () => void): Promise<void> {
-  const { outbox, clock, lead } = engine.options;
+  const { clock, lead } = engine.options;
   const queue: Planned[] = calls.map((call) => ({ call, depth: 0 }));
   const inFlight = new Set<Promise<void>>();
   let failure: unknown;
@@ -126,44 +126,9 @@ export async function runCalls(engine: Engine, calls: readonly Call[], state: Le
         state.released.push(...call.entries);
         continue;
       }
-      if (lead && !(await lead.cover(clock.now() + timeoutMs + SEND_MARGIN_MS))) {
-        notGoing();
-        log(engine, 'lead_lost', call.entries.length);
-        stop(state, clock.now());
-        state.released.push(...call.entries);
-        continue;
-      }
-      // A send is counted as started only now, on this call's entries: a deliverer that dies
-      // leaves the rest of its lease never-sent (attempts unchanged), not ambiguous.
-      const marked = new Set(
-        await keepTrying(
-          () =>
-            outbox.sending(
-              state.lease,
-              call.entries.map((entry) => entry.seq),
-              clock.now(),
-            ),
-          'sending',
-          state.expires,
-          clock,
-          engine.log,
-        ).catch((error: unknown) => {
-          notGoing();
-          throw error;
-        }),
-      );
-      if (marked.size < call.entries.length) {
-        // The lease ran out: another lease may hold those entries now; they are not this one's to send.
-        log(engine, 'lease_lost', call.entries.length - marked.size);
-        call = only(call, (entry) => marked.has(entry.seq));
-        if (call.entries.length === 0) {
-          notGoing();
-          continue;
-        }
-      }
-      // The outbox counted a started send on each (doubt.ts reads it).
-      const going = { ...call, entries: call.entries.map((entry) => ({ ...entry, attempts: entry.attempts + 1 })) };
-      const flight: Promise<void> = sendAndSettle(engine, going, depth, timeoutMs, state, queue)
+      // Its entries are marked `sending` only once it may leave (sendAndSettle): a deliverer that
+      // dies while it waits leaves them never-sent (attempts unchanged), not in doubt.
+      const flight: Promise<void> = sendAndSettle(engine, call, depth, timeoutMs, state, queue)
         // Its turn goes back once the call is answered (or will not go).
         .finally(() => turnAnswered(engine, turn))
         .catch((error: unknown) => {
@@ -185,21 +150,82 @@ export async function runCalls(engine: Engine, calls: readonly Call[], state: Le
 
 const log = (engine: Engine, error: string, skipped: number) => engine.log({ level: 'warn', error, skipped });
 
-/** Sends one call and settles what its answer proves; the parts of a call refused as a whole go to the front of `queue`. */
-async function sendAndSettle(engine: Engine, call: Call, depth: number, timeoutMs: number, state: LeaseRun, queue: Planned[]): Promise<void> {
-  const { upstream, clock, ambiguous, lead } = engine.options;
-  // Calls leave spaced by the time they leave; the lead must still cover this one to its end.
-  const left = await waitToLeave(engine);
+/**
+ * Whether a call that may leave now does not go (an earlier call stopped the lease, the breaker
+ * paused unproven calls, the driver is stopping, the lease has too little time left): its entries
+ * then go back to the outbox at the end of the lease, unmarked (never sent).
+ */
+function heldBack(engine: Engine, call: Call, timeoutMs: number, state: LeaseRun): boolean {
+  const { clock } = engine.options;
+  if (state.stopAt === undefined && (engine.stopped() || timeoutMs < Math.min(MIN_CALL_MS, engine.callTimeoutMs))) stop(state, clock.now());
+  if (state.stopAt !== undefined) {
+    state.released.push(...call.entries);
+    return true;
+  }
+  if (state.pausedAt !== undefined && !call.proven) {
+    state.paused.push(...call.entries);
+    return true;
+  }
+  return false;
+}
+
+/**
+ * Marks `call`'s entries `sending` (a started send counted on each, only under the lease's own
+ * live lease), once the lead outlasts the call. Resolves to the call as it goes (the entries
+ * marked), or undefined when it does not go (their entries go back, or are another lease's now).
+ */
+async function markSending(engine: Engine, call: Call, timeoutMs: number, state: LeaseRun): Promise<Call | undefined> {
+  const { outbox, clock, lead } = engine.options;
+  if (heldBack(engine, call, timeoutMs, state)) return undefined;
   if (lead && !(await lead.cover(clock.now() + timeoutMs + SEND_MARGIN_MS))) {
     log(engine, 'lead_lost', call.entries.length);
     stop(state, clock.now());
-    await engine.settle(
-      state.lease,
-      { delivered: [], released: call.entries.map((entry) => ({ seq: entry.seq, notBefore: clock.now(), tried: entry.attempts > 1 })), dead: [] },
-      state.expires,
-    );
-    return;
+    state.released.push(...call.entries);
+    return undefined;
   }
+  const marked = new Set(
+    await keepTrying(
+      () =>
+        outbox.sending(
+          state.lease,
+          call.entries.map((entry) => entry.seq),
+          clock.now(),
+        ),
+      'sending',
+      state.expires,
+      clock,
+      engine.log,
+    ),
+  );
+  // The lease ran out: another lease may hold those entries now; they are not this one's to send.
+  if (marked.size < call.entries.length) log(engine, 'lease_lost', call.entries.length - marked.size);
+  if (marked.size === 0) return undefined;
+  // The outbox counted a started send on each (doubt.ts reads it).
+  const going = only(call, (entry) => marked.has(entry.seq));
+  return { ...going, entries: going.entries.map((entry) => ({ ...entry, attempts: entry.attempts + 1 })) };
+}
+
+/**
+ * Sends one call once it may leave, and settles what its answer proves; the parts of a call
+ * refused as a whole go to the front of `queue`. Its entries are marked `sending` only then
+ * (after its slot and its spacer's wait, right before it goes): a deliverer that dies while the
+ * call waits leaves them never-sent, not in doubt.
+ */
+async function sendAndSettle(engine: Engine, planned: Call, depth: number, plannedTimeoutMs: number, state: LeaseRun, queue: Planned[]): Promise<void> {
+  const { upstream, clock, ambiguous } = engine.options;
+  let call: Call | undefined;
+  let timeoutMs = plannedTimeoutMs;
+  let asked = false;
+  const left = await waitToLeave(engine, async () => {
+    asked = true;
+    // The lease has lost the time waited.
+    timeoutMs = Math.min(plannedTimeoutMs, state.expires - clock.now() - SETTLE_MARGIN_MS);
+    call = await markSending(engine, planned, timeoutMs, state);
+    return call !== undefined;
+  });
+  // The driver stopped while the call waited: it never left.
+  if (!asked) heldBack(engine, planned, timeoutMs, state);
+  if (left === undefined || call === undefined) return;
   const outcome = await callOnce(upstream, call.endpoint, bodyOf(call), { timeoutMs, paced: true, from: call.proven ? 'proven' : 'browser' });
   const now = clock.now();
   engine.spacer.answered(left, now);

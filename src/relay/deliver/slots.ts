@@ -5,7 +5,8 @@
  * Where several deliverers share the pacer (Workers), a `person/merge` call asks for its slot
  * together with the turn of the people it names (state/turns.ts), and gives the turn back once
  * answered, on its deliverer's next slot request (or at the end of the round, when none comes).
- * Right before a call goes, it waits for the spacer (spacer.ts) to let it leave.
+ * Right before a call goes, it waits for the spacer (spacer.ts) to let it leave, and only then are
+ * its entries marked `sending`.
  * @module
  */
 import { sha256 } from '@noble/hashes/sha2.js';
@@ -76,35 +77,51 @@ export async function takeSlot(engine: Engine, turn?: Turn): Promise<number> {
 }
 
 /**
- * Waits until the call may leave (spacer.ts); resolves to the time it left. Where the pacer shares
- * a window with proxy calls ({@link Pacer.leave}), the call must fit there too: it is counted there
- * ahead, for when the spacer will let it go, so the store's round trip overlaps the spacer's wait.
- * The calls of this engine do so one at a time, so two never count on the same free place. A call
- * the spacer then still holds (a late answer moved a call of its window) asks again; the place it
- * was counted in stays taken, a slot lost, never one too many. A pacer that cannot be reached does
- * not stop the call (the spacer still spaces it).
+ * Waits until the call may leave (spacer.ts), then asks `ready` (the call's `sending` mark: false
+ * when it does not go), and resolves to the time it left: undefined when `ready` said no, or when
+ * the deliverer began to stop before the call was ready (nothing was marked: it goes back). The
+ * spacer counts the call only once it is ready, right before it goes; a `ready` that took long
+ * (a slow store) has the call look again (and count again in the shared window, below).
  *
- * Its entries are marked `sending`: it goes even once the deliverer is stopping, whose naps end at
- * once (fill.ts), so the wait is then slept on a timer of its own (a stop waits for this call
- * anyway) rather than looped.
+ * Where the pacer shares a window with proxy calls ({@link Pacer.leave}), the call must fit there
+ * too: it is counted there ahead, for when the spacer will let it go, so the store's round trip
+ * overlaps the spacer's wait. A call the spacer then still holds (a late answer moved a call of
+ * its window) asks again; the place it was counted in stays taken, a slot lost, never one too
+ * many. A pacer that cannot be reached does not stop the call (the spacer still spaces it).
+ *
+ * The calls of this engine look one at a time, in the order they were started, so they are marked
+ * and leave in plan order and two never count on the same free place. Once its entries are
+ * marked, a call goes even when the deliverer is stopping, whose naps end at once (fill.ts): that
+ * last look is slept on a timer of its own (a stop waits for this call anyway) rather than looped.
  */
-export async function waitToLeave(engine: Engine): Promise<number> {
+export async function waitToLeave(engine: Engine, ready: () => Promise<boolean>): Promise<number | undefined> {
   const { clock, pacer } = engine.options;
-  const pause = (ms: number) => (engine.stopped() ? sleep(ms) : engine.nap(ms));
-  if (pacer.leave === undefined) {
-    for (;;) {
-      const now = clock.now();
-      const wait = engine.spacer.wait(now);
-      if (wait === 0) return now;
-      await pause(wait);
-    }
-  }
+  let readied = false;
+  const pause = (ms: number) => (readied && engine.stopped() ? sleep(ms) : engine.nap(ms));
+  /** Marks the call once it may go: false when it does not go. */
+  const mark = async () => {
+    readied = await ready();
+    return readied;
+  };
   const before = engine.leaving;
   let done!: () => void;
   engine.leaving = new Promise<void>((resolve) => (done = resolve));
   await before;
   try {
+    if (pacer.leave === undefined) {
+      for (;;) {
+        if (!readied && engine.stopped()) return undefined;
+        const now = clock.now();
+        const wait = engine.spacer.look(now);
+        if (wait > 0) await pause(wait);
+        else if (readied) {
+          engine.spacer.count(now);
+          return now;
+        } else if (!(await mark())) return undefined;
+      }
+    }
     for (let counted = false, again = false, late = 0, place = 0; ; ) {
+      if (!readied && engine.stopped()) return undefined;
       const asked = clock.now();
       const wait = engine.spacer.look(asked);
       if (!counted && engine.spacer.probing(asked)) {
@@ -128,14 +145,19 @@ export async function waitToLeave(engine: Engine): Promise<number> {
       }
       const left = place - clock.now();
       if (left > 0) await pause(left);
+      if (!readied && engine.stopped()) return undefined;
       const at = clock.now();
-      // Held longer by its spacer, or woken (or counted) later than the window's margin allows (a
-      // busy event loop, a slow store): its count moves to when it goes, twice at most for lateness.
+      // Held longer by its spacer, or woken (or counted, or marked) later than the window's margin
+      // allows (a busy event loop, a slow store): its count moves to when it goes, twice at most for lateness.
       const tooLate = at - place > LATE_MS && late < MAX_LATE_ASKS;
       if (engine.spacer.look(at) > 0 || tooLate) {
         if (tooLate) late++;
         counted = false;
         again = true;
+        continue;
+      }
+      if (!readied) {
+        if (!(await mark())) return undefined;
         continue;
       }
       engine.spacer.count(at);
