@@ -1,8 +1,9 @@
 /**
  * cdp-edge/server's tracker against a real relay (SQLite state file, its own HTTP port) and the
  * emulator behind it over real HTTP: a webhook retried five times (from two instances) lands once;
- * a relay down for 10 s loses nothing once `flush()` resolves; a spool keeps what a process that
- * ended, or was killed, could not send, and the next process sends it, once.
+ * a relay down for several of the tracker's longest backoffs loses nothing once `flush()` resolves;
+ * a spool keeps what a process that ended, or was killed, could not send, and the next process
+ * sends it, once.
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -20,6 +21,9 @@ import { startUpstreamStack, UPSTREAM_KEY, type UpstreamStack } from '../relay/s
 
 const TSX = pathToFileURL(join(import.meta.dirname, '..', '..', 'node_modules', 'tsx', 'dist', 'loader.mjs')).href;
 const CHILD = join(import.meta.dirname, 'support', 'crash-child.ts');
+
+/** How long the relay is down in the outage case: five of the tracker's longest backoffs (its maxBackoffMs there), so it tries again and again meanwhile. */
+const OUTAGE_MS = 5_000;
 
 let stack: UpstreamStack;
 let upstream: UpstreamControl;
@@ -98,11 +102,11 @@ describe('createServerTracker against a real relay', () => {
     ]);
   });
 
-  it('loses nothing while the relay is down for 10 s: every item lands once after flush()', { timeout: 60_000 }, async () => {
+  it(`loses nothing while the relay is down for ${OUTAGE_MS / 1000} s: every item lands once after flush()`, { timeout: 60_000 }, async () => {
     let relay = await startOn(0);
     const port = relay.port;
     const errors: ServerTrackerError[] = [];
-    const cdp = createServerTracker({ relay: relay.url, token, maxBackoffMs: 2000, onError: (error) => errors.push(error) });
+    const cdp = createServerTracker({ relay: relay.url, token, maxBackoffMs: OUTAGE_MS / 5, onError: (error) => errors.push(error) });
     const email = 'outage@example.com';
     const track = (n: number) => cdp.track({ id: `order-${n}`, activity_id: 'act:cm:viewed', person: { 'str::email': email } });
     expect((await track(0)).status).toBe('accepted');
@@ -110,11 +114,11 @@ describe('createServerTracker against a real relay', () => {
     const down = Date.now();
     // Tracked while the relay is down, one of them again (a retried webhook), and order-0 once more.
     const during = [1, 2, 3, 2, 0].map(track);
-    await new Promise((resolve) => setTimeout(resolve, 10_000));
+    await new Promise((resolve) => setTimeout(resolve, OUTAGE_MS));
     expect(cdp.pending).toBe(4);
     relay = await startOn(port);
     await cdp.flush();
-    expect(Date.now() - down).toBeGreaterThanOrEqual(10_000);
+    expect(Date.now() - down).toBeGreaterThanOrEqual(OUTAGE_MS);
     expect(cdp.pending).toBe(0);
     expect((await Promise.all(during)).map((result) => result.status)).toEqual(['accepted', 'accepted', 'accepted', 'accepted', 'duplicate']);
     expect(errors.length).toBeGreaterThan(0);
