@@ -37,7 +37,10 @@ export function chooseHandoff(choice: HandoffChoice): { handoff: Handoff; outbox
   if (choice.enqueue) return { handoff: queueHandoff(choice.enqueue) };
   const outbox = choice.outbox ?? createMemoryOutbox();
   if (!(choice.deliver ?? true))
-    return { handoff: outboxHandoff(outbox, config.windowMs, config.outboxLimits, undefined, config.unproven.share, config.platformRate), outbox };
+    return {
+      handoff: outboxHandoff(outbox, config.windowMs, config.outboxLimits, undefined, config.unproven.share, config.platformRate, config.outboxIdleSeconds),
+      outbox,
+    };
   const deliverer = createDeliverer({
     outbox,
     pacer,
@@ -72,7 +75,15 @@ export function chooseHandoff(choice: HandoffChoice): { handoff: Handoff; outbox
   });
   deliverer.start();
   return {
-    handoff: outboxHandoff(outbox, config.windowMs, config.outboxLimits, (count) => deliverer.kick(count), config.unproven.share, config.platformRate),
+    handoff: outboxHandoff(
+      outbox,
+      config.windowMs,
+      config.outboxLimits,
+      (count) => deliverer.kick(count),
+      config.unproven.share,
+      config.platformRate,
+      config.outboxIdleSeconds,
+    ),
     outbox,
     deliverer,
   };

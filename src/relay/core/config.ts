@@ -8,7 +8,7 @@
  * @module
  */
 import { baseUrlFor, isRegion } from '../../api/index.js';
-import { DEFAULT_OUTBOX_LIMITS, DEFAULT_UNPROVEN, type OutboxLimits, type UnprovenLimits } from './outbox-limits.js';
+import { DEFAULT_IDLE_SECONDS, DEFAULT_OUTBOX_LIMITS, DEFAULT_UNPROVEN, type OutboxLimits, type UnprovenLimits } from './outbox-limits.js';
 import { RelayConfigError } from './errors.js';
 import { applyPlan, parseSites, type SiteConfig } from './sites.js';
 import { parseTokens, type TokenConfig } from './tokens.js';
@@ -72,6 +72,12 @@ export interface RelayConfig {
    * answers `retry` with `Retry-After`. @default {@link DEFAULT_OUTBOX_LIMITS}
    */
   outboxLimits: OutboxLimits;
+  /**
+   * `RELAY_OUTBOX_IDLE_SECONDS`: while the outbox holds less than this many seconds of the key's
+   * pace, a visitor past `RELAY_OUTBOX_MAX_PER_VISITOR` is still taken, up to that amount
+   * (ingest/idle-room.ts); 0 turns it off @default {@link DEFAULT_IDLE_SECONDS}
+   */
+  outboxIdleSeconds: number;
   /**
    * What unproven items may take of a site (ingest/unproven.ts): `RELAY_OUTBOX_UNPROVEN_SHARE`, the
    * part of the outbox's site and total limits they may fill (0.5), and
@@ -243,6 +249,7 @@ export function parseConfig(env: Env): RelayConfig {
     deliveryRetryMs: atLeast(env, 'RELAY_DELIVERY_RETRY_MS', 5_000, 100),
     ambiguous: ambiguousPolicy(env),
     outboxLimits: outboxLimits(env),
+    outboxIdleSeconds: positive(env, 'RELAY_OUTBOX_IDLE_SECONDS', DEFAULT_IDLE_SECONDS),
     unproven: unprovenLimits(env),
     logLevel: logLevel(env),
     identityTtlSeconds: 3600,

@@ -28,6 +28,13 @@ export interface OutboxLimits {
 export const DEFAULT_OUTBOX_LIMITS: OutboxLimits = { visitor: 1_000, site: 100_000, total: 200_000, dead: 10_000 };
 
 /**
+ * Seconds of the key's pace the outbox may hold for one visitor past its own limit while nothing
+ * else fills it (`RELAY_OUTBOX_IDLE_SECONDS`, ingest/idle-room.ts): 5,000 entries at a professional
+ * key's 10 calls of 100 a second. 0 holds every visitor to its own limit whatever waits.
+ */
+export const DEFAULT_IDLE_SECONDS = 5;
+
+/**
  * What unproven items (no valid `user_hash` or identity token: anyone can send them) may take of a
  * site, so that they never crowd out its signed-in visitors (ingest/unproven.ts).
  */

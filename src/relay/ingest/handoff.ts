@@ -8,8 +8,9 @@
 import type { ItemResult } from '../../api/collect.js';
 import { LIMITS } from '../../api/index.js';
 import type { SiteConfig } from '../core/sites.js';
-import { OUTBOX_FULL, type OutboxLimits, UNPROVEN_FULL, unprovenShareOf } from '../core/outbox-limits.js';
+import { DEFAULT_IDLE_SECONDS, OUTBOX_FULL, type OutboxLimits, UNPROVEN_FULL, unprovenShareOf } from '../core/outbox-limits.js';
 import type { Accepted, EntryKind, Outbox } from '../state/outbox.js';
+import { acceptWithIdleRoom, idleRoom, roomSeconds } from './idle-room.js';
 
 /** One checked item, as the platform entry it will be sent as. */
 export interface Prepared {
@@ -98,8 +99,10 @@ function runs(items: readonly Prepared[], proven: (item: Prepared) => boolean): 
 /**
  * Hands items to `outbox` (one atomic step, within `limits`; unproven items within `unprovenShare`
  * of the site's and the outbox's limits, ingest/unproven.ts); `accepted(count)` wakes the deliverer.
- * Items that found no room are answered `retry`, with a Retry-After of when what waits will have
- * gone at `rate` platform calls a second ({@link drainSeconds}; {@link FULL_RETRY_AFTER_S} without a rate).
+ * With a `rate`, a visitor past its cap is still taken while the outbox holds less than `idleSeconds`
+ * of that pace (idle-room.ts: fairness that is work-conserving). Items that found no room are
+ * answered `retry`, with a Retry-After of when what waits will have gone at `rate` platform calls a
+ * second ({@link drainSeconds}), or sooner when they will fit in the idle room ({@link FULL_RETRY_AFTER_S} without a rate).
  */
 export function outboxHandoff(
   outbox: Outbox,
@@ -108,19 +111,24 @@ export function outboxHandoff(
   accepted?: (count: number) => void,
   unprovenShare = 1,
   rate?: number,
+  idleSeconds = DEFAULT_IDLE_SECONDS,
 ): Handoff {
   return async ({ site, items, browser, visitor, now }) => {
     // An unknown address ('') is not one visitor: only the site's and the outbox's limits hold.
     const all = visitor === '' ? { ...limits, visitor: Number.POSITIVE_INFINITY } : limits;
+    // While the outbox holds less than a few seconds of the key's pace, a visitor past its cap is taken still (idle-room.ts).
+    const room = rate === undefined ? 0 : idleRoom(rate, idleSeconds);
     const taken: Accepted = { accepted: [], duplicate: [], full: [] };
     const short = new Set<string>();
     // Proven and unproven items in runs, in order (a browser's items keep their order), each run in one step.
     for (const run of runs(items, (item) => item.proven || unprovenShare >= 1)) {
-      const answer = await outbox.accept(
+      const answer = await acceptWithIdleRoom(
+        outbox,
         run.items.map((item) => ({ site: site.key, id: item.id, kind: item.kind, entry: item.entry, browser, visitor, accepted: now })),
         now,
         windowMs + REMEMBER_MARGIN_MS,
         run.proven ? all : unprovenShareOf(all, unprovenShare),
+        room,
       );
       taken.accepted.push(...answer.accepted);
       taken.duplicate.push(...answer.duplicate);
@@ -142,7 +150,14 @@ export function outboxHandoff(
     if (taken.accepted.length > 0) accepted?.(taken.accepted.length);
     if (taken.full.length === 0) return { results };
     // When what waits now will have gone at the key's pace (counters: the same cost whatever the backlog).
-    const retryAfter = rate === undefined ? FULL_RETRY_AFTER_S : drainSeconds((await outbox.stats()).pending, rate);
+    // With idle room, as soon as enough have gone that these fit under it (idle-room.ts `roomSeconds`).
+    const pending = rate === undefined ? 0 : (await outbox.stats()).pending;
+    const retryAfter =
+      rate === undefined
+        ? FULL_RETRY_AFTER_S
+        : all.visitor < room
+          ? Math.min(drainSeconds(pending, rate), roomSeconds(pending, taken.full.length, rate, room))
+          : drainSeconds(pending, rate);
     return { results, retryAfter, code: OUTBOX_FULL };
   };
 }
