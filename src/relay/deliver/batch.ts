@@ -71,8 +71,31 @@ export function peopleOf(entry: Leased, mergeBy: readonly string[]): string[] {
 }
 
 /**
- * Groups `leased` (oldest first) into calls, merges before activities, each call's entries in the
- * order they were accepted. A call holds one kind, one `merge_by`, and proven entries only or
+ * `leased` (oldest first) with the activities taken a round of browsers at a time: every
+ * browser's first activity of the lease, then every one's second, and so on, each browser's in
+ * the order they were accepted (merges keep their places). A browser with a backlog (a flood, a
+ * backfill) then fills the later calls while one with a new item goes in the first, instead of
+ * behind the whole backlog: in the last call, the one a backlog holds back to fill (lease-run.ts).
+ */
+function byRound(leased: readonly Leased[]): Leased[] {
+  const seen = new Map<string, number>();
+  const round = leased.map((entry) => {
+    if (entry.kind !== 'activity') return 0;
+    const browser = `${entry.site}\u0000${entry.browser}`;
+    const n = seen.get(browser) ?? 0;
+    seen.set(browser, n + 1);
+    return n;
+  });
+  return leased
+    .map((_, i) => i)
+    .sort((a, b) => round[a]! - round[b]! || a - b)
+    .map((i) => leased[i]!);
+}
+
+/**
+ * Groups `leased` (oldest first) into calls, merges before activities; merges in the order they
+ * were accepted, activities a round of browsers at a time ({@link byRound}: each browser's in the
+ * order they were accepted, across calls and within each). A call holds one kind, one `merge_by`, and proven entries only or
  * none (breaker.ts: refusals drawn by anonymous items do not hold the proven ones); merge calls go one at a time in the order given here, and a merge never goes in a
  * call before one holding an earlier merge of its person (a verified and an unverified identify
  * of one person, strategies 2 and 3, apply in accepted order).
@@ -84,7 +107,7 @@ export function planCalls(leased: readonly Leased[], sites: CallPlanning, maxEnt
   const lastCallOf = new Map<string, number>();
   const fits = (call: { entries: Leased[]; bytes: number }, size: number) =>
     call.entries.length < maxEntries && call.bytes + size <= LIMITS.payloadBytes - ENVELOPE_BYTES;
-  for (const entry of leased) {
+  for (const entry of byRound(leased)) {
     const by = sites.mergeBy(entry.site);
     const proven = sites.proven(entry);
     const key = `${entry.kind}\u0000${proven}\u0000${by.join(',')}`;
