@@ -29,6 +29,13 @@ const workers = Number(process.env['CDP_EDGE_TEST_WORKERS']) || Math.max(4, avai
  */
 const TIMED = ['test/security/bounded-work.test.ts', 'test/security/refusals.test.ts', 'test/relay/limits.test.ts'];
 
+/**
+ * `expect.poll` waits up to 5 s for what a test waits on (a lead taken, a page's log, a queue
+ * emptied), not Vitest's 1 s: on 2 cores busy with the whole suite a process may get no CPU for
+ * longer than a second. A test that means "at once" says its own bound.
+ */
+const waits = { poll: { timeout: 5_000 } };
+
 export default defineConfig({
   test: {
     maxWorkers: workers,
@@ -37,6 +44,7 @@ export default defineConfig({
       {
         test: {
           name: 'node',
+          expect: waits,
           environment: 'node',
           include: ['test/**/*.test.ts'],
           exclude: ['test/browser/**', 'test/workerd/**', 'test/e2e/**', 'test/container/**', 'test/next/next.test.ts', '**/node_modules/**', ...TIMED],
@@ -47,6 +55,7 @@ export default defineConfig({
       {
         test: {
           name: 'timed',
+          expect: waits,
           environment: 'node',
           include: TIMED,
           maxWorkers: 1,
@@ -57,6 +66,7 @@ export default defineConfig({
       {
         test: {
           name: 'dom',
+          expect: waits,
           environment: 'happy-dom',
           include: ['test/browser/**/*.test.ts'],
           setupFiles: ['test/browser/setup.ts'],
@@ -71,6 +81,7 @@ export default defineConfig({
       {
         test: {
           name: 'e2e',
+          expect: waits,
           environment: 'node',
           include: ['test/e2e/**/*.test.ts'],
           testTimeout: 120_000,

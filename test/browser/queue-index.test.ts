@@ -86,7 +86,7 @@ describe('the queue index', () => {
     const { t } = await tracker({ store, consent: 'store-only' });
     const first = t.track('act:cm:a');
     // Gathered for a few milliseconds, then written.
-    await vi.waitFor(() => expect(puts).toBe(1));
+    await vi.waitFor(() => expect(puts).toBe(1), { timeout: 5_000 });
     const rest = Array.from({ length: 30 }, () => t.track('act:cm:b'));
     for (let i = 0; i < 5; i++) await nextTask();
     release();

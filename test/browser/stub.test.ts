@@ -83,7 +83,7 @@ describe('window.cdp', () => {
     expect(() => (bad = cdp.track!('nope'))).not.toThrow();
     await expect(bad).rejects.toThrow(/E2 nope/);
     await expect(cdp('explode')).rejects.toThrow(/E9 explode/);
-    await vi.waitFor(() => expect(warn).toHaveBeenCalledTimes(2));
+    await vi.waitFor(() => expect(warn).toHaveBeenCalledTimes(2), { timeout: 5_000 });
   });
 
   it('a broken init is logged, not thrown', () => {

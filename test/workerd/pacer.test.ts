@@ -102,7 +102,7 @@ describe("deliver calls waiting in the key's pacer object", () => {
     const before = await pacerRequests(name);
     const waiting = p.take(Date.now(), 'deliver').then((wait) => ({ wait, at: Date.now() }));
     // The proxy call asks once the deliver call waits inside the object (sent together, either may arrive first).
-    await expect.poll(() => pacerRequests(name), { interval: 10 }).toBe(before + 1);
+    await expect.poll(() => pacerRequests(name), { interval: 10, timeout: 5_000 }).toBe(before + 1);
     // The next slot (about 500 ms after the first call) is the proxy call's: it is told how long until then.
     const asked = Date.now();
     const proxyWait = await p.take(asked, 'proxy');
@@ -135,7 +135,7 @@ describe("deliver calls waiting in the key's pacer object", () => {
     const before = await pacerRequests(name);
     const waiting = p.take(Date.now(), 'deliver', turn('next'));
     // once the object has looked (the turn is held), the holder's call is answered and its turn given back
-    await expect.poll(() => pacerRequests(name), { interval: 10 }).toBe(before + 1);
+    await expect.poll(() => pacerRequests(name), { interval: 10, timeout: 5_000 }).toBe(before + 1);
     await p.giveBack!(['holder'], Date.now());
     expect(await waiting).toBe(0);
     expect((await pacerRequests(name)) - before).toBe(2);
