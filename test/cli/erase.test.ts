@@ -81,6 +81,14 @@ describe('cdp-edge erase --relay URL', () => {
     expect(JSON.parse(again.out)).toMatchObject({ dropped: { waiting: 0, dead_letters: 0 }, platform: { status: 'deleted', found: 0 }, complete: true });
   });
 
+  it('exits 1 when the platform was not asked (entries in flight), saying to run it again', async () => {
+    expect(await send('f1', 'ivy@example.com')).toMatchObject({ status: 'accepted' });
+    await relay.outbox.lease('a-deliverer', 10, Date.now(), 60_000);
+    const run = await cli('--email', 'ivy@example.com', '--relay', relay.url, '--token', admin);
+    expect(run.code).toBe(1);
+    expect(run.out).toMatch(/in flight: {2}1 entry held by a deliverer for a call\n {2}platform: {3}not asked: .*repeat the erasure/);
+  });
+
   it('refuses bad input before anything is sent, with the usage', async () => {
     const before = await relay.outbox.stats();
     for (const [argv, message] of [

@@ -12,6 +12,7 @@ import { parseConfig } from '../../src/relay/core/config.js';
 import type { LogLine } from '../../src/relay/core/logging.js';
 import { createToken } from '../../src/relay/core/tokens.js';
 import type { OutboxStore } from '../../src/relay/state/outbox.js';
+import { createMemoryOutbox } from '../../src/relay/state/memory-outbox.js';
 import { createSqliteOutbox } from '../../src/relay/state/sqlite-outbox.js';
 import { item } from './suite/outbox-suite.js';
 
@@ -168,6 +169,40 @@ describe('POST /admin/erase', () => {
     expect(await deleteCalls()).toBe(deletesBefore);
     const after = await collect(relay, [track('t-ei', { 'str::ei': 'cust-42' })]);
     expect(after.results[0]).toMatchObject({ status: 'rejected', reason: 'suppressed' });
+  });
+
+  it('reports a platform step that failed (the person stays suppressed, their entries dropped), and a failed store as 503 logged with its cause', async () => {
+    const { relays, outbox } = await deployment();
+    const relay = relays[0]!;
+    await collect(relay, [identify('i-fail', { 'str::email': 'fay@example.com' })]);
+    const faults = (body: unknown) =>
+      fetch(`${emulator.url}/_emulator/faults`, {
+        method: 'PUT',
+        headers: { 'x-api-key': KEY, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+    expect((await faults({ 'person/get': { status: 503, rate: 1 } })).status).toBe(200);
+    try {
+      const report = await (await erase(relay, { email: 'fay@example.com' })).json();
+      expect(report).toMatchObject({ dropped: { waiting: 1 }, platform: { status: 'failed', step: 'person/get', http_status: 503 }, complete: false });
+    } finally {
+      await faults({});
+    }
+    expect(await outbox.stats()).toMatchObject({ pending: 0 });
+    expect((await collect(relay, [identify('i-fail-2', { 'str::email': 'fay@example.com' })])).results[0]).toMatchObject({ reason: 'suppressed' });
+
+    // A store that fails the suppression: 503, the cause logged, nothing dropped.
+    const memory = createMemoryOutbox();
+    const failing = { ...memory, suppress: () => Promise.reject(new Error('disk I/O error at /var/lib/relay')) };
+    const lines: LogLine[] = [];
+    const config = parseConfig({ CDP_API_KEY: KEY, CDP_BASE_URL: emulator.url, RELAY_LOG: 'off', RELAY_TOKENS: tokens });
+    const handlers = createRelayHandlers(config, { outbox: failing, deliver: false, logger: (line) => lines.push(line) });
+    await memory.accept([item('s', 'kept', { entry: { activity_id: 'act:cm:page', fields: { 'str::email': 'fay@example.com' } } })], Date.now(), 3600_000);
+    const failed = await erase(handlers, { email: 'fay@example.com' });
+    expect(failed.status).toBe(503);
+    expect(await failed.json()).toMatchObject({ error: { code: 'relay_unavailable' } });
+    expect(lines.find((line) => line.kind === 'error')).toMatchObject({ path: '/admin/erase', cause: { message: expect.stringContaining('disk I/O error') } });
+    expect(await memory.stats()).toMatchObject({ pending: 1 });
   });
 
   it('refuses bad input with the documented error shape and a token without the admin scope, suppressing no one', async () => {
