@@ -2,7 +2,7 @@
 // more than the rate in any second, proxy calls first, and the platform's try-in-seconds held by all;
 // and the merge turns per person every outbox object's merge calls take with their slots. The
 // key's pacer keeps a deliver call waiting inside until its slot (and turn) comes: one request per call.
-import { abortAllDurableObjects, env } from 'cloudflare:test';
+import { abortAllDurableObjects, env, runInDurableObject } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
 import { ENDPOINTS } from '../../src/api/index.js';
 import { createUpstream } from '../../src/relay/deliver/caller.js';
@@ -15,22 +15,59 @@ import { pacerRequests } from './target.js';
 
 const pacer = (rate: number) => createDurablePacer(env['RELAY_STATE'], `pacer:test-${crypto.randomUUID()}`, rate);
 
+/** A virtual time, read by a pacer object and its callers alike. */
+interface Virtual {
+  t: number;
+}
+
+/** Sets the clock pacer `name`'s object grants on, from inside the object (a restart sets it back to the real one). */
+const setObjectClock = (name: string, clock: () => number) =>
+  runInDurableObject(env['RELAY_STATE'].get(env['RELAY_STATE'].idFromName(name)), (instance) => {
+    (instance as { clock: () => number }).clock = clock;
+  });
+
+/** A pacer of `rate` whose object grants on virtual time `at` (its callers ask with `at.t`, on the same clock). */
+async function virtualPacer(rate: number, at: Virtual) {
+  const name = `pacer:test-${crypto.randomUUID()}`;
+  await setObjectClock(name, () => at.t);
+  return Object.assign(
+    createDurablePacer(env['RELAY_STATE'], name, rate, 0, () => at.t),
+    { name },
+  );
+}
+
 /** The spacing of grants at 10 calls/s: the send margin kept between calls from many objects. */
 const INTERVAL = 100 * (1 + SEND_MARGIN);
+
+/**
+ * The times (virtual) of the grants to callers whose clocks read `offsets` off the pacer's, each
+ * asking in turn, again whenever told, while `more` says so.
+ */
+async function grantsTo(p: ReturnType<typeof createDurablePacer>, at: Virtual, offsets: number[], more: (granted: number[]) => boolean): Promise<number[]> {
+  const granted: number[] = [];
+  while (more(granted)) {
+    const waits: number[] = [];
+    for (const offset of offsets) waits.push(await p.take(at.t + offset, 'deliver'));
+    for (const wait of waits) if (wait === 0) granted.push(at.t);
+    at.t += Math.min(...waits.filter((wait) => wait > 0), INTERVAL);
+  }
+  return granted;
+}
 
 /** The most grants that fall in any one-second window. */
 const busiestSecond = (granted: number[]) => Math.max(...granted.map((start) => granted.filter((at) => at >= start && at < start + 1000).length));
 
 describe('the pacer object', () => {
   it('grants at most RELAY_PLATFORM_RATE deliver calls in any second, however many ask at once', async () => {
-    const p = pacer(10);
     const start = 1_000_000;
+    const at = { t: start };
+    const p = await virtualPacer(10, at);
     const granted: number[] = [];
     // Twenty askers at once (as isolates would), asking again when told, for three seconds.
-    for (let t = start; t < start + 3000; ) {
-      const waits = await Promise.all(Array.from({ length: 20 }, () => p.take(t, 'deliver')));
-      for (const wait of waits) if (wait === 0) granted.push(t);
-      t += Math.min(...waits.filter((wait) => wait > 0));
+    while (at.t < start + 3000) {
+      const waits = await Promise.all(Array.from({ length: 20 }, () => p.take(at.t, 'deliver')));
+      for (const wait of waits) if (wait === 0) granted.push(at.t);
+      at.t += Math.min(...waits.filter((wait) => wait > 0));
     }
     // At most the rate in any second, ten grants spanning a second and the send margin…
     expect(busiestSecond(granted)).toBeLessThanOrEqual(10);
@@ -41,17 +78,43 @@ describe('the pacer object', () => {
     // but on a machine loaded many times over they took more than the project's 30 s.
   }, 90_000);
 
+  it('grants on its own clock: callers whose clocks run 800 ms ahead of it and behind it get grants an interval apart, at most the rate in any second', async () => {
+    const start = 7_000_000;
+    const at = { t: start };
+    const p = await virtualPacer(10, at);
+    // Two outbox objects on other machines, asking whenever told: one's clock 800 ms behind the pacer's, one's 800 ms ahead.
+    const granted = await grantsTo(p, at, [-800, 800], () => at.t < start + 3000);
+    // On the pacer's clock (the platform's, but for the way there): never two grants closer than an interval.
+    expect(Math.min(...granted.slice(1).map((grant, n) => grant - granted[n]!))).toBeGreaterThanOrEqual(Math.floor(INTERVAL));
+    expect(busiestSecond(granted)).toBeLessThanOrEqual(10);
+    expect(granted.length).toBeGreaterThanOrEqual(10);
+  });
+
+  it('widens the margin by the spread of arrivals it measures: ten grants span a second, the send margin and the spread', async () => {
+    const start = 8_000_000;
+    const at = { t: start };
+    const p = await virtualPacer(10, at);
+    // Two callers: one's requests arrive as they state, the other's 300 ms later (its way there, or its clock).
+    const granted = await grantsTo(p, at, [0, -300], (grants) => grants.length < 12);
+    // Measured from the second grant on (the first was granted before the spread was seen).
+    expect(granted[11]! - granted[1]!).toBeGreaterThanOrEqual(1000 * (1 + SEND_MARGIN) + 300);
+    // …and no more than that: the budget is used.
+    expect(granted[11]! - granted[1]!).toBeLessThan(1000 * (1 + SEND_MARGIN) + 300 + 10 * 5);
+  });
+
   it('tells a refused caller how long to wait, and that wait is enough', async () => {
-    const p = pacer(10);
-    expect(await p.take(5_000, 'deliver')).toBe(0);
-    const wait = await p.take(5_000, 'deliver');
+    const at = { t: 5_000 };
+    const p = await virtualPacer(10, at);
+    expect(await p.take(at.t, 'deliver')).toBe(0);
+    const wait = await p.take(at.t, 'deliver');
     expect(wait).toBe(Math.ceil(INTERVAL));
-    expect(await p.take(5_000 + wait, 'deliver')).toBe(0);
+    at.t += wait;
+    expect(await p.take(at.t, 'deliver')).toBe(0);
   });
 
   it('gives a proxy call the next free slot (it waits for it, then goes, never into debt); deliveries wait behind the slots it took', async () => {
-    const p = pacer(10);
     const t = 2_000_000;
+    const p = await virtualPacer(10, { t });
     expect(await p.take(t, 'deliver')).toBe(0);
     // Five proxy calls take the next five slots, one interval apart: each is told how long until its own.
     for (let n = 1; n <= 5; n++) expect(-(await p.take(t, 'proxy'))).toBeCloseTo(n * INTERVAL, -1);
@@ -59,14 +122,18 @@ describe('the pacer object', () => {
   });
 
   it("holds every caller until the platform's try-in-seconds has passed", async () => {
-    const p = pacer(10);
     const t = 3_000_000;
+    const at = { t };
+    const p = await virtualPacer(10, at);
     await p.hold(t + 3000);
-    expect(await p.take(t, 'deliver')).toBe(3000);
-    expect(await p.take(t + 1000, 'proxy')).toBe(2000);
+    expect(await p.take(at.t, 'deliver')).toBe(3000);
+    at.t = t + 1000;
+    expect(await p.take(at.t, 'proxy')).toBe(2000);
     await p.hold(t + 1000); // an earlier end does not shorten the hold
-    expect(await p.take(t + 2999, 'deliver')).toBe(1);
-    expect(await p.take(t + 3000, 'deliver')).toBe(0);
+    at.t = t + 2999;
+    expect(await p.take(at.t, 'deliver')).toBe(1);
+    at.t = t + 3000;
+    expect(await p.take(at.t, 'deliver')).toBe(0);
   });
 
   it('is named by a digest of the platform and key: one budget per key, the key in no name', () => {
@@ -144,42 +211,55 @@ describe("deliver calls waiting in the key's pacer object", () => {
 
 describe('merge turns in the pacer object', () => {
   const turn = (id: string, people: string[]) => ({ turn: { id, people, ms: 15_000 }, giveBack: [] });
+  /** Asks at virtual time `when` (the object's clock and the caller's). */
+  const takeAt = (p: ReturnType<typeof createDurablePacer>, at: Virtual, when: number, turns?: Parameters<typeof p.take>[2]) => {
+    at.t = when;
+    return p.take(when, 'deliver', turns);
+  };
+  const giveBackAt = (p: ReturnType<typeof createDurablePacer>, at: Virtual, when: number, ids: string[]) => {
+    at.t = when;
+    return p.giveBack!(ids, when);
+  };
 
   it('grants a merge call its slot only while no other call naming one of its people holds the turn', async () => {
-    const p = pacer(1000);
     const t = 4_000_000;
-    expect(await p.take(t, 'deliver', turn('a', ['ann']))).toBe(0);
-    expect(await p.take(t + 10, 'deliver', turn('b', ['bob']))).toBe(0);
+    const at = { t };
+    const p = await virtualPacer(1000, at);
+    expect(await takeAt(p, at, t, turn('a', ['ann']))).toBe(0);
+    expect(await takeAt(p, at, t + 10, turn('b', ['bob']))).toBe(0);
     // Another object's merge of ann waits, and takes no slot of the budget while it waits.
-    expect(await p.take(t + 20, 'deliver', turn('c', ['ann', 'cid']))).toBe(TURN_WAIT_MS);
-    expect(await p.take(t + 20, 'deliver')).toBe(0);
+    expect(await takeAt(p, at, t + 20, turn('c', ['ann', 'cid']))).toBe(TURN_WAIT_MS);
+    expect(await takeAt(p, at, t + 20)).toBe(0);
     // Given back on the holder's next request (one with no turn of its own), or on its own.
-    expect(await p.take(t + 300, 'deliver', { giveBack: ['a'] })).toBe(0);
-    expect(await p.take(t + 310, 'deliver', turn('c', ['ann', 'cid']))).toBe(0);
-    await p.giveBack!(['c'], t + 600);
-    expect(await p.take(t + 610, 'deliver', turn('d', ['ann']))).toBe(0);
+    expect(await takeAt(p, at, t + 300, { giveBack: ['a'] })).toBe(0);
+    expect(await takeAt(p, at, t + 310, turn('c', ['ann', 'cid']))).toBe(0);
+    await giveBackAt(p, at, t + 600, ['c']);
+    expect(await takeAt(p, at, t + 610, turn('d', ['ann']))).toBe(0);
   });
 
   it('keeps a held turn through a restart of the object (a deploy, an eviction): no overlap, and a turn given back is gone', async () => {
-    const p = pacer(1000);
     const t = 6_000_000;
-    expect(await p.take(t, 'deliver', turn('before', ['ann']))).toBe(0);
-    expect(await p.take(t + 10, 'deliver', turn('gone', ['bob']))).toBe(0);
-    await p.giveBack!(['gone'], t + 20);
+    const at = { t };
+    const p = await virtualPacer(1000, at);
+    expect(await takeAt(p, at, t, turn('before', ['ann']))).toBe(0);
+    expect(await takeAt(p, at, t + 10, turn('gone', ['bob']))).toBe(0);
+    await giveBackAt(p, at, t + 20, ['gone']);
     await abortAllDurableObjects();
+    await setObjectClock(p.name, () => at.t);
     // The restarted object still knows ann's merge is in flight, and that bob's was answered.
-    expect(await p.take(t + 30, 'deliver', turn('after', ['ann']))).toBe(TURN_WAIT_MS);
-    expect(await p.take(t + 40, 'deliver', turn('bob again', ['bob']))).toBe(0);
-    expect(await p.take(t + 50, 'deliver', { giveBack: ['before'] })).toBe(0);
-    expect(await p.take(t + 60, 'deliver', turn('after', ['ann']))).toBe(0);
+    expect(await takeAt(p, at, t + 30, turn('after', ['ann']))).toBe(TURN_WAIT_MS);
+    expect(await takeAt(p, at, t + 40, turn('bob again', ['bob']))).toBe(0);
+    expect(await takeAt(p, at, t + 50, { giveBack: ['before'] })).toBe(0);
+    expect(await takeAt(p, at, t + 60, turn('after', ['ann']))).toBe(0);
   });
 
   it('ends a turn whose holder never gives it back once its time has run out', async () => {
-    const p = pacer(1000);
     const t = 5_000_000;
-    expect(await p.take(t, 'deliver', turn('dead', ['ann']))).toBe(0);
-    expect(await p.take(t + 14_999, 'deliver', turn('b', ['ann']))).toBe(TURN_WAIT_MS);
-    expect(await p.take(t + 15_000, 'deliver', turn('b', ['ann']))).toBe(0);
+    const at = { t };
+    const p = await virtualPacer(1000, at);
+    expect(await takeAt(p, at, t, turn('dead', ['ann']))).toBe(0);
+    expect(await takeAt(p, at, t + 14_999, turn('b', ['ann']))).toBe(TURN_WAIT_MS);
+    expect(await takeAt(p, at, t + 15_000, turn('b', ['ann']))).toBe(0);
   });
 });
 

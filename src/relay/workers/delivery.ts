@@ -40,19 +40,29 @@ export function pacerName(baseUrl: string, apiKey: string): string {
 /**
  * A {@link Pacer} in one {@link RelayState} object: every isolate of the deployment spends the same
  * budget. `waitUpToMs`: how long a deliver call waits inside the object for its slot rather than
- * being answered the wait (RelayState.take); proxy calls are always answered at once.
+ * being answered the wait (RelayState.take); proxy calls are always answered at once. `now`: this
+ * isolate's clock, for the end of a hold (the object grants on its own).
  */
-export function createDurablePacer(namespace: DurableObjectNamespace<RelayState>, name: string, rate: number, waitUpToMs = 0): Pacer {
+export function createDurablePacer(
+  namespace: DurableObjectNamespace<RelayState>,
+  name: string,
+  rate: number,
+  waitUpToMs = 0,
+  now: () => number = Date.now,
+): Pacer {
   // The calls leave from many outbox objects, each spacing only its own (deliver/spacer.ts): the
-  // grants keep the send margin between them, so ten calls span a second and the margin.
+  // grants keep the send margin between them, so ten calls span a second and the margin (and the
+  // spread of arrivals the object measures: workers/pacer-slot.ts). The object grants on its own
+  // clock; `now` only tells it how far this isolate's clock and request are from it.
   const interval = paceInterval(rate) * (1 + SEND_MARGIN);
   const id = namespace.idFromName(name);
   // A stub per call: a stub belongs to the request (or batch) that made it.
   return {
     take: async (now, priority, turns) =>
       (await namespace.get(id).take(name, now, priority, interval, turns, priority === 'deliver' ? waitUpToMs : 0)) as number,
+    // With this isolate's clock (`now`) as it asks: the object holds as long from its own clock.
     hold: async (until) => {
-      await namespace.get(id).hold(name, until);
+      await namespace.get(id).hold(name, until, now());
     },
     // Every outbox object delivers through this one object: merges of one person take turns here.
     giveBack: async (ids, now) => {

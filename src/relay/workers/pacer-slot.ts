@@ -1,16 +1,108 @@
 /**
- * The slots of the key's pacer object (RelayState.take): the pacing rule on its stored state, and
- * the wait inside the object for a slot. A call that waits there is answered once granted: one
- * request per call, where answering each wait had the caller ask again after it (and every caller
- * told the same wait asked at once). Each look applies the rule at that moment, so a proxy call,
- * a hold or a merge turn given back meanwhile is seen.
+ * The key's pacer as its object (RelayState) runs it: the pacing rule on its stored state, the
+ * merge turns, and the wait inside the object for a slot. A call that waits there is answered once
+ * granted: one request per call, where answering each wait had the caller ask again after it (and
+ * every caller told the same wait asked at once). Each look applies the rule at that moment, so a
+ * proxy call, a hold or a merge turn given back meanwhile is seen.
+ *
+ * Grants are made on the object's own clock, never a caller's: outbox objects on other machines
+ * read their `now` from clocks of their own, and a caller whose clock ran ahead would find every
+ * slot past and be granted at once, beside calls granted on the others' clocks. A grant is a wait
+ * from the moment it is answered, so no clock but this one decides how far apart calls leave.
+ *
+ * What the object cannot see is how long its answer takes to reach each caller, and that caller's
+ * call the platform. It measures what it can: how far each request's stated `now` is from its own
+ * clock when it arrives (the way there, or a caller's clock that is off). The spread of that over
+ * the recent requests widens the margin kept between grants ({@link arrivalMargin}): ten grants
+ * then span a second, the send margin and the spread.
  * @module
  */
 import type { DurableObjectState } from '@cloudflare/workers-types/index.ts';
-import { pace } from '../state/pace.js';
+import { pace, SHARED_WINDOW_MS } from '../state/pace.js';
+import { endTurns, holdTurn, type TurnBook, type TurnRequest, turnWait } from '../state/turns.js';
+import { readTurns, writeTurns } from './turn-store.js';
+
+/** Requests older than this (on the object's clock) no longer count in the spread. */
+const SPREAD_WINDOW_MS = 10_000;
+/** The most recent requests kept per pacer for the spread. */
+const SPREAD_SAMPLES = 64;
+/** The spread widens the margin by a platform window at most (beyond that, callers' clocks disagree). */
+export const MAX_SPREAD_MS = 1_000;
+
+/** The spacing of grants once widened by a measured `spreadMs`: `rate` grants span the shared window and the spread. */
+export const arrivalMargin = (intervalMs: number, spreadMs: number): number => intervalMs * (1 + spreadMs / SHARED_WINDOW_MS);
+
+type Storage = DurableObjectState['storage'];
+
+/** The pacers served by one object: their slots, turns and measured spread. `clock`: the object's own. */
+export class KeyPacers {
+  /** the merge turns of each pacer (state/turns.ts) */
+  private readonly turns = new Map<string, TurnBook>();
+  /** per pacer, the recent requests: when each arrived (own clock) and how far its stated `now` was from that */
+  private readonly arrivals = new Map<string, { at: number; offset: number }[]>();
+
+  constructor(
+    private readonly storage: Storage,
+    private readonly clock: () => number,
+  ) {}
+
+  /**
+   * One platform call from pacer `name` (state/pace.ts): 0 when granted, else the ms to wait,
+   * from now. `stated`: the caller's clock as it asked (measured, never paced by). `turns`: the
+   * merge turn granted with the slot, and turns given back. With `waitUpToMs`, the call waits here
+   * for both, up to that long.
+   */
+  take(name: string, stated: number, priority: 'proxy' | 'deliver', intervalMs: number, turns: TurnRequest | undefined, waitUpToMs: number): Promise<number> {
+    const interval = arrivalMargin(intervalMs, this.spread(name, stated));
+    return waitForSlot(this.clock, waitUpToMs, (at, first) => this.look(name, at, priority, interval, turns, first));
+  }
+
+  /** Gives back merge turns of pacer `name` whose calls are answered (state/turns.ts). */
+  giveBack(name: string, ids: string[]): void {
+    const book = this.turnBook(name);
+    endTurns(book, this.clock(), ids);
+    writeTurns(this.storage.sql, name, book);
+  }
+
+  /** No call of pacer `name` before `until`, on the caller's clock at `stated` (its own clock when not stated). */
+  hold(name: string, until: number, stated?: number): void {
+    const end = stated === undefined ? until : this.clock() + (until - stated);
+    this.storage.sql.exec('INSERT INTO pace (name, tat, hold) VALUES (?1, 0, ?2) ON CONFLICT(name) DO UPDATE SET hold = max(hold, ?2)', name, end);
+  }
+
+  /** Notes a request to pacer `name` stated at `stated`; the spread of the recent ones' offsets (ms, at most {@link MAX_SPREAD_MS}). */
+  private spread(name: string, stated: number): number {
+    const now = this.clock();
+    const recent = (this.arrivals.get(name) ?? []).filter((arrival) => arrival.at > now - SPREAD_WINDOW_MS).slice(1 - SPREAD_SAMPLES);
+    if (Number.isFinite(stated)) recent.push({ at: now, offset: now - stated });
+    this.arrivals.set(name, recent);
+    if (recent.length === 0) return 0;
+    const offsets = recent.map((arrival) => arrival.offset);
+    return Math.min(MAX_SPREAD_MS, Math.max(...offsets) - Math.min(...offsets));
+  }
+
+  /** One look at a slot (and turn); the turns are stored on a request's first look and when one is taken. */
+  private look(name: string, now: number, priority: 'proxy' | 'deliver', intervalMs: number, turns: TurnRequest | undefined, first: boolean): number {
+    if (turns === undefined) return paceSlot(this.storage, name, now, priority, intervalMs);
+    const book = this.turnBook(name);
+    const turnWaits = turnWait(book, now, turns);
+    const wait = turnWaits > 0 ? turnWaits : paceSlot(this.storage, name, now, priority, intervalMs);
+    const taken = wait === 0 ? turns.turn : undefined;
+    if (taken) holdTurn(book, now, taken);
+    if (first || taken) writeTurns(this.storage.sql, name, book);
+    return wait;
+  }
+
+  /** The merge turns of pacer `name`: in memory, read back from storage after a restart (turn-store.ts). */
+  private turnBook(name: string): TurnBook {
+    const book = this.turns.get(name) ?? readTurns(this.storage.sql, name);
+    this.turns.set(name, book);
+    return book;
+  }
+}
 
 /** A slot of pacer `name`'s budget (see {@link pace}), in one transaction: 0 when granted, else the ms to wait. */
-export function paceSlot(storage: DurableObjectState['storage'], name: string, now: number, priority: 'proxy' | 'deliver', intervalMs: number): number {
+export function paceSlot(storage: Storage, name: string, now: number, priority: 'proxy' | 'deliver', intervalMs: number): number {
   const sql = storage.sql;
   return storage.transactionSync(() => {
     const state = sql.exec<{ tat: number; hold: number }>('SELECT tat, hold FROM pace WHERE name = ?', name).toArray()[0] ?? { tat: 0, hold: 0 };
@@ -22,15 +114,15 @@ export function paceSlot(storage: DurableObjectState['storage'], name: string, n
 }
 
 /**
- * Looks (`look`: 0 when granted, else the ms to wait) at `now` plus the time waited, sleeping out
- * each wait, until granted or until the wait would pass `waitUpToMs` in all: then answers that
- * wait. `first` tells the look it is the request's first.
+ * Looks (`look`: 0 when granted, else the ms to wait) at `clock()`, sleeping out each wait, until
+ * granted or until the wait would pass `waitUpToMs` in all (real time): then answers that wait.
+ * `first` tells the look it is the request's first.
  */
-export async function waitForSlot(now: number, waitUpToMs: number, look: (now: number, first: boolean) => number): Promise<number> {
+export async function waitForSlot(clock: () => number, waitUpToMs: number, look: (now: number, first: boolean) => number): Promise<number> {
   const started = Date.now();
   for (let first = true; ; first = false) {
     const waited = Date.now() - started;
-    const wait = look(now + waited, first);
+    const wait = look(clock(), first);
     if (wait <= 0 || waited + wait > waitUpToMs) return wait;
     await new Promise((resolve) => setTimeout(resolve, wait));
   }

@@ -15,9 +15,9 @@
 import type { DurableObjectNamespace, DurableObjectState } from '@cloudflare/workers-types/index.ts';
 import { DurableObject } from 'cloudflare:workers';
 import type { LimitDecision } from '../core/limits.js';
-import { paceSlot, waitForSlot } from './pacer-slot.js';
-import { endTurns, holdTurn, type TurnBook, type TurnRequest, turnWait } from '../state/turns.js';
-import { readTurns, TURNS_TABLE, writeTurns } from './turn-store.js';
+import { KeyPacers } from './pacer-slot.js';
+import type { TurnRequest } from '../state/turns.js';
+import { TURNS_TABLE } from './turn-store.js';
 import { chargeBucket } from './buckets.js';
 import { cappedAmount, type Claim, type DedupeScope, type RelayStore } from '../state/store.js';
 
@@ -59,8 +59,10 @@ export class RelayState extends DurableObject<unknown> {
   private calls = 0;
   /** when the sweep alarm is set for (null: none; undefined: not read yet) */
   private sweepAt: number | null | undefined;
-  /** the merge turns of each pacer served here (state/turns.ts) */
-  private readonly turns = new Map<string, TurnBook>();
+  /** this object's clock, which its pacers grant on (a test sets a virtual one from inside the object) */
+  clock: () => number = () => Date.now();
+  /** the pacers served here: slots, merge turns, the spread of their callers (pacer-slot.ts) */
+  private readonly pacers = new KeyPacers(this.ctx.storage, () => this.clock());
 
   constructor(ctx: DurableObjectState, env: unknown) {
     super(ctx, env);
@@ -76,46 +78,26 @@ export class RelayState extends DurableObject<unknown> {
   }
 
   /**
-   * One platform call from the pacer `name` (state/pace.ts): 0 when granted, else the ms to
-   * wait. `turns`: the merge turn granted with the slot, and turns given back (state/turns.ts).
-   * With `waitUpToMs`, the call waits here for both, up to that long (pacer-slot.ts).
+   * One platform call from the pacer `name` (state/pace.ts), granted on this object's clock: 0 when
+   * granted, else the ms to wait from now. `now`: the caller's clock (measured, not paced by).
+   * `turns`: the merge turn granted with the slot, and turns given back (state/turns.ts). With
+   * `waitUpToMs`, the call waits here for both, up to that long (pacer-slot.ts).
    */
   take(name: string, now: number, priority: 'proxy' | 'deliver', intervalMs: number, turns?: TurnRequest, waitUpToMs = 0): Promise<number> {
     this.calls++;
-    return waitForSlot(now, waitUpToMs, (at, first) => this.look(name, at, priority, intervalMs, turns, first));
+    return this.pacers.take(name, now, priority, intervalMs, turns, waitUpToMs);
   }
 
-  /** One look at a slot (and turn); the turns are stored on a request's first look and when one is taken. */
-  private look(name: string, now: number, priority: 'proxy' | 'deliver', intervalMs: number, turns: TurnRequest | undefined, first: boolean): number {
-    if (turns === undefined) return paceSlot(this.ctx.storage, name, now, priority, intervalMs);
-    const book = this.turnBook(name);
-    const turnWaits = turnWait(book, now, turns);
-    const wait = turnWaits > 0 ? turnWaits : paceSlot(this.ctx.storage, name, now, priority, intervalMs);
-    const taken = wait === 0 ? turns.turn : undefined;
-    if (taken) holdTurn(book, now, taken);
-    if (first || taken) writeTurns(this.ctx.storage.sql, name, book);
-    return wait;
-  }
-
-  /** Gives back merge turns of pacer `name` whose calls are answered (state/turns.ts). */
-  giveBack(name: string, ids: string[], now: number): void {
+  /** Gives back merge turns of pacer `name` whose calls are answered (state/turns.ts); `_now`, the caller's clock, is not used. */
+  giveBack(name: string, ids: string[], _now?: number): void {
     this.calls++;
-    const book = this.turnBook(name);
-    endTurns(book, now, ids);
-    writeTurns(this.ctx.storage.sql, name, book);
+    this.pacers.giveBack(name, ids);
   }
 
-  /** The merge turns of pacer `name`: in memory, read back from storage after a restart (turn-store.ts). */
-  private turnBook(name: string): TurnBook {
-    const book = this.turns.get(name) ?? readTurns(this.ctx.storage.sql, name);
-    this.turns.set(name, book);
-    return book;
-  }
-
-  /** No call of pacer `name` before `until` (the platform's `try-in-seconds`). */
-  hold(name: string, until: number): void {
+  /** No call of pacer `name` before `until` (the platform's `try-in-seconds`), on the caller's clock at `now`. */
+  hold(name: string, until: number, now?: number): void {
     this.calls++;
-    this.ctx.storage.sql.exec('INSERT INTO pace (name, tat, hold) VALUES (?1, 0, ?2) ON CONFLICT(name) DO UPDATE SET hold = max(hold, ?2)', name, until);
+    this.pacers.hold(name, until, now);
   }
 
   /** Leases `ids` for `leaseMs` unless forwarded or leased already. */
