@@ -40,8 +40,12 @@ export const SUPPRESS = `${NOW(2)}
 local P, key = ARGV[1], ARGV[1]..'x'
 redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
 for i = 4, #ARGV do redis.call('ZADD', key, 'GT', now + tonumber(ARGV[3]), ARGV[i]) end
+-- The list goes by itself once its last row has ended.
+local last = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2]
+if last then redis.call('PEXPIREAT', key, string.format('%d', tonumber(last))) end
 return 0`;
 
-/** ARGV: prefix, now. Returns the members in force. */
+/** ARGV: prefix, now. Forgets the rows ended; returns the members in force. */
 export const SUPPRESSED = `${NOW(2)}
+redis.call('ZREMRANGEBYSCORE', ARGV[1]..'x', '-inf', now)
 return redis.call('ZRANGEBYSCORE', ARGV[1]..'x', '(' .. now, '+inf')`;

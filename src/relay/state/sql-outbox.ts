@@ -83,7 +83,7 @@ export const SQL = {
   suppress:
     'INSERT INTO outbox_suppressed (site, hash, until) SELECT value ->> 0, value ->> 1, ?2 FROM json_each(?1) WHERE true ON CONFLICT (site, hash) DO UPDATE SET until = max(until, excluded.until)',
   unsuppress: 'DELETE FROM outbox_suppressed WHERE until <= ?1',
-  suppressed: 'SELECT site, hash FROM outbox_suppressed WHERE until > ?1',
+  suppressed: 'SELECT site, hash, until FROM outbox_suppressed',
   lead: `INSERT INTO outbox_lock (name, owner, until) VALUES ('${LOCK}', ?1, ?2) ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, until = excluded.until WHERE owner = excluded.owner OR until <= ?3 RETURNING 1`,
   pacer: `SELECT tat, hold FROM outbox_pacer WHERE name = '${PACER}'`,
   setPacer: `INSERT INTO outbox_pacer (name, tat, hold) VALUES ('${PACER}', ?1, ?2) ON CONFLICT (name) DO UPDATE SET tat = excluded.tat, hold = excluded.hold`,
@@ -245,8 +245,11 @@ export async function createSqlOutbox(db: SqlPort): Promise<Omit<OutboxStore, 'c
           db.run(SQL.unsuppress, now);
           if (rows.length > 0) db.run(SQL.suppress, JSON.stringify(rows.map(({ site, hash }) => [site, hash])), until);
         }),
+      // A row that has ended is deleted when it is first read so (a write only then, not on every read).
       async suppressed(now) {
-        return db.query(SQL.suppressed, now).map(([site, hash]) => ({ site: String(site), hash: String(hash) }));
+        const rows = db.query(SQL.suppressed);
+        if (rows.some(([, , until]) => Number(until) <= now)) await db.transaction(() => db.run(SQL.unsuppress, now));
+        return rows.filter(([, , until]) => Number(until) > now).map(([site, hash]) => ({ site: String(site), hash: String(hash) }));
       },
       async stats() {
         return {
