@@ -11,7 +11,9 @@ import { createRelayHandlers } from '../../src/relay/app.js';
 import { parseConfig } from '../../src/relay/core/config.js';
 import type { LogLine } from '../../src/relay/core/logging.js';
 import { createToken } from '../../src/relay/core/tokens.js';
-import type { OutboxStore } from '../../src/relay/state/outbox.js';
+import type { Outbox, OutboxStore } from '../../src/relay/state/outbox.js';
+import { createRedisOutbox } from '../../src/relay/state/redis-outbox.js';
+import { type RunningRedis, redisAvailable, startRedis } from '../support/redis.js';
 import { createMemoryOutbox } from '../../src/relay/state/memory-outbox.js';
 import { createSqliteOutbox } from '../../src/relay/state/sqlite-outbox.js';
 import { item } from './suite/outbox-suite.js';
@@ -38,9 +40,36 @@ afterAll(async () => {
   await emulator?.close();
 });
 
-/** Two relays on one SQLite file (no deliverer: what waits stays where the test sees it). */
-async function deployment() {
-  const path = join(mkdtempSync(join(tmpdir(), 'cdp-erase-')), 'relay-state.db');
+type Store = 'memory' | 'SQLite' | 'Redis';
+let redis: RunningRedis | undefined;
+const withRedis = redisAvailable('erasure on Redis (test/relay/erase.test.ts)');
+afterAll(async () => {
+  await redis?.close();
+});
+
+/** Two connections to one new store of `kind` (memory: one object both relays share). */
+async function connections(kind: Store): Promise<[Outbox, Outbox]> {
+  if (kind === 'memory') {
+    const outbox = createMemoryOutbox();
+    return [outbox, outbox];
+  }
+  const open =
+    kind === 'SQLite'
+      ? (
+          (path) => () =>
+            createSqliteOutbox(path)
+        )(join(mkdtempSync(join(tmpdir(), 'cdp-erase-')), 'relay-state.db'))
+      : (
+          (prefix) => async () =>
+            createRedisOutbox((redis ??= await startRedis()).url, { prefix })
+        )(`erase${Math.random().toString(36).slice(2)}:`);
+  const opened = [await open(), await open()];
+  stores.push(...opened);
+  return [opened[0]!.outbox, opened[1]!.outbox];
+}
+
+/** Two relays on one store, as the processes of a deployment (no deliverer: what waits stays where the test sees it). */
+async function deployment(kind: Store = 'SQLite') {
   const config = parseConfig({
     CDP_API_KEY: KEY,
     CDP_BASE_URL: emulator.url,
@@ -49,14 +78,11 @@ async function deployment() {
     RELAY_SITES: JSON.stringify([{ key: SITE, origins: [ORIGIN], verify: 'off' }]),
   });
   const lines: LogLine[] = [];
-  const relays = await Promise.all(
-    [0, 1].map(async () => {
-      const store = await createSqliteOutbox(path);
-      stores.push(store);
-      return createRelayHandlers(config, { outbox: store.outbox, deliver: false, suppressionRefreshMs: 100, logger: (line) => lines.push(line) });
-    }),
+  const outboxes = await connections(kind);
+  const relays = outboxes.map((outbox) =>
+    createRelayHandlers(config, { outbox, deliver: false, suppressionRefreshMs: 100, logger: (line) => lines.push(line) }),
   );
-  return { relays, lines, outbox: stores.at(-1)!.outbox };
+  return { relays, lines, outbox: outboxes[1] };
 }
 
 const collect = async (relay: { app: { request: (path: string, init: RequestInit) => Response | Promise<Response> } }, batch: unknown[]) => {
@@ -93,70 +119,82 @@ const deleteCalls = async () =>
   ).endpoints['person/delete']?.statuses['200'] ?? 0;
 
 describe('POST /admin/erase', () => {
-  it("drops the person's entries, suppresses them on every relay of the deployment, deletes them on the platform, and logs no one", async () => {
-    const { relays, lines, outbox } = await deployment();
-    const [one, two] = relays as [(typeof relays)[0], (typeof relays)[0]];
-    // Ann is on the platform already, and has entries waiting (one a dead letter) beside Bob's.
-    await fetch(`${emulator.url}/v1/person/merge`, {
-      method: 'POST',
-      headers: { 'x-api-key': KEY, 'content-type': 'application/json' },
-      body: JSON.stringify({ merge_by: ['str::email'], people: [{ fields: { 'str::email': 'ann@example.com' } }] }),
-    });
-    expect(await platformPeople('ann@example.com')).toBe(1);
-    const waiting = await collect(one, [
-      identify('i-ann', { 'str::email': 'Ann@Example.com' }),
-      track('t-ann', { 'str::email': 'ann@example.com' }),
-      track('t-bob', { 'str::email': 'bob@example.com' }),
-    ]);
-    expect(waiting.results.map((result) => result.status)).toEqual(['accepted', 'accepted', 'accepted']);
-    // The other relay has read the (empty) suppression list: its copy must be reloaded to see the erasure.
-    expect((await collect(two, [track('t-bob2', { 'str::email': 'bob@example.com' })])).results[0]).toMatchObject({ status: 'accepted' });
-    // A dead letter of Ann's, from another browser.
-    await outbox.accept([item(SITE, 'd-ann', { entry: { activity_id: 'act:cm:page', fields: { 'str::email': 'ann@example.com' } } })], Date.now(), 3600_000);
-    const leased = await outbox.lease('deliverer', 10, Date.now(), 60_000);
-    const dead = leased.find((entry) => entry.id === 'd-ann')!;
-    const released = leased.filter((entry) => entry !== dead).map(({ seq }) => ({ seq, notBefore: 0 }));
-    await outbox.settle('deliverer', { delivered: [], released, dead: [{ seq: dead.seq, reason: 'refused' }] }, Date.now());
-    const deletesBefore = await deleteCalls();
-
-    const answer = await erase(one, { email: ' ANN@example.com' });
-    expect(answer.status).toBe(200);
-    const report = (await answer.json()) as Record<string, unknown>;
-    expect(report).toMatchObject({
-      person: expect.stringMatching(/^[0-9a-f]{12}$/),
-      site: null,
-      dropped: { waiting: 2, dead_letters: 1 },
-      in_flight: 0,
-      platform: { status: 'deleted', found: 1, archived: 1, deleted: 1 },
-      complete: true,
-    });
-    expect(Date.parse(report['suppressed_until'] as string) - Date.now()).toBeGreaterThan(29 * 24 * 3600_000);
-    expect(await outbox.stats()).toMatchObject({ pending: 2, dead: 0 });
-    expect(await platformPeople('ann@example.com')).toBe(0);
-    expect(await deleteCalls()).toBe(deletesBefore + 1);
-
-    // Both relays refuse Ann now, by identify or track, in any case; Bob still goes.
-    for (const relay of [one, two]) {
-      const after = await collect(relay, [
-        identify(`again-${Math.random()}`, { 'str::email': 'ann@EXAMPLE.com' }),
-        track(`t-${Math.random()}`, { 'str::email': 'ann@example.com' }),
-        track(`b-${Math.random()}`, { 'str::email': 'bob@example.com' }),
+  it.each(['memory', 'SQLite', ...(withRedis ? (['Redis'] as const) : [])] as const)(
+    "on %s: drops the person's entries, suppresses them on every relay of the deployment, deletes them on the platform, and logs no one",
+    async (kind) => {
+      const { relays, lines, outbox } = await deployment(kind);
+      const [one, two] = relays as [(typeof relays)[0], (typeof relays)[0]];
+      // Ann is on the platform already, and has entries waiting (one a dead letter) beside Bob's.
+      await fetch(`${emulator.url}/v1/person/merge`, {
+        method: 'POST',
+        headers: { 'x-api-key': KEY, 'content-type': 'application/json' },
+        body: JSON.stringify({ merge_by: ['str::email'], people: [{ fields: { 'str::email': 'ann@example.com' } }] }),
+      });
+      expect(await platformPeople('ann@example.com')).toBe(1);
+      const waiting = await collect(one, [
+        identify('i-ann', { 'str::email': 'Ann@Example.com' }),
+        track('t-ann', { 'str::email': 'ann@example.com' }),
+        track('t-bob', { 'str::email': 'bob@example.com' }),
       ]);
-      expect(after.results.map(({ status, reason }) => [status, reason])).toEqual([
-        ['rejected', 'suppressed'],
-        ['rejected', 'suppressed'],
-        ['accepted', undefined],
-      ]);
-    }
-    expect(await outbox.stats()).toMatchObject({ pending: 4 });
+      expect(waiting.results.map((result) => result.status)).toEqual(['accepted', 'accepted', 'accepted']);
+      // The other relay has read the (empty) suppression list: its copy must be reloaded to see the erasure.
+      expect((await collect(two, [track('t-bob2', { 'str::email': 'bob@example.com' })])).results[0]).toMatchObject({ status: 'accepted' });
+      // A dead letter of Ann's, from another browser.
+      await outbox.accept([item(SITE, 'd-ann', { entry: { activity_id: 'act:cm:page', fields: { 'str::email': 'ann@example.com' } } })], Date.now(), 3600_000);
+      const leased = await outbox.lease('deliverer', 10, Date.now(), 60_000);
+      const dead = leased.find((entry) => entry.id === 'd-ann')!;
+      const released = leased.filter((entry) => entry !== dead).map(({ seq }) => ({ seq, notBefore: 0 }));
+      await outbox.settle('deliverer', { delivered: [], released, dead: [{ seq: dead.seq, reason: 'refused' }] }, Date.now());
+      const deletesBefore = await deleteCalls();
 
-    // The audit line: counts and the token's name; no email, not even its hash in full.
-    const audit = lines.find((line) => line.kind === 'admin');
-    expect(audit).toMatchObject({ action: 'erase', token: 'ops', count: 3, waiting: 2, dead: 1, in_flight: 0, platform: 'deleted', person: report['person'] });
-    const logged = JSON.stringify(lines);
-    expect(logged.toLowerCase()).not.toContain('ann@');
-    expect(logged).not.toMatch(/[0-9a-f]{64}/);
-  });
+      const answer = await erase(one, { email: ' ANN@example.com' });
+      expect(answer.status).toBe(200);
+      const report = (await answer.json()) as Record<string, unknown>;
+      expect(report).toMatchObject({
+        person: expect.stringMatching(/^[0-9a-f]{12}$/),
+        site: null,
+        dropped: { waiting: 2, dead_letters: 1 },
+        in_flight: 0,
+        platform: { status: 'deleted', found: 1, archived: 1, deleted: 1 },
+        complete: true,
+      });
+      expect(Date.parse(report['suppressed_until'] as string) - Date.now()).toBeGreaterThan(29 * 24 * 3600_000);
+      expect(await outbox.stats()).toMatchObject({ pending: 2, dead: 0 });
+      expect(await platformPeople('ann@example.com')).toBe(0);
+      expect(await deleteCalls()).toBe(deletesBefore + 1);
+
+      // Both relays refuse Ann now, by identify or track, in any case; Bob still goes.
+      for (const relay of [one, two]) {
+        const after = await collect(relay, [
+          identify(`again-${Math.random()}`, { 'str::email': 'ann@EXAMPLE.com' }),
+          track(`t-${Math.random()}`, { 'str::email': 'ann@example.com' }),
+          track(`b-${Math.random()}`, { 'str::email': 'bob@example.com' }),
+        ]);
+        expect(after.results.map(({ status, reason }) => [status, reason])).toEqual([
+          ['rejected', 'suppressed'],
+          ['rejected', 'suppressed'],
+          ['accepted', undefined],
+        ]);
+      }
+      expect(await outbox.stats()).toMatchObject({ pending: 4 });
+
+      // The audit line: counts and the token's name; no email, not even its hash in full.
+      const audit = lines.find((line) => line.kind === 'admin');
+      expect(audit).toMatchObject({
+        action: 'erase',
+        token: 'ops',
+        count: 3,
+        waiting: 2,
+        dead: 1,
+        in_flight: 0,
+        platform: 'deleted',
+        person: report['person'],
+      });
+      const logged = JSON.stringify(lines);
+      expect(logged.toLowerCase()).not.toContain('ann@');
+      expect(logged).not.toMatch(/[0-9a-f]{64}/);
+    },
+  );
 
   it('erases by external id; leaves entries in flight, and does not delete on the platform until repeated', async () => {
     const { relays, outbox } = await deployment();
