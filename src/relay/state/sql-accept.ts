@@ -130,8 +130,8 @@ export function createAccept(db: SqlPort, lanes: Lanes, ready: Ready): (call: Ac
     db.run(ACCEPT_SQL.add, JSON.stringify(added));
     if (merges) lanes.addMerges(after);
     const maybeHeld = ready.hasMerge([...browsers.values()]);
-    const readyNow = ready.added(after, maybeHeld, added.map(([, lane]) => lane));
-    lanes.change(room.byLane, now, readyNow);
+    const addedLanes = added.map((entry) => entry[1]);
+    lanes.change(room.byLane, now, ready.added(after, maybeHeld, addedLanes));
     return results;
   };
 
