@@ -77,7 +77,7 @@ export const SQL = {
   dropDead: 'DELETE FROM outbox_dead WHERE seq = ?1',
   dropAllDead: 'DELETE FROM outbox_dead',
   // Erasure: the person's field of every entry (one read of the outbox, an admin's rare step), then theirs taken unless under a live lease.
-  named: "SELECT seq, item ->> 'site', item ->> ?1, owner IS NOT NULL AND available > ?2 FROM outbox",
+  named: "SELECT seq, item ->> 'site', item ->> ?1 FROM outbox",
   namedDead: 'SELECT seq, site, item ->> ?1 FROM outbox_dead',
   claim: `UPDATE outbox SET owner = '${ERASER}' WHERE seq IN (SELECT value FROM json_each(?1)) AND (owner IS NULL OR available <= ?2) RETURNING seq`,
   suppress:
@@ -193,9 +193,9 @@ export async function createSqlOutbox(db: SqlPort): Promise<Omit<OutboxStore, 'c
   const eraseIn = (person: { field: string; key: string }, site: string | undefined, now: number): Erased => {
     const path = `$.entry.fields.${JSON.stringify(person.field)}`;
     const theirs = (rowSite: unknown, value: unknown) => (site === undefined || rowSite === site) && identifierKeyOf(person.field, value) === person.key;
-    const waiting = db.query(SQL.named, path, now).filter(([, rowSite, value]) => theirs(rowSite, value));
-    const free = waiting.filter(([, , , live]) => !Number(live)).map(([seq]) => Number(seq));
-    const claimed = free.length === 0 ? [] : db.query(SQL.claim, JSON.stringify(free), now).map(([seq]) => Number(seq));
+    const waiting = db.query(SQL.named, path).filter(([, rowSite, value]) => theirs(rowSite, value));
+    // Those under a live lease stay (claim's condition): counted in flight.
+    const claimed = waiting.length === 0 ? [] : db.query(SQL.claim, JSON.stringify(waiting.map(([seq]) => Number(seq))), now).map(([seq]) => Number(seq));
     if (claimed.length > 0) settleIn(ERASER, { delivered: claimed, released: [], dead: [] }, now);
     const dead = db.query(SQL.namedDead, path).filter(([, rowSite, value]) => theirs(rowSite, value));
     const dropped = dead.length === 0 ? 0 : dropIn(dead.map(([seq]) => Number(seq)));
