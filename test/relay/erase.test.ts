@@ -53,16 +53,10 @@ async function connections(kind: Store): Promise<[Outbox, Outbox]> {
     const outbox = createMemoryOutbox();
     return [outbox, outbox];
   }
-  const open =
-    kind === 'SQLite'
-      ? (
-          (path) => () =>
-            createSqliteOutbox(path)
-        )(join(mkdtempSync(join(tmpdir(), 'cdp-erase-')), 'relay-state.db'))
-      : (
-          (prefix) => async () =>
-            createRedisOutbox((redis ??= await startRedis()).url, { prefix })
-        )(`erase${Math.random().toString(36).slice(2)}:`);
+  const path = join(mkdtempSync(join(tmpdir(), 'cdp-erase-')), 'relay-state.db');
+  const prefix = `erase${Math.random().toString(36).slice(2)}:`;
+  if (kind === 'Redis') redis ??= await startRedis();
+  const open = () => (kind === 'SQLite' ? createSqliteOutbox(path) : createRedisOutbox(redis!.url, { prefix }));
   const opened = [await open(), await open()];
   stores.push(...opened);
   return [opened[0]!.outbox, opened[1]!.outbox];
