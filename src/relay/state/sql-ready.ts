@@ -53,7 +53,6 @@ const SQL = {
     WHERE o.seq > ?1 AND EXISTS (SELECT 1 FROM outbox_merges m WHERE m.site = l.site AND m.browser = o.item ->> 'browser' AND m.seq < o.seq)`,
   readyAdded:
     'INSERT INTO outbox_ready (lane, seq) SELECT lane, seq FROM outbox o WHERE seq > ?1 AND NOT EXISTS (SELECT 1 FROM outbox_held h WHERE h.seq = o.seq) RETURNING lane',
-  // None of them held (no browser of theirs has a merge in the outbox): all ready, their lanes known to the caller.
   allReady: 'INSERT INTO outbox_ready (lane, seq) SELECT lane, seq FROM outbox WHERE seq > ?1',
   // ?1: [site, browser] pairs as JSON.
   hasMerge: 'SELECT 1 FROM outbox_merges WHERE (site, browser) IN (SELECT value ->> 0, value ->> 1 FROM json_each(?1)) LIMIT 1',
@@ -91,11 +90,8 @@ const SQL = {
 } as const;
 
 export interface Ready {
-  /**
-   * Places the entries an accept added after seq `after` (their merges counted already), in
-   * `lanes` (one per entry); `maybeHeld`: some browser of theirs has a merge in the outbox.
-   * Resolves to how many are ready, by lane (for Lanes.change).
-   */
+  /** Places the entries an accept added after seq `after` (merges counted; `lanes`: one per entry; `maybeHeld`:
+   * a browser of theirs has a merge in the outbox); resolves to how many are ready, by lane (for Lanes.change). */
   added(after: number, maybeHeld: boolean, lanes: readonly number[]): Map<number, number>;
   /** Whether one of these browsers has a merge in the outbox. */
   hasMerge(browsers: readonly (readonly [site: number, browser: string])[]): boolean;
