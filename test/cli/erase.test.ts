@@ -4,11 +4,11 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { main } from '../../src/cli.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RunningEmulator, startEmulator } from '../../src/emulator/index.js';
 import { createToken } from '../../src/relay/core/tokens.js';
 import { type RunningRelay, startRelay } from '../../src/relay/node.js';
+import { command } from './outbox-support.js';
 
 const KEY = 'cli-erase-key';
 const ORIGIN = 'https://shop.example.com';
@@ -38,18 +38,7 @@ afterAll(async () => {
   await emulator?.close();
 });
 
-async function cli(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
-  const out: string[] = [];
-  const err: string[] = [];
-  const log = vi.spyOn(console, 'log').mockImplementation((line: unknown) => void out.push(String(line)));
-  const error = vi.spyOn(console, 'error').mockImplementation((line: unknown) => void err.push(String(line)));
-  try {
-    return { code: await main(['erase', ...argv]), out: out.join('\n'), err: err.join('\n') };
-  } finally {
-    log.mockRestore();
-    error.mockRestore();
-  }
-}
+const cli = (...argv: string[]) => command('erase', ...argv);
 
 const send = async (id: string, email: string) => {
   const response = await fetch(`${relay.url}/collect`, {

@@ -4,14 +4,17 @@ import { main } from '../../src/cli.js';
 import type { OutboxStore } from '../../src/relay/state/outbox.js';
 import { item } from '../relay/suite/outbox-suite.js';
 
-/** Runs the CLI in this process; resolves to its exit code and what it printed. */
-export async function cli(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
+/** Runs `cdp-edge outbox …` in this process; resolves to its exit code and what it printed. */
+export const cli = (...argv: string[]) => command('outbox', ...argv);
+
+/** Runs `cdp-edge <name> …` in this process; resolves to its exit code and what it printed. */
+export async function command(name: string, ...argv: string[]): Promise<{ code: number; out: string; err: string }> {
   const out: string[] = [];
   const err: string[] = [];
   const log = vi.spyOn(console, 'log').mockImplementation((line: unknown) => void out.push(String(line)));
   const error = vi.spyOn(console, 'error').mockImplementation((line: unknown) => void err.push(String(line)));
   try {
-    const code = await main(['outbox', ...argv]);
+    const code = await main([name, ...argv]);
     return { code, out: out.join('\n'), err: err.join('\n') };
   } finally {
     log.mockRestore();
