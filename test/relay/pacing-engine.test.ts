@@ -79,7 +79,17 @@ function slow<T extends object>(sim: Sim, target: T): T {
 /** A platform of `rate` calls a second (the emulator's limiter), 0–5 ms away, answering 40–60 ms after a call arrives. */
 function platform(sim: Sim, rate: number) {
   const limiter = createRateLimiter(rate, sim.now);
-  const calls = { made: 0, limited: 0, entries: 0, first: 0, last: 0, merges: 0, mergeEntries: 0, mergesAt: [] as number[] };
+  const calls = {
+    made: 0,
+    limited: 0,
+    entries: 0,
+    first: 0,
+    last: 0,
+    merges: 0,
+    mergeEntries: 0,
+    mergesAt: [] as number[],
+    arrived: new Map<string, number>(),
+  };
   const upstream: Upstream = {
     backoff: { until: 0 },
     holdMs: () => 0,
@@ -92,8 +102,9 @@ function platform(sim: Sim, rate: number) {
         calls.limited++;
         return { status: 429, contentType: undefined, retryAfter: '1', body: null, holdSeconds: 1 };
       }
-      const parsed = JSON.parse(body) as { activities?: unknown[]; people?: unknown[] };
+      const parsed = JSON.parse(body) as { activities?: { fields?: Record<string, string> }[]; people?: unknown[] };
       const count = (parsed.activities ?? parsed.people ?? []).length;
+      for (const activity of parsed.activities ?? []) calls.arrived.set(activity.fields?.['str::email'] ?? '', sim.now());
       calls.entries += count;
       if (endpoint.id === ENDPOINTS['person/merge'].id) {
         calls.mergesAt.push(sim.now());
@@ -229,5 +240,46 @@ describe('a partial call held back to fill', () => {
     expect(calls.mergesAt[0]! - start).toBeLessThan(HOLD_MS + 2_000);
     expect(calls.mergesAt[0]!).toBeLessThan(calls.last - 1_000);
     expect(calls.mergeEntries).toBe(1);
+  });
+});
+
+describe('an item accepted while a backlog goes', () => {
+  it('reaches the platform in the next lease’s first call, a lease being half a second of the key’s calls, not a whole second', async () => {
+    const rate = 10;
+    const sim = simulation(7);
+    const memory = createMemoryOutbox();
+    const start = sim.now();
+    const item = (n: number, browser: string, visitor: string, email: string): OutboxItem => ({
+      site: 'pk_p',
+      id: `${browser}-${n}`,
+      browser,
+      visitor,
+      accepted: sim.now(),
+      kind: 'activity',
+      entry: { activity_id: 'act:cm:viewed', fields: { 'str::email': email } },
+    });
+    // 3,000 tracks of 30 browsers behind one address (3 s of full calls at 10 a second)…
+    await memory.accept(
+      Array.from({ length: 3_000 }, (_, n) => item(n, `heavy${n % 30}`, '10.9.0.1', `heavy${n % 30}@example.com`)),
+      start,
+      86_400_000,
+    );
+    const { upstream, calls } = platform(sim, rate);
+    // …and, while they go, a new visitor's item every 130 ms for 2 s.
+    const acceptedAt = new Map<string, number>();
+    const quiet = Array.from({ length: 15 }, (_, k) =>
+      sim.sleep(300 + k * 130).then(async () => {
+        acceptedAt.set(`quiet${k}@example.com`, sim.now());
+        await memory.accept([item(0, `quiet${k}`, `10.8.0.${k}`, `quiet${k}@example.com`)], sim.now(), 86_400_000);
+      }),
+    );
+    await drain(sim, slow(sim, memory), upstream, rate);
+    await Promise.all(quiet);
+    expect(calls.last - start).toBeGreaterThan(2_500);
+    // Each waits for the next lease, then goes in its first call: a lease is half a second of the
+    // key's calls, so at most about a second here (0.97 s; with leases of a whole second of calls, 1.7 s).
+    const waits = [...acceptedAt].map(([email, at]) => calls.arrived.get(email)! - at);
+    expect(waits).toHaveLength(15);
+    expect(Math.max(...waits)).toBeLessThan(1_200);
   });
 });

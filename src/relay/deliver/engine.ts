@@ -19,6 +19,7 @@ import { createHolds, type Holds } from './holds.js';
 import { DEFAULT_PLATFORM_RATE } from '../state/pace.js';
 import { RETRY_MS } from './verdict.js';
 import { keepTrying } from './stored.js';
+import { LIMITS } from '../../api/index.js';
 
 export interface EngineOptions {
   outbox: Outbox;
@@ -36,7 +37,7 @@ export interface EngineOptions {
   callTimeoutMs?: number;
   /** how long an entry the platform did not apply (503, unreachable) waits before it goes again; a 429 says its own wait @default 5 000 ms */
   retryMs?: number;
-  /** entries leased at once: calls' worth, so merges and activities both fill @default 1000 */
+  /** entries leased at once: calls' worth, so merges and activities both fill @default {@link leaseSizeFor} the rate */
   leaseSize?: number;
   /** platform calls in flight at once, each in its own pacer slot @default 4 */
   maxInFlight?: number;
@@ -99,6 +100,20 @@ export interface Engine {
   settle(lease: string, settlement: Settlement, until: number): Promise<void>;
 }
 
+/** Seconds of the key's calls one lease holds. */
+const LEASE_SECONDS = 0.5;
+
+/**
+ * Entries one lease takes at `rate` calls a second: half a second of full calls (500 at 10 calls a
+ * second, 1,000 from 20), one call at least, 1,000 at most. An item accepted while a lease's calls
+ * go waits for the next lease, and then for the calls before its own in that lease: both are
+ * about a lease's time, so a lease of a whole second of calls (1,000 at 10) kept an item about a
+ * second from the platform even below the key's ceiling. Shorter than half a second, a lease
+ * holds too few identifies to fill its merge call (test/relay/pacing-engine.test.ts).
+ */
+export const leaseSizeFor = (rate: number): number =>
+  Math.min(1_000, Math.max(LIMITS.itemsPerRequest, Math.ceil(rate * LIMITS.itemsPerRequest * LEASE_SECONDS)));
+
 const timerNap = (ms: number) =>
   new Promise<void>((resolve) => {
     const timer = setTimeout(resolve, Math.max(0, ms));
@@ -117,7 +132,7 @@ export function createEngine(options: RoundOptions): Engine {
     leaseMs: options.leaseMs ?? 30_000,
     callTimeoutMs: options.callTimeoutMs ?? 10_000,
     retryMs: options.retryMs ?? RETRY_MS,
-    leaseSize: options.leaseSize ?? 1_000,
+    leaseSize: options.leaseSize ?? leaseSizeFor(options.rate ?? DEFAULT_PLATFORM_RATE),
     maxInFlight,
     mergeBy: (site) => sites.get(site)?.mergeBy ?? ['str::email', 'str::ei'],
     proven: (entry) => entryProves(sites, entry),
