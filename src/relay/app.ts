@@ -237,7 +237,7 @@ export function createRelayHandlers(config: RelayConfig, deps: RelayDeps = {}): 
   app.route('/', createHealthRoutes({ readiness, metrics: deps.metrics, tokens: config.tokens }));
 
   // The outbox's dead letters and erasure for admin tokens (`cdp-edge outbox|erase --relay URL`): whichever outbox this relay hands items to.
-  const erasure = { upstream, suppression, sleep: (ms: number) => clock.sleep(ms) };
+  const erasure = { upstream, suppression, siteKeys: config.sites, sleep: (ms: number) => clock.sleep(ms) };
   app.route('/', createAdminRoutes({ tokens: config.tokens, outbox: outbox ?? deps.outbox, erasure, now: () => clock.now(), logger, onError: logUnexpected }));
 
   const proxy = createProxy({

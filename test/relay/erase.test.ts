@@ -245,6 +245,9 @@ describe('POST /admin/erase', () => {
       expect(response.status, JSON.stringify(body)).toBe(400);
       expect(await response.json()).toMatchObject({ error: { code: 'invalid_request', message: expect.not.stringContaining('a@b.c') } });
     }
+    const unknown = await erase(relay, { email: 'a@b.c', site: 'no-such-site' });
+    expect(unknown.status).toBe(400);
+    expect(await unknown.json()).toMatchObject({ error: { code: 'invalid_request', message: expect.stringContaining('no-such-site') } });
     expect((await erase(relay, { email: 'a@b.c' }, reader)).status).toBe(403);
     expect((await collect(relay, [identify('still', { 'str::email': 'a@b.c' })])).results[0]).toMatchObject({ status: 'accepted' });
   });

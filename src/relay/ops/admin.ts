@@ -43,7 +43,13 @@ export interface AdminOptions {
   now: () => number;
   logger: Logger;
   /** what an erasure needs besides the outbox: the platform, and the suppression list `/collect` reads */
-  erasure: { upstream: Upstream; suppression: SuppressionList; sleep: (ms: number) => Promise<void> };
+  erasure: {
+    upstream: Upstream;
+    suppression: SuppressionList;
+    /** the configured sites' keys: an erasure naming another site is refused, not recorded for nobody */
+    siteKeys: { has(key: string): boolean };
+    sleep: (ms: number) => Promise<void>;
+  };
   /** logs an unexpected failure of the store with its cause (scrubbed) */
   onError: (error: unknown, path: string, method: string) => void;
 }
@@ -153,6 +159,10 @@ export function createAdminRoutes(options: AdminOptions): Hono {
   app.post('/admin/erase', async (c) => {
     const { token, outbox } = admit(c);
     const request = parseEraseRequest(await jsonBody(c, 'send {"email":"…"} or {"external_id":"…"}'));
+    if (request.site !== undefined && !options.erasure.siteKeys.has(request.site))
+      throw invalid(
+        `no site with the key ${JSON.stringify(request.site)} is configured here (RELAY_SITES); leave "site" out to erase the person on every site`,
+      );
     const { upstream, suppression, sleep } = options.erasure;
     const { person, hash, until } = erasureOf(request, options.now());
     const rows = [{ site: request.site ?? '', hash }];
