@@ -151,12 +151,8 @@ export async function createReady(db: SqlPort): Promise<Ready> {
     if (held.length > 0) db.run(SQL.hold, JSON.stringify(held.map(([, seq, , site, browser]) => [seq, site, browser])));
     if (ready.length > 0) {
       db.run(SQL.ready, JSON.stringify(ready.map(([, seq, lane]) => [lane, seq])));
-      count(
-        tally(
-          ready.map((row) => row[2]),
-          1,
-        ),
-      );
+      const readyLanes = ready.map((row) => row[2]);
+      count(tally(readyLanes, 1));
     }
   };
 
@@ -168,10 +164,8 @@ export async function createReady(db: SqlPort): Promise<Ready> {
         return tally(lanes, 1);
       }
       db.run(SQL.holdAdded, after);
-      return tally(
-        db.query(SQL.readyAdded, after).map(([lane]) => lane),
-        1,
-      );
+      const readyLanes = db.query(SQL.readyAdded, after).map(([lane]) => lane);
+      return tally(readyLanes, 1);
     },
     hasMerge: (browsers) => browsers.length > 0 && db.query(SQL.hasMerge, JSON.stringify(browsers)).length > 0,
     unplace(owner, seqs) {
