@@ -143,8 +143,11 @@ export function createAccept(db: SqlPort, lanes: Lanes, ready: Ready): (call: Ac
     let calls: AcceptCall[] | undefined;
     // Taken once: when the port runs the transaction again (its group failed), or it never began, the same calls.
     const take = () => {
-      calls ??= accepts;
-      accepts = [];
+      // Only the first take empties the list: later accepts may have joined the next transaction's by then.
+      if (calls === undefined) {
+        calls = accepts;
+        accepts = [];
+      }
       return calls;
     };
     db.transaction(() => acceptAll(take())).then(
