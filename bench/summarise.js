@@ -27,7 +27,9 @@ const READERS = {
     const line = (x) =>
       `sequential p50 ${x.sequential.p50_ms} ms (${x.sequential.items_per_second} items/s), ${r.concurrent} in flight ${x.concurrent.items_per_second} items/s p50 ${x.concurrent.p50_ms} ms`;
     return {
-      headline: `SQLite outbox accept of ${r.batch} items, load average ${r.load_average.before[0]} → ${r.load_average.after[0]} on ${r.cpus} cores: synchronous=FULL ${line(r.full)}; NORMAL (before, two runs) ${r.normal.map(line).join(' / ')}`,
+      headline: `SQLite outbox accept of ${r.batch} items, load average ${r.load_average.before[0]} → ${r.load_average.after[0]} on ${r.cpus} cores: ${
+        r.synced ? `NORMAL + WAL synced before each answer (the relay's, two runs) ${r.synced.map(line).join(' / ')}; ` : ''
+      }synchronous=FULL ${line(r.full)}; NORMAL${r.synced ? ', no sync' : ' (before, two runs)'} ${r.normal.map(line).join(' / ')}`,
       targets: [],
     };
   },

@@ -63,9 +63,9 @@ afterAll(async () => {
 });
 
 describe('SQLite: durable on commit', () => {
-  it('the relay’s state file runs in WAL with synchronous=FULL, read back from its connection', async () => {
+  it('the relay’s state file runs in WAL with synchronous=NORMAL and the WAL synced before each answer, read back from its connection', async () => {
     const relay = await relayOn({ stateFile: join(tempDir(), 'state.db') });
-    expect(relay.state).toMatch(/\(WAL, synchronous=FULL\)$/);
+    expect(relay.state).toMatch(/\(WAL, synchronous=NORMAL, WAL synced before each answer\)$/);
   });
 });
 

@@ -199,7 +199,7 @@ export interface OutboxStore {
   outbox: Outbox;
   /** A pacer of `rate` platform calls/s whose budget every process using this store shares; `catchUpMs` as in `pace()` (state/pace.ts) @default 0 */
   pacer(rate: number, catchUpMs?: number): Pacer;
-  /** How a commit reaches the disk, read back from the connection (SQLite: `WAL, synchronous=FULL`) */
+  /** How a commit reaches the disk, read back from the connection (SQLite: `WAL, synchronous=NORMAL, WAL synced before each answer`) */
   durability?: string;
   /** Releases the connection. */
   close(): Promise<void>;

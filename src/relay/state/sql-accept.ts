@@ -16,7 +16,7 @@ import { compactId } from './ids.js';
 import { type Accepted, DEAD_SLICE, type OutboxItem } from './outbox.js';
 import type { Lanes } from './sql-lanes.js';
 import type { Ready } from './sql-ready.js';
-import type { SqlPort } from './sql-port.js';
+import { CommitSyncError, type SqlPort } from './sql-port.js';
 
 /** Expired ids deleted per transaction at least: more than its accepts add (twice as many when they add more), so the table shrinks back after a peak. */
 const EXPIRY_SLICE = 1000;
@@ -155,9 +155,10 @@ export function createAccept(db: SqlPort, lanes: Lanes, ready: Ready): (call: Ac
         for (const [index, each] of take().entries()) each.resolve(results[index]!);
       },
       (error: unknown) => {
-        // One accept that cannot be written fails alone: the others go again, each in its own transaction.
+        // One accept that cannot be written fails alone: the others go again, each in its own
+        // transaction. Not after a commit whose sync failed: it was written, a second run would answer duplicate.
         const failed = take();
-        if (failed.length === 1) failed[0]!.reject(error);
+        if (failed.length === 1 || error instanceof CommitSyncError) for (const each of failed) each.reject(error);
         else for (const each of failed) db.transaction(() => acceptAll([each])[0]!).then(each.resolve, each.reject);
       },
     );

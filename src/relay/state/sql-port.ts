@@ -24,3 +24,15 @@ export interface SqlPort {
   /** Runs `fn` in one transaction: all of its writes or none. */
   transaction<T>(fn: () => T): Promise<T>;
 }
+
+/**
+ * A transaction that was committed but whose sync to the disk failed (sqlite-file.ts): what it
+ * wrote is seen by later transactions but may be lost to a power cut. Its calls fail with this;
+ * nothing of it runs again (a second run would find its own writes). The disk's error is `cause`.
+ */
+export class CommitSyncError extends Error {
+  constructor(cause: unknown) {
+    super(`committed, but the sync of the WAL to the disk failed: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+    this.name = 'CommitSyncError';
+  }
+}

@@ -1,41 +1,52 @@
 /**
- * What the SQLite stores (state and outbox) share: how the file is opened (WAL,
- * `synchronous=FULL`, a busy timeout for other processes' transactions) and group commit, the
- * calls of one turn of the event loop in one write transaction.
+ * What the SQLite stores (state and outbox) share: how the file is opened (WAL, a busy timeout
+ * for other processes' transactions) and group commit, the calls that arrive together in one
+ * write transaction.
  *
- * Durable on commit: with `synchronous=FULL` every commit fsyncs the WAL before it returns, so an
- * item answered `accepted` (and a settle that forgot a delivered entry) survives a power cut or
- * an OS crash, not only a killed process. Group commit makes that one fsync per turn of the event
- * loop, whatever the number of requests in it (bench/durability.ts measures the cost).
+ * Durable before any answer, two ways:
+ *  - `synchronous=FULL` (the state store): every commit fsyncs the WAL before it returns, on the
+ *    event loop;
+ *  - `synchronous=NORMAL` and the WAL fdatasynced off the event loop after each commit, before
+ *    any call of it is answered (the outbox: {@link groupCommit}'s `sync`, sqlite-wal.ts). The
+ *    commit only appends its frames to the -wal file; the fdatasync that follows puts them on the
+ *    disk, as FULL's fsync inside the commit would, while HTTP keeps being served.
+ * Either way an item answered `accepted` (and a settle that forgot a delivered entry) survives a
+ * power cut or an OS crash, not only a killed process (bench/durability.ts measures the cost).
  * @module
  */
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type Database from 'libsql';
 import { loadOptional } from './optional.js';
+import { CommitSyncError } from './sql-port.js';
 
 /**
  * Opens (or creates) the SQLite file at `path` with libsql, loaded only now. `neededBy` names
- * what needs it when libsql is missing.
+ * what needs it when libsql is missing. `syncedByCaller`: commits do not wait for the disk
+ * (`synchronous=NORMAL`), the caller syncs the WAL before it answers (groupCommit's `sync`).
  */
-export async function openSqlite(path: string, busyTimeoutMs: number, neededBy: string): Promise<Database.Database> {
+export async function openSqlite(path: string, busyTimeoutMs: number, neededBy: string, syncedByCaller = false): Promise<Database.Database> {
   const { default: Sqlite } = await loadOptional<{ default: typeof Database }>('libsql', neededBy);
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
   const db = new Sqlite(path);
   db.pragma(`busy_timeout = ${busyTimeoutMs}`);
   db.pragma('journal_mode = WAL');
-  db.pragma('synchronous = FULL');
+  db.pragma(syncedByCaller && path !== ':memory:' ? 'synchronous = NORMAL' : 'synchronous = FULL');
   return db;
 }
 
 const SYNCHRONOUS = ['OFF', 'NORMAL', 'FULL', 'EXTRA'];
 
-/** How a commit reaches the disk, read back from the connection: e.g. `WAL, synchronous=FULL`. */
-export function durabilityOf(db: Database.Database): string {
+/**
+ * How a commit reaches the disk, read back from the connection: e.g. `WAL, synchronous=FULL`,
+ * or `WAL, synchronous=NORMAL, WAL synced before each answer` when `synced` (groupCommit's `sync`).
+ */
+export function durabilityOf(db: Database.Database, synced = false): string {
   // libsql's `simple` answers the row, not its value: read the column.
   const [{ journal_mode: journal }] = db.pragma('journal_mode') as [{ journal_mode: string }];
   const [{ synchronous }] = db.pragma('synchronous') as [{ synchronous: number }];
-  return `${journal.toUpperCase()}, synchronous=${SYNCHRONOUS[synchronous] ?? synchronous}`;
+  const pragmas = `${journal.toUpperCase()}, synchronous=${SYNCHRONOUS[synchronous] ?? synchronous}`;
+  return synced ? `${pragmas}, WAL synced before each answer` : pragmas;
 }
 
 /**
@@ -55,47 +66,88 @@ interface Call {
  * Group commit: the calls made while the event loop is busy with other callbacks (the requests
  * that arrived together) run in ONE `BEGIN IMMEDIATE` … `COMMIT`, in the order they were made,
  * each Promise answered with its own result. One transaction costs what one call's did, so a
- * busy relay pays for a transaction per turn of the event loop, not per request. IMMEDIATE takes
- * the write lock at the start, so two processes sharing the file never lease the same id.
+ * busy relay pays for a transaction per group, not per request. IMMEDIATE takes the write lock at
+ * the start, so two processes sharing the file never lease the same id.
  *
  * When the group's transaction fails, nothing of it was written; each call then runs again in a
  * transaction of its own, so one call that cannot be written fails alone and later calls are
  * not held back by it.
  *
+ * With `sync` (a connection opened with `synchronous=NORMAL`, {@link openSqlite} `syncedByCaller`)
+ * the commit appends to the WAL without waiting for the disk, and `sync` (an fdatasync of the WAL,
+ * off the event loop) runs after it. No call is answered before the sync that followed its commit
+ * has ended, and no transaction begins while a sync runs: every answer, and everything a later
+ * transaction reads, is on the disk. The calls made during the disk's wait share the next
+ * transaction (group commit across the wait, not only one turn of the event loop). A sync that
+ * fails fails every call of its group with a {@link CommitSyncError} (its cause inside); the
+ * next group goes on.
+ *
  * @param before runs first in every transaction (the slice of expiry)
  */
-export function groupCommit(db: Database.Database, before: () => void = () => {}) {
+export function groupCommit(db: Database.Database, before: () => void = () => {}, sync?: () => Promise<void>) {
   let waiting: Call[] = [];
+  let syncing = false;
+  let scheduled = false;
   const runAll = db.transaction((calls: Call[]) => {
     before();
     return calls.map((call) => call.run());
   }).immediate;
   const runOne = db.transaction((call: Call) => call.run()).immediate;
 
+  /** Each call's answer once its transaction committed (or failed), to give once the WAL is synced. */
+  const runCalls = (calls: Call[]): (() => void)[] => {
+    try {
+      const results = runAll(calls);
+      sqliteCounts.commits++;
+      return calls.map((call, index) => () => call.resolve(results[index] as never));
+    } catch {
+      return calls.map((call) => {
+        try {
+          const result = runOne(call);
+          sqliteCounts.commits++;
+          return () => call.resolve(result as never);
+        } catch (error) {
+          return () => call.reject(error);
+        }
+      });
+    }
+  };
+
   const commit = () => {
+    scheduled = false;
     const calls = waiting;
     waiting = [];
-    let results: unknown[];
-    try {
-      results = runAll(calls);
-      sqliteCounts.commits++;
-    } catch {
-      for (const call of calls) {
-        try {
-          call.resolve(runOne(call) as never);
-        } catch (error) {
-          call.reject(error);
-        }
-      }
+    const answers = runCalls(calls);
+    if (sync === undefined) {
+      for (const answer of answers) answer();
       return;
     }
-    for (const [index, call] of calls.entries()) call.resolve(results[index] as never);
+    syncing = true;
+    sync().then(
+      () => {
+        syncing = false;
+        for (const answer of answers) answer();
+        schedule();
+      },
+      (error: unknown) => {
+        // Written, but maybe not on the disk: none of them is answered as done, none runs again.
+        syncing = false;
+        const failed = new CommitSyncError(error);
+        for (const call of calls) call.reject(failed);
+        schedule();
+      },
+    );
+  };
+  const schedule = () => {
+    if (scheduled || syncing || waiting.length === 0) return;
+    scheduled = true;
+    // After the callbacks of this turn (setImmediate): every request that arrived with this one joins.
+    setImmediate(commit);
   };
 
   return <T>(run: () => T): Promise<T> =>
     new Promise<T>((resolve, reject) => {
-      // After the callbacks of this turn (setImmediate): every request that arrived with this one joins.
-      if (waiting.length === 0) setImmediate(commit);
       waiting.push({ run, resolve: resolve as (value: never) => void, reject });
+      schedule();
     });
 }

@@ -1,25 +1,35 @@
 /**
  * The outbox and pacer in an SQLite file (libsql): the SQL of `sql-outbox.ts` over a file. Each
- * method is one `BEGIN IMMEDIATE` transaction, and the calls of one turn of the event loop share
- * it (group commit), so several processes on one machine may share the file. WAL with
- * `synchronous=FULL`, as the state store: an item is fsynced in the WAL before `accept` resolves,
- * so neither a killed process nor a power cut loses what it answered `accepted`. Opening it moves
- * the previous release's remembered ids into the outbox (sql-upgrade.ts).
+ * method is one `BEGIN IMMEDIATE` transaction, and the calls that arrive together share it (group
+ * commit), so several processes on one machine may share the file. WAL with `synchronous=NORMAL`,
+ * and the WAL fdatasynced off the event loop after each commit, before any of its calls resolves
+ * (sqlite-file.ts, sqlite-wal.ts): neither a killed process nor a power cut loses what it answered
+ * `accepted`, and HTTP is served while the disk syncs. Opening it moves the previous release's
+ * remembered ids into the outbox (sql-upgrade.ts).
  * @module
  */
 import type Database from 'libsql';
 import type { OutboxStore } from './outbox.js';
 import { durabilityOf, groupCommit, openSqlite, sqliteCounts } from './sqlite-file.js';
+import { walSync } from './sqlite-wal.js';
 import { createSqlOutbox, type Row, type SqlPort } from './sql-outbox.js';
 import { importPreviousIds } from './sql-upgrade.js';
 
 export interface SqliteOutboxOptions {
   /** how long a writer waits for another process's transaction @default 5000 ms */
   busyTimeoutMs?: number;
+  /**
+   * how a commit's WAL reaches the disk before its calls are answered, given the fdatasync: tests
+   * wrap it to watch or fail it @default the fdatasync itself
+   */
+  sync?: (fdatasync: () => Promise<void>) => Promise<void>;
 }
 
-/** The {@link SqlPort} of a libsql database: statements prepared once, transactions grouped per turn of the event loop. */
-export function libsqlPort(db: Database.Database): SqlPort {
+/**
+ * The {@link SqlPort} of a libsql database: statements prepared once, transactions grouped (group
+ * commit), each group's calls answered after `sync` when given (a connection with `synchronous=NORMAL`).
+ */
+export function libsqlPort(db: Database.Database, sync?: () => Promise<void>): SqlPort {
   const queries = new Map<string, Database.Statement>();
   const runs = new Map<string, Database.Statement>();
   const prepared = (cache: Map<string, Database.Statement>, sql: string, raw: boolean) => {
@@ -44,27 +54,32 @@ export function libsqlPort(db: Database.Database): SqlPort {
       sqliteCounts.rows += changes;
       return changes;
     },
-    transaction: groupCommit(db),
+    transaction: groupCommit(db, undefined, sync),
   };
 }
 
 /** Opens (or creates) the outbox tables in the file at `path` (the relay's state file). */
 export async function createSqliteOutbox(path: string, options: SqliteOutboxOptions = {}): Promise<OutboxStore> {
-  const db = await openSqlite(path, options.busyTimeoutMs ?? 5000, 'the SQLite outbox (RELAY_STATE_FILE)');
-  const port = libsqlPort(db);
+  const db = await openSqlite(path, options.busyTimeoutMs ?? 5000, 'the SQLite outbox (RELAY_STATE_FILE)', true);
+  const wal = path === ':memory:' ? undefined : walSync(path);
+  const wrap = options.sync;
+  const sync = wal === undefined ? undefined : wrap === undefined ? wal.sync : () => wrap(wal.sync);
+  const port = libsqlPort(db, sync);
   let store: Awaited<ReturnType<typeof createSqlOutbox>>;
   try {
     store = await createSqlOutbox(port);
     await importPreviousIds(port, Date.now());
   } catch (error) {
     db.close();
+    await wal?.close();
     throw error;
   }
   return {
     ...store,
-    durability: durabilityOf(db),
+    durability: durabilityOf(db, sync !== undefined),
     async close() {
       if (db.open) db.close();
+      await wal?.close();
     },
   };
 }

@@ -1,0 +1,189 @@
+// The SQLite outbox commits with synchronous=NORMAL and syncs its WAL off the event loop: no call
+// is answered before the sync that followed its commit ended, no transaction begins while a sync
+// runs, a failed sync fails its group alone, and the sync follows the -wal file when it is
+// replaced. On a real file; the sync is watched (or failed) through the outbox's `sync` option,
+// which wraps the real fdatasync.
+import { existsSync, mkdtempSync, readdirSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Sqlite from 'libsql';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { OutboxStore } from '../../src/relay/state/outbox.js';
+import { sqliteCounts } from '../../src/relay/state/sqlite-file.js';
+import { createSqliteOutbox } from '../../src/relay/state/sqlite-outbox.js';
+import { walSync } from '../../src/relay/state/sqlite-wal.js';
+import { item } from './suite/outbox-suite.js';
+
+const WINDOW = 3600_000;
+const dirs: string[] = [];
+const stores: OutboxStore[] = [];
+const tempFile = () => {
+  const dir = mkdtempSync(join(tmpdir(), 'cdp-walsync-'));
+  dirs.push(dir);
+  return join(dir, 'state.db');
+};
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const open = async (path: string, sync: (fdatasync: () => Promise<void>) => Promise<void>) => {
+  const store = await createSqliteOutbox(path, { sync });
+  stores.push(store);
+  return store;
+};
+/** The outbox's rows as another connection to the file reads them: what the commits wrote. */
+const rowsInFile = (path: string) => {
+  const db = new Sqlite(path);
+  try {
+    return Number((db.prepare('SELECT count(*) FROM outbox').raw().get() as [number])[0]);
+  } finally {
+    db.close();
+  }
+};
+
+afterEach(async () => {
+  for (const store of stores.splice(0)) await store.close();
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+describe('SQLite outbox: answered only once its commit is synced to the disk', () => {
+  it('answers no accept or settle before the WAL sync that followed its commit ended, and begins no transaction while one runs', async () => {
+    const path = tempFile();
+    const events: string[] = [];
+    /** The syncs waiting for the test to let them end, each after the real fdatasync ran. */
+    const held: (() => void)[] = [];
+    let holding = false;
+    const store = await open(path, async (fdatasync) => {
+      await fdatasync();
+      if (!holding) return;
+      events.push('sync');
+      await new Promise<void>((resolve) => held.push(resolve));
+      events.push('synced');
+    });
+    const { outbox } = store;
+    holding = true;
+    const rowsBefore = rowsInFile(path);
+    const first = outbox.accept([item('s', 'a')], Date.now(), WINDOW).then((answer) => events.push(`answered ${answer.accepted}`));
+    while (held.length === 0) await sleep(5);
+    // The commit is in the file, its sync has begun and not ended: not answered.
+    expect(rowsInFile(path)).toBe(rowsBefore + 1);
+    const commits = sqliteCounts.commits;
+    const later = [
+      outbox.accept([item('s', 'b')], Date.now(), WINDOW).then((answer) => events.push(`answered ${answer.accepted}`)),
+      outbox.accept([item('s', 'c')], Date.now(), WINDOW).then((answer) => events.push(`answered ${answer.accepted}`)),
+    ];
+    await sleep(100);
+    expect(events).toEqual(['sync']);
+    // Meanwhile nothing began: the later accepts wait for the sync, unwritten.
+    expect(sqliteCounts.commits).toBe(commits);
+    expect(rowsInFile(path)).toBe(rowsBefore + 1);
+    held.shift()!();
+    await first;
+    while (held.length === 0) await sleep(5);
+    // b and c went in together, in one commit after a's sync, and wait for their own.
+    expect(sqliteCounts.commits).toBe(commits + 1);
+    expect(rowsInFile(path)).toBe(rowsBefore + 3);
+    await sleep(50);
+    expect(events).toEqual(['sync', 'synced', 'answered a', 'sync']);
+    held.shift()!();
+    await Promise.all(later);
+    expect(events).toEqual(['sync', 'synced', 'answered a', 'sync', 'synced', 'answered b', 'answered c']);
+
+    // The delivered entries' settle, the same way.
+    holding = false;
+    const leased = await outbox.lease('owner', 10, Date.now(), 60_000);
+    expect(leased.map((entry) => entry.id).sort()).toEqual(['a', 'b', 'c']);
+    holding = true;
+    events.length = 0;
+    const settled = outbox
+      .settle('owner', { delivered: leased.map((entry) => entry.seq), released: [], dead: [] }, Date.now())
+      .then(() => events.push('answered settle'));
+    while (held.length === 0) await sleep(5);
+    expect(rowsInFile(path)).toBe(rowsBefore);
+    await sleep(50);
+    expect(events).toEqual(['sync']);
+    held.shift()!();
+    await settled;
+    expect(events).toEqual(['sync', 'synced', 'answered settle']);
+  });
+
+  it('runs in WAL with synchronous=NORMAL and says the WAL is synced before each answer', async () => {
+    const store = await open(tempFile(), (fdatasync) => fdatasync());
+    expect(store.durability).toBe('WAL, synchronous=NORMAL, WAL synced before each answer');
+  });
+});
+
+describe('SQLite outbox: a sync that fails', () => {
+  it('fails every call of its group with the cause, runs none of them again, and later writes succeed', async () => {
+    const path = tempFile();
+    let failNext = false;
+    let syncs = 0;
+    const store = await open(path, async (fdatasync) => {
+      syncs++;
+      if (failNext) {
+        failNext = false;
+        throw Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' });
+      }
+      await fdatasync();
+    });
+    const { outbox } = store;
+    failNext = true;
+    const syncsBefore = syncs;
+    const outcomes = await Promise.allSettled([
+      outbox.accept([item('s', 'a')], Date.now(), WINDOW),
+      outbox.accept([item('s', 'b')], Date.now(), WINDOW),
+      outbox.lease('owner', 10, Date.now(), 60_000),
+    ]);
+    expect(outcomes.map((outcome) => outcome.status)).toEqual(['rejected', 'rejected', 'rejected']);
+    for (const outcome of outcomes) {
+      const error = (outcome as PromiseRejectedResult).reason as Error;
+      expect(error.name).toBe('CommitSyncError');
+      expect(error.message).toMatch(/sync of the WAL to the disk failed: EIO/);
+      expect((error.cause as NodeJS.ErrnoException).code).toBe('EIO');
+    }
+    // One group, one sync: the accepts were not run again one by one (each would have answered duplicate).
+    expect(syncs - syncsBefore).toBe(1);
+    // Not poisoned: the next writes commit, sync and are answered.
+    expect((await outbox.accept([item('s', 'c')], Date.now(), WINDOW)).accepted).toEqual(['c']);
+    const leased = await outbox.lease('owner', 10, Date.now(), 60_000);
+    expect(leased.map((entry) => entry.id)).toContain('c');
+    await outbox.settle('owner', { delivered: leased.map((entry) => entry.seq), released: [], dead: [] }, Date.now());
+    // What the failed group wrote stays in the file, as later transactions see it (a and b, under
+    // the failed lease until it ends): a sync cannot be undone, so nothing is lost either.
+    expect((await outbox.stats()).pending).toBe(2);
+    expect((await outbox.accept([item('s', 'a')], Date.now(), WINDOW)).duplicate).toEqual(['a']);
+  });
+});
+
+describe('the WAL sync follows the file', () => {
+  /** What this process's descriptors point at, under `dir`. */
+  const openUnder = (dir: string) =>
+    readdirSync('/proc/self/fd').flatMap((fd) => {
+      try {
+        const target = readlinkSync(`/proc/self/fd/${fd}`);
+        return target.startsWith(dir) ? [target] : [];
+      } catch {
+        return [];
+      }
+    });
+
+  it.runIf(existsSync('/proc/self/fd'))('opens the -wal file again when it was replaced, and syncs the database file when there is none', async () => {
+    const path = tempFile();
+    const dir = join(path, '..');
+    const wal = walSync(path);
+    try {
+      writeFileSync(path, 'database');
+      // No -wal file (the last connection deleted it after its checkpoint): the database file is synced.
+      await wal.sync();
+      expect(openUnder(dir)).toEqual([]);
+      writeFileSync(`${path}-wal`, 'first log');
+      await wal.sync();
+      expect(openUnder(dir)).toEqual([`${path}-wal`]);
+      // Deleted and made again: the descriptor of the deleted one is closed, the new file synced.
+      rmSync(`${path}-wal`);
+      writeFileSync(`${path}-wal`, 'second log');
+      await wal.sync();
+      expect(openUnder(dir)).toEqual([`${path}-wal`]);
+    } finally {
+      await wal.close();
+    }
+    expect(openUnder(dir)).toEqual([]);
+  });
+});
