@@ -91,6 +91,8 @@ export interface RelayDeps {
   enqueue?: Enqueue;
   /** how old this process's copy of the suppression list may get (state/suppression.ts) @default SUPPRESSION_REFRESH_MS */
   suppressionRefreshMs?: number;
+  /** how old the outbox's pending count the idle room reads may be (ingest/idle-room.ts; Workers: 1 s) @default 0, read each time */
+  pendingMaxAgeMs?: number;
 }
 
 const NO_STORE = 'no-store';

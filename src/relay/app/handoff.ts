@@ -29,6 +29,8 @@ export interface HandoffChoice {
   outbox?: Outbox | undefined;
   deliver?: boolean | undefined;
   onRefused?: ((entries: readonly Leased[], wholeCall: boolean) => void) | undefined;
+  /** how old the pending count the idle room reads may be (ingest/idle-room.ts) */
+  pendingMaxAgeMs?: number | undefined;
 }
 
 /** The handoff, and the outbox and deliverer behind it when there is one (the deliverer started). */
@@ -38,7 +40,16 @@ export function chooseHandoff(choice: HandoffChoice): { handoff: Handoff; outbox
   const outbox = choice.outbox ?? createMemoryOutbox();
   if (!(choice.deliver ?? true))
     return {
-      handoff: outboxHandoff(outbox, config.windowMs, config.outboxLimits, undefined, config.unproven.share, config.platformRate, config.outboxIdleSeconds),
+      handoff: outboxHandoff(
+        outbox,
+        config.windowMs,
+        config.outboxLimits,
+        undefined,
+        config.unproven.share,
+        config.platformRate,
+        config.outboxIdleSeconds,
+        choice.pendingMaxAgeMs,
+      ),
       outbox,
     };
   const deliverer = createDeliverer({
@@ -83,6 +94,7 @@ export function chooseHandoff(choice: HandoffChoice): { handoff: Handoff; outbox
       config.unproven.share,
       config.platformRate,
       config.outboxIdleSeconds,
+      choice.pendingMaxAgeMs,
     ),
     outbox,
     deliverer,

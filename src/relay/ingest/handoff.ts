@@ -10,7 +10,7 @@ import { LIMITS } from '../../api/index.js';
 import type { SiteConfig } from '../core/sites.js';
 import { DEFAULT_IDLE_SECONDS, OUTBOX_FULL, type OutboxLimits, UNPROVEN_FULL, unprovenShareOf } from '../core/outbox-limits.js';
 import type { Accepted, EntryKind, Outbox } from '../state/outbox.js';
-import { acceptWithIdleRoom, idleRoom, roomSeconds } from './idle-room.js';
+import { acceptWithIdleRoom, idleRoom, pendingCount, roomSeconds } from './idle-room.js';
 
 /** One checked item, as the platform entry it will be sent as. */
 export interface Prepared {
@@ -103,6 +103,7 @@ function runs(items: readonly Prepared[], proven: (item: Prepared) => boolean): 
  * of that pace (idle-room.ts: fairness that is work-conserving). Items that found no room are
  * answered `retry`, with a Retry-After of when what waits will have gone at `rate` platform calls a
  * second ({@link drainSeconds}), or sooner when they will fit in the idle room ({@link FULL_RETRY_AFTER_S} without a rate).
+ * Both read the outbox's pending count, at most `pendingMaxAgeMs` old (idle-room.ts `pendingCount`).
  */
 export function outboxHandoff(
   outbox: Outbox,
@@ -112,7 +113,9 @@ export function outboxHandoff(
   unprovenShare = 1,
   rate?: number,
   idleSeconds = DEFAULT_IDLE_SECONDS,
+  pendingMaxAgeMs = 0,
 ): Handoff {
+  const pending = pendingCount(outbox, pendingMaxAgeMs);
   return async ({ site, items, browser, visitor, now }) => {
     // An unknown address ('') is not one visitor: only the site's and the outbox's limits hold.
     const all = visitor === '' ? { ...limits, visitor: Number.POSITIVE_INFINITY } : limits;
@@ -129,6 +132,7 @@ export function outboxHandoff(
         windowMs + REMEMBER_MARGIN_MS,
         run.proven ? all : unprovenShareOf(all, unprovenShare),
         room,
+        pending,
       );
       taken.accepted.push(...answer.accepted);
       taken.duplicate.push(...answer.duplicate);
@@ -151,13 +155,14 @@ export function outboxHandoff(
     if (taken.full.length === 0) return { results };
     // When what waits now will have gone at the key's pace (counters: the same cost whatever the backlog).
     // With idle room, as soon as enough have gone that these fit under it (idle-room.ts `roomSeconds`).
-    const pending = rate === undefined ? 0 : (await outbox.stats()).pending;
+    // Not known yet (an isolate's first read under way): as if the idle room were full.
+    const waiting = rate === undefined ? 0 : ((await pending(now)) ?? room);
     const retryAfter =
       rate === undefined
         ? FULL_RETRY_AFTER_S
         : all.visitor < room
-          ? Math.min(drainSeconds(pending, rate), roomSeconds(pending, taken.full.length, rate, room))
-          : drainSeconds(pending, rate);
+          ? Math.min(drainSeconds(waiting, rate), roomSeconds(waiting, taken.full.length, rate, room))
+          : drainSeconds(waiting, rate);
     return { results, retryAfter, code: OUTBOX_FULL };
   };
 }

@@ -12,12 +12,52 @@ import { LIMITS } from '../../api/index.js';
 import type { OutboxLimits } from '../core/outbox-limits.js';
 import type { Accepted, Outbox, OutboxItem } from '../state/outbox.js';
 
+/** How old the pending count the idle room reads may be on Workers, where reading it asks every outbox object. */
+export const PENDING_MAX_AGE_MS = 1_000;
+/** A read of the count that has not answered in this long is given up on: the next request reads again. */
+const READ_GIVEN_UP_MS = 10_000;
+
+/**
+ * What the idle room reads of the outbox: its pending count, or undefined when not known yet.
+ * `now` is the request's clock (ms since epoch).
+ */
+export type PendingCount = (now: number) => Promise<number | undefined>;
+
+/**
+ * The outbox's pending count, read again once older than `maxAgeMs` (0: on every call). On Node a
+ * read is one counter; on Workers it asks every outbox object, so a flooding visitor's refused
+ * requests would each cost `RELAY_SHARDS` object calls: with {@link PENDING_MAX_AGE_MS} an
+ * isolate asks at most about once a second. Only one request at a time reads; the others use the
+ * last count meanwhile, or undefined before the first (never the reading request's promise: in
+ * workerd a promise belongs to the request that made it, and one cancelled would leave its
+ * waiters hanging). The idle room stays safe on an old count: the store takes the room in one
+ * atomic step against its own counters ({@link acceptWithIdleRoom}).
+ */
+export function pendingCount(outbox: Outbox, maxAgeMs: number): PendingCount {
+  if (!(maxAgeMs > 0)) return async () => (await outbox.stats()).pending;
+  let last: { pending: number; at: number } | undefined;
+  let readingSince: number | undefined;
+  return async (now) => {
+    if (last !== undefined && now - last.at < maxAgeMs) return last.pending;
+    if (readingSince !== undefined && now - readingSince < READ_GIVEN_UP_MS) return last?.pending;
+    readingSince = now;
+    try {
+      const { pending } = await outbox.stats();
+      last = { pending, at: now };
+      return pending;
+    } finally {
+      readingSince = undefined;
+    }
+  };
+}
+
 /** Entries the key sends in `seconds` at `rate` full calls a second: 5,000 in the default 5 s at 10 calls/s. */
 export const idleRoom = (rate: number, seconds: number): number => Math.floor(rate * LIMITS.itemsPerRequest * seconds);
 
 /**
  * `outbox.accept` within `limits`; items found no room for past their visitor's cap are then
- * offered again while the outbox holds less than `room` entries in all (read from its counters),
+ * offered again while the outbox holds less than `room` entries in all (`pending`: its counters,
+ * perhaps a second old; not known, no second step),
  * without the visitor's cap and with the outbox's limit lowered to `room`: each step atomic in the
  * store, so concurrent requests never take more than `room` between them. The second step only
  * runs for a request that met a limit; the items it takes come after the first step's, in order.
@@ -29,11 +69,12 @@ export async function acceptWithIdleRoom(
   windowMs: number,
   limits: OutboxLimits,
   room: number,
+  pending: PendingCount,
 ): Promise<Accepted> {
   const first = await outbox.accept(items, now, windowMs, limits);
   if (first.full.length === 0 || !(limits.visitor < room)) return first;
-  const { pending } = await outbox.stats();
-  if (pending >= Math.min(room, limits.total)) return first;
+  const waiting = await pending(now);
+  if (waiting === undefined || waiting >= Math.min(room, limits.total)) return first;
   const full = new Set(first.full);
   const again = await outbox.accept(
     items.filter((item) => full.has(item.id)),

@@ -11,6 +11,7 @@ import { parseConfig, type RelayConfig } from '../core/config.js';
 import type { Outbox } from '../state/outbox.js';
 import { MISCONFIGURED, RelayConfigError } from '../core/errors.js';
 import type { CfGeo } from '../ingest/enrich.js';
+import { PENDING_MAX_AGE_MS } from '../ingest/idle-room.js';
 import { createBindingLimiter, createMemoryLimiter } from '../core/limits.js';
 import { createConsoleLogger, type Logger, scrubLine } from '../core/logging.js';
 import { analyticsObserver } from './analytics.js';
@@ -56,6 +57,8 @@ export function build(env: RelayEnv): Built {
     // Accepted once in an outbox object (or the queue, whose consumer puts them there); each object's alarm delivers.
     outbox,
     deliver: false,
+    // Reading the pending count asks every outbox object: the idle room reads it at most once a second per isolate.
+    pendingMaxAgeMs: PENDING_MAX_AGE_MS,
     ...(env.RELAY_QUEUE ? { enqueue: queueProducer(env.RELAY_QUEUE) } : {}),
     // Proxy calls spend the deployment's budget first.
     pacer: keyPacer(env, config),

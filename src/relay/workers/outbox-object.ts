@@ -52,6 +52,8 @@ export class RelayOutbox extends DurableObject<DeliveryEnv> {
   private calls = 0;
   /** alarms run since this instance started (each is a Durable Object request too) */
   private alarms = 0;
+  /** `stats` calls served since this instance started: what the Worker's idle room reads (ingest/idle-room.ts) */
+  private statsCalls = 0;
   /** kept across rounds, as the Node deliverer keeps them: calls counted by when they left, and partial calls held back to fill (at most 2 s) */
   private spacer: Spacer | undefined;
   private readonly holds = createHolds();
@@ -144,6 +146,7 @@ export class RelayOutbox extends DurableObject<DeliveryEnv> {
     return this.store.outbox.dropDead(seqs);
   }
   stats(): Promise<OutboxStats> {
+    this.statsCalls++;
     return this.store.outbox.stats();
   }
   erase(person: Person, site: string | undefined, now: number): Promise<Erased> {
@@ -166,9 +169,9 @@ export class RelayOutbox extends DurableObject<DeliveryEnv> {
     return this.store.pacer(rate).leave!(now, inMs, again);
   }
 
-  /** Calls and alarms served by this instance, the rows its SQL has read, and whether it is delivering now. Not counted as a call. */
-  usage(): { calls: number; alarms: number; delivering: boolean; rowsRead: number } {
-    return { calls: this.calls, alarms: this.alarms, delivering: this.delivering, rowsRead: this.port.rowsRead() };
+  /** Calls, `stats` calls and alarms served by this instance, the rows its SQL has read, and whether it is delivering now. Not counted as a call. */
+  usage(): { calls: number; stats: number; alarms: number; delivering: boolean; rowsRead: number } {
+    return { calls: this.calls, stats: this.statsCalls, alarms: this.alarms, delivering: this.delivering, rowsRead: this.port.rowsRead() };
   }
 
   /**
