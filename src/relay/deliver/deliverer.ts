@@ -98,7 +98,7 @@ export function createDeliverer(options: DelivererOptions): Deliverer {
         inRound = false;
       }
       // Nothing there: wait for the next kick or poll.
-      if (leased === 0) await filler.nap(options.waitMs > 0 ? options.waitMs : 50);
+      if (leased === 0) await filler.napForItems(options.waitMs > 0 ? options.waitMs : 50);
     }
   }
 

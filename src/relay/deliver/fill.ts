@@ -2,6 +2,11 @@
  * Waiting to fill a call: a deliverer that has nothing ready naps, and ingest's kicks (items
  * accepted in this process) wake it once a full call's worth has come, or when the oldest of them
  * has waited `waitMs`. A partial call thus waits at most `waitMs` for more entries.
+ *
+ * Kicks end only the waits for items. A round's other waits (a pacer slot, the spacer, the lead)
+ * end on their timer or a stop: new items do not bring a slot sooner, and a wait woken early asks
+ * its store again (at 100 requests a second, every kick woke a call waiting to leave, which
+ * counted itself again in the pacer: six pacer writes a call instead of one).
  * @module
  */
 
@@ -13,8 +18,10 @@ export interface Filler {
   kick(count: number): void;
   /** Waits until a call is worth leasing for: enough accepted here, the oldest waited `waitMs`, or a poll's worth of time. */
   waitToFill(): Promise<void>;
-  /** Sleeps `ms` (real time), or less when kicked with a full call, woken, or stopped. */
+  /** Sleeps `ms` (real time), or less when woken or stopped. */
   nap(ms: number): Promise<void>;
+  /** As {@link nap}, and ends once a full call's worth has been kicked since the last reset (at once if it has). */
+  napForItems(ms: number): Promise<void>;
   /** Ends every nap now (a stop, a drained() caller). */
   wake(): void;
   /** A drained() caller wants the next lease now, without waiting to fill: counted while it waits. */
@@ -30,11 +37,13 @@ export function createFiller(waitMs: number, stopped: () => boolean): Filler {
   let hurrying = 0;
   /** every nap in progress (the loop's, and a round's pacer or lead waits): a stop ends them all */
   const napping = new Set<() => void>();
+  /** the naps that wait for items: a full call's worth of kicks ends them */
+  const forItems = new Set<() => void>();
 
-  function nap(ms: number): Promise<void> {
+  function nap(ms: number, items = false): Promise<void> {
     // A stop has begun: no new nap. Its timer would not keep the process alive (below), so a nap
     // begun after the stop's wake would leave the stop waiting on a timer that never fires.
-    if (stopped()) return Promise.resolve();
+    if (stopped() || (items && kicked >= FULL_CALL)) return Promise.resolve();
     return new Promise((resolve) => {
       const timer = setTimeout(done, Math.max(0, ms));
       // Never what keeps a process alive: the server (or the caller) does that.
@@ -42,9 +51,11 @@ export function createFiller(waitMs: number, stopped: () => boolean): Filler {
       function done() {
         clearTimeout(timer);
         napping.delete(done);
+        forItems.delete(done);
         resolve();
       }
       napping.add(done);
+      if (items) forItems.add(done);
     });
   }
 
@@ -54,9 +65,11 @@ export function createFiller(waitMs: number, stopped: () => boolean): Filler {
 
   return {
     kick(count) {
+      const before = kicked;
       kicked += count;
       firstKickAt ??= Date.now();
-      if (kicked >= FULL_CALL) wakeAll();
+      // Once, when a full call's worth is there: a nap for items begun later ends at once (above).
+      if (before < FULL_CALL && kicked >= FULL_CALL) for (const done of [...forItems]) done();
     },
     async waitToFill() {
       if (hurrying > 0 || waitMs === 0) return;
@@ -65,10 +78,11 @@ export function createFiller(waitMs: number, stopped: () => boolean): Filler {
         if (stopped() || hurrying > 0 || kicked >= FULL_CALL) return;
         const left = (firstKickAt ?? started) + waitMs - Date.now();
         if (left <= 0) return;
-        await nap(left);
+        await nap(left, true);
       }
     },
-    nap,
+    nap: (ms) => nap(ms),
+    napForItems: (ms) => nap(ms, true),
     wake: wakeAll,
     hurry(by) {
       hurrying += by;

@@ -147,6 +147,8 @@ export async function waitToLeave(engine: Engine, ready: () => Promise<boolean>)
       if (left > 0) await pause(left);
       if (!readied && engine.stopped()) return undefined;
       const at = clock.now();
+      // Woken before its place (a drained() caller's wake): the place counted still holds.
+      if (at < place) continue;
       // Held longer by its spacer, or woken (or counted, or marked) later than the window's margin
       // allows (a busy event loop, a slow store): its count moves to when it goes, twice at most for lateness.
       const tooLate = at - place > LATE_MS && late < MAX_LATE_ASKS;
