@@ -75,10 +75,13 @@ const stubFetch = async (input, init) => {
 // --queued: a stub Queues binding; sendBatch's structured clone is stood in for by JSON.
 const enqueue = ${JSON.stringify(QUEUED)} ? async (entries) => { JSON.stringify(entries); return { taken: entries.map((entry) => entry.id) }; } : undefined;
 let addresses = 0;
-// Made at the first request: workerd allows no random values or timers in the global scope, and the relay's deliverer takes both.
+// Made at the first request: workerd allows no random values or timers in the global scope. No
+// deliverer, as on a deployed Worker (its outbox objects deliver): one made here would belong to the
+// first request, and a later request's accept waking it would resolve a promise of a request that
+// has ended, which workerd refuses (and warns of).
 let made;
 const relayOf = () => (made ??= createRelay(config, {
-  store: createMemoryStore(), fetch: stubFetch, logger: silentLogger, ...(enqueue ? { enqueue } : {}),
+  store: createMemoryStore(), fetch: stubFetch, logger: silentLogger, deliver: false, ...(enqueue ? { enqueue } : {}),
   // Each request from its own address: one address's bucket would refuse a benchmark's pace.
   clientInfo: () => ({ ip: '10.' + ((addresses >> 16) & 255) + '.' + ((addresses >> 8) & 255) + '.' + (addresses++ & 255), cf: { country: 'FR', city: 'Paris', region: 'Ile-de-France', latitude: '48.85', longitude: '2.35' } }),
 }));

@@ -116,16 +116,27 @@ export async function upstream(): Promise<RunningEmulator> {
 
 /** Sends one track for `email` from the site's origin; the relay's answer for it. */
 export async function collectOne(relayUrl: string, email: string): Promise<string> {
-  const item = { id: crypto.randomUUID(), type: 'track', ts: new Date().toISOString(), activity_id: 'act:cm:signed-up', person: { 'str::email': email } };
+  return (await collect(relayUrl, [email]))[0]!;
+}
+
+/** POSTs one /collect with a track for each of `emails`; returns each item's status, in order. */
+export async function collect(relayUrl: string, emails: readonly string[]): Promise<string[]> {
+  const batch = emails.map((email) => ({
+    id: crypto.randomUUID(),
+    type: 'track',
+    ts: new Date().toISOString(),
+    activity_id: 'act:cm:signed-up',
+    person: { 'str::email': email },
+  }));
   const response = await fetch(`${relayUrl}/collect`, {
     method: 'POST',
     headers: { origin: ORIGIN, 'content-type': 'text/plain' },
-    body: JSON.stringify({ key: SITE_KEY, batch: [item] }),
+    body: JSON.stringify({ key: SITE_KEY, batch }),
   });
   expect(response.status, await response.clone().text()).toBe(200);
   const body = (await response.json()) as { results: { id: string; status: string }[] };
-  expect(body.results.map((result) => result.id)).toEqual([item.id]);
-  return body.results[0]!.status;
+  expect(body.results.map((result) => result.id)).toEqual(batch.map((item) => item.id));
+  return body.results.map((result) => result.status);
 }
 
 /** The events the emulator holds for the person with `email`. */

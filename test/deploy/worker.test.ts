@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningEmulator } from '../../src/emulator/index.js';
 import { freePort } from '../support/redis.js';
-import { type Child, collectOne, deliveredCount, KEY, node22, root, SITES, start, upstream } from './support.js';
+import { type Child, collect, collectOne, deliveredCount, eventsOf, KEY, node22, root, SITES, start, upstream } from './support.js';
 
 const WRANGLER = join(root, 'node_modules', 'wrangler', 'bin', 'wrangler.js');
 const ENTRY = join(root, 'dist', 'relay', 'cloudflare.js');
@@ -71,6 +71,34 @@ describe.runIf(node)('the Worker from the shipped wrangler.toml, built', () => {
       const email = 'worker-deploy@example.com';
       expect(await collectOne(url, email)).toBe('accepted');
       expect(await deliveredCount(emulator, url, email)).toBe(1);
+    }, 90_000);
+
+    it('serves requests side by side without settling one request’s promise from another', async () => {
+      // Each HTTP request is a request context of its own in workerd: a promise made in one and
+      // settled from another after the first ended is refused (its waiters are dropped, the work
+      // behind it hangs) and workerd warns. 30 /collect of 5 items at once beside readiness checks,
+      // after the requests above built the isolate's relay (an accept that woke a waiter kept by
+      // the isolate would settle it: a deliverer's nap wakes at 100 items); each item then reaches
+      // the upstream once.
+      const emails = Array.from({ length: 30 }, (_, i) => `worker-side-by-side-${i}@example.com`);
+      const ready = Array.from({ length: 5 }, async () => (await fetch(`${url}/readyz`)).status);
+      const statuses = await Promise.all(
+        emails.map((email) =>
+          collect(
+            url,
+            Array.from({ length: 5 }, () => email),
+          ),
+        ),
+      );
+      expect(statuses.flat()).toEqual(Array(150).fill('accepted'));
+      expect(await Promise.all(ready)).toHaveLength(5);
+      await expect.poll(() => emails.map((email) => eventsOf(emulator, email).length), { timeout: 30_000, interval: 200 }).toEqual(emails.map(() => 5));
+      // A copy would come in the same or an earlier delivery than a last item's: once it arrived, none is left to come.
+      const last = 'worker-side-by-side-last@example.com';
+      expect(await collectOne(url, last)).toBe('accepted');
+      await expect.poll(() => eventsOf(emulator, last).length, { timeout: 30_000, interval: 200 }).toBe(1);
+      expect(emails.map((email) => eventsOf(emulator, email).length)).toEqual(emails.map(() => 5));
+      expect(dev.output().match(/^.*different request context.*$/m)?.[0]).toBeUndefined();
     }, 90_000);
   });
 
