@@ -189,3 +189,44 @@ describe('SQLite: the accepts that arrive together share their transaction and i
     expect(many.settle).toBe(few.settle);
   });
 });
+
+describe('SQLite: a lease runs the same few statements however many visitors it visits', () => {
+  /** Statements of one lease of 100 from `visitors` visitors with `100 / visitors` tracks each, then of the settle of all 100 (delivered). */
+  async function leaseOf(visitors: number, identifies = false) {
+    const db = new Sqlite(tempFile());
+    db.pragma('journal_mode = WAL');
+    const { port, during } = recorded(db);
+    const { outbox } = await createSqlOutbox(port);
+    const now = Date.now();
+    const each = 100 / visitors;
+    // With identifies: the first visitor's first entry is one, so the site's entries are checked for them.
+    const merge = { kind: 'merge' as const, entry: { identifiers: { email: 'm@x.example' } } };
+    await outbox.accept(
+      Array.from({ length: visitors * each }, (_, i) =>
+        item('s', `v${i % visitors}-${i}`, { visitor: `v${i % visitors}`, ...(identifies && i === 0 ? merge : {}) }),
+      ),
+      now,
+      3600_000,
+    );
+    let leased: Awaited<ReturnType<typeof outbox.lease>> = [];
+    const lease = await during(async () => {
+      leased = await outbox.lease('me', 100, now, 60_000);
+    });
+    expect(leased).toHaveLength(100);
+    const settle = await during(() => outbox.settle('me', { delivered: leased.map((entry) => entry.seq), released: [], dead: [] }, now));
+    db.close();
+    return { lease: lease.length, settle: settle.length };
+  }
+
+  it('leases 100 entries of 100 visitors with as many statements as 100 entries of 10, and settles them so', async () => {
+    const many = await leaseOf(100);
+    const few = await leaseOf(10);
+    // The lanes' first entries are read together: one statement per site, not one (or more) per lane (a statement per lane: 108 and 22).
+    expect(many.lease).toBeLessThanOrEqual(10);
+    expect(many.lease).toBe(few.lease);
+    // A settle that finds every entry under its lease reads no other place (held, ready): 9 statements.
+    expect(many.settle).toBeLessThanOrEqual(8);
+    // A site with an identify in the outbox reads its entries' kinds in the same statement, not one per lane (109 before).
+    expect((await leaseOf(100, true)).lease).toBeLessThanOrEqual(many.lease + 1);
+  });
+});

@@ -14,8 +14,8 @@
  * held behind an identify), and a visitor whose tracks its delivered identify frees keeps its place.
  * @module
  */
-import { type Lane, MERGES_PER_LEASE, takeFairMergesBounded } from './fair.js';
-import type { Row, SqlPort, SqlValue } from './sql-port.js';
+import { PICK_SQL, pickReady } from './sql-pick.js';
+import type { SqlPort } from './sql-port.js';
 
 /** Entries a lease moves from `outbox_wait` to ready at most, per entry it may take. */
 export const WAKE_PER_LEASE = 2;
@@ -57,7 +57,7 @@ const SQL = {
   // ?1: [site, browser] pairs as JSON.
   hasMerge: 'SELECT 1 FROM outbox_merges WHERE (site, browser) IN (SELECT value ->> 0, value ->> 1 FROM json_each(?1)) LIMIT 1',
   // ?1 seqs, ?2 their owner: out of whichever place they are in.
-  unwait: `DELETE FROM outbox_wait WHERE (until, seq) IN (SELECT available, seq FROM outbox WHERE seq IN (${IN}) AND owner = ?2)`,
+  unwait: `DELETE FROM outbox_wait WHERE (until, seq) IN (SELECT available, seq FROM outbox WHERE seq IN (${IN}) AND owner = ?2) RETURNING seq`,
   unready: `DELETE FROM outbox_ready WHERE (lane, seq) IN (SELECT lane, seq FROM outbox WHERE seq IN (${IN}) AND owner = ?2) RETURNING lane`,
   unhold: `DELETE FROM outbox_held WHERE seq IN (SELECT seq FROM outbox WHERE seq IN (${IN}) AND owner = ?2)`,
   wait: 'INSERT OR IGNORE INTO outbox_wait (until, seq) SELECT value ->> 0, value ->> 1 FROM json_each(?1)',
@@ -65,24 +65,12 @@ const SQL = {
   due: `SELECT w.until, w.seq, o.lane, l.site, o.item ->> 'browser', EXISTS (SELECT 1 FROM outbox_merges m WHERE m.site = l.site AND m.browser = o.item ->> 'browser' AND m.seq < o.seq)
     FROM outbox_wait w JOIN outbox o ON o.seq = w.seq JOIN outbox_lanes l ON l.n = o.lane WHERE w.until <= ?1 ORDER BY w.until, w.seq LIMIT ?2`,
   unwaitDue: 'DELETE FROM outbox_wait WHERE (until, seq) IN (SELECT value ->> 0, value ->> 1 FROM json_each(?1))',
-  hold: 'INSERT OR IGNORE INTO outbox_held (seq, site, browser) SELECT value ->> 0, value ->> 1, value ->> 2 FROM json_each(?1)',
+  hold: PICK_SQL.hold,
   ready: 'INSERT OR IGNORE INTO outbox_ready (lane, seq) SELECT value ->> 0, value ->> 1 FROM json_each(?1)',
   // Lanes' ready counts move, [lane, change] pairs as JSON (?1), in one statement: each one's site, and how many it has now. A site counts its lanes with some.
   laneReady: `UPDATE outbox_lanes SET ready = ready + (json_each.value ->> 1) FROM json_each(?1) WHERE outbox_lanes.n = json_each.value ->> 0
     RETURNING n, site, ready`,
   siteReady: 'UPDATE outbox_load SET ready = ready + ?2 WHERE site = ?1',
-  // By the partial indexes, named: a planner that took the site's index of every lane would read them all.
-  sites: 'SELECT site FROM outbox_load INDEXED BY outbox_load_ready WHERE ready > 0 ORDER BY since, site LIMIT ?1',
-  lanes: 'SELECT n FROM outbox_lanes INDEXED BY outbox_lanes_ready WHERE site = ?1 AND ready > 0 ORDER BY since, n LIMIT ?2',
-  // A lane's ready entries from seq ?2: whether each is an activity, its browser, and the latest merge before it (misplaced if any: see pick).
-  next: `SELECT o.seq, o.item ->> 'kind' = 'activity', o.item ->> 'browser',
-      (SELECT max(m.seq) FROM outbox_merges m WHERE m.site = ?4 AND m.browser = o.item ->> 'browser' AND m.seq < o.seq)
-    FROM outbox_ready r JOIN outbox o ON o.seq = r.seq WHERE r.lane = ?1 AND r.seq > ?2 ORDER BY r.seq LIMIT ?3`,
-  // The next merge of a browser after seq ?3, when it is held (only behind the one before it): it may go in the same lease.
-  nextMerge: `SELECT h.seq, o.lane FROM outbox_held h JOIN outbox o ON o.seq = h.seq
-    WHERE h.seq = (SELECT min(seq) FROM outbox_merges WHERE site = ?1 AND browser = ?2 AND seq > ?3) AND h.site = ?1 AND h.browser = ?2`,
-  takeReady: 'DELETE FROM outbox_ready WHERE (lane, seq) IN (SELECT value ->> 0, value ->> 1 FROM json_each(?1))',
-  takeHeld: `DELETE FROM outbox_held WHERE seq IN (${IN})`,
   // A browser's entries that no merge before them holds any more (up to and with its first merge still in the outbox).
   free: `DELETE FROM outbox_held WHERE site = ?1 AND browser = ?2 AND seq <= coalesce((SELECT min(seq) FROM outbox_merges WHERE site = ?1 AND browser = ?2), 9e18)
     RETURNING seq`,
@@ -170,8 +158,11 @@ export async function createReady(db: SqlPort): Promise<Ready> {
     hasMerge: (browsers) => browsers.length > 0 && db.query(SQL.hasMerge, JSON.stringify(browsers)).length > 0,
     unplace(owner, seqs) {
       if (seqs.length === 0) return;
-      const json = JSON.stringify(seqs);
-      db.run(SQL.unwait, json, owner);
+      const waited = new Set(db.query(SQL.unwait, JSON.stringify(seqs), owner).map(([seq]) => Number(seq)));
+      // Each entry is in one place: those not found waiting (the usual settle finds them all, leased) are held or ready, or not the owner's.
+      const rest = seqs.filter((seq) => !waited.has(seq));
+      if (rest.length === 0) return;
+      const json = JSON.stringify(rest);
       db.run(SQL.unhold, json, owner);
       const lanes = db.query(SQL.unready, json, owner).map(([lane]) => lane);
       if (lanes.length > 0) count(tally(lanes, -1));
@@ -198,97 +189,7 @@ export async function createReady(db: SqlPort): Promise<Ready> {
     },
     pick(max, now) {
       wake(now, WAKE_PER_LEASE * max);
-      const sites = db.query(SQL.sites, max).map(([n]) => Number(n));
-      if (sites.length === 0) return [];
-      const perSite = Math.max(1, Math.ceil((2 * max) / sites.length));
-      const taken = new Set<number>();
-      const fromReady: [number, number][] = [];
-      const fromHeld: number[] = [];
-      const misplaced: Row[] = [];
-      const moved = new Set<number>();
-      let mergesTaken = 0;
-      let deferred = false;
-      const laneOf = (site: number, lane: number, mergesToo: boolean): Lane<number> => {
-        let buffer: Row[] = [];
-        let after = 0;
-        let chunk = 4;
-        let done = false;
-        /** Merges held only behind one this lease took: they go next, in this lane's turns. */
-        const chained: [number, SqlValue][] = [];
-        const chain = (seq: number, browser: SqlValue) => {
-          const next = db.query(SQL.nextMerge, site, browser, seq)[0];
-          if (next === undefined) return;
-          fromHeld.push(Number(next[0]));
-          chained.push([Number(next[0]), browser]);
-        };
-        return () => {
-          const merge = chained.shift();
-          if (merge !== undefined) {
-            taken.add(merge[0]);
-            mergesTaken++;
-            chain(...merge);
-            return merge[0];
-          }
-          for (;;) {
-            if (buffer.length === 0) {
-              if (done) return undefined;
-              buffer = db.query(SQL.next, lane, after, chunk, site);
-              done = buffer.length < chunk;
-              if (buffer.length > 0) after = Number(buffer.at(-1)![0]);
-              chunk = Math.min(chunk * 2, max);
-              continue;
-            }
-            const row = buffer[0]!;
-            const [seq, activity, browser, before] = [Number(row[0]), Number(row[1]) === 1, row[2] as SqlValue, row[3]];
-            // Taken in the first pass (a second pass reads the lane again); a merge past the bound waits for the second.
-            if (taken.has(seq) || moved.has(seq)) {
-              buffer.shift();
-              continue;
-            }
-            if (!activity && !mergesToo && mergesTaken >= MERGES_PER_LEASE) {
-              deferred = true;
-              return undefined;
-            }
-            buffer.shift();
-            // Ready entries are never behind a merge, but a merge retried from the dead letters comes
-            // back before entries made ready without it: such an entry goes back to be held.
-            if (before !== null && before !== undefined && (activity || !taken.has(Number(before)))) {
-              misplaced.push([seq, lane, site, browser]);
-              moved.add(seq);
-              continue;
-            }
-            taken.add(seq);
-            fromReady.push([lane, seq]);
-            tally([lane], -1, ready);
-            if (!activity) {
-              mergesTaken++;
-              chain(seq, browser);
-            }
-            return seq;
-          }
-        };
-      };
-      const ready = new Map<number, number>();
-      const seqs = takeFairMergesBounded(
-        (mergesToo) => sites.map((site) => db.query(SQL.lanes, site, perSite).map(([n]) => laneOf(site, Number(n), mergesToo))),
-        max,
-        () => deferred,
-      );
-      // What the lease took leaves the ready, or the held (chained merges: those the full lease did not reach stay); what was misplaced is held again.
-      if (fromReady.length > 0) db.run(SQL.takeReady, JSON.stringify(fromReady));
-      const unheld = fromHeld.filter((seq) => seqs.includes(seq));
-      if (unheld.length > 0) db.run(SQL.takeHeld, JSON.stringify(unheld));
-      if (misplaced.length > 0) {
-        db.run(SQL.takeReady, JSON.stringify(misplaced.map(([seq, lane]) => [lane, seq])));
-        db.run(SQL.hold, JSON.stringify(misplaced.map(([seq, , site, browser]) => [seq, site, browser])));
-        tally(
-          misplaced.map((row) => row[1]),
-          -1,
-          ready,
-        );
-      }
-      count(ready);
-      return seqs;
+      return pickReady(db, max, count);
     },
   };
 }

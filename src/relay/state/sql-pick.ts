@@ -1,0 +1,194 @@
+/**
+ * What a lease of the SQL outbox takes from the ready entries (sql-ready.ts `pick`): the sites
+ * with something ready, the longest-waiting first, each site's lanes in turn (fair.ts), and the
+ * first entries of all a site's lanes read in one statement, as many of each as its share of the
+ * lease (a lane that takes more reads on by itself). Statements per lease do not grow with the
+ * number of lanes it visits.
+ *
+ * Identify before track: a site with no merge in the outbox (`outbox_merges`, the usual case of
+ * tracks alone) has only activities waiting, so its entries are read from the ready index alone,
+ * never from the items. A site with merges reads each entry's kind and browser, and the latest
+ * merge of its browser before it.
+ * @module
+ */
+import { type Lane, MERGES_PER_LEASE, takeFairMergesBounded } from './fair.js';
+import type { Row, SqlPort, SqlValue } from './sql-port.js';
+
+/** Columns of each entry read: lane, seq, and, where merges are checked, whether it is an activity, its browser and the latest merge before it. */
+const checked = (site: string) => `r.lane, o.seq, o.item ->> 'kind' = 'activity', o.item ->> 'browser',
+  (SELECT max(m.seq) FROM outbox_merges m WHERE m.site = ${site} AND m.browser = o.item ->> 'browser' AND m.seq < o.seq)`;
+/** The first ?2 ready entries of each lane of ?1 (JSON list): those up to and with its ?2-th, each lane's own walk of the index. */
+const HEADS = `FROM json_each(?1) JOIN outbox_ready r ON r.lane = json_each.value
+  AND r.seq <= coalesce((SELECT x.seq FROM outbox_ready x WHERE x.lane = json_each.value ORDER BY x.seq LIMIT 1 OFFSET ?2 - 1), 9e18)`;
+
+export const PICK_SQL = {
+  // By the partial indexes, named: a planner that took the site's index of every lane would read them all.
+  // Each site with whether it has a merge in the outbox.
+  sites:
+    'SELECT site, EXISTS (SELECT 1 FROM outbox_merges m WHERE m.site = outbox_load.site) FROM outbox_load INDEXED BY outbox_load_ready WHERE ready > 0 ORDER BY since, site LIMIT ?1',
+  lanes: 'SELECT n, ready FROM outbox_lanes INDEXED BY outbox_lanes_ready WHERE site = ?1 AND ready > 0 ORDER BY since, n LIMIT ?2',
+  heads: `SELECT r.lane, r.seq ${HEADS}`,
+  headsChecked: `SELECT ${checked('?3')} ${HEADS} JOIN outbox o ON o.seq = r.seq`,
+  // One lane's ready entries after seq ?2, when it takes more than its share.
+  next: 'SELECT r.lane, r.seq FROM outbox_ready r WHERE r.lane = ?1 AND r.seq > ?2 ORDER BY r.seq LIMIT ?4',
+  nextChecked: `SELECT ${checked('?3')} FROM outbox_ready r JOIN outbox o ON o.seq = r.seq WHERE r.lane = ?1 AND r.seq > ?2 ORDER BY r.seq LIMIT ?4`,
+  // The next merge of a browser after seq ?3, when it is held (only behind the one before it): it may go in the same lease.
+  nextMerge: `SELECT h.seq, o.lane FROM outbox_held h JOIN outbox o ON o.seq = h.seq
+    WHERE h.seq = (SELECT min(seq) FROM outbox_merges WHERE site = ?1 AND browser = ?2 AND seq > ?3) AND h.site = ?1 AND h.browser = ?2`,
+  takeReady: 'DELETE FROM outbox_ready WHERE (lane, seq) IN (SELECT value ->> 0, value ->> 1 FROM json_each(?1))',
+  takeHeld: 'DELETE FROM outbox_held WHERE seq IN (SELECT value FROM json_each(?1))',
+  hold: 'INSERT OR IGNORE INTO outbox_held (seq, site, browser) SELECT value ->> 0, value ->> 1, value ->> 2 FROM json_each(?1)',
+} as const;
+
+/**
+ * Up to `max` seqs ready now, in turns by site, then lane (fair.ts), taken out of the ready (the
+ * caller leases them). `count` moves the lanes' ready counts (by lane, + or −).
+ */
+export function pickReady(db: SqlPort, max: number, count: (byLane: ReadonlyMap<number, number>) => void): number[] {
+  const sites = db.query(PICK_SQL.sites, max).map(([n, merges]) => ({ site: Number(n), checked: Number(merges) === 1 }));
+  if (sites.length === 0) return [];
+  const perSite = Math.max(1, Math.ceil((2 * max) / sites.length));
+  const taken = new Set<number>();
+  const fromReady: [number, number][] = [];
+  const fromHeld: number[] = [];
+  const misplaced: Row[] = [];
+  const moved = new Set<number>();
+  const ready = new Map<number, number>();
+  let mergesTaken = 0;
+  let deferred = false;
+
+  /** One lane's turns: `buffer` its first entries read, `chunk` how many were asked for. */
+  const laneOf = (site: number, checked: boolean, lane: number, mergesToo: boolean, first: Row[], firstChunk: number): Lane<number> => {
+    let buffer = first;
+    let after = Number(first.at(-1)?.[1] ?? 0);
+    let done = first.length < firstChunk;
+    let chunk = Math.min(Math.max(4, firstChunk * 2), max);
+    /** Merges held only behind one this lease took: they go next, in this lane's turns. */
+    const chained: [number, SqlValue][] = [];
+    const chain = (seq: number, browser: SqlValue) => {
+      const next = db.query(PICK_SQL.nextMerge, site, browser, seq)[0];
+      if (next === undefined) return;
+      fromHeld.push(Number(next[0]));
+      chained.push([Number(next[0]), browser]);
+    };
+    return () => {
+      const merge = chained.shift();
+      if (merge !== undefined) {
+        taken.add(merge[0]);
+        mergesTaken++;
+        chain(...merge);
+        return merge[0];
+      }
+      for (;;) {
+        if (buffer.length === 0) {
+          if (done) return undefined;
+          buffer = db.query(checked ? PICK_SQL.nextChecked : PICK_SQL.next, lane, after, site, chunk);
+          done = buffer.length < chunk;
+          if (buffer.length > 0) after = Number(buffer.at(-1)![1]);
+          chunk = Math.min(chunk * 2, max);
+          continue;
+        }
+        const row = buffer[0]!;
+        const seq = Number(row[1]);
+        const [activity, browser, before] = checked ? [Number(row[2]) === 1, row[3] as SqlValue, row[4]] : [true, null, null];
+        // Taken in the first pass (a second pass reads the lane again); a merge past the bound waits for the second.
+        if (taken.has(seq) || moved.has(seq)) {
+          buffer.shift();
+          continue;
+        }
+        if (!activity && !mergesToo && mergesTaken >= MERGES_PER_LEASE) {
+          deferred = true;
+          return undefined;
+        }
+        buffer.shift();
+        // Ready entries are never behind a merge, but a merge retried from the dead letters comes
+        // back before entries made ready without it: such an entry goes back to be held.
+        if (before !== null && before !== undefined && (activity || !taken.has(Number(before)))) {
+          misplaced.push([seq, lane, site, browser]);
+          moved.add(seq);
+          continue;
+        }
+        taken.add(seq);
+        fromReady.push([lane, seq]);
+        ready.set(lane, (ready.get(lane) ?? 0) - 1);
+        if (!activity) {
+          mergesTaken++;
+          chain(seq, browser);
+        }
+        return seq;
+      }
+    };
+  };
+
+  /**
+   * The lanes of every site, and their first entries, read together (two statements per site):
+   * as many of each lane as its turns would take of the lease by the ready counts of the sites'
+   * lanes (`fill`); the lanes that hold fewer than the most any lane takes read them all. A lane
+   * that takes more (others hold less than their counts said) reads on alone.
+   */
+  const lanesOf = (mergesToo: boolean): Lane<number>[][] => {
+    const lanes = sites.map(({ site }) => db.query(PICK_SQL.lanes, site, perSite).map(([n, count]) => [Number(n), Math.max(1, Number(count))] as const));
+    const bySite = fill(
+      lanes.map((each) => each.reduce((sum, [, count]) => sum + count, 0)),
+      Math.max(1, max - taken.size),
+    );
+    return sites.map(({ site, checked }, s) => {
+      if (lanes[s]!.length === 0) return [];
+      const most = Math.max(
+        1,
+        ...fill(
+          lanes[s]!.map(([, count]) => count),
+          bySite[s]!,
+        ),
+      );
+      const heads = new Map<number, Row[]>(lanes[s]!.map(([lane]) => [lane, []]));
+      const json = JSON.stringify(lanes[s]!.map(([lane]) => lane));
+      for (const row of checked ? db.query(PICK_SQL.headsChecked, json, most, site) : db.query(PICK_SQL.heads, json, most))
+        heads.get(Number(row[0]))?.push(row);
+      return lanes[s]!.map(([lane]) =>
+        laneOf(
+          site,
+          checked,
+          lane,
+          mergesToo,
+          heads.get(lane)!.sort((a, b) => Number(a[1]) - Number(b[1])),
+          most,
+        ),
+      );
+    });
+  };
+
+  const seqs = takeFairMergesBounded(lanesOf, max, () => deferred);
+  // What the lease took leaves the ready, or the held (chained merges: those the full lease did not reach stay); what was misplaced is held again.
+  if (fromReady.length > 0) db.run(PICK_SQL.takeReady, JSON.stringify(fromReady));
+  const unheld = fromHeld.filter((seq) => seqs.includes(seq));
+  if (unheld.length > 0) db.run(PICK_SQL.takeHeld, JSON.stringify(unheld));
+  if (misplaced.length > 0) {
+    db.run(PICK_SQL.takeReady, JSON.stringify(misplaced.map(([seq, lane]) => [lane, seq])));
+    db.run(PICK_SQL.hold, JSON.stringify(misplaced.map(([seq, , site, browser]) => [seq, site, browser])));
+    for (const [, lane] of misplaced) ready.set(Number(lane), (ready.get(Number(lane)) ?? 0) - 1);
+  }
+  count(ready);
+  return seqs;
+}
+
+/**
+ * Shares of `budget` taken in turns by parts that hold `caps` each: each part its cap or the level
+ * the budget reaches, whichever is less, and one more above the level for those that hold more
+ * (the last turn's remainder, whoever it falls to): at most one more per part than the budget.
+ */
+export function fill(caps: readonly number[], budget: number): number[] {
+  const sorted = [...caps].sort((a, b) => a - b);
+  let left = budget;
+  let level = 0;
+  for (const [i, cap] of sorted.entries()) {
+    const rest = sorted.length - i;
+    if ((cap - level) * rest > left) {
+      level += Math.ceil(left / rest);
+      break;
+    }
+    left -= (cap - level) * rest;
+    level = cap;
+  }
+  return caps.map((cap) => Math.min(cap, level));
+}
