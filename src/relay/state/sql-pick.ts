@@ -14,9 +14,14 @@
 import { type Lane, MERGES_PER_LEASE, takeFairMergesBounded } from './fair.js';
 import type { Row, SqlPort, SqlValue } from './sql-port.js';
 
-/** Columns of each entry read: lane, seq, and, where merges are checked, whether it is an activity, its browser and the latest merge before it. */
+/**
+ * Columns of each entry read: lane, seq, and, where merges are checked, whether it is an activity,
+ * its browser, the latest merge of its browser before it, and for a merge the next one after it
+ * (only then may that one be held behind it alone: see `chain`).
+ */
 const checked = (site: string) => `r.lane, o.seq, o.item ->> 'kind' = 'activity', o.item ->> 'browser',
-  (SELECT max(m.seq) FROM outbox_merges m WHERE m.site = ${site} AND m.browser = o.item ->> 'browser' AND m.seq < o.seq)`;
+  (SELECT max(m.seq) FROM outbox_merges m WHERE m.site = ${site} AND m.browser = o.item ->> 'browser' AND m.seq < o.seq),
+  CASE WHEN o.item ->> 'kind' = 'activity' THEN NULL ELSE (SELECT min(m.seq) FROM outbox_merges m WHERE m.site = ${site} AND m.browser = o.item ->> 'browser' AND m.seq > o.seq) END`;
 /** The first ?2 ready entries of each lane of ?1 (JSON list): those up to and with its ?2-th, each lane's own walk of the index. */
 const HEADS = `FROM json_each(?1) JOIN outbox_ready r ON r.lane = json_each.value
   AND r.seq <= coalesce((SELECT x.seq FROM outbox_ready x WHERE x.lane = json_each.value ORDER BY x.seq LIMIT 1 OFFSET ?2 - 1), 9e18)`;
@@ -57,12 +62,11 @@ export function pickReady(db: SqlPort, max: number, count: (byLane: ReadonlyMap<
   let mergesTaken = 0;
   let deferred = false;
 
-  /** One lane's turns: `buffer` its first entries read, `chunk` how many were asked for. */
-  const laneOf = (site: number, checked: boolean, lane: number, mergesToo: boolean, first: Row[], firstChunk: number): Lane<number> => {
+  /** One lane's turns: `first` its first entries read, `done` when they are all it has ready. */
+  const laneOf = (site: number, checked: boolean, lane: number, mergesToo: boolean, first: Row[], done: boolean): Lane<number> => {
     let buffer = first;
     let after = Number(first.at(-1)?.[1] ?? 0);
-    let done = first.length < firstChunk;
-    let chunk = Math.min(Math.max(4, firstChunk * 2), max);
+    let chunk = Math.min(Math.max(4, first.length * 2), max);
     /** Merges held only behind one this lease took: they go next, in this lane's turns. */
     const chained: [number, SqlValue][] = [];
     const chain = (seq: number, browser: SqlValue) => {
@@ -90,7 +94,7 @@ export function pickReady(db: SqlPort, max: number, count: (byLane: ReadonlyMap<
         }
         const row = buffer[0]!;
         const seq = Number(row[1]);
-        const [activity, browser, before] = checked ? [Number(row[2]) === 1, row[3] as SqlValue, row[4]] : [true, null, null];
+        const [activity, browser, before, later] = checked ? [Number(row[2]) === 1, row[3] as SqlValue, row[4], row[5]] : [true, null, null, null];
         // Taken in the first pass (a second pass reads the lane again); a merge past the bound waits for the second.
         if (taken.has(seq) || moved.has(seq)) {
           buffer.shift();
@@ -113,7 +117,7 @@ export function pickReady(db: SqlPort, max: number, count: (byLane: ReadonlyMap<
         ready.set(lane, (ready.get(lane) ?? 0) - 1);
         if (!activity) {
           mergesTaken++;
-          chain(seq, browser);
+          if (later !== null && later !== undefined) chain(seq, browser);
         }
         return seq;
       }
@@ -123,8 +127,9 @@ export function pickReady(db: SqlPort, max: number, count: (byLane: ReadonlyMap<
   /**
    * The lanes of every site, and their first entries, read together (two statements per site):
    * as many of each lane as its turns would take of the lease by the ready counts of the sites'
-   * lanes (`fill`); the lanes that hold fewer than the most any lane takes read them all. A lane
-   * that takes more (others hold less than their counts said) reads on alone.
+   * lanes (`fill`); the lanes that hold fewer than the most any lane takes read them all, and are
+   * done once they have read as many as their count. A lane that takes more than it read (others
+   * held less than their counts said, or its identifies waited for the second pass) reads on alone.
    */
   const lanesOf = (mergesToo: boolean): Lane<number>[][] => {
     const lanes = sites.map(({ site }) => db.query(PICK_SQL.lanes, site, perSite).map(([n, count]) => [Number(n), Math.max(1, Number(count))] as const));
@@ -145,16 +150,10 @@ export function pickReady(db: SqlPort, max: number, count: (byLane: ReadonlyMap<
       const json = JSON.stringify(lanes[s]!.map(([lane]) => lane));
       for (const row of checked ? db.query(PICK_SQL.headsChecked, json, most, site) : db.query(PICK_SQL.heads, json, most))
         heads.get(Number(row[0]))?.push(row);
-      return lanes[s]!.map(([lane]) =>
-        laneOf(
-          site,
-          checked,
-          lane,
-          mergesToo,
-          heads.get(lane)!.sort((a, b) => Number(a[1]) - Number(b[1])),
-          most,
-        ),
-      );
+      return lanes[s]!.map(([lane, count]) => {
+        const first = heads.get(lane)!.sort((a, b) => Number(a[1]) - Number(b[1]));
+        return laneOf(site, checked, lane, mergesToo, first, first.length < most || first.length >= count);
+      });
     });
   };
 

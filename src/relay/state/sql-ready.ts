@@ -71,9 +71,9 @@ const SQL = {
   laneReady: `UPDATE outbox_lanes SET ready = ready + (json_each.value ->> 1) FROM json_each(?1) WHERE outbox_lanes.n = json_each.value ->> 0
     RETURNING n, site, ready`,
   siteReady: 'UPDATE outbox_load SET ready = ready + ?2 WHERE site = ?1',
-  // A browser's entries that no merge before them holds any more (up to and with its first merge still in the outbox).
-  free: `DELETE FROM outbox_held WHERE site = ?1 AND browser = ?2 AND seq <= coalesce((SELECT min(seq) FROM outbox_merges WHERE site = ?1 AND browser = ?2), 9e18)
-    RETURNING seq`,
+  // The entries of browsers ([site, browser] pairs as JSON) that no merge before them holds any more (up to and with each one's first merge still in the outbox).
+  free: `DELETE FROM outbox_held WHERE seq IN (SELECT h.seq FROM json_each(?1) JOIN outbox_held h ON h.site = json_each.value ->> 0 AND h.browser = json_each.value ->> 1
+    AND h.seq <= coalesce((SELECT min(m.seq) FROM outbox_merges m WHERE m.site = json_each.value ->> 0 AND m.browser = json_each.value ->> 1), 9e18)) RETURNING seq`,
   readyFreed: `INSERT INTO outbox_ready (lane, seq) SELECT lane, seq FROM outbox WHERE seq IN (${IN}) RETURNING lane`,
 } as const;
 
@@ -171,14 +171,9 @@ export async function createReady(db: SqlPort): Promise<Ready> {
       if (entries.length > 0) db.run(SQL.wait, JSON.stringify(entries));
     },
     free(browsers) {
-      const seen = new Set<string>();
-      const freed: number[] = [];
-      for (const [site, browser] of browsers) {
-        const key = `${site}:${browser}`;
-        if (seen.has(key)) continue;
-        seen.add(key);
-        for (const [seq] of db.query(SQL.free, site, browser)) freed.push(Number(seq));
-      }
+      if (browsers.length === 0) return;
+      const unique = [...new Map(browsers.map(([site, browser]) => [`${site}:${browser}`, [site, browser]])).values()];
+      const freed = db.query(SQL.free, JSON.stringify(unique)).map(([seq]) => Number(seq));
       if (freed.length === 0) return;
       count(
         tally(
