@@ -11,7 +11,7 @@ import { createRelayHandlers } from '../../src/relay/app.js';
 import { parseConfig } from '../../src/relay/core/config.js';
 import type { RelayObserver } from '../../src/relay/core/observe.js';
 import { drainSeconds } from '../../src/relay/ingest/handoff.js';
-import { idleRoom, roomSeconds } from '../../src/relay/ingest/idle-room.js';
+import { idleRoom, pendingCount, roomSeconds } from '../../src/relay/ingest/idle-room.js';
 import { createMemoryOutbox } from '../../src/relay/state/memory-outbox.js';
 import type { Outbox } from '../../src/relay/state/outbox.js';
 import { createRelayMetrics } from '../../src/relay/ops/metrics.js';
@@ -166,6 +166,37 @@ describe.each(BACKENDS)('the idle room on $name', (backend) => {
       await store.close();
     }
   }, 60_000);
+});
+
+describe('the pending count the idle room reads', () => {
+  it('is read again once older than its age (Workers: a read asks every outbox object), by one caller at a time, none waiting on another’s read', async () => {
+    const outbox = createMemoryOutbox();
+    let reads = 0;
+    const counted = {
+      ...outbox,
+      stats: () => {
+        reads++;
+        return outbox.stats();
+      },
+    };
+    const read = pendingCount(counted, 1_000);
+    const one = () =>
+      outbox.accept([{ site: 'pk_l', id: crypto.randomUUID(), kind: 'activity', entry: {}, browser: 'b', visitor: 'v', accepted: 0 }], 0, 60_000);
+    await one();
+    // Two at once: the first reads, the second is told it is not known yet rather than waiting on the first's read.
+    expect(await Promise.all([read(0), read(0)])).toEqual([1, undefined]);
+    await one();
+    // Within the second: the count read then; after it, read again.
+    expect(await read(999)).toBe(1);
+    expect(reads).toBe(1);
+    expect(await read(1_000)).toBe(2);
+    expect(reads).toBe(2);
+    // Age 0 (Node): every call reads.
+    const fresh = pendingCount(counted, 0);
+    await fresh(0);
+    await fresh(0);
+    expect(reads).toBe(4);
+  });
 });
 
 describe('the Retry-After of items the outbox had no room for', () => {
