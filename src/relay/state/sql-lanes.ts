@@ -38,6 +38,9 @@ const SQL = {
   // The counts of many lanes in one statement: [lane, entries (+/−), ready among them] as JSON (?1).
   addLanes: `UPDATE outbox_lanes SET pending = pending + (json_each.value ->> 1), ready = ready + (json_each.value ->> 2) FROM json_each(?1)
     WHERE outbox_lanes.n = json_each.value ->> 0 RETURNING n, site, pending, ready`,
+  // Of the lanes whose entries leave, [lane, −entries] as JSON (?1), those it leaves with nothing: deleted (not counted down first), with their site.
+  dropEmptied: `DELETE FROM outbox_lanes WHERE n IN (SELECT l.n FROM json_each(?1) JOIN outbox_lanes l ON l.n = json_each.value ->> 0
+    WHERE l.pending + (json_each.value ->> 1) <= 0) RETURNING n, site`,
   // Lanes (JSON list of n) left with nothing waiting.
   dropLanes: 'DELETE FROM outbox_lanes WHERE n IN (SELECT value FROM json_each(?1)) AND pending <= 0',
   addLoad: `INSERT INTO outbox_load (site, pending, since, ready) VALUES (?1, ?2, ?3, ?4) ON CONFLICT (site)
@@ -120,10 +123,20 @@ export async function createLanes(db: SqlPort): Promise<Lanes> {
       if (delta === 0) empty.push(n);
       else moves.push([n, delta, ready.get(n) ?? 0]);
     }
-    // One statement for every lane's counts, whatever their number.
-    const rows = moves.length === 0 ? [] : db.query(SQL.addLanes, JSON.stringify(moves));
+    // The lanes emptied go in one statement, the others' counts move in one more, whatever their number.
+    const leaving = moves.filter(([, delta]) => delta < 0);
+    const emptied = leaving.length === 0 ? [] : db.query(SQL.dropEmptied, JSON.stringify(leaving));
+    const gone = new Set(emptied.map(([n]) => Number(n)));
+    const kept = moves.filter(([n]) => !gone.has(n));
+    const rows = kept.length === 0 ? [] : db.query(SQL.addLanes, JSON.stringify(kept));
     // Each lane moved exists while it has entries waiting: one missing is a fault, and nothing of this transaction is written.
-    if (rows.length !== moves.length) throw new Error(`outbox lanes: ${moves.length - rows.length} of ${moves.length} lanes counted are missing`);
+    const found = rows.length + emptied.length;
+    if (found !== moves.length) throw new Error(`outbox lanes: ${moves.length - found} of ${moves.length} lanes counted are missing`);
+    for (const [n, siteN] of emptied) {
+      const site = bySite.get(Number(siteN)) ?? { delta: 0, ready: 0 };
+      bySite.set(Number(siteN), { ...site, delta: site.delta + byLane.get(Number(n))! });
+      total += byLane.get(Number(n))!;
+    }
     for (const [n, siteN, pending, readyNow] of rows) {
       const delta = byLane.get(Number(n))!;
       const gained = ready.get(Number(n)) ?? 0;
