@@ -45,6 +45,24 @@ describe('parseConfig (the relay configuration)', () => {
     expect(config.sites.get('pk_o')).toMatchObject({ verify: 'open', subscribeUnverified: true });
   });
 
+  it("reads a visitor's queue (queue_ms: 1 s by default, 0 turns it off) and says what is wrong with a bad one", () => {
+    const sites = (limit: unknown, key = 'visitor_rate_limit') => JSON.stringify([{ key: 'pk_q', origins: [], [key]: limit }]);
+    expect(parseConfig(base).sites.get('pk_a')!.visitorRateLimit).toEqual({ perSecond: 10, burst: 50, queueMs: 1_000 });
+    expect(parseConfig({ ...base, RELAY_SITES: sites({ per_second: 5 }) }).sites.get('pk_q')!.visitorRateLimit).toEqual({
+      perSecond: 5,
+      burst: 5,
+      queueMs: 1_000,
+    });
+    expect(parseConfig({ ...base, RELAY_SITES: sites({ per_second: 5, queue_ms: 0 }) }).sites.get('pk_q')!.visitorRateLimit.queueMs).toBe(0);
+    for (const queue of [-1, 1.5, '1000', 10_001]) {
+      expect(errorOf({ ...base, RELAY_SITES: sites({ per_second: 5, queue_ms: queue }) }).message).toMatch(
+        /visitor_rate_limit: queue_ms must be a whole number of ms from 0/,
+      );
+    }
+    // A site's own cap refuses at once: it takes no queue.
+    expect(errorOf({ ...base, RELAY_SITES: sites({ per_second: 5, queue_ms: 100 }, 'rate_limit') }).message).toMatch(/rate_limit takes no queue_ms/);
+  });
+
   it('reads the delivery settings and names the variable at fault', () => {
     const config = parseConfig({ ...base, RELAY_DEDUPE_WINDOW_HOURS: '48', RELAY_PLATFORM_RATE: '30', RELAY_DELIVERY_WAIT_MS: '0', RELAY_AMBIGUOUS: 'resend' });
     expect(config).toMatchObject({ windowMs: 48 * 3600_000, platformRate: 30, deliveryWaitMs: 0, ambiguous: 'resend' });

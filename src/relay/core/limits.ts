@@ -9,12 +9,21 @@
 export interface Rate {
   perSecond: number;
   burst: number;
+  /**
+   * How long a request may wait for its token (ms, 0 or absent: none), as nginx's `limit_req`
+   * `burst` without `nodelay`: a request that finds the bucket empty but whose token comes within
+   * this reserves it (the bucket goes into debt, at most `queueMs × perSecond / 1000` tokens deep)
+   * and is served once it comes; later ones are refused. Request buckets only: a charge ignores it.
+   */
+  queueMs?: number | undefined;
 }
 
 export interface LimitDecision {
   ok: boolean;
-  /** ms until one more request would be allowed; 0 when `ok` */
+  /** ms until one more request would be allowed (taken, or queued); 0 when `ok` */
   retryAfterMs: number;
+  /** when `ok` through the queue ({@link Rate.queueMs}): ms until its reserved token comes, to wait before going on */
+  delayMs?: number;
 }
 
 export interface RateLimiter {
@@ -37,8 +46,10 @@ export interface Bucket {
 const waitFor = (tokens: number, rate: Rate): number => (tokens >= 1 ? 0 : Math.ceil(((1 - tokens) / rate.perSecond) * 1000));
 
 /**
- * Token-bucket arithmetic shared by every limiter: refill, then take one token if there is one
- * (or apply `charge`, see {@link RateLimiter.limit}). The Redis script is the same arithmetic in Lua.
+ * Token-bucket arithmetic shared by every limiter: refill, then take one token if there is one,
+ * else reserve the coming one when it comes within `rate.queueMs` (`delayMs`: how long to wait for
+ * it), else refuse, saying when a request would be taken or queued again; or apply `charge` (see
+ * {@link RateLimiter.limit}). The Redis script is the same arithmetic in Lua.
  */
 export function refill(bucket: Bucket | undefined, rate: Rate, now: number, charge?: number): { bucket: Bucket } & LimitDecision {
   const elapsed = Math.max(0, now - (bucket?.at ?? now));
@@ -48,7 +59,10 @@ export function refill(bucket: Bucket | undefined, rate: Rate, now: number, char
     return { bucket: { tokens: after, at: now }, ok: charge === 0 ? after >= 1 : after >= 0, retryAfterMs: waitFor(after, rate) };
   }
   if (tokens >= 1) return { bucket: { tokens: tokens - 1, at: now }, ok: true, retryAfterMs: 0 };
-  return { bucket: { tokens, at: now }, ok: false, retryAfterMs: waitFor(tokens, rate) };
+  const queueMs = rate.queueMs ?? 0;
+  const delayMs = waitFor(tokens, rate);
+  if (delayMs <= queueMs) return { bucket: { tokens: tokens - 1, at: now }, ok: true, retryAfterMs: 0, delayMs };
+  return { bucket: { tokens, at: now }, ok: false, retryAfterMs: delayMs - queueMs };
 }
 
 /**
@@ -67,7 +81,7 @@ export function createMemoryLimiter(options: { maxKeys?: number } = {}): RateLim
       buckets.delete(key);
       buckets.set(key, result.bucket);
       if (buckets.size > maxKeys) buckets.delete(buckets.keys().next().value as string);
-      return { ok: result.ok, retryAfterMs: result.retryAfterMs };
+      return { ok: result.ok, retryAfterMs: result.retryAfterMs, ...(result.delayMs === undefined ? {} : { delayMs: result.delayMs }) };
     },
   };
 }
@@ -168,7 +182,8 @@ export interface RateLimitBinding {
 
 /**
  * Visitors limited by the Workers Rate Limiting binding: its `limit` per `period` (wrangler.toml)
- * replaces the site's `visitor_rate_limit`, and no Durable Object is called. A site's own cap
+ * replaces the site's `visitor_rate_limit`, and no Durable Object is called. The binding answers
+ * only yes or no, so nothing waits for a token here (`Rate.queueMs` is not kept). A site's own cap
  * (`rate_limit`) is kept by `fallback`, per isolate.
  */
 export function createBindingLimiter(binding: RateLimitBinding, periodSeconds: number, fallback: RateLimiter = createMemoryLimiter()): RateLimiter {

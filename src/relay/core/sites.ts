@@ -80,7 +80,7 @@ export interface SiteConfig {
   subscribeUnverified?: boolean | undefined;
   /** person/merge `merge_by` @default ['str::email', 'str::ei'] */
   mergeBy: string[];
-  /** `visitor_rate_limit`: a token bucket per visitor (client address) @default {perSecond: 10, burst: 50} */
+  /** `visitor_rate_limit`: a token bucket per visitor (client address), whose requests may wait `queue_ms` for a token @default {perSecond: 10, burst: 50, queueMs: 1000} */
   visitorRateLimit: Rate;
   /** `rate_limit`: an explicit cap on the whole site's requests, across all its visitors @default none */
   rateLimit: Rate | undefined;
@@ -123,7 +123,14 @@ function idList(value: unknown, where: string, check: (id: string) => boolean, w
  * on page hide, and a page that tracks in a burst still needs only a few requests; 10/s with a
  * burst of 50 leaves wide headroom for several tabs behind one address (an office, a NAT).
  */
-export const DEFAULT_VISITOR_RATE: Rate = { perSecond: 10, burst: 50 };
+export const DEFAULT_VISITOR_RATE: Rate = { perSecond: 10, burst: 50, queueMs: 1_000 };
+/**
+ * The longest a visitor's request may wait for its token (`queue_ms`, core/limits.ts `Rate.queueMs`):
+ * a queue of up to `per_second` requests by default, so a visitor just over its rate (many tabs,
+ * a backfill) is slowed to it rather than refused and left to back off. Waiting requests hold no
+ * lock, gate or room, only their connection and read body.
+ */
+const MAX_VISITOR_QUEUE_MS = 10_000;
 
 function parseRate(raw: unknown, fallback: Rate | undefined, where: string): Rate {
   if (raw === undefined && fallback) return fallback;
@@ -131,9 +138,17 @@ function parseRate(raw: unknown, fallback: Rate | undefined, where: string): Rat
   const perSecond = rate['per_second'];
   const burst = rate['burst'] ?? (typeof perSecond === 'number' ? Math.max(1, Math.ceil(perSecond)) : undefined);
   if (typeof perSecond !== 'number' || !(perSecond > 0) || typeof burst !== 'number' || !(burst >= 1)) {
-    throw new RelayConfigError('RELAY_SITES', `${where} must be {"per_second": >0, "burst": ≥1}`);
+    throw new RelayConfigError('RELAY_SITES', `${where} must be {"per_second": >0, "burst": ≥1${fallback ? ', "queue_ms": 0–10000' : ''}}`);
   }
-  return { perSecond, burst };
+  if (!fallback) {
+    if (rate['queue_ms'] !== undefined) throw new RelayConfigError('RELAY_SITES', `${where} takes no queue_ms: a site's cap refuses at once`);
+    return { perSecond, burst };
+  }
+  const queueMs = rate['queue_ms'] ?? fallback.queueMs ?? 0;
+  if (typeof queueMs !== 'number' || !Number.isInteger(queueMs) || queueMs < 0 || queueMs > MAX_VISITOR_QUEUE_MS) {
+    throw new RelayConfigError('RELAY_SITES', `${where}: queue_ms must be a whole number of ms from 0 (no waiting) to ${MAX_VISITOR_QUEUE_MS}`);
+  }
+  return { perSecond, burst, queueMs };
 }
 
 function parseSite(raw: unknown, index: number): SiteConfig {

@@ -106,7 +106,7 @@ export async function collect(ctx: CollectContext, request: CollectRequest, info
   // Named for the log line and metrics even when the request fails from here on.
   named.site = site.name;
   checkOrigin(site, request.origin);
-  await checkRate(ctx.limiter, site, address, started);
+  await checkRate(ctx, site, address, started);
   const visitor = address === undefined ? undefined : visitorKey(site.key, address);
   // A visitor cut off for its refusals is answered 429; the site's guard only holds back items like theirs.
   const [, guardMs] = await Promise.all([checkRefusals(ctx.limiter, visitor, started), siteGuardWait(ctx.limiter, site.key, started)]);

@@ -22,14 +22,22 @@ export interface Hold {
 /**
  * Per-visitor limit (always), then the site-wide cap (only when the site sets `rate_limit`).
  * A request whose client address is unknown (no socket, no trusted header) is limited site-wide only.
+ * A visitor's request that reserved a coming token (`queue_ms`, limits.ts `Rate.queueMs`) waits
+ * for it here, before anything is written or held: a gate, the idle room, a store call. A client
+ * that leaves meanwhile changes nothing; its items are taken as if it had stayed.
  */
-export async function checkRate(limiter: RateLimiter, site: SiteConfig, ip: string | undefined, now: number): Promise<void> {
-  const decisions = [
+export async function checkRate(ctx: Pick<CollectContext, 'limiter' | 'clock'>, site: SiteConfig, ip: string | undefined, now: number): Promise<void> {
+  const { limiter } = ctx;
+  const decisions = await Promise.all([
     ...(ip === undefined ? [] : [limiter.limit(visitorKey(site.key, ip), site.visitorRateLimit, now)]),
     ...(site.rateLimit === undefined ? [] : [limiter.limit(siteKey(site.key), site.rateLimit, now)]),
-  ];
-  const refused = (await Promise.all(decisions)).filter((decision) => !decision.ok);
-  if (refused.length === 0) return;
+  ]);
+  const refused = decisions.filter((decision) => !decision.ok);
+  if (refused.length === 0) {
+    const delayMs = Math.max(0, ...decisions.map((decision) => decision.delayMs ?? 0));
+    if (delayMs > 0) await ctx.clock.sleep(delayMs);
+    return;
+  }
   const retryAfter = Math.max(1, Math.ceil(Math.max(...refused.map((decision) => decision.retryAfterMs)) / 1000));
   throw new RelayHttpError(429, 'rate_limited', 'Too many requests from this visitor or for this site; retry after the Retry-After seconds.', { retryAfter });
 }

@@ -45,30 +45,34 @@ redis.call('PEXPIRE', KEYS[1], ARGV[3])
 return added`;
 
 /**
- * KEYS: the bucket. ARGV: per second, burst, now, and optionally a charge (limits.ts `refill`:
- * the same arithmetic). Returns {ok 0|1, retry after ms}.
+ * KEYS: the bucket. ARGV: per second, burst, now, queue ms, and optionally a charge (limits.ts
+ * `refill`: the same arithmetic). Returns {ok 0|1, retry after ms, delay ms}.
  */
 const LIMIT = `${NOW(3)}
-local rate, burst, charge = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[4])
+local rate, burst, queue, charge = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local bucket = redis.call('HMGET', KEYS[1], 't', 'a')
 local tokens = tonumber(bucket[1]) or burst
 local at = tonumber(bucket[2]) or now
 tokens = math.min(burst, tokens + math.max(0, now - at) / 1000 * rate)
-local ok, wait = 0, 0
+local ok, wait, delay = 0, 0, 0
 if charge then
   tokens = math.max(-burst, math.min(burst, tokens - charge))
   if (charge == 0 and tokens >= 1) or (charge ~= 0 and tokens >= 0) then ok = 1 end
   if tokens < 1 then wait = math.ceil((1 - tokens) / rate * 1000) end
-elseif tokens >= 1 then tokens = tokens - 1; ok = 1 else wait = math.ceil((1 - tokens) / rate * 1000) end
+elseif tokens >= 1 then tokens = tokens - 1; ok = 1
+else
+  delay = math.ceil((1 - tokens) / rate * 1000)
+  if delay <= queue then tokens = tokens - 1; ok = 1 else wait = delay - queue; delay = 0 end
+end
 redis.call('HSET', KEYS[1], 't', tostring(tokens), 'a', tostring(now))
-redis.call('PEXPIRE', KEYS[1], math.ceil(2 * burst / rate * 1000) + 1000)
-return {ok, wait}`;
+redis.call('PEXPIRE', KEYS[1], math.ceil(2 * burst / rate * 1000) + queue + 1000)
+return {ok, wait, delay}`;
 
 interface Scripts {
   cdpClaim(...args: (string | number)[]): Promise<number[]>;
   cdpSettle(...args: (string | number)[]): Promise<number>;
   cdpAdd(...args: (string | number)[]): Promise<number>;
-  cdpLimit(...args: (string | number)[]): Promise<[number, number]>;
+  cdpLimit(...args: (string | number)[]): Promise<[number, number, number]>;
 }
 
 export interface RedisStateOptions extends RedisTimeOptions {
@@ -175,9 +179,9 @@ export async function createRedisState(url: string, options: RedisStateOptions =
   };
   const limiter: RateLimiter = {
     async limit(key, rate, now, charge) {
-      const args = [`${prefix}b:${key}`, rate.perSecond, rate.burst, at(now), ...(charge === undefined ? [] : [charge])];
-      const [ok, wait] = await scripts.cdpLimit(...args);
-      return { ok: ok === 1, retryAfterMs: Number(wait) };
+      const args = [`${prefix}b:${key}`, rate.perSecond, rate.burst, at(now), rate.queueMs ?? 0, ...(charge === undefined ? [] : [charge])];
+      const [ok, wait, delay] = await scripts.cdpLimit(...args);
+      return { ok: ok === 1, retryAfterMs: Number(wait), ...(Number(delay) > 0 ? { delayMs: Number(delay) } : {}) };
     },
   };
   return { store, limiter };

@@ -12,9 +12,12 @@ const ORIGIN = 'https://shop.example.com';
 
 /**
  * Starts such a relay before the enclosing describe's tests and closes it after them; returns
- * `post(visitor, items)`, which sends one batch of tracks from that visitor's address.
+ * `post(visitor, items)`, which sends one batch of tracks from that visitor's address. `site`:
+ * more of the site's settings (e.g. `visitor_rate_limit`); `state`: the relay's state (default memory).
  */
-export function defaultLimitsRelay(): (visitor: string, items?: number) => Promise<Response> {
+export function limitsRelay(
+  options: { site?: Record<string, unknown>; state?: () => { stateFile?: string; redisUrl?: string } } = {},
+): (visitor: string, items?: number) => Promise<Response> {
   let upstream: TestUpstream;
   let relay: RunningRelay;
   beforeAll(async () => {
@@ -22,14 +25,14 @@ export function defaultLimitsRelay(): (visitor: string, items?: number) => Promi
     const config = parseConfig({
       CDP_API_KEY: KEY,
       CDP_BASE_URL: upstream.url,
-      RELAY_SITES: JSON.stringify([{ key: 'pk_busy', origins: [ORIGIN], verify: 'open' }]),
+      RELAY_SITES: JSON.stringify([{ key: 'pk_busy', origins: [ORIGIN], verify: 'open', ...options.site }]),
       RELAY_TRUST_PROXY: '127.0.0.1',
       // These visitors prove no person: the share of the outbox kept for proven visitors would answer
       // a crowd of them 503 `retry` once half of it waits, a limit of its own (unproven-capacity.test.ts).
       RELAY_OUTBOX_UNPROVEN_SHARE: '1',
       RELAY_LOG: 'off',
     });
-    relay = await startRelay({ port: 0, config });
+    relay = await startRelay({ port: 0, config, ...options.state?.() });
   });
   afterAll(async () => {
     await relay?.close();
@@ -52,3 +55,6 @@ export function defaultLimitsRelay(): (visitor: string, items?: number) => Promi
       }),
     });
 }
+
+/** {@link limitsRelay} with the default limits. */
+export const defaultLimitsRelay = (): ReturnType<typeof limitsRelay> => limitsRelay();

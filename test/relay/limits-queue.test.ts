@@ -1,0 +1,87 @@
+// A visitor just over its rate is slowed, not refused (`queue_ms`, core/limits.ts `Rate.queueMs`):
+// a request whose token comes within the queue reserves it and is answered once it comes; past the
+// queue it is refused 429 with Retry-After as before; how many requests a visitor can have waiting
+// is bounded; other visitors never wait behind one visitor's queue. The arithmetic on every
+// limiter (memory, which the SQLite relay uses too, and Redis's script), then over real HTTP on
+// each Node state. Workers: test/workerd/limits-queue.test.ts.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createMemoryLimiter, type RateLimiter } from '../../src/relay/core/limits.js';
+import { createRedisState } from '../../src/relay/state/redis.js';
+import { type RunningRedis, redisAvailable, startRedis } from '../support/redis.js';
+import { limitsRelay } from './support/limits-relay.js';
+import { type Answer, QUEUED_VISITOR_RATE, queueCases } from './support/queue-answers.js';
+
+let redis: RunningRedis | undefined;
+const hasRedis = redisAvailable('visitor queues on Redis (test/relay/limits-queue.test.ts)');
+const dir = mkdtempSync(join(tmpdir(), 'cdp-queue-'));
+beforeAll(async () => {
+  if (hasRedis) redis = await startRedis();
+});
+afterAll(async () => {
+  await redis?.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const limiters: { name: string; open(): Promise<RateLimiter> }[] = [
+  { name: 'memory', open: async () => createMemoryLimiter() },
+  // The cases move time by hand: Redis takes their `now` instead of its TIME (callerTime).
+  ...(hasRedis ? [{ name: 'Redis', open: async () => (await createRedisState(redis!.url, { prefix: `q${Math.random()}:`, callerTime: true })).limiter }] : []),
+];
+
+describe.each(limiters)('a visitor queue on the $name limiter', ({ open }) => {
+  const rate = { perSecond: 10, burst: 5, queueMs: 1_000 };
+  const T = 5_000_000;
+
+  it('serves a visitor past its burst after its token time, up to a second of tokens, then refuses with the time until a place', async () => {
+    const limiter = await open();
+    for (let i = 0; i < 5; i++) expect(await limiter.limit('visitor:s:a', rate, T)).toEqual({ ok: true, retryAfterMs: 0 });
+    // The next ten wait 100, 200, … 1,000 ms: each for its own token.
+    for (let i = 1; i <= 10; i++) expect(await limiter.limit('visitor:s:a', rate, T)).toEqual({ ok: true, retryAfterMs: 0, delayMs: 100 * i });
+    // At most per_second requests wait: the eleventh is refused, told when a place comes.
+    expect(await limiter.limit('visitor:s:a', rate, T)).toEqual({ ok: false, retryAfterMs: 100 });
+    expect(await limiter.limit('visitor:s:a', rate, T + 50)).toMatchObject({ ok: false, retryAfterMs: 50 });
+    // A token later, one more place.
+    expect(await limiter.limit('visitor:s:a', rate, T + 100)).toEqual({ ok: true, retryAfterMs: 0, delayMs: 1_000 });
+    expect((await limiter.limit('visitor:s:a', rate, T + 100)).ok).toBe(false);
+    // Other visitors have their own buckets: served at once.
+    for (let i = 0; i < 5; i++) expect(await limiter.limit(`visitor:s:b${i}`, rate, T + 100)).toEqual({ ok: true, retryAfterMs: 0 });
+    // Once the debt is paid and the bucket refilled, the burst is whole again.
+    for (let i = 0; i < 5; i++) expect((await limiter.limit('visitor:s:a', rate, T + 100 + 1_600)).delayMs).toBeUndefined();
+  });
+
+  it('refuses at once without a queue (queue_ms 0, and the address buckets)', async () => {
+    const limiter = await open();
+    const plain = { perSecond: 10, burst: 5 };
+    for (let i = 0; i < 5; i++) expect((await limiter.limit('address:a', plain, T)).ok).toBe(true);
+    expect(await limiter.limit('address:a', plain, T)).toEqual({ ok: false, retryAfterMs: 100 });
+    for (let i = 0; i < 5; i++) expect((await limiter.limit('visitor:s:z', { ...rate, queueMs: 0 }, T)).ok).toBe(true);
+    expect(await limiter.limit('visitor:s:z', { ...rate, queueMs: 0 }, T)).toEqual({ ok: false, retryAfterMs: 100 });
+  });
+});
+
+const states: { name: string; state(): { stateFile?: string; redisUrl?: string } }[] = [
+  { name: 'memory', state: () => ({ stateFile: ':memory:' }) },
+  { name: 'SQLite', state: () => ({ stateFile: join(dir, `relay-${Math.random()}.db`) }) },
+  ...(hasRedis ? [{ name: 'Redis', state: () => ({ redisUrl: redis!.url }) }] : []),
+];
+
+describe.each(states)('a visitor queue over HTTP on $name', ({ state }) => {
+  // The address bucket (twice the visitor's: burst 40) lets 40 at once reach the visitor's bucket.
+  const post = limitsRelay({ site: { visitor_rate_limit: QUEUED_VISITOR_RATE }, state });
+
+  /** Sends `count` one-item requests at once from `visitor`. */
+  const burst = (visitor: string, count: number, started = Date.now()): Promise<Answer[]> =>
+    Promise.all(
+      Array.from({ length: count }, async () => {
+        const response = await post(visitor, 1);
+        const body = (await response.json()) as { error?: { code: string } };
+        if (response.status === 429) expect(body.error?.code).toBe('rate_limited');
+        return { status: response.status, retryAfter: response.headers.get('retry-after'), ms: Date.now() - started };
+      }),
+    );
+
+  queueCases(burst);
+});
