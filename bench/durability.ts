@@ -8,8 +8,9 @@
  *  - sequential: one accept of 10 items at a time, so every accept is its own commit and sync;
  *  - concurrent: 50 accepts of 10 items in flight at once (a busy relay), which group commit
  *    folds into one transaction per group.
- * Each for `--seconds` (default 5); the load average is recorded beside the figures (the machine
- * is shared).
+ * Each for `--seconds` (default 5), with the CPU per 100 items and the share of time the event
+ * loop was busy (what an fsync inside the commit takes from HTTP); the load average is recorded
+ * beside the figures (the machine is shared).
  *
  *   npx tsx bench/durability.ts [--seconds 5]
  *
@@ -18,6 +19,7 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import type { Outbox, OutboxItem } from '../src/relay/state/outbox.js';
 import { createSqlOutbox } from '../src/relay/state/sql-outbox.js';
@@ -43,10 +45,16 @@ const item = (id: string): OutboxItem => ({
 const round = (x: number, digits = 2) => Math.round(x * 10 ** digits) / 10 ** digits;
 const quantile = (sorted: number[], q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0;
 
-/** `lanes` loops of accept for SECONDS: accepts/s, items/s and per-accept latency. */
+/**
+ * `lanes` loops of accept for SECONDS: accepts/s, items/s, per-accept latency, the process's CPU
+ * per 100 items (the thread pool's syncs included) and how busy the event loop was (1: never free
+ * to serve a request; an fsync inside the commit counts as busy).
+ */
 async function run(outbox: Outbox, lanes: number) {
   const latencies: number[] = [];
   let n = 0;
+  const cpu = process.cpuUsage();
+  const loop = performance.eventLoopUtilization();
   const end = performance.now() + SECONDS * 1000;
   await Promise.all(
     Array.from({ length: lanes }, async () => {
@@ -58,8 +66,12 @@ async function run(outbox: Outbox, lanes: number) {
       }
     }),
   );
+  const used = process.cpuUsage(cpu);
+  const busy = performance.eventLoopUtilization(loop).utilization;
   latencies.sort((a, b) => a - b);
   return {
+    cpu_ms_per_100_items: round((used.user + used.system) / 10 / (latencies.length * BATCH)),
+    event_loop_busy: round(busy),
     accepts_per_second: Math.round(latencies.length / SECONDS),
     items_per_second: Math.round((latencies.length * BATCH) / SECONDS),
     p50_ms: round(quantile(latencies, 0.5)),

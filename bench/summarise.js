@@ -25,7 +25,11 @@ const READERS = {
   },
   durability(r) {
     const line = (x) =>
-      `sequential p50 ${x.sequential.p50_ms} ms (${x.sequential.items_per_second} items/s), ${r.concurrent} in flight ${x.concurrent.items_per_second} items/s p50 ${x.concurrent.p50_ms} ms`;
+      `sequential p50 ${x.sequential.p50_ms} ms (${x.sequential.items_per_second} items/s), ${r.concurrent} in flight ${x.concurrent.items_per_second} items/s p50 ${x.concurrent.p50_ms} ms${
+        x.concurrent.event_loop_busy === undefined
+          ? ''
+          : `, event loop busy ${Math.round(x.concurrent.event_loop_busy * 100)}%, CPU ${x.concurrent.cpu_ms_per_100_items} ms per 100 items`
+      }`;
     return {
       headline: `SQLite outbox accept of ${r.batch} items, load average ${r.load_average.before[0]} → ${r.load_average.after[0]} on ${r.cpus} cores: ${
         r.synced ? `NORMAL + WAL synced before each answer (the relay's, two runs) ${r.synced.map(line).join(' / ')}; ` : ''

@@ -43,17 +43,23 @@ export function walSync(path: string): WalSync {
   return {
     async sync() {
       try {
-        const now = await stat(wal).catch((error: NodeJS.ErrnoException) => {
-          if (error.code === 'ENOENT') return undefined;
-          throw error;
-        });
+        const held = file;
+        // The check and the sync of the descriptor held run side by side: both began after the
+        // commit, and a -wal file is replaced only after a checkpoint put its pages in the
+        // database file and synced it.
+        const [now] = await Promise.all([
+          stat(wal).catch((error: NodeJS.ErrnoException) => {
+            if (error.code === 'ENOENT') return undefined;
+            throw error;
+          }),
+          held?.handle.datasync(),
+        ]);
         if (now === undefined) {
           const db = await open(path, 'r');
           await db.datasync().finally(() => db.close());
-          return;
+        } else if (held === undefined || held.ino !== now.ino || held.dev !== now.dev) {
+          await (await reopen()).datasync();
         }
-        const handle = file !== undefined && file.ino === now.ino && file.dev === now.dev ? file.handle : await reopen();
-        await handle.datasync();
       } catch (error) {
         // A descriptor that saw an error is not trusted again: the next sync opens the file anew.
         await drop();
