@@ -84,4 +84,23 @@ describe.each(states)('a visitor queue over HTTP on $name', ({ state }) => {
     );
 
   queueCases(burst);
+
+  it('takes a waiting request whole when its client leaves before its token comes', async () => {
+    const visitor = '203.0.113.250';
+    // The burst spent and 8 requests waiting: the next waits several hundred ms for its token.
+    expect((await burst(visitor, 20)).map((answer) => answer.status)).toEqual(Array(20).fill(200));
+    const waiting = burst(visitor, 8);
+    const ids = Array.from({ length: 5 }, () => crypto.randomUUID());
+    const leaving = new AbortController();
+    const gone = post(visitor, 5, { ids, signal: leaving.signal });
+    setTimeout(() => leaving.abort(), 100);
+    await expect(gone).rejects.toThrow();
+    expect((await waiting).map((answer) => answer.status)).toEqual(Array(8).fill(200));
+    // Sent again as the snippet would, once a token is there: every item was already taken.
+    await new Promise((resolve) => setTimeout(resolve, 1_200));
+    const again = await post(visitor, 5, { ids });
+    expect(again.status).toBe(200);
+    const body = (await again.json()) as { results: { status: string }[] };
+    expect(body.results.map((result) => result.status)).toEqual(Array(5).fill('duplicate'));
+  }, 30_000);
 });

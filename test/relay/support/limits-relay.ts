@@ -12,12 +12,12 @@ const ORIGIN = 'https://shop.example.com';
 
 /**
  * Starts such a relay before the enclosing describe's tests and closes it after them; returns
- * `post(visitor, items)`, which sends one batch of tracks from that visitor's address. `site`:
+ * `post(visitor, items, { ids, signal })`, which sends one batch of tracks from that visitor's address. `site`:
  * more of the site's settings (e.g. `visitor_rate_limit`); `state`: the relay's state (default memory).
  */
 export function limitsRelay(
   options: { site?: Record<string, unknown>; state?: () => { stateFile?: string; redisUrl?: string } } = {},
-): (visitor: string, items?: number) => Promise<Response> {
+): (visitor: string, items?: number, options?: { ids?: string[]; signal?: AbortSignal }) => Promise<Response> {
   let upstream: TestUpstream;
   let relay: RunningRelay;
   beforeAll(async () => {
@@ -39,14 +39,15 @@ export function limitsRelay(
     await upstream?.close();
   });
 
-  return (visitor, items = 10) =>
+  return (visitor, items = 10, { ids, signal } = {}) =>
     fetch(`${relay.url}/collect`, {
       method: 'POST',
       headers: { origin: ORIGIN, 'content-type': 'text/plain', 'x-forwarded-for': visitor },
+      ...(signal ? { signal } : {}),
       body: JSON.stringify({
         key: 'pk_busy',
-        batch: Array.from({ length: items }, () => ({
-          id: crypto.randomUUID(),
+        batch: Array.from({ length: items }, (_, i) => ({
+          id: ids?.[i] ?? crypto.randomUUID(),
           type: 'track',
           ts: new Date().toISOString(),
           activity_id: 'act:cm:viewed',
