@@ -57,7 +57,7 @@ const SQL = {
   // ?1: [site, browser] pairs as JSON.
   hasMerge: 'SELECT 1 FROM outbox_merges WHERE (site, browser) IN (SELECT value ->> 0, value ->> 1 FROM json_each(?1)) LIMIT 1',
   // ?1 seqs, ?2 their owner: out of whichever place they are in.
-  unwait: `DELETE FROM outbox_wait WHERE (until, seq) IN (SELECT available, seq FROM outbox WHERE seq IN (${IN}) AND owner = ?2) RETURNING seq`,
+  unwait: `DELETE FROM outbox_wait WHERE (until, seq) IN (SELECT available, seq FROM outbox WHERE seq IN (${IN}) AND owner = ?2)`,
   unready: `DELETE FROM outbox_ready WHERE (lane, seq) IN (SELECT lane, seq FROM outbox WHERE seq IN (${IN}) AND owner = ?2) RETURNING lane`,
   unhold: `DELETE FROM outbox_held WHERE seq IN (SELECT seq FROM outbox WHERE seq IN (${IN}) AND owner = ?2)`,
   wait: 'INSERT OR IGNORE INTO outbox_wait (until, seq) SELECT value ->> 0, value ->> 1 FROM json_each(?1)',
@@ -158,11 +158,10 @@ export async function createReady(db: SqlPort): Promise<Ready> {
     hasMerge: (browsers) => browsers.length > 0 && db.query(SQL.hasMerge, JSON.stringify(browsers)).length > 0,
     unplace(owner, seqs) {
       if (seqs.length === 0) return;
-      const waited = new Set(db.query(SQL.unwait, JSON.stringify(seqs), owner).map(([seq]) => Number(seq)));
-      // Each entry is in one place: those not found waiting (the usual settle finds them all, leased) are held or ready, or not the owner's.
-      const rest = seqs.filter((seq) => !waited.has(seq));
-      if (rest.length === 0) return;
-      const json = JSON.stringify(rest);
+      const unique = [...new Set(seqs)];
+      const json = JSON.stringify(unique);
+      // Each entry is in one place: when all are found waiting (the usual settle: leased), none is held or ready.
+      if (db.run(SQL.unwait, json, owner) === unique.length) return;
       db.run(SQL.unhold, json, owner);
       const lanes = db.query(SQL.unready, json, owner).map(([lane]) => lane);
       if (lanes.length > 0) count(tally(lanes, -1));
