@@ -3,9 +3,10 @@
  * items and statements and rows per accept, per lease and per settle, on a real file with the
  * relay's settings (WAL, synchronous=FULL). Requests of --batch items from --visitors visitors,
  * --concurrent of them at once (one group commit), each 100 accepted then leased, marked sending
- * and settled as the deliverer does.
+ * and settled as the deliverer does. --identifies: each request's first item is an identify of its
+ * browser (its tracks wait for it: held, then freed when it is delivered).
  *
- *   npx tsx bench/diagnose/accept-cost.ts [--requests 3000] [--batch 10] [--concurrent 16] [--visitors 100000]
+ *   npx tsx bench/diagnose/accept-cost.ts [--requests 3000] [--batch 10] [--concurrent 16] [--visitors 100000] [--identifies]
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
@@ -22,6 +23,7 @@ const { values } = parseArgs({
     batch: { type: 'string', default: '10' },
     concurrent: { type: 'string', default: '16' },
     visitors: { type: 'string', default: '100000' },
+    identifies: { type: 'boolean', default: false },
   },
 });
 const REQUESTS = Number(values.requests);
@@ -37,20 +39,20 @@ let serial = 0;
 const request = (): OutboxItem[] => {
   const v = `pk_bench:10.0.${visitor++ % VISITORS}`;
   const now = Date.now();
-  return Array.from({ length: BATCH }, () => ({
-    site: 'pk_bench',
-    id: uuid(),
-    kind: 'activity' as const,
-    entry: {
-      activity_id: 'act:cm:bench',
-      fields: { 'str::email': `u${serial++}@bench.example.com` },
-      attributes: { 'str:cm:plan': 'pro' },
-      created: new Date(now).toISOString(),
-    },
-    browser: v,
-    visitor: v,
-    accepted: now,
-  }));
+  return Array.from({ length: BATCH }, (_, i): OutboxItem => {
+    const who = { site: 'pk_bench', id: uuid(), browser: v, visitor: v, accepted: now };
+    if (values.identifies && i === 0) return { ...who, kind: 'merge', entry: { identifiers: { email: `u${serial++}@bench.example.com` } } };
+    return {
+      ...who,
+      kind: 'activity',
+      entry: {
+        activity_id: 'act:cm:bench',
+        fields: { 'str::email': `u${serial++}@bench.example.com` },
+        attributes: { 'str:cm:plan': 'pro' },
+        created: new Date(now).toISOString(),
+      },
+    };
+  });
 };
 
 /** Statements, rows and commits while started, summed over the spans. */
