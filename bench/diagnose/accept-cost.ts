@@ -1,10 +1,11 @@
 /**
  * Diagnose: what the SQLite outbox's accept and delivery cost per item, outside HTTP: CPU per 100
  * items and statements and rows per accept, per lease and per settle, on a real file with the
- * relay's settings (WAL, synchronous=FULL). Requests of --batch items from --visitors visitors,
- * --concurrent of them at once (one group commit), each 100 accepted then leased, marked sending
- * and settled as the deliverer does. --identifies: each request's first item is an identify of its
- * browser (its tracks wait for it: held, then freed when it is delivered).
+ * relay's settings (WAL, synchronous=NORMAL, the WAL synced before each answer). Requests of
+ * --batch items from --visitors visitors, --concurrent of them at once (one group commit), each
+ * 100 accepted then leased, marked sending and settled as the deliverer does. --identifies: each
+ * request's first item is an identify of its browser (its tracks wait for it: held, then freed
+ * when it is delivered).
  *
  *   npx tsx bench/diagnose/accept-cost.ts [--requests 3000] [--batch 10] [--concurrent 16] [--visitors 100000] [--identifies]
  */
