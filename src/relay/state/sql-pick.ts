@@ -19,12 +19,11 @@ import type { Row, SqlPort, SqlValue } from './sql-port.js';
  * its browser, the latest merge of its browser before it, and for a merge the next one after it
  * (only then may that one be held behind it alone: see `chain`).
  */
-const checked = (site: string) => `r.lane, o.seq, o.item ->> 'kind' = 'activity', o.item ->> 'browser',
+const checked = (lane: string, site: string) => `${lane}, o.seq, o.item ->> 'kind' = 'activity', o.item ->> 'browser',
   (SELECT max(m.seq) FROM outbox_merges m WHERE m.site = ${site} AND m.browser = o.item ->> 'browser' AND m.seq < o.seq),
   CASE WHEN o.item ->> 'kind' = 'activity' THEN NULL ELSE (SELECT min(m.seq) FROM outbox_merges m WHERE m.site = ${site} AND m.browser = o.item ->> 'browser' AND m.seq > o.seq) END`;
-/** The first ?2 ready entries of each lane of ?1 (JSON list): those up to and with its ?2-th, each lane's own walk of the index. */
-const HEADS = `FROM json_each(?1) JOIN outbox_ready r ON r.lane = json_each.value
-  AND r.seq <= coalesce((SELECT x.seq FROM outbox_ready x WHERE x.lane = json_each.value ORDER BY x.seq LIMIT 1 OFFSET ?2 - 1), 9e18)`;
+/** The first ?2 ready entries of the lane of each row of json_each(?1) (a JSON list of lanes): each lane's own walk of the index. */
+const HEADS = '(SELECT x.seq FROM outbox_ready x WHERE x.lane = json_each.value ORDER BY x.seq LIMIT ?2)';
 
 export const PICK_SQL = {
   // By the partial indexes, named: a planner that took the site's index of every lane would read them all.
@@ -32,11 +31,11 @@ export const PICK_SQL = {
   sites:
     'SELECT site, EXISTS (SELECT 1 FROM outbox_merges m WHERE m.site = outbox_load.site) FROM outbox_load INDEXED BY outbox_load_ready WHERE ready > 0 ORDER BY since, site LIMIT ?1',
   lanes: 'SELECT n, ready FROM outbox_lanes INDEXED BY outbox_lanes_ready WHERE site = ?1 AND ready > 0 ORDER BY since, n LIMIT ?2',
-  heads: `SELECT r.lane, r.seq ${HEADS}`,
-  headsChecked: `SELECT ${checked('?3')} ${HEADS} JOIN outbox o ON o.seq = r.seq`,
+  heads: `SELECT r.lane, r.seq FROM json_each(?1) JOIN outbox_ready r ON r.lane = json_each.value AND r.seq IN ${HEADS}`,
+  headsChecked: `SELECT ${checked('json_each.value', '?3')} FROM json_each(?1) JOIN outbox o ON o.seq IN ${HEADS}`,
   // One lane's ready entries after seq ?2, when it takes more than its share.
   next: 'SELECT r.lane, r.seq FROM outbox_ready r WHERE r.lane = ?1 AND r.seq > ?2 ORDER BY r.seq LIMIT ?4',
-  nextChecked: `SELECT ${checked('?3')} FROM outbox_ready r JOIN outbox o ON o.seq = r.seq WHERE r.lane = ?1 AND r.seq > ?2 ORDER BY r.seq LIMIT ?4`,
+  nextChecked: `SELECT ${checked('r.lane', '?3')} FROM outbox_ready r JOIN outbox o ON o.seq = r.seq WHERE r.lane = ?1 AND r.seq > ?2 ORDER BY r.seq LIMIT ?4`,
   // The next merge of a browser after seq ?3, when it is held (only behind the one before it): it may go in the same lease.
   nextMerge: `SELECT h.seq, o.lane FROM outbox_held h JOIN outbox o ON o.seq = h.seq
     WHERE h.seq = (SELECT min(seq) FROM outbox_merges WHERE site = ?1 AND browser = ?2 AND seq > ?3) AND h.site = ?1 AND h.browser = ?2`,
