@@ -1,8 +1,9 @@
 // The SQLite outbox commits with synchronous=NORMAL and syncs its WAL off the event loop: no call
 // is answered before the sync that followed its commit ended, no transaction begins while a sync
 // runs, a failed sync fails its group alone, and the sync follows the -wal file when it is
-// replaced. On a real file; the sync is watched (or failed) through the outbox's `sync` option,
-// which wraps the real fdatasync.
+// replaced; and a browser whose /collect met a failed sync is told to retry (503, the cause logged),
+// never `accepted`. On a real file; the sync is watched (or failed) through the outbox's `sync`
+// option, which wraps the real fdatasync.
 import { existsSync, mkdtempSync, readdirSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -185,5 +186,50 @@ describe('the WAL sync follows the file', () => {
       await wal.close();
     }
     expect(openUnder(dir)).toEqual([]);
+  });
+});
+
+describe('the relay on a disk whose sync fails', () => {
+  it('answers /collect 503 in the error shape with the cause logged, and the same items sent again are taken once', async () => {
+    const { createRelay } = await import('../../src/relay/app.js');
+    const { parseConfig } = await import('../../src/relay/core/config.js');
+    let failNext = false;
+    const store = await open(tempFile(), async (fdatasync) => {
+      if (failNext) {
+        failNext = false;
+        throw Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' });
+      }
+      await fdatasync();
+    });
+    const origin = 'https://shop.example.com';
+    const config = parseConfig({
+      CDP_API_KEY: 'k',
+      RELAY_SITES: JSON.stringify([{ key: 'pk_w', origins: [origin], verify: 'open' }]),
+    });
+    const lines: Record<string, unknown>[] = [];
+    const app = createRelay(config, { outbox: store.outbox, deliver: false, logger: (line) => lines.push(line as Record<string, unknown>) });
+    const batch = Array.from({ length: 3 }, (_, n) => ({
+      id: crypto.randomUUID(),
+      type: 'track',
+      activity_id: 'act:cm:viewed',
+      person: { 'str::email': `w${n}@example.com` },
+    }));
+    const post = () =>
+      app.request('/collect', { method: 'POST', headers: { origin, 'content-type': 'text/plain' }, body: JSON.stringify({ key: 'pk_w', batch }) });
+    failNext = true;
+    const failed = await post();
+    expect(failed.status).toBe(503);
+    const body = (await failed.json()) as { error: { code: string; message: string } };
+    expect(body.error.code).toBe('relay_unavailable');
+    expect(Number(failed.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    const logged = lines.find((line) => line['path'] === '/collect' && line['status'] === 503);
+    expect(JSON.stringify(logged?.['cause'])).toMatch(/CommitSyncError.*EIO/);
+    // The snippet keeps what was not answered accepted and sends it again: the commit was written
+    // (a sync cannot be undone), so each item is answered duplicate and waits in the outbox once.
+    const again = await post();
+    expect(again.status).toBe(200);
+    const results = ((await again.json()) as { results: { status: string }[] }).results.map((result) => result.status);
+    expect(results).toEqual(['duplicate', 'duplicate', 'duplicate']);
+    expect((await store.outbox.stats()).pending).toBe(3);
   });
 });
