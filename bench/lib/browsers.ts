@@ -9,8 +9,8 @@
  * relay's `identity` token. After `itemsPerVisitor` items the visitor leaves and a new one
  * takes its place, so identifies stay a steady share of the traffic at any rate. Like the
  * snippet, a browser has one request in flight; what it made meanwhile waits for the answer;
- * items answered `retry` (or a failed request) stay queued and go again after the snippet's own
- * backoff.
+ * items answered `retry` (or a failed request) stay queued and go again after the relay's
+ * `Retry-After`, or without one after the snippet's own backoff.
  *
  * Item ids are v7 UUIDs, as the snippet makes them. Each track carries its id in the attribute
  * `str:cm:item` and each identify in the person field `str::first`, so the platform's state
@@ -180,8 +180,10 @@ export function createBrowsers(options: BrowsersOptions) {
       }
       visitor.held = visitor.held.filter((h) => !settled.has(h['id'] as string));
       const retry = !results || results.some((r) => r.status === 'retry');
-      visitor.failures = retry ? visitor.failures + 1 : 0;
-      visitor.pausedUntil = retry ? Date.now() + backoff(visitor.failures, retryAfter(header, Date.now()), Math.random) : 0;
+      // As the snippet's scheduler: the relay's Retry-After is the wait; without one, the wait doubles.
+      const told = retry ? retryAfter(header, Date.now()) : 0;
+      visitor.failures = !retry ? 0 : told ? visitor.failures : visitor.failures + 1;
+      visitor.pausedUntil = retry ? Date.now() + (told || backoff(visitor.failures, Math.random)) : 0;
       visitor.inFlight = false;
       if (leaving.has(visitor) && visitor.held.length === 0) leaving.delete(visitor);
       if (closed || visitor.held.length === 0) return;

@@ -1,6 +1,6 @@
 /**
- * How long to wait after a failed send: exponential with jitter, never shorter than the
- * relay's `Retry-After`.
+ * How long to wait after a failed send when the relay did not say when (no `Retry-After`):
+ * exponential with jitter. When it did, the wait is its `Retry-After` (scheduler.ts).
  * @module
  */
 
@@ -9,12 +9,11 @@ export const BACKOFF_BASE = 1000;
 export const BACKOFF_MAX = 300_000;
 
 /**
- * The wait after the `attempt`-th failure in a row (from 1): half to all of 1 s, 2 s, 4 s, …
- * capped at 5 min, and at least `retryAfter` ms.
- * @example backoff(3, 0, Math.random) // between 2000 and 4000
+ * The wait after the `attempt`-th failure in a row (from 1) that came without a `Retry-After`:
+ * half to all of 1 s, 2 s, 4 s, … capped at 5 min.
+ * @example backoff(3, Math.random) // between 2000 and 4000
  */
-export const backoff = (attempt: number, retryAfter: number, random: () => number): number =>
-  Math.max(retryAfter, Math.min(BACKOFF_MAX, BACKOFF_BASE * 2 ** (attempt - 1)) * (0.5 + random() / 2));
+export const backoff = (attempt: number, random: () => number): number => Math.min(BACKOFF_MAX, BACKOFF_BASE * 2 ** (attempt - 1)) * (0.5 + random() / 2);
 
 /**
  * `Retry-After` in ms: a number of seconds (`0` included) or an HTTP date; 0 when absent or

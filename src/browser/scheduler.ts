@@ -9,7 +9,12 @@ export interface Scheduler {
   plan(ms: number): void;
   /** Forgets the planned run (the task is running now). */
   cancel(): void;
-  /** Counts a failed send and backs off: returns the wait in ms, at least `retryAfterMs`. */
+  /**
+   * Backs off after a failed send; returns the wait in ms. `retryAfterMs` (the answer's
+   * `Retry-After`) is the wait when there is one: the relay knows when it takes more (its rate
+   * limit, its outbox), and such a wait does not count toward the doubling. Without one, the wait
+   * doubles with each failure in a row (backoff.ts).
+   */
   failed(retryAfterMs: number): number;
   /** Ends the backoff after a send that went through, or when the browser comes back online. */
   succeeded(): void;
@@ -33,7 +38,7 @@ export function createScheduler(task: () => void, now: () => number, random: () 
       timer = undefined;
     },
     failed(retryAfterMs) {
-      const wait = backoff(++failures, retryAfterMs, random);
+      const wait = retryAfterMs || backoff(++failures, random);
       pausedUntil = now() + wait;
       return wait;
     },

@@ -95,10 +95,9 @@ describe('bounds', () => {
 
 describe('backoff', () => {
   it('doubles from 1 s up to 5 min, with jitter between half and all of it', () => {
-    expect([1, 2, 3, 4].map((a) => backoff(a, 0, () => 1))).toEqual([1000, 2000, 4000, 8000]);
-    expect(backoff(2, 0, () => 0)).toBe(1000);
-    expect(backoff(30, 0, () => 1)).toBe(300_000);
-    expect(backoff(1, 30_000, () => 1)).toBe(30_000);
+    expect([1, 2, 3, 4].map((a) => backoff(a, () => 1))).toEqual([1000, 2000, 4000, 8000]);
+    expect(backoff(2, () => 0)).toBe(1000);
+    expect(backoff(30, () => 1)).toBe(300_000);
   });
 
   it('reads Retry-After as seconds or an HTTP date', () => {
@@ -120,21 +119,15 @@ describe('backoff', () => {
     expect(retryAfter('Mon, 23 Nov 2026 09:00:00 GMT', now)).toBe(0);
   });
 
-  it('waits longer after each failure in a row, honours Retry-After, and resets after a success', async () => {
+  it('waits longer after each failure in a row without Retry-After, and resets after a success', async () => {
     let status = 503;
-    const relay = fakeRelay(() =>
-      status === 200
-        ? {}
-        : Response.json({ error: { code: 'upstream_unavailable', message: 'down' } }, { status, headers: { 'retry-after': status === 429 ? '30' : '1' } }),
-    );
+    const relay = fakeRelay(() => (status === 200 ? {} : Response.json({ error: { code: 'upstream_unavailable', message: 'down' } }, { status })));
     const { t, events } = await tracker({ random: () => 1 }, relay);
     await t.identify(ann);
     await t.flush();
     await t.flush();
     await t.flush();
-    status = 429;
-    await t.flush();
-    expect(events.error.map((e) => e.retryIn)).toEqual([1000, 2000, 4000, 30_000]);
+    expect(events.error.map((e) => e.retryIn)).toEqual([1000, 2000, 4000]);
     expect(events.error[0]).toMatchObject({ status: 503, message: 'down' });
     status = 200;
     await t.flush();
@@ -143,6 +136,33 @@ describe('backoff', () => {
     await t.track('act:cm:viewed');
     await t.flush();
     expect(events.error.at(-1)!.retryIn).toBe(1000);
+  });
+
+  it("waits the relay's Retry-After, however many refusals in a row, and such waits do not grow the backoff", async () => {
+    // A heavy sender behind its visitor rate limit is refused again and again: each 429 says the
+    // token comes in 1 s, and the browser comes back then, not after 2, 4, 8, 16 s.
+    let answer: 'limited' | 'down' | 'unavailable' | 'outbox full' = 'limited';
+    const relay = fakeRelay(({ body }) => {
+      // The relay takes some of a batch and answers the rest `retry`, with when they will fit.
+      if (answer === 'outbox full')
+        return Response.json({ results: body.batch.map(({ id }) => ({ id, status: 'retry' })) }, { headers: { 'retry-after': '2' } });
+      const headers: Record<string, string> = answer === 'down' ? {} : { 'retry-after': answer === 'limited' ? '1' : '5' };
+      return Response.json({ error: { code: 'x', message: answer } }, { status: answer === 'limited' ? 429 : 503, headers });
+    });
+    const { t, events } = await tracker({ random: () => 1 }, relay);
+    await t.identify(ann);
+    for (let i = 0; i < 5; i++) await t.flush();
+    expect(events.error.map((e) => e.retryIn)).toEqual([1000, 1000, 1000, 1000, 1000]);
+    // a failure that says nothing doubles from where failures without Retry-After left it
+    answer = 'down';
+    await t.flush();
+    await t.flush();
+    answer = 'unavailable';
+    await t.flush();
+    answer = 'outbox full';
+    await t.flush();
+    expect(events.error.slice(5).map((e) => e.retryIn)).toEqual([1000, 2000, 5000, 2000]);
+    expect(relay.sent).toHaveLength(9);
   });
 
   it('going online ends the wait and sends at once', async () => {
