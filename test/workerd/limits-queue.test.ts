@@ -11,7 +11,7 @@ import { ORIGIN, siteKey, sites, track } from '../relay/suite/target.js';
 
 const site = siteKey('queue');
 // One env object for every request: one isolate's relay (build.ts keeps it per env). A burst of
-// 20, 10 a second, the default queue of 1 s: 10 requests may wait.
+// 20, 4 a second, a queue of 2.5 s: 10 requests may wait.
 const isolateEnv = { ...env, RELAY_SITES: sites({ key: site, origins: [ORIGIN], visitor_rate_limit: QUEUED_VISITOR_RATE }) };
 
 /** Sends `count` one-item requests at once from `ip`; each answer's status, Retry-After and ms since `started`. */

@@ -12,12 +12,14 @@ const ORIGIN = 'https://shop.example.com';
 
 /**
  * Starts such a relay before the enclosing describe's tests and closes it after them; returns
- * `post(visitor, items, { ids, signal })`, which sends one batch of tracks from that visitor's address. `site`:
- * more of the site's settings (e.g. `visitor_rate_limit`); `state`: the relay's state (default memory).
+ * `post(visitor, items, { ids, signal })`, which sends one batch of tracks from that visitor's address,
+ * and `health()`, which asks its `/healthz` (no limit counts it). `site`: more of the site's settings
+ * (e.g. `visitor_rate_limit`); `state`: the relay's state (default memory).
  */
-export function limitsRelay(
-  options: { site?: Record<string, unknown>; state?: () => { stateFile?: string; redisUrl?: string } } = {},
-): (visitor: string, items?: number, options?: { ids?: string[]; signal?: AbortSignal }) => Promise<Response> {
+export function limitsRelay(options: { site?: Record<string, unknown>; state?: () => { stateFile?: string; redisUrl?: string } } = {}): {
+  post: (visitor: string, items?: number, options?: { ids?: string[]; signal?: AbortSignal }) => Promise<Response>;
+  health: () => Promise<Response>;
+} {
   let upstream: TestUpstream;
   let relay: RunningRelay;
   beforeAll(async () => {
@@ -39,7 +41,8 @@ export function limitsRelay(
     await upstream?.close();
   });
 
-  return (visitor, items = 10, { ids, signal } = {}) =>
+  const health = () => fetch(`${relay.url}/healthz`);
+  const post = (visitor: string, items = 10, { ids, signal }: { ids?: string[]; signal?: AbortSignal } = {}) =>
     fetch(`${relay.url}/collect`, {
       method: 'POST',
       headers: { origin: ORIGIN, 'content-type': 'text/plain', 'x-forwarded-for': visitor },
@@ -55,7 +58,8 @@ export function limitsRelay(
         })),
       }),
     });
+  return { post, health };
 }
 
-/** {@link limitsRelay} with the default limits. */
-export const defaultLimitsRelay = (): ReturnType<typeof limitsRelay> => limitsRelay();
+/** {@link limitsRelay}'s `post`, with the default limits. */
+export const defaultLimitsRelay = (): ReturnType<typeof limitsRelay>['post'] => limitsRelay().post;
