@@ -4,7 +4,7 @@
  * from the built dist/, default configuration plus the site), fed by hundreds of simulated
  * browsers that send what the snippet sends (bench/lib/browsers.ts) at a fixed offered rate.
  *
- *   npm run build && npx tsx bench/delivery.ts [--only 300,1500,slow-platform,cpu,business,flood,pages,proxy] [--seconds 20] [--browsers 500] [--drain-seconds 45]
+ *   npm run build && npx tsx bench/delivery.ts [--only 300,1500,slow-platform,cpu,business,flood,pages,proxy] [--seconds 20] [--browsers 500] [--drain-seconds 45] [--timeline]
  *
  * Phases, each with a fresh emulator and relay:
  *  - 300            300 items/s for --seconds, batches of 1–3, platform 50 ms per call;
@@ -23,7 +23,8 @@
  *                   flood was answered (accepted, `retry`, 429, the Retry-After values), how many of
  *                   its items reached the platform only after the load stopped, in how long and at
  *                   what rate (target ≥ 900 items/s), and after a drain of up to twice
- *                   --drain-seconds, lost and duplicated for both;
+ *                   --drain-seconds, lost and duplicated for both; `--timeline` prints it second
+ *                   by second (bench/lib/flood-timeline.ts);
  *  - pages          as real pages send: 1,500 browsers, each about one item a second, one item per
  *                   request (1,500 requests/s), for --seconds: what accepting costs per request.
  * Each offer is followed by a drain: until every browser holds nothing and the platform has every
@@ -42,6 +43,7 @@ import { identityHash } from '../src/relay/index.js';
 import { createToken } from '../src/relay/core/tokens.js';
 import { type Browsers, createBrowsers } from './lib/browsers.js';
 import { type CliProcess, startCli } from './lib/cli.js';
+import { floodTimeline } from './lib/flood-timeline.js';
 import {
   ACTIVITIES,
   arrivals,
@@ -65,6 +67,8 @@ const { values } = parseArgs({
     seconds: { type: 'string', default: '20' },
     browsers: { type: 'string', default: '500' },
     'drain-seconds': { type: 'string', default: '45' },
+    // the flood phase second by second (bench/lib/flood-timeline.ts), printed after its figures
+    timeline: { type: 'boolean', default: false },
   },
 });
 const SECONDS = Number(values.seconds);
@@ -205,6 +209,7 @@ async function runPhase(phase: Phase) {
     const calls = callFigures(callsBefore, await callCounts(emulator.url, PLATFORM_KEY));
     const seen = await arrivals(emulator.url, PLATFORM_KEY);
     const items = browsers.reduce((n, set) => n + set.made.size, 0);
+    if (flood && values.timeline) console.table(floodTimeline(flood, b, seen, offer.end));
     return {
       offered_items_per_second: phase.rate,
       browsers: phase.browsers ?? BROWSERS,

@@ -59,6 +59,16 @@ export interface CollectCall {
   sentAt: number;
   ms: number;
   status: number;
+  /** ms since the epoch when the answer came (or the request failed) */
+  answeredAt: number;
+  /** the browser (visitor number) that sent it */
+  browser: number;
+  /** its items the answer settled, and told to `retry` */
+  settled: number;
+  retried: number;
+  retryAfter: string | undefined;
+  /** how long the browser then waited before sending again, ms (0: it did not wait) */
+  waitMs: number;
 }
 
 interface Visitor {
@@ -157,7 +167,8 @@ export function createBrowsers(options: BrowsersOptions) {
     const body = JSON.stringify({ key: options.siteKey, sent_at: new Date().toISOString(), batch, identity: visitor.identity, queue: visitor.queueId });
     const sentAt = performance.now();
     void post(body, visitor.address).then(({ status, text, retryAfter: header, error }) => {
-      calls.push({ sentAt, ms: performance.now() - sentAt, status });
+      const ms = performance.now() - sentAt;
+      const answeredAt = Date.now();
       if (error) errors.set(error, (errors.get(error) ?? 0) + 1);
       let answer: { results?: { id: string; status: string }[]; identity?: string } = {};
       try {
@@ -184,6 +195,17 @@ export function createBrowsers(options: BrowsersOptions) {
       const told = retry ? retryAfter(header, Date.now()) : 0;
       visitor.failures = !retry ? 0 : told ? visitor.failures : visitor.failures + 1;
       visitor.pausedUntil = retry ? Date.now() + (told || backoff(visitor.failures, Math.random)) : 0;
+      calls.push({
+        sentAt,
+        ms,
+        status,
+        answeredAt,
+        browser: visitor.n,
+        settled: settled.size,
+        retried: (results ?? []).filter((result) => result.status === 'retry').length,
+        retryAfter: header,
+        waitMs: retry ? visitor.pausedUntil - answeredAt : 0,
+      });
       visitor.inFlight = false;
       if (leaving.has(visitor) && visitor.held.length === 0) leaving.delete(visitor);
       if (closed || visitor.held.length === 0) return;
