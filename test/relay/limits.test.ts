@@ -31,6 +31,22 @@ describe('token buckets', () => {
     expect((await limiter.limit('b', rate, 0)).ok).toBe(true); // b forgotten: full again
     expect((await limiter.limit('a', rate, 0)).ok).toBe(false);
   });
+
+  it('keeps no bucket for a look at a key that has none, so a crowd of new visitors looking does not push out a bucket in debt', async () => {
+    const limiter = createMemoryLimiter({ maxKeys: 3 });
+    const refusals = { perSecond: 1 / 20, burst: 3 };
+    // One visitor drew four refusals: its bucket is in debt.
+    expect((await limiter.limit('refusals:x', refusals, 0, 4)).ok).toBe(false);
+    // Every request looks at its own visitor's refusals: new visitors, none of them refused.
+    for (const key of ['refusals:a', 'refusals:b', 'refusals:c', 'refusals:d']) {
+      expect(await limiter.limit(key, refusals, 1000, 0)).toEqual({ ok: true, retryAfterMs: 0 });
+    }
+    expect(limiter.size()).toBe(1);
+    // The refused visitor is still held back (forgotten, its bucket would start full again).
+    const look = await limiter.limit('refusals:x', refusals, 1000, 0);
+    expect(look.ok).toBe(false);
+    expect(look.retryAfterMs).toBe(39_000);
+  });
 });
 
 describe('the default limits over HTTP', () => {

@@ -76,12 +76,18 @@ export function createMemoryLimiter(options: { maxKeys?: number } = {}): RateLim
   return {
     size: () => buckets.size,
     async limit(key, rate, now, charge) {
-      const result = refill(buckets.get(key), rate, now, charge);
+      const bucket = buckets.get(key);
+      // A look (charge 0) at a key with no bucket sees a full one and changes nothing: no bucket is
+      // made for it (every request looks at its visitor's refusals; few visitors ever draw one).
+      if (bucket === undefined && charge === 0) return { ok: rate.burst >= 1, retryAfterMs: waitFor(rate.burst, rate) };
+      const result = refill(bucket, rate, now, charge);
       // Delete then set: a Map keeps insertion order, so the first key is the least recently used.
-      buckets.delete(key);
+      if (bucket !== undefined) buckets.delete(key);
       buckets.set(key, result.bucket);
       if (buckets.size > maxKeys) buckets.delete(buckets.keys().next().value as string);
-      return { ok: result.ok, retryAfterMs: result.retryAfterMs, ...(result.delayMs === undefined ? {} : { delayMs: result.delayMs }) };
+      return result.delayMs === undefined
+        ? { ok: result.ok, retryAfterMs: result.retryAfterMs }
+        : { ok: result.ok, retryAfterMs: result.retryAfterMs, delayMs: result.delayMs };
     },
   };
 }
