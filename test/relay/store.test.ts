@@ -2,6 +2,7 @@
 // redis-server. Leases, marks, expiry, sites kept apart, capped counters, and atomic claims when
 // several processes share the file or the server.
 import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { mkdtempSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,6 +12,8 @@ import { createMemoryStore } from '../../src/relay/state/memory.js';
 import { createRedisState } from '../../src/relay/state/redis.js';
 import { createSqliteStore } from '../../src/relay/state/sqlite.js';
 import { lookupCounter, type RelayStore } from '../../src/relay/state/store.js';
+import { compactId } from '../../src/relay/state/ids.js';
+import { toHex } from '../../src/relay/core/encoding.js';
 import { type RunningRedis, redisAvailable, startRedis } from '../support/redis.js';
 
 const root = join(import.meta.dirname, '..', '..');
@@ -208,4 +211,15 @@ describe.runIf(hasRedis)('Redis state when the server goes away', () => {
     await store.close();
     await own.close();
   }, 30_000);
+});
+
+describe('ids are remembered by 16 bytes', () => {
+  it('a UUID by its own bytes, in any case, with or without dashes; any other id by its SHA-256', () => {
+    const bytes = '0192d4a87f3e7c4b9a1e3f5b6cad8e9f';
+    for (const id of ['0192d4a8-7f3e-7c4b-9a1e-3f5b6cad8e9f', '0192D4A8-7F3E-7C4B-9A1E-3F5B6CAD8E9F', '0192d4a87f3e7c4b9a1e3f5b6cAD8E9F']) {
+      expect(toHex(compactId(id))).toBe(bytes);
+    }
+    expect(toHex(compactId('item-1'))).toBe(createHash('sha256').update('item-1').digest('hex').slice(0, 32));
+    expect(toHex(Uint8Array.from({ length: 256 }, (_, byte) => byte))).toBe(Buffer.from(Array.from({ length: 256 }, (_, byte) => byte)).toString('hex'));
+  });
 });
