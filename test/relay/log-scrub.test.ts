@@ -73,7 +73,9 @@ it('a logger given to the relay gets lines scrubbed too, whatever their depth', 
   const seen: unknown[] = [];
   const logger = scrubbing((line) => void seen.push(line));
   logger({ ts: 't', method: 'POST', path: '/collect', status: 500, ms: 1, cause: { message: `bad ${EMAIL}`, cause: { message: `call ${PHONE}` } } });
+  logger({ ts: 't', method: 'POST', path: '/collect', status: 200, ms: 1, upstream: [200], details: ['kept', { error: `to ${EMAIL}` }] });
   expect(JSON.stringify(seen)).not.toContain(EMAIL);
   expect(JSON.stringify(seen)).not.toContain(PHONE);
+  expect(seen[1]).toEqual({ ts: 't', method: 'POST', path: '/collect', status: 200, ms: 1, upstream: [200], details: ['kept', { error: 'to [email]' }] });
   expect(scrubbing(logger)).toBe(logger);
 });

@@ -182,12 +182,24 @@ export function scrub(text: string): string {
   return phones(parts.join(''));
 }
 
-/** A value bound for a log line with every string in it scrubbed, at any depth (a cause's cause). */
+/**
+ * A value bound for a log line with every string in it scrubbed, at any depth (a cause's cause).
+ * An array or plain object with nothing to scrub is the value itself (a request's line, almost
+ * always); one with something to scrub, or any other object, is a copy.
+ */
 function scrubValue(value: unknown): unknown {
   if (typeof value === 'string') return scrub(value);
-  if (Array.isArray(value)) return value.map(scrubValue);
-  if (value !== null && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([key, inner]) => [key, scrubValue(inner)]));
-  return value;
+  if (value === null || typeof value !== 'object') return value;
+  if (Array.isArray(value)) return value.some((inner) => !Object.is(scrubValue(inner), inner)) ? value.map(scrubValue) : value;
+  const proto: unknown = Object.getPrototypeOf(value);
+  if ((proto === Object.prototype || proto === null) && !holdsScrubbed(value as Record<string, unknown>)) return value;
+  return Object.fromEntries(Object.entries(value).map(([key, inner]) => [key, scrubValue(inner)]));
+}
+
+/** Whether a plain object holds something {@link scrubValue} changes. */
+function holdsScrubbed(object: Record<string, unknown>): boolean {
+  for (const key in object) if (!Object.is(scrubValue(object[key]), object[key])) return true;
+  return false;
 }
 
 /** A log line with every string value scrubbed ({@link scrub}): what every logger writes. */

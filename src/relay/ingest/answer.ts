@@ -67,13 +67,11 @@ export function createCollectAnswerer(options: CollectAnswererOptions): (request
     if (outcome.retryAfter !== undefined) headers['Retry-After'] = String(outcome.retryAfter);
     const error = outcome.status === 200 ? undefined : (outcome.body as { error?: { code?: string } }).error?.code;
     const items: ObservedItem[] = (outcome.results ?? []).map((result, index) => {
+      const item: ObservedItem = { id: result.id, status: result.status };
       const reason = outcome.reasons?.get(index);
-      return {
-        id: result.id,
-        status: result.status,
-        ...(reason === undefined ? {} : { reason }),
-        ...(result.error === undefined ? {} : { error: result.error }),
-      };
+      if (reason !== undefined) item.reason = reason;
+      if (result.error !== undefined) item.error = result.error;
+      return item;
     });
     const ms = clock.now() - started;
     const ts = new Date(started).toISOString();

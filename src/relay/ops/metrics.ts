@@ -182,12 +182,25 @@ export function createRelayMetrics(options: RelayMetricsOptions = {}): RelayMetr
       collectLatency.observe({ site }, event.ms / 1000);
       if (event.error === 'rate_limited') rateLimited.inc({ site });
       if (event.unverified > 0) identityFailures.inc({ site }, event.unverified);
+      // Counted within the request first, so each label set is looked up once per request, not once per item.
+      const results = new Map<string, { result: string; reason: string | undefined; count: number }>();
+      let full = 0;
+      let share = 0;
+      let budget = 0;
       for (const item of event.items) {
-        items.inc(item.reason === undefined ? { site, result: item.status } : { site, result: item.status, reason: item.reason });
-        if (item.status === 'retry' && item.error?.startsWith(OUTBOX_FULL)) outboxFull.inc({ site });
-        if (item.status === 'retry' && item.error?.startsWith(UNPROVEN_FULL)) unprovenHeld.inc({ site, limit: 'outbox_share' });
-        if (item.status === 'retry' && item.error?.startsWith(PEOPLE_BUDGET)) unprovenHeld.inc({ site, limit: 'people_budget' });
+        const key = item.reason === undefined ? item.status : `${item.status}\u0000${item.reason}`;
+        const counted = results.get(key);
+        if (counted === undefined) results.set(key, { result: item.status, reason: item.reason, count: 1 });
+        else counted.count++;
+        if (item.status !== 'retry' || item.error === undefined) continue;
+        if (item.error.startsWith(OUTBOX_FULL)) full++;
+        if (item.error.startsWith(UNPROVEN_FULL)) share++;
+        if (item.error.startsWith(PEOPLE_BUDGET)) budget++;
       }
+      for (const { result, reason, count } of results.values()) items.inc(reason === undefined ? { site, result } : { site, result, reason }, count);
+      if (full > 0) outboxFull.inc({ site }, full);
+      if (share > 0) unprovenHeld.inc({ site, limit: 'outbox_share' }, share);
+      if (budget > 0) unprovenHeld.inc({ site, limit: 'people_budget' }, budget);
     },
     proxy(entry) {
       proxyRequests.inc({ token: entry.token ?? NONE, endpoint: entry.endpoint ?? NONE, status: entry.status });
