@@ -9,10 +9,13 @@
 
 /** `::ffff:203.0.113.7` → `203.0.113.7`; other addresses unchanged. */
 export const normaliseIp = (ip: string): string =>
-  ip
-    .trim()
-    .replace(/^::ffff:(\d+\.\d+\.\d+\.\d+)$/i, '$1')
-    .replace(/^\[|\]$/g, '');
+  // An IPv4 address (most of them) has nothing to unwrap.
+  !ip.includes(':') && !ip.includes('[') && !ip.includes(']')
+    ? ip.trim()
+    : ip
+        .trim()
+        .replace(/^::ffff:(\d+\.\d+\.\d+\.\d+)$/i, '$1')
+        .replace(/^\[|\]$/g, '');
 
 const ipv4 = (ip: string): number | undefined => {
   const parts = ip.split('.');
@@ -92,21 +95,43 @@ export function shownAddress(ip: string | undefined, mode: SourceIp): string | u
   return ipv4(ip) === undefined ? undefined : ip.replace(/\.\d+$/, '.0');
 }
 
+/** One entry of a trusted list, read: an address, or an IPv4 range (its masked address and mask). */
+type TrustedEntry = { address: string } | { range: number; mask: number };
+const trustedEntries = new WeakMap<readonly string[], TrustedEntry[]>();
+
+/** `trusted` read once per list (every request through a proxy asks about its hops). */
+function entriesOf(trusted: readonly string[]): TrustedEntry[] {
+  let entries = trustedEntries.get(trusted);
+  if (entries === undefined) {
+    entries = [];
+    for (const entry of trusted) {
+      const [range, bits] = entry.split('/');
+      if (bits === undefined) {
+        entries.push({ address: normaliseIp(range!) });
+        continue;
+      }
+      const r = ipv4(range!);
+      const n = Number(bits);
+      if (r === undefined || n < 0 || n > 32) continue;
+      const mask = n === 0 ? 0 : (0xffffffff << (32 - n)) >>> 0;
+      entries.push({ range: (r & mask) >>> 0, mask });
+    }
+    trustedEntries.set(trusted, entries);
+  }
+  return entries;
+}
+
 /** True when `ip` is one of `trusted` (addresses, or IPv4 CIDR ranges like `10.0.0.0/8`). */
 export function isTrusted(ip: string, trusted: readonly string[]): boolean {
   const address = normaliseIp(ip);
-  for (const entry of trusted) {
-    const [range, bits] = entry.split('/');
-    if (bits === undefined) {
-      if (normaliseIp(range!) === address) return true;
+  let a: number | undefined | null = null;
+  for (const entry of entriesOf(trusted)) {
+    if ('address' in entry) {
+      if (entry.address === address) return true;
       continue;
     }
-    const a = ipv4(address);
-    const r = ipv4(range!);
-    const n = Number(bits);
-    if (a === undefined || r === undefined || n < 0 || n > 32) continue;
-    const mask = n === 0 ? 0 : (0xffffffff << (32 - n)) >>> 0;
-    if ((a & mask) >>> 0 === (r & mask) >>> 0) return true;
+    if (a === null) a = ipv4(address);
+    if (a !== undefined && (a & entry.mask) >>> 0 === entry.range) return true;
   }
   return false;
 }

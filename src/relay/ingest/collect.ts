@@ -24,7 +24,6 @@ import { identityFor } from './identity.js';
 import { applyIdentityRules, vouchedRulings } from './identity-rules.js';
 import { chargeAnswered, checkAddress, checkRate, checkRefusals, GUARD_RETRY, heldByGuard, holdGate, type Hold } from './guard.js';
 import { checkEntry, checkItem, type CheckedItem } from './items.js';
-import { shapeOf } from './shapes.js';
 import type { CollectContext, CollectOutcome } from './context.js';
 
 const SUPPRESSED = 'the person this item names was erased at the relay and is suppressed: it is not stored or sent';
@@ -48,21 +47,21 @@ function checkOrigin(site: SiteConfig, origin: string | undefined): void {
 }
 
 /**
- * When the item happened on the relay's clock (ms): its `ts` shifted by how far the browser's
- * clock was off when it sent (`sent_at`), never later than now.
+ * When the item happened on the relay's clock (ms): its `ts` (`sent`, parsed) shifted by how far
+ * the browser's clock was off when it sent (`sent_at`), never later than now.
  */
-function eventTime(ts: string | undefined, skewMs: number, now: number): number {
-  if (ts === undefined) return now;
-  return Math.min(now, Date.parse(ts) + skewMs);
+function eventTime(sent: number | undefined, skewMs: number, now: number): number {
+  if (sent === undefined) return now;
+  return Math.min(now, sent + skewMs);
 }
 
-/** `created` as the platform gets it: the item's own `ts` when the relay's clock agrees, else the corrected time. */
-function createdOf(ts: string | undefined, at: number): string | undefined {
+/** `created` as the platform gets it: the item's own `ts` when the relay's clock agrees (`sent` is `at`), else the corrected time. */
+function createdOf(ts: string | undefined, sent: number | undefined, at: number): string | undefined {
   if (ts === undefined) return undefined;
-  return Date.parse(ts) === at ? ts : new Date(at).toISOString();
+  return sent === at ? ts : new Date(at).toISOString();
 }
 
-function entryOf(item: CheckedItem, location: Record<string, unknown> | undefined, at: number): Record<string, unknown> {
+function entryOf(item: CheckedItem, location: Record<string, unknown> | undefined, sent: number | undefined, at: number): Record<string, unknown> {
   const entry: Record<string, unknown> = {};
   if (item.type === 'identify') {
     entry['fields'] = item.input.fields;
@@ -72,7 +71,7 @@ function entryOf(item: CheckedItem, location: Record<string, unknown> | undefine
     entry['activity_id'] = item.input.activity_id;
     if (item.input.person !== undefined) entry['fields'] = item.input.person;
     if (item.input.attributes !== undefined) entry['attributes'] = item.input.attributes;
-    const created = createdOf(item.input.ts, at);
+    const created = createdOf(item.input.ts, sent, at);
     if (created !== undefined) entry['created'] = created;
   }
   if (location !== undefined) entry['location'] = location;
@@ -171,7 +170,9 @@ export async function collectItems(
   let guarded = 0;
   for (const ruling of rulings) {
     const { item } = ruling;
-    const at = eventTime(item.input.ts, skewMs, started);
+    // The item's own time, parsed once (its check made sure it is an ISO time).
+    const sent = item.input.ts === undefined ? undefined : Date.parse(item.input.ts);
+    const at = eventTime(sent, skewMs, started);
     if (at < oldest) {
       const hours = Math.round(config.windowMs / 3600_000);
       reject(
@@ -192,11 +193,11 @@ export async function collectItems(
       continue;
     }
     // An item that may change nothing carries no location: not even the visitor's address.
-    const entry = entryOf(item, ruling.locate ? enrichLocation(item.input.location, enrichment) : undefined, at);
+    const entry = entryOf(item, ruling.locate ? enrichLocation(item.input.location, enrichment) : undefined, sent, at);
     const invalid = checkEntry(item.type, entry);
     if (invalid) reject(item.index, item.id, invalid, 'invalid');
     else if (suppressed?.(entry)) reject(item.index, item.id, SUPPRESSED, 'suppressed');
-    else going.push({ index: item.index, id: item.id, kind: ruling.kind, entry, shape: shapeOf(item), proven: vouched || ruling.verified });
+    else going.push({ index: item.index, id: item.id, kind: ruling.kind, entry, proven: vouched || ruling.verified });
   }
   // Unproven identifies create people within the site's budget (unproven.ts).
   const budget = await budgetPeople(ctx.limiter, site.key, config.unproven, going, started);

@@ -19,8 +19,6 @@ export interface Prepared {
   id: string;
   kind: EntryKind;
   entry: Record<string, unknown>;
-  /** what the platform could refuse it for, values aside (shapes.ts) */
-  shape: string;
   /** its visitor proved who they are (a valid `user_hash` or identity token, a server token): ingest/unproven.ts */
   proven: boolean;
 }
