@@ -1,7 +1,8 @@
 // What one outbox call costs, whatever the backlog: on a real SQLite file no statement of a stats
 // read or a lease scans a table (each plan only searches an index, or walks one under a LIMIT);
 // a lease reads the first entries of all its lanes together; on a real redis-server a dead-letter page runs a bounded number of commands, however many dead
-// letters there are. And a state file of the release before lanes is leased from, counts and all.
+// letters there are. And a state file of the release before lanes is leased from, counts and all; a delivered entry's
+// row is written once and deleted once.
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -200,5 +201,34 @@ describe('SQLite: the accepts that arrive together share their transaction and i
     // counted down, then dropped: one more); one looks where the entries wait, and finds them all under the lease (two more looked in the other places: 10).
     expect(few.settle).toBeLessThanOrEqual(7);
     expect(many.settle).toBe(few.settle);
+  });
+});
+
+describe("SQLite: an entry's row, with its item, is written once and deleted once", () => {
+  it('a lease, its sends and its settle never write the entries they deliver again (their lease is a row of its own)', async () => {
+    const db = new Sqlite(tempFile());
+    db.pragma('journal_mode = WAL');
+    const { outbox } = await createSqlOutbox(libsqlPort(db));
+    db.exec(
+      'CREATE TEMP TABLE rewritten (seq INTEGER); CREATE TEMP TRIGGER outbox_rewritten AFTER UPDATE ON main.outbox BEGIN INSERT INTO rewritten VALUES (new.seq); END;',
+    );
+    const now = Date.now();
+    await outbox.accept(
+      Array.from({ length: 50 }, (_, i) => item('s', `w${i}`, { visitor: `v${i % 5}` })),
+      now,
+      3600_000,
+    );
+    const leased = await outbox.lease('me', 50, now, 60_000);
+    const sent = await outbox.sending(
+      'me',
+      leased.map(({ seq }) => seq),
+      now,
+    );
+    expect(sent).toHaveLength(50);
+    expect(await outbox.settle('me', { delivered: sent, released: [], dead: [] }, now)).toEqual({ skipped: 0 });
+    expect(await outbox.stats()).toMatchObject({ pending: 0 });
+    // Before, the lease (owner, until) and each send (attempts + 1) rewrote every row whole: 100 here.
+    expect(db.prepare('SELECT count(*) FROM rewritten').raw().get()).toEqual([0]);
+    db.close();
   });
 });

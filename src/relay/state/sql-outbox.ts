@@ -7,6 +7,8 @@
  *
  * `accept` is sql-accept.ts: the accepts that arrive together share one transaction and its
  * statements, and each deletes a slice of the expired ids, so the storage follows the window.
+ * An entry's row (its item) is written once when accepted and deleted once when delivered or
+ * dead: who leases it, until when and its started sends are a narrow row of sql-lease.ts.
  * @module
  */
 import { parseJsonOrUndefined } from '../../api/objects.js';
@@ -16,6 +18,7 @@ import { NO_LIMITS } from '../core/outbox-limits.js';
 import { pace, paceLeave, type PaceState, paceInterval, sharedWindow } from './pace.js';
 import { ACCEPT_SQL, createAccept } from './sql-accept.js';
 import { createLanes, SITE_SQL } from './sql-lanes.js';
+import { createLeases } from './sql-lease.js';
 import { createReady } from './sql-ready.js';
 import type { Row, SqlPort, SqlValue } from './sql-port.js';
 
@@ -30,6 +33,7 @@ export const OUTBOX_SCHEMA = `
   CREATE TABLE IF NOT EXISTS outbox_sites (n INTEGER PRIMARY KEY, site TEXT NOT NULL UNIQUE);
   CREATE TABLE IF NOT EXISTS outbox_seen (site INTEGER NOT NULL, id BLOB NOT NULL, until INTEGER NOT NULL, PRIMARY KEY (site, id)) WITHOUT ROWID;
   CREATE INDEX IF NOT EXISTS outbox_seen_until ON outbox_seen (until);
+  -- owner and available: where files written before outbox_lease kept a lease (sql-lease.ts moves them once)
   CREATE TABLE IF NOT EXISTS outbox (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
     item TEXT NOT NULL,
@@ -61,14 +65,9 @@ export const SQL = {
   // the whole index (181 M rows for 7 days at 300 items/s) on every metrics scrape.
   count: "SELECT value FROM outbox_count WHERE name = 'remembered'",
   countAll: 'SELECT count(*) FROM outbox_seen',
-  lease: 'UPDATE outbox SET owner = ?1, available = ?2 WHERE seq IN (SELECT value FROM json_each(?3)) RETURNING seq, item, attempts',
-  // Only the owner's live leases: one that ran out may be another deliverer's by now.
-  sending: 'UPDATE outbox SET attempts = attempts + 1 WHERE seq IN (SELECT value FROM json_each(?1)) AND owner = ?2 AND available > ?3 RETURNING seq',
-  // Settle: one statement for the delivered entries, one for the released ones of each notBefore.
-  deliver: 'DELETE FROM outbox WHERE seq IN (SELECT value FROM json_each(?1)) AND owner = ?2 RETURNING seq, lane',
-  release:
-    'UPDATE outbox SET attempts = CASE WHEN ?4 THEN attempts ELSE 0 END, owner = NULL, available = ?3 WHERE seq IN (SELECT value FROM json_each(?1)) AND owner = ?2 RETURNING seq',
-  takeDead: 'DELETE FROM outbox WHERE seq = ?1 AND owner = ?2 RETURNING item, lane',
+  // Settle, of the entries whose lease was the owner's (sql-lease.ts): one statement for the delivered ones.
+  deliver: 'DELETE FROM outbox WHERE seq IN (SELECT value FROM json_each(?1)) RETURNING seq, lane',
+  takeDead: 'DELETE FROM outbox WHERE seq = ?1 RETURNING item, lane',
   addDead: 'INSERT INTO outbox_dead (seq, site, item, reason, status, failed) VALUES (?1, ?2, ?3, ?4, ?5, ?6)',
   dead: 'SELECT seq, item, reason, status, failed FROM outbox_dead WHERE ?1 IS NULL OR site = ?1 ORDER BY seq LIMIT ?2',
   retryDead: 'DELETE FROM outbox_dead WHERE seq = ?1 RETURNING item',
@@ -76,10 +75,9 @@ export const SQL = {
   restore: 'INSERT INTO outbox (seq, item, available, lane) VALUES (?1, ?2, ?3, ?4)',
   dropDead: 'DELETE FROM outbox_dead WHERE seq = ?1',
   dropAllDead: 'DELETE FROM outbox_dead',
-  // Erasure: the person's field of every entry (one read of the outbox, an admin's rare step), then theirs taken unless under a live lease.
+  // Erasure: the person's field of every entry (one read of the outbox, an admin's rare step), then theirs taken unless under a live lease (sql-lease.ts claim).
   named: "SELECT seq, item ->> 'site', item ->> ?1 FROM outbox",
   namedDead: 'SELECT seq, site, item ->> ?1 FROM outbox_dead',
-  claim: `UPDATE outbox SET owner = '${ERASER}' WHERE seq IN (SELECT value FROM json_each(?1)) AND (owner IS NULL OR available <= ?2) RETURNING seq`,
   suppress:
     'INSERT INTO outbox_suppressed (site, hash, until) SELECT value ->> 0, value ->> 1, ?2 FROM json_each(?1) WHERE true ON CONFLICT (site, hash) DO UPDATE SET until = max(until, excluded.until)',
   unsuppress: 'DELETE FROM outbox_suppressed WHERE until <= ?1',
@@ -104,52 +102,36 @@ export async function createSqlOutbox(db: SqlPort): Promise<Omit<OutboxStore, 'c
   const lanes = await createLanes(db);
   const ready = await createReady(db);
   const accept = createAccept(db, lanes, ready);
+  const leases = await createLeases(db, ready);
 
-  const leaseIn = (owner: string, max: number, now: number, leaseMs: number): Leased[] => {
-    const seqs = ready.pick(max, now);
-    if (seqs.length === 0) return [];
-    ready.wait(seqs.map((seq) => [now + leaseMs, seq] as const));
-    return db
-      .query(SQL.lease, owner, now + leaseMs, JSON.stringify(seqs))
-      .map(([seq, item, attempts]) => ({ ...(JSON.parse(item as string) as OutboxItem), seq: Number(seq), attempts: Number(attempts) }))
-      .sort((a, b) => a.seq - b.seq);
-  };
-
-  const sendingIn = (owner: string, seqs: readonly number[], now: number): number[] => {
-    const marked = new Set(db.query(SQL.sending, JSON.stringify([...new Set(seqs)]), owner, now).map(([seq]) => Number(seq)));
-    return seqs.filter((seq) => marked.delete(seq));
-  };
+  const leaseIn = (owner: string, max: number, now: number, leaseMs: number): Leased[] => leases.take(owner, ready.pick(max, now), now + leaseMs);
 
   const settleIn = (owner: string, { delivered, released, dead }: Settlement, now: number) => {
-    let skipped = 0;
     const gone = new Map<number, number>();
     const left: number[] = [];
-    ready.unplace(owner, [...delivered, ...released.map(({ seq }) => seq), ...dead.map(({ seq }) => seq)]);
+    // The attempts of the entries whose lease was owner's: each is settled at its first mention; any other is skipped.
+    const owned = leases.end(owner, [...delivered, ...released.map(({ seq }) => seq), ...dead.map(({ seq }) => seq)]);
+    const attempts = new Map(owned);
+    const mine = ({ seq }: { seq: number }) => owned.delete(seq);
     const leave = (seq: number, lane: unknown) => {
       gone.set(Number(lane), (gone.get(Number(lane)) ?? 0) - 1);
       left.push(seq);
     };
-    if (delivered.length > 0) {
-      const rows = db.query(SQL.deliver, JSON.stringify(delivered), owner);
-      // a seq named twice is delivered once; its second mention is skipped, as one not owner's
-      skipped += delivered.length - rows.length;
+    const delivering = delivered.filter((seq) => mine({ seq }));
+    let skipped = delivered.length - delivering.length;
+    if (delivering.length > 0) {
+      const rows = db.query(SQL.deliver, JSON.stringify(delivering));
+      skipped += delivering.length - rows.length;
       for (const [seq, lane] of rows) leave(Number(seq), lane);
     }
-    // One statement per (notBefore, tried): a lease's releases mostly share them.
-    const groups = new Map<string, { notBefore: number; tried: boolean; seqs: number[] }>();
-    for (const { seq, notBefore, tried } of released) {
-      const key = `${notBefore}:${tried ? 1 : 0}`;
-      const group = groups.get(key) ?? groups.set(key, { notBefore, tried: Boolean(tried), seqs: [] }).get(key)!;
-      group.seqs.push(seq);
-    }
-    for (const { notBefore, tried, seqs } of groups.values()) {
-      const done = db.query(SQL.release, JSON.stringify(seqs), owner, notBefore, tried ? 1 : 0);
-      skipped += seqs.length - done.length;
-      // Waiting until notBefore: a lease makes them ready once it has come (sql-ready.ts).
-      ready.wait(done.map(([seq]) => [notBefore, Number(seq)] as const));
-    }
+    // Waiting until notBefore: a lease makes them ready once it has come (sql-ready.ts). Their
+    // attempts go back to 0, or are kept when `tried`: written only where they are not 0.
+    const back = released.filter(mine);
+    skipped += released.length - back.length;
+    ready.wait(back.map(({ seq, notBefore }) => [notBefore, seq] as const));
+    leases.keep(back.flatMap(({ seq, tried }) => (attempts.get(seq)! > 0 ? [[seq, tried ? attempts.get(seq)! : 0] as const] : [])));
     for (const { seq, reason, status } of dead) {
-      const row = one(SQL.takeDead, seq, owner);
+      const row = mine({ seq }) ? one(SQL.takeDead, seq) : undefined;
       if (row === undefined) {
         skipped++;
         continue;
@@ -194,8 +176,13 @@ export async function createSqlOutbox(db: SqlPort): Promise<Omit<OutboxStore, 'c
     const path = `$.entry.fields.${JSON.stringify(person.field)}`;
     const theirs = (rowSite: unknown, value: unknown) => (site === undefined || rowSite === site) && identifierKeyOf(person.field, value) === person.key;
     const waiting = db.query(SQL.named, path).filter(([, rowSite, value]) => theirs(rowSite, value));
-    // Those under a live lease stay (claim's condition): counted in flight.
-    const claimed = waiting.length === 0 ? [] : db.query(SQL.claim, JSON.stringify(waiting.map(([seq]) => Number(seq))), now).map(([seq]) => Number(seq));
+    // Those under a live lease stay (claim's condition): counted in flight. Those released for later leave the wait here.
+    const claimed = leases.claim(
+      ERASER,
+      waiting.map(([seq]) => Number(seq)),
+      now,
+    );
+    ready.unwait(claimed);
     if (claimed.length > 0) settleIn(ERASER, { delivered: claimed, released: [], dead: [] }, now);
     const dead = db.query(SQL.namedDead, path).filter(([, rowSite, value]) => theirs(rowSite, value));
     const dropped = dead.length === 0 ? 0 : dropIn(dead.map(([seq]) => Number(seq)));
@@ -223,7 +210,7 @@ export async function createSqlOutbox(db: SqlPort): Promise<Omit<OutboxStore, 'c
     outbox: {
       accept: (items, now, windowMs, limits = NO_LIMITS) => new Promise((resolve, reject) => accept({ items, now, windowMs, limits, resolve, reject })),
       lease: (owner, max, now, leaseMs) => db.transaction(() => leaseIn(owner, max, now, leaseMs)),
-      sending: (owner, seqs, now) => db.transaction(() => sendingIn(owner, seqs, now)),
+      sending: (owner, seqs, now) => db.transaction(() => leases.sending(owner, seqs, now)),
       settle: (owner, settlement, now) => db.transaction(() => settleIn(owner, settlement, now)),
       lead: (owner, now, ttlMs) => db.transaction(() => one(SQL.lead, owner, now + ttlMs, now) !== undefined),
       async deadLetters(options = {}) {

@@ -2,8 +2,9 @@
  * Where each entry of the SQL outbox waits (sql-outbox.ts), so that a lease reads what it takes and
  * little else, whatever the backlog holds. Each entry waiting is in exactly one place:
  * - `outbox_ready` (lane, seq): ready now and free to go, by lane then seq;
- * - `outbox_wait` (until, seq): leased until `until`, or released for later until then. A lease
- *   first moves what has come due (a slice of {@link WAKE_PER_LEASE} times its size, by time);
+ * - `outbox_wait` (until, seq): released for later until `until`; or `outbox_lease` (sql-lease.ts),
+ *   leased until then. A lease first moves what has come due in either (a slice of
+ *   {@link WAKE_PER_LEASE} times its size, by time); a lease that ran out keeps its row, with 0;
  * - `outbox_held` (seq; site, browser): behind an earlier merge of its browser still in the outbox
  *   (identify before track; a browser's merges in order). When such a merge leaves the outbox
  *   (delivered or dead), its browser's entries up to its next merge become ready.
@@ -33,6 +34,11 @@ export const READY_SCHEMA = `
 
 const IN = 'SELECT value FROM json_each(?1)';
 
+/** The entries of `table` (the wait, or the leases) whose time has come by `where`: until, seq, `leased`, lane, site, browser, and whether an earlier merge holds it. */
+const dueFrom = (table: string, leased: number, where: string) => `SELECT w.until, w.seq, ${leased}, o.lane, l.site, o.item ->> 'browser',
+    EXISTS (SELECT 1 FROM outbox_merges m WHERE m.site = l.site AND m.browser = o.item ->> 'browser' AND m.seq < o.seq)
+    FROM ${table} w JOIN outbox o ON o.seq = w.seq JOIN outbox_lanes l ON l.n = o.lane WHERE ${where}`;
+
 const SQL = {
   hasReady: 'SELECT ready FROM outbox_lanes LIMIT 0',
   addLaneColumn: 'ALTER TABLE outbox_lanes ADD COLUMN ready INTEGER NOT NULL DEFAULT 0',
@@ -56,15 +62,18 @@ const SQL = {
   allReady: 'INSERT INTO outbox_ready (lane, seq) SELECT lane, seq FROM outbox WHERE seq > ?1',
   // ?1: [site, browser] pairs as JSON.
   hasMerge: 'SELECT 1 FROM outbox_merges WHERE (site, browser) IN (SELECT value ->> 0, value ->> 1 FROM json_each(?1)) LIMIT 1',
-  // ?1 seqs, ?2 their owner: out of whichever place they are in.
-  unwait: `DELETE FROM outbox_wait WHERE (until, seq) IN (SELECT available, seq FROM outbox WHERE seq IN (${IN}) AND owner = ?2)`,
-  unready: `DELETE FROM outbox_ready WHERE (lane, seq) IN (SELECT lane, seq FROM outbox WHERE seq IN (${IN}) AND owner = ?2) RETURNING lane`,
-  unhold: `DELETE FROM outbox_held WHERE seq IN (SELECT seq FROM outbox WHERE seq IN (${IN}) AND owner = ?2)`,
+  // ?1 seqs: out of the ready or the held, whichever they are in.
+  unready: `DELETE FROM outbox_ready WHERE (lane, seq) IN (SELECT lane, seq FROM outbox WHERE seq IN (${IN})) RETURNING lane`,
+  unhold: `DELETE FROM outbox_held WHERE seq IN (${IN})`,
+  // Out of the wait by seq alone: reads the whole wait (an erasure's step, which reads the whole outbox too).
+  unwait: `DELETE FROM outbox_wait WHERE seq IN (${IN})`,
   wait: 'INSERT OR IGNORE INTO outbox_wait (until, seq) SELECT value ->> 0, value ->> 1 FROM json_each(?1)',
-  // What has come due, by time: where it goes (held when its browser has a merge before it in the outbox).
-  due: `SELECT w.until, w.seq, o.lane, l.site, o.item ->> 'browser', EXISTS (SELECT 1 FROM outbox_merges m WHERE m.site = l.site AND m.browser = o.item ->> 'browser' AND m.seq < o.seq)
-    FROM outbox_wait w JOIN outbox o ON o.seq = w.seq JOIN outbox_lanes l ON l.n = o.lane WHERE w.until <= ?1 ORDER BY w.until, w.seq LIMIT ?2`,
+  // What has come due, released or leased, by time (the two indexes merged, each walked only as far as the slice):
+  // where it goes (held when its browser has a merge before it in the outbox).
+  due: `${dueFrom('outbox_wait', 0, 'w.until <= ?1')} UNION ALL ${dueFrom('outbox_lease', 1, 'w.until > 0 AND w.until <= ?1')} ORDER BY 1, 2 LIMIT ?2`,
   unwaitDue: 'DELETE FROM outbox_wait WHERE (until, seq) IN (SELECT value ->> 0, value ->> 1 FROM json_each(?1))',
+  // Leases that ran out: their rows stay (the owner may still settle; attempts), no longer where the entry waits.
+  ranOut: `UPDATE outbox_lease SET until = 0 WHERE seq IN (${IN})`,
   hold: PICK_SQL.hold,
   ready: 'INSERT OR IGNORE INTO outbox_ready (lane, seq) SELECT value ->> 0, value ->> 1 FROM json_each(?1)',
   // Lanes' ready counts move, [lane, change] pairs as JSON (?1), in one statement: each one's site, and how many it has now. A site counts its lanes with some.
@@ -83,9 +92,11 @@ export interface Ready {
   added(after: number, maybeHeld: boolean, lanes: readonly number[]): Map<number, number>;
   /** Whether one of these browsers has a merge in the outbox. */
   hasMerge(browsers: readonly (readonly [site: number, browser: string])[]): boolean;
-  /** Takes `owner`'s entries `seqs` out of their places (before they are settled). */
-  unplace(owner: string, seqs: readonly number[]): void;
-  /** These entries wait until the time given (leased, released, or retried from the dead letters). */
+  /** Takes entries out of the ready or the held, whichever they are in (before they are settled). */
+  unplace(seqs: readonly number[]): void;
+  /** Takes entries out of the wait (released for later) by seq: reads the whole wait (for an erasure). */
+  unwait(seqs: readonly number[]): void;
+  /** These entries wait until the time given (released, or retried from the dead letters; a leased one waits in its lease). */
   wait(entries: readonly (readonly [until: number, seq: number])[]): void;
   /** Merges of these browsers left the outbox: the entries they held up to the next merge become ready. */
   free(browsers: readonly (readonly [site: number, browser: string])[]): void;
@@ -133,13 +144,16 @@ export async function createReady(db: SqlPort): Promise<Ready> {
   const wake = (now: number, limit: number) => {
     const due = db.query(SQL.due, now, limit);
     if (due.length === 0) return;
-    db.run(SQL.unwaitDue, JSON.stringify(due.map(([until, seq]) => [until, seq])));
-    const held = due.filter((row) => Number(row[5]) === 1);
-    const ready = due.filter((row) => Number(row[5]) !== 1);
-    if (held.length > 0) db.run(SQL.hold, JSON.stringify(held.map(([, seq, , site, browser]) => [seq, site, browser])));
+    const released = due.filter((row) => Number(row[2]) !== 1);
+    const ranOut = due.filter((row) => Number(row[2]) === 1);
+    if (released.length > 0) db.run(SQL.unwaitDue, JSON.stringify(released.map(([until, seq]) => [until, seq])));
+    if (ranOut.length > 0) db.run(SQL.ranOut, JSON.stringify(ranOut.map(([, seq]) => seq)));
+    const held = due.filter((row) => Number(row[6]) === 1);
+    const ready = due.filter((row) => Number(row[6]) !== 1);
+    if (held.length > 0) db.run(SQL.hold, JSON.stringify(held.map(([, seq, , , site, browser]) => [seq, site, browser])));
     if (ready.length > 0) {
-      db.run(SQL.ready, JSON.stringify(ready.map(([, seq, lane]) => [lane, seq])));
-      const readyLanes = ready.map((row) => row[2]);
+      db.run(SQL.ready, JSON.stringify(ready.map(([, seq, , lane]) => [lane, seq])));
+      const readyLanes = ready.map((row) => row[3]);
       count(tally(readyLanes, 1));
     }
   };
@@ -156,15 +170,17 @@ export async function createReady(db: SqlPort): Promise<Ready> {
       return tally(readyLanes, 1);
     },
     hasMerge: (browsers) => browsers.length > 0 && db.query(SQL.hasMerge, JSON.stringify(browsers)).length > 0,
-    unplace(owner, seqs) {
+    unplace(seqs) {
       if (seqs.length === 0) return;
       const unique = [...new Set(seqs)];
       const json = JSON.stringify(unique);
-      // Each entry is in one place: when all are found waiting (the usual settle: leased), none is held or ready.
-      if (db.run(SQL.unwait, json, owner) === unique.length) return;
-      db.run(SQL.unhold, json, owner);
-      const lanes = db.query(SQL.unready, json, owner).map(([lane]) => lane);
+      // Each entry is in one place: when all are found held, none is ready.
+      if (db.run(SQL.unhold, json) === unique.length) return;
+      const lanes = db.query(SQL.unready, json).map(([lane]) => lane);
       if (lanes.length > 0) count(tally(lanes, -1));
+    },
+    unwait(seqs) {
+      if (seqs.length > 0) db.run(SQL.unwait, JSON.stringify([...new Set(seqs)]));
     },
     wait(entries) {
       if (entries.length > 0) db.run(SQL.wait, JSON.stringify(entries));
