@@ -205,13 +205,18 @@ describe('SQLite: the accepts that arrive together share their transaction and i
 });
 
 describe("SQLite: an entry's row, with its item, is written once and deleted once", () => {
-  it('a lease, its sends and its settle never write the entries they deliver again (their lease is a row of its own)', async () => {
+  it('a lease, its sends and its settle never write the entries they deliver again, and write one row of their own whatever their size', async () => {
     const db = new Sqlite(tempFile());
     db.pragma('journal_mode = WAL');
     const { outbox } = await createSqlOutbox(libsqlPort(db));
     db.exec(
       'CREATE TEMP TABLE rewritten (seq INTEGER); CREATE TEMP TRIGGER outbox_rewritten AFTER UPDATE ON main.outbox BEGIN INSERT INTO rewritten VALUES (new.seq); END;',
     );
+    // Every write of a lease's own rows, by table.
+    db.exec('CREATE TEMP TABLE lease_writes (name TEXT)');
+    for (const table of ['outbox_lease', 'outbox_leases'])
+      for (const event of ['INSERT', 'UPDATE', 'DELETE'])
+        db.exec(`CREATE TEMP TRIGGER ${table}_${event} AFTER ${event} ON main.${table} BEGIN INSERT INTO lease_writes VALUES ('${table}'); END;`);
     const now = Date.now();
     await outbox.accept(
       Array.from({ length: 50 }, (_, i) => item('s', `w${i}`, { visitor: `v${i % 5}` })),
@@ -229,6 +234,8 @@ describe("SQLite: an entry's row, with its item, is written once and deleted onc
     expect(await outbox.stats()).toMatchObject({ pending: 0 });
     // Before, the lease (owner, until) and each send (attempts + 1) rewrote every row whole: 100 here.
     expect(db.prepare('SELECT count(*) FROM rewritten').raw().get()).toEqual([0]);
+    // One row for the lease: written, rewritten by the call started, deleted by the settle (a row per entry: 150 writes).
+    expect(db.prepare('SELECT name, count(*) FROM lease_writes GROUP BY name').raw().all()).toEqual([['outbox_leases', 3]]);
     db.close();
   });
 });

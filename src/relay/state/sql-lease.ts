@@ -1,15 +1,19 @@
 /**
- * Who holds the leased entries of the SQL outbox (sql-outbox.ts), in a narrow table of their own:
- * `outbox_lease` (seq; owner, until, attempts), one row per entry under a lease. An entry's own
- * row, with its item, is written once when accepted and deleted once when delivered or dead: a
- * lease, a started send and a settle write only this row (a few bytes), never the item again.
+ * Who holds the leased entries of the SQL outbox (sql-outbox.ts), in rows of their own, so that an
+ * entry's own row, with its item, is written once when accepted and deleted once when delivered or
+ * dead, never again by a lease, a started send or a settle:
+ * - `outbox_leases` (id; owner, until, entries): one row per lease, its entries a JSON list of
+ *   [seq, attempts]. A lease writes one row whatever its size, a started send rewrites it, a settle
+ *   takes its entries out of it (deleted with the last). It is also where its entries wait
+ *   (in place of `outbox_wait`, sql-ready.ts) until `until`;
+ * - `outbox_lease` (seq; owner, until, attempts): one row per entry, for the rare ones: the
+ *   entries of a lease that ran out (spread here when it comes due, then woken like a release, each
+ *   row kept with `until` 0, so that its owner may still settle the entry while no other lease
+ *   has taken it, and its started sends stay with it), those an erasure takes, and the leases of
+ *   files written before (below). A row whose `until` is above 0 is where its entry waits.
  *
- * A row whose `until` is above 0 is also where its entry waits (in place of `outbox_wait`,
- * sql-ready.ts): a lease that runs out is woken like a release, and its row kept with `until` 0,
- * so that its owner may still settle the entry while no other lease has taken it, and the
- * entry's started sends (`attempts`) stay with it. An entry with no lease keeps its attempts in
- * its own row: 0, unless a release kept them (`tried`), which is the only time that row is
- * written again.
+ * An entry with no lease keeps its attempts in its own row: 0, unless a release kept them
+ * (`tried`), the only time that row is written again.
  *
  * Files written before this table kept the lease in the entry's row (`owner`, `available`,
  * `attempts`): opening one moves each lease here once (`outbox_count` 'leases' marks it done).
@@ -22,18 +26,31 @@ import type { Row, SqlPort } from './sql-port.js';
 export const LEASE_SCHEMA = `
   CREATE TABLE IF NOT EXISTS outbox_lease (seq INTEGER PRIMARY KEY, owner TEXT NOT NULL, until INTEGER NOT NULL, attempts INTEGER NOT NULL);
   CREATE INDEX IF NOT EXISTS outbox_lease_until ON outbox_lease (until, seq) WHERE until > 0;
+  CREATE TABLE IF NOT EXISTS outbox_leases (id INTEGER PRIMARY KEY, owner TEXT NOT NULL, until INTEGER NOT NULL, entries TEXT NOT NULL);
+  CREATE INDEX IF NOT EXISTS outbox_leases_owner ON outbox_leases (owner);
+  CREATE INDEX IF NOT EXISTS outbox_leases_until ON outbox_leases (until, id);
 `;
+
+/** A lease's entries as its row keeps them: [seq, attempts]. */
+type Entries = [seq: number, attempts: number][];
 
 const IN = 'SELECT value FROM json_each(?1)';
 
 export const LEASE_SQL = {
-  items: `SELECT seq, item, attempts FROM outbox WHERE seq IN (${IN})`,
-  // [seq, attempts] pairs (?3): a lease that ran out (until 0) keeps its row's attempts.
-  take: `INSERT INTO outbox_lease (seq, owner, until, attempts) SELECT value ->> 0, ?1, ?2, value ->> 1 FROM json_each(?3) WHERE true
-    ON CONFLICT (seq) DO UPDATE SET owner = excluded.owner, until = excluded.until RETURNING seq, attempts`,
+  // Each entry with its attempts: those of the row of a lease of it that ran out (its owner's no more once leased again), else its own.
+  items: `SELECT o.seq, o.item, coalesce(l.attempts, o.attempts), l.seq FROM outbox o LEFT JOIN outbox_lease l ON l.seq = o.seq WHERE o.seq IN (${IN})`,
+  takeOver: `DELETE FROM outbox_lease WHERE seq IN (${IN})`,
+  add: 'INSERT INTO outbox_leases (owner, until, entries) VALUES (?1, ?2, ?3)',
   // Only the owner's live leases: one that ran out may be another deliverer's by now.
+  live: 'SELECT id, entries FROM outbox_leases WHERE owner = ?1 AND until > ?2',
+  setEntries: 'UPDATE outbox_leases SET entries = ?2 WHERE id = ?1',
+  // A settle takes the owner's leases, and puts back what it does not settle ([id, until, entries] as JSON).
+  endAll: 'DELETE FROM outbox_leases WHERE owner = ?1 RETURNING id, until, entries',
+  putBack: 'INSERT INTO outbox_leases (id, owner, until, entries) SELECT value ->> 0, ?1, value ->> 1, value ->> 2 FROM json_each(?2)',
+  // The rows of single entries (above).
   sending: `UPDATE outbox_lease SET attempts = attempts + 1 WHERE seq IN (${IN}) AND owner = ?2 AND until > ?3 RETURNING seq`,
   end: `DELETE FROM outbox_lease WHERE seq IN (${IN}) AND owner = ?2 RETURNING seq, until, attempts`,
+  inFlight: 'SELECT entries FROM outbox_leases WHERE until > ?1',
   // Released entries whose attempts change ([seq, attempts] pairs): the only rewrite of an entry's row.
   keep: 'UPDATE outbox SET attempts = json_each.value ->> 1 FROM json_each(?1) WHERE outbox.seq = json_each.value ->> 0 AND outbox.attempts <> json_each.value ->> 1',
   // Entries not under a live lease at ?2 taken by ?3 (erase.ts's one step), wherever they wait.
@@ -81,27 +98,64 @@ export async function createLeases(db: SqlPort, ready: Ready): Promise<Leases> {
     take(owner, seqs, until) {
       if (seqs.length === 0) return [];
       const rows: Row[] = db.query(LEASE_SQL.items, JSON.stringify(seqs));
-      const pairs = JSON.stringify(rows.map(([seq, , attempts]) => [Number(seq), Number(attempts)]));
-      const attempts = new Map(db.query(LEASE_SQL.take, owner, until, pairs).map(([seq, count]) => [Number(seq), Number(count)]));
-      return rows
-        .map(([seq, item]) => ({ ...(JSON.parse(item as string) as OutboxItem), seq: Number(seq), attempts: attempts.get(Number(seq)) ?? 0 }))
+      const again = rows.filter((row) => row[3] !== null).map(([seq]) => Number(seq));
+      if (again.length > 0) db.run(LEASE_SQL.takeOver, JSON.stringify(again));
+      const leased = rows
+        .map(([seq, item, attempts]) => ({ ...(JSON.parse(item as string) as OutboxItem), seq: Number(seq), attempts: Number(attempts) }))
         .sort((a, b) => a.seq - b.seq);
+      db.run(LEASE_SQL.add, owner, until, JSON.stringify(leased.map(({ seq, attempts }) => [seq, attempts])));
+      return leased;
     },
     sending(owner, seqs, now) {
-      const marked = new Set(db.query(LEASE_SQL.sending, JSON.stringify([...new Set(seqs)]), owner, now).map(([seq]) => Number(seq)));
+      const wanted = new Set(seqs);
+      const marked = new Set<number>();
+      for (const [id, text] of db.query(LEASE_SQL.live, owner, now)) {
+        const entries = JSON.parse(text as string) as Entries;
+        const mine = entries.filter((entry) => wanted.has(entry[0]) && !marked.has(entry[0]));
+        for (const entry of mine) {
+          entry[1]++;
+          marked.add(entry[0]);
+        }
+        if (mine.length > 0) db.run(LEASE_SQL.setEntries, Number(id), JSON.stringify(entries));
+      }
+      const rest = [...wanted].filter((seq) => !marked.has(seq));
+      if (rest.length > 0) for (const [seq] of db.query(LEASE_SQL.sending, JSON.stringify(rest), owner, now)) marked.add(Number(seq));
       return seqs.filter((seq) => marked.delete(seq));
     },
     end(owner, seqs) {
-      if (seqs.length === 0) return new Map();
-      const rows = db.query(LEASE_SQL.end, JSON.stringify([...new Set(seqs)]), owner);
+      const owned = new Map<number, number>();
+      if (seqs.length === 0) return owned;
+      const wanted = new Set(seqs);
+      const kept: [number, number, string][] = [];
       // Waiting under their lease (the usual settle): nowhere else to look.
+      for (const [id, until, text] of db.query(LEASE_SQL.endAll, owner)) {
+        const entries = JSON.parse(text as string) as Entries;
+        const rest: Entries = [];
+        for (const [seq, attempts] of entries) {
+          if (wanted.has(seq) && !owned.has(seq)) owned.set(seq, attempts);
+          else rest.push([seq, attempts]);
+        }
+        if (rest.length > 0) kept.push([Number(id), Number(until), JSON.stringify(rest)]);
+      }
+      if (kept.length > 0) db.run(LEASE_SQL.putBack, owner, JSON.stringify(kept));
+      const rest = [...wanted].filter((seq) => !owned.has(seq));
+      if (rest.length === 0) return owned;
+      const rows = db.query(LEASE_SQL.end, JSON.stringify(rest), owner);
       const back = rows.filter(([, until]) => Number(until) <= 0).map(([seq]) => Number(seq));
       if (back.length > 0) ready.unplace(back);
-      return new Map(rows.map(([seq, , attempts]) => [Number(seq), Number(attempts)]));
+      for (const [seq, , attempts] of rows) owned.set(Number(seq), Number(attempts));
+      return owned;
     },
     keep(attempts) {
       if (attempts.length > 0) db.run(LEASE_SQL.keep, JSON.stringify(attempts));
     },
-    claim: (owner, seqs, now) => (seqs.length === 0 ? [] : db.query(LEASE_SQL.claim, JSON.stringify(seqs), now, owner).map(([seq]) => Number(seq))),
+    claim(owner, seqs, now) {
+      if (seqs.length === 0) return [];
+      // Leases that ran out are spread into rows of their entries (which it may take); those of live ones are in flight.
+      ready.spread(now);
+      const inFlight = new Set(db.query(LEASE_SQL.inFlight, now).flatMap(([text]) => (JSON.parse(text as string) as Entries).map(([seq]) => seq)));
+      const free = seqs.filter((seq) => !inFlight.has(seq));
+      return free.length === 0 ? [] : db.query(LEASE_SQL.claim, JSON.stringify(free), now, owner).map(([seq]) => Number(seq));
+    },
   };
 }

@@ -8,7 +8,7 @@
  * `accept` is sql-accept.ts: the accepts that arrive together share one transaction and its
  * statements, and each deletes a slice of the expired ids, so the storage follows the window.
  * An entry's row (its item) is written once when accepted and deleted once when delivered or
- * dead: who leases it, until when and its started sends are a narrow row of sql-lease.ts.
+ * dead: who leases it, until when and its started sends are kept in its lease's row (sql-lease.ts).
  * @module
  */
 import { parseJsonOrUndefined } from '../../api/objects.js';

@@ -2,9 +2,10 @@
  * Where each entry of the SQL outbox waits (sql-outbox.ts), so that a lease reads what it takes and
  * little else, whatever the backlog holds. Each entry waiting is in exactly one place:
  * - `outbox_ready` (lane, seq): ready now and free to go, by lane then seq;
- * - `outbox_wait` (until, seq): released for later until `until`; or `outbox_lease` (sql-lease.ts),
- *   leased until then. A lease first moves what has come due in either (a slice of
- *   {@link WAKE_PER_LEASE} times its size, by time); a lease that ran out keeps its row, with 0;
+ * - `outbox_wait` (until, seq): released for later until `until`; or leased until then
+ *   (`outbox_leases`, one row per lease, or `outbox_lease`, one per entry: sql-lease.ts). A lease
+ *   first moves what has come due (a slice of {@link WAKE_PER_LEASE} times its size, by time): a
+ *   lease that ran out is spread into rows of its entries, each kept with `until` 0 once woken;
  * - `outbox_held` (seq; site, browser): behind an earlier merge of its browser still in the outbox
  *   (identify before track; a browser's merges in order). When such a merge leaves the outbox
  *   (delivered or dead), its browser's entries up to its next merge become ready.
@@ -16,7 +17,7 @@
  * @module
  */
 import { PICK_SQL, pickReady } from './sql-pick.js';
-import type { SqlPort } from './sql-port.js';
+import type { Row, SqlPort } from './sql-port.js';
 
 /** Entries a lease moves from `outbox_wait` to ready at most, per entry it may take. */
 export const WAKE_PER_LEASE = 2;
@@ -70,7 +71,12 @@ const SQL = {
   wait: 'INSERT OR IGNORE INTO outbox_wait (until, seq) SELECT value ->> 0, value ->> 1 FROM json_each(?1)',
   // What has come due, released or leased, by time (the two indexes merged, each walked only as far as the slice):
   // where it goes (held when its browser has a merge before it in the outbox).
-  due: `${dueFrom('outbox_wait', 0, 'w.until <= ?1')} UNION ALL ${dueFrom('outbox_lease', 1, 'w.until > 0 AND w.until <= ?1')} ORDER BY 1, 2 LIMIT ?2`,
+  // (2: a lease that ran out, by its id; its entries are spread first.)
+  due: `${dueFrom('outbox_wait', 0, 'w.until <= ?1')} UNION ALL ${dueFrom('outbox_lease', 1, 'w.until > 0 AND w.until <= ?1')}
+    UNION ALL SELECT w.until, w.id, 2, NULL, NULL, NULL, NULL FROM outbox_leases w WHERE w.until <= ?1 ORDER BY 1, 2 LIMIT ?2`,
+  spreadOf: `DELETE FROM outbox_leases WHERE id IN (${IN}) RETURNING owner, until, entries`,
+  spreadDue: 'DELETE FROM outbox_leases WHERE until <= ?1 RETURNING owner, until, entries',
+  spreadInto: 'INSERT INTO outbox_lease (seq, owner, until, attempts) SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3 FROM json_each(?1)',
   unwaitDue: 'DELETE FROM outbox_wait WHERE (until, seq) IN (SELECT value ->> 0, value ->> 1 FROM json_each(?1))',
   // Leases that ran out: their rows stay (the owner may still settle; attempts), no longer where the entry waits.
   ranOut: `UPDATE outbox_lease SET until = 0 WHERE seq IN (${IN})`,
@@ -102,6 +108,8 @@ export interface Ready {
   free(browsers: readonly (readonly [site: number, browser: string])[]): void;
   /** Up to `max` seqs ready at `now`, in turns by site, then lane (fair.ts), taken out of the ready (the caller leases them). */
   pick(max: number, now: number): number[];
+  /** Spreads every lease that ran out by `now` into rows of its entries (sql-lease.ts), each still waiting until the lease's end. */
+  spread(now: number): void;
 }
 
 /** The places over `db` (the lanes' tables made already): adds their tables, and puts the entries of storage written before them in place, once. */
@@ -140,14 +148,27 @@ export async function createReady(db: SqlPort): Promise<Ready> {
     return into;
   };
 
+  /** The rows of leases taken out of `outbox_leases`, as rows of their entries. */
+  const spreadRows = (rows: Row[]) => {
+    const entries = rows.flatMap(([owner, until, text]) =>
+      (JSON.parse(text as string) as [number, number][]).map(([seq, attempts]) => [seq, owner, until, attempts]),
+    );
+    if (entries.length > 0) db.run(SQL.spreadInto, JSON.stringify(entries));
+  };
+
   /** Moves up to `limit` entries whose wait has ended to their place. */
   const wake = (now: number, limit: number) => {
-    const due = db.query(SQL.due, now, limit);
+    let due = db.query(SQL.due, now, limit);
+    const ranOut = due.filter((row) => Number(row[2]) === 2);
+    if (ranOut.length > 0) {
+      spreadRows(db.query(SQL.spreadOf, JSON.stringify(ranOut.map(([, id]) => id))));
+      due = db.query(SQL.due, now, limit).filter((row) => Number(row[2]) !== 2);
+    }
     if (due.length === 0) return;
     const released = due.filter((row) => Number(row[2]) !== 1);
-    const ranOut = due.filter((row) => Number(row[2]) === 1);
+    const lapsed = due.filter((row) => Number(row[2]) === 1);
     if (released.length > 0) db.run(SQL.unwaitDue, JSON.stringify(released.map(([until, seq]) => [until, seq])));
-    if (ranOut.length > 0) db.run(SQL.ranOut, JSON.stringify(ranOut.map(([, seq]) => seq)));
+    if (lapsed.length > 0) db.run(SQL.ranOut, JSON.stringify(lapsed.map(([, seq]) => seq)));
     const held = due.filter((row) => Number(row[6]) === 1);
     const ready = due.filter((row) => Number(row[6]) !== 1);
     if (held.length > 0) db.run(SQL.hold, JSON.stringify(held.map(([, seq, , , site, browser]) => [seq, site, browser])));
@@ -197,6 +218,7 @@ export async function createReady(db: SqlPort): Promise<Ready> {
         ),
       );
     },
+    spread: (now) => spreadRows(db.query(SQL.spreadDue, now)),
     pick(max, now) {
       wake(now, WAKE_PER_LEASE * max);
       return pickReady(db, max, count);
