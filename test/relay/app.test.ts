@@ -159,6 +159,39 @@ describe('the relay app when its state store fails', () => {
     expect(lines[0]!['cause']).toMatchObject({ name: 'Error', message: 'state unreachable', stack: expect.stringContaining('app.test.ts') });
   });
 
+  it('tells browsers to wait as long as the outage has lasted (5 s to 5 min), and 5 s again once a batch went through', async () => {
+    const outbox = createMemoryOutbox();
+    const accept = outbox.accept.bind(outbox);
+    let down = true;
+    outbox.accept = async (...args) => {
+      if (down) throw new Error('state unreachable');
+      return accept(...args);
+    };
+    let at = Date.parse('2026-11-29T10:00:00Z');
+    const clock = { now: () => at, sleep: (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)) };
+    const { app, close } = relay({ fetch: platform().fetch, store: createMemoryStore(), outbox, clock, logger: () => {} });
+    const retryAfterAt = async (seconds: number) => {
+      at += seconds * 1000;
+      const response = await post(app, [item()]);
+      await response.arrayBuffer();
+      return [response.status, response.headers.get('retry-after')];
+    };
+    // Every browser retries when told: told 5, then 20 s into the outage 20, then at most 300.
+    expect(await retryAfterAt(0)).toEqual([503, '5']);
+    expect(await retryAfterAt(3)).toEqual([503, '5']);
+    // A batch refused for itself (400) says nothing of the outage: it goes on.
+    const unreadable = await app.request('/collect', { method: 'POST', headers: { origin: ORIGIN, 'content-type': 'text/plain' }, body: '{not json' });
+    expect(unreadable.status).toBe(400);
+    expect(await retryAfterAt(17)).toEqual([503, '20']);
+    expect(await retryAfterAt(80)).toEqual([503, '100']);
+    expect(await retryAfterAt(1_000)).toEqual([503, '300']);
+    down = false;
+    expect(await retryAfterAt(1)).toEqual([200, null]);
+    down = true;
+    expect(await retryAfterAt(600)).toEqual([503, '5']);
+    await close();
+  });
+
   it('answers accepted as soon as the outbox holds the item, without waiting for a platform that never answers', async () => {
     const hanging = (() => new Promise<Response>(() => {})) as typeof fetch;
     const { app, close } = relay({ fetch: hanging, store: createMemoryStore(), logger: () => {} });

@@ -32,10 +32,25 @@ export interface CollectAnswererOptions {
   handle?: (request: CollectRequest, info: ClientInfo, named: { site?: string }) => Promise<CollectOutcome>;
 }
 
+/** The shortest and the longest `Retry-After` (seconds) of a /collect that met something unexpected. */
+export const TROUBLE_RETRY_AFTER = { min: 5, max: 300 } as const;
+
+/**
+ * The `Retry-After` of a /collect that met something unexpected (the state store unreachable, a
+ * commit not synced) at `now`, while such failures have lasted since `since`: as long as they have
+ * lasted so far, from 5 s to 5 min. A browser waits what it is told (docs/snippet.md), so through an
+ * outage its retries thin out the way a doubling backoff would, and a fault of a moment costs a
+ * browser only 5 s.
+ */
+export const troubleRetryAfter = (since: number, now: number): number =>
+  Math.min(TROUBLE_RETRY_AFTER.max, Math.max(TROUBLE_RETRY_AFTER.min, Math.ceil((now - since) / 1000)));
+
 /** The POST /collect handler; the Node entry calls it straight from node:http. */
 export function createCollectAnswerer(options: CollectAnswererOptions): (request: CollectRequest, info: ClientInfo) => Promise<CollectHttpAnswer> {
   const { context, sites, clock, observer, logger, debug, path } = options;
   const handle = options.handle ?? ((request, info, named) => collect(context, request, info, named));
+  /** Since when every /collect met something unexpected: reset by the next one that did not. */
+  let troubleSince: number | undefined;
   return async (request, info) => {
     const started = clock.now();
     const origin = request.origin;
@@ -45,9 +60,11 @@ export function createCollectAnswerer(options: CollectAnswererOptions): (request
     const seen: { site?: string } = {};
     try {
       outcome = await handle(request, info, seen);
+      troubleSince = undefined;
     } catch (caught) {
       // Anything unexpected (the state store unreachable, say) happened before an item was final:
       // 503 + Retry-After keeps every item in the browser.
+      if (!(caught instanceof RelayHttpError)) troubleSince ??= started;
       const error =
         caught instanceof RelayHttpError
           ? caught
@@ -55,7 +72,7 @@ export function createCollectAnswerer(options: CollectAnswererOptions): (request
               503,
               'relay_unavailable',
               'The relay could not handle the batch right now; nothing was lost: retry after the Retry-After seconds.',
-              { retryAfter: 5, cause: caught },
+              { retryAfter: troubleRetryAfter(troubleSince ?? started, started), cause: caught },
             );
       outcome = { status: error.status, body: error.body, headers: error.headers, ...(error.retryAfter === undefined ? {} : { retryAfter: error.retryAfter }) };
       if (!(caught instanceof RelayHttpError)) {
