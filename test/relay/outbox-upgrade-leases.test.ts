@@ -1,12 +1,15 @@
 // A state file of the release that kept each lease in the entry's own row (test/fixtures/before-lease-table,
 // written by its make.ts with that release's code), opened by this one: every lease carries over to
-// `outbox_lease` with its owner, its end and its started sends, and every entry is delivered once.
+// `outbox_lease` with its owner, its end and its started sends, and every entry is delivered once. And rows of leases
+// written before they kept their seqs' range.
 import { copyFileSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import Sqlite from 'libsql';
 import { expect, it } from 'vitest';
 import type { Leased } from '../../src/relay/state/outbox.js';
 import { createSqliteOutbox } from '../../src/relay/state/sqlite-outbox.js';
+import { item } from './suite/outbox-suite.js';
 
 const FIXTURE = join(import.meta.dirname, '..', 'fixtures', 'before-lease-table');
 /** What make.ts did, at times of its own clock T. */
@@ -61,6 +64,45 @@ it('an outbox written before outbox_lease keeps its leases, their ends and sends
     expect(await outbox.lease('new', 100, T + 200_000, 60_000)).toEqual([]);
     expect([...delivered].sort()).toEqual([...before.ids].sort());
     expect(await outbox.stats()).toMatchObject({ pending: 0 });
+  } finally {
+    await store.close();
+  }
+});
+
+it('rows of leases written before they kept their seqs’ range are read as spanning them all', async () => {
+  const path = join(mkdtempSync(join(tmpdir(), 'cdp-upgrade-ranges-')), 'relay-state.db');
+  const now = Date.now();
+  const seqsOf = (leased: Leased[]) => leased.map(({ seq }) => seq);
+  let early: number[] = [];
+  let late: number[] = [];
+  {
+    const store = await createSqliteOutbox(path);
+    await store.outbox.accept(
+      Array.from({ length: 6 }, (_, i) => item('s', `r${i}`, { visitor: `v${i % 2}` })),
+      now,
+      3600_000,
+    );
+    early = seqsOf(await store.outbox.lease('early', 3, now, 1000));
+    expect(await store.outbox.sending('early', early, now)).toEqual(early);
+    late = seqsOf(await store.outbox.lease('late', 3, now, 60_000));
+    await store.close();
+  }
+  // The table as that release made it: no lo, no hi.
+  const db = new Sqlite(path);
+  db.exec(`CREATE TABLE old_leases (id INTEGER PRIMARY KEY, owner TEXT NOT NULL, until INTEGER NOT NULL, entries TEXT NOT NULL);
+    INSERT INTO old_leases SELECT id, owner, until, entries FROM outbox_leases; DROP TABLE outbox_leases; ALTER TABLE old_leases RENAME TO outbox_leases;
+    CREATE INDEX outbox_leases_owner ON outbox_leases (owner); CREATE INDEX outbox_leases_until ON outbox_leases (until, id);`);
+  db.close();
+  const store = await createSqliteOutbox(path);
+  try {
+    // The live lease's sends and settle find its row.
+    expect(await store.outbox.sending('late', late, now + 10)).toEqual(late);
+    expect(await store.outbox.settle('late', { delivered: late, released: [], dead: [] }, now + 10)).toEqual({ skipped: 0 });
+    // The one that ran out comes back, its sends counted.
+    const again = await store.outbox.lease('next', 10, now + 2000, 1000);
+    expect(again.map(({ seq, attempts }) => [seq, attempts])).toEqual(early.map((seq) => [seq, 1]));
+    expect(await store.outbox.settle('next', { delivered: seqsOf(again), released: [], dead: [] }, now + 2000)).toEqual({ skipped: 0 });
+    expect(await store.outbox.stats()).toMatchObject({ pending: 0 });
   } finally {
     await store.close();
   }

@@ -2,10 +2,11 @@
  * Who holds the leased entries of the SQL outbox (sql-outbox.ts), in rows of their own, so that an
  * entry's own row, with its item, is written once when accepted and deleted once when delivered or
  * dead, never again by a lease, a started send or a settle:
- * - `outbox_leases` (id; owner, until, entries): one row per lease, its entries a JSON list of
- *   [seq, attempts]. A lease writes one row whatever its size, a started send rewrites it, a settle
- *   takes its entries out of it (deleted with the last). It is also where its entries wait
- *   (in place of `outbox_wait`, sql-ready.ts) until `until`;
+ * - `outbox_leases` (id; owner, until, lo, hi, entries): a lease's entries, a JSON list of
+ *   [seq, attempts] from seq `lo` to `hi`, {@link CHUNK} (a call's worth) to a row. A lease writes a
+ *   row per call's worth, a started send rewrites the rows its entries are in, a settle takes them
+ *   out (each row deleted with its last). It is also where its entries wait (in place of
+ *   `outbox_wait`, sql-ready.ts) until `until`;
  * - `outbox_lease` (seq; owner, until, attempts): one row per entry, for the rare ones: the
  *   entries of a lease that ran out (spread here when it comes due, then woken like a release, each
  *   row kept with `until` 0, so that its owner may still settle the entry while no other lease
@@ -26,7 +27,8 @@ import type { Row, SqlPort } from './sql-port.js';
 export const LEASE_SCHEMA = `
   CREATE TABLE IF NOT EXISTS outbox_lease (seq INTEGER PRIMARY KEY, owner TEXT NOT NULL, until INTEGER NOT NULL, attempts INTEGER NOT NULL);
   CREATE INDEX IF NOT EXISTS outbox_lease_until ON outbox_lease (until, seq) WHERE until > 0;
-  CREATE TABLE IF NOT EXISTS outbox_leases (id INTEGER PRIMARY KEY, owner TEXT NOT NULL, until INTEGER NOT NULL, entries TEXT NOT NULL);
+  CREATE TABLE IF NOT EXISTS outbox_leases (id INTEGER PRIMARY KEY, owner TEXT NOT NULL, until INTEGER NOT NULL, entries TEXT NOT NULL,
+    lo INTEGER NOT NULL DEFAULT 0, hi INTEGER NOT NULL DEFAULT 9223372036854775807);
   CREATE INDEX IF NOT EXISTS outbox_leases_owner ON outbox_leases (owner);
   CREATE INDEX IF NOT EXISTS outbox_leases_until ON outbox_leases (until, id);
 `;
@@ -34,19 +36,43 @@ export const LEASE_SCHEMA = `
 /** A lease's entries as its row keeps them: [seq, attempts]. */
 type Entries = [seq: number, attempts: number][];
 
+/** Entries per row of a lease: a call's worth, so that a started call or its settle reads and rewrites about one row. */
+export const CHUNK = 100;
+
+/** The lowest and highest of `seqs` (not empty). */
+const span = (seqs: Iterable<number>): [number, number] => {
+  let [lo, hi] = [Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY];
+  for (const seq of seqs) [lo, hi] = [Math.min(lo, seq), Math.max(hi, seq)];
+  return [lo, hi];
+};
+
+/** A lease's entries (in seq order) as rows: [lo, hi, entries as JSON]. */
+const chunks = (entries: Entries) =>
+  Array.from({ length: Math.ceil(entries.length / CHUNK) }, (_, i) => {
+    const part = entries.slice(i * CHUNK, (i + 1) * CHUNK);
+    return [part[0]![0], part.at(-1)![0], JSON.stringify(part)] as const;
+  });
+
 const IN = 'SELECT value FROM json_each(?1)';
 
 export const LEASE_SQL = {
   // Each entry with its attempts: those of the row of a lease of it that ran out (its owner's no more once leased again), else its own.
   items: `SELECT o.seq, o.item, coalesce(l.attempts, o.attempts), l.seq FROM outbox o LEFT JOIN outbox_lease l ON l.seq = o.seq WHERE o.seq IN (${IN})`,
   takeOver: `DELETE FROM outbox_lease WHERE seq IN (${IN})`,
-  add: 'INSERT INTO outbox_leases (owner, until, entries) VALUES (?1, ?2, ?3)',
-  // Only the owner's live leases: one that ran out may be another deliverer's by now.
-  live: 'SELECT id, entries FROM outbox_leases WHERE owner = ?1 AND until > ?2',
+  add: 'INSERT INTO outbox_leases (owner, until, lo, hi, entries) SELECT ?1, ?2, value ->> 0, value ->> 1, value ->> 2 FROM json_each(?3)',
+  // Files written before rows of a lease had their seqs' range: such a row reads as spanning them all.
+  hasRange: 'SELECT lo FROM outbox_leases LIMIT 0',
+  addRange: [
+    'ALTER TABLE outbox_leases ADD COLUMN lo INTEGER NOT NULL DEFAULT 0',
+    'ALTER TABLE outbox_leases ADD COLUMN hi INTEGER NOT NULL DEFAULT 9223372036854775807',
+  ],
+  // Only the owner's live leases (one that ran out may be another deliverer's by now), the rows holding seqs from ?3 to ?4.
+  live: 'SELECT id, entries FROM outbox_leases WHERE owner = ?1 AND until > ?2 AND lo <= ?4 AND hi >= ?3',
   setEntries: 'UPDATE outbox_leases SET entries = ?2 WHERE id = ?1',
-  // A settle takes the owner's leases, and puts back what it does not settle ([id, until, entries] as JSON).
-  endAll: 'DELETE FROM outbox_leases WHERE owner = ?1 RETURNING id, until, entries',
-  putBack: 'INSERT INTO outbox_leases (id, owner, until, entries) SELECT value ->> 0, ?1, value ->> 1, value ->> 2 FROM json_each(?2)',
+  // A settle takes the owner's rows holding seqs from ?2 to ?3, and puts back what it does not settle ([id, until, lo, hi, entries] as JSON).
+  endAll: 'DELETE FROM outbox_leases WHERE owner = ?1 AND lo <= ?3 AND hi >= ?2 RETURNING id, until, entries',
+  putBack:
+    'INSERT INTO outbox_leases (id, owner, until, lo, hi, entries) SELECT value ->> 0, ?1, value ->> 1, value ->> 2, value ->> 3, value ->> 4 FROM json_each(?2)',
   // The rows of single entries (above).
   sending: `UPDATE outbox_lease SET attempts = attempts + 1 WHERE seq IN (${IN}) AND owner = ?2 AND until > ?3 RETURNING seq`,
   end: `DELETE FROM outbox_lease WHERE seq IN (${IN}) AND owner = ?2 RETURNING seq, until, attempts`,
@@ -87,6 +113,11 @@ export interface Leases {
 /** The leases over `db` (the places of sql-ready.ts made already): adds their table, and moves the leases of a file written before it, once. */
 export async function createLeases(db: SqlPort, ready: Ready): Promise<Leases> {
   db.exec(LEASE_SCHEMA);
+  try {
+    db.query(LEASE_SQL.hasRange);
+  } catch {
+    for (const statement of LEASE_SQL.addRange) db.exec(statement);
+  }
   if (db.query(LEASE_SQL.marker).length === 0)
     await db.transaction(() => {
       if (db.query(LEASE_SQL.marker).length > 0) return;
@@ -103,13 +134,14 @@ export async function createLeases(db: SqlPort, ready: Ready): Promise<Leases> {
       const leased = rows
         .map(([seq, item, attempts]) => ({ ...(JSON.parse(item as string) as OutboxItem), seq: Number(seq), attempts: Number(attempts) }))
         .sort((a, b) => a.seq - b.seq);
-      db.run(LEASE_SQL.add, owner, until, JSON.stringify(leased.map(({ seq, attempts }) => [seq, attempts])));
+      db.run(LEASE_SQL.add, owner, until, JSON.stringify(chunks(leased.map(({ seq, attempts }) => [seq, attempts]))));
       return leased;
     },
     sending(owner, seqs, now) {
       const wanted = new Set(seqs);
       const marked = new Set<number>();
-      for (const [id, text] of db.query(LEASE_SQL.live, owner, now)) {
+      if (wanted.size === 0) return [];
+      for (const [id, text] of db.query(LEASE_SQL.live, owner, now, ...span(wanted))) {
         const entries = JSON.parse(text as string) as Entries;
         const mine = entries.filter((entry) => wanted.has(entry[0]) && !marked.has(entry[0]));
         for (const entry of mine) {
@@ -126,16 +158,16 @@ export async function createLeases(db: SqlPort, ready: Ready): Promise<Leases> {
       const owned = new Map<number, number>();
       if (seqs.length === 0) return owned;
       const wanted = new Set(seqs);
-      const kept: [number, number, string][] = [];
+      const kept: [number, number, number, number, string][] = [];
       // Waiting under their lease (the usual settle): nowhere else to look.
-      for (const [id, until, text] of db.query(LEASE_SQL.endAll, owner)) {
+      for (const [id, until, text] of db.query(LEASE_SQL.endAll, owner, ...span(wanted))) {
         const entries = JSON.parse(text as string) as Entries;
         const rest: Entries = [];
         for (const [seq, attempts] of entries) {
           if (wanted.has(seq) && !owned.has(seq)) owned.set(seq, attempts);
           else rest.push([seq, attempts]);
         }
-        if (rest.length > 0) kept.push([Number(id), Number(until), JSON.stringify(rest)]);
+        if (rest.length > 0) kept.push([Number(id), Number(until), rest[0]![0], rest.at(-1)![0], JSON.stringify(rest)]);
       }
       if (kept.length > 0) db.run(LEASE_SQL.putBack, owner, JSON.stringify(kept));
       const rest = [...wanted].filter((seq) => !owned.has(seq));
