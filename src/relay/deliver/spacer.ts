@@ -90,6 +90,8 @@ export function createSpacer(rate: number): Spacer {
   const windowFreeAt = (now: number): number => {
     // A call can count no later than a window after it left: older ones are done with.
     while (counted.length > 0 && counted[0]!.left + MAX_SHIFT_MS + SPACER_WINDOW_MS <= now) counted.shift();
+    // Fewer calls than the budget can count at all: the window has room, whenever each counts from.
+    if (counted.length < budget) return now;
     const usual = median(roundTrips) ?? 0;
     const froms = counted
       .map((call) => from(call, now, usual))
