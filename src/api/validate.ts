@@ -57,8 +57,11 @@ export const MAX_BODY_DEPTH = 64;
 export function forbiddenKey(value: unknown, maxDepth = MAX_BODY_DEPTH, path = '', depth = 0): ValidationIssue | undefined {
   if (typeof value !== 'object' || value === null) return undefined;
   if (depth > maxDepth) return { path, message: `${path ? `${path}: ` : ''}nested more than ${maxDepth} levels` };
+  // A path is made only for what is walked into: most values are not objects.
   if (Array.isArray(value)) {
-    for (const [index, item] of value.entries()) {
+    for (let index = 0; index < value.length; index++) {
+      const item: unknown = value[index];
+      if (typeof item !== 'object' || item === null) continue;
       const found = forbiddenKey(item, maxDepth, `${path}[${index}]`, depth + 1);
       if (found) return found;
     }
@@ -66,7 +69,9 @@ export function forbiddenKey(value: unknown, maxDepth = MAX_BODY_DEPTH, path = '
   }
   for (const key of Object.keys(value)) {
     if (FORBIDDEN_KEYS.has(key)) return { path, message: `${path ? `${path}: ` : ''}key ${quoteId(key)} is not allowed` };
-    const found = forbiddenKey((value as Record<string, unknown>)[key], maxDepth, path ? `${path}.${key}` : key, depth + 1);
+    const inner = (value as Record<string, unknown>)[key];
+    if (typeof inner !== 'object' || inner === null) continue;
+    const found = forbiddenKey(inner, maxDepth, path ? `${path}.${key}` : key, depth + 1);
     if (found) return found;
   }
   return undefined;

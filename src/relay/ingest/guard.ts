@@ -114,8 +114,10 @@ export async function chargeAnswered(
   outcome: CollectOutcome,
   now: number,
 ): Promise<CollectOutcome> {
-  const refused = [...(outcome.reasons?.values() ?? [])].filter((reason) => reason === 'platform').length;
-  if (refused === 0 || visitor === undefined) return outcome;
+  if (visitor === undefined || outcome.reasons === undefined) return outcome;
+  let refused = 0;
+  for (const reason of outcome.reasons.values()) if (reason === 'platform') refused++;
+  if (refused === 0) return outcome;
   try {
     await chargeRefusals(
       limiter,

@@ -37,7 +37,8 @@ function readIncoming(incoming: IncomingMessage, limit: number): Promise<{ text:
     incoming.on('data', onData);
     incoming.once('end', () => {
       try {
-        resolve(decode(Buffer.concat(parts, size)));
+        // A body that came in one chunk (most) is decoded where it lies, not copied first.
+        resolve(decode(parts.length === 1 ? parts[0]! : Buffer.concat(parts, size)));
       } catch (notText) {
         reject(notText);
       }
