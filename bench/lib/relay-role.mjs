@@ -7,8 +7,9 @@
  *
  * Roles:
  *  - relay  startRelay with `{ key, sites, trustProxy?, platformRate? }` (bench/collect.ts): SQLite
- *           state file, or Redis when BENCH_REDIS_URL is set; request logging off; its deliverer
- *           sends what it accepts;
+ *           state file, or Redis when BENCH_REDIS_URL is set, or the memory store when
+ *           BENCH_RELAY_STATE=memory (what the relay costs beside its outbox); request logging off;
+ *           its deliverer sends what it accepts;
  *  - proxy  createProxyRoutes on @hono/node-server with createUndiciTransport, what the Node entry
  *           runs for `/v1/…` (bench/relay-proxy.ts), with `{ key, token }`;
  *  - entry  the whole Node entry (startRelay) with `{ key, token }` (bench/relay-proxy.ts).
@@ -35,10 +36,11 @@ const roles = {
   async relay() {
     const { startRelay } = await dist('relay/node.js');
     const redisUrl = process.env['BENCH_REDIS_URL'];
+    const memory = process.env['BENCH_RELAY_STATE'] === 'memory';
     const relay = await startRelay({
       port: 0,
       logger: () => {},
-      ...(redisUrl ? { redisUrl } : { stateFile: join(mkdtempSync(join(tmpdir(), 'cdp-bench-collect-')), 'relay-state.db') }),
+      ...(redisUrl ? { redisUrl } : memory ? {} : { stateFile: join(mkdtempSync(join(tmpdir(), 'cdp-bench-collect-')), 'relay-state.db') }),
       env: {
         CDP_API_KEY: options.key,
         CDP_BASE_URL: baseUrl,

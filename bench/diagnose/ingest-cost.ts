@@ -1,0 +1,126 @@
+/**
+ * Diagnose: what the relay costs per item beside its outbox and HTTP, in one process: POST
+ * /collect's handler (body, checks, identity, enrichment, the hand-off to the memory outbox, the
+ * answer, its metrics and log line) and the deliverer's platform calls (lease, bodies, the answer
+ * read, the settle) through a transport that answers at once from a cache. Requests of --batch
+ * tracks from --visitors visitor addresses, --concurrent in flight, as bench/collect.ts sends;
+ * CPU per 100 items from the first request until the outbox is empty. Run it under `node
+ * --cpu-prof` (through tsx) to see where the CPU goes without the kernel's socket work.
+ *
+ *   npx tsx bench/diagnose/ingest-cost.ts [--requests 4000] [--batch 10] [--concurrent 16] [--visitors 100000] [--rounds 3]
+ */
+import { loadavg } from 'node:os';
+import { parseArgs } from 'node:util';
+import { uuid } from '../../src/browser/uuid.js';
+import { createRelayHandlers } from '../../src/relay/app.js';
+import { parseConfig } from '../../src/relay/core/config.js';
+import { observeAll } from '../../src/relay/core/observe.js';
+import type { Transport } from '../../src/relay/deliver/transport.js';
+import type { CollectRequest } from '../../src/relay/ingest/body.js';
+import { createRelayMetrics } from '../../src/relay/ops/metrics.js';
+import { createStatusRecorder } from '../../src/relay/ops/status.js';
+import { createMemoryOutbox } from '../../src/relay/state/memory-outbox.js';
+
+const { values } = parseArgs({
+  options: {
+    requests: { type: 'string', default: '4000' },
+    batch: { type: 'string', default: '10' },
+    concurrent: { type: 'string', default: '16' },
+    visitors: { type: 'string', default: '100000' },
+    rounds: { type: 'string', default: '3' },
+  },
+});
+const REQUESTS = Number(values.requests);
+const BATCH = Number(values.batch);
+const CONCURRENT = Number(values.concurrent);
+const VISITORS = Number(values.visitors);
+const ORIGIN = 'https://shop.example.com';
+
+const config = parseConfig({
+  CDP_API_KEY: 'bench-platform-key',
+  CDP_BASE_URL: 'http://127.0.0.1:9',
+  RELAY_LOG: 'off',
+  RELAY_PLATFORM_RATE: '1000000',
+  RELAY_TRUST_PROXY: '127.0.0.1',
+  RELAY_SITES: JSON.stringify([{ key: 'pk_bench', origins: [ORIGIN], verify: 'open', visitor_rate_limit: { per_second: 1_000_000, burst: 1_000_000 } }]),
+});
+// The platform: one `queued` per activity, the answer cached by count (its JSON work is not the relay's).
+const answers = new Map<number, Uint8Array<ArrayBuffer>>();
+const encoder = new TextEncoder();
+const transport: Transport = async ({ body }) => {
+  const count = (body ?? '').split('"activity_id":').length - 1;
+  let answer = answers.get(count);
+  if (answer === undefined) {
+    answer = encoder.encode(JSON.stringify({ activities: Array.from({ length: count }, () => ({ status: 'queued', person_status: 'queued' })) }));
+    answers.set(count, answer);
+  }
+  return { status: 200, contentType: 'application/json', retryAfter: undefined, body: answer };
+};
+const outbox = createMemoryOutbox();
+const metrics = createRelayMetrics({ outbox, limits: config.outboxLimits });
+const status = createStatusRecorder();
+const handlers = createRelayHandlers(config, {
+  transport,
+  logger: () => {},
+  observer: observeAll(undefined, metrics.observer, status.observer),
+  metrics,
+  outbox,
+});
+
+let serial = 0;
+let visitor = 0;
+const body = () =>
+  JSON.stringify({
+    key: 'pk_bench',
+    sent_at: new Date().toISOString(),
+    batch: Array.from({ length: BATCH }, () => {
+      const n = serial++;
+      return {
+        id: uuid(),
+        type: 'track',
+        ts: new Date().toISOString(),
+        activity_id: 'act:cm:bench',
+        attributes: { 'str:cm:plan': 'pro' },
+        person: { 'str::email': `u${n}@bench.example.com` },
+      };
+    }),
+  });
+const requestOf = (text: string): CollectRequest => ({
+  origin: ORIGIN,
+  contentType: 'text/plain',
+  contentLength: String(Buffer.byteLength(text)),
+  read: async () => ({ text, size: Buffer.byteLength(text) }),
+});
+const address = () => {
+  const n = visitor++ % VISITORS;
+  return `10.${(n >> 16) & 255}.${(n >> 8) & 255}.${n & 255}`;
+};
+
+async function round(requests: number): Promise<number> {
+  const bodies = Array.from({ length: requests }, body);
+  let next = 0;
+  let notAccepted = 0;
+  const before = process.cpuUsage();
+  await Promise.all(
+    Array.from({ length: CONCURRENT }, async () => {
+      while (next < requests) {
+        const answer = await handlers.collect(requestOf(bodies[next++]!), { ip: address() });
+        if (answer.status !== 200) notAccepted += BATCH;
+      }
+    }),
+  );
+  await handlers.drained({ timeoutMs: 60_000 });
+  const used = process.cpuUsage(before);
+  if (notAccepted > 0) console.warn(`${notAccepted} items not accepted`);
+  return (used.user + used.system) / 1000 / ((requests * BATCH) / 100);
+}
+
+await round(Math.ceil(REQUESTS / 5)); // warm-up
+const figures: number[] = [];
+for (let i = 0; i < Number(values.rounds); i++) figures.push(await round(REQUESTS));
+// Other load on the machine only adds CPU time: the best round is the figure to compare.
+const sorted = [...figures].sort((a, b) => a - b);
+console.log(
+  `CPU per 100 items: best ${sorted[0]!.toFixed(2)} ms, median ${sorted[Math.floor(sorted.length / 2)]!.toFixed(2)} (rounds ${figures.map((ms) => ms.toFixed(2)).join(' / ')}; ${REQUESTS} requests of ${BATCH}, ${CONCURRENT} in flight; load average ${loadavg()[0]!.toFixed(2)})`,
+);
+await handlers.close();
