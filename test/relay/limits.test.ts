@@ -47,6 +47,29 @@ describe('token buckets', () => {
     expect(look.ok).toBe(false);
     expect(look.retryAfterMs).toBe(39_000);
   });
+
+  it('keeps no bucket that refilled: 100,000 visitors passing by leave a few hundred, and one short of tokens among them is still held back', async () => {
+    const limiter = createMemoryLimiter();
+    const rate = { perSecond: 10, burst: 50 };
+    // One visitor spends its whole burst at once.
+    for (let i = 0; i < 50; i++) expect((await limiter.limit('heavy', rate, 0)).ok).toBe(true);
+    // 100,000 visitors, one request each, 1,000 a second: each bucket is full again 100 ms later.
+    let most = 0;
+    for (let n = 0; n < 100_000; n++) {
+      expect((await limiter.limit(`visitor:${n}`, rate, n)).ok).toBe(true);
+      most = Math.max(most, limiter.size());
+      if (n === 999) {
+        // 1 s on, the heavy visitor has 10 tokens again, not 50: its bucket was kept.
+        const taken = [];
+        for (let i = 0; i < 11; i++) taken.push((await limiter.limit('heavy', rate, n)).ok);
+        expect(taken.filter(Boolean)).toHaveLength(9); // 9.99 tokens: 9 whole ones
+      }
+    }
+    expect(most).toBeLessThan(1_000);
+    // Refilled long ago: forgotten, and it starts full, as it would have been.
+    expect((await limiter.limit('heavy', rate, 100_000)).ok).toBe(true);
+    expect(limiter.size()).toBeLessThan(500);
+  });
 });
 
 describe('the default limits over HTTP', () => {

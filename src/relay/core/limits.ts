@@ -65,17 +65,49 @@ export function refill(bucket: Bucket | undefined, rate: Rate, now: number, char
   return { bucket: { tokens, at: now }, ok: false, retryAfterMs: delayMs - queueMs };
 }
 
+/** A bucket kept by the memory limiter, with the rate it refills at (to tell when it is full again). */
+interface Kept extends Bucket {
+  rate: Rate;
+}
+
+/** Whether `kept` has refilled to its burst by `now`: then it is the same as no bucket at all. */
+const isFull = (kept: Kept, now: number): boolean => kept.tokens + (Math.max(0, now - kept.at) / 1000) * kept.rate.perSecond >= kept.rate.burst;
+
 /**
- * Buckets in this process (Node without Redis) or isolate (Workers without the binding), bounded:
- * at most `maxKeys` buckets, least recently used dropped first. A dropped bucket starts again full,
- * so dropping one only ever errs towards letting a request in.
+ * Buckets the memory limiter looks at per call, in turn, to drop those full again: more than the
+ * one a call may add, so the buckets kept are those of visitors still short of tokens (with the
+ * default visitor rate, a visitor's one request is forgotten after 100 ms), not every address of
+ * the last 100,000.
+ */
+const SWEEP_STEP = 2;
+
+/**
+ * Buckets in this process (Node without Redis) or isolate (Workers without the binding), bounded
+ * two ways. A bucket full again is the same as none (a key without a bucket starts full), so none
+ * is kept for it: each call looks at the next {@link SWEEP_STEP} buckets in turn and drops those
+ * that refilled. And at most `maxKeys` buckets (visitors short of tokens), least recently used
+ * dropped first: a dropped bucket starts again full, so dropping one only ever errs towards
+ * letting a request in.
  */
 export function createMemoryLimiter(options: { maxKeys?: number } = {}): RateLimiter & { size(): number } {
   const maxKeys = options.maxKeys ?? 100_000;
-  const buckets = new Map<string, Bucket>();
+  const buckets = new Map<string, Kept>();
+  // Where the sweep goes on from (a Map's iterator follows deletes and later inserts).
+  let sweeping = buckets.entries();
+  const sweep = (now: number) => {
+    for (let step = 0; step < SWEEP_STEP; step++) {
+      const next = sweeping.next();
+      if (next.done === true) {
+        sweeping = buckets.entries();
+        return;
+      }
+      if (isFull(next.value[1], now)) buckets.delete(next.value[0]);
+    }
+  };
   return {
     size: () => buckets.size,
     async limit(key, rate, now, charge) {
+      sweep(now);
       const bucket = buckets.get(key);
       // A look (charge 0) at a key with no bucket sees a full one and changes nothing: no bucket is
       // made for it (every request looks at its visitor's refusals; few visitors ever draw one).
@@ -83,7 +115,8 @@ export function createMemoryLimiter(options: { maxKeys?: number } = {}): RateLim
       const result = refill(bucket, rate, now, charge);
       // Delete then set: a Map keeps insertion order, so the first key is the least recently used.
       if (bucket !== undefined) buckets.delete(key);
-      buckets.set(key, result.bucket);
+      const kept = { tokens: result.bucket.tokens, at: result.bucket.at, rate };
+      if (!isFull(kept, now)) buckets.set(key, kept);
       if (buckets.size > maxKeys) buckets.delete(buckets.keys().next().value as string);
       return result.delayMs === undefined
         ? { ok: result.ok, retryAfterMs: result.retryAfterMs }
