@@ -107,24 +107,39 @@ export function planCalls(leased: readonly Leased[], sites: CallPlanning, maxEnt
   const lastCallOf = new Map<string, number>();
   const fits = (call: { entries: Leased[]; bytes: number }, size: number) =>
     call.entries.length < maxEntries && call.bytes + size <= LIMITS.payloadBytes - ENVELOPE_BYTES;
+  // `merge` may change the person (strategy 2); `merge-create` never changes an existing one (3).
+  const open = (kind: EntryKind, by: readonly string[], proven: boolean, key: string) => ({
+    ...platformCall(kind, by),
+    proven,
+    key,
+    bytes: 0,
+    entries: [],
+    texts: [],
+  });
+  /** each site's `merge_by` as a call's key names it, joined once per lease */
+  const joined = new Map<readonly string[], string>();
   for (const entry of byRound(leased)) {
     const by = sites.mergeBy(entry.site);
     const proven = sites.proven(entry);
-    const key = `${entry.kind}\u0000${proven}\u0000${by.join(',')}`;
+    let byKey = joined.get(by);
+    if (byKey === undefined) {
+      byKey = by.join(',');
+      joined.set(by, byKey);
+    }
+    const key = `${entry.kind}\u0000${proven}\u0000${byKey}`;
     const text = JSON.stringify(entry.entry);
     const size = utf8Length(text) + 1;
-    // `merge` may change the person (strategy 2); `merge-create` never changes an existing one (3).
-    const open = () => ({ ...platformCall(entry.kind, by), proven, key, bytes: 0, entries: [], texts: [] });
     let call: Call & { key: string; bytes: number };
     if (entry.kind === 'activity') {
       const calls = activities.get(key) ?? activities.set(key, []).get(key)!;
-      call = calls.at(-1) !== undefined && fits(calls.at(-1)!, size) ? calls.at(-1)! : calls[calls.push(open()) - 1]!;
+      const last = calls[calls.length - 1];
+      call = last !== undefined && fits(last, size) ? last : calls[calls.push(open(entry.kind, by, proven, key)) - 1]!;
     } else {
       // The first call of its kind at or after the last one holding a merge of its person.
       const people = peopleOf(entry, by);
       const from = Math.max(0, ...people.map((person) => lastCallOf.get(person) ?? 0));
       let index = merges.findIndex((candidate, i) => i >= from && candidate.key === key && fits(candidate, size));
-      if (index < 0) index = merges.push(open()) - 1;
+      if (index < 0) index = merges.push(open(entry.kind, by, proven, key)) - 1;
       call = merges[index]!;
       for (const person of people) lastCallOf.set(person, index);
     }
