@@ -10,8 +10,8 @@
  * node:http platform answering `activities/create` at once), and the server under test:
  *  - relay  startRelay as `npx cdp-edge relay` runs it: the built dist/ on plain Node, no TypeScript
  *           loader (bench/lib/relay-role.mjs; run `npm run build` first) (SQLite state file,
- *           metrics on, request logging off): envelope and item checks, enrichment, dedupe, the
- *           platform call through the relay's pooled upstream caller, per-item results;
+ *           metrics on, one log line a request as by default): envelope and item checks,
+ *           enrichment, dedupe, the platform call through the relay's pooled upstream caller, per-item results;
  *  - bare   a node:http pass-through doing only the key swap: it pipes an already platform-shaped
  *           `activities/create` body (the same events) upstream with X-Api-Key added.
  * For 1-, 10- and 100-item batches: requests/s, p50/p99 and CPU per request of the server under
@@ -370,7 +370,7 @@ async function main(): Promise<void> {
     load_average_1m: { before: round2(loadBefore), after: round2(loadavg()[0]!) },
     store: process.env['BENCH_REDIS_URL'] ? 'Redis' : 'SQLite file (the CLI default)',
     item_ids: process.env['BENCH_ID_KIND'] === 'v4' ? 'random v4 UUIDs' : 'v7 UUIDs, as the snippet makes them',
-    what: `relay = startRelay from the built dist/ on plain Node (Node entry, its default undici-pool transport, joined platform calls, the CLI default SQLite state, request logging off) handling POST /collect of track items from ${addresses} visitor addresses (X-Forwarded-For, RELAY_TRUST_PROXY=127.0.0.1); bare = node:http pass-through adding X-Api-Key to the same events already shaped for activities/create. ratio = relay rps / bare rps against the no-op platform (medians of alternating rounds); ratio_emulator the same against the emulator. CPU against the no-op platform runs from the first request until the platform has every accepted item (RELAY_PLATFORM_RATE=${NOOP_PLATFORM_RATE}: accept and deliver); cpu_ratio = relay CPU / bare CPU per 100 items.`,
+    what: `relay = startRelay from the built dist/ on plain Node (Node entry, its default undici-pool transport, joined platform calls, the CLI default SQLite state, one log line a request as by default, to /dev/null) handling POST /collect of track items from ${addresses} visitor addresses (X-Forwarded-For, RELAY_TRUST_PROXY=127.0.0.1); bare = node:http pass-through adding X-Api-Key to the same events already shaped for activities/create. ratio = relay rps / bare rps against the no-op platform (medians of alternating rounds); ratio_emulator the same against the emulator. CPU against the no-op platform runs from the first request until the platform has every accepted item (RELAY_PLATFORM_RATE=${NOOP_PLATFORM_RATE}: accept and deliver); cpu_ratio = relay CPU / bare CPU per 100 items.`,
     results,
   };
   mkdirSync(new URL('./results/', import.meta.url), { recursive: true });

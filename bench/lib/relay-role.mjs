@@ -8,7 +8,8 @@
  * Roles:
  *  - relay  startRelay with `{ key, sites, trustProxy?, platformRate? }` (bench/collect.ts): SQLite
  *           state file, or Redis when BENCH_REDIS_URL is set, or the memory store when
- *           BENCH_RELAY_STATE=memory (what the relay costs beside its outbox); request logging off;
+ *           BENCH_RELAY_STATE=memory (what the relay costs beside its outbox); one log line a request
+ *           as by default (to /dev/null; BENCH_RELAY_LOG=off leaves them out);
  *           its deliverer sends what it accepts;
  *  - proxy  createProxyRoutes on @hono/node-server with createUndiciTransport, what the Node entry
  *           runs for `/v1/…` (bench/relay-proxy.ts), with `{ key, token }`;
@@ -34,17 +35,19 @@ const tokens = async () => {
 
 const roles = {
   async relay() {
-    const { startRelay } = await dist('relay/node.js');
+    const { startRelay, createPinoLogger } = await dist('relay/node.js');
+    const { default: pino } = await import('pino');
     const redisUrl = process.env['BENCH_REDIS_URL'];
     const memory = process.env['BENCH_RELAY_STATE'] === 'memory';
     const relay = await startRelay({
       port: 0,
-      logger: () => {},
+      // One JSON line a request, as by default (RELAY_LOG=info), to /dev/null: a user's relay pays for
+      // making and writing its lines; BENCH_RELAY_LOG=off leaves them out.
+      logger: process.env['BENCH_RELAY_LOG'] === 'off' ? () => {} : createPinoLogger('info', pino.destination({ dest: '/dev/null', sync: false })),
       ...(redisUrl ? { redisUrl } : memory ? {} : { stateFile: join(mkdtempSync(join(tmpdir(), 'cdp-bench-collect-')), 'relay-state.db') }),
       env: {
         CDP_API_KEY: options.key,
         CDP_BASE_URL: baseUrl,
-        RELAY_LOG: 'off',
         RELAY_SITES: JSON.stringify(options.sites),
         ...(options.trustProxy ? { RELAY_TRUST_PROXY: options.trustProxy } : {}),
         ...(options.platformRate ? { RELAY_PLATFORM_RATE: String(options.platformRate) } : {}),
@@ -65,7 +68,8 @@ const roles = {
     return new Promise((resolve) => void serve({ fetch: proxy.fetch, port: 0, hostname: '127.0.0.1' }, (info) => resolve(info.port)));
   },
   async entry() {
-    const { startRelay } = await dist('relay/node.js');
+    const { startRelay, createPinoLogger } = await dist('relay/node.js');
+    const { default: pino } = await import('pino');
     // As the CLI starts it: the Node entry picks its own transport (undici's pool).
     const env = { CDP_API_KEY: options.key, CDP_BASE_URL: baseUrl, RELAY_TOKENS: JSON.stringify(await tokens()), RELAY_LOG: 'off' };
     const relay = await startRelay({ port: 0, env });
