@@ -68,8 +68,7 @@ const roles = {
     return new Promise((resolve) => void serve({ fetch: proxy.fetch, port: 0, hostname: '127.0.0.1' }, (info) => resolve(info.port)));
   },
   async entry() {
-    const { startRelay, createPinoLogger } = await dist('relay/node.js');
-    const { default: pino } = await import('pino');
+    const { startRelay } = await dist('relay/node.js');
     // As the CLI starts it: the Node entry picks its own transport (undici's pool).
     const env = { CDP_API_KEY: options.key, CDP_BASE_URL: baseUrl, RELAY_TOKENS: JSON.stringify(await tokens()), RELAY_LOG: 'off' };
     const relay = await startRelay({ port: 0, env });
