@@ -169,7 +169,7 @@ export function createRelayHandlers(config: RelayConfig, deps: RelayDeps = {}): 
     () => clock.now(),
   );
   const shapes = createShapes();
-  const { handoff, outbox, deliverer } = chooseHandoff({ ...deps, config, limiter, upstream, pacer, clock, observer, logger });
+  const { handoff, outbox, deliverer } = chooseHandoff({ ...deps, config, limiter, upstream, pacer, clock, observer, logger, shapes });
   const refreshMs = deps.suppressionRefreshMs ?? SUPPRESSION_REFRESH_MS;
   const suppression = createSuppressionList(outbox ?? deps.outbox, refreshMs, (error) => logUnexpected(error, config.collectPath, 'POST'));
   const context = { config, store, limiter, clock, handoff, shapes, gate: createVisitorGate(), hmac: deps.hmac, suppression };

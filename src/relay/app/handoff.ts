@@ -13,6 +13,7 @@ import type { RelayObserver } from '../core/observe.js';
 import type { Upstream } from '../deliver/caller.js';
 import { createDeliverer, type Deliverer } from '../deliver/deliverer.js';
 import { outboxHandoff, type Handoff } from '../ingest/handoff.js';
+import { learnTaken, type Shapes } from '../ingest/shapes.js';
 import { createMemoryOutbox } from '../state/memory-outbox.js';
 import type { Leased, Outbox, Pacer } from '../state/outbox.js';
 import { queueHandoff, type Enqueue } from '../workers/handoff.js';
@@ -29,6 +30,8 @@ export interface HandoffChoice {
   outbox?: Outbox | undefined;
   deliver?: boolean | undefined;
   onRefused?: ((entries: readonly Leased[], wholeCall: boolean) => void) | undefined;
+  /** the shapes ingest checks items against: the deliverer teaches it those the platform took (ingest/shapes.ts) */
+  shapes?: Shapes | undefined;
   /** how old the pending count the idle room reads may be (ingest/idle-room.ts) */
   pendingMaxAgeMs?: number | undefined;
 }
@@ -67,6 +70,8 @@ export function chooseHandoff(choice: HandoffChoice): { handoff: Handoff; outbox
     rate: config.platformRate,
     ambiguous: config.ambiguous,
     onDelivery: observer.delivery,
+    // Ingest's clock, as ingest asks whether a shape is known on it (guard.ts `heldByGuard`).
+    onTaken: choice.shapes && ((entries) => learnTaken(choice.shapes!, entries, clock.now())),
     // What the platform refused after acceptance counts against its visitors, one per entry; the
     // site pays only for a call the platform refused as a whole (what its ban counts), not for
     // one bad entry among good ones.

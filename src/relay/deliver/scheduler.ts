@@ -266,6 +266,7 @@ async function sendAndSettle(engine: Engine, planned: Call, depth: number, plann
     ],
   };
   await engine.settle(state.lease, part, state.expires);
+  if (verdict.delivered.length > 0) engine.options.onTaken?.(verdict.delivered);
   const refused = verdict.dead.map(({ entry }) => entry);
   if (refused.length > 0) engine.options.onRefused?.(refused, outcome.kind === 'refused');
   engine.report({ ...called, delivered: verdict.delivered, dead, released: verdict.released, ambiguous: held ? verdict.ambiguous : again, held });

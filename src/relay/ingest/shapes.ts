@@ -6,28 +6,55 @@
  * Its API cannot list activity definitions (they can only be created, changed and archived), so
  * the relay cannot check an item against them before sending. What it can know is what the
  * platform took: a *shape* (an activity id with its set of attribute ids, or an identify's set of
- * field ids) that the platform accepted for a site within the last 10 minutes is known. Items the
- * tracking plan checked (`RELAY_PLAN`) are known too.
+ * field ids) that the platform accepted for a site within the last 10 minutes is known: the
+ * deliverer teaches them as the platform takes a call's entries ({@link learnTaken}). Items the
+ * tracking plan checked (`RELAY_PLAN`) are known too. While a site's refusal guard is closed,
+ * unproven items of an unknown shape wait (guard.ts `heldByGuard`).
  *
- * Items of an unknown shape are a bet on the key, so each visitor has at most one request with
- * unknown shapes in flight per relay process: the rest wait (within their budget) for it, and go at
- * once when its items were taken (the shape is now known), or meet the visitor's emptied refusal
- * bucket when they were refused. A visitor sending many concurrent requests of known shapes is
- * never held back.
+ * Where a hand-off waits for the platform (`Handoff.waitsForPlatform`), items of an unknown shape
+ * are a bet on the key, so each visitor has at most one request with unknown shapes in flight per
+ * relay process: the rest wait (within their budget) for it. A visitor sending many concurrent
+ * requests of known shapes is never held back.
  * @module
  */
 import type { SiteConfig } from '../core/sites.js';
+import type { OutboxItem } from '../state/outbox.js';
 import type { CheckedItem } from './items.js';
 
 /** How long a shape the platform took stays known. */
 export const SHAPE_TTL_MS = 10 * 60_000;
 
+/** A shape from what the platform could refuse: an activity id (none for an identify), its attribute ids, the person's field ids. */
+function shapeFrom(activity: string | undefined, attributes: object | undefined, people: object | undefined): string {
+  const person = Object.keys(people ?? {})
+    .sort()
+    .join('\u0000');
+  if (activity === undefined) return `merge\u0000${person}`;
+  return `${activity}\u0000${Object.keys(attributes ?? {})
+    .sort()
+    .join('\u0000')}\u0001${person}`;
+}
+
 /** The shape of an item as it goes to the platform: what the platform could refuse it for, values aside. */
-export function shapeOf(item: CheckedItem): string {
-  if (item.type === 'identify') return `merge\u0000${Object.keys(item.input.fields).sort().join('\u0000')}`;
-  const attributes = Object.keys(item.input.attributes ?? {}).sort();
-  const person = Object.keys(item.input.person ?? {}).sort();
-  return `${item.input.activity_id}\u0000${attributes.join('\u0000')}\u0001${person.join('\u0000')}`;
+export const shapeOf = (item: CheckedItem): string =>
+  item.type === 'identify' ? shapeFrom(undefined, undefined, item.input.fields) : shapeFrom(item.input.activity_id, item.input.attributes, item.input.person);
+
+/** The shape of an outbox entry: the same as {@link shapeOf} of the item it was made from (ingest/collect.ts `entryOf`). */
+export function entryShape({ kind, entry }: Pick<OutboxItem, 'kind' | 'entry'>): string {
+  const people = entry['fields'] as object | undefined;
+  return kind === 'activity'
+    ? shapeFrom(entry['activity_id'] as string, entry['attributes'] as object | undefined, people)
+    : shapeFrom(undefined, undefined, people);
+}
+
+/** Learns the shapes of the entries the platform took (the deliverer's `onTaken`), per site. */
+export function learnTaken(shapes: Shapes, entries: readonly Pick<OutboxItem, 'site' | 'kind' | 'entry'>[], now: number): void {
+  const bySite = new Map<string, Set<string>>();
+  for (const entry of entries) {
+    const taken = bySite.get(entry.site) ?? new Set<string>();
+    bySite.set(entry.site, taken.add(entryShape(entry)));
+  }
+  for (const [site, taken] of bySite) shapes.learn(site, taken, now);
 }
 
 /** Whether the site's own lists already vouch for every id the item names (the plan checked the activity and its attributes). */
