@@ -15,7 +15,7 @@
  *           runs for `/v1/…` (bench/relay-proxy.ts), with `{ key, token }`;
  *  - entry  the whole Node entry (startRelay) with `{ key, token }` (bench/relay-proxy.ts).
  */
-import { existsSync, mkdtempSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { serveRole } from './children.js';
@@ -39,12 +39,15 @@ const roles = {
     const { default: pino } = await import('pino');
     const redisUrl = process.env['BENCH_REDIS_URL'];
     const memory = process.env['BENCH_RELAY_STATE'] === 'memory';
+    // Its state file (with its WAL, 10-20 MB a run) goes with the process.
+    const dir = redisUrl || memory ? undefined : mkdtempSync(join(tmpdir(), 'cdp-bench-collect-'));
+    if (dir !== undefined) process.on('exit', () => rmSync(dir, { recursive: true, force: true }));
     const relay = await startRelay({
       port: 0,
       // One JSON line a request, as by default (RELAY_LOG=info), to /dev/null: a user's relay pays for
       // making and writing its lines; BENCH_RELAY_LOG=off leaves them out.
       logger: process.env['BENCH_RELAY_LOG'] === 'off' ? () => {} : createPinoLogger('info', pino.destination({ dest: '/dev/null', sync: false })),
-      ...(redisUrl ? { redisUrl } : memory ? {} : { stateFile: join(mkdtempSync(join(tmpdir(), 'cdp-bench-collect-')), 'relay-state.db') }),
+      ...(redisUrl ? { redisUrl } : dir === undefined ? {} : { stateFile: join(dir, 'relay-state.db') }),
       env: {
         CDP_API_KEY: options.key,
         CDP_BASE_URL: baseUrl,
