@@ -1,12 +1,12 @@
 // The outbox on real durable stores, beyond the shared suite: several processes racing on one
 // SQLite file or one redis-server, and writes that fail.
 import { spawn } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import Sqlite from 'libsql';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import type { OutboxStore } from '../../src/relay/state/outbox.js';
 import { createRedisOutbox } from '../../src/relay/state/redis-outbox.js';
 import { createNodeState } from '../../src/relay/state/node.js';
@@ -16,7 +16,16 @@ import { item } from './suite/outbox-suite.js';
 
 const root = join(import.meta.dirname, '..', '..');
 const tsx = pathToFileURL(join(root, 'node_modules', 'tsx', 'dist', 'loader.mjs')).href;
-const tempFile = () => join(mkdtempSync(join(tmpdir(), 'cdp-outbox-')), 'state.db');
+/** The directories of the state files made here, removed once the file ran. */
+const dirs: string[] = [];
+afterAll(() => {
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+});
+const tempFile = () => {
+  const dir = mkdtempSync(join(tmpdir(), 'cdp-outbox-'));
+  dirs.push(dir);
+  return join(dir, 'state.db');
+};
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const hasRedis = redisAvailable('the outbox on Redis (test/relay/outbox-stores.test.ts)');
 

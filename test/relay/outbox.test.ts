@@ -1,6 +1,6 @@
 // The outbox and pacer conformance suite (test/relay/suite/outbox-suite.ts) on every Node store:
 // memory, a real SQLite file, a real redis-server.
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
@@ -51,9 +51,16 @@ function counting(port: SqlPort) {
 }
 
 const files = new WeakMap<object, string>();
+/** The directories of the suite's state files, removed once it ran (a case may hold 200,000 entries). */
+const dirs: string[] = [];
+afterAll(() => {
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+});
 outboxSuite('SQLite', {
   async open() {
-    const path = join(mkdtempSync(join(tmpdir(), 'cdp-outbox-')), 'state.db');
+    const dir = mkdtempSync(join(tmpdir(), 'cdp-outbox-'));
+    dirs.push(dir);
+    const path = join(dir, 'state.db');
     // The file's own connection, its rows counted; another() opens the file as the relay does.
     const db = await openSqlite(path, 5000, 'the outbox suite');
     const { port, reads } = counting(libsqlPort(db));
