@@ -13,7 +13,7 @@ import { Hono, type Context } from 'hono';
 import { relayError, SERVER_COLLECT_PATH } from '../api/index.js';
 import type { RelayConfig } from './core/config.js';
 import { anySiteAllows, corsHeaders, preflightHeaders } from './core/cors.js';
-import { chooseHandoff } from './app/handoff.js';
+import { chooseHandoff, type HandoffChoice } from './app/handoff.js';
 import { createInFlight } from './app/in-flight.js';
 import { createCollectAnswerer, type CollectHttpAnswer } from './ingest/answer.js';
 import type { Enqueue } from './workers/handoff.js';
@@ -45,7 +45,7 @@ import type { Leased, Outbox, Pacer } from './state/outbox.js';
 import { fetchTransport, type Transport } from './deliver/transport.js';
 
 /** Everything that touches the outside world, injected; each has a default. */
-export interface RelayDeps {
+export interface RelayDeps extends Pick<HandoffChoice, 'shapes'> {
   /** @default globalThis.fetch */
   fetch?: typeof fetch;
   /** HMAC-SHA256 for identity checks (the Node entry gives `node:crypto`'s) @default Web Crypto's */
@@ -168,7 +168,7 @@ export function createRelayHandlers(config: RelayConfig, deps: RelayDeps = {}): 
     (line) => logger(line as LogLine),
     () => clock.now(),
   );
-  const shapes = createShapes();
+  const shapes = deps.shapes ?? createShapes();
   const { handoff, outbox, deliverer } = chooseHandoff({ ...deps, config, limiter, upstream, pacer, clock, observer, logger, shapes });
   const refreshMs = deps.suppressionRefreshMs ?? SUPPRESSION_REFRESH_MS;
   const suppression = createSuppressionList(outbox ?? deps.outbox, refreshMs, (error) => logUnexpected(error, config.collectPath, 'POST'));

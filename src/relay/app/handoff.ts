@@ -30,7 +30,7 @@ export interface HandoffChoice {
   outbox?: Outbox | undefined;
   deliver?: boolean | undefined;
   onRefused?: ((entries: readonly Leased[], wholeCall: boolean) => void) | undefined;
-  /** the shapes ingest checks items against: the deliverer teaches it those the platform took (ingest/shapes.ts) */
+  /** the shapes ingest checks items against, which a deliverer here teaches (ingest/shapes.ts; Workers: workers/shapes.ts) @default this process's */
   shapes?: Shapes | undefined;
   /** how old the pending count the idle room reads may be (ingest/idle-room.ts) */
   pendingMaxAgeMs?: number | undefined;

@@ -22,7 +22,7 @@ import { budgetPeople } from './unproven.js';
 import { PEOPLE_BUDGET } from '../core/outbox-limits.js';
 import { identityFor } from './identity.js';
 import { applyIdentityRules, vouchedRulings } from './identity-rules.js';
-import { chargeAnswered, checkAddress, checkRate, checkRefusals, GUARD_RETRY, heldByGuard, holdGate, type Hold } from './guard.js';
+import { chargeAnswered, checkAddress, checkRate, checkRefusals, GUARD_RETRY, heldByGuard, holdGate, type Hold, recallShapes } from './guard.js';
 import { checkEntry, checkItem, type CheckedItem } from './items.js';
 import type { CollectContext, CollectOutcome } from './context.js';
 
@@ -168,6 +168,7 @@ export async function collectItems(
   // Items naming a person erased at this relay are refused, never stored (suppression.ts).
   const suppressed = await ctx.suppression?.check(site.key, started);
   let guarded = 0;
+  const unrecalled = guardMs > 0 ? await recallShapes(ctx, site, rulings, started) : undefined;
   for (const ruling of rulings) {
     const { item } = ruling;
     // The item's own time, parsed once (its check made sure it is an ISO time).
@@ -249,7 +250,7 @@ export async function collectItems(
     reasons,
     unverified,
     upstream: handed.upstream ?? [],
-    ...(handed.warning ? { warning: handed.warning } : {}),
+    ...(handed.warning || unrecalled ? { warning: [handed.warning, unrecalled].filter(Boolean).join('; ') } : {}),
   };
   const retryAfter = Math.max(handed.retryAfter ?? 0, guarded > 0 ? Math.ceil(guardMs / 1000) : 0, budget.retryAfter);
   const gotThrough = ordered.some((result) => result.status === 'accepted' || result.status === 'duplicate');

@@ -12,7 +12,7 @@ import { RelayHttpError } from '../core/errors.js';
 import { addressKey, chargeRefusals, type RateLimiter, refusalWait, siteKey, visitorKey } from '../core/limits.js';
 import type { CollectContext, CollectOutcome } from './context.js';
 import type { CheckedItem } from './items.js';
-import { isKnown } from './shapes.js';
+import { isKnown, shapeOf } from './shapes.js';
 
 /** What a request holds until it has its answer: the visitor's gate, when it took it. */
 export interface Hold {
@@ -72,6 +72,32 @@ export async function checkRefusals(limiter: RateLimiter, visitor: string | unde
  */
 export const heldByGuard = (ctx: Pick<CollectContext, 'shapes'>, site: SiteConfig, item: CheckedItem, verified: boolean, now: number): boolean =>
   !verified && !isKnown(ctx.shapes, site, item, now);
+
+/**
+ * Before the site's closed guard looks at the items: where the deliverer runs apart from ingest
+ * (Workers), asks it once about the shapes of the unproven items not known here. A failed look
+ * knows nothing more: those items are held, kept by the browser (logged as the request's warning).
+ */
+export async function recallShapes(
+  ctx: Pick<CollectContext, 'shapes'>,
+  site: SiteConfig,
+  rulings: readonly { ok: boolean; item: CheckedItem; verified?: boolean }[],
+  now: number,
+): Promise<string | undefined> {
+  if (ctx.shapes.recall === undefined) return undefined;
+  const unknown = rulings.filter((ruling) => ruling.ok && ruling.verified !== true && !isKnown(ctx.shapes, site, ruling.item, now));
+  if (unknown.length === 0) return undefined;
+  try {
+    await ctx.shapes.recall(
+      site.key,
+      unknown.map((ruling) => shapeOf(ruling.item)),
+      now,
+    );
+    return undefined;
+  } catch (error) {
+    return `shapes_not_recalled: ${error instanceof Error ? error.message : String(error)}`;
+  }
+}
 
 /** What an item held by the site's guard is answered: kept by the browser and sent again after the Retry-After seconds. */
 export const GUARD_RETRY =

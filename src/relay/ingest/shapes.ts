@@ -72,6 +72,8 @@ export const isKnown = (shapes: Shapes, site: SiteConfig, item: CheckedItem, now
 export interface Shapes {
   known(site: string, shape: string, now: number): boolean;
   learn(site: string, shapes: Iterable<string>, now: number): void;
+  /** Where the deliverer runs apart from ingest (Workers): asks what it learned about `shapes`, so `known` answers for them. */
+  recall?(site: string, shapes: readonly string[], now: number): Promise<void>;
 }
 
 /** Known shapes in this process, at most `maxKeys` (least recently learned dropped first: forgetting only makes the relay more careful). */

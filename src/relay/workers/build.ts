@@ -19,6 +19,7 @@ import { keyPacer } from './delivery.js';
 import { createShardedOutbox, MAX_SHARDS } from './outbox.js';
 import { queueProducer } from './queue.js';
 import { durableRefusals } from './refusals.js';
+import { durableShapes } from './shapes.js';
 import { createDurableStore, DEFAULT_SHARDS } from './state.js';
 import type { RelayEnv } from './types.js';
 
@@ -53,6 +54,8 @@ export function build(env: RelayEnv): Built {
     ...(observer ? { observer } : {}),
     // Requests: the Rate Limiting binding when bound (no Durable Object call), else buckets per
     // isolate. Refusals: in the RelayState objects, the same for every isolate (refusals.ts).
+    // Shapes the platform took: taught by the outbox objects to the site's RelayState object (shapes.ts).
+    shapes: durableShapes(env.RELAY_STATE),
     limiter: durableRefusals(env.RELAY_STATE, env.RELAY_RATE_LIMIT ? createBindingLimiter(env.RELAY_RATE_LIMIT, period) : createMemoryLimiter()),
     // Accepted once in an outbox object (or the queue, whose consumer puts them there); each object's alarm delivers.
     outbox,

@@ -19,6 +19,7 @@ import { chargeDelivered } from '../core/limits.js';
 import { createConsoleLogger } from '../core/logging.js';
 import { analyticsObserver } from './analytics.js';
 import { durableRefusals } from './refusals.js';
+import { teachShapes } from './shapes.js';
 import type { RelayState } from './state.js';
 
 /** How long one platform call may take before it counts as unanswered (ambiguous). */
@@ -121,6 +122,8 @@ export function shardEngine(env: DeliveryEnv, outbox: Outbox, owner: string): En
     callTimeoutMs: CALL_TIMEOUT_MS,
     retryMs: config.deliveryRetryMs,
     onDelivery: observer?.delivery,
+    // What the platform took teaches the sites' RelayState objects, which ingest asks while a guard is closed (shapes.ts).
+    onTaken: (entries) => void teachShapes(env.RELAY_STATE, entries, Date.now()).catch(() => {}),
     // What the platform refused after acceptance counts against its visitors (and, for a call
     // refused as a whole, its site), in the refusal buckets every isolate reads.
     onRefused: (entries, wholeCall) => void chargeDelivered(durableRefusals(env.RELAY_STATE), entries, wholeCall, Date.now()).catch(() => {}),

@@ -19,6 +19,7 @@ import { KeyPacers } from './pacer-slot.js';
 import type { TurnRequest } from '../state/turns.js';
 import { TURNS_TABLE } from './turn-store.js';
 import { chargeBucket } from './buckets.js';
+import { readShapes, storeShapes } from './shape-rows.js';
 import { cappedAmount, type Claim, type DedupeScope, type RelayStore } from '../state/store.js';
 
 /** What an old object answers (RelayState.remembered): until when each id is remembered (0: not), whether each was in doubt, and its horizon. */
@@ -175,6 +176,18 @@ export class RelayState extends DurableObject<unknown> {
   bucket(key: string, perSecond: number, burst: number, now: number, charge?: number): LimitDecision {
     this.calls++;
     return chargeBucket(this.ctx.storage, key, { perSecond, burst }, now, charge);
+  }
+
+  /** The site's shapes the platform took are known until `until` (shape-rows.ts, for shapes.ts). */
+  learnShapes(site: string, shapes: string[], until: number, now: number): void {
+    this.calls++;
+    storeShapes(this.ctx.storage, site, shapes, until, now);
+  }
+
+  /** Which of the site's `shapes` are known at `now`, each with its end (shape-rows.ts, for shapes.ts). */
+  knownShapes(site: string, shapes: string[], now: number): [string, number][] {
+    this.calls++;
+    return readShapes(this.ctx.storage, site, shapes, now);
   }
 
   /** Adds up to `amount` to counter `name` without passing `limit` (`null`: no limit). */
