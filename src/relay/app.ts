@@ -31,7 +31,7 @@ import { createHealthRoutes } from './ops/health.js';
 import { createReadiness, type Readiness } from './ops/ready.js';
 import { ADMIN_PATHS, createAdminRoutes } from './ops/admin.js';
 import { createSuppressionList, SUPPRESSION_REFRESH_MS } from './state/suppression.js';
-import { createShapes, createVisitorGate } from './ingest/shapes.js';
+import { createShapes } from './ingest/shapes.js';
 import { createMemoryLimiter, type RateLimiter } from './core/limits.js';
 import { createMemoryStore } from './state/memory.js';
 import { createProxy, type ProxyRequest } from './proxy/index.js';
@@ -172,7 +172,7 @@ export function createRelayHandlers(config: RelayConfig, deps: RelayDeps = {}): 
   const { handoff, outbox, deliverer } = chooseHandoff({ ...deps, config, limiter, upstream, pacer, clock, observer, logger, shapes });
   const refreshMs = deps.suppressionRefreshMs ?? SUPPRESSION_REFRESH_MS;
   const suppression = createSuppressionList(outbox ?? deps.outbox, refreshMs, (error) => logUnexpected(error, config.collectPath, 'POST'));
-  const context = { config, store, limiter, clock, handoff, shapes, gate: createVisitorGate(), hmac: deps.hmac, suppression };
+  const context = { config, store, limiter, clock, handoff, shapes, hmac: deps.hmac, suppression };
   const sites = [...config.sites.values()];
   const app = new Hono();
 

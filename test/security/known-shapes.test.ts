@@ -3,10 +3,10 @@
 // shapes are learned by the deliverer when the platform takes a call's entries: before, nothing
 // learned them once delivery moved out of the request, so a closed guard held back every unproven
 // item, even those of the shape the platform took a moment before.
-// The guard is closed the way the deliverer closes it (chargeRefusals on the relay's limiter):
+// The guard is closed the way the deliverer closes it (chargeDelivered on the relay's limiter):
 // drawing ten calls refused as a whole through the breaker takes minutes (refusal-guard.test.ts).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chargeRefusals, createMemoryLimiter, siteGuardWait, visitorKey } from '../../src/relay/core/limits.js';
+import { chargeDelivered, createMemoryLimiter, siteGuardWait, visitorKey } from '../../src/relay/core/limits.js';
 import { GUARD_RETRY } from '../../src/relay/ingest/guard.js';
 import { collect, goodTrack, itemId, KEY, SITE, type Stack, startStack } from './support.js';
 
@@ -47,12 +47,7 @@ describe("a site's closed refusal guard and the shapes the platform took", () =>
 
     // Refusals drawn by many visitors close the site's guard (none of them is the visitor below).
     const now = Date.now();
-    await chargeRefusals(
-      limiter,
-      SITE,
-      Array.from({ length: 30 }, (_, i) => visitorKey(SITE, `203.0.113.${i}`)),
-      now,
-    );
+    for (let i = 0; i < 30; i++) await chargeDelivered(limiter, [{ site: SITE, visitor: visitorKey(SITE, `203.0.113.${i}`) }], true, now);
     expect(await siteGuardWait(limiter, SITE, now)).toBeGreaterThan(0);
 
     // Same shapes, other values, another unproven visitor: they go. New shapes (the platform would

@@ -4,7 +4,7 @@
 // site's guard (which holds back unproven items), never another visitor's own bucket.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
-  chargeRefusals,
+  chargeDelivered,
   createBindingLimiter,
   createMemoryLimiter,
   type RateLimiter,
@@ -57,7 +57,7 @@ describe.each(kinds)('refusal buckets on $name', ({ open }) => {
       // looking takes nothing: as often as we like
       expect(await refusalWait(limiter, visitor, now)).toBe(0);
       expect(await refusalWait(limiter, visitor, now)).toBe(0);
-      await chargeRefusals(limiter, site, [visitor], now);
+      await chargeDelivered(limiter, [{ site, visitor }], false, now);
     }
     const wait = await refusalWait(limiter, visitor, now);
     expect(wait).toBeGreaterThan(0);
@@ -67,21 +67,18 @@ describe.each(kinds)('refusal buckets on $name', ({ open }) => {
     expect(await refusalWait(limiter, visitor, now + 1000 / VISITOR_REFUSALS.perSecond + 1)).toBe(0);
   });
 
-  it('charges refusals found after the answer (the deliverer) to each visitor and to the site, into debt', async () => {
+  it('charges refusals found after the answer (the deliverer) to each visitor, into debt, and the site per call refused whole', async () => {
     const limiter = await open();
     const now = 4_000_000;
-    await chargeRefusals(limiter, site, [visitor, visitor, visitor, visitor, visitor, other], now);
+    const entries = [visitor, visitor, visitor, visitor, visitor, other].map((key) => ({ site, visitor: key }));
+    await chargeDelivered(limiter, entries, false, now);
     // five refusals against a bucket of three: the visitor waits for the debt too
     expect(await refusalWait(limiter, visitor, now)).toBeGreaterThan(2 * (1000 / VISITOR_REFUSALS.perSecond));
     expect(await refusalWait(limiter, other, now)).toBe(0);
-    // more refusals across many visitors close the site's guard, but cut no other visitor off
+    // entries refused among good ones leave the site's guard open; calls refused as a whole, across
+    // many visitors, close it, but cut no other visitor off
     expect(await siteGuardWait(limiter, site, now)).toBe(0);
-    await chargeRefusals(
-      limiter,
-      site,
-      Array.from({ length: 10 }, (_, i) => visitorKey(site, `203.0.113.${i}`)),
-      now,
-    );
+    for (let i = 0; i < 10; i++) await chargeDelivered(limiter, [{ site, visitor: visitorKey(site, `203.0.113.${i}`) }], true, now);
     expect(await siteGuardWait(limiter, site, now)).toBeGreaterThan(0);
     expect(await refusalWait(limiter, visitorKey(site, '192.0.2.1'), now)).toBe(0);
   });

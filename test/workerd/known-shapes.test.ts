@@ -6,7 +6,7 @@
 import { createExecutionContext, env } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
 import worker from '../../src/relay/cloudflare.js';
-import { chargeRefusals, refusalKey, siteGuardWait, siteKey as guardKey, visitorKey } from '../../src/relay/core/limits.js';
+import { chargeDelivered, refusalKey, siteGuardWait, siteKey as guardKey, visitorKey } from '../../src/relay/core/limits.js';
 import { GUARD_RETRY } from '../../src/relay/ingest/guard.js';
 import { durableRefusals, REFUSAL_OBJECTS } from '../../src/relay/workers/refusals.js';
 import { durableShapes, teachShapes } from '../../src/relay/workers/shapes.js';
@@ -63,12 +63,7 @@ describe("a site's closed refusal guard on Workers and the shapes the platform t
     // Refusals drawn by many visitors close the site's guard in every isolate.
     const now = Date.now();
     const refusals = durableRefusals(env['RELAY_STATE']);
-    await chargeRefusals(
-      refusals,
-      key,
-      Array.from({ length: 30 }, (_, i) => visitorKey(key, `203.0.113.${i}`)),
-      now,
-    );
+    for (let i = 0; i < 30; i++) await chargeDelivered(refusals, [{ site: key, visitor: visitorKey(key, `203.0.113.${i}`) }], true, now);
     expect(await siteGuardWait(refusals, key, now)).toBeGreaterThan(0);
 
     const results = await post(

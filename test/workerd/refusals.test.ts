@@ -1,19 +1,10 @@
-// Refusal buckets on Workers live in the RelayState objects: a refusal charged by one isolate (a
-// request that met it, or the object whose alarm delivers) cuts its visitor off in every other
-// isolate, and closes the site's guard there; the other visitors' own buckets stay full. Before,
-// the buckets were each isolate's memory: a charge elsewhere was never seen by /collect.
+// Refusal buckets on Workers live in the RelayState objects: a refusal charged by one isolate (the
+// object whose alarm delivers) cuts its visitor off in every other isolate, and closes the site's
+// guard there; the other visitors' own buckets stay full. Before, the buckets were each isolate's
+// memory: a charge elsewhere was never seen by /collect.
 import { env } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
-import {
-  chargeDelivered,
-  chargeRefusals,
-  createMemoryLimiter,
-  refusalWait,
-  SITE_REFUSALS,
-  siteGuardWait,
-  VISITOR_REFUSALS,
-  visitorKey,
-} from '../../src/relay/core/limits.js';
+import { chargeDelivered, createMemoryLimiter, refusalWait, SITE_REFUSALS, siteGuardWait, VISITOR_REFUSALS, visitorKey } from '../../src/relay/core/limits.js';
 import { durableRefusals } from '../../src/relay/workers/refusals.js';
 
 const T = Date.UTC(2026, 10, 27, 9);
@@ -45,12 +36,8 @@ describe('refusal buckets in the RelayState objects', () => {
     const one = isolate();
     const two = isolate();
     expect(await siteGuardWait(two, key, T)).toBe(0);
-    await chargeRefusals(
-      one,
-      key,
-      Array.from({ length: SITE_REFUSALS.burst }, (_, i) => visitorKey(key, `203.0.113.${i}`)),
-      T,
-    );
+    // What onRefused does for calls the platform refused as a whole: the site once per call.
+    for (let i = 0; i < SITE_REFUSALS.burst; i++) await chargeDelivered(one, [{ site: key, visitor: visitorKey(key, `203.0.113.${i}`) }], true, T);
     expect(await siteGuardWait(two, key, T)).toBeGreaterThan(0);
     expect(await refusalWait(two, visitorKey(key, '192.0.2.1'), T)).toBe(0);
   });

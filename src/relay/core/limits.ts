@@ -180,21 +180,6 @@ export const refusalWait = (limiter: RateLimiter, visitor: string, now: number):
 export const siteGuardWait = (limiter: RateLimiter, site: string, now: number): Promise<number> => waitOf(limiter, siteKey(site), SITE_REFUSALS, now);
 
 /**
- * Charges platform refusals: one per entry of `visitors` (visitor keys, {@link visitorKey}; a key
- * appears once per refused entry) and as many to the site. The deliverer calls it for refusals
- * found after the browser was answered; the visitor's next request meets the emptied bucket.
- */
-export async function chargeRefusals(limiter: RateLimiter, site: string, visitors: readonly string[], now: number): Promise<void> {
-  if (visitors.length === 0) return;
-  const counts = new Map<string, number>();
-  for (const visitor of visitors) counts.set(visitor, (counts.get(visitor) ?? 0) + 1);
-  await Promise.all([
-    ...[...counts].map(([visitor, count]) => limiter.limit(refusalKey(visitor), VISITOR_REFUSALS, now, count)),
-    limiter.limit(refusalKey(siteKey(site)), SITE_REFUSALS, now, visitors.length),
-  ]);
-}
-
-/**
  * Charges refusals the deliverer met after the items were accepted: each entry's visitor once per
  * entry (`''`: no known visitor), and the site once when the platform refused the call as a whole
  * (the platform's ban counts refused requests, and one call carries many visitors' entries).

@@ -22,7 +22,7 @@ import { budgetPeople } from './unproven.js';
 import { PEOPLE_BUDGET } from '../core/outbox-limits.js';
 import { identityFor } from './identity.js';
 import { applyIdentityRules, vouchedRulings } from './identity-rules.js';
-import { chargeAnswered, checkAddress, checkRate, checkRefusals, GUARD_RETRY, heldByGuard, holdGate, type Hold, recallShapes } from './guard.js';
+import { checkAddress, checkRate, checkRefusals, GUARD_RETRY, heldByGuard, recallShapes } from './guard.js';
 import { checkEntry, checkItem, type CheckedItem } from './items.js';
 import type { CollectContext, CollectOutcome } from './context.js';
 
@@ -109,16 +109,8 @@ export async function collect(ctx: CollectContext, request: CollectRequest, info
   const visitor = address === undefined ? undefined : visitorKey(site.key, address);
   // A visitor cut off for its refusals is answered 429; the site's guard only holds back items like theirs.
   const [, guardMs] = await Promise.all([checkRefusals(ctx.limiter, visitor, started), siteGuardWait(ctx.limiter, site.key, started)]);
-  const hold: Hold = { release: () => {} };
-  let outcome: CollectOutcome;
-  try {
-    outcome = await collectItems(ctx, site, body, info, { visitor, started, guardMs }, hold);
-  } finally {
-    hold.release();
-  }
-  // Refusals the platform answered within the request (Workers without a queue) count against the
-  // visitor; the deliverer charges those it meets later (app.ts).
-  return chargeAnswered(ctx.limiter, site, visitor, outcome, clock.now());
+  // The platform's refusals of these items count against the visitor once the deliverer meets them (app/handoff.ts; on Workers, workers/delivery.ts).
+  return collectItems(ctx, site, body, info, { visitor, started, guardMs });
 }
 
 /**
@@ -132,7 +124,6 @@ export async function collectItems(
   body: CollectBody,
   info: ClientInfo,
   { visitor, started, guardMs, vouched = false }: { visitor: string | undefined; started: number; guardMs: number; vouched?: boolean },
-  hold: Hold,
 ): Promise<CollectOutcome> {
   const { config, store, clock } = ctx;
 
@@ -203,9 +194,6 @@ export async function collectItems(
   // Unproven identifies create people within the site's budget (unproven.ts).
   const budget = await budgetPeople(ctx.limiter, site.key, config.unproven, going, started);
   for (const { index, result } of budget.held) results.set(index, result);
-
-  // Where the request waits for the platform, items of a shape it has not taken lately go one request at a time per visitor.
-  if (ctx.handoff.waitsForPlatform) await holdGate(ctx, site, visitor, items, started + config.budgetMs, hold);
 
   // The address-lookup budget is spent only on items that go.
   const asking = budget.going.filter((p) => wantsAddress(p.entry['location'] as Record<string, unknown> | undefined));

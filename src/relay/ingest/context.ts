@@ -10,7 +10,7 @@ import type { RateLimiter } from '../core/limits.js';
 import type { RelayStore } from '../state/store.js';
 import type { Handoff } from './handoff.js';
 import type { Hmac } from './identity.js';
-import type { Shapes, VisitorGate } from './shapes.js';
+import type { Shapes } from './shapes.js';
 import type { SuppressionList } from '../state/suppression.js';
 
 export interface CollectContext {
@@ -19,12 +19,10 @@ export interface CollectContext {
   store: RelayStore;
   limiter: RateLimiter;
   clock: Clock;
-  /** makes accepted items durable: the outbox, a queue, or the platform */
+  /** makes accepted items durable: the outbox, or a queue in front of it (Workers) */
   handoff: Handoff;
   /** shapes the platform took lately (shapes.ts) */
   shapes: Shapes;
-  /** one request with unknown shapes in flight per visitor (only where the request waits for the platform) */
-  gate: VisitorGate;
   /** people erased at the relay: items naming them are refused (none: no list) */
   suppression?: SuppressionList | undefined;
   /** HMAC-SHA256 for identity checks @default Web Crypto's */

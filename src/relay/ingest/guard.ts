@@ -2,28 +2,23 @@
  * The guards between a visitor and the platform key: rate limits (per client address before the
  * body is read; per visitor of a site and per site after), a visitor whose items the platform
  * refused too often is cut off and a site that drew many refusals holds back unproven items of
- * unknown shape (limits.ts refusal buckets), and items of a kind the platform has not taken
- * lately go one request at a time per visitor (shapes.ts).
+ * unknown shape (limits.ts refusal buckets; shapes.ts). The refusals themselves are charged by the
+ * deliverer that meets them (limits.ts `chargeDelivered`), after the browser was answered.
  * @module
  */
 import type { SiteConfig } from '../core/sites.js';
 import type { Rate } from '../core/limits.js';
 import { RelayHttpError } from '../core/errors.js';
-import { addressKey, chargeRefusals, type RateLimiter, refusalWait, siteKey, visitorKey } from '../core/limits.js';
-import type { CollectContext, CollectOutcome } from './context.js';
+import { addressKey, type RateLimiter, refusalWait, siteKey, visitorKey } from '../core/limits.js';
+import type { CollectContext } from './context.js';
 import type { CheckedItem } from './items.js';
 import { isKnown, shapeOf } from './shapes.js';
-
-/** What a request holds until it has its answer: the visitor's gate, when it took it. */
-export interface Hold {
-  release: () => void;
-}
 
 /**
  * Per-visitor limit (always), then the site-wide cap (only when the site sets `rate_limit`).
  * A request whose client address is unknown (no socket, no trusted header) is limited site-wide only.
  * A visitor's request that reserved a coming token (`queue_ms`, limits.ts `Rate.queueMs`) waits
- * for it here, before anything is written or held: a gate, the idle room, a store call. A client
+ * for it here, before anything is written or held: the idle room, a store call. A client
  * that leaves meanwhile changes nothing; its items are taken as if it had stayed.
  */
 export async function checkRate(ctx: Pick<CollectContext, 'limiter' | 'clock'>, site: SiteConfig, ip: string | undefined, now: number): Promise<void> {
@@ -102,58 +97,3 @@ export async function recallShapes(
 /** What an item held by the site's guard is answered: kept by the browser and sent again after the Retry-After seconds. */
 export const GUARD_RETRY =
   "held back: the platform refused many unverified items of this site lately; nothing was lost, send it again after the answer's Retry-After";
-
-/**
- * Takes the visitor's gate when `items` include a kind the platform has not taken lately (released
- * through `hold` once the request is answered), then looks at the refusal buckets again: the request
- * it waited for may have drawn refusals. Items of known kinds pass at once.
- */
-export async function holdGate(
-  ctx: CollectContext,
-  site: SiteConfig,
-  visitor: string | undefined,
-  items: readonly CheckedItem[],
-  deadline: number,
-  hold: Hold,
-): Promise<void> {
-  const now = () => ctx.clock.now();
-  const risky = () => items.some((item) => !isKnown(ctx.shapes, site, item, now()));
-  if (visitor === undefined || !risky()) return;
-  const release = await ctx.gate.enter(visitor, risky, deadline, now);
-  if (release === undefined) {
-    throw new RelayHttpError(503, 'upstream_unavailable', "The visitor's earlier items are still with the platform; nothing was lost: retry after 1 s.", {
-      retryAfter: 1,
-    });
-  }
-  hold.release = release;
-  await checkRefusals(ctx.limiter, visitor, now());
-}
-
-/**
- * Charges the refusals the platform answered within the request (Workers without a queue) to the
- * visitor that sent them, and the site; a limiter that fails only loses this count (logged).
- */
-export async function chargeAnswered(
-  limiter: RateLimiter,
-  site: SiteConfig,
-  visitor: string | undefined,
-  outcome: CollectOutcome,
-  now: number,
-): Promise<CollectOutcome> {
-  if (visitor === undefined || outcome.reasons === undefined) return outcome;
-  let refused = 0;
-  for (const reason of outcome.reasons.values()) if (reason === 'platform') refused++;
-  if (refused === 0) return outcome;
-  try {
-    await chargeRefusals(
-      limiter,
-      site.key,
-      Array.from({ length: refused }, () => visitor),
-      now,
-    );
-  } catch (error) {
-    // The items' fate is decided: the answer stands.
-    outcome.warning = `${outcome.warning ? `${outcome.warning}; ` : ''}refusals_not_counted: ${error instanceof Error ? error.message : String(error)}`;
-  }
-  return outcome;
-}

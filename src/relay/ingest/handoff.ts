@@ -1,8 +1,8 @@
 /**
  * The hand-off: how ingest makes accepted items durable before it answers. On Node the outbox
  * takes them in one atomic step (and remembers their ids for the window); the deliverer sends
- * them later. Workers hand them to a queue or, without one, to the platform itself
- * (src/relay/workers/handoff.ts).
+ * them later. Workers hand them to the outbox objects the same way (src/relay/workers/outbox.ts),
+ * or to a queue in front of them (src/relay/workers/handoff.ts).
  * @module
  */
 import type { ItemResult } from '../../api/collect.js';
@@ -51,10 +51,7 @@ export interface HandoffResult {
   warning?: string;
 }
 
-export type Handoff = ((input: HandoffInput) => Promise<HandoffResult>) & {
-  /** true when the request waits for the platform's answer (Workers without a queue) */
-  waitsForPlatform?: boolean;
-};
+export type Handoff = (input: HandoffInput) => Promise<HandoffResult>;
 
 /**
  * Margin on top of the window that ids are remembered: an item's age is judged on the relay's

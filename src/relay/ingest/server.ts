@@ -16,7 +16,6 @@ import type { TokenConfig } from '../core/tokens.js';
 import { readCollectBody, type CollectRequest } from './body.js';
 import { collectItems } from './collect.js';
 import type { CollectContext, CollectOutcome } from './context.js';
-import type { Hold } from './guard.js';
 
 /** Whether `token` may send through the server door: the `collect` scope, or `admin`. */
 export const mayCollect = (token: TokenConfig): boolean => token.scopes.includes('collect') || token.scopes.includes('admin');
@@ -42,11 +41,6 @@ export async function collectFromServer(
   const body = await readCollectBody(request, { keyed: false });
   // One ordered stream per token unless the server names its own (identifies before its tracks).
   body.queue ??= site.key;
-  const hold: Hold = { release: () => {} };
-  try {
-    // No client address: the connection is the server's, not its visitor's; an item tells its own in `location.source_ip`.
-    return await collectItems(ctx, site, body, {}, { visitor: undefined, started, guardMs: 0, vouched: true }, hold);
-  } finally {
-    hold.release();
-  }
+  // No client address: the connection is the server's, not its visitor's; an item tells its own in `location.source_ip`.
+  return collectItems(ctx, site, body, {}, { visitor: undefined, started, guardMs: 0, vouched: true });
 }

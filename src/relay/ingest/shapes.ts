@@ -1,5 +1,5 @@
 /**
- * Learned shapes, and the gate for items of unknown shape.
+ * Learned shapes: which unproven items the site's closed refusal guard lets through.
  *
  * The platform refuses an activity it has no definition for, an attribute the definition lacks,
  * or a person field it does not know, with a 400; 15 of those in 15 s shut the relay's key out.
@@ -10,11 +10,6 @@
  * deliverer teaches them as the platform takes a call's entries ({@link learnTaken}). Items the
  * tracking plan checked (`RELAY_PLAN`) are known too. While a site's refusal guard is closed,
  * unproven items of an unknown shape wait (guard.ts `heldByGuard`).
- *
- * Where a hand-off waits for the platform (`Handoff.waitsForPlatform`), items of an unknown shape
- * are a bet on the key, so each visitor has at most one request with unknown shapes in flight per
- * relay process: the rest wait (within their budget) for it. A visitor sending many concurrent
- * requests of known shapes is never held back.
  * @module
  */
 import type { SiteConfig } from '../core/sites.js';
@@ -65,7 +60,7 @@ function vouched(site: SiteConfig, item: CheckedItem): boolean {
   return fieldsKnown && site.attributeRules !== undefined && site.activities?.has(item.input.activity_id) === true;
 }
 
-/** Whether `item` may go without the visitor's gate: vouched for by the site's plan, or a shape the platform took lately. */
+/** Whether `item` may pass the site's closed guard: vouched for by the site's plan, or a shape the platform took lately. */
 export const isKnown = (shapes: Shapes, site: SiteConfig, item: CheckedItem, now: number): boolean =>
   vouched(site, item) || shapes.known(site.key, shapeOf(item), now);
 
@@ -89,46 +84,6 @@ export function createShapes(options: { ttlMs?: number; maxKeys?: number } = {})
         until.delete(key);
         until.set(key, now + ttlMs);
         if (until.size > maxKeys) until.delete(until.keys().next().value as string);
-      }
-    },
-  };
-}
-
-/** One request with unknown shapes in flight per visitor. */
-export interface VisitorGate {
-  /**
-   * Resolves to a release function once `risky()` is false (no gate needed: a no-op) or this
-   * request holds the visitor's gate; to undefined when `deadline` (ms since epoch) passed first.
-   */
-  enter(visitor: string, risky: () => boolean, deadline: number, now: () => number): Promise<(() => void) | undefined>;
-}
-
-export function createVisitorGate(): VisitorGate {
-  const held = new Map<string, Promise<void>>();
-  const none = () => {};
-  return {
-    async enter(visitor, risky, deadline, now) {
-      for (;;) {
-        if (!risky()) return none;
-        const busy = held.get(visitor);
-        if (busy === undefined) {
-          let open = none;
-          held.set(
-            visitor,
-            new Promise<void>((resolve) => {
-              open = resolve;
-            }),
-          );
-          return () => {
-            held.delete(visitor);
-            open();
-          };
-        }
-        const left = deadline - now();
-        if (left <= 0) return undefined;
-        let timer: ReturnType<typeof setTimeout> | undefined;
-        await Promise.race([busy, new Promise((resolve) => (timer = setTimeout(resolve, left)))]);
-        clearTimeout(timer);
       }
     },
   };
