@@ -109,7 +109,6 @@ export function createCollectAnswerer(options: CollectAnswererOptions): (request
             items: outcome.items ?? 0,
             results: countBy(items, (item) => item.status),
             ...(Object.keys(reasons).length === 0 ? {} : { reasons }),
-            upstream: outcome.upstream ?? [],
           }),
       ...(error === undefined ? {} : { error }),
       ...(outcome.warning === undefined ? {} : { warning: outcome.warning }),

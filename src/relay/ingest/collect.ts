@@ -237,7 +237,6 @@ export async function collectItems(
     results: ordered,
     reasons,
     unverified,
-    upstream: handed.upstream ?? [],
     ...(handed.warning || unrecalled ? { warning: [handed.warning, unrecalled].filter(Boolean).join('; ') } : {}),
   };
   const retryAfter = Math.max(handed.retryAfter ?? 0, guarded > 0 ? Math.ceil(guardMs / 1000) : 0, budget.retryAfter);

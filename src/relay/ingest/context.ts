@@ -43,7 +43,6 @@ export interface CollectOutcome {
   reasons?: Map<number, RejectReason>;
   /** items whose identity could not be verified (rejected under `required`, reduced under `optional`) */
   unverified?: number;
-  upstream?: number[];
   /** something went wrong that the caller need not know (logged) */
   warning?: string;
 }

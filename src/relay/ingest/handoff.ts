@@ -45,8 +45,6 @@ export interface HandoffResult {
   retryAfter?: number;
   /** the error code of the 503 when nothing got through @default 'upstream_unavailable' */
   code?: string;
-  /** the platform's statuses, when the hand-off called it (Workers without a queue) */
-  upstream?: number[];
   /** something went wrong that the browser need not know (logged) */
   warning?: string;
 }
