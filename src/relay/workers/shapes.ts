@@ -49,23 +49,23 @@ export async function teachShapes(namespace: DurableObjectNamespace<RelayState>,
  */
 export function durableShapes(namespace: DurableObjectNamespace<RelayState>): Shapes {
   const here = createShapes();
-  const unknownUntil = new Map<string, number>();
+  // Shapes the object did not know, as known shapes are kept: each for a while, at most so many.
+  const unknown = createShapes({ ttlMs: UNKNOWN_CACHE_MS });
   return {
     known: here.known,
     learn: here.learn,
     async recall(site, shapes, now) {
-      const asked = shapes.filter((shape) => !here.known(site, shape, now) && (unknownUntil.get(`${site}\u0002${shape}`) ?? 0) <= now);
+      const asked = shapes.filter((shape) => !here.known(site, shape, now) && !unknown.known(site, shape, now));
       if (asked.length === 0) return;
       const known = (await objectOf(namespace, site).knownShapes(site, asked, now)) as [string, number][];
       // Known here until the object's own `until`: learning counts the lifetime from the time given.
       for (const [shape, until] of known) here.learn(site, [shape], until - SHAPE_TTL_MS);
       const found = new Set(known.map(([shape]) => shape));
-      for (const shape of asked) {
-        const key = `${site}\u0002${shape}`;
-        unknownUntil.delete(key);
-        if (!found.has(shape)) unknownUntil.set(key, now + UNKNOWN_CACHE_MS);
-        if (unknownUntil.size > 10_000) unknownUntil.delete(unknownUntil.keys().next().value as string);
-      }
+      unknown.learn(
+        site,
+        asked.filter((shape) => !found.has(shape)),
+        now,
+      );
     },
   };
 }
