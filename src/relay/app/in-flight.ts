@@ -12,19 +12,26 @@ export interface InFlight {
 }
 
 export function createInFlight(): InFlight {
-  const handling = new Set<Promise<unknown>>();
+  let handling = 0;
+  /** what `drain` calls waiting for the last tracked request to settle */
+  let waiting: (() => void)[] = [];
+  // One function for every request's settling, not a closure each.
+  const settled = () => {
+    handling--;
+    if (handling > 0) return;
+    const drained = waiting;
+    waiting = [];
+    for (const resolve of drained) resolve();
+  };
   return {
     track:
       (handle) =>
       (...args) => {
         const answer = handle(...args);
-        handling.add(answer);
-        const forget = () => void handling.delete(answer);
-        answer.then(forget, forget);
+        handling++;
+        answer.then(settled, settled);
         return answer;
       },
-    drain: async () => {
-      while (handling.size > 0) await Promise.allSettled([...handling]);
-    },
+    drain: () => (handling === 0 ? Promise.resolve() : new Promise<void>((resolve) => waiting.push(resolve))),
   };
 }

@@ -7,7 +7,7 @@
  * its id: never a key, a token, a hash or an item's contents.
  * @module
  */
-import { type ItemStatus, REJECT_REASONS, type RejectReason } from '../../api/collect.js';
+import { type ItemResult, REJECT_REASONS, type RejectReason } from '../../api/collect.js';
 import { describeError } from './errors.js';
 import { scrubLine } from './logging.js';
 
@@ -48,13 +48,8 @@ export const UNKNOWN_SITE = '(unknown)';
 /** How they name a proxy call without a valid token, or to a path the proxy does not serve. */
 export const NONE = '(none)';
 
-/** One item's result as observers see it: `reason` for `rejected`, `error` for `rejected` and `retry`. */
-export interface ObservedItem {
-  id: string;
-  status: ItemStatus;
-  reason?: RejectReason;
-  error?: string;
-}
+/** One item's result as observers see it, the answer's own: `reason` for `rejected`, `error` for `rejected` and `retry`. */
+export type ObservedItem = ItemResult;
 
 /** One `POST /collect`, answered. */
 export interface CollectEvent {
@@ -118,14 +113,4 @@ export function observeAll(...observers: (RelayObserver | undefined)[]): Require
     upstream: (call) => tell('upstream', call),
     delivery: (event) => tell('delivery', event),
   };
-}
-
-/** Counts per value of `key` over `items`: `{accepted: 3, duplicate: 1}`. */
-export function countBy<T>(items: readonly T[], key: (item: T) => string | undefined): Record<string, number> {
-  const counts: Record<string, number> = {};
-  for (const item of items) {
-    const value = key(item);
-    if (value !== undefined) counts[value] = (counts[value] ?? 0) + 1;
-  }
-  return counts;
 }

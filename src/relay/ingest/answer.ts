@@ -7,8 +7,8 @@
 import type { Clock } from '../core/clock.js';
 import { corsHeaders, anySiteAllows } from '../core/cors.js';
 import { describeError, RelayHttpError, type HttpAnswer } from '../core/errors.js';
-import type { Logger } from '../core/logging.js';
-import { countBy, type ObservedItem, type RelayObserver } from '../core/observe.js';
+import type { Logger, LogLine } from '../core/logging.js';
+import type { ObservedItem, RelayObserver } from '../core/observe.js';
 import type { SiteConfig } from '../core/sites.js';
 import type { CollectRequest } from './body.js';
 import { collect } from './collect.js';
@@ -45,6 +45,20 @@ export const TROUBLE_RETRY_AFTER = { min: 5, max: 300 } as const;
 export const troubleRetryAfter = (since: number, now: number): number =>
   Math.min(TROUBLE_RETRY_AFTER.max, Math.max(TROUBLE_RETRY_AFTER.min, Math.ceil((now - since) / 1000)));
 
+/** The log line's counts of `items`: per result status (`{accepted: 3, duplicate: 1}`), and per rejection class when some were rejected. */
+function counted(items: readonly ObservedItem[]): { results: Record<string, number>; reasons?: Record<string, number> } {
+  const results: Record<string, number> = {};
+  let reasons: Record<string, number> | undefined;
+  for (const { status, reason } of items) {
+    results[status] = (results[status] ?? 0) + 1;
+    if (reason !== undefined) {
+      reasons ??= {};
+      reasons[reason] = (reasons[reason] ?? 0) + 1;
+    }
+  }
+  return reasons === undefined ? { results } : { results, reasons };
+}
+
 /** The POST /collect handler; the Node entry calls it straight from node:http. */
 export function createCollectAnswerer(options: CollectAnswererOptions): (request: CollectRequest, info: ClientInfo) => Promise<CollectHttpAnswer> {
   const { context, sites, clock, observer, logger, debug, path } = options;
@@ -54,7 +68,6 @@ export function createCollectAnswerer(options: CollectAnswererOptions): (request
   return async (request, info) => {
     const started = clock.now();
     const origin = request.origin;
-    const cors = corsHeaders(origin, origin !== undefined && anySiteAllows(origin, sites));
     let outcome: CollectOutcome;
     let unexpected: unknown;
     const seen: { site?: string } = {};
@@ -80,43 +93,46 @@ export function createCollectAnswerer(options: CollectAnswererOptions): (request
         unexpected = caught;
       }
     }
-    const headers: Record<string, string> = { ...cors, ...outcome.headers, 'Content-Type': 'application/json', 'Cache-Control': 'no-store' };
+    const headers = corsHeaders(origin, origin !== undefined && anySiteAllows(origin, sites));
+    if (outcome.headers !== undefined) Object.assign(headers, outcome.headers);
+    headers['Content-Type'] = 'application/json';
+    headers['Cache-Control'] = 'no-store';
     if (outcome.retryAfter !== undefined) headers['Retry-After'] = String(outcome.retryAfter);
     const error = outcome.status === 200 ? undefined : (outcome.body as { error?: { code?: string } }).error?.code;
-    const items: ObservedItem[] = (outcome.results ?? []).map((result, index) => {
-      const item: ObservedItem = { id: result.id, status: result.status };
-      const reason = outcome.reasons?.get(index);
-      if (reason !== undefined) item.reason = reason;
-      if (result.error !== undefined) item.error = result.error;
-      return item;
-    });
+    // The answer's own results are what observers see: each carries its status, and its reason and error when it has them.
+    const items: ObservedItem[] = outcome.results ?? [];
     const ms = clock.now() - started;
     const ts = new Date(started).toISOString();
     outcome.site ??= seen.site;
     observer.collect?.({ at: started, site: outcome.site, status: outcome.status, error, ms, items, unverified: outcome.unverified ?? 0 });
-    const reasons = countBy(items, (item) => item.reason);
-    logger({
-      ts,
-      kind: 'collect',
-      method: 'POST',
-      path,
-      status: outcome.status,
-      ms,
-      ...(outcome.site === undefined
-        ? {}
-        : {
-            site: outcome.site,
-            items: outcome.items ?? 0,
-            results: countBy(items, (item) => item.status),
-            ...(Object.keys(reasons).length === 0 ? {} : { reasons }),
-          }),
-      ...(error === undefined ? {} : { error }),
-      ...(outcome.warning === undefined ? {} : { warning: outcome.warning }),
-      ...(unexpected === undefined ? {} : { cause: describeError(unexpected) }),
-    });
+    const line: LogLine = { ts, kind: 'collect', method: 'POST', path, status: outcome.status, ms };
+    if (outcome.site !== undefined) {
+      line.site = outcome.site;
+      line.items = outcome.items ?? 0;
+      const { results, reasons } = counted(items);
+      line.results = results;
+      if (reasons !== undefined) line.reasons = reasons;
+    }
+    if (error !== undefined) line.error = error;
+    if (outcome.warning !== undefined) line['warning'] = outcome.warning;
+    if (unexpected !== undefined) line['cause'] = describeError(unexpected);
+    logger(line);
     if (debug) {
-      for (const { status, ...item } of items)
-        logger({ level: 'debug', ts, kind: 'item', method: 'POST', path, status: outcome.status, ms, site: outcome.site, result: status, ...item });
+      for (const { status, id, reason, error: why } of items)
+        logger({
+          level: 'debug',
+          ts,
+          kind: 'item',
+          method: 'POST',
+          path,
+          status: outcome.status,
+          ms,
+          site: outcome.site,
+          result: status,
+          id,
+          ...(reason === undefined ? {} : { reason }),
+          ...(why === undefined ? {} : { error: why }),
+        });
     }
     return { status: outcome.status, headers, body: JSON.stringify(outcome.body) };
   };

@@ -127,12 +127,10 @@ export async function collectItems(
 ): Promise<CollectOutcome> {
   const { config, store, clock } = ctx;
 
-  // Each item on its own: a bad one is rejected with a reason, the rest go on.
-  const results = new Map<number, ItemResult>();
-  const reasons = new Map<number, RejectReason>();
+  // Each item on its own: a bad one is rejected with a reason, the rest go on. One result per item, by its place in the batch.
+  const results = new Array<ItemResult>(body.batch.length);
   const reject = (index: number, id: string, error: string, reason: RejectReason) => {
-    results.set(index, { id, status: 'rejected', error, reason });
-    reasons.set(index, reason);
+    results[index] = { id, status: 'rejected', error, reason };
   };
   const items: CheckedItem[] = [];
   // id -> index of its first valid copy; a later copy in the batch gets that copy's outcome, whatever it turns out to be.
@@ -180,7 +178,7 @@ export async function collectItems(
       continue;
     }
     if (guardMs > 0 && heldByGuard(ctx, site, item, ruling.verified, started)) {
-      results.set(item.index, { id: item.id, status: 'retry', error: GUARD_RETRY });
+      results[item.index] = { id: item.id, status: 'retry', error: GUARD_RETRY };
       guarded++;
       continue;
     }
@@ -193,7 +191,7 @@ export async function collectItems(
   }
   // Unproven identifies create people within the site's budget (unproven.ts).
   const budget = await budgetPeople(ctx.limiter, site.key, config.unproven, going, started);
-  for (const { index, result } of budget.held) results.set(index, result);
+  for (const { index, result } of budget.held) results[index] = result;
 
   // The address-lookup budget is spent only on items that go.
   const asking = budget.going.filter((p) => wantsAddress(p.entry['location'] as Record<string, unknown> | undefined));
@@ -220,34 +218,25 @@ export async function collectItems(
           bytes: body.bytes,
         })
       : { results: new Map<string, ItemResult>(), retryAfter: 0 };
-  for (const p of budget.going) {
-    const result = handed.results.get(p.id) ?? { id: p.id, status: 'retry' as const, error: 'not handed on' };
-    results.set(p.index, result);
-    if (result.status === 'rejected' && result.reason !== undefined) reasons.set(p.index, result.reason);
-  }
-  for (const [index, firstIndex] of repeats) {
-    results.set(index, results.get(firstIndex)!);
-    if (reasons.has(firstIndex)) reasons.set(index, reasons.get(firstIndex)!);
-  }
-  const ordered = body.batch.map((_, index) => results.get(index)!);
+  for (const p of budget.going) results[p.index] = handed.results.get(p.id) ?? { id: p.id, status: 'retry', error: 'not handed on' };
+  for (const [index, firstIndex] of repeats) results[index] = results[firstIndex]!;
   const token = identity && subjects.length > 0 ? await identity.issue(site.key, subjects, clock.now(), expires) : undefined;
   const log = {
     site: site.name,
     items: body.batch.length,
-    results: ordered,
-    reasons,
+    results,
     unverified,
     ...(handed.warning || unrecalled ? { warning: [handed.warning, unrecalled].filter(Boolean).join('; ') } : {}),
   };
   const retryAfter = Math.max(handed.retryAfter ?? 0, guarded > 0 ? Math.ceil(guardMs / 1000) : 0, budget.retryAfter);
-  const gotThrough = ordered.some((result) => result.status === 'accepted' || result.status === 'duplicate');
+  const gotThrough = results.some((result) => result.status === 'accepted' || result.status === 'duplicate');
   if (retryAfter > 0 && !gotThrough) {
     const error = new RelayHttpError(
       503,
       handed.code ?? (budget.held.length > 0 ? PEOPLE_BUDGET : 'upstream_unavailable'),
       `The relay could not take the items right now; none were lost: retry after ${retryAfter} s.`,
       {
-        details: ordered,
+        details: results,
         retryAfter,
       },
     );
@@ -255,6 +244,6 @@ export async function collectItems(
   }
   const window = Math.floor(config.windowMs / 1000);
   // Some went through, others wait: Retry-After tells the browser when to send those again.
-  const later = retryAfter > 0 && ordered.some((result) => result.status === 'retry') ? { retryAfter } : {};
-  return { status: 200, body: token === undefined ? { results: ordered, window } : { results: ordered, identity: token, window }, ...later, ...log };
+  const later = retryAfter > 0 && results.some((result) => result.status === 'retry') ? { retryAfter } : {};
+  return { status: 200, body: token === undefined ? { results, window } : { results, identity: token, window }, ...later, ...log };
 }

@@ -3,7 +3,7 @@
  * collect.ts, its guard (guard.ts) and the HTTP answer (answer.ts).
  * @module
  */
-import type { ItemResult, RejectReason } from '../../api/collect.js';
+import type { ItemResult } from '../../api/collect.js';
 import type { Clock } from '../core/clock.js';
 import type { RelayConfig } from '../core/config.js';
 import type { RateLimiter } from '../core/limits.js';
@@ -38,9 +38,8 @@ export interface CollectOutcome {
   /** for the log line and observers */
   site?: string | undefined;
   items?: number;
+  /** one per item of the batch, in order; a rejected one carries its class (`reason`) */
   results?: ItemResult[];
-  /** the class of each rejection, by index in `results` */
-  reasons?: Map<number, RejectReason>;
   /** items whose identity could not be verified (rejected under `required`, reduced under `optional`) */
   unverified?: number;
   /** something went wrong that the caller need not know (logged) */
