@@ -7,10 +7,15 @@
  * {@link REFUSAL_OBJECTS} objects, by a hash of its key (buckets.ts keeps the rows).
  *
  * Looking (charge 0) is what every `/collect` does for its visitor and its site: a look that found
- * a token is remembered in the isolate for {@link LOOK_CACHE_MS}, and the looks of one key an
- * isolate asks while one is under way share its answer, so a busy site costs each isolate about
- * one call a second for its guard however many requests wait on it, and a visitor's cut-off may
- * come that much late.
+ * a token is trusted by the isolate for {@link LOOK_CACHE_MS}, and while one request's look at a
+ * key is under way the isolate's other requests take the answer it last had for that key (if
+ * that answer is less than {@link LOOK_CACHE_MS} + {@link LOOK_UNDER_WAY_MS} old), so a busy site
+ * costs each isolate about one call a second for its guard however many requests come, and a
+ * visitor's cut-off may come up to two seconds late. A request never waits on another request's
+ * call: in workerd a call belongs to the request that made it, and a request whose client goes
+ * away takes its unanswered calls with it, so a promise shared with the others would never settle
+ * and they would hang (test/workerd/refusals-look.test.ts). A request with no answer to take (the
+ * isolate's first ones, or a key not looked at for a while) asks itself.
  * @module
  */
 import type { DurableObjectNamespace } from '@cloudflare/workers-types/index.ts';
@@ -21,8 +26,31 @@ import { hash, type RelayState } from './state.js';
 export const REFUSAL_OBJECTS = 16;
 /** How long an isolate trusts a look that found a token. */
 export const LOOK_CACHE_MS = 1_000;
-/** Looks remembered per isolate, at most (the oldest forgotten first: forgetting only asks again). */
+/** How long a look counts as under way: one unanswered by then (its request cut off) no longer stands for the others. */
+export const LOOK_UNDER_WAY_MS = 1_000;
+/** Answers (and looks under way) remembered per isolate, at most (the oldest forgotten first: forgetting only asks again). */
 const MAX_CACHED = 10_000;
+
+/** An answer the isolate had for a key, and the request clock it was asked at. */
+interface Answer {
+  decision: LimitDecision;
+  at: number;
+}
+
+/** `decision`, asked at `at`, as it stands at `now`: a closed bucket's wait counted down (it refills meanwhile). */
+function aged({ decision, at }: Answer, now: number): LimitDecision {
+  if (decision.ok) return decision;
+  const retryAfterMs = decision.retryAfterMs - (now - at);
+  return retryAfterMs > 0 ? { ok: false, retryAfterMs } : { ok: true, retryAfterMs: 0 };
+}
+
+/** Sets `key` in `map`, forgetting the oldest entry past {@link MAX_CACHED}. */
+function remember<V>(map: Map<string, V>, key: string, value: V): void {
+  map.delete(key);
+  map.set(key, value);
+  if (map.size > MAX_CACHED) map.delete(map.keys().next().value as string);
+}
+
 /**
  * A {@link RateLimiter} whose refusal buckets (keys `refusals:…`, charged or looked at) and sites'
  * budgets of new people (`people:…`, ingest/unproven.ts) live in the `RelayState` objects; every
@@ -31,9 +59,10 @@ const MAX_CACHED = 10_000;
  */
 export function durableRefusals(namespace: DurableObjectNamespace<RelayState>, fallback?: RateLimiter, options: { cacheMs?: number } = {}): RateLimiter {
   const cacheMs = options.cacheMs ?? LOOK_CACHE_MS;
-  const looked = new Map<string, number>();
-  /** looks asked and not yet answered, by key */
-  const inFlight = new Map<string, Promise<LimitDecision>>();
+  /** the last answer per key (plain values: safe to read from any request) */
+  const answers = new Map<string, Answer>();
+  /** per key, the request clock at which a look still unanswered was asked */
+  const asking = new Map<string, number>();
   const object = (key: string) => namespace.get(namespace.idFromName(`refusals#${hash(key) % REFUSAL_OBJECTS}`));
   return {
     async limit(key, rate, now, charge) {
@@ -45,28 +74,23 @@ export function durableRefusals(namespace: DurableObjectNamespace<RelayState>, f
       }
       if (charge !== 0) {
         const decision = (await object(key).bucket(key, rate.perSecond, rate.burst, now, charge)) as LimitDecision;
-        looked.delete(key);
+        answers.delete(key);
         return decision;
       }
-      if ((looked.get(key) ?? 0) > now) return { ok: true, retryAfterMs: 0 };
-      // Looks of one key at once share one call: every /collect looks at its site's bucket.
-      const flying = inFlight.get(key);
-      if (flying !== undefined) return flying;
-      const look = (async () => {
-        try {
-          const decision = (await object(key).bucket(key, rate.perSecond, rate.burst, now, 0)) as LimitDecision;
-          looked.delete(key);
-          if (decision.ok && cacheMs > 0) {
-            looked.set(key, now + cacheMs);
-            if (looked.size > MAX_CACHED) looked.delete(looked.keys().next().value as string);
-          }
-          return decision;
-        } finally {
-          inFlight.delete(key);
-        }
-      })();
-      inFlight.set(key, look);
-      return look;
+      const last = answers.get(key);
+      if (last?.decision.ok && now - last.at < cacheMs) return last.decision;
+      // Another request of this isolate is asking: take the last answer rather than wait on its call.
+      const askedAt = asking.get(key);
+      if (last !== undefined && askedAt !== undefined && now - askedAt < LOOK_UNDER_WAY_MS && now - last.at < cacheMs + LOOK_UNDER_WAY_MS)
+        return aged(last, now);
+      remember(asking, key, now);
+      try {
+        const decision = (await object(key).bucket(key, rate.perSecond, rate.burst, now, 0)) as LimitDecision;
+        remember(answers, key, { decision, at: now });
+        return decision;
+      } finally {
+        if (asking.get(key) === now) asking.delete(key);
+      }
     },
   };
 }
