@@ -1,5 +1,6 @@
 import { availableParallelism } from 'node:os';
 import { defineConfig } from 'vitest/config';
+import { DRIVER_STALLED } from './test/e2e/engines/webkit.js';
 import LongestFirstSequencer from './test/support/sequencer.js';
 
 /**
@@ -86,6 +87,8 @@ export default defineConfig({
           include: ['test/e2e/**/*.test.ts'],
           testTimeout: 120_000,
           hookTimeout: 120_000,
+          // Once, and only when WebKitWebDriver stopped answering (test/e2e/engines/webkit.ts): never on what the product did.
+          retry: { count: 1, condition: new RegExp(DRIVER_STALLED) },
         },
       },
     ],
