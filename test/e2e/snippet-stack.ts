@@ -83,6 +83,16 @@ export const flushSnippet = async () => {
   if (cdp?.loaded && typeof cdp.flush === 'function') await cdp.flush();
 };
 
+/** `work`'s result, or an error saying `what` once `ms` passed: a stop or start that hangs names itself, not the test's timeout. */
+async function within<T>(ms: number, what: string, work: Promise<T>): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  try {
+    return await Promise.race([work, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what} within ${ms / 1000} s`)), ms)))]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 function listen(server: Server): Promise<string> {
   return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(`http://127.0.0.1:${(server.address() as AddressInfo).port}`)));
 }
@@ -175,11 +185,11 @@ export async function startStack(): Promise<Stack> {
         kind === 'item' && id && result ? [{ id, result }] : [],
       ),
     async stopRelay() {
-      await relay?.close();
+      if (relay) await within(30_000, 'the relay did not stop', relay.close());
       relay = undefined;
     },
     async startRelay() {
-      relay ??= await startRelay({ port: relayPort, ...relayOptions });
+      relay ??= await within(30_000, `the relay did not start again on port ${relayPort}`, startRelay({ port: relayPort, ...relayOptions }));
     },
     site,
     pageUrl: (init = {}, flags = {}) =>
