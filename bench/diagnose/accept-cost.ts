@@ -5,9 +5,12 @@
  * --batch items from --visitors visitors, --concurrent of them at once (one group commit), each
  * 100 accepted then leased, marked sending and settled as the deliverer does. --identifies: each
  * request's first item is an identify of its browser (its tracks wait for it: held, then freed
- * when it is delivered).
+ * when it is delivered). --window: how long ids are remembered (ms; 1 hour by default): a short
+ * one shows a relay that has run longer than its window, each accept forgetting expired ids.
+ * `steps` are SQLite's own count of the virtual-machine steps its statements ran (`sqlite_stmt`):
+ * the work of the rows they read and wrote, whatever the machine's load.
  *
- *   npx tsx bench/diagnose/accept-cost.ts [--requests 3000] [--batch 10] [--concurrent 16] [--visitors 100000] [--identifies]
+ *   npx tsx bench/diagnose/accept-cost.ts [--requests 3000] [--batch 10] [--concurrent 16] [--visitors 100000] [--identifies] [--window 3600000]
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
@@ -15,8 +18,10 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { uuid } from '../../src/browser/uuid.js';
 import type { OutboxItem } from '../../src/relay/state/outbox.js';
-import { createSqliteOutbox } from '../../src/relay/state/sqlite-outbox.js';
-import { sqliteCounts } from '../../src/relay/state/sqlite-file.js';
+import { createSqlOutbox } from '../../src/relay/state/sql-outbox.js';
+import { libsqlPort } from '../../src/relay/state/sqlite-outbox.js';
+import { openSqlite, sqliteCounts } from '../../src/relay/state/sqlite-file.js';
+import { walSync } from '../../src/relay/state/sqlite-wal.js';
 
 const { values } = parseArgs({
   options: {
@@ -25,16 +30,24 @@ const { values } = parseArgs({
     concurrent: { type: 'string', default: '16' },
     visitors: { type: 'string', default: '100000' },
     identifies: { type: 'boolean', default: false },
+    window: { type: 'string', default: '3600000' },
   },
 });
 const REQUESTS = Number(values.requests);
 const BATCH = Number(values.batch);
 const CONCURRENT = Number(values.concurrent);
 const VISITORS = Number(values.visitors);
+const WINDOW = Number(values.window);
 
 const dir = mkdtempSync(join(tmpdir(), 'cdp-accept-cost-'));
-const store = await createSqliteOutbox(join(dir, 'relay-state.db'));
-const { outbox } = store;
+// As createSqliteOutbox opens it (WAL, synchronous=NORMAL, the WAL synced before each answer), with the connection at hand for its steps.
+const path = join(dir, 'relay-state.db');
+const db = await openSqlite(path, 5000, 'accept-cost', true);
+const wal = walSync(path);
+const { outbox } = await createSqlOutbox(libsqlPort(db, wal.sync));
+const stepsOf = db.prepare('SELECT sum(nstep) FROM sqlite_stmt').raw();
+/** VM steps of every statement of the connection so far (they stay prepared). */
+const vmSteps = () => Number((stepsOf.get() as unknown[])[0]);
 let visitor = 0;
 let serial = 0;
 const request = (): OutboxItem[] => {
@@ -56,16 +69,18 @@ const request = (): OutboxItem[] => {
   });
 };
 
-/** Statements, rows and commits while started, summed over the spans. */
+/** Statements, rows, VM steps and commits while started, summed over the spans. */
 function statementCounts() {
-  const total = { statements: 0, rows: 0, commits: 0 };
-  let from = { ...sqliteCounts };
+  const total = { statements: 0, rows: 0, steps: 0, commits: 0 };
+  const read = () => ({ ...sqliteCounts, steps: vmSteps() });
+  let from = read();
   return {
     start: () => {
-      from = { ...sqliteCounts };
+      from = read();
     },
     stop: () => {
-      for (const key of ['statements', 'rows', 'commits'] as const) total[key] += sqliteCounts[key] - from[key];
+      const to = read();
+      for (const key of ['statements', 'rows', 'steps', 'commits'] as const) total[key] += to[key] - from[key];
     },
     per: (n: number) => Object.fromEntries(Object.entries(total).map(([key, value]) => [key, Math.round((value / n) * 100) / 100])),
   };
@@ -79,7 +94,7 @@ for (let done = 0; done < REQUESTS; done += CONCURRENT) {
   const batch = Array.from({ length: Math.min(CONCURRENT, REQUESTS - done) }, request);
   let before = process.cpuUsage();
   counts.accept.start();
-  const answers = await Promise.all(batch.map((items) => outbox.accept(items, Date.now(), 3_600_000)));
+  const answers = await Promise.all(batch.map((items) => outbox.accept(items, Date.now(), WINDOW)));
   counts.accept.stop();
   cpu.accept += (process.cpuUsage(before).user + process.cpuUsage(before).system) / 1000;
   accepted += answers.reduce((n, a) => n + a.accepted.length, 0);
@@ -121,5 +136,6 @@ console.log(
     2,
   ),
 );
-await store.close();
+db.close();
+await wal.close();
 rmSync(dir, { recursive: true, force: true });

@@ -248,10 +248,12 @@ describe('the SQLite outbox counts its remembered ids as they come and go', () =
     expect((await store.outbox.stats()).remembered).toBe(2);
     await store.outbox.accept([], now + 5000, 1000); // the expiry slice forgets both
     expect((await store.outbox.stats()).remembered).toBe(0);
-    // More expired ids than one accept's expiry slice (1,000): those left are forgotten when sent again.
+    // More expired ids than one accept's expiry slice (the oldest 1,000, with any ending in the same ms
+    // as the 1,000th): those left are forgotten when sent again. Here 1,000 end at one ms, 5 a ms later.
     const many = Array.from({ length: 1005 }, (_, i) => item('m', `m${i}`));
     expect((await store.outbox.accept(many, now, 1000)).accepted).toHaveLength(1005);
-    expect((await store.outbox.accept(many, now + 2000, 1000)).accepted).toHaveLength(1005);
+    expect((await store.outbox.accept(many.slice(0, 1000), now + 2000, 1000)).accepted).toHaveLength(1000);
+    expect((await store.outbox.accept(many.slice(1000), now + 2001, 1000)).accepted).toHaveLength(5);
     expect((await store.outbox.stats()).remembered).toBe(1005);
     await store.outbox.accept([item('s', 'd'), item('s', 'e')], now + 5000, 60_000);
     expect((await store.outbox.stats()).remembered).toBe(1005 + 2 - 1000);

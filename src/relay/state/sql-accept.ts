@@ -22,15 +22,21 @@ import { CommitSyncError, type SqlPort } from './sql-port.js';
 const EXPIRY_SLICE = 1000;
 
 export const ACCEPT_SQL = {
-  expire: 'DELETE FROM outbox_seen WHERE (site, id) IN (SELECT site, id FROM outbox_seen WHERE until <= ?1 LIMIT ?2)',
+  // The oldest ?2 ids past their window (and any that end in the same ms as the last of them), or
+  // all of them when fewer: two walks of the `until` index, as far as the slice. `(site, id) IN
+  // (SELECT … LIMIT ?2)` searched the key by its first column only: each slice read every id of
+  // the site (the whole window's, e.g. 50 ms for 200,000 ids) once ids began to expire.
+  expire: 'DELETE FROM outbox_seen WHERE until <= coalesce((SELECT until FROM outbox_seen WHERE until <= ?1 ORDER BY until LIMIT 1 OFFSET ?2 - 1), ?1)',
   // One statement each per transaction, whatever the number of ids: [site number, id as hex, end of
-  // its window] go in as JSON. First the batch's ids whose window has passed are forgotten, then
-  // the ids not remembered are inserted: a RETURNING row says the id is new.
-  // Driven by the `until` index (only ids past their window, which the sweep keeps few), then
-  // matched against the batch: `(site, id) IN (SELECT … FROM json_each)` used only the key's first
-  // column, reading every id of the site on every accept (2.4 ms at 30,000 ids, and growing).
-  forgetStale:
-    'DELETE FROM outbox_seen WHERE until <= ?2 AND EXISTS (SELECT 1 FROM json_each(?1) WHERE value ->> 0 = outbox_seen.site AND unhex(value ->> 1) = outbox_seen.id)',
+  // its window] go in as JSON. First the batch's ids whose window has passed are forgotten (only
+  // when the expiry slice may have left some), then the ids not remembered are inserted: a
+  // RETURNING row says the id is new.
+  // Each id of the batch looked up by its key (its sites by their ids, then matched exactly): a
+  // walk of every id past its window, matched against the batch, cost their number times the
+  // batch's (8 s for 160 ids beside 30,000 expired, which a slow accept let grow). `(site, id) IN
+  // (SELECT … FROM json_each)` searches the key by its first column only: every id of the site.
+  forgetStale: `DELETE FROM outbox_seen WHERE site IN (SELECT value ->> 0 FROM json_each(?1)) AND id IN (SELECT unhex(value ->> 1) FROM json_each(?1))
+    AND until <= ?2 AND EXISTS (SELECT 1 FROM json_each(?1) WHERE value ->> 0 = outbox_seen.site AND unhex(value ->> 1) = outbox_seen.id)`,
   remember:
     'INSERT INTO outbox_seen (site, id, until) SELECT value ->> 0, unhex(value ->> 1), value ->> 2 FROM json_each(?1) WHERE true ON CONFLICT (site, id) DO NOTHING RETURNING site, hex(id)',
   addCount: "INSERT INTO outbox_count (name, value) VALUES ('remembered', ?1) ON CONFLICT (name) DO UPDATE SET value = value + excluded.value",
@@ -75,7 +81,9 @@ export function createAccept(db: SqlPort, lanes: Lanes, ready: Ready): (call: Ac
     for (const { windowMs, dead } of trims.values()) trimDead(now, windowMs, dead);
     const count = calls.reduce((n, call) => n + call.items.length, 0);
     // More than the accepts add: the table shrinks back after a peak.
-    let change = -db.run(ACCEPT_SQL.expire, now, Math.max(EXPIRY_SLICE, 2 * count));
+    const slice = Math.max(EXPIRY_SLICE, 2 * count);
+    const expired = db.run(ACCEPT_SQL.expire, now, slice);
+    let change = -expired;
     const results = calls.map((): Accepted => ({ accepted: [], duplicate: [], full: [] }));
     if (count === 0) {
       if (change !== 0) db.run(ACCEPT_SQL.addCount, change);
@@ -90,7 +98,8 @@ export function createAccept(db: SqlPort, lanes: Lanes, ready: Ready): (call: Ac
       }),
     );
     const json = JSON.stringify(pairs);
-    change -= db.run(ACCEPT_SQL.forgetStale, json, now);
+    // A slice short of its size forgot every id past its window: none of the batch's is left to forget.
+    if (expired >= slice) change -= db.run(ACCEPT_SQL.forgetStale, json, now);
     const fresh = new Set(db.query(ACCEPT_SQL.remember, json).map(([n, hex]) => `${n}:${hex}`));
     // In the order given; an id given twice is new once, its second copy a duplicate; one past the limits is forgotten again: full.
     // The lanes of the new ids' visitors, looked up together.
