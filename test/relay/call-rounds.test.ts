@@ -16,7 +16,7 @@ const activity = (browser: string): Leased => ({
   browser,
   visitor: browser,
   accepted: Date.now(),
-  entry: { activity_id: 'act:cm:viewed', person: { 'str::email': `${browser}@example.com` } },
+  text: JSON.stringify({ activity_id: 'act:cm:viewed', person: { 'str::email': `${browser}@example.com` } }),
 });
 const sites = { mergeBy: () => ['str::email'], proven: () => true };
 

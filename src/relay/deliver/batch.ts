@@ -1,11 +1,13 @@
 /**
  * Leased entries into platform calls: `person/merge` calls first (many people in one call, one
  * call per merge strategy and `merge_by`, one person's merges in accepted order across calls),
- * then `activities/create` calls, each of at most 100 entries and 2 MB. Each entry is serialised once; a call's body is the envelope around them.
+ * then `activities/create` calls, each of at most 100 entries and 2 MB. Each entry goes in as the
+ * text the outbox stored it as (state/item-text.ts); a call's body is the envelope around them.
  * @module
  */
 import { identifierKey, LIMITS } from '../../api/index.js';
 import { utf8Length } from '../../api/limits.js';
+import { entryOf } from '../state/item-text.js';
 import type { EntryKind, Leased } from '../state/outbox.js';
 
 export type CallEndpoint = 'person/merge' | 'activities/create';
@@ -54,7 +56,8 @@ export function bodyOf(call: Pick<Call, 'endpoint' | 'envelope' | 'texts'>): str
  * them, each value as it compares it (an email in two cases names one person).
  */
 export function namedBy(entry: Leased, mergeBy: readonly string[]): string[] {
-  const fields = (entry.entry['fields'] ?? {}) as Record<string, unknown>;
+  // Parsed here, for merges only: activities go as their text.
+  const fields = (entryOf(entry)['fields'] ?? {}) as Record<string, unknown>;
   return mergeBy.flatMap((field) => {
     const value = fields[field];
     const key = typeof value === 'string' ? identifierKey(field, value) : '';
@@ -127,7 +130,7 @@ export function planCalls(leased: readonly Leased[], sites: CallPlanning, maxEnt
       joined.set(by, byKey);
     }
     const key = `${entry.kind}\u0000${proven}\u0000${byKey}`;
-    const text = JSON.stringify(entry.entry);
+    const text = entry.text;
     const size = utf8Length(text) + 1;
     let call: Call & { key: string; bytes: number };
     if (entry.kind === 'activity') {

@@ -6,12 +6,23 @@
  */
 import { type Erased, namesPerson } from './erase.js';
 import { compactIdString } from './ids.js';
-import { createMemoryReady, type Entry } from './memory-ready.js';
+import { createMemoryReady, type Entry, type StoredItem } from './memory-ready.js';
 import { type Accepted, DEAD_SLICE, type DeadLetter, type Outbox, type OutboxItem, type Pacer } from './outbox.js';
 import { NO_LIMITS } from '../core/outbox-limits.js';
 import { pace, paceLeave, type PaceState, paceInterval, sharedWindow } from './pace.js';
 
-const copyItem = (item: OutboxItem): OutboxItem => ({ ...item, entry: structuredClone(item.entry) });
+/** The item as kept: a snapshot of its entry as JSON, which leases hand on as it is (no copy of the entry's objects per accept and per lease). */
+const stored = (item: OutboxItem): StoredItem => ({
+  site: item.site,
+  id: item.id,
+  kind: item.kind,
+  browser: item.browser,
+  visitor: item.visitor,
+  accepted: item.accepted,
+  text: JSON.stringify(item.entry),
+});
+/** The item with its entry parsed again (dead letters, an erasure's look). */
+const parsed = ({ text, ...item }: StoredItem): OutboxItem => ({ ...item, entry: JSON.parse(text) as Record<string, unknown> });
 
 /** An outbox kept in this process; `looked()` counts the entries and lanes its leases have looked at (their work). */
 export type MemoryOutbox = Outbox & { looked(): number };
@@ -43,7 +54,7 @@ export function createMemoryOutbox(): MemoryOutbox {
     }
   };
 
-  const browserOf = (item: OutboxItem) => `${item.site}\u0000${item.browser}`;
+  const browserOf = (item: Omit<OutboxItem, 'entry'>) => `${item.site}\u0000${item.browser}`;
   const places = createMemoryReady(pending, merges, (item) => {
     const site = lanes.get(item.site)!;
     return { site: site.since, lane: site.visitors.get(item.visitor)!.since };
@@ -119,7 +130,7 @@ export function createMemoryOutbox(): MemoryOutbox {
         }
         remembered.delete(key); // re-inserted at the tail: expiry order
         remembered.set(key, now + windowMs);
-        addWaiting({ seq: nextSeq++, item: copyItem(item), attempts: 0, availableAt: 0 });
+        addWaiting({ seq: nextSeq++, item: stored(item), attempts: 0, availableAt: 0 });
         result.accepted.push(item.id);
       }
       return result;
@@ -132,7 +143,7 @@ export function createMemoryOutbox(): MemoryOutbox {
         .map((entry) => {
           entry.owner = owner;
           places.wait(entry, now + leaseMs);
-          return { ...copyItem(entry.item), seq: entry.seq, attempts: entry.attempts };
+          return { ...entry.item, seq: entry.seq, attempts: entry.attempts };
         });
     },
 
@@ -170,7 +181,7 @@ export function createMemoryOutbox(): MemoryOutbox {
         const entry = ours(seq);
         if (!entry) continue;
         removeWaiting(entry);
-        dead.set(seq, { ...entry.item, seq, reason, ...(status === undefined ? {} : { status }), failed: now });
+        dead.set(seq, { ...parsed(entry.item), seq, reason, ...(status === undefined ? {} : { status }), failed: now });
       }
       return { skipped };
     },
@@ -194,7 +205,7 @@ export function createMemoryOutbox(): MemoryOutbox {
         dead.delete(seq);
         const { seq: _seq, reason: _reason, status: _status, failed: _failed, ...item } = letter;
         // Back in the outbox with its seq: a retried merge holds again what its browser sent after it (the lease sees to those ready).
-        addWaiting({ seq, item, attempts: 0, availableAt: now }, now);
+        addWaiting({ seq, item: stored(item), attempts: 0, availableAt: now }, now);
         count++;
       }
       return count;
@@ -214,7 +225,7 @@ export function createMemoryOutbox(): MemoryOutbox {
     async erase(person, site, now) {
       const erased: Erased = { waiting: 0, dead: 0, inFlight: 0 };
       for (const entry of [...pending.values()]) {
-        if (!namesPerson(entry.item, person, site)) continue;
+        if (!namesPerson(parsed(entry.item), person, site)) continue;
         if (entry.owner !== undefined && entry.availableAt > now) erased.inFlight++;
         else {
           removeWaiting(entry);

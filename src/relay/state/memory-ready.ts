@@ -7,11 +7,14 @@
  * @module
  */
 import { type Lane, MERGES_PER_LEASE, takeFairMergesBounded } from './fair.js';
-import type { OutboxItem } from './outbox.js';
+import type { Leased, OutboxItem } from './outbox.js';
+
+/** An item as the in-process outbox keeps it: its entry as JSON, serialised once when accepted (as a lease hands it on). */
+export type StoredItem = Omit<Leased, 'seq' | 'attempts'>;
 
 export interface Entry {
   seq: number;
-  item: OutboxItem;
+  item: StoredItem;
   attempts: number;
   /** who leased it last, while leased */
   owner?: string | undefined;
@@ -117,14 +120,14 @@ interface ReadySite {
 export function createMemoryReady(
   entries: ReadonlyMap<number, Entry>,
   merges: ReadonlyMap<string, ReadonlySet<number>>,
-  since: (item: OutboxItem) => { site: number; lane: number },
+  since: (item: Omit<OutboxItem, 'entry'>) => { site: number; lane: number },
 ) {
   const sites = new Map<number, ReadySite>();
   const order = new Seqs();
   const timeline = new Timeline();
   const held = new Map<string, Map<number, Entry>>();
   let looked = 0;
-  const browserOf = (item: OutboxItem) => `${item.site}\u0000${item.browser}`;
+  const browserOf = (item: Omit<OutboxItem, 'entry'>) => `${item.site}\u0000${item.browser}`;
   /** Whether an earlier merge of its browser is in the outbox, other than those `taken` in this lease. */
   const behindMerge = (entry: Entry, taken: ReadonlySet<number> = new Set()) => {
     for (const seq of merges.get(browserOf(entry.item)) ?? []) if (seq < entry.seq && (entry.item.kind === 'activity' || !taken.has(seq))) return true;
@@ -204,7 +207,7 @@ export function createMemoryReady(
     unplace,
     wait,
     /** A merge of `item`'s browser left the outbox: what it held up to the next one may go. */
-    free(item: OutboxItem) {
+    free(item: Omit<OutboxItem, 'entry'>) {
       const browser = browserOf(item);
       const waiting = held.get(browser);
       if (waiting === undefined) return;

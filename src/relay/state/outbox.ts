@@ -39,7 +39,12 @@ export interface OutboxItem {
 }
 
 /** An item leased to one deliverer. */
-export interface Leased extends OutboxItem {
+export interface Leased extends Omit<OutboxItem, 'entry'> {
+  /**
+   * The platform entry as JSON, as it goes in the call: serialised once when accepted, and not
+   * parsed again on its way (state/item-text.ts), but for a merge's `fields` (deliver/batch.ts).
+   */
+  text: string;
   /** the outbox's own handle: unique, increasing in acceptance order */
   seq: number;
   /**

@@ -17,6 +17,7 @@ import { Buffer } from 'node:buffer';
 import { ERASE, SUPPRESS, SUPPRESSED } from './redis-erase-lua.js';
 import { type Erased, namesPerson } from './erase.js';
 import { compactId } from './ids.js';
+import { itemText, leasedOf } from './item-text.js';
 import { DEAD_SLICE, type DeadLetter, type Leased, type OutboxItem, type OutboxStore } from './outbox.js';
 import { NO_LIMITS } from '../core/outbox-limits.js';
 import { paceInterval, sharedWindow } from './pace.js';
@@ -94,7 +95,7 @@ export async function createRedisOutbox(url: string, options: RedisOutboxOptions
           item.visitor,
           item.kind === 'activity' ? 'a' : 'm',
           item.browser,
-          JSON.stringify(item),
+          itemText(item),
         ]);
         const flags = await run.cdpOutboxAccept(P, at(now), ms(windowMs), ...bounds, ...args);
         const pick = (flag: number) => items.filter((_, i) => flags[i] === flag).map((item) => item.id);
@@ -103,7 +104,7 @@ export async function createRedisOutbox(url: string, options: RedisOutboxOptions
       async lease(owner, max, now, leaseMs) {
         if (max <= 0) return [];
         const rows = await run.cdpOutboxLease(P, owner, at(now), ms(leaseMs), Math.floor(max));
-        return rows.map(([seq, item, attempts]): Leased => ({ ...(JSON.parse(item) as OutboxItem), seq: Number(seq), attempts: Number(attempts) }));
+        return rows.map(([seq, item, attempts]): Leased => leasedOf(item, Number(seq), Number(attempts)));
       },
       async sending(owner, seqs, now) {
         if (seqs.length === 0) return [];

@@ -13,6 +13,7 @@
 import { toHex } from '../core/encoding.js';
 import type { OutboxLimits } from '../core/outbox-limits.js';
 import { compactId } from './ids.js';
+import { itemText } from './item-text.js';
 import { type Accepted, DEAD_SLICE, type OutboxItem } from './outbox.js';
 import type { Lanes } from './sql-lanes.js';
 import type { Ready } from './sql-ready.js';
@@ -123,7 +124,7 @@ export function createAccept(db: SqlPort, lanes: Lanes, ready: Ready): (call: Ac
           result.full.push(item.id);
         } else {
           result.accepted.push(item.id);
-          added.push([JSON.stringify(item), lane]);
+          added.push([itemText(item), lane]);
           merges ||= item.kind !== 'activity';
           browsers.set(`${n}\u0000${item.browser}`, [n, item.browser]);
         }

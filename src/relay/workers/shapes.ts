@@ -26,7 +26,11 @@ const objectOf = (namespace: DurableObjectNamespace<RelayState>, site: string) =
 const taughtBy = new WeakMap<object, Shapes>();
 
 /** Tells the sites' objects the shapes of `entries`, which the platform took: those this isolate has not told them in the last half of a shape's lifetime. */
-export async function teachShapes(namespace: DurableObjectNamespace<RelayState>, entries: readonly OutboxItem[], now: number): Promise<void> {
+export async function teachShapes(
+  namespace: DurableObjectNamespace<RelayState>,
+  entries: readonly Pick<OutboxItem, 'site' | 'kind' | 'entry'>[],
+  now: number,
+): Promise<void> {
   const taught = taughtBy.get(namespace) ?? createShapes({ ttlMs: SHAPE_TTL_MS / 2 });
   taughtBy.set(namespace, taught);
   const bySite = new Map<string, Set<string>>();
