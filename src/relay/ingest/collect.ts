@@ -105,8 +105,8 @@ export async function collect(ctx: CollectContext, request: CollectRequest, info
   // Named for the log line and metrics even when the request fails from here on.
   named.site = site.name;
   checkOrigin(site, request.origin);
-  await checkRate(ctx, site, address, started);
   const visitor = address === undefined ? undefined : visitorKey(site.key, address);
+  await checkRate(ctx, site, visitor, started);
   // A visitor cut off for its refusals is answered 429; the site's guard only holds back items like theirs.
   const [, guardMs] = await Promise.all([checkRefusals(ctx.limiter, visitor, started), siteGuardWait(ctx.limiter, site.key, started)]);
   // The platform's refusals of these items count against the visitor once the deliverer meets them (app/handoff.ts; on Workers, workers/delivery.ts).

@@ -9,31 +9,37 @@
 import type { SiteConfig } from '../core/sites.js';
 import type { Rate } from '../core/limits.js';
 import { RelayHttpError } from '../core/errors.js';
-import { addressKey, type RateLimiter, refusalWait, siteKey, visitorKey } from '../core/limits.js';
+import { addressKey, type RateLimiter, refusalWait, siteKey } from '../core/limits.js';
 import type { CollectContext } from './context.js';
 import type { CheckedItem } from './items.js';
 import { isKnown, shapeOf } from './shapes.js';
 
 /**
  * Per-visitor limit (always), then the site-wide cap (only when the site sets `rate_limit`).
- * A request whose client address is unknown (no socket, no trusted header) is limited site-wide only.
+ * A request whose client address is unknown (`visitor` undefined: no socket, no trusted header)
+ * is limited site-wide only.
  * A visitor's request that reserved a coming token (`queue_ms`, limits.ts `Rate.queueMs`) waits
  * for it here, before anything is written or held: the idle room, a store call. A client
  * that leaves meanwhile changes nothing; its items are taken as if it had stayed.
  */
-export async function checkRate(ctx: Pick<CollectContext, 'limiter' | 'clock'>, site: SiteConfig, ip: string | undefined, now: number): Promise<void> {
+export async function checkRate(ctx: Pick<CollectContext, 'limiter' | 'clock'>, site: SiteConfig, visitor: string | undefined, now: number): Promise<void> {
   const { limiter } = ctx;
-  const decisions = await Promise.all([
-    ...(ip === undefined ? [] : [limiter.limit(visitorKey(site.key, ip), site.visitorRateLimit, now)]),
-    ...(site.rateLimit === undefined ? [] : [limiter.limit(siteKey(site.key), site.rateLimit, now)]),
-  ]);
-  const refused = decisions.filter((decision) => !decision.ok);
-  if (refused.length === 0) {
-    const delayMs = Math.max(0, ...decisions.map((decision) => decision.delayMs ?? 0));
+  // Both asked before either is awaited (a shared limiter answers each over the network).
+  const asked = visitor === undefined ? undefined : limiter.limit(visitor, site.visitorRateLimit, now);
+  const askedSite = site.rateLimit === undefined ? undefined : limiter.limit(siteKey(site.key), site.rateLimit, now);
+  const decisions = askedSite === undefined ? [await asked] : await Promise.all([asked, askedSite]);
+  let refusedMs: number | undefined;
+  let delayMs = 0;
+  for (const decision of decisions) {
+    if (decision === undefined) continue;
+    if (!decision.ok) refusedMs = Math.max(refusedMs ?? 0, decision.retryAfterMs);
+    else delayMs = Math.max(delayMs, decision.delayMs ?? 0);
+  }
+  if (refusedMs === undefined) {
     if (delayMs > 0) await ctx.clock.sleep(delayMs);
     return;
   }
-  const retryAfter = Math.max(1, Math.ceil(Math.max(...refused.map((decision) => decision.retryAfterMs)) / 1000));
+  const retryAfter = Math.max(1, Math.ceil(refusedMs / 1000));
   throw new RelayHttpError(429, 'rate_limited', 'Too many requests from this visitor or for this site; retry after the Retry-After seconds.', { retryAfter });
 }
 

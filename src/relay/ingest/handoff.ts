@@ -9,7 +9,7 @@ import type { ItemResult } from '../../api/collect.js';
 import { LIMITS } from '../../api/index.js';
 import type { SiteConfig } from '../core/sites.js';
 import { DEFAULT_IDLE_SECONDS, OUTBOX_FULL, type OutboxLimits, UNPROVEN_FULL, unprovenShareOf } from '../core/outbox-limits.js';
-import type { Accepted, EntryKind, Outbox } from '../state/outbox.js';
+import type { EntryKind, Outbox } from '../state/outbox.js';
 import { acceptWithIdleRoom, idleRoom, pendingCount, roomSeconds } from './idle-room.js';
 
 /** One checked item, as the platform entry it will be sent as. */
@@ -78,6 +78,11 @@ export function drainSeconds(pending: number, rate: number): number {
   return Math.min(FULL_RETRY_AFTER_MAX_S, Math.max(1, Math.ceil(pending / (rate * LIMITS.itemsPerRequest))));
 }
 
+/** What an item the outbox had no room for is answered (`retry`), as the metrics count it (ops/metrics.ts). */
+const NO_ROOM = `${OUTBOX_FULL}: the relay holds as much as it may for this visitor or site; retry later`;
+/** The same for an unproven item past its share ({@link outboxHandoff}'s `unprovenShare`). */
+const NO_UNPROVEN_ROOM = `${UNPROVEN_FULL} items fill their share of the relay's outbox for this site (the rest is kept for signed-in visitors), or this visitor's; retry later`;
+
 /** `items` cut where `proven` changes: runs of consecutive items, in order. */
 function runs(items: readonly Prepared[], proven: (item: Prepared) => boolean): { proven: boolean; items: Prepared[] }[] {
   const out: { proven: boolean; items: Prepared[] }[] = [];
@@ -114,8 +119,9 @@ export function outboxHandoff(
     const all = visitor === '' ? { ...limits, visitor: Number.POSITIVE_INFINITY } : limits;
     // While the outbox holds less than a few seconds of the key's pace, a visitor past its cap is taken still (idle-room.ts).
     const room = rate === undefined ? 0 : idleRoom(rate, idleSeconds);
-    const taken: Accepted = { accepted: [], duplicate: [], full: [] };
-    const short = new Set<string>();
+    const results = new Map<string, ItemResult>();
+    let taken = 0;
+    let full = 0;
     // Proven and unproven items in runs, in order (a browser's items keep their order), each run in one step.
     for (const run of runs(items, (item) => item.proven || unprovenShare >= 1)) {
       const answer = await acceptWithIdleRoom(
@@ -127,25 +133,15 @@ export function outboxHandoff(
         room,
         pending,
       );
-      taken.accepted.push(...answer.accepted);
-      taken.duplicate.push(...answer.duplicate);
-      taken.full.push(...answer.full);
-      if (!run.proven) for (const id of answer.full) short.add(id);
+      for (const id of answer.accepted) results.set(id, { id, status: 'accepted' });
+      for (const id of answer.duplicate) results.set(id, { id, status: 'duplicate' });
+      // Neither stored nor remembered: the browser keeps them and sends them again after Retry-After.
+      for (const id of answer.full) results.set(id, { id, status: 'retry', error: run.proven ? NO_ROOM : NO_UNPROVEN_ROOM });
+      taken += answer.accepted.length;
+      full += answer.full.length;
     }
-    const results = new Map<string, ItemResult>();
-    for (const id of taken.accepted) results.set(id, { id, status: 'accepted' });
-    for (const id of taken.duplicate) results.set(id, { id, status: 'duplicate' });
-    // Neither stored nor remembered: the browser keeps them and sends them again after Retry-After.
-    for (const id of taken.full)
-      results.set(id, {
-        id,
-        status: 'retry',
-        error: short.has(id)
-          ? `${UNPROVEN_FULL} items fill their share of the relay's outbox for this site (the rest is kept for signed-in visitors), or this visitor's; retry later`
-          : `${OUTBOX_FULL}: the relay holds as much as it may for this visitor or site; retry later`,
-      });
-    if (taken.accepted.length > 0) accepted?.(taken.accepted.length);
-    if (taken.full.length === 0) return { results };
+    if (taken > 0) accepted?.(taken);
+    if (full === 0) return { results };
     // When what waits now will have gone at the key's pace (counters: the same cost whatever the backlog).
     // With idle room, as soon as enough have gone that these fit under it (idle-room.ts `roomSeconds`).
     // Not known yet (an isolate's first read under way): as if the idle room were full.
@@ -154,7 +150,7 @@ export function outboxHandoff(
       rate === undefined
         ? FULL_RETRY_AFTER_S
         : all.visitor < room
-          ? Math.min(drainSeconds(waiting, rate), roomSeconds(waiting, taken.full.length, rate, room))
+          ? Math.min(drainSeconds(waiting, rate), roomSeconds(waiting, full, rate, room))
           : drainSeconds(waiting, rate);
     return { results, retryAfter, code: OUTBOX_FULL };
   };

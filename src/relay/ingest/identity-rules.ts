@@ -81,12 +81,17 @@ const without = (record: Record<string, unknown>, fields: readonly string[]): Re
 
 /** The item with its person replaced and, when `bare`, its tags and location removed. */
 function reduced(item: CheckedItem, person: Record<string, unknown>, bare: boolean): CheckedItem {
+  // One copy of the input: the rest left by the destructuring is already a new object.
   if (item.type === 'identify') {
+    if (!bare) return { ...item, input: { ...item.input, fields: person } };
     const { tags, unset_tags, location, ...rest } = item.input;
-    return { ...item, input: bare ? { ...rest, fields: person } : { ...item.input, fields: person } };
+    rest.fields = person;
+    return { ...item, input: rest };
   }
+  if (!bare) return { ...item, input: { ...item.input, person } };
   const { location, ...rest } = item.input;
-  return { ...item, input: bare ? { ...rest, person } : { ...item.input, person } };
+  rest.person = person;
+  return { ...item, input: rest };
 }
 
 /**
@@ -162,12 +167,16 @@ export async function applyIdentityRules(
   for (const item of items) {
     const person = personOf(item);
     const identifiers = identifiersOf(item, site.mergeBy);
-    const proven = identifiers.filter((field) => {
-      const digest = digestOf(field, person[field]);
-      return digest !== undefined && known.has(digest);
-    });
-    const unproven = identifiers.filter((field) => !proven.includes(field));
+    // No subject known (no token carried, no hash that proved one): nothing to look up.
+    const proven =
+      known.size === 0
+        ? []
+        : identifiers.filter((field) => {
+            const digest = digestOf(field, person[field]);
+            return digest !== undefined && known.has(digest);
+          });
     if (proven.length > 0) {
+      const unproven = identifiers.filter((field) => !proven.includes(field));
       rulings.push({
         ok: true,
         item: reduced(item, without(person, unproven), false),
