@@ -3,18 +3,11 @@
 // others take the answer it last had, so a burst of requests costs the site's bucket object about
 // one call, not one per request. No request ever waits on another's call: in workerd a call belongs
 // to the request that made it, and a request cut off by its client takes its call with it.
-import { env, runInDurableObject, SELF } from 'cloudflare:test';
+import { env } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
-import type { CollectAnswer } from '../../src/api/collect.js';
-import { createMemoryLimiter, refusalKey, SITE_REFUSALS, siteGuardWait, siteKey, visitorKey } from '../../src/relay/core/limits.js';
-import { durableRefusals, REFUSAL_OBJECTS } from '../../src/relay/workers/refusals.js';
-import { hash } from '../../src/relay/workers/state.js';
-import { ORIGIN, track } from '../relay/suite/target.js';
-
-const objectOf = (key: string) => hash(key) % REFUSAL_OBJECTS;
-const object = (n: number) => env['RELAY_STATE'].get(env['RELAY_STATE'].idFromName(`refusals#${n}`));
-/** Calls served so far by the object of bucket `key`. */
-const calls = async (key: string) => ((await object(objectOf(key)).usage()) as { calls: number }).calls;
+import { createMemoryLimiter, refusalKey, SITE_REFUSALS, siteGuardWait, siteKey } from '../../src/relay/core/limits.js';
+import { durableRefusals } from '../../src/relay/workers/refusals.js';
+import { cutOffFirst, refusalCalls as calls } from './cut-off.js';
 
 describe("the site's guard, looked at by every /collect", () => {
   it('costs one call for looks asked at once in an isolate, and still sees a guard another isolate closed', async () => {
@@ -54,55 +47,13 @@ describe("the site's guard, looked at by every /collect", () => {
   });
 
   it('answers every other visitor when the request whose look is under way is cut off by its client', async () => {
-    // Requests through the deployed entry (SELF): each one a request of its own in the same isolate.
-    const site = 'pk_queue';
-    const guard = refusalKey(siteKey(site));
-    const visitors: string[] = [];
-    for (let i = 1; visitors.length < 3; i++) {
-      const ip = `198.51.100.${i}`;
-      const n = objectOf(refusalKey(visitorKey(site, ip)));
-      if (n !== objectOf(guard) && !visitors.some((other) => objectOf(refusalKey(visitorKey(site, other))) === n)) visitors.push(ip);
-    }
-    const [first, second, third] = visitors as [string, string, string];
-    const collect = (ip: string, signal?: AbortSignal) =>
-      SELF.fetch('https://relay.example.com/collect', {
-        method: 'POST',
-        headers: { origin: ORIGIN, 'content-type': 'text/plain', 'cf-connecting-ip': ip },
-        body: JSON.stringify({ key: site, batch: [track('act:cm:viewed', { 'str::email': `${crypto.randomUUID()}@example.com` })] }),
-        ...(signal ? { signal } : {}),
-      });
-    const answered = async (response: Promise<Response>) => {
-      const answer = await response;
-      return { status: answer.status, results: ((await answer.json()) as CollectAnswer).results.map((result) => result.status) };
-    };
-    /** Within 10 s, or "no answer": a request that hangs must fail the test, not time it out. */
-    const within = <T>(promise: Promise<T>) => Promise.race([promise, new Promise<string>((resolve) => setTimeout(() => resolve('no answer'), 10_000))]);
-    /** Resolves once the request from `ip` has looked at its own bucket: its look at the guard started with it. */
-    const looking = async (ip: string, before: number) => expect.poll(() => calls(refusalKey(visitorKey(site, ip)))).toBe(before + 1);
-
-    // The guard's object is held busy, so a look at it stays under way until the test lets it go.
-    // (The promise is the test's: one made inside the object could not be settled from here.)
-    let letGo!: () => void;
-    const free = new Promise<void>((resolve) => {
-      letGo = resolve;
+    // Requests through the deployed entry, each its own request in the isolate; the guard's object
+    // held busy, so the first visitor's look at it is under way when its client goes away.
+    expect(await cutOffFirst('pk_queue')).toEqual({
+      first: 'AbortError',
+      second: { status: 200, results: ['accepted'] },
+      // And the isolate goes on answering the guard's looks.
+      third: { status: 200, results: ['accepted'] },
     });
-    const held = runInDurableObject(object(objectOf(guard)), async (_instance, state) => {
-      await state.blockConcurrencyWhile(() => free);
-    });
-    const cutOff = new AbortController();
-    const firstBefore = await calls(refusalKey(visitorKey(site, first)));
-    const firstAnswer = collect(first, cutOff.signal).catch((error: Error) => error.name);
-    await looking(first, firstBefore);
-    const secondBefore = await calls(refusalKey(visitorKey(site, second)));
-    const secondAnswer = answered(collect(second));
-    await looking(second, secondBefore);
-    // The first visitor's client goes away while its look is under way.
-    cutOff.abort();
-    expect(await firstAnswer).toBe('AbortError');
-    letGo();
-    await held;
-    expect(await within(secondAnswer)).toEqual({ status: 200, results: ['accepted'] });
-    // And the isolate goes on answering the guard's looks.
-    expect(await within(answered(collect(third)))).toEqual({ status: 200, results: ['accepted'] });
   });
 });

@@ -1,9 +1,10 @@
 /**
  * The suppression list as `/collect` reads it: items naming an erased person are answered
  * `rejected` (`suppressed`) and never stored (erase.ts). The list lives in the outbox's
- * store, shared by every relay of a deployment; each process (or isolate) keeps a copy it reloads
- * at most every {@link SUPPRESSION_REFRESH_MS}, so an accept costs no store statement, and an
- * item is hashed only when its site has someone suppressed.
+ * store, shared by every relay of a deployment; each process (or isolate) keeps a copy no older
+ * than {@link SUPPRESSION_REFRESH_MS} (a request that finds it older reads the list before it
+ * answers), so an accept mostly costs no store statement, and an item is hashed only when its
+ * site has someone suppressed.
  * @module
  */
 import { namedPeople, personHash, type Suppression } from './erase.js';
@@ -29,23 +30,22 @@ export interface SuppressionList {
 export function createSuppressionList(outbox: Outbox | undefined, refreshMs: number, onError: (error: unknown) => void): SuppressionList {
   let rows = new Map<string, Set<string>>();
   let loadedAt = Number.NEGATIVE_INFINITY;
-  let loading: Promise<void> | undefined;
   const put = (into: Map<string, Set<string>>, { site, hash }: Suppression) => (into.get(site) ?? into.set(site, new Set()).get(site)!).add(hash);
 
-  const reload = (now: number) => {
-    loading ??= (async () => {
-      try {
-        const fresh = new Map<string, Set<string>>();
-        for (const row of await outbox!.suppressed(now)) put(fresh, row);
-        rows = fresh;
-      } catch (error) {
-        onError(error);
-      } finally {
-        loadedAt = now;
-        loading = undefined;
-      }
-    })();
-    return loading;
+  // Each request whose copy is too old reads the list itself, and the newest read is kept: a
+  // request never waits on another's read. In workerd a read belongs to the request that made it,
+  // and one whose client goes away takes its read with it: a shared promise of it would never
+  // settle, and every /collect of the isolate would wait on it (test/workerd/cut-off.test.ts).
+  const reload = async (now: number) => {
+    try {
+      const fresh = new Map<string, Set<string>>();
+      for (const row of await outbox!.suppressed(now)) put(fresh, row);
+      if (now >= loadedAt) rows = fresh;
+    } catch (error) {
+      onError(error);
+    } finally {
+      loadedAt = Math.max(loadedAt, now);
+    }
   };
 
   return {
