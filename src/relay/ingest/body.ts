@@ -103,12 +103,13 @@ export async function readCollectBody(request: CollectRequest, { keyed = true }:
       `The batch has ${(batch as unknown[]).length} items; /collect takes at most ${MAX_ITEMS} per request. Split it.`,
     );
   }
+  const sent = typeof sentAt === 'string' ? Date.parse(sentAt) : Number.NaN;
   return {
     key: typeof key === 'string' ? key : '',
     batch: batch as unknown[],
     identity: typeof identity === 'string' ? identity : undefined,
     bytes: size,
-    sentAt: typeof sentAt === 'string' && Number.isFinite(Date.parse(sentAt)) ? Date.parse(sentAt) : undefined,
+    sentAt: Number.isFinite(sent) ? sent : undefined,
     queue: typeof queue === 'string' ? queue : undefined,
   };
 }

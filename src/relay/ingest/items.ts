@@ -13,12 +13,13 @@ import type { SiteConfig } from '../core/sites.js';
 import { clipId, isRecord } from '../../api/objects.js';
 import { COLLECT_LIMITS } from '../../api/collect.js';
 
-// valibot's record takes arrays and silently drops prototype keys: refuse both instead.
-const record = (what: string) =>
-  v.pipe(
-    v.custom<Record<string, unknown>>(isRecord, `${what} must be an object, not an array or a value`),
-    v.record(v.string(), v.unknown(), `${what} must be an object`),
-  );
+/**
+ * An object of any keys and values, taken as it is. Not valibot's `record`: it takes arrays, and
+ * past this check it would only copy the object key by key, dropping prototype-named keys that
+ * {@link checkItem} has refused already (`forbiddenKey`). Its keys and values are checked where
+ * they become the platform entry ({@link checkEntry}).
+ */
+const record = (what: string) => v.custom<Record<string, unknown>>(isRecord, `${what} must be an object, not an array or a value`);
 
 /** How deep an item may nest: far more than any item needs. */
 const MAX_ITEM_DEPTH = 16;
