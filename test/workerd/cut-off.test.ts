@@ -1,12 +1,16 @@
 // What an isolate keeps for all its requests is read by each request for itself: in workerd a call
 // (or fetch) belongs to the request that made it, and a request whose client goes away takes its
 // unanswered calls with it. A promise of that call shared with other requests never settles, and
-// they hang. Here the first /collect of an isolate is cut off while it reads the suppression list
-// of erasure (state/suppression.ts), and the next visitors must still be answered.
-import { env } from 'cloudflare:test';
+// they hang. Here a request is cut off while it reads the suppression list of erasure
+// (state/suppression.ts) or probes the platform for /readyz (ops/ready.ts), and the next ones must
+// still be answered. (The site's guard: refusals-look.test.ts.)
+import { env, SELF } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
-import { SUPPRESSION_OBJECT } from '../../src/relay/workers/outbox.js';
+import { createShardedOutbox, SUPPRESSION_OBJECT } from '../../src/relay/workers/outbox.js';
+import { DEFAULT_SHARDS } from '../../src/relay/workers/state.js';
+import { upstreamControl } from '../relay/support/control.js';
 import { cutOffFirst } from './cut-off.js';
+import { drained } from './target.js';
 
 describe('a request cut off by its client holds no other back', () => {
   it("while it reads the isolate's copy of the suppression list", async () => {
@@ -17,6 +21,30 @@ describe('a request cut off by its client holds no other back', () => {
       first: 'AbortError',
       second: { status: 200, results: ['accepted'] },
       third: { status: 200, results: ['accepted'] },
+    });
+  });
+
+  it('while it probes the platform for /readyz', async () => {
+    const upstream = upstreamControl(env['TEST_UPSTREAM'] as string);
+    // Nothing else calls the platform meanwhile: the fault below is the probe's.
+    await drained(createShardedOutbox(env['RELAY_OUTBOX'], DEFAULT_SHARDS));
+    await upstream.reset();
+    // The platform takes 1.5 s to answer the first probe; the next ones at once.
+    await upstream.faults([{ delayMs: 1_500 }]);
+    const readyz = (signal?: AbortSignal) => SELF.fetch('https://relay.example.com/readyz', signal ? { signal } : {});
+    const cutOff = new AbortController();
+    const first = readyz(cutOff.signal).then(
+      () => 'answered',
+      (error: Error) => error.name,
+    );
+    await expect.poll(async () => (await upstream.received()).filter((call) => call.method === 'GET').length).toBe(1);
+    cutOff.abort();
+    expect(await first).toBe('AbortError');
+    // The next check, within the 2 s a probe's outcome is kept, is answered (not left waiting on the first one's probe).
+    const next = readyz().then(async (response) => ({ status: response.status, body: await response.json() }));
+    expect(await Promise.race([next, new Promise((resolve) => setTimeout(() => resolve('no answer'), 10_000))])).toEqual({
+      status: 200,
+      body: { ready: true },
     });
   });
 });

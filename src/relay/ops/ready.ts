@@ -1,8 +1,12 @@
 /**
  * Readiness (`GET /readyz`): the relay is ready when its store answers and the platform answered
  * lately. Any answer counts, a 4xx or a 429 included: it proves the way there works. When the last
- * answer is older than `freshMs`, or a call failed since, one probe (a GET of the platform's base
- * address, without the key) decides; concurrent checks share it and its result is kept briefly.
+ * answer is older than `freshMs`, or a call failed since, a probe (a GET of the platform's base
+ * address, without the key) decides, and its outcome is kept briefly. A check never waits on
+ * another check's probe: while one is under way the others take the last outcome, or probe
+ * themselves when there is none. On Workers a fetch belongs to the request that made it, and one
+ * whose client goes away takes its fetch with it: a shared promise of it would never settle, and
+ * every check of the isolate would wait on it (test/workerd/cut-off.test.ts).
  *
  * The public port answers only ready or not ready ({@link publicState}): a reason names internal
  * addresses and error text. The reason goes to the private metrics port's `/readyz` and, each time
@@ -49,7 +53,10 @@ export function createReadiness(options: ReadinessOptions): Readiness {
   const timeoutMs = options.timeoutMs ?? 2_000;
   let answeredAt = Number.NEGATIVE_INFINITY;
   let failedAt = Number.NEGATIVE_INFINITY;
-  let probe: { at: number; result: Promise<string | undefined> } | undefined;
+  /** the last probe's outcome (a plain value: any request may read it) */
+  let probed: { at: number; reason: string | undefined } | undefined;
+  /** when a probe still unanswered began (a probe ends within `timeoutMs`, or with its request) */
+  let probingSince: number | undefined;
   let lastReason: string | undefined;
 
   const within = <T>(work: Promise<T>, what: string): Promise<T> => {
@@ -73,11 +80,19 @@ export function createReadiness(options: ReadinessOptions): Readiness {
     }
   };
 
-  const platformProblem = (): Promise<string | undefined> => {
+  const platformProblem = async (): Promise<string | undefined> => {
     const at = now();
-    if (answeredAt > failedAt && at - answeredAt <= freshMs) return Promise.resolve(undefined);
-    if (probe === undefined || at - probe.at > PROBE_CACHE_MS) probe = { at, result: probePlatform() };
-    return probe.result;
+    if (answeredAt > failedAt && at - answeredAt <= freshMs) return undefined;
+    if (probed !== undefined && at - probed.at <= PROBE_CACHE_MS) return probed.reason;
+    if (probed !== undefined && probingSince !== undefined && at - probingSince <= timeoutMs) return probed.reason;
+    probingSince = at;
+    try {
+      const reason = await probePlatform();
+      probed = { at, reason };
+      return reason;
+    } finally {
+      if (probingSince === at) probingSince = undefined;
+    }
   };
 
   return {
