@@ -234,6 +234,8 @@ describe("SQLite: an entry's row, with its item, is written once and deleted onc
     expect(await outbox.stats()).toMatchObject({ pending: 0 });
     // Before, the lease (owner, until) and each send (attempts + 1) rewrote every row whole: 100 here.
     expect(db.prepare('SELECT count(*) FROM rewritten').raw().get()).toEqual([0]);
+    // And the row is its table's alone: no index of the outbox is written with it (outbox_lane was, read by nothing).
+    expect(db.prepare("SELECT name FROM pragma_index_list('outbox')").raw().all()).toEqual([]);
     // One row for the lease: written, rewritten by the call started, deleted by the settle (a row per entry: 150 writes).
     expect(db.prepare('SELECT name, count(*) FROM lease_writes GROUP BY name').raw().all()).toEqual([['outbox_leases', 3]]);
     db.close();

@@ -36,6 +36,10 @@ it('an outbox written before outbox_lease keeps its leases, their ends and sends
   };
   try {
     expect(await outbox.stats()).toMatchObject({ pending: 10 });
+    // The index by lane that release kept (read by nothing now) is dropped.
+    const schema = new Sqlite(path);
+    expect(schema.prepare("SELECT name FROM pragma_index_list('outbox')").raw().all()).toEqual([]);
+    schema.close();
     // At T + 3 s: the live leases (old-live's, old-next's) and the released entries (until T + 30 s) stay where they are; the rest is free,
     // the entry of the lease that ran out (back among the ready, never sent) included.
     const first = await outbox.lease('new', 100, T + 3_000, 60_000);

@@ -54,10 +54,12 @@ const SQL = {
   lastSeq: 'SELECT max(seq) FROM outbox',
   addMerge: 'INSERT OR IGNORE INTO outbox_merges (seq, site, browser) VALUES (?1, ?2, ?3)',
   dropMerges: 'DELETE FROM outbox_merges WHERE seq IN (SELECT value FROM json_each(?1)) RETURNING site, browser',
-  // Files written before lanes: the column and its index, then each waiting entry's lane, once.
+  // Files written before lanes: the column, then each waiting entry's lane, once.
   hasLane: 'SELECT lane FROM outbox LIMIT 0',
   addColumn: 'ALTER TABLE outbox ADD COLUMN lane INTEGER',
-  laneIndex: 'CREATE INDEX IF NOT EXISTS outbox_lane ON outbox (lane, seq)',
+  // The outbox's index by lane, which files written before kept: no statement reads it (a lease
+  // reads outbox_ready), and it was one more B-tree written for each entry accepted and delivered.
+  dropLaneIndex: 'DROP INDEX IF EXISTS outbox_lane',
   unlaned: "SELECT seq, item ->> 'site', item ->> 'visitor' FROM outbox WHERE lane IS NULL",
   setLane: 'UPDATE outbox SET lane = ?2 WHERE seq = ?1',
   setCount: 'INSERT INTO outbox_count (name, value) VALUES (?1, ?2) ON CONFLICT (name) DO UPDATE SET value = excluded.value',
@@ -156,7 +158,7 @@ export async function createLanes(db: SqlPort): Promise<Lanes> {
   } catch {
     db.run(SQL.addColumn);
   }
-  db.exec(SQL.laneIndex);
+  db.exec(SQL.dropLaneIndex);
   // Storage written before the counts were kept: each waiting entry gets its lane, and the counts are taken, once.
   if (one(SQL.count, 'pending') === undefined) {
     await db.transaction(() => {
