@@ -79,3 +79,15 @@ it('a logger given to the relay gets lines scrubbed too, whatever their depth', 
   expect(seen[1]).toEqual({ ts: 't', method: 'POST', path: '/collect', status: 200, ms: 1, upstream: [200], details: ['kept', { error: 'to [email]' }] });
   expect(scrubbing(logger)).toBe(logger);
 });
+
+it('pino writes each line with one level: its own (an item line at debug) or info, the fields as given and scrubbed', () => {
+  const written: string[] = [];
+  const logger = createPinoLogger('debug', { write: (line: string) => void written.push(line) });
+  logger({ ts: 't', kind: 'collect', method: 'POST', path: '/collect', status: 200, ms: 1, site: 'shop', items: 1, results: { rejected: 1 } });
+  logger({ level: 'debug', ts: 't', kind: 'item', method: 'POST', path: '/collect', status: 200, ms: 1, id: 'i1', error: `for ${EMAIL}` });
+  expect(written.map((line) => line.match(/"level"/g)?.length)).toEqual([1, 1]);
+  expect(written.map((line) => JSON.parse(line))).toEqual([
+    { level: 'info', ts: 't', kind: 'collect', method: 'POST', path: '/collect', status: 200, ms: 1, site: 'shop', items: 1, results: { rejected: 1 } },
+    { level: 'debug', ts: 't', kind: 'item', method: 'POST', path: '/collect', status: 200, ms: 1, id: 'i1', error: 'for [email]' },
+  ]);
+});

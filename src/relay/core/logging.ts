@@ -70,8 +70,10 @@ export const consoleLogger: Logger = createConsoleLogger('info');
 /** Discards lines (tests, benchmarks). */
 export const silentLogger: Logger = scrubbing(() => {}, true);
 
-/** Characters that end a word for the scrubber: whitespace, quotes and the punctuation around values in messages. */
-const BREAK = new Set([...' \t\r\n"\'`<>,;()[]{}=|\\'].map((c) => c.charCodeAt(0)));
+/** Characters that end a word for the scrubber: whitespace, quotes and the punctuation around values in messages (all ASCII, marked by code). */
+const BREAK = new Uint8Array(128);
+for (const c of ' \t\r\n"\'`<>,;()[]{}=|\\') BREAK[c.charCodeAt(0)] = 1;
+const isBreak = (c: number) => c < 128 && BREAK[c] === 1;
 const isHex = (c: number) => (c >= 48 && c <= 57) || (c >= 65 && c <= 70) || (c >= 97 && c <= 102);
 const isDigit = (c: number) => c >= 48 && c <= 57;
 const isLetter = (c: number) => (c >= 65 && c <= 90) || (c >= 97 && c <= 122);
@@ -101,7 +103,8 @@ function classify(word: string): string | undefined {
 
 /** Replaces runs of 32 or more hex digits (HMACs, SHA-256 hashes) inside `word`. */
 function hexRuns(word: string): string {
-  const parts: string[] = [];
+  // Made only once something is replaced: most words hold nothing to replace.
+  let parts: string[] | undefined;
   let kept = 0;
   let start = -1;
   for (let i = 0; i <= word.length; i++) {
@@ -109,20 +112,21 @@ function hexRuns(word: string): string {
     if (hex && start < 0) start = i;
     else if (!hex && start >= 0) {
       if (i - start >= 32) {
+        parts ??= [];
         parts.push(word.slice(kept, start), '[hex]');
         kept = i;
       }
       start = -1;
     }
   }
-  if (kept === 0) return word;
+  if (parts === undefined) return word;
   parts.push(word.slice(kept));
   return parts.join('');
 }
 
 /** Phone-like runs: digits with `+ - . ( )` and single spaces between, seven digits or more (not an ISO date). */
 function phones(text: string): string {
-  const parts: string[] = [];
+  let parts: string[] | undefined;
   let kept = 0;
   let i = 0;
   while (i < text.length) {
@@ -146,12 +150,13 @@ function phones(text: string): string {
     const glued = i > 0 && isLetter(text.charCodeAt(i - 1));
     const date = end - i === 10 && /^\d{4}-\d{2}-\d{2}$/.test(text.slice(i, end));
     if (digits >= 7 && !glued && !date) {
+      parts ??= [];
       parts.push(text.slice(kept, i), '[phone]');
       kept = end;
     }
     i = Math.max(end, i + 1);
   }
-  if (kept === 0) return text;
+  if (parts === undefined) return text;
   parts.push(text.slice(kept));
   return parts.join('');
 }
@@ -163,21 +168,23 @@ function phones(text: string): string {
  * an attacker put in it (a regex over unbounded runs is not: it can backtrack for minutes).
  */
 export function scrub(text: string): string {
-  const parts: string[] = [];
+  let parts: string[] | undefined;
   let kept = 0;
   let start = 0;
   for (let i = 0; i <= text.length; i++) {
-    if (i < text.length && !BREAK.has(text.charCodeAt(i))) continue;
+    if (i < text.length && !isBreak(text.charCodeAt(i))) continue;
     if (i > start) {
       const word = text.slice(start, i);
       const clean = classify(word) ?? hexRuns(word);
       if (clean !== word) {
+        parts ??= [];
         parts.push(text.slice(kept, start), clean);
         kept = i;
       }
     }
     start = i + 1;
   }
+  if (parts === undefined) return phones(text);
   parts.push(text.slice(kept));
   return phones(parts.join(''));
 }

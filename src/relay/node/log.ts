@@ -14,7 +14,12 @@ export function createPinoLogger(level: LogLevel, destination?: DestinationStrea
     { level, base: null, timestamp: false, formatters: { level: (label) => ({ level: label }) } },
     destination ?? pino.destination({ dest: 1, sync: false }),
   );
-  return scrubbing(({ level: lineLevel = 'info', ...line }) => {
-    if (log.isLevelEnabled(lineLevel)) log[lineLevel](scrubLine(line));
+  return scrubbing((line) => {
+    const lineLevel = line.level ?? 'info';
+    if (!log.isLevelEnabled(lineLevel)) return;
+    // pino writes the level itself: a request's line has none of its own (most lines) and goes as it is, not copied without it.
+    if (line.level === undefined) return void log.info(scrubLine(line));
+    const { level, ...rest } = line;
+    log[lineLevel](scrubLine(rest));
   }, true);
 }
