@@ -27,6 +27,8 @@ export default defineProject({
     include: ['test/workerd/**/*.test.ts'],
     globalSetup: [fileURLToPath(new URL('./global-setup.ts', import.meta.url))],
     setupFiles: [fileURLToPath(new URL('./setup.ts', import.meta.url))],
+    // expect.poll waits up to 5 s, as in the other projects (its own default is 1 s).
+    expect: { poll: { timeout: 5_000 } },
     testTimeout: 30_000,
     hookTimeout: 30_000,
   },
