@@ -15,7 +15,7 @@
 import { relayError } from '../../api/index.js';
 import { toHex } from '../core/encoding.js';
 
-/** The snippet's bytes or text, or a loader for them (called once, then cached). */
+/** The snippet's bytes or text, or a loader for them (called until it gives them, which are then kept). */
 export type SnippetSource = Uint8Array | string | (() => Promise<Uint8Array | string | undefined>);
 
 const COMMON = {
@@ -34,9 +34,15 @@ export async function snippetVersion(bytes: Uint8Array<ArrayBuffer>): Promise<st
   return toHex(new Uint8Array(await crypto.subtle.digest('SHA-256', bytes)).slice(0, 12));
 }
 
-/** A handler answering the snippet from `source`, or 404 in the error shape when there is none. */
+/**
+ * A handler answering the snippet from `source`, or 404 in the error shape when there is none.
+ * The snippet is kept once loaded; until then each request loads it for itself, never awaiting
+ * another's load: on Workers the load is a fetch of the static assets, which belongs to the
+ * request that made it and ends with it when its client goes away, and a shared promise of it
+ * would leave every later `/cdp.js` of the isolate unanswered (test/workerd/cut-off.test.ts).
+ */
 export function createSnippetHandler(source: SnippetSource | undefined): (request: Request) => Promise<Response> {
-  let loaded: Promise<{ bytes: Uint8Array<ArrayBuffer>; version: string } | undefined> | undefined;
+  let loaded: { bytes: Uint8Array<ArrayBuffer>; version: string } | undefined;
   const load = async () => {
     const raw = typeof source === 'function' ? await source() : source;
     if (raw === undefined) return undefined;
@@ -44,10 +50,10 @@ export function createSnippetHandler(source: SnippetSource | undefined): (reques
     return { bytes, version: await snippetVersion(bytes) };
   };
   return async (request) => {
-    loaded ??= load().catch(() => undefined);
-    const snippet = await loaded;
+    // None yet (a build may appear later): the next request tries again.
+    loaded ??= await load().catch(() => undefined);
+    const snippet = loaded;
     if (!snippet) {
-      loaded = undefined; // a build may appear later: try again next time
       return Response.json(relayError('snippet_not_built', 'The snippet is not available; build it with `npm run build` (it becomes dist/cdp.js).'), {
         status: 404,
         headers: { 'Cache-Control': 'no-store' },
