@@ -135,12 +135,15 @@ export async function collectItems(
   const items: CheckedItem[] = [];
   // id -> index of its first valid copy; a later copy in the batch gets that copy's outcome, whatever it turns out to be.
   const first = new Map<string, number>();
-  const repeats = new Map<number, number>();
+  /** index -> index of its first copy, made for the first repeat (most batches have none) */
+  let repeats: Map<number, number> | undefined;
   body.batch.forEach((raw, index) => {
     const checked = checkItem(raw, index, site);
     if (!checked.ok) reject(index, checked.id, checked.error, checked.reason);
-    else if (first.has(checked.item.id)) repeats.set(index, first.get(checked.item.id)!);
-    else {
+    else if (first.has(checked.item.id)) {
+      repeats ??= new Map();
+      repeats.set(index, first.get(checked.item.id)!);
+    } else {
       first.set(checked.item.id, index);
       items.push(checked.item);
     }
@@ -219,7 +222,7 @@ export async function collectItems(
         })
       : { results: new Map<string, ItemResult>(), retryAfter: 0 };
   for (const p of budget.going) results[p.index] = handed.results.get(p.id) ?? { id: p.id, status: 'retry', error: 'not handed on' };
-  for (const [index, firstIndex] of repeats) results[index] = results[firstIndex]!;
+  for (const [index, firstIndex] of repeats ?? []) results[index] = results[firstIndex]!;
   const token = identity && subjects.length > 0 ? await identity.issue(site.key, subjects, clock.now(), expires) : undefined;
   const log = {
     site: site.name,

@@ -25,7 +25,7 @@ export interface Prepared {
 
 export interface HandoffInput {
   site: SiteConfig;
-  items: Prepared[];
+  items: readonly Prepared[];
   /** the sending browser (the envelope's queue id, else the visitor): identifies go before its tracks */
   browser: string;
   /** the visitor's rate-limit key, charged when the platform refuses an item */

@@ -32,9 +32,9 @@ export async function budgetPeople(
   limits: UnprovenLimits,
   going: readonly Prepared[],
   now: number,
-): Promise<{ going: Prepared[]; held: { index: number; result: ItemResult }[]; retryAfter: number }> {
+): Promise<{ going: readonly Prepared[]; held: { index: number; result: ItemResult }[]; retryAfter: number }> {
   const creating = going.filter((item) => !item.proven && item.kind !== 'activity');
-  if (creating.length === 0) return { going: [...going], held: [], retryAfter: 0 };
+  if (creating.length === 0) return { going, held: [], retryAfter: 0 };
   const rate = { perSecond: limits.peoplePerMinute / 60, burst: limits.peoplePerMinute };
   // One token each, taken one at a time (nothing taken when there is none): the budget is never passed however many requests race.
   const refused = new Set<Prepared>();
