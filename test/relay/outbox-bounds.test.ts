@@ -242,6 +242,33 @@ describe("SQLite: an entry's row, with its item, is written once and deleted onc
   });
 });
 
+describe("SQLite: an accept writes each visitor's lane once", () => {
+  it('a new lane is written with its counts, and a visitor given nothing (full) gets no lane at all', async () => {
+    const db = new Sqlite(tempFile());
+    db.pragma('journal_mode = WAL');
+    const { outbox } = await createSqlOutbox(libsqlPort(db));
+    db.exec('CREATE TEMP TABLE lane_writes (event TEXT)');
+    for (const event of ['INSERT', 'UPDATE', 'DELETE'])
+      db.exec(`CREATE TEMP TRIGGER outbox_lanes_${event} AFTER ${event} ON main.outbox_lanes BEGIN INSERT INTO lane_writes VALUES ('${event}'); END;`);
+    const writes = () => db.prepare('SELECT event, count(*) FROM lane_writes GROUP BY event ORDER BY event').raw().all();
+    const now = Date.now();
+    const limits = { total: 1000, site: 1000, visitor: 10, dead: 1000 };
+    // 5 new visitors, 10 entries each, in two accepts that share their transaction: 5 rows written, once each.
+    const batches = [0, 1].map((half) => Array.from({ length: 25 }, (_, i) => item('s', `w${half}-${i}`, { visitor: `v${i % 5}` })));
+    await Promise.all(batches.map((batch) => outbox.accept(batch, now, 3600_000, limits)));
+    // (Before, each was created empty, then counted: 10 writes.)
+    expect(writes()).toEqual([['INSERT', 5]]);
+    // v0 is full, and a new visitor's entry is refused by the outbox's limit: neither lane is written (before: v5's made, then deleted).
+    db.exec('DELETE FROM lane_writes');
+    const answer = await outbox.accept([item('s', 'more', { visitor: 'v0' }), item('s', 'new', { visitor: 'v5' })], now, 3600_000, { ...limits, total: 50 });
+    expect(answer.full).toEqual(['more', 'new']);
+    expect(writes()).toEqual([]);
+    expect(await outbox.stats()).toMatchObject({ pending: 50 });
+    expect((await outbox.lease('me', 100, now, 60_000)).length).toBe(50);
+    db.close();
+  });
+});
+
 describe('SQLite: an accept reads the ids past their window it forgets, and its own, not every id of their site', () => {
   /**
    * Virtual-machine steps of one accept of 100 new ids once `held` ids (1,000 ending a ms) are all

@@ -108,7 +108,8 @@ export function createAccept(db: SqlPort, lanes: Lanes, ready: Ready): (call: Ac
       .flatMap(({ items }) => items)
       .flatMap((item, k) => (fresh.has(`${pairs[k]![0]}:${pairs[k]![1]}`) ? [[pairs[k]![0], item.visitor] as const] : []));
     const room = lanes.admit(now, visitors);
-    const added: [string, number][] = [];
+    // Each entry's text and its lane's key (its number once the lanes are written).
+    const added: [string, string | number][] = [];
     let i = 0;
     let merges = false;
     // The browsers of the entries added: where one has a merge in the outbox, an entry may be held behind it.
@@ -117,7 +118,7 @@ export function createAccept(db: SqlPort, lanes: Lanes, ready: Ready): (call: Ac
       const result = results[c]!;
       for (const item of items) {
         const [n, hex] = pairs[i++]!;
-        const lane = fresh.delete(`${n}:${hex}`) ? room.take(n, item.visitor, limits) : null;
+        const lane = fresh.delete(`${n}:${hex}`) ? (room.take(n, item.visitor, limits) ? lanes.key(n, item.visitor) : undefined) : null;
         if (lane === null) result.duplicate.push(item.id);
         else if (lane === undefined) {
           db.run(ACCEPT_SQL.unremember, n, hex);
@@ -132,16 +133,15 @@ export function createAccept(db: SqlPort, lanes: Lanes, ready: Ready): (call: Ac
     }
     change += added.length;
     if (change !== 0) db.run(ACCEPT_SQL.addCount, change);
-    if (added.length === 0) {
-      lanes.change(room.byLane, now);
-      return results;
-    }
+    if (added.length === 0) return results;
+    // Where a browser of theirs has a merge in the outbox, or among these entries, an entry may be held: its lane counts it ready only once placed.
+    const maybeHeld = merges || ready.hasMerge([...browsers.values()]);
+    const numbers = room.write(!maybeHeld);
+    for (const entry of added) entry[1] = numbers.get(entry[1] as string)!;
     const after = lanes.lastSeq();
     db.run(ACCEPT_SQL.add, JSON.stringify(added));
     if (merges) lanes.addMerges(after);
-    const maybeHeld = ready.hasMerge([...browsers.values()]);
-    const addedLanes = added.map((entry) => entry[1]);
-    lanes.change(room.byLane, now, ready.added(after, maybeHeld, addedLanes));
+    ready.added(after, maybeHeld);
     return results;
   };
 

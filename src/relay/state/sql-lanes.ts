@@ -31,9 +31,12 @@ export const LANES_SCHEMA = `
 
 const SQL = {
   lane: 'INSERT INTO outbox_lanes (site, visitor, pending, since) VALUES (?1, ?2, 0, ?3) ON CONFLICT (site, visitor) DO UPDATE SET since = since RETURNING n, pending',
-  // The lanes of [site number, visitor] pairs (JSON), in one statement: each created empty if new.
-  lanesOf: `INSERT INTO outbox_lanes (site, visitor, pending, since) SELECT value ->> 0, value ->> 1, 0, ?2 FROM json_each(?1) WHERE true
-    ON CONFLICT (site, visitor) DO UPDATE SET since = since RETURNING site, visitor, n, pending`,
+  // The lanes there are of [site number, visitor] pairs (JSON), in one statement (each pair looked up by the key; nothing written).
+  lanesOf: `SELECT l.site, l.visitor, l.n, l.pending FROM json_each(?1) JOIN outbox_lanes l ON l.site = json_each.value ->> 0 AND l.visitor = json_each.value ->> 1`,
+  laneOf: 'SELECT n, pending FROM outbox_lanes WHERE site = ?1 AND visitor = ?2',
+  // The accepts' entries counted in their lanes, [site, visitor, entries, ready among them] as JSON (?1): a new lane written once, with its counts.
+  addAccepted: `INSERT INTO outbox_lanes (site, visitor, pending, since, ready) SELECT value ->> 0, value ->> 1, value ->> 2, ?2, value ->> 3 FROM json_each(?1) WHERE true
+    ON CONFLICT (site, visitor) DO UPDATE SET pending = pending + excluded.pending, ready = ready + excluded.ready RETURNING n, site, visitor, pending, ready`,
   sitePending: 'SELECT pending FROM outbox_load WHERE site = ?1',
   // The counts of many lanes in one statement: [lane, entries (+/−), ready among them] as JSON (?1).
   addLanes: `UPDATE outbox_lanes SET pending = pending + (json_each.value ->> 1), ready = ready + (json_each.value ->> 2) FROM json_each(?1)
@@ -80,15 +83,20 @@ export interface Lanes {
    */
   change(byLane: ReadonlyMap<number, number>, now: number, ready?: ReadonlyMap<number, number>): void;
   /**
-   * The room for the accepts of one transaction: `take` answers the lane of an entry that fits
-   * under `limits` (and counts it in `byLane`, for {@link Lanes.change}), or undefined when its
-   * visitor, its site or the outbox is full, counting what was taken before it. `visitors`: the
-   * lanes `take` will ask for, looked up together in one statement.
+   * The room for the accepts of one transaction: `take` answers whether an entry fits under
+   * `limits` (and counts it), or false when its visitor, its site or the outbox is full, counting
+   * what was taken before it. `visitors`: the lanes `take` will ask for, looked up together in one
+   * statement (nothing written). `write` then counts what was taken in its lanes, one statement for
+   * all (a new lane is written once, with its counts; one given nothing is never made), and its
+   * sites' and the outbox's counts; `ready`: all of them are ready now (else none is counted
+   * ready: sql-ready.ts counts those it places so). It resolves to the lanes' numbers, by `key`.
    */
   admit(
     now: number,
     visitors?: Iterable<readonly [site: number, visitor: string]>,
-  ): { take(site: number, visitor: string, limits: OutboxLimits): number | undefined; byLane: Map<number, number> };
+  ): { take(site: number, visitor: string, limits: OutboxLimits): boolean; write(ready: boolean): Map<string, number> };
+  /** A lane's key in {@link Lanes.admit}'s `write`. */
+  key(site: number, visitor: string): string;
   /** The seq entries added after this one will be above (for {@link Lanes.addMerges}). */
   lastSeq(): number;
   /** Counts the merges among the entries added after seq `after` as waiting in the outbox. */
@@ -98,6 +106,8 @@ export interface Lanes {
   /** These entries left the outbox (delivered or dead): those that were merges no longer hold their browser's activities. Resolves to those browsers. */
   dropMerges(seqs: readonly number[]): [site: number, browser: string][];
 }
+
+const laneKey = (site: number, visitor: string) => `${site}:${visitor}`;
 
 /** The lanes over `db`: creates their tables, and gives storage written before them its lanes and counts, once. */
 export async function createLanes(db: SqlPort): Promise<Lanes> {
@@ -115,6 +125,11 @@ export async function createLanes(db: SqlPort): Promise<Lanes> {
     return { n: Number(n), pending: Number(pending) };
   };
   const addCount = (name: string, change: number) => void (change !== 0 && db.run(SQL.addCount, name, change));
+  /** The sites' counts move (entries, and lanes with something ready), and the outbox's (`total`). */
+  const load = (bySite: ReadonlyMap<number, { delta: number; ready: number }>, total: number, now: number) => {
+    for (const [siteN, { delta, ready }] of bySite) if (Number(one(SQL.addLoad, siteN, delta, now, ready)![0]) <= 0) db.run(SQL.dropLoad, siteN);
+    addCount('pending', total);
+  };
   const change = (byLane: ReadonlyMap<number, number>, now: number, ready: ReadonlyMap<number, number> = new Map()) => {
     const bySite = new Map<number, { delta: number; ready: number }>();
     let total = 0;
@@ -149,8 +164,7 @@ export async function createLanes(db: SqlPort): Promise<Lanes> {
       total += delta;
     }
     if (empty.length > 0) db.run(SQL.dropLanes, JSON.stringify(empty));
-    for (const [siteN, { delta, ready }] of bySite) if (Number(one(SQL.addLoad, siteN, delta, now, ready)![0]) <= 0) db.run(SQL.dropLoad, siteN);
-    addCount('pending', total);
+    load(bySite, total, now);
   };
 
   try {
@@ -196,37 +210,54 @@ export async function createLanes(db: SqlPort): Promise<Lanes> {
       // Waiting entries: in the store, plus those taken by this transaction's accepts.
       const total = { pending: countOf('pending') };
       const sites = new Map<number, { pending: number }>();
-      const lanes = new Map<string, { n: number; pending: number }>();
-      const byLane = new Map<number, number>();
-      const wanted = new Map([...visitors].map(([siteN, visitor]) => [`${siteN}:${visitor}`, [siteN, visitor] as const]));
+      // Each lane taken from, by key: [site, visitor, entries taken], and how many it had.
+      const lanes = new Map<string, { site: number; visitor: string; pending: number; taken: number }>();
+      const wanted = new Map([...visitors].map(([siteN, visitor]) => [laneKey(siteN, visitor), [siteN, visitor] as const]));
       if (wanted.size > 0)
-        for (const [siteN, visitor, n, pending] of db.query(SQL.lanesOf, JSON.stringify([...wanted.values()]), now)) {
-          lanes.set(`${siteN}:${visitor}`, { n: Number(n), pending: Number(pending) });
-          // looked up: kept only if something is taken into it (change)
-          byLane.set(Number(n), 0);
-        }
+        for (const [siteN, visitor, , pending] of db.query(SQL.lanesOf, JSON.stringify([...wanted.values()])))
+          lanes.set(laneKey(Number(siteN), String(visitor)), { site: Number(siteN), visitor: String(visitor), pending: Number(pending), taken: 0 });
       const take = (siteN: number, visitor: string, limits: OutboxLimits) => {
-        const key = `${siteN}:${visitor}`;
+        const key = laneKey(siteN, visitor);
         let found = lanes.get(key);
         if (found === undefined) {
-          found = lane(siteN, visitor, now);
+          // Not looked up with the others (or no lane yet): read alone.
+          const pending = wanted.has(key) ? 0 : Number(one(SQL.laneOf, siteN, visitor)?.[1] ?? 0);
+          found = { site: siteN, visitor, pending, taken: 0 };
           lanes.set(key, found);
-          byLane.set(found.n, 0);
         }
         let site = sites.get(siteN);
         if (site === undefined) {
           site = { pending: Number(one(SQL.sitePending, siteN)?.[0] ?? 0) };
           sites.set(siteN, site);
         }
-        if (total.pending >= limits.total || site.pending >= limits.site || found.pending >= limits.visitor) return undefined;
+        if (total.pending >= limits.total || site.pending >= limits.site || found.pending >= limits.visitor) return false;
         total.pending++;
         site.pending++;
         found.pending++;
-        byLane.set(found.n, byLane.get(found.n)! + 1);
-        return found.n;
+        found.taken++;
+        return true;
       };
-      return { take, byLane };
+      const write = (ready: boolean) => {
+        const numbers = new Map<string, number>();
+        const taken = [...lanes.values()].filter((lane) => lane.taken > 0);
+        if (taken.length === 0) return numbers;
+        const rows = db.query(SQL.addAccepted, JSON.stringify(taken.map((lane) => [lane.site, lane.visitor, lane.taken, ready ? lane.taken : 0])), now);
+        const bySite = new Map<number, { delta: number; ready: number }>();
+        let all = 0;
+        for (const [n, siteN, visitor, , readyNow] of rows) {
+          const { taken: delta } = lanes.get(laneKey(Number(siteN), String(visitor)))!;
+          numbers.set(laneKey(Number(siteN), String(visitor)), Number(n));
+          const site = bySite.get(Number(siteN)) ?? { delta: 0, ready: 0 };
+          // The site counts its lanes with something ready: this one, when it had none before.
+          bySite.set(Number(siteN), { delta: site.delta + delta, ready: site.ready + (ready && Number(readyNow) === delta ? 1 : 0) });
+          all += delta;
+        }
+        load(bySite, all, now);
+        return numbers;
+      };
+      return { take, write };
     },
+    key: laneKey,
     lastSeq: () => Number(one(SQL.lastSeq)?.[0] ?? 0),
     addMerges: (after) => void db.run(SQL.addMerges, after),
     addMerge: (seq, siteN, browser) => void db.run(SQL.addMerge, seq, siteN, browser),

@@ -93,9 +93,9 @@ const SQL = {
 } as const;
 
 export interface Ready {
-  /** Places the entries an accept added after seq `after` (merges counted; `lanes`: one per entry; `maybeHeld`:
-   * a browser of theirs has a merge in the outbox); resolves to how many are ready, by lane (for Lanes.change). */
-  added(after: number, maybeHeld: boolean, lanes: readonly number[]): Map<number, number>;
+  /** Places the entries an accept added after seq `after` (merges counted). `maybeHeld`: a browser of theirs has
+   * a merge in the outbox, so their lanes were counted with none ready (Lanes.admit): those placed ready are counted here. */
+  added(after: number, maybeHeld: boolean): void;
   /** Whether one of these browsers has a merge in the outbox. */
   hasMerge(browsers: readonly (readonly [site: number, browser: string])[]): boolean;
   /** Takes entries out of the ready or the held, whichever they are in (before they are settled). */
@@ -180,15 +180,19 @@ export async function createReady(db: SqlPort): Promise<Ready> {
   };
 
   return {
-    added(after, maybeHeld, lanes) {
-      // The usual case: nothing is held, so every entry is ready and no row needs reading back.
+    added(after, maybeHeld) {
+      // The usual case: nothing is held, so every entry is ready (and counted so already) and no row needs reading back.
       if (!maybeHeld) {
         db.run(SQL.allReady, after);
-        return tally(lanes, 1);
+        return;
       }
       db.run(SQL.holdAdded, after);
-      const readyLanes = db.query(SQL.readyAdded, after).map(([lane]) => lane);
-      return tally(readyLanes, 1);
+      count(
+        tally(
+          db.query(SQL.readyAdded, after).map(([lane]) => lane),
+          1,
+        ),
+      );
     },
     hasMerge: (browsers) => browsers.length > 0 && db.query(SQL.hasMerge, JSON.stringify(browsers)).length > 0,
     unplace(seqs) {
