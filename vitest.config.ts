@@ -51,6 +51,9 @@ export default defineConfig({
           exclude: ['test/browser/**', 'test/workerd/**', 'test/e2e/**', 'test/container/**', 'test/next/next.test.ts', '**/node_modules/**', ...TIMED],
           testTimeout: 20_000,
           hookTimeout: 30_000,
+          // Cases marked concurrent that run at once (Vitest's default is 5): the six of
+          // test/relay/delivery-lease.test.ts that wait out a dead leader's lease, two on each store.
+          maxConcurrency: 6,
         },
       },
       {

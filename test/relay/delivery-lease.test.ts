@@ -10,7 +10,7 @@ import { systemClock } from '../../src/relay/core/clock.js';
 import { createUpstream } from '../../src/relay/deliver/caller.js';
 import { createDeliverer } from '../../src/relay/deliver/deliverer.js';
 import { fetchTransport } from '../../src/relay/deliver/transport.js';
-import { backing, closing, DAY, emulator, eventsOf, KEY, ORIGIN, onEachBackend, relay, track } from './support/delivery-kit.js';
+import { DAY, emulator, eventsOf, KEY, ORIGIN, onEachBackend, onEachBackendAtOnce, relay, track } from './support/delivery-kit.js';
 
 /** `count` tracks of one lease (calls of 100), one person each (under the platform's daily cap), named `die-<run>-<n>@example.com`. */
 const dyingItems = (run: string, count: number) =>
@@ -60,10 +60,12 @@ const dyingSites = () =>
     RELAY_LOG: 'off',
   }).sites;
 
-describe('a deliverer that dies holding a lease of many entries', () =>
-  onEachBackend(() => {
-    it('holds at most the entries of the call in flight; the never-sent rest is delivered, once', async () => {
-      const { outbox, pacer } = backing!;
+// Each case waits out a dead leader's lock and lease on the real clock: the cases of every backend run at once.
+describe.concurrent('a deliverer that dies holding a lease of many entries', () =>
+  onEachBackendAtOnce((open) => {
+    it('holds at most the entries of the call in flight; the never-sent rest is delivered, once', async (context) => {
+      const { expect } = context;
+      const { outbox, pacer } = await open(context);
       const run = crypto.randomUUID().slice(0, 8);
       // 250 entries: three calls (100, 100, 50) of one lease.
       const items = dyingItems(run, 250);
@@ -83,7 +85,7 @@ describe('a deliverer that dies holding a lease of many entries', () =>
       await expect.poll(() => dead, { timeout: 5_000 }).toBe(true);
       const standby = createDeliverer({ ...common, outbox, owner: `standby-${run}`, upstream: upstreamTo(() => {}) });
       standby.start();
-      closing.push(() => standby.stop());
+      context.onTestFinished(() => standby.stop());
       // The standby leads once the lock runs out, and leases the entries once the dead leader's lease has.
       await standby.drained({ timeoutMs: 15_000 });
       // Never twice; every entry arrived (the first call's were applied by the leader's call).
@@ -96,8 +98,9 @@ describe('a deliverer that dies holding a lease of many entries', () =>
       expect(held.filter((letter) => !firstHundred.has(letter.id))).toEqual([]);
     }, 30_000);
 
-    it('a call still waiting for its place in the pace when the deliverer dies never left: delivered once by the next, none held', async () => {
-      const { outbox, pacer } = backing!;
+    it('a call still waiting for its place in the pace when the deliverer dies never left: delivered once by the next, none held', async (context) => {
+      const { expect } = context;
+      const { outbox, pacer } = await open(context);
       const run = crypto.randomUUID().slice(0, 8);
       // 300 entries: three calls of one lease. The pacer grants a slot every 100 ms, but the
       // leader's own spacer lets a call leave only 2 s after the one before (RELAY_PLATFORM_RATE
@@ -135,7 +138,7 @@ describe('a deliverer that dies holding a lease of many entries', () =>
       expect(arrivals(run, items).filter((count) => count === 1)).toHaveLength(100);
       const standby = createDeliverer({ ...common, outbox, owner: `standby-${run}`, upstream: upstreamTo(() => {}) });
       standby.start();
-      closing.push(() => standby.stop());
+      context.onTestFinished(() => standby.stop());
       await standby.drained({ timeoutMs: 20_000 });
       // Every entry arrived once, and none is held: the calls that waited to leave had not left.
       expect(arrivals(run, items).filter((count) => count !== 1)).toEqual([]);

@@ -4,7 +4,7 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, type TestContext } from 'vitest';
 import { createRelayHandlers, type RelayDeps } from '../../../src/relay/app.js';
 import { parseConfig } from '../../../src/relay/core/config.js';
 import { createMemoryOutbox, createMemoryPacer } from '../../../src/relay/state/memory-outbox.js';
@@ -88,6 +88,24 @@ export function onEachBackend(suite: () => void, rate = 10): void {
       });
       suite();
     });
+  }
+}
+
+/**
+ * Registers `suite` once per outbox backend, every case of every backend running at the same time
+ * (for cases that mostly wait out a lease or a lock on the real clock). A case opens a fresh store
+ * of its own with `open(context)`, closed when the case ends, and stops what it starts with the
+ * context's `onTestFinished`, never through `backing` or `closing`, which cases running together
+ * would share.
+ */
+export function onEachBackendAtOnce(suite: (open: (context: TestContext) => Promise<{ outbox: Outbox; pacer: Pacer }>) => void, rate = 10): void {
+  for (const backend of BACKENDS) {
+    describe.concurrent(`on ${backend.name}`, () =>
+      suite(async (context) => {
+        const store = await backend.open(rate);
+        context.onTestFinished(() => store.close());
+        return { outbox: store.outbox, pacer: store.pacer };
+      }));
   }
 }
 
