@@ -52,7 +52,8 @@ export default defineConfig({
           testTimeout: 20_000,
           hookTimeout: 30_000,
           // Cases marked concurrent that run at once (Vitest's default is 5): the six of
-          // test/relay/delivery-lease.test.ts that wait out a dead leader's lease, two on each store.
+          // test/relay/delivery-lease.test.ts that wait out a dead leader's lease, two on each store
+          // (onEachBackendAtOnce in test/relay/support/delivery-kit.ts).
           maxConcurrency: 6,
         },
       },

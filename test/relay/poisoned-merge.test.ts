@@ -2,23 +2,26 @@
 // (memory, an SQLite file, Redis), against a fresh emulator each: the merge is sent a bounded number
 // of times, cut apart from the entries leased with it, then dead-lettered with its reason; every
 // other identify and track is delivered, once, while it is still in doubt.
-import { expect, it } from 'vitest';
+import { it } from 'vitest';
 import { createRelayHandlers } from '../../src/relay/app.js';
 import { parseConfig } from '../../src/relay/core/config.js';
 import type { DeliveryEvent } from '../../src/relay/core/observe.js';
 import { MAX_TRIES } from '../../src/relay/deliver/doubt.js';
 import type { OutboxItem } from '../../src/relay/state/outbox.js';
-import { backing, closing, DAY, KEY, ORIGIN, onEachBackend, ownPlatform } from './support/delivery-kit.js';
+import { DAY, KEY, ORIGIN, onEachBackendAtOnce, ownPlatform } from './support/delivery-kit.js';
 
 /** This emulator counts no rate: calls need not leave 100 ms apart. */
 const RATE = 50;
 
-onEachBackend(() => {
-  it('a merge answered 500 every time is dead-lettered after a bounded number of sends; the others go on', async () => {
+// Each case mostly waits out the retries' waits (4 s on the real clock): the stores' cases run at once.
+onEachBackendAtOnce((open) => {
+  it('a merge answered 500 every time is dead-lettered after a bounded number of sends; the others go on', async (context) => {
+    const { expect } = context;
+    const backing = await open(context);
     const run = crypto.randomUUID().slice(0, 8);
     const poison = `poison-${run}@example.com`;
     const platform = await ownPlatform({ faults: { 'person/merge': { status: 500, naming: poison } } });
-    closing.push(() => platform.close());
+    context.onTestFinished(() => platform.close());
     const now = Date.now();
     const email = (n: number) => (n === 42 ? poison : `ok-${run}-${n}@example.com`);
     // 150 browsers identify (one a call's worth and more), then 150 other browsers track.
@@ -40,7 +43,7 @@ onEachBackend(() => {
       visitor: `w-${n}`,
       accepted: now,
     }));
-    const { outbox } = backing!;
+    const { outbox } = backing;
     expect((await outbox.accept([...identifies, ...tracks], now, DAY)).accepted).toHaveLength(300);
     const config = parseConfig({
       CDP_API_KEY: KEY,
@@ -53,7 +56,7 @@ onEachBackend(() => {
     });
     const events: DeliveryEvent[] = [];
     const handlers = createRelayHandlers(config, { ...backing, observer: { delivery: (event) => events.push(event) } });
-    closing.push(() => handlers.close());
+    context.onTestFinished(() => handlers.close());
     // Sent again whole forever, it would never drain.
     await handlers.drained({ timeoutMs: 30_000 });
 
