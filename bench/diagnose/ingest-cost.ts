@@ -5,11 +5,14 @@
  * read, the settle) through a transport that answers at once from a cache. Requests of --batch
  * tracks from --visitors visitor addresses, --concurrent in flight, as bench/collect.ts sends;
  * CPU per 100 items from the first request until the outbox is empty. Run it under `node
- * --cpu-prof` (through tsx) to see where the CPU goes without the kernel's socket work.
+ * --cpu-prof` (through tsx) to see where the CPU goes without the kernel's socket work. --sqlite: the
+ * SQLite outbox and its pacer on a file (as the CLI runs them) instead of the memory outbox.
  *
- *   npx tsx bench/diagnose/ingest-cost.ts [--requests 4000] [--batch 10] [--concurrent 16] [--visitors 100000] [--rounds 3]
+ *   npx tsx bench/diagnose/ingest-cost.ts [--requests 4000] [--batch 10] [--concurrent 16] [--visitors 100000] [--rounds 3] [--sqlite]
  */
-import { loadavg } from 'node:os';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { uuid } from '../../src/browser/uuid.js';
 import { createRelayHandlers } from '../../src/relay/app.js';
@@ -20,6 +23,7 @@ import type { CollectRequest } from '../../src/relay/ingest/body.js';
 import { createRelayMetrics } from '../../src/relay/ops/metrics.js';
 import { createStatusRecorder } from '../../src/relay/ops/status.js';
 import { createMemoryOutbox } from '../../src/relay/state/memory-outbox.js';
+import { createSqliteOutbox } from '../../src/relay/state/sqlite-outbox.js';
 
 const { values } = parseArgs({
   options: {
@@ -28,6 +32,7 @@ const { values } = parseArgs({
     concurrent: { type: 'string', default: '16' },
     visitors: { type: 'string', default: '100000' },
     rounds: { type: 'string', default: '3' },
+    sqlite: { type: 'boolean', default: false },
   },
 });
 const REQUESTS = Number(values.requests);
@@ -56,7 +61,9 @@ const transport: Transport = async ({ body }) => {
   }
   return { status: 200, contentType: 'application/json', retryAfter: undefined, body: answer };
 };
-const outbox = createMemoryOutbox();
+const dir = values.sqlite ? mkdtempSync(join(tmpdir(), 'cdp-ingest-cost-')) : undefined;
+const store = dir === undefined ? undefined : await createSqliteOutbox(join(dir, 'relay-state.db'));
+const outbox = store?.outbox ?? createMemoryOutbox();
 const metrics = createRelayMetrics({ outbox, limits: config.outboxLimits });
 const status = createStatusRecorder();
 const handlers = createRelayHandlers(config, {
@@ -65,6 +72,7 @@ const handlers = createRelayHandlers(config, {
   observer: observeAll(undefined, metrics.observer, status.observer),
   metrics,
   outbox,
+  ...(store === undefined ? {} : { pacer: store.pacer(config.platformRate) }),
 });
 
 let serial = 0;
@@ -124,3 +132,5 @@ console.log(
   `CPU per 100 items: best ${sorted[0]!.toFixed(2)} ms, median ${sorted[Math.floor(sorted.length / 2)]!.toFixed(2)} (rounds ${figures.map((ms) => ms.toFixed(2)).join(' / ')}; ${REQUESTS} requests of ${BATCH}, ${CONCURRENT} in flight; load average ${loadavg()[0]!.toFixed(2)})`,
 );
 await handlers.close();
+await store?.close();
+if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
