@@ -6,7 +6,7 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, it } from 'vitest';
 import type { RunningEmulator } from '../../src/emulator/index.js';
 import type { OutboxItem, OutboxStore } from '../../src/relay/state/outbox.js';
 import { createRedisOutbox } from '../../src/relay/state/redis-outbox.js';
@@ -78,8 +78,9 @@ const item = (kind: OutboxItem['kind'], email: string, browser: string) => ({
 
 const person = (email: string) => [...emulator.emulator.state.people.values()].filter((p) => p.fields['str::email'] === email);
 
-describe.each(STORES)('one leader at a time on $name, the platform taking longer per call than the lead lock lasts', ({ open }) => {
-  it('a standby never sends while the leader has a call that can land; tracks follow their identify; nothing twice', async () => {
+// Each case mostly waits on the slow platform and the lead lock (about 5 s on the real clock): the stores' cases run at once.
+describe.concurrent.each(STORES)('one leader at a time on $name, the platform taking longer per call than the lead lock lasts', ({ open }) => {
+  it('a standby never sends while the leader has a call that can land; tracks follow their identify; nothing twice', async ({ expect }) => {
     const [first, second] = await open();
     const sent: RecordedCall[] = [];
     const leader = deliverer('leader', first, sent);
