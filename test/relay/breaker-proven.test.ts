@@ -8,12 +8,12 @@
 // breaker held every browser call alike: the tracks waited until the refused entries were found,
 // a refused call at a time (minutes). Then the breaker's pause still held the tracks a full lease
 // held back to fill a call (50 of 1,750 waited its 15 s): only the paused calls' entries wait now.
-import { expect, it } from 'vitest';
+import { it } from 'vitest';
 import { createRelayHandlers } from '../../src/relay/app.js';
 import { parseConfig } from '../../src/relay/core/config.js';
 import type { DeliveryEvent } from '../../src/relay/core/observe.js';
 import type { OutboxItem } from '../../src/relay/state/outbox.js';
-import { backing, closing, DAY, KEY, ORIGIN, onEachBackend, ownPlatform } from './support/delivery-kit.js';
+import { DAY, KEY, ORIGIN, onEachBackendAtOnce, ownPlatform } from './support/delivery-kit.js';
 
 /** This emulator counts no rate: calls need not leave 100 ms apart (the breaker counts refusals, not time). */
 const RATE = 50;
@@ -24,12 +24,16 @@ const PROVEN = [
   { who: 'the tracks a server sent through its door', site: 'server:shop' },
 ];
 
-onEachBackend(() => {
-  it.each(PROVEN)(
+// Each case mostly waits (for the breaker, the tracks, a quiet second): the stores run at the same
+// time, each its two cases one after the other (the tracks have a bound of their own to arrive in).
+onEachBackendAtOnce((open) => {
+  it.sequential.for(PROVEN)(
     'anonymous items the platform refuses pause anonymous calls only: $who all arrive',
-    async ({ site }) => {
+    async ({ site }, context) => {
+      const { expect } = context;
+      const backing = await open(context);
       const platform = await ownPlatform({ faults: { 'person/merge': { status: 400, message: 'Unknown field' } } });
-      closing.push(() => platform.close());
+      context.onTestFinished(() => platform.close());
       const run = crypto.randomUUID().slice(0, 8);
       const now = Date.now();
       const base = (n: number) => ({ site: 'pk_d', id: `${run}-${n}`, browser: `b-${n}`, visitor: `v-${n}`, accepted: now + n });
@@ -44,7 +48,7 @@ onEachBackend(() => {
         const n = 350 + i;
         return { ...base(n), site, kind: 'activity', entry: { activity_id: 'act:cm:viewed', fields: { 'str::email': `ann-${run}-${n}@example.com` } } };
       });
-      const { outbox } = backing!;
+      const { outbox } = backing;
       expect((await outbox.accept([...anonymous, ...signedIn], now, DAY)).accepted).toHaveLength(2100);
       const config = parseConfig({
         CDP_API_KEY: KEY,
@@ -56,7 +60,7 @@ onEachBackend(() => {
       });
       const events: DeliveryEvent[] = [];
       const handlers = createRelayHandlers(config, { ...backing, observer: { delivery: (event) => events.push(event) } });
-      closing.push(() => handlers.close());
+      context.onTestFinished(() => handlers.close());
 
       // The breaker closed for anonymous calls (a held call has no status and sends its entries back)…
       await expect.poll(() => events.some((event) => event.endpoint === 'person/merge' && event.called && event.status === 0), { timeout: 10_000 }).toBe(true);
