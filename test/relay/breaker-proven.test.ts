@@ -29,6 +29,7 @@ const PROVEN = [
 onEachBackendAtOnce((open) => {
   it.sequential.for(PROVEN)(
     'anonymous items the platform refuses pause anonymous calls only: $who all arrive',
+    { timeout: 30_000 },
     async ({ site }, context) => {
       const { expect } = context;
       const backing = await open(context);
@@ -72,6 +73,5 @@ onEachBackendAtOnce((open) => {
       expect(platform.emulator.bans()).toBe(0);
       expect((await outbox.stats()).pending).toBeGreaterThan(0);
     },
-    30_000,
   );
 }, RATE);
