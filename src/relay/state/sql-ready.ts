@@ -61,8 +61,9 @@ const SQL = {
   readyAdded:
     'INSERT INTO outbox_ready (lane, seq) SELECT lane, seq FROM outbox o WHERE seq > ?1 AND NOT EXISTS (SELECT 1 FROM outbox_held h WHERE h.seq = o.seq) RETURNING lane',
   allReady: 'INSERT INTO outbox_ready (lane, seq) SELECT lane, seq FROM outbox WHERE seq > ?1',
-  // ?1: [site, browser] pairs as JSON.
-  hasMerge: 'SELECT 1 FROM outbox_merges WHERE (site, browser) IN (SELECT value ->> 0, value ->> 1 FROM json_each(?1)) LIMIT 1',
+  // ?1: [site, browser] pairs as JSON, each looked up by both columns of the index (`(site, browser) IN (SELECT … FROM
+  // json_each)` searched it by site alone: every merge of the site, on each accept whose browsers had none).
+  hasMerge: 'SELECT 1 FROM json_each(?1) JOIN outbox_merges m ON m.site = json_each.value ->> 0 AND m.browser = json_each.value ->> 1 LIMIT 1',
   // ?1 seqs: out of the ready or the held, whichever they are in.
   unready: `DELETE FROM outbox_ready WHERE (lane, seq) IN (SELECT lane, seq FROM outbox WHERE seq IN (${IN})) RETURNING lane`,
   unhold: `DELETE FROM outbox_held WHERE seq IN (${IN})`,
