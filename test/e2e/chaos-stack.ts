@@ -50,8 +50,11 @@ export interface ChaosStack {
 const listen = (server: Server) => new Promise<number>((resolve) => server.listen(0, '127.0.0.1', () => resolve((server.address() as AddressInfo).port)));
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** Starts everything; `events` is the most one person will send (sizes the activity definitions). */
-export async function startChaosStack(events: number): Promise<ChaosStack> {
+/**
+ * Starts everything; `events` is the most one person will send (sizes the activity definitions);
+ * `relayEnv` adds to the relay's settings (the short form shortens its retry waits, the bench keeps the defaults).
+ */
+export async function startChaosStack(events: number, relayEnv: Record<string, string> = {}): Promise<ChaosStack> {
   // The fault mode draws one number per call; drawing below the rate is a fault. Counting them proves a scenario's fault hit.
   let rate = 0;
   let faultsInjected = 0;
@@ -98,6 +101,7 @@ export async function startChaosStack(events: number): Promise<ChaosStack> {
     RELAY_STATE_FILE: join(state, 'relay-state.db'),
     // Every tab and the load generator come from 127.0.0.1: one visitor, as far as limits go.
     RELAY_SITES: JSON.stringify([{ key: SITE_KEY, origins: [site], verify: 'open', visitor_rate_limit: { per_second: 10_000, burst: 10_000 } }]),
+    ...relayEnv,
   };
 
   let relayOutput = '';
