@@ -30,10 +30,13 @@ const activityOf = (n: number) => `act:cm:relays-${Math.floor(n / PER_ACTIVITY) 
 /**
  * The relays' lead lock and lease lifetimes (RELAY_DELIVERY_LEAD_MS, RELAY_DELIVERY_LEASE_MS),
  * shorter than the defaults. A call may take what its lease has left but 2 s (at most
- * RELAY_BUDGET_MS, 8 s by default): the test has 8 s to kill a leader whose call is in flight.
+ * RELAY_BUDGET_MS, 8 s by default): through the crash, calls have 3 s (the emulator answers in
+ * milliseconds) and the killed leader's leased entries come back 5 s after; the relays killed
+ * mid-call run with KILL_LEASE_MS, so the test has 8 s to kill a leader whose call is in flight.
  */
 const LEAD_MS = 1_000;
-const LEASE_MS = 10_000;
+const LEASE_MS = 5_000;
+const KILL_LEASE_MS = 10_000;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const listen = (server: Server) => new Promise<number>((resolve) => server.listen(0, '127.0.0.1', () => resolve((server.address() as AddressInfo).port)));
 
@@ -85,7 +88,6 @@ describe.runIf(ready)('three relays sharing one redis-server behind a balancer',
     for (let attempt = 0; ; attempt++) {
       const child = spawn(process.execPath, [join(root, 'bin/cdp-edge.js'), 'relay', '--port', String(relay.port)], {
         env: {
-          ...extra,
           PATH: process.env['PATH'] ?? '',
           CDP_API_KEY: PLATFORM_KEY,
           CDP_BASE_URL: emulator.url,
@@ -96,6 +98,7 @@ describe.runIf(ready)('three relays sharing one redis-server behind a balancer',
           RELAY_REDIS_URL: redis.url,
           // Every tab and the generator reach the relays from the balancer's address: one visitor as far as limits go.
           RELAY_SITES: JSON.stringify([{ key: SITE_KEY, origins: [site], verify: 'open', visitor_rate_limit: { per_second: 100_000, burst: 100_000 } }]),
+          ...extra,
         },
         stdio: ['ignore', 'pipe', 'pipe'],
       });
@@ -394,7 +397,7 @@ describe.runIf(ready)('three relays sharing one redis-server behind a balancer',
         const exited = new Promise((resolve) => relay.child?.once('exit', resolve));
         relay.child?.kill('SIGTERM');
         await exited;
-        await startRelay(relay, { RELAY_PLATFORM_RATE: '0.25' });
+        await startRelay(relay, { RELAY_PLATFORM_RATE: '0.25', RELAY_DELIVERY_LEASE_MS: String(KILL_LEASE_MS) });
       }),
     );
     try {
@@ -422,7 +425,7 @@ describe.runIf(ready)('three relays sharing one redis-server behind a balancer',
       const killed = Date.now();
       emulator.emulator.setFaults({});
       await startRelay(leader!);
-      // A standby leads once the lock runs out, and leases the entries once the dead leader's lease has (LEASE_MS).
+      // A standby leads once the lock runs out, and leases the entries once the dead leader's lease has (KILL_LEASE_MS).
       await expect.poll(() => readHeld().catch(() => 1), { timeout: 60_000, interval: 100 }).toBe(0);
       // The settings took effect: the default lease alone would have kept the entries 30 s.
       expect(Date.now() - killed, 'the standby delivered within the shortened lease').toBeLessThan(30_000);
