@@ -3,9 +3,9 @@
 // (a take told to wait, the take granted, its leave), however often new items arrive meanwhile.
 // Before, every accepted request past a full call's worth woke the waits of the calls planned,
 // each of which asked again: 6 to 11 asks a call at 100 requests a second.
-import { it } from 'vitest';
+import { expect, it } from 'vitest';
 import type { Pacer } from '../../src/relay/state/outbox.js';
-import { DAY, eventsOf, onEachBackendAtOnce, relay, track } from './support/delivery-kit.js';
+import { backing, DAY, eventsOf, onEachBackend, relay, track } from './support/delivery-kit.js';
 
 /** The backend's pacer, its asks counted (take and leave are what a deliver call writes). */
 function counted(pacer: Pacer) {
@@ -29,12 +29,9 @@ function counted(pacer: Pacer) {
   return { asks, pacer: wrapped };
 }
 
-// Each case mostly waits for its calls' slots (2 s of traffic, then the backlog at 10 calls a second): the stores' cases run at once.
-onEachBackendAtOnce((open) => {
-  it('asks the pacer a bounded number of times a call while items arrive every 10 ms', async (context) => {
-    const { expect } = context;
-    const backing = await open(context);
-    const { asks, pacer } = counted(backing.pacer);
+onEachBackend(() => {
+  it('asks the pacer a bounded number of times a call while items arrive every 10 ms', async () => {
+    const { asks, pacer } = counted(backing!.pacer);
     const run = crypto.randomUUID().slice(0, 8);
     // A backlog first (accepted straight into the outbox: no kick), so each lease plans calls that wait for their slots.
     const now = Date.now();
@@ -47,8 +44,8 @@ onEachBackendAtOnce((open) => {
       visitor: `v-${n}`,
       accepted: now,
     }));
-    expect((await backing.outbox.accept(backlog, now, DAY)).accepted).toHaveLength(2_000);
-    const { handlers, post, events } = relay({ RELAY_PLATFORM_RATE: '10' }, { outbox: backing.outbox, pacer }, context.onTestFinished);
+    expect((await backing!.outbox.accept(backlog, now, DAY)).accepted).toHaveLength(2_000);
+    const { handlers, post, events } = relay({ RELAY_PLATFORM_RATE: '10' }, { pacer });
     const emails = backlog.map((item) => item.entry.fields['str::email']);
     // Then a request every 10 ms, 10 items each, while those calls wait: for 2 s, and on until 10
     // calls went out (a busy machine's slow commits can hold the first calls back; the bound is per

@@ -115,11 +115,7 @@ afterEach(async () => {
   for (const close of closing.splice(0)) await close();
 });
 
-/**
- * A relay on the current backend (or on the outbox and pacer `deps` give), stopped after the test:
- * by `closing`, or by `stopped` (a case running at once with others passes its context's `onTestFinished`).
- */
-export function relay(env: Record<string, string> = {}, deps: RelayDeps = {}, stopped: (stop: () => Promise<void>) => void = (stop) => closing.push(stop)) {
+export function relay(env: Record<string, string> = {}, deps: RelayDeps = {}) {
   const config = parseConfig({
     CDP_API_KEY: KEY,
     CDP_BASE_URL: emulator.url,
@@ -129,7 +125,7 @@ export function relay(env: Record<string, string> = {}, deps: RelayDeps = {}, st
   });
   const events: DeliveryEvent[] = [];
   const handlers = createRelayHandlers(config, { observer: { delivery: (event) => events.push(event) }, ...backing, ...deps });
-  stopped(() => handlers.close());
+  closing.push(() => handlers.close());
   const post = async (batch: unknown[], extra: Record<string, unknown> = {}) => {
     const response = await handlers.app.request('/collect', {
       method: 'POST',
