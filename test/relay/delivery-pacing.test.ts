@@ -9,7 +9,6 @@ import { ENDPOINTS } from '../../src/api/index.js';
 import { createUpstream } from '../../src/relay/deliver/caller.js';
 import { fetchTransport } from '../../src/relay/deliver/transport.js';
 import { startEmulator } from '../../src/emulator/index.js';
-import { startEmulatorProcess } from '../support/emulator-process.js';
 import { closing, DAY, emulator, eventsOf, identify, KEY, ORIGIN, person, relay, track } from './support/delivery-kit.js';
 
 describe('order and pacing', () => {
@@ -108,9 +107,7 @@ describe('order and pacing', () => {
   }, 30_000);
 
   it('shares the window with proxy calls: a backlog with a proxy call every half second draws no 429', async () => {
-    // The rate-limited platform in a process of its own, as a real one is: it counts each call when
-    // it arrives, not when the test's own event loop (the relay's, busy with its leases) lets it.
-    const limited = await startEmulatorProcess(['--key', KEY, '--rate-limit', '10', '--latency-ms', '50']);
+    const limited = await startEmulator({ port: 0, key: KEY, rateLimit: 10, latencyMs: 50 });
     // The relay's own pacer (its deliverer may catch up), shared by its deliveries and its proxy calls.
     const pacer = createMemoryPacer(10, CATCH_UP_MS);
     const proxy = createUpstream({
@@ -159,7 +156,7 @@ describe('order and pacing', () => {
       await handlers.drained({ timeoutMs: 30_000 });
       draining = false;
       await reads;
-      const counts = await limited.calls();
+      const counts = limited.emulator.calls();
       expect(counts['activities/create']!.entries).toBe(4500);
       expect(proxied.length).toBeGreaterThanOrEqual(6);
       // Neither the deliveries nor the proxy calls were answered 429, by the platform or the relay.
