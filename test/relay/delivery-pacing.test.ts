@@ -109,7 +109,10 @@ describe('order and pacing', () => {
   it('shares the window with proxy calls: a backlog with a proxy call every half second draws no 429', async () => {
     const limited = await startEmulator({ port: 0, key: KEY, rateLimit: 10, latencyMs: 50 });
     // The relay's own pacer (its deliverer may catch up), shared by its deliveries and its proxy calls.
-    const pacer = createMemoryPacer(10, CATCH_UP_MS);
+    // It paces at 9 calls a second, under the platform's 10: what this case guards is the sharing
+    // (deliveries at 9 and unshared proxy calls at 2 a second overrun the 10, checked), not the 3%
+    // margin, whose timing a loaded machine can beat (the case above holds the pace at the limit).
+    const pacer = createMemoryPacer(9, CATCH_UP_MS);
     const proxy = createUpstream({
       baseUrl: limited.url,
       apiKey: KEY,
@@ -126,9 +129,9 @@ describe('order and pacing', () => {
         CDP_BASE_URL: limited.url,
         RELAY_SITES: JSON.stringify([{ key: 'pk_d', origins: [ORIGIN], verify: 'open' }]),
         RELAY_LOG: 'off',
-        RELAY_PLATFORM_RATE: '10',
+        RELAY_PLATFORM_RATE: '9',
       });
-      // 4,500 tracks: 45 full calls, about 4.5 s at 10 calls a second.
+      // 4,500 tracks: 45 full calls, about 5.5 s at 9 calls a second less the proxy's.
       const outbox = createMemoryOutbox();
       const now = Date.now();
       const items = Array.from({ length: 4500 }, (_, n) => ({
