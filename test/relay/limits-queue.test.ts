@@ -4,31 +4,19 @@
 // is bounded; other visitors never wait behind one visitor's queue. The arithmetic on every
 // limiter (memory, which the SQLite relay uses too, and Redis's script), then over real HTTP on
 // each Node state. Workers: test/workerd/limits-queue.test.ts.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createMemoryLimiter, type RateLimiter } from '../../src/relay/core/limits.js';
 import { createRedisState } from '../../src/relay/state/redis.js';
-import { type RunningRedis, redisAvailable, startRedis } from '../support/redis.js';
-import { limitsRelay } from './support/limits-relay.js';
+import { limitsRelay, limitsStates } from './support/limits-relay.js';
 import { type Answer, QUEUED_VISITOR_RATE, queueCases } from './support/queue-answers.js';
 
-let redis: RunningRedis | undefined;
-const hasRedis = redisAvailable('visitor queues on Redis (test/relay/limits-queue.test.ts)');
-const dir = mkdtempSync(join(tmpdir(), 'cdp-queue-'));
-beforeAll(async () => {
-  if (hasRedis) redis = await startRedis();
-});
-afterAll(async () => {
-  await redis?.close();
-  rmSync(dir, { recursive: true, force: true });
-});
+const { states, redisUrl } = limitsStates('visitor queues on Redis (test/relay/limits-queue.test.ts)');
+const hasRedis = states.some((state) => state.name === 'Redis');
 
 const limiters: { name: string; open(): Promise<RateLimiter> }[] = [
   { name: 'memory', open: async () => createMemoryLimiter() },
   // The cases move time by hand: Redis takes their `now` instead of its TIME (callerTime).
-  ...(hasRedis ? [{ name: 'Redis', open: async () => (await createRedisState(redis!.url, { prefix: `q${Math.random()}:`, callerTime: true })).limiter }] : []),
+  ...(hasRedis ? [{ name: 'Redis', open: async () => (await createRedisState(redisUrl()!, { prefix: `q${Math.random()}:`, callerTime: true })).limiter }] : []),
 ];
 
 describe.each(limiters)('a visitor queue on the $name limiter', ({ open }) => {
@@ -52,6 +40,23 @@ describe.each(limiters)('a visitor queue on the $name limiter', ({ open }) => {
     for (let i = 0; i < 5; i++) expect((await limiter.limit('visitor:s:a', rate, T + 100 + 1_600)).delayMs).toBeUndefined();
   });
 
+  it("takes a request from the visitor's bucket and the site's together or from neither, waiting for the visitor's queued token", async () => {
+    const limiter = await open();
+    const cap = { perSecond: 1, burst: 1 };
+    const visitor = { key: 'visitor:t:a', rate };
+    const site = (key: string) => ({ key: `site:${key}`, rate: cap });
+    expect(await limiter.limitAll([visitor, site('t1')], T)).toEqual({ ok: true, retryAfterMs: 0 });
+    // The site's cap is spent: refused with its wait, and nothing taken from the visitor, whose 4 tokens are left.
+    expect(await limiter.limitAll([visitor, site('t1')], T)).toEqual({ ok: false, retryAfterMs: 1_000 });
+    for (let i = 0; i < 4; i++) expect(await limiter.limit('visitor:t:a', rate, T)).toEqual({ ok: true, retryAfterMs: 0 });
+    // The visitor's burst spent: its next token queued, the other site's taken at once.
+    expect(await limiter.limitAll([visitor, site('t2')], T)).toEqual({ ok: true, retryAfterMs: 0, delayMs: 100 });
+    // Over its own allowance (a second of tokens queued), the visitor takes nothing from a site.
+    for (let i = 2; i <= 10; i++) expect(await limiter.limit('visitor:t:a', rate, T)).toEqual({ ok: true, retryAfterMs: 0, delayMs: 100 * i });
+    expect(await limiter.limitAll([visitor, site('t3')], T)).toEqual({ ok: false, retryAfterMs: 100 });
+    expect(await limiter.limitAll([site('t3')], T)).toEqual({ ok: true, retryAfterMs: 0 });
+  });
+
   it('refuses at once without a queue (queue_ms 0, and the address buckets)', async () => {
     const limiter = await open();
     const plain = { perSecond: 10, burst: 5 };
@@ -61,12 +66,6 @@ describe.each(limiters)('a visitor queue on the $name limiter', ({ open }) => {
     expect(await limiter.limit('visitor:s:z', { ...rate, queueMs: 0 }, T)).toEqual({ ok: false, retryAfterMs: 100 });
   });
 });
-
-const states: { name: string; state(): { stateFile?: string; redisUrl?: string } }[] = [
-  { name: 'memory', state: () => ({ stateFile: ':memory:' }) },
-  { name: 'SQLite', state: () => ({ stateFile: join(dir, `relay-${Math.random()}.db`) }) },
-  ...(hasRedis ? [{ name: 'Redis', state: () => ({ redisUrl: redis!.url }) }] : []),
-];
 
 describe.each(states)('a visitor queue over HTTP on $name', ({ state }) => {
   // The address bucket (twice the visitor's: burst 40) lets 40 at once reach the visitor's bucket.

@@ -34,6 +34,20 @@ export interface RateLimiter {
    * token is there). Refusal buckets use the charge; request buckets never do.
    */
   limit(key: string, rate: Rate, now: number, charge?: number): Promise<LimitDecision>;
+  /**
+   * Takes one request from every bucket of `asks`, or from none: when one of them refuses (its
+   * token neither there nor coming within its queue), nothing is taken from the others, so a
+   * request a site's cap refuses spends nothing of its visitor's own allowance, and one its
+   * visitor's allowance refuses nothing of the site's. Taken: `ok`, with the longest `delayMs` of
+   * the buckets that queued it; refused: the longest `retryAfterMs` of the buckets that refused it.
+   */
+  limitAll(asks: readonly Ask[], now: number): Promise<LimitDecision>;
+}
+
+/** One bucket a request takes from ({@link RateLimiter.limitAll}). */
+export interface Ask {
+  key: string;
+  rate: Rate;
 }
 
 export interface Bucket {
@@ -63,6 +77,14 @@ export function refill(bucket: Bucket | undefined, rate: Rate, now: number, char
   const delayMs = waitFor(tokens, rate);
   if (delayMs <= queueMs) return { bucket: { tokens: tokens - 1, at: now }, ok: true, retryAfterMs: 0, delayMs };
   return { bucket: { tokens, at: now }, ok: false, retryAfterMs: delayMs - queueMs };
+}
+
+/** The decision of a request that took from every bucket of `decisions`, or of one that took from none. */
+export function decideAll(decisions: readonly LimitDecision[]): LimitDecision {
+  const refused = decisions.filter((decision) => !decision.ok);
+  if (refused.length > 0) return { ok: false, retryAfterMs: Math.max(...refused.map((decision) => decision.retryAfterMs)) };
+  const delayMs = Math.max(0, ...decisions.map((decision) => decision.delayMs ?? 0));
+  return delayMs > 0 ? { ok: true, retryAfterMs: 0, delayMs } : { ok: true, retryAfterMs: 0 };
 }
 
 /** A bucket kept by the memory limiter, with the rate it refills at (to tell when it is full again). */
@@ -104,6 +126,13 @@ export function createMemoryLimiter(options: { maxKeys?: number } = {}): RateLim
       if (isFull(next.value[1], now)) buckets.delete(next.value[0]);
     }
   };
+  /** Keeps `bucket` as `key`'s, the most recently used: delete then set, a Map keeps insertion order, so the first key is the least recently used. */
+  const keep = (key: string, bucket: Bucket, rate: Rate, now: number) => {
+    buckets.delete(key);
+    const kept = { tokens: bucket.tokens, at: bucket.at, rate };
+    if (!isFull(kept, now)) buckets.set(key, kept);
+    if (buckets.size > maxKeys) buckets.delete(buckets.keys().next().value as string);
+  };
   return {
     size: () => buckets.size,
     async limit(key, rate, now, charge) {
@@ -113,14 +142,19 @@ export function createMemoryLimiter(options: { maxKeys?: number } = {}): RateLim
       // made for it (every request looks at its visitor's refusals; few visitors ever draw one).
       if (bucket === undefined && charge === 0) return { ok: rate.burst >= 1, retryAfterMs: waitFor(rate.burst, rate) };
       const result = refill(bucket, rate, now, charge);
-      // Delete then set: a Map keeps insertion order, so the first key is the least recently used.
-      if (bucket !== undefined) buckets.delete(key);
-      const kept = { tokens: result.bucket.tokens, at: result.bucket.at, rate };
-      if (!isFull(kept, now)) buckets.set(key, kept);
-      if (buckets.size > maxKeys) buckets.delete(buckets.keys().next().value as string);
+      keep(key, result.bucket, rate, now);
       return result.delayMs === undefined
         ? { ok: result.ok, retryAfterMs: result.retryAfterMs }
         : { ok: result.ok, retryAfterMs: result.retryAfterMs, delayMs: result.delayMs };
+    },
+    // Every bucket refilled and looked at, then all kept or none, in one synchronous step: no other
+    // request of the process comes between.
+    async limitAll(asks, now) {
+      sweep(now);
+      const results = asks.map(({ key, rate }) => refill(buckets.get(key), rate, now));
+      const decision = decideAll(results);
+      if (decision.ok) for (const [i, { key, rate }] of asks.entries()) keep(key, results[i]!.bucket, rate, now);
+      return decision;
     },
   };
 }
@@ -211,12 +245,28 @@ export interface RateLimitBinding {
  * (`rate_limit`) is kept by `fallback`, per isolate.
  */
 export function createBindingLimiter(binding: RateLimitBinding, periodSeconds: number, fallback: RateLimiter = createMemoryLimiter()): RateLimiter {
+  const inBinding = (key: string) => key.startsWith('visitor:');
+  const ask = async (key: string): Promise<LimitDecision> => {
+    const { success } = await binding.limit({ key });
+    return { ok: success, retryAfterMs: success ? 0 : periodSeconds * 1000 };
+  };
   return {
     async limit(key, rate, now, charge) {
       // The binding only takes: refusal buckets (charged, looked at) stay with the fallback.
-      if (!key.startsWith('visitor:') || charge !== undefined) return fallback.limit(key, rate, now, charge);
-      const { success } = await binding.limit({ key });
-      return { ok: success, retryAfterMs: success ? 0 : periodSeconds * 1000 };
+      if (!inBinding(key) || charge !== undefined) return fallback.limit(key, rate, now, charge);
+      return ask(key);
+    },
+    // The binding takes what it is asked and gives nothing back, so it is asked last, only once the
+    // fallback's buckets have taken: a request they refuse costs the visitor nothing, and one the
+    // binding refuses gets back what they took.
+    async limitAll(asks, now) {
+      const held = asks.filter((entry) => !inBinding(entry.key));
+      const taken = await fallback.limitAll(held, now);
+      const visitors = asks.filter((entry) => inBinding(entry.key));
+      if (!taken.ok || visitors.length === 0) return taken;
+      const decision = decideAll([taken, ...(await Promise.all(visitors.map((entry) => ask(entry.key))))]);
+      if (!decision.ok) await Promise.all(held.map(({ key, rate }) => fallback.limit(key, rate, now, -1)));
+      return decision;
     },
   };
 }

@@ -9,37 +9,32 @@
 import type { SiteConfig } from '../core/sites.js';
 import type { Rate } from '../core/limits.js';
 import { RelayHttpError } from '../core/errors.js';
-import { addressKey, type RateLimiter, refusalWait, siteKey } from '../core/limits.js';
+import { addressKey, type Ask, type RateLimiter, refusalWait, siteKey } from '../core/limits.js';
 import type { CollectContext } from './context.js';
 import type { CheckedItem } from './items.js';
 import { isKnown, shapeOf } from './shapes.js';
 
 /**
- * Per-visitor limit (always), then the site-wide cap (only when the site sets `rate_limit`).
- * A request whose client address is unknown (`visitor` undefined: no socket, no trusted header)
- * is limited site-wide only.
+ * Per-visitor limit (always), and the site-wide cap (only when the site sets `rate_limit`), taken
+ * together or not at all (limits.ts `limitAll`): a request one of them refuses spends nothing of
+ * the other, so a visitor refused by a full site keeps its own allowance, and one over its own
+ * allowance takes nothing from the site's other visitors. A request whose client address is
+ * unknown (`visitor` undefined: no socket, no trusted header) is limited site-wide only.
  * A visitor's request that reserved a coming token (`queue_ms`, limits.ts `Rate.queueMs`) waits
  * for it here, before anything is written or held: the idle room, a store call. A client
  * that leaves meanwhile changes nothing; its items are taken as if it had stayed.
  */
 export async function checkRate(ctx: Pick<CollectContext, 'limiter' | 'clock'>, site: SiteConfig, visitor: string | undefined, now: number): Promise<void> {
-  const { limiter } = ctx;
-  // Both asked before either is awaited (a shared limiter answers each over the network).
-  const asked = visitor === undefined ? undefined : limiter.limit(visitor, site.visitorRateLimit, now);
-  const askedSite = site.rateLimit === undefined ? undefined : limiter.limit(siteKey(site.key), site.rateLimit, now);
-  const decisions = askedSite === undefined ? [await asked] : await Promise.all([asked, askedSite]);
-  let refusedMs: number | undefined;
-  let delayMs = 0;
-  for (const decision of decisions) {
-    if (decision === undefined) continue;
-    if (!decision.ok) refusedMs = Math.max(refusedMs ?? 0, decision.retryAfterMs);
-    else delayMs = Math.max(delayMs, decision.delayMs ?? 0);
-  }
-  if (refusedMs === undefined) {
-    if (delayMs > 0) await ctx.clock.sleep(delayMs);
+  const asks: Ask[] = [];
+  if (visitor !== undefined) asks.push({ key: visitor, rate: site.visitorRateLimit });
+  if (site.rateLimit !== undefined) asks.push({ key: siteKey(site.key), rate: site.rateLimit });
+  if (asks.length === 0) return;
+  const decision = await ctx.limiter.limitAll(asks, now);
+  if (decision.ok) {
+    if ((decision.delayMs ?? 0) > 0) await ctx.clock.sleep(decision.delayMs!);
     return;
   }
-  const retryAfter = Math.max(1, Math.ceil(refusedMs / 1000));
+  const retryAfter = Math.max(1, Math.ceil(decision.retryAfterMs / 1000));
   throw new RelayHttpError(429, 'rate_limited', 'Too many requests from this visitor or for this site; retry after the Retry-After seconds.', { retryAfter });
 }
 

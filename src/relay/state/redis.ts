@@ -10,7 +10,7 @@
  * @module
  */
 import type { Redis, RedisOptions } from 'ioredis';
-import type { RateLimiter } from '../core/limits.js';
+import type { LimitDecision, RateLimiter } from '../core/limits.js';
 import type { Claim, RelayStore } from './store.js';
 import { loadOptional } from './optional.js';
 import { checkRedisPersistence } from './redis-persistence.js';
@@ -68,11 +68,37 @@ redis.call('HSET', KEYS[1], 't', tostring(tokens), 'a', tostring(now))
 redis.call('PEXPIRE', KEYS[1], math.ceil(2 * burst / rate * 1000) + queue + 1000)
 return {ok, wait, delay}`;
 
+/**
+ * KEYS: the buckets a request takes from. ARGV: now, then per bucket its per second, burst and
+ * queue ms. Takes one token from every bucket, or, when one of them refuses, from none (limits.ts
+ * `limitAll`). Returns {ok 0|1, the longest retry after ms of those that refuse, the longest delay ms}.
+ */
+const LIMIT_ALL = `${NOW(1)}
+local left, ok, wait, delay = {}, 1, 0, 0
+for i, key in ipairs(KEYS) do
+  local rate, burst, queue = tonumber(ARGV[3 * i - 1]), tonumber(ARGV[3 * i]), tonumber(ARGV[3 * i + 1])
+  local bucket = redis.call('HMGET', key, 't', 'a')
+  local tokens = math.min(burst, (tonumber(bucket[1]) or burst) + math.max(0, now - (tonumber(bucket[2]) or now)) / 1000 * rate)
+  if tokens < 1 then
+    local due = math.ceil((1 - tokens) / rate * 1000)
+    if due <= queue then delay = math.max(delay, due) else ok = 0; wait = math.max(wait, due - queue) end
+  end
+  left[i] = tokens - 1
+end
+if ok == 0 then return {0, wait, 0} end
+for i, key in ipairs(KEYS) do
+  local rate, burst, queue = tonumber(ARGV[3 * i - 1]), tonumber(ARGV[3 * i]), tonumber(ARGV[3 * i + 1])
+  redis.call('HSET', key, 't', tostring(left[i]), 'a', tostring(now))
+  redis.call('PEXPIRE', key, math.ceil(2 * burst / rate * 1000) + queue + 1000)
+end
+return {1, 0, delay}`;
+
 interface Scripts {
   cdpClaim(...args: (string | number)[]): Promise<number[]>;
   cdpSettle(...args: (string | number)[]): Promise<number>;
   cdpAdd(...args: (string | number)[]): Promise<number>;
   cdpLimit(...args: (string | number)[]): Promise<[number, number, number]>;
+  cdpLimitAll(...args: (string | number)[]): Promise<[number, number, number]>;
 }
 
 export interface RedisStateOptions extends RedisTimeOptions {
@@ -91,6 +117,13 @@ export interface RedisState {
   store: RelayStore;
   limiter: RateLimiter;
 }
+
+/** A bucket script's answer as a decision. */
+const decision = ([ok, wait, delay]: [number, number, number]): LimitDecision => ({
+  ok: ok === 1,
+  retryAfterMs: Number(wait),
+  ...(Number(delay) > 0 ? { delayMs: Number(delay) } : {}),
+});
 
 /** Counters (monthly budgets) are kept a little over two months. */
 const COUNTER_KEEP_MS = 70 * 24 * 3600_000;
@@ -136,6 +169,7 @@ export async function createRedisState(url: string, options: RedisStateOptions =
     cdpSettle: { lua: SETTLE },
     cdpAdd: { lua: ADD, numberOfKeys: 1 },
     cdpLimit: { lua: LIMIT, numberOfKeys: 1 },
+    cdpLimitAll: { lua: LIMIT_ALL },
   });
   if (options.persistence !== undefined) {
     const { unsafe, warn } = options.persistence;
@@ -180,8 +214,12 @@ export async function createRedisState(url: string, options: RedisStateOptions =
   const limiter: RateLimiter = {
     async limit(key, rate, now, charge) {
       const args = [`${prefix}b:${key}`, rate.perSecond, rate.burst, at(now), rate.queueMs ?? 0, ...(charge === undefined ? [] : [charge])];
-      const [ok, wait, delay] = await scripts.cdpLimit(...args);
-      return { ok: ok === 1, retryAfterMs: Number(wait), ...(Number(delay) > 0 ? { delayMs: Number(delay) } : {}) };
+      return decision(await scripts.cdpLimit(...args));
+    },
+    async limitAll(asks, now) {
+      if (asks.length === 0) return { ok: true, retryAfterMs: 0 };
+      const rates = asks.flatMap(({ rate }) => [rate.perSecond, rate.burst, rate.queueMs ?? 0]);
+      return decision(await scripts.cdpLimitAll(asks.length, ...asks.map(({ key }) => `${prefix}b:${key}`), at(now), ...rates));
     },
   };
   return { store, limiter };

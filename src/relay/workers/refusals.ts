@@ -64,14 +64,17 @@ export function durableRefusals(namespace: DurableObjectNamespace<RelayState>, f
   /** per key, the request clock at which a look still unanswered was asked */
   const asking = new Map<string, number>();
   const object = (key: string) => namespace.get(namespace.idFromName(`refusals#${hash(key) % REFUSAL_OBJECTS}`));
+  const elsewhere = (key: string): RateLimiter => {
+    if (!fallback) throw new Error(`durableRefusals holds refusal buckets only, not ${key.split(':')[0]}`);
+    return fallback;
+  };
   return {
+    // A request's own buckets (its visitor's, its site's cap) are all the fallback's.
+    limitAll: (asks, now) => (asks.length === 0 ? Promise.resolve({ ok: true, retryAfterMs: 0 }) : elsewhere(asks[0]!.key).limitAll(asks, now)),
     async limit(key, rate, now, charge) {
       // Refusal buckets are charged or looked at; a budget of people is taken from (no charge).
       const durable = key.startsWith('refusals:') ? charge !== undefined : key.startsWith('people:');
-      if (!durable) {
-        if (!fallback) throw new Error(`durableRefusals holds refusal buckets only, not ${key.split(':')[0]}`);
-        return fallback.limit(key, rate, now, charge);
-      }
+      if (!durable) return elsewhere(key).limit(key, rate, now, charge);
       if (charge !== 0) {
         const decision = (await object(key).bucket(key, rate.perSecond, rate.burst, now, charge)) as LimitDecision;
         answers.delete(key);

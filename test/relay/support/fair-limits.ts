@@ -1,0 +1,63 @@
+/**
+ * A request refused by one of its limits spends nothing of the others (ingest/guard.ts
+ * `checkRate`): a visitor over its own allowance takes nothing from its site's cap, so the site's
+ * other visitors are not held back by it, and a request the site's cap refuses takes nothing from
+ * the visitor's own allowance, so the visitor is served once the site has room again. Over HTTP on
+ * Node and in workerd alike; imports nothing from Node.
+ */
+import { expect, it } from 'vitest';
+
+/** What a visitor's allowance is in these cases: `burst` requests, then one per 100 s. */
+export const FAIR_VISITOR_BURST = 3;
+
+/** The sites these cases expect of the relay, with the visitor allowance {@link FAIR_VISITOR_BURST}. */
+export const FAIR_SITES = [
+  // A cap of one more than a visitor may send, refilling too slowly to matter in a test.
+  { key: 'pk_fair_cap', rate_limit: { per_second: 0.01, burst: FAIR_VISITOR_BURST + 1 } },
+  // Room for one request every 2 s across the site.
+  { key: 'pk_fair_full', rate_limit: { per_second: 0.5, burst: 1 } },
+].map((site) => ({ ...site, visitor_rate_limit: { per_second: 0.01, burst: FAIR_VISITOR_BURST, queue_ms: 0 } }));
+
+/** One answer: its status, its error code when refused, its Retry-After. */
+export interface FairAnswer {
+  status: number;
+  code: string | undefined;
+  retryAfter: string | null;
+}
+
+/** Sends one one-item request to the site keyed `site` from the client address `ip`. */
+export type FairPost = (site: string, ip: string) => Promise<FairAnswer>;
+
+/** Sends `count` requests one after the other. */
+async function inTurn(post: FairPost, site: string, ip: string, count: number): Promise<FairAnswer[]> {
+  const answers: FairAnswer[] = [];
+  for (let i = 0; i < count; i++) answers.push(await post(site, ip));
+  return answers;
+}
+
+/** The cases, for the enclosing describe's relay, whose sites are {@link FAIR_SITES}; `ips` tells the visitors of each case apart. */
+export function fairCases(post: FairPost, ips: (n: number) => string): void {
+  it("takes nothing from the site's cap for a request the visitor's own limit refuses, so other visitors are still served", async () => {
+    const [heavy, other] = [ips(1), ips(2)];
+    expect((await inTurn(post, 'pk_fair_cap', heavy, FAIR_VISITOR_BURST)).map((answer) => answer.status)).toEqual(Array(FAIR_VISITOR_BURST).fill(200));
+    // One more than its own allowance: refused, and the site's last token stays for the others.
+    expect(await post('pk_fair_cap', heavy)).toMatchObject({ status: 429, code: 'rate_limited' });
+    expect(await post('pk_fair_cap', other)).toMatchObject({ status: 200 });
+    // Now the site's cap is spent: refused whoever asks.
+    expect(await post('pk_fair_cap', ips(3))).toMatchObject({ status: 429, code: 'rate_limited' });
+  }, 30_000);
+
+  it("takes nothing from the visitor's own allowance for a request the site's cap refuses, so it is served after the Retry-After", async () => {
+    const visitor = ips(4);
+    expect(await post('pk_fair_full', visitor)).toMatchObject({ status: 200 });
+    // The site is full: as many more as the visitor has tokens left, each refused by the site.
+    const refused = await Promise.all(Array.from({ length: FAIR_VISITOR_BURST - 1 }, () => post('pk_fair_full', visitor)));
+    for (const answer of refused) expect(answer).toMatchObject({ status: 429, code: 'rate_limited' });
+    const retryAfter = Math.max(...refused.map((answer) => Number(answer.retryAfter)));
+    expect(retryAfter).toBeGreaterThanOrEqual(1);
+    expect(retryAfter).toBeLessThanOrEqual(2);
+    // Back after the Retry-After, as the snippet comes back: the visitor still has its tokens.
+    await new Promise((resolve) => setTimeout(resolve, retryAfter * 1000 + 100));
+    expect(await post('pk_fair_full', visitor)).toMatchObject({ status: 200 });
+  }, 30_000);
+}
