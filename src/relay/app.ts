@@ -91,6 +91,8 @@ export interface RelayDeps extends Pick<HandoffChoice, 'shapes'> {
   enqueue?: Enqueue;
   /** how old this process's copy of the suppression list may get (state/suppression.ts) @default SUPPRESSION_REFRESH_MS */
   suppressionRefreshMs?: number;
+  /** Node: a request may wait for a shared read another began, so one suppression read is in flight per process; never on Workers (core/last-value.ts) */
+  sharedReads?: boolean;
   /** how old the outbox's pending count the idle room reads may be (ingest/idle-room.ts; Workers: 1 s) @default 0, read each time */
   pendingMaxAgeMs?: number;
 }
@@ -171,7 +173,7 @@ export function createRelayHandlers(config: RelayConfig, deps: RelayDeps = {}): 
   const shapes = deps.shapes ?? createShapes();
   const { handoff, outbox, deliverer } = chooseHandoff({ ...deps, config, limiter, upstream, pacer, clock, observer, logger, shapes });
   const refreshMs = deps.suppressionRefreshMs ?? SUPPRESSION_REFRESH_MS;
-  const suppression = createSuppressionList(outbox ?? deps.outbox, refreshMs, (error) => logUnexpected(error, config.collectPath, 'POST'));
+  const suppression = createSuppressionList(outbox ?? deps.outbox, refreshMs, (error) => logUnexpected(error, config.collectPath, 'POST'), deps.sharedReads);
   const context = { config, store, limiter, clock, handoff, shapes, hmac: deps.hmac, suppression };
   const sites = [...config.sites.values()];
   const app = new Hono();
@@ -213,14 +215,10 @@ export function createRelayHandlers(config: RelayConfig, deps: RelayDeps = {}): 
   // The server door: /collect's path for servers holding a `collect` token (ingest/server.ts); no CORS, no visitor.
   const verify = createTokenVerifier(config.tokens);
   const handle = (request: CollectRequest, _: ClientInfo, named: { site?: string }) => collectFromServer(context, verify, request, named);
+  const serverCollect = inFlight.track(createCollectAnswerer({ ...answering, sites: [], path: SERVER_COLLECT_PATH, handle }));
   const doors = [
     { at: path, answer: trackedCollect, info: (c: Context) => deps.clientInfo?.(c) ?? {}, allow: 'POST, OPTIONS' },
-    {
-      at: SERVER_COLLECT_PATH,
-      answer: inFlight.track(createCollectAnswerer({ ...answering, sites: [], path: SERVER_COLLECT_PATH, handle })),
-      info: () => ({}),
-      allow: 'POST',
-    },
+    { at: SERVER_COLLECT_PATH, answer: serverCollect, info: () => ({}), allow: 'POST' },
   ];
   for (const door of doors) {
     app.post(door.at, async (c) => {

@@ -14,6 +14,7 @@
  */
 import { relayError } from '../../api/index.js';
 import { toHex } from '../core/encoding.js';
+import { createLastValues } from '../core/last-value.js';
 
 /** The snippet's bytes or text, or a loader for them (called until it gives them, which are then kept). */
 export type SnippetSource = Uint8Array | string | (() => Promise<Uint8Array | string | undefined>);
@@ -42,7 +43,12 @@ export async function snippetVersion(bytes: Uint8Array<ArrayBuffer>): Promise<st
  * would leave every later `/cdp.js` of the isolate unanswered (test/workerd/cut-off.test.ts).
  */
 export function createSnippetHandler(source: SnippetSource | undefined): (request: Request) => Promise<Response> {
-  let loaded: { bytes: Uint8Array<ArrayBuffer>; version: string } | undefined;
+  // Kept for good once there; none yet (a build may appear later): the next request tries again.
+  const loaded = createLastValues<{ bytes: Uint8Array<ArrayBuffer>; version: string } | undefined>({
+    freshMs: Number.POSITIVE_INFINITY,
+    trusted: (snippet) => snippet !== undefined,
+    maxKeys: 1,
+  });
   const load = async () => {
     const raw = typeof source === 'function' ? await source() : source;
     if (raw === undefined) return undefined;
@@ -50,9 +56,7 @@ export function createSnippetHandler(source: SnippetSource | undefined): (reques
     return { bytes, version: await snippetVersion(bytes) };
   };
   return async (request) => {
-    // None yet (a build may appear later): the next request tries again.
-    loaded ??= await load().catch(() => undefined);
-    const snippet = loaded;
+    const snippet = (await loaded.get('', 0, () => load().catch(() => undefined))).value;
     if (!snippet) {
       return Response.json(relayError('snippet_not_built', 'The snippet is not available; build it with `npm run build` (it becomes dist/cdp.js).'), {
         status: 404,

@@ -84,6 +84,7 @@ export async function startNodeRelay(options: StartRelayOptions, defaults: NodeD
     outbox,
     pacer,
     snippet: options.snippet ?? defaults.snippet,
+    sharedReads: true,
     clientInfo: (c) => {
       const incoming = (c.env as HttpBindings | undefined)?.incoming;
       return { ip: resolveClientIp(incoming?.socket.remoteAddress, c.req.header('x-forwarded-for'), config.trustProxy) };

@@ -16,6 +16,7 @@
 import type { RelayObserver } from '../core/observe.js';
 import type { RelayStore } from '../state/store.js';
 import { discard, type Transport } from '../deliver/transport.js';
+import { createLastValues } from '../core/last-value.js';
 
 export interface ReadyState {
   ready: boolean;
@@ -53,10 +54,8 @@ export function createReadiness(options: ReadinessOptions): Readiness {
   const timeoutMs = options.timeoutMs ?? 2_000;
   let answeredAt = Number.NEGATIVE_INFINITY;
   let failedAt = Number.NEGATIVE_INFINITY;
-  /** the last probe's outcome (a plain value: any request may read it) */
-  let probed: { at: number; reason: string | undefined } | undefined;
-  /** when a probe still unanswered began (a probe ends within `timeoutMs`, or with its request) */
-  let probingSince: number | undefined;
+  /** the last probe's outcome (a plain value: any request may read it), standing in while another probe is under way (it ends within `timeoutMs`, or with its request) */
+  const probed = createLastValues<string | undefined>({ freshMs: PROBE_CACHE_MS, underWayMs: timeoutMs, maxKeys: 1 });
   let lastReason: string | undefined;
 
   const within = <T>(work: Promise<T>, what: string): Promise<T> => {
@@ -83,16 +82,7 @@ export function createReadiness(options: ReadinessOptions): Readiness {
   const platformProblem = async (): Promise<string | undefined> => {
     const at = now();
     if (answeredAt > failedAt && at - answeredAt <= freshMs) return undefined;
-    if (probed !== undefined && at - probed.at <= PROBE_CACHE_MS) return probed.reason;
-    if (probed !== undefined && probingSince !== undefined && at - probingSince <= timeoutMs) return probed.reason;
-    probingSince = at;
-    try {
-      const reason = await probePlatform();
-      probed = { at, reason };
-      return reason;
-    } finally {
-      if (probingSince === at) probingSince = undefined;
-    }
+    return (await probed.get('', at, probePlatform)).value;
   };
 
   return {

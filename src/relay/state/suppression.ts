@@ -9,6 +9,7 @@
  */
 import { namedPeople, personHash, type Suppression } from './erase.js';
 import type { Outbox } from './outbox.js';
+import { createLastValues } from '../core/last-value.js';
 
 /** How old a process's copy of the list may be: an erasure waits this long before it sweeps the outbox, so every relay refuses the person by then. */
 export const SUPPRESSION_REFRESH_MS = 2_000;
@@ -26,25 +27,29 @@ export interface SuppressionList {
   readonly refreshMs: number;
 }
 
-/** The list kept by `outbox` (none without one); `onError` hears a reload that failed (the old copy is kept meanwhile). */
-export function createSuppressionList(outbox: Outbox | undefined, refreshMs: number, onError: (error: unknown) => void): SuppressionList {
-  let rows = new Map<string, Set<string>>();
-  let loadedAt = Number.NEGATIVE_INFINITY;
-  const put = (into: Map<string, Set<string>>, { site, hash }: Suppression) => (into.get(site) ?? into.set(site, new Set()).get(site)!).add(hash);
+/** Each site's suppressed hashes ('' for everywhere). */
+type Rows = Map<string, Set<string>>;
 
-  // Each request whose copy is too old reads the list itself, and the newest read is kept: a
-  // request never waits on another's read. In workerd a read belongs to the request that made it,
-  // and one whose client goes away takes its read with it: a shared promise of it would never
-  // settle, and every /collect of the isolate would wait on it (test/workerd/cut-off.test.ts).
-  const reload = async (now: number) => {
+const put = (into: Rows, { site, hash }: Suppression) => (into.get(site) ?? into.set(site, new Set()).get(site)!).add(hash);
+
+/**
+ * The list kept by `outbox` (none without one); `onError` hears a reload that failed (the old copy
+ * is kept meanwhile, and used until the refresh comes round again). A request whose copy is too old
+ * reads the list itself, and the newest read is kept: a request never waits on another's read
+ * (core/last-value.ts), as workerd requires of an isolate (test/workerd/cut-off.test.ts). With
+ * `shareReads` (Node, where a read belongs to no request) the requests that come while a read
+ * is under way wait for that one instead, so a process has one read in flight at a time.
+ */
+export function createSuppressionList(outbox: Outbox | undefined, refreshMs: number, onError: (error: unknown) => void, shareReads = false): SuppressionList {
+  const copy = createLastValues<Rows>({ freshMs: refreshMs, share: shareReads, maxKeys: 1 });
+  const read = async (now: number): Promise<Rows> => {
     try {
-      const fresh = new Map<string, Set<string>>();
+      const fresh: Rows = new Map();
       for (const row of await outbox!.suppressed(now)) put(fresh, row);
-      if (now >= loadedAt) rows = fresh;
+      return fresh;
     } catch (error) {
       onError(error);
-    } finally {
-      loadedAt = Math.max(loadedAt, now);
+      return copy.peek('')?.value ?? new Map();
     }
   };
 
@@ -52,7 +57,7 @@ export function createSuppressionList(outbox: Outbox | undefined, refreshMs: num
     refreshMs,
     async check(site, now) {
       if (outbox === undefined) return undefined;
-      if (now - loadedAt >= refreshMs) await reload(now);
+      const rows = (await copy.get('', now, () => read(now))).value;
       const everywhere = rows.get('');
       const here = rows.get(site);
       if (everywhere === undefined && here === undefined) return undefined;
@@ -62,7 +67,9 @@ export function createSuppressionList(outbox: Outbox | undefined, refreshMs: num
       return (entry) => namedPeople(entry).some((named) => known.get(named) ?? known.set(named, listed(personHash(named))).get(named)!);
     },
     add(added) {
-      for (const row of added) put(rows, row);
+      // Before the first read there is no copy: that read finds them in the store.
+      const rows = copy.peek('')?.value;
+      if (rows !== undefined) for (const row of added) put(rows, row);
     },
   };
 }

@@ -20,6 +20,7 @@
  */
 import type { DurableObjectNamespace } from '@cloudflare/workers-types/index.ts';
 import type { LimitDecision, RateLimiter } from '../core/limits.js';
+import { createLastValues, type Kept } from '../core/last-value.js';
 import { hash, type RelayState } from './state.js';
 
 /** How many objects hold the refusal buckets of a deployment. */
@@ -28,27 +29,12 @@ export const REFUSAL_OBJECTS = 16;
 export const LOOK_CACHE_MS = 1_000;
 /** How long a look counts as under way: one unanswered by then (its request cut off) no longer stands for the others. */
 export const LOOK_UNDER_WAY_MS = 1_000;
-/** Answers (and looks under way) remembered per isolate, at most (the oldest forgotten first: forgetting only asks again). */
-const MAX_CACHED = 10_000;
-
-/** An answer the isolate had for a key, and the request clock it was asked at. */
-interface Answer {
-  decision: LimitDecision;
-  at: number;
-}
 
 /** `decision`, asked at `at`, as it stands at `now`: a closed bucket's wait counted down (it refills meanwhile). */
-function aged({ decision, at }: Answer, now: number): LimitDecision {
+function aged({ value: decision, at }: Kept<LimitDecision>, now: number): LimitDecision {
   if (decision.ok) return decision;
   const retryAfterMs = decision.retryAfterMs - (now - at);
   return retryAfterMs > 0 ? { ok: false, retryAfterMs } : { ok: true, retryAfterMs: 0 };
-}
-
-/** Sets `key` in `map`, forgetting the oldest entry past {@link MAX_CACHED}. */
-function remember<V>(map: Map<string, V>, key: string, value: V): void {
-  map.delete(key);
-  map.set(key, value);
-  if (map.size > MAX_CACHED) map.delete(map.keys().next().value as string);
 }
 
 /**
@@ -59,10 +45,13 @@ function remember<V>(map: Map<string, V>, key: string, value: V): void {
  */
 export function durableRefusals(namespace: DurableObjectNamespace<RelayState>, fallback?: RateLimiter, options: { cacheMs?: number } = {}): RateLimiter {
   const cacheMs = options.cacheMs ?? LOOK_CACHE_MS;
-  /** the last answer per key (plain values: safe to read from any request) */
-  const answers = new Map<string, Answer>();
-  /** per key, the request clock at which a look still unanswered was asked */
-  const asking = new Map<string, number>();
+  /** the last answer per key (a found token trusted for `cacheMs`; any answer stands in for a look under way) */
+  const answers = createLastValues<LimitDecision>({
+    freshMs: cacheMs,
+    trusted: (decision) => decision.ok,
+    underWayMs: LOOK_UNDER_WAY_MS,
+    standInMs: cacheMs + LOOK_UNDER_WAY_MS,
+  });
   const object = (key: string) => namespace.get(namespace.idFromName(`refusals#${hash(key) % REFUSAL_OBJECTS}`));
   const elsewhere = (key: string): RateLimiter => {
     if (!fallback) throw new Error(`durableRefusals holds refusal buckets only, not ${key.split(':')[0]}`);
@@ -77,23 +66,11 @@ export function durableRefusals(namespace: DurableObjectNamespace<RelayState>, f
       if (!durable) return elsewhere(key).limit(key, rate, now, charge);
       if (charge !== 0) {
         const decision = (await object(key).bucket(key, rate.perSecond, rate.burst, now, charge)) as LimitDecision;
-        answers.delete(key);
+        answers.forget(key);
         return decision;
       }
-      const last = answers.get(key);
-      if (last?.decision.ok && now - last.at < cacheMs) return last.decision;
-      // Another request of this isolate is asking: take the last answer rather than wait on its call.
-      const askedAt = asking.get(key);
-      if (last !== undefined && askedAt !== undefined && now - askedAt < LOOK_UNDER_WAY_MS && now - last.at < cacheMs + LOOK_UNDER_WAY_MS)
-        return aged(last, now);
-      remember(asking, key, now);
-      try {
-        const decision = (await object(key).bucket(key, rate.perSecond, rate.burst, now, 0)) as LimitDecision;
-        remember(answers, key, { decision, at: now });
-        return decision;
-      } finally {
-        if (asking.get(key) === now) asking.delete(key);
-      }
+      const look = async () => (await object(key).bucket(key, rate.perSecond, rate.burst, now, 0)) as LimitDecision;
+      return aged(await answers.get(key, now, look), now);
     },
   };
 }
