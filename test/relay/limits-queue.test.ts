@@ -69,35 +69,34 @@ describe.each(limiters)('a visitor queue on the $name limiter', ({ open }) => {
 
 describe.each(states)('a visitor queue over HTTP on $name', ({ state }) => {
   // The address bucket (twice the visitor's: burst 40) lets 40 at once reach the visitor's bucket.
-  const { post, health } = limitsRelay({ site: { visitor_rate_limit: QUEUED_VISITOR_RATE }, state });
+  const relay = limitsRelay({ site: { visitor_rate_limit: QUEUED_VISITOR_RATE }, state });
 
   /**
-   * Sends `count` one-item requests at once from `visitor`, over connections opened first: set up
-   * as they go, on a busy machine they would reach the relay spread over hundreds of ms.
+   * Sends `count` one-item requests at once from `visitor` to `to`, over connections opened first:
+   * set up as they go, on a busy machine they would reach the relay spread over hundreds of ms.
    */
-  const burst = async (visitor: string, count: number, started = Date.now()): Promise<Answer[]> => {
-    await Promise.all(Array.from({ length: count }, () => health().then((response) => response.arrayBuffer())));
-    return Promise.all(
-      Array.from({ length: count }, async () => {
-        const response = await post(visitor, 1);
-        const body = (await response.json()) as { error?: { code: string } };
-        if (response.status === 429) expect(body.error?.code).toBe('rate_limited');
-        return { status: response.status, retryAfter: response.headers.get('retry-after'), ms: Date.now() - started };
-      }),
-    );
-  };
+  const burst =
+    (to: ReturnType<typeof limitsRelay>) =>
+    async (visitor: string, count: number, started = Date.now()): Promise<Answer[]> => {
+      await Promise.all(Array.from({ length: count }, () => to.health().then((response) => response.arrayBuffer())));
+      return Promise.all(
+        Array.from({ length: count }, async () => {
+          const response = await to.post(visitor, 1);
+          const body = (await response.json()) as { error?: { code: string } };
+          if (response.status === 429) expect(body.error?.code).toBe('rate_limited');
+          return { status: response.status, retryAfter: response.headers.get('retry-after'), ms: Date.now() - started };
+        }),
+      );
+    };
 
-  queueCases(burst);
+  queueCases(burst(relay));
 
   describe('a client that leaves while it waits', () => {
     // A token every 2 s: whichever of the two queued requests the relay meets first still waits
     // about 2 s for its token, however slowly a busy machine delivered the burst before them (with
     // 4 tokens a second, a burst that took 2 s to answer left the leaving request nothing to wait for).
     const slow = limitsRelay({ site: { visitor_rate_limit: { per_second: 0.5, burst: 5, queue_ms: 4_000 } }, state });
-    const send = async (visitor: string, count: number) => {
-      await Promise.all(Array.from({ length: count }, () => slow.health().then((response) => response.arrayBuffer())));
-      return Promise.all(Array.from({ length: count }, () => slow.post(visitor, 1).then((response) => response.status)));
-    };
+    const send = async (visitor: string, count: number) => (await burst(slow)(visitor, count)).map((answer) => answer.status);
 
     it('takes a waiting request whole when its client leaves before its token comes', async () => {
       const visitor = '203.0.113.250';
