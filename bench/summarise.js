@@ -382,6 +382,10 @@ const READERS = {
       targets: [
         target('events lost', r.totals.lost, '0', r.totals.lost === 0),
         target('events duplicated', r.totals.duplicated, '0', r.totals.duplicated === 0),
+        // Held only the events of calls whose outcome the relay could not know, each listed for the operator (results from before it: not counted).
+        ...(r.totals.misheld === undefined
+          ? []
+          : [target('events held but not in doubt, or in doubt but not held', r.totals.misheld, '0', r.totals.misheld === 0)]),
       ],
     };
   },

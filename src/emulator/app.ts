@@ -12,7 +12,7 @@ import { dashboard } from './dashboard.js';
 import { PlatformHttpError } from './errors.js';
 import { failure, pickFault } from './faults.js';
 import { HANDLERS, type HandlerContext } from './handlers.js';
-import { checkFaults } from './options.js';
+import { checkFaults, type FaultSpec } from './options.js';
 import type { RateLimiter } from './rate-limit.js';
 import { toSnapshot } from './snapshot.js';
 
@@ -108,13 +108,17 @@ export function createApp(ctx: HandlerContext, hooks: AppHooks): Hono<{ Variable
       // the time the platform spends on a call, before it applies it and answers
       if (options.latencyMs > 0) await new Promise((resolve) => setTimeout(resolve, options.latencyMs));
       const fault = await pickFault(options.faults, endpoint.id, options.random, c.req.raw);
-      if (fault && !fault.applied) return failure(fault, endpoint.id, c.req.raw, c.env);
+      const fail = async (spec: FaultSpec) => {
+        options.onFault?.({ endpoint: endpoint.id, body: await c.req.text(), applied: spec.applied === true });
+        return failure(spec, endpoint.id, c.req.raw, c.env);
+      };
+      if (fault && !fault.applied) return fail(fault);
       const { body, bytes } = await readBody(c);
       const answer = handler(ctx, body, bytes);
       const items = endpoint.chunking && isRecord(body) ? body[endpoint.chunking.items] : undefined;
       c.set('entries', Array.isArray(items) ? items.length : 0);
       // An `applied` fault strikes once the state has changed: only the answer is lost.
-      return fault ? failure(fault, endpoint.id, c.req.raw, c.env) : json(c, 200, answer);
+      return fault ? fail(fault) : json(c, 200, answer);
     });
   }
 

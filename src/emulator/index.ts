@@ -12,7 +12,7 @@
 export { createEmulator, type Emulator } from './emulator.js';
 export type { CallCounts, EndpointCalls } from './calls.js';
 export { startEmulator, type RunningEmulator, type StartOptions } from './node.js';
-export type { EmulatorOptions, FaultSpec, Faults, GeoPoint } from './options.js';
+export type { EmulatorOptions, FaultedCall, FaultSpec, Faults, GeoPoint } from './options.js';
 export type { EmulatorSnapshot, PersonSnapshot, AccountSnapshot, AudienceSnapshot } from './snapshot.js';
 export type { Store } from './store.js';
 export type { Person, Account, CustomField, Audience, Membership, ActivityEvent, PersonLocation } from './records.js';

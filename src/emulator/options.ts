@@ -62,6 +62,15 @@ export interface EmulatorOptions {
   geolocate?: (ip: string) => GeoPoint | undefined;
   /** called after every change (persistence hooks in here) */
   onChange?: () => void;
+  /** told of each call a fault strikes, with its endpoint and body, before it fails (a test counts what the failed calls carried) */
+  onFault?: (call: FaultedCall) => void;
+}
+
+/** A call a fault struck: its endpoint id, its body as sent, and whether it was applied before it failed. */
+export interface FaultedCall {
+  endpoint: string;
+  body: string;
+  applied: boolean;
 }
 
 export interface ResolvedOptions {
@@ -78,6 +87,7 @@ export interface ResolvedOptions {
   random: () => number;
   geolocate: (ip: string) => GeoPoint | undefined;
   onChange: () => void;
+  onFault: ((call: FaultedCall) => void) | undefined;
 }
 
 const TEST_NETS: Array<[string, GeoPoint]> = [
@@ -119,6 +129,7 @@ export function resolveOptions(options: EmulatorOptions = {}): ResolvedOptions {
     random: options.random ?? Math.random,
     geolocate: options.geolocate ?? defaultGeolocate,
     onChange: options.onChange ?? (() => {}),
+    onFault: options.onFault,
   };
 }
 

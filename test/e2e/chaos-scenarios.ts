@@ -3,7 +3,11 @@
  * events numbered 0…n-1 while something goes wrong, and counts at the emulator what arrived.
  * `sent` counts events whose track() Promise resolved (stored durably, the snippet's promise);
  * `lost` = sent but neither arrived nor held by the relay (its dead-letter list, reason
- * `ambiguous`), `duplicated` = arrivals beyond the first of an event.
+ * `ambiguous`), `duplicated` = arrivals beyond the first of an event. Only a scenario whose
+ * calls' outcomes the relay cannot know may hold events, and only those: the events the
+ * `activities/create` calls a platform fault struck carried (all of them), or events that may have
+ * been in a call when the relay was killed; `misheld` counts every other held event and every
+ * event held where it must not be, `unlisted` the held events `cdp-edge outbox list` does not show.
  */
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import type { FaultSpec } from '../../src/emulator/options.js';
@@ -21,6 +25,10 @@ export interface ScenarioResult {
   duplicated: number;
   /** arrivals of events never confirmed as sent (should be 0) */
   unexpected: number;
+  /** held events the scenario does not explain, events it must hold and the relay did not, held events the platform never took that arrived all the same (should be 0) */
+  misheld: number;
+  /** held events the operator's `cdp-edge outbox list` does not show (should be 0) */
+  unlisted: number;
   seconds: number;
   /** seconds from the last send until everything arrived (or the deadline) */
   drain_seconds: number;
@@ -100,12 +108,26 @@ export interface Scenario {
   run(ctx: Context): Promise<void>;
   /** undone once the scenario has drained (faults off, relay up) */
   cleanup?(ctx: Context): Promise<void> | void;
+  /**
+   * The events the relay may hold as dead letters (`may`), those it must hold (`must`), and those
+   * the platform never took (`untaken`: held, they must not arrive) @default none: every event arrives once
+   */
+  holds?(ctx: Context): { may: ReadonlySet<string>; must: ReadonlySet<string>; untaken: ReadonlySet<string> };
 }
+
+/** The events of a scenario whose `activities/create` calls a fault struck: held, every one (the relay cannot know their outcome). */
+const struckCalls = (ctx: Context) => {
+  const { applied, unapplied } = ctx.stack.faulted(ctx.email);
+  const struck = new Set([...applied, ...unapplied]);
+  return { may: struck, must: struck, untaken: new Set(unapplied) };
+};
 
 const faulty = (name: string, what: string, spec: FaultSpec, endpoints?: readonly string[]): Scenario => ({
   disturbs: 'platform',
   name,
   what,
+  // A 429 says the call was not applied: sent again, never held.
+  ...(spec.status === 429 ? {} : { holds: struckCalls }),
   async run(ctx) {
     const context = await ctx.newContext();
     const page = await open(context, ctx);
@@ -206,6 +228,9 @@ export const SCENARIOS: Scenario[] = [
     cleanup: async (ctx) => {
       await fetch(`${ctx.stack.relayUrl}/healthz`).catch(() => ctx.stack.startRelay());
     },
+    // A call in flight when the relay was killed has an unknown outcome: only events of the first
+    // third, tracked before the kill, may have been in one.
+    holds: (ctx) => ({ may: new Set(Array.from({ length: Math.ceil(ctx.n / 3) }, (_, n) => String(n))), must: new Set(), untaken: new Set() }),
   },
   faulty('upstream-429', 'the platform answers 429 with try-in-seconds to 20% of calls', { status: 429 }),
   faulty('upstream-500', 'the platform answers 500 to 20% of calls', { status: 500 }),
@@ -288,6 +313,10 @@ export async function runScenario(browser: Browser, stack: ChaosStack, scenario:
   const unique = new Set(arrivals);
   const heldBack = new Set(await stack.held(ctx.email));
   const lost = [...ctx.sent].filter((n) => !unique.has(n) && !heldBack.has(n)).length;
+  const none = new Set<string>();
+  const { may, must, untaken } = scenario.holds?.(ctx) ?? { may: none, must: none, untaken: none };
+  const misheld = [...heldBack].filter((n) => !may.has(n) || (untaken.has(n) && unique.has(n))).length + [...must].filter((n) => !heldBack.has(n)).length;
+  const listed = new Set(await stack.listed(ctx.email));
   return {
     name: scenario.name,
     what: scenario.what,
@@ -298,6 +327,8 @@ export async function runScenario(browser: Browser, stack: ChaosStack, scenario:
     lost,
     duplicated: arrivals.length - unique.size,
     unexpected: [...unique].filter((n) => !ctx.sent.has(n)).length,
+    misheld,
+    unlisted: [...heldBack].filter((n) => !listed.has(n)).length,
     seconds: Math.round((Date.now() - started) / 100) / 10,
     drain_seconds: Math.round((drainedAt - sentAt) / 100) / 10,
     collect: ctx.collect,

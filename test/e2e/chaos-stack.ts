@@ -4,7 +4,7 @@
  * page server on another loopback origin serving dist/cdp.js with the inline stub. Events are
  * counted at the emulator. Shared by test/e2e/chaos.test.ts (short) and bench/chaos.ts (full).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -12,7 +12,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startEmulator, type RunningEmulator } from '../../src/emulator/node.js';
-import type { FaultSpec } from '../../src/emulator/options.js';
+import type { FaultedCall, FaultSpec } from '../../src/emulator/options.js';
+import type { DeadLetter } from '../../src/relay/state/outbox.js';
 import { createSqliteOutbox } from '../../src/relay/state/sqlite-outbox.js';
 
 export const SITE_KEY = 'pk_chaos';
@@ -40,12 +41,32 @@ export interface ChaosStack {
   received(email: string): string[];
   /** `n` of every chaos event of `email` the relay holds in its dead-letter list (reason `ambiguous`: its call's outcome is unknown) */
   held(email: string): Promise<string[]>;
+  /** {@link held}, as the operator sees it: `cdp-edge outbox list --json` on the relay's state file */
+  listed(email: string): Promise<string[]>;
+  /** `n` of every chaos event of `email` an `activities/create` call carried when a fault struck it: applied before it failed, or not */
+  faulted(email: string): { applied: string[]; unapplied: string[] };
   /** entries the relay's outbox still holds to send (leased ones, a call in flight, included); 0: nothing more leaves it */
   pending(): Promise<number>;
   /** everything the relay processes wrote (RELAY_LOG=debug: a line per request and per item) */
   relayOutput(): string;
   close(): Promise<void>;
 }
+
+/** An entry as the relay sends it to activities/create (and keeps it in a dead letter). */
+type Event = Record<string, unknown>;
+
+/** `n` of each chaos event of `email` among `events`. */
+const eventsOf = (events: readonly Event[], email: string): string[] =>
+  events
+    .filter((event) => (event['fields'] as Record<string, unknown> | undefined)?.['str::email'] === email)
+    .map((event) => String((event['attributes'] as Record<string, unknown> | undefined)?.['str:cm:n']));
+
+/** `n` of each chaos event of `email` held as a dead letter of reason `ambiguous`. */
+const heldOf = (letters: readonly DeadLetter[], email: string): string[] =>
+  eventsOf(
+    letters.filter((letter) => letter.reason === 'ambiguous').map((letter) => letter.entry),
+    email,
+  );
 
 const listen = (server: Server) => new Promise<number>((resolve) => server.listen(0, '127.0.0.1', () => resolve((server.address() as AddressInfo).port)));
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -63,7 +84,13 @@ export async function startChaosStack(events: number, relayEnv: Record<string, s
     if (draw < rate) faultsInjected++;
     return draw;
   };
-  const emulator = await startEmulator({ port: 0, key: PLATFORM_KEY, plan: 'business', random });
+  // What each activities/create call a fault struck carried: the events it holds back, or that the platform took unanswered.
+  const struck: { applied: boolean; events: Event[] }[] = [];
+  const onFault = (call: FaultedCall) => {
+    if (call.endpoint !== 'activities/create') return;
+    struck.push({ applied: call.applied, events: (JSON.parse(call.body) as { activities?: Record<string, unknown>[] }).activities ?? [] });
+  };
+  const emulator = await startEmulator({ port: 0, key: PLATFORM_KEY, plan: 'business', random, onFault });
   for (let i = 0; i <= Math.floor(events / PER_ACTIVITY); i++) {
     const created = await fetch(`${emulator.url}/v1/definitions/activity/create`, {
       method: 'POST',
@@ -175,12 +202,21 @@ export async function startChaosStack(events: number, relayEnv: Record<string, s
     async held(email) {
       const store = await createSqliteOutbox(join(state, 'relay-state.db'));
       try {
-        return (await store.outbox.deadLetters())
-          .filter((letter) => letter.reason === 'ambiguous' && (letter.entry['fields'] as Record<string, unknown> | undefined)?.['str::email'] === email)
-          .map((letter) => String((letter.entry['attributes'] as Record<string, unknown> | undefined)?.['str:cm:n']));
+        return heldOf(await store.outbox.deadLetters(), email);
       } finally {
         await store.close();
       }
+    },
+    async listed(email) {
+      const list = spawnSync(process.execPath, [join(root, 'bin/cdp-edge.js'), 'outbox', 'list', '--json', '--state-file', join(state, 'relay-state.db')], {
+        encoding: 'utf8',
+      });
+      if (list.status !== 0) throw new Error(`cdp-edge outbox list exited with ${list.status}: ${list.stderr}`);
+      return heldOf(JSON.parse(list.stdout) as DeadLetter[], email);
+    },
+    faulted(email) {
+      const of = (applied: boolean) => struck.filter((call) => call.applied === applied).flatMap((call) => eventsOf(call.events, email));
+      return { applied: of(true), unapplied: of(false) };
     },
     received(email) {
       const person = emulator.emulator.snapshot().people.find((p) => p.fields?.['str::email'] === email);

@@ -71,3 +71,30 @@ describe('faults after the call was applied', () => {
     expect(() => createEmulator({ faults: { '*': { drop: 'close' } } })).not.toThrow();
   });
 });
+
+describe('onFault', () => {
+  it('is told of each call a fault strikes, with its body and whether it was applied, and of no other', async () => {
+    const struck: { endpoint: string; body: string; applied: boolean }[] = [];
+    const emulator = createEmulator({ key: KEY, onFault: (call) => struck.push(call) });
+    const call = (path: string, body: unknown) =>
+      emulator.fetch(
+        new Request(`http://emulator/v1/${path}`, {
+          method: 'POST',
+          headers: { 'X-Api-Key': KEY, 'Content-Type': 'application/json' },
+          body: JSON.stringify(body),
+        }),
+      );
+    expect((await call('definitions/activity/create', { name: 'Viewed', icon_id: 'eye-illustration-icon' })).status).toBe(200);
+    expect((await call('activities/create', activity('untouched@example.com'))).status).toBe(200);
+    emulator.setFaults({ 'activities/create': { status: 504, applied: true }, 'person/merge': { status: 500 } });
+    expect((await call('activities/create', activity('struck@example.com'))).status).toBe(504);
+    expect((await call('person/merge', { people: [{ fields: { 'str::email': 'merged@example.com' } }], merge_by: ['str::email'] })).status).toBe(500);
+    // A body the endpoint refuses fails for itself, not by the fault: not told.
+    expect((await call('activities/create', { activities: [{ activity_id: 'act:cm:unknown', fields: { 'str::email': 'x@example.com' } }] })).status).toBe(400);
+    expect(struck.map(({ endpoint, applied }) => ({ endpoint, applied }))).toEqual([
+      { endpoint: 'activities/create', applied: true },
+      { endpoint: 'person/merge', applied: false },
+    ]);
+    expect(JSON.parse(struck[0]!.body)).toEqual(activity('struck@example.com'));
+  });
+});
