@@ -1,0 +1,39 @@
+/**
+ * A process that starts the Node relay, then promotes garbage: chunks of
+ * objects kept in a ring long enough to outlive two scavenges, then dropped. It prints the
+ * largest old space it saw and its live heap after a full GC (`--expose-gc`), as JSON.
+ *
+ *   node --expose-gc --import tsx test/relay/support/heap-child.ts
+ */
+import { getHeapSpaceStatistics } from 'node:v8';
+import { startRelay } from '../../../src/relay/node.js';
+
+const MB = 1024 * 1024;
+const oldSpace = () => getHeapSpaceStatistics().find((space) => space.space_name === 'old_space')!.space_size;
+
+const relay = await startRelay({
+  port: 0,
+  logger: () => {},
+  env: {
+    CDP_API_KEY: 'heap-key',
+    CDP_BASE_URL: 'http://127.0.0.1:9',
+    RELAY_SITES: JSON.stringify([{ key: 'pk_heap', origins: ['https://heap.example'], verify: 'off' }]),
+  },
+});
+
+// About 30 MB alive at any time (a ring of 300 chunks of ~100 kB), 600 MB promoted in all.
+const ring: unknown[][] = [];
+let peak = 0;
+for (let i = 0; i < 6000; i++) {
+  ring.push(Array.from({ length: 1000 }, (_, n) => ({ n, i, text: `item ${n}` })));
+  if (ring.length > 300) ring.shift();
+  if (i % 20 === 0) {
+    peak = Math.max(peak, oldSpace());
+    // A turn of the event loop now and then, as a server has: V8 marks concurrently and finishes in tasks.
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+}
+(globalThis as { gc?: () => void }).gc?.();
+const live = getHeapSpaceStatistics().find((space) => space.space_name === 'old_space')!.space_used_size;
+await relay.close();
+process.stdout.write(`${JSON.stringify({ peakOldMb: peak / MB, liveOldMb: live / MB, ring: ring.length })}\n`);
