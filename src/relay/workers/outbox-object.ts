@@ -153,9 +153,11 @@ export class RelayOutbox extends DurableObject<DeliveryEnv> {
     return this.store.outbox.erase(person, site, now);
   }
   suppress(rows: Suppression[], until: number, now: number): Promise<void> {
+    this.calls++;
     return this.store.outbox.suppress(rows, until, now);
   }
   suppressed(now: number): Promise<Suppression[]> {
+    this.calls++;
     return this.store.outbox.suppressed(now);
   }
   /** This object's own SQL pacer (the conformance suite's; the Worker paces with the key's pacer object). */
@@ -169,7 +171,11 @@ export class RelayOutbox extends DurableObject<DeliveryEnv> {
     return this.store.pacer(rate).leave!(now, inMs, again);
   }
 
-  /** Calls, `stats` calls and alarms served by this instance, the rows its SQL has read, and whether it is delivering now. Not counted as a call. */
+  /**
+   * Calls (accepts, routes, and the suppression list's reads and writes, which the deployment's
+   * `suppressions` object serves), `stats` calls and alarms served by this instance, the rows its
+   * SQL has read, and whether it is delivering now. Not counted as a call.
+   */
   usage(): { calls: number; stats: number; alarms: number; delivering: boolean; rowsRead: number } {
     return { calls: this.calls, stats: this.statsCalls, alarms: this.alarms, delivering: this.delivering, rowsRead: this.port.rowsRead() };
   }
