@@ -40,10 +40,10 @@ const VISITORS = Number(values.visitors);
 const WINDOW = Number(values.window);
 
 const dir = mkdtempSync(join(tmpdir(), 'cdp-accept-cost-'));
-// As createSqliteOutbox opens it (WAL, synchronous=NORMAL, the WAL synced before each answer), with the connection at hand for its steps.
+// As createSqliteOutbox opens it (WAL, synchronous=NORMAL, the WAL synced before each answer, the connection held open across the syncs), with the connection at hand for its steps.
 const path = join(dir, 'relay-state.db');
 const db = await openSqlite(path, 5000, 'accept-cost', true);
-const wal = walSync(path);
+const wal = walSync(path, { held: true });
 const { outbox } = await createSqlOutbox(libsqlPort(db, wal.sync));
 const stepsOf = db.prepare('SELECT sum(nstep) FROM sqlite_stmt').raw();
 /** VM steps of every statement of the connection so far (they stay prepared). */

@@ -4,7 +4,7 @@
 // replaced; and a browser whose /collect met a failed sync is told to retry (503, the cause logged),
 // never `accepted`. On a real file; the sync is watched (or failed) through the outbox's `sync`
 // option, which wraps the real fdatasync.
-import { existsSync, mkdtempSync, readdirSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readlinkSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Sqlite from 'libsql';
@@ -164,6 +164,24 @@ describe('the WAL sync follows the file', () => {
         return [];
       }
     });
+
+  // The outbox's sync opens the -wal file once and syncs that descriptor on every commit (held:
+  // no stat of the path): sound only while nothing can replace the file under its open connection.
+  it('keeps its -wal file, the same inode, while the outbox is open, whatever other connections open, checkpoint and close', async () => {
+    const path = tempFile();
+    const store = await open(path, (fdatasync) => fdatasync());
+    expect((await store.outbox.accept([item('s', 'a')], Date.now(), WINDOW)).accepted).toEqual(['a']);
+    const { ino, dev } = statSync(`${path}-wal`);
+    for (let round = 0; round < 3; round++) {
+      const other = new Sqlite(path);
+      other.exec('CREATE TABLE IF NOT EXISTS other_writer (n INTEGER); INSERT INTO other_writer VALUES (1)');
+      other.pragma('wal_checkpoint(TRUNCATE)');
+      other.close();
+      expect(statSync(`${path}-wal`)).toMatchObject({ ino, dev });
+      expect((await store.outbox.accept([item('s', `b${round}`)], Date.now(), WINDOW)).accepted).toEqual([`b${round}`]);
+    }
+    expect(rowsInFile(path)).toBe(4);
+  });
 
   it.runIf(existsSync('/proc/self/fd'))('opens the -wal file again when it was replaced, and syncs the database file when there is none', async () => {
     const path = tempFile();

@@ -61,7 +61,8 @@ export function libsqlPort(db: Database.Database, sync?: () => Promise<void>): S
 /** Opens (or creates) the outbox tables in the file at `path` (the relay's state file). */
 export async function createSqliteOutbox(path: string, options: SqliteOutboxOptions = {}): Promise<OutboxStore> {
   const db = await openSqlite(path, options.busyTimeoutMs ?? 5000, 'the SQLite outbox (RELAY_STATE_FILE)', true);
-  const wal = path === ':memory:' ? undefined : walSync(path);
+  // The connection stays open until after the sync's close: the -wal file is never replaced under it.
+  const wal = path === ':memory:' ? undefined : walSync(path, { held: true });
   const wrap = options.sync;
   const sync = wal === undefined ? undefined : wrap === undefined ? wal.sync : () => wrap(wal.sync);
   const port = libsqlPort(db, sync);

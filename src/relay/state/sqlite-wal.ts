@@ -14,6 +14,13 @@
  * checkpoint), the next one creates another. Each sync checks the path's inode against the
  * descriptor's and opens the file again when they differ; with no -wal file at all, the database
  * file is synced instead (where a deleted WAL's pages went).
+ *
+ * Unless the caller holds a connection to the database open across every sync (`held`, the SQLite
+ * outbox): an open connection keeps its lock on the WAL's shared memory, so no other connection's
+ * close is the last one, and nothing deletes or replaces the -wal file (a checkpoint restarts it
+ * in place, the same inode). Then the descriptor opened once is synced alone, without a `stat` of
+ * the path on every commit: one call to the thread pool per commit instead of two. The path is
+ * looked at again only while no descriptor is held (the first sync, or after an error).
  * @module
  */
 import { type FileHandle, open, stat } from 'node:fs/promises';
@@ -24,8 +31,17 @@ export interface WalSync {
   close(): Promise<void>;
 }
 
+export interface WalSyncOptions {
+  /**
+   * the caller keeps a connection to the database open from before the first sync until after
+   * `close`: the -wal file cannot be replaced meanwhile, and its path is not checked on each sync
+   * @default false
+   */
+  held?: boolean;
+}
+
 /** The WAL sync of the SQLite database at `path` (not `:memory:`). */
-export function walSync(path: string): WalSync {
+export function walSync(path: string, options: WalSyncOptions = {}): WalSync {
   const wal = `${path}-wal`;
   let file: { handle: FileHandle; ino: number; dev: number } | undefined;
   const drop = async () => {
@@ -44,6 +60,8 @@ export function walSync(path: string): WalSync {
     async sync() {
       try {
         const held = file;
+        // The -wal file cannot have been replaced since it was opened (options.held): sync it alone.
+        if (held !== undefined && options.held === true) return await held.handle.datasync();
         // The check and the sync of the descriptor held run side by side: both began after the
         // commit, and a -wal file is replaced only after a checkpoint put its pages in the
         // database file and synced it.
