@@ -39,13 +39,12 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { identityHash } from '../src/relay/index.js';
 import { createToken } from '../src/relay/core/tokens.js';
 import { type Browsers, createBrowsers } from './lib/browsers.js';
 import { type CliProcess, startCli } from './lib/cli.js';
 import { floodTimeline } from './lib/flood-timeline.js';
 import {
-  ACTIVITIES,
+  benchSite,
   arrivals,
   callCounts,
   callFigures,
@@ -144,11 +143,7 @@ async function runPhase(phase: Phase) {
     started.push(relay);
     const open = (options: { browsers: number; itemsPerVisitor: number; address?: (n: number) => string; prefix?: string }) => {
       const set = createBrowsers({
-        relayUrl: relay.url,
-        siteKey: SITE_KEY,
-        origin: ORIGIN,
-        activities: ACTIVITIES,
-        userHash: (email) => identityHash(SECRET, 'str::email', email),
+        ...benchSite(relay.url),
         ...options,
       });
       browsers.push(set);

@@ -26,11 +26,10 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { createToken } from '../src/relay/core/tokens.js';
 import { freePort } from '../test/support/redis.js';
-import { identityHash } from '../src/relay/index.js';
 import { createBrowsers } from './lib/browsers.js';
 import { processCpuMs, startCli } from './lib/cli.js';
 import {
-  ACTIVITIES,
+  benchSite,
   arrivals,
   callCounts,
   callFigures,
@@ -207,13 +206,9 @@ async function runPhase(phase: (typeof PHASES)[number]) {
     if (cpu() === 0 && cpuSeen.size === 0) throw new Error('could not find the workerd process under wrangler dev');
 
     browsers = createBrowsers({
-      relayUrl: worker.url,
-      siteKey: SITE_KEY,
-      origin: ORIGIN,
+      ...benchSite(worker.url),
       browsers: phase.browsers,
       itemsPerVisitor: ITEMS_PER_VISITOR,
-      activities: ACTIVITIES,
-      userHash: (email) => identityHash(SECRET, 'str::email', email),
       addressHeader: 'cf-connecting-ip',
     });
     const b = browsers;

@@ -3,7 +3,8 @@
  * and what it makes of one set of simulated browsers: delivered in real time, latency, lost and
  * duplicated.
  */
-import { type Browsers, IDENTIFY_FIELD, ITEM_ATTRIBUTE, NO_ANSWER } from './browsers.js';
+import { identityHash } from '../../src/relay/index.js';
+import { type Browsers, type BrowsersOptions, IDENTIFY_FIELD, ITEM_ATTRIBUTE, NO_ANSWER } from './browsers.js';
 
 export const round = (n: number, digits = 2) => (Number.isFinite(n) ? Math.round(n * 10 ** digits) / 10 ** digits : null);
 export const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))] ?? Number.NaN;
@@ -19,6 +20,14 @@ export const ITEMS_PER_VISITOR = 14;
 /** four activities, so no person nears the platform's 50 events per activity per day */
 export const ACTIVITY_NAMES = ['bench-view', 'bench-click', 'bench-cart', 'bench-search'];
 export const ACTIVITIES = ACTIVITY_NAMES.map((name) => `act:cm:${name}`);
+/** The bench site's browsers' options for the relay at `relayUrl`: its key, origin, activities and the `user_hash` its server gives. */
+export const benchSite = (relayUrl: string): Pick<BrowsersOptions, 'relayUrl' | 'siteKey' | 'origin' | 'activities' | 'userHash'> => ({
+  relayUrl,
+  siteKey: SITE_KEY,
+  origin: ORIGIN,
+  activities: ACTIVITIES,
+  userHash: (email) => identityHash(SECRET, 'str::email', email),
+});
 
 export type Calls = Record<string, { calls: number; statuses: Record<string, number>; entries: number }>;
 
