@@ -1,7 +1,7 @@
 /**
  * Values a process (Node) or an isolate (Workers) keeps for all its requests, each loaded again by
  * a request that finds it too old: the copy of the suppression list, the answers of the refusal
- * buckets, the `/readyz` probe's outcome, the snippet. What is kept is the last plain value,
+ * buckets, the `/readyz` probe's outcome, the snippet, the outbox's pending count. What is kept is the last plain value,
  * never the promise of a load: in workerd a load (a Durable Object call, a fetch) belongs to the
  * request that made it and ends with it when its client goes away, so a request awaiting another
  * request's load could wait for ever, and every later one with it (docs/architecture.md;
@@ -32,6 +32,8 @@ export interface LastValueOptions<T> {
   underWayMs?: number;
   /** How old the last value may be to answer for a load under way @default any age */
   standInMs?: number;
+  /** What answers for a load under way before any load has given a value (never fresh) @default none: such a request loads */
+  initial?: { value: T };
   /**
    * Node only, never on Workers: a request that finds a load under way, begun less than `freshMs`
    * ago, awaits it instead of loading (one load at a time per process). @default false
@@ -62,17 +64,18 @@ function remember<V>(map: Map<string, V>, key: string, value: V, max: number): v
 }
 
 export function createLastValues<T>(options: LastValueOptions<T>): LastValues<T> {
-  const { freshMs, trusted, underWayMs, standInMs = Number.POSITIVE_INFINITY, share = false, maxKeys = 10_000 } = options;
+  const { freshMs, trusted, underWayMs, standInMs, initial, share = false, maxKeys = 10_000 } = options;
   const kept = new Map<string, Kept<T>>();
   /** per key, the load under way: when it began and, with `share`, its promise */
   const loading = new Map<string, { at: number; shared?: Promise<Kept<T>> }>();
   return {
     async get(key, now, load) {
-      const last = kept.get(key);
+      const last = kept.get(key) ?? (initial === undefined ? undefined : { value: initial.value, at: Number.NEGATIVE_INFINITY });
       if (last !== undefined && now - last.at < freshMs && (trusted?.(last.value) ?? true)) return last;
       const under = loading.get(key);
       if (under?.shared !== undefined && now - under.at < freshMs) return under.shared;
-      if (under !== undefined && underWayMs !== undefined && last !== undefined && now - under.at < underWayMs && now - last.at < standInMs) return last;
+      const standsIn = last !== undefined && (standInMs === undefined || now - last.at < standInMs);
+      if (under !== undefined && underWayMs !== undefined && standsIn && now - under.at < underWayMs) return last!;
       const mine: { at: number; shared?: Promise<Kept<T>> } = { at: now };
       remember(loading, key, mine, maxKeys);
       const run = (async () => {

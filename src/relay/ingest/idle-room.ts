@@ -11,6 +11,7 @@
 import { LIMITS } from '../../api/index.js';
 import type { OutboxLimits } from '../core/outbox-limits.js';
 import type { Accepted, Outbox, OutboxItem } from '../state/outbox.js';
+import { createLastValues } from '../core/last-value.js';
 
 /** How old the pending count the idle room reads may be on Workers, where reading it asks every outbox object. */
 export const PENDING_MAX_AGE_MS = 1_000;
@@ -30,25 +31,13 @@ export type PendingCount = (now: number) => Promise<number | undefined>;
  * isolate asks at most about once a second. Only one request at a time reads; the others use the
  * last count meanwhile, or undefined before the first (never the reading request's promise: in
  * workerd a promise belongs to the request that made it, and one cancelled would leave its
- * waiters hanging). The idle room stays safe on an old count: the store takes the room in one
+ * waiters hanging; core/last-value.ts). The idle room stays safe on an old count: the store takes the room in one
  * atomic step against its own counters ({@link acceptWithIdleRoom}).
  */
 export function pendingCount(outbox: Outbox, maxAgeMs: number): PendingCount {
   if (!(maxAgeMs > 0)) return async () => (await outbox.stats()).pending;
-  let last: { pending: number; at: number } | undefined;
-  let readingSince: number | undefined;
-  return async (now) => {
-    if (last !== undefined && now - last.at < maxAgeMs) return last.pending;
-    if (readingSince !== undefined && now - readingSince < READ_GIVEN_UP_MS) return last?.pending;
-    readingSince = now;
-    try {
-      const { pending } = await outbox.stats();
-      last = { pending, at: now };
-      return pending;
-    } finally {
-      readingSince = undefined;
-    }
-  };
+  const count = createLastValues<number | undefined>({ freshMs: maxAgeMs, underWayMs: READ_GIVEN_UP_MS, initial: { value: undefined }, maxKeys: 1 });
+  return async (now) => (await count.get('', now, async () => (await outbox.stats()).pending)).value;
 }
 
 /** Entries the key sends in `seconds` at `rate` full calls a second: 5,000 in the default 5 s at 10 calls/s. */
