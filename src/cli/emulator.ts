@@ -1,6 +1,6 @@
 /**
  * `cdp-edge emulator [--port 8790] [--key dev-key] [--region default|au|eu] [--plan business]
- * [--data file.json] [--rate-limit [N]] [--latency-ms MS] [--faults JSON] [--tracking-plan FILE]`: the platform API
+ * [--data file.json] [--rate-limit [N]] [--latency-ms MS] [--jitter-ms MS] [--faults JSON] [--tracking-plan FILE]`: the platform API
  * run locally. `--plan` is the account's plan tier; `--tracking-plan` a tracking plan file.
  * @module
  */
@@ -25,6 +25,7 @@ Serves the platform API (all 29 /v1 endpoints) on loopback, with a dashboard at 
   --data FILE         load the state from FILE when it exists, and write changes back to it
   --rate-limit [N]    limit requests per second: N, or the plan's rate (10 professional, 30 business)
   --latency-ms MS     spend MS on each call before applying and answering it, like a distant platform
+  --jitter-ms MS      count each call, at random, as it arrives or MS later (answers still take --latency-ms)
   --faults JSON       fail on purpose, e.g. '{"person/merge":{"status":503,"rate":0.2}}';
                       "applied":true applies the call, then fails it ('{"activities/create":{"status":504,"applied":true}}'),
                       "drop":"close" or "hang" answers nothing (a dropped connection, a timeout)
@@ -47,6 +48,7 @@ const parseOptions = (args: string[]) =>
       data: { type: 'string' },
       'rate-limit': { type: 'string' },
       'latency-ms': { type: 'string' },
+      'jitter-ms': { type: 'string' },
       faults: { type: 'string' },
       'tracking-plan': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
@@ -76,6 +78,9 @@ const emulator: Command = {
     const latencyMs = Number(values['latency-ms'] ?? 0);
     if (!(Number.isFinite(latencyMs) && latencyMs >= 0))
       return fault(`--latency-ms must be a number of milliseconds ≥ 0; got ${JSON.stringify(values['latency-ms'])}`);
+    const jitterMs = Number(values['jitter-ms'] ?? 0);
+    if (!(Number.isFinite(jitterMs) && jitterMs >= 0))
+      return fault(`--jitter-ms must be a number of milliseconds ≥ 0; got ${JSON.stringify(values['jitter-ms'])}`);
     let faults: unknown;
     if (values.faults !== undefined) {
       try {
@@ -101,6 +106,7 @@ const emulator: Command = {
         key: values.key ?? 'dev-key',
         rateLimit,
         latencyMs,
+        jitterMs,
         ...(values.region !== undefined ? { region: values.region as 'default' } : {}),
         ...(values.plan !== undefined ? { plan: values.plan as 'business' } : {}),
         ...(values.data !== undefined ? { data: values.data } : {}),

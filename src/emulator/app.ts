@@ -43,11 +43,11 @@ async function readBody(c: Context): Promise<{ body: unknown; bytes: number }> {
 
 const foreignHosts = new Map(Object.entries(REGIONS).map(([region, base]) => [new URL(base).host, region]));
 
-export function createApp(ctx: HandlerContext, hooks: AppHooks): Hono<{ Variables: { entries: number } }> {
+export function createApp(ctx: HandlerContext, hooks: AppHooks): Hono<{ Variables: { entries: number; arrived: number } }> {
   const { store, options } = ctx;
   const { limiter } = hooks;
   // `entries`: the items of a batch call, set once its body is read, for the call log
-  const app = new Hono<{ Variables: { entries: number } }>();
+  const app = new Hono<{ Variables: { entries: number; arrived: number } }>();
 
   app.use('*', async (c, next) => {
     await next();
@@ -77,6 +77,9 @@ export function createApp(ctx: HandlerContext, hooks: AppHooks): Hono<{ Variable
   });
   // the budget and the bad-request ban come first: a caller with a bad key is limited too
   app.use('/v1/*', async (c, next) => {
+    // counted on the platform's own clock: at random, as it arrives or jitterMs later (its latency runs from its arrival)
+    c.set('arrived', Date.now());
+    if (options.jitterMs > 0 && options.random() < 0.5) await new Promise((resolve) => setTimeout(resolve, options.jitterMs));
     const wait = limiter.take();
     if (wait !== undefined) return json(c, 429, rateLimitBody(wait));
     await next();
@@ -106,7 +109,8 @@ export function createApp(ctx: HandlerContext, hooks: AppHooks): Hono<{ Variable
     const handler = HANDLERS[endpoint.id];
     app.on(endpoint.method, endpoint.path, async (c) => {
       // the time the platform spends on a call, before it applies it and answers
-      if (options.latencyMs > 0) await new Promise((resolve) => setTimeout(resolve, options.latencyMs));
+      const latencyLeft = options.latencyMs - (Date.now() - (c.get('arrived') ?? Date.now()));
+      if (latencyLeft > 0) await new Promise((resolve) => setTimeout(resolve, latencyLeft));
       const fault = await pickFault(options.faults, endpoint.id, options.random, c.req.raw);
       const fail = async (spec: FaultSpec) => {
         options.onFault?.({ endpoint: endpoint.id, body: await c.req.text(), applied: spec.applied === true });

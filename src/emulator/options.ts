@@ -48,6 +48,13 @@ export interface EmulatorOptions {
   rateLimit?: number | boolean;
   /** ms every /v1 call the rate limit lets through takes before it is applied and answered, as a distant platform would @default 0 */
   latencyMs?: number;
+  /**
+   * the rate limit counts each /v1 call, at random, as it arrives or this many ms later (jitter's
+   * worst case within that range), on the platform's own clock, while its answer still comes
+   * `latencyMs` after it arrived (when that is longer): calls that left at an even pace are counted
+   * unevenly, and their answers do not show it @default 0
+   */
+  jitterMs?: number;
   /** endpoints that fail on purpose */
   faults?: Faults;
   /** starting state (the `--data` file's content) */
@@ -81,6 +88,8 @@ export interface ResolvedOptions {
   rateLimit: number;
   /** ms per call, 0 = none */
   latencyMs: number;
+  /** at most this many ms before a call is counted, 0 = none */
+  jitterMs: number;
   faults: Faults;
   instanceId: string;
   now: () => number;
@@ -115,6 +124,9 @@ export function resolveOptions(options: EmulatorOptions = {}): ResolvedOptions {
   const latencyMs = options.latencyMs ?? 0;
   if (typeof latencyMs !== 'number' || !Number.isFinite(latencyMs) || latencyMs < 0)
     throw new RangeError(`createEmulator(options): latencyMs must be a number of milliseconds ≥ 0; got ${JSON.stringify(latencyMs)}`);
+  const jitterMs = options.jitterMs ?? 0;
+  if (typeof jitterMs !== 'number' || !Number.isFinite(jitterMs) || jitterMs < 0)
+    throw new RangeError(`createEmulator(options): jitterMs must be a number of milliseconds ≥ 0; got ${JSON.stringify(jitterMs)}`);
   const faults = options.faults ?? {};
   checkFaults(faults);
   return {
@@ -123,6 +135,7 @@ export function resolveOptions(options: EmulatorOptions = {}): ResolvedOptions {
     plan,
     rateLimit,
     latencyMs,
+    jitterMs,
     faults,
     instanceId: options.instanceId ?? 'emulator',
     now: options.now ?? Date.now,
