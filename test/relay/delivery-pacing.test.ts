@@ -9,7 +9,7 @@ import { ENDPOINTS } from '../../src/api/index.js';
 import { createUpstream } from '../../src/relay/deliver/caller.js';
 import { fetchTransport } from '../../src/relay/deliver/transport.js';
 import { startEmulator } from '../../src/emulator/index.js';
-import { closing, DAY, emulator, eventsOf, identify, KEY, ORIGIN, person, relay, track } from './support/delivery-kit.js';
+import { backlog, closing, DAY, defineActivity, emulator, eventsOf, identify, KEY, ORIGIN, person, relay, track } from './support/delivery-kit.js';
 
 describe('order and pacing', () => {
   it("sends an identify's merge before the tracks of the same browser, and holds the tracks while the merge cannot go", async () => {
@@ -36,11 +36,7 @@ describe('order and pacing', () => {
     const pacer = createMemoryPacer(10);
     try {
       expect(await pacer.take(Date.now(), 'proxy')).toBe(0);
-      await fetch(`${limited.url}/v1/definitions/activity/create`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', 'x-api-key': KEY },
-        body: JSON.stringify({ name: 'viewed', attributes: [] }),
-      });
+      await defineActivity(limited.url);
       const config = parseConfig({
         CDP_API_KEY: KEY,
         CDP_BASE_URL: limited.url,
@@ -52,15 +48,7 @@ describe('order and pacing', () => {
       // process's event loop (ingest and delivery share it) and bunch the first calls' departures.
       const outbox = createMemoryOutbox();
       const now = Date.now();
-      const items = Array.from({ length: 3000 }, (_, n) => ({
-        site: 'pk_d',
-        id: `pace-${latencyMs}-${n}-${crypto.randomUUID()}`,
-        kind: 'activity' as const,
-        entry: { activity_id: 'act:cm:viewed', fields: { 'str::email': `pace-${latencyMs}-${n}@example.com` } },
-        browser: `b-${n}`,
-        visitor: 'v',
-        accepted: now,
-      }));
+      const items = backlog('pk_d', `pace-${latencyMs}`, 3000, now);
       expect((await outbox.accept(items, now, DAY)).accepted).toHaveLength(3000);
       const calls: { at: number; entries: number; status: number }[] = [];
       const started = Date.now();
@@ -134,15 +122,7 @@ describe('order and pacing', () => {
       // 4,500 tracks: 45 full calls, about 5.5 s at 9 calls a second less the proxy's.
       const outbox = createMemoryOutbox();
       const now = Date.now();
-      const items = Array.from({ length: 4500 }, (_, n) => ({
-        site: 'pk_d',
-        id: `proxy-pace-${n}-${crypto.randomUUID()}`,
-        kind: 'activity' as const,
-        entry: { activity_id: 'act:cm:viewed', fields: { 'str::email': `proxy-pace-${n}@example.com` } },
-        browser: `b-${n}`,
-        visitor: 'v',
-        accepted: now,
-      }));
+      const items = backlog('pk_d', 'proxy-pace', 4500, now);
       expect((await outbox.accept(items, now, DAY)).accepted).toHaveLength(4500);
       const handlers = createRelayHandlers(config, { pacer, outbox });
       closing.push(() => handlers.close());

@@ -2,7 +2,9 @@
 // store (an fsynced transaction on SQLite, a script on Redis), so a call asks about three times
 // (a take told to wait, the take granted, its leave), however often new items arrive meanwhile.
 // Before, every accepted request past a full call's worth woke the waits of the calls planned,
-// each of which asked again: 6 to 11 asks a call at 100 requests a second.
+// each of which asked again: 6 to 11 asks a call at 100 requests a second. A call that goes later
+// than its place in the shared window (a busy machine's event loop) is counted again by design, two
+// times at most (deliver/slots.ts): those asks are the machine's, counted apart (`lateAsks`).
 import { expect, it } from 'vitest';
 import type { Pacer } from '../../src/relay/state/outbox.js';
 import { backing, DAY, eventsOf, onEachBackend, relay, track } from './support/delivery-kit.js';
@@ -16,7 +18,7 @@ function counted(pacer: Pacer) {
       asks.take++;
       return pacer.take(...args);
     },
-    hold: (until) => pacer.hold(until),
+    hold: (until, now) => pacer.hold(until, now),
     ...(leave
       ? {
           leave: (...args: Parameters<typeof leave>) => {
@@ -62,10 +64,16 @@ onEachBackend(() => {
       await new Promise((resolve) => setTimeout(resolve, 10));
     }
     const calls = called();
-    const perCall = (asks.take + asks.leave) / calls;
+    const late = events.reduce((sum, event) => sum + (event.lateAsks ?? 0), 0);
+    const perCall = (asks.take + asks.leave - late) / calls;
     // Read before draining: a drained() caller wakes every wait to look again.
     expect(calls).toBeGreaterThanOrEqual(10);
-    expect(perCall, `${asks.take} takes and ${asks.leave} leaves for ${calls} calls`).toBeLessThanOrEqual(4);
+    const said = `${asks.take} takes and ${asks.leave} leaves (${late} of them for lateness) for ${calls} calls`;
+    expect(perCall, said).toBeLessThanOrEqual(4);
+    expect(
+      events.every((event) => (event.lateAsks ?? 0) <= 2),
+      said,
+    ).toBe(true);
     await handlers.drained({ timeoutMs: 20_000 });
     // Every item once.
     expect(emails.filter((email) => eventsOf(email).length !== 1)).toEqual([]);

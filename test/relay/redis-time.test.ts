@@ -90,7 +90,7 @@ describe.runIf(hasRedis)('relays with clocks seconds apart, or stepping, on one 
 
     it('a hold asked by one relay (the platform said wait 2 s) holds the other for 2 s, not 7', async () => {
       const { behind, ahead } = await relays({ behind: -5000, ahead: 5000 });
-      await behind.store.pacer(10).hold(behind.now() + 2000);
+      await behind.store.pacer(10).hold(behind.now() + 2000, behind.now());
       const wait = await ahead.store.pacer(10).take(ahead.now(), 'deliver');
       expect(wait).toBeGreaterThanOrEqual(2000 - CALL_MS);
       expect(wait).toBeLessThanOrEqual(2000);
@@ -116,7 +116,7 @@ describe.runIf(hasRedis)('relays with clocks seconds apart, or stepping, on one 
 
     stepping.step(-16_000);
     // its hold lasts 2 s from now on Redis's clock, not 2 s from 8 s ago
-    await stepping.store.pacer(10).hold(stepping.now() + 2000);
+    await stepping.store.pacer(10).hold(stepping.now() + 2000, stepping.now());
     const held = await steady.store.pacer(10).take(steady.now(), 'deliver');
     expect(held).toBeGreaterThanOrEqual(2000 - CALL_MS);
     expect(held).toBeLessThanOrEqual(2000);

@@ -28,7 +28,7 @@ function connect(name: string) {
   };
   const pacer = (rate: number, catchUpMs?: number): Pacer => ({
     take: (now, priority) => stub().take(rate, now, priority, catchUpMs),
-    hold: (until) => stub().hold(rate, until),
+    hold: (until, now) => stub().hold(rate, until, now),
     leave: (now, inMs, again) => stub().leave(rate, now, inMs, again),
   });
   /** The rows the object's SQL read while `run` ran (its own count: Durable Objects bill rows read). */

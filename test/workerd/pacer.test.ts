@@ -8,6 +8,7 @@ import { ENDPOINTS } from '../../src/api/index.js';
 import { createUpstream } from '../../src/relay/deliver/caller.js';
 import { MAX_PACER_WAIT_MS } from '../../src/relay/deliver/slots.js';
 import { fetchTransport } from '../../src/relay/deliver/transport.js';
+import { NARROW_MS, QUIET_MS } from '../../src/relay/state/margin.js';
 import { SEND_MARGIN } from '../../src/relay/state/pace.js';
 import { TURN_WAIT_MS } from '../../src/relay/state/turns.js';
 import { createDurablePacer, keyPacer, pacerName, workerConfig } from '../../src/relay/workers/delivery.js';
@@ -125,15 +126,42 @@ describe('the pacer object', () => {
     const t = 3_000_000;
     const at = { t };
     const p = await virtualPacer(10, at);
-    await p.hold(t + 3000);
+    await p.hold(t + 3000, at.t);
     expect(await p.take(at.t, 'deliver')).toBe(3000);
     at.t = t + 1000;
     expect(await p.take(at.t, 'proxy')).toBe(2000);
-    await p.hold(t + 1000); // an earlier end does not shorten the hold
+    await p.hold(t + 1000, at.t); // an earlier end does not shorten the hold
     at.t = t + 2999;
     expect(await p.take(at.t, 'deliver')).toBe(1);
     at.t = t + 3000;
     expect(await p.take(at.t, 'deliver')).toBe(0);
+  });
+
+  it("widens the spacing of its grants with the platform's 429s, once a hold, up to 15%, and narrows it back after a quiet stretch", async () => {
+    const start = 9_000_000;
+    const at = { t: start };
+    const p = await virtualPacer(10, at);
+    /** Eleven grants to one caller asking whenever told, from `from`, span ten intervals: a second and `margin` (each grant up to 1 ms late, a whole ms). */
+    const spans = async (from: number, margin: number) => {
+      at.t = from;
+      const granted = await grantsTo(p, at, [0], (grants) => grants.length < 11);
+      expect(granted[10]! - granted[0]!).toBeGreaterThanOrEqual(Math.round(1000 * (1 + margin)));
+      expect(granted[10]! - granted[0]!).toBeLessThanOrEqual(Math.round(1000 * (1 + margin)) + 10);
+    };
+    await spans(start, SEND_MARGIN);
+    // A 429 (held 1 s), and another of the same moment: the margin doubles once, to 6%.
+    at.t = start + 5_000;
+    await p.hold(at.t + 1_000, at.t);
+    await p.hold(at.t + 1_000, at.t + 50);
+    await spans(start + 6_000, 0.06);
+    // Two more 429s after their holds ended: 12%, then 15% at most.
+    for (const t of [start + 10_000, start + 12_000]) {
+      at.t = t;
+      await p.hold(t + 1_000, t);
+    }
+    await spans(start + 13_000, 0.15);
+    // A quiet stretch without one, then a point each 20 s: 3% again 12 points on.
+    await spans(start + 12_000 + QUIET_MS + 12 * NARROW_MS, SEND_MARGIN);
   });
 
   it('is named by a digest of the platform and key: one budget per key, the key in no name', () => {
@@ -188,7 +216,7 @@ describe("deliver calls waiting in the key's pacer object", () => {
     expect(await p.take(Date.now(), 'deliver')).toBe(0);
     const waiting = p.take(Date.now(), 'deliver');
     const holdEnd = Date.now() + 3000;
-    await p.hold(holdEnd);
+    await p.hold(holdEnd, Date.now());
     const wait = await waiting;
     expect(wait).toBeGreaterThan(0);
     expect(Date.now() + wait).toBeGreaterThanOrEqual(holdEnd);

@@ -86,6 +86,11 @@ export interface DeliveryEvent {
   held: boolean;
   /** ms from acceptance to delivery, per delivered entry */
   latencies: number[];
+  /**
+   * a call's asks of the pacer's shared window made again because it went later than its place
+   * there (a busy event loop: deliver/slots.ts, two at most), beside the asks its traffic causes
+   */
+  lateAsks?: number;
 }
 
 export interface RelayObserver {

@@ -176,9 +176,11 @@ export function createUpstream(options: UpstreamOptions): Upstream {
     // A 429 body is a few bytes: read it for `try-in-seconds`, hold, and hand it on as text.
     const text = await readText(answer);
     // A 429 body is JSON from the platform or a relay; anything else has no wait in it.
-    const seconds = tryInSeconds(parseJsonOrUndefined(text), answer.retryAfter, now());
-    backoff.until = Math.max(backoff.until, now() + seconds * 1000);
-    await options.pacer?.hold(now() + seconds * 1000).catch(() => {});
+    const at = now();
+    const seconds = tryInSeconds(parseJsonOrUndefined(text), answer.retryAfter, at);
+    backoff.until = Math.max(backoff.until, at + seconds * 1000);
+    // The key's pacer holds every caller, and learns a wider margin (state/margin.ts).
+    await options.pacer?.hold(at + seconds * 1000, at).catch(() => {});
     const holdSeconds = Math.max(1, Math.ceil(seconds));
     return { ...answer, body: new TextEncoder().encode(text), retryAfter: String(holdSeconds), holdSeconds };
   }

@@ -20,6 +20,8 @@ export interface Reported {
   released: readonly Leased[];
   ambiguous: readonly Leased[];
   held: boolean;
+  /** how many times the call was counted again in the shared window for going late (deliver/slots.ts) */
+  lateAsks?: number;
 }
 
 export type Report = (outcome: Reported) => void;
@@ -48,6 +50,7 @@ export function createReporter(options: {
       ambiguous: outcome.ambiguous.map((entry) => ({ site: siteName(entry.site), id: entry.id })),
       held: outcome.held,
       latencies: outcome.delivered.map((entry) => now - entry.accepted),
+      ...(outcome.lateAsks === undefined ? {} : { lateAsks: outcome.lateAsks }),
     };
     options.onDelivery?.(event);
     if (event.dead.length > 0 || event.ambiguous.length > 0 || (outcome.called && outcome.status !== 200)) {

@@ -226,11 +226,12 @@ async function sendAndSettle(engine: Engine, planned: Call, depth: number, plann
   // The driver stopped while the call waited: it never left.
   if (!asked) heldBack(engine, planned, timeoutMs, state);
   if (left === undefined || call === undefined) return;
+  const { lateAsks } = left;
   const outcome = await callOnce(upstream, call.endpoint, bodyOf(call), { timeoutMs, paced: true, from: call.proven ? 'proven' : 'browser' });
   const now = clock.now();
-  engine.spacer.answered(left, now);
+  engine.spacer.answered(left.at, now, outcome.status === 429 && 'holdMs' in outcome ? now + outcome.holdMs : undefined);
   const verdict = judge(call, outcome, depth < MAX_SPLIT_DEPTH, now, engine.retryMs);
-  const called = { endpoint: call.endpoint, status: outcome.status, called: true };
+  const called = { endpoint: call.endpoint, status: outcome.status, called: true, lateAsks };
   if (verdict.split) {
     // Refused as a whole without per-entry details: its parts go as ordinary calls, first in line.
     queue.unshift(...splitRefused(call, depth).map((part) => ({ call: part, depth: depth + 1 })));

@@ -78,7 +78,7 @@ export async function takeSlot(engine: Engine, turn?: Turn): Promise<number> {
 
 /**
  * Waits until the call may leave (spacer.ts), then asks `ready` (the call's `sending` mark: false
- * when it does not go), and resolves to the time it left: undefined when `ready` said no, or when
+ * when it does not go), and resolves to the time it left ({@link Left}): undefined when `ready` said no, or when
  * the deliverer began to stop before the call was ready (nothing was marked: it goes back). The
  * spacer counts the call only once it is ready, right before it goes; a `ready` that took long
  * (a slow store) has the call look again (and count again in the shared window, below).
@@ -94,7 +94,7 @@ export async function takeSlot(engine: Engine, turn?: Turn): Promise<number> {
  * marked, a call goes even when the deliverer is stopping, whose naps end at once (fill.ts): that
  * last look is slept on a timer of its own (a stop waits for this call anyway) rather than looped.
  */
-export async function waitToLeave(engine: Engine, ready: () => Promise<boolean>): Promise<number | undefined> {
+export async function waitToLeave(engine: Engine, ready: () => Promise<boolean>): Promise<Left | undefined> {
   const { clock, pacer } = engine.options;
   let readied = false;
   const pause = (ms: number) => (readied && engine.stopped() ? sleep(ms) : engine.nap(ms));
@@ -116,7 +116,7 @@ export async function waitToLeave(engine: Engine, ready: () => Promise<boolean>)
         if (wait > 0) await pause(wait);
         else if (readied) {
           engine.spacer.count(now);
-          return now;
+          return { at: now, lateAsks: 0 };
         } else if (!(await mark())) return undefined;
       }
     }
@@ -163,11 +163,17 @@ export async function waitToLeave(engine: Engine, ready: () => Promise<boolean>)
         continue;
       }
       engine.spacer.count(at);
-      return at;
+      return { at, lateAsks: late };
     }
   } finally {
     done();
   }
+}
+
+/** When a call left, and how many times it was counted again in the shared window for going late ({@link MAX_LATE_ASKS} at most). */
+export interface Left {
+  at: number;
+  lateAsks: number;
 }
 
 /** A deliver call that goes this much after its place in the shared window counted is counted again (the window's margin). */

@@ -20,9 +20,14 @@
  * the delivery bench on a loaded 2-core machine, such a call arrived up to 180 ms after it was
  * counted, and the tenth call after it drew a 429: no fixed margin a deliverer can afford covers
  * that, the answers do.
+ *
+ * What the answers cannot show (a platform's own clock, jitter on the way there) a 429 does: the
+ * spacer's margin widens with its calls' 429s and narrows after a quiet stretch, by the rule the
+ * key's pacer keeps in the store (state/margin.ts).
  * @module
  */
-import { SEND_MARGIN, SHARED_WINDOW_MS } from '../state/pace.js';
+import { SEND_MARGIN } from '../state/margin.js';
+import { marginWindowMs, type PaceState, paceHold, PLATFORM_WINDOW_MS, SHARED_WINDOW_MS } from '../state/pace.js';
 
 /**
  * A call answered late (or not yet) is counted at most this much later than it left: a window.
@@ -34,8 +39,8 @@ export const MAX_SHIFT_MS = 1_000;
 /** Round trips kept for the usual one (their median). */
 const RECENT_ANSWERS = 21;
 /** The platform's window. */
-const WINDOW_MS = 1_000;
-/** At most `rate` calls leave in any window of this length: the platform's and the margin (state/pace.ts {@link SEND_MARGIN}). */
+const WINDOW_MS = PLATFORM_WINDOW_MS;
+/** At most `rate` calls leave in any window of this length: the platform's and the base margin ({@link SEND_MARGIN}), until a 429 widens it. */
 export const SPACER_WINDOW_MS = SHARED_WINDOW_MS;
 
 /** Spaces calls by the time they leave: one per driver, kept across rounds. */
@@ -48,8 +53,11 @@ export interface Spacer {
   count(now: number): void;
   /** Whether calls wait for the answer to the first call after a pause (a probe): when they may go is not known yet. */
   probing(now: number): boolean;
-  /** The call that left at `left` was answered at `now` (whatever the answer). */
-  answered(left: number, now: number): void;
+  /**
+   * The call that left at `left` was answered at `now` (whatever the answer); `holdUntil`: it was
+   * answered 429, and the key is held until then (the hold's first 429 widens the margin).
+   */
+  answered(left: number, now: number, holdUntil?: number): void;
   /** Whether a call at `now` would wait for the window: the key's budget is spent for now (counts nothing). */
   spent(now: number): boolean;
 }
@@ -76,6 +84,9 @@ export function createSpacer(rate: number): Spacer {
   let last = Number.NEGATIVE_INFINITY;
   /** the last calls' round trips, from leaving to the answer */
   const roundTrips: number[] = [];
+  /** the margin its calls' 429s taught, and their hold (state/pace.ts `paceHold`) */
+  const learned: PaceState = { tat: 0, hold: 0 };
+  const windowMs = (now: number) => marginWindowMs(learned, now);
   /**
    * When a call counts from at `now` (`usual`: the usual round trip): an opener never answered, a window after it left (the probe
    * below waits for it until then); another call not answered yet may not have arrived either: as
@@ -88,16 +99,17 @@ export function createSpacer(rate: number): Spacer {
   };
   /** When a call may leave, as the calls counted in the window ending at `now` say: fewer than `budget` of them by then. */
   const windowFreeAt = (now: number): number => {
+    const window = windowMs(now);
     // A call can count no later than a window after it left: older ones are done with.
-    while (counted.length > 0 && counted[0]!.left + MAX_SHIFT_MS + SPACER_WINDOW_MS <= now) counted.shift();
+    while (counted.length > 0 && counted[0]!.left + MAX_SHIFT_MS + window <= now) counted.shift();
     // Fewer calls than the budget can count at all: the window has room, whenever each counts from.
     if (counted.length < budget) return now;
     const usual = median(roundTrips) ?? 0;
     const froms = counted
       .map((call) => from(call, now, usual))
-      .filter((at) => at > now - SPACER_WINDOW_MS)
+      .filter((at) => at > now - window)
       .sort((a, b) => a - b);
-    return froms.length < budget ? now : froms[froms.length - budget]! + SPACER_WINDOW_MS;
+    return froms.length < budget ? now : froms[froms.length - budget]! + window;
   };
   const probeAt = (now: number) => counted.find((call) => call.opener && now < call.left + WINDOW_MS);
   /** The wait every rule sets at `now` (the gap, the probe, the window), the longest. */
@@ -123,7 +135,8 @@ export function createSpacer(rate: number): Spacer {
     spent(now) {
       return windowFreeAt(now) > now;
     },
-    answered(left, now) {
+    answered(left, now, holdUntil) {
+      if (holdUntil !== undefined) paceHold(learned, now, holdUntil);
       const usual = median(roundTrips);
       roundTrips.push(now - left);
       if (roundTrips.length > RECENT_ANSWERS) roundTrips.shift();

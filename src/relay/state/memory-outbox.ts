@@ -9,7 +9,7 @@ import { compactIdString } from './ids.js';
 import { createMemoryReady, type Entry, type StoredItem } from './memory-ready.js';
 import { type Accepted, DEAD_SLICE, type DeadLetter, type Outbox, type OutboxItem, type Pacer } from './outbox.js';
 import { NO_LIMITS } from '../core/outbox-limits.js';
-import { pace, paceLeave, type PaceState, paceInterval, sharedWindow } from './pace.js';
+import { pace, paceHold, paceLeave, type PaceState, paceInterval, sharedWindow } from './pace.js';
 
 /** The item as kept: a snapshot of its entry as JSON, which leases hand on as it is (no copy of the entry's objects per accept and per lease). */
 const stored = (item: OutboxItem): StoredItem => ({
@@ -279,8 +279,8 @@ export function createMemoryPacer(rate: number, catchUpMs = 0): Pacer {
     async leave(now, inMs, again) {
       return paceLeave(state, now, inMs, window, again);
     },
-    async hold(until) {
-      state.hold = Math.max(state.hold, until);
+    async hold(until, now) {
+      paceHold(state, now, until);
     },
   };
 }

@@ -189,8 +189,11 @@ export interface Pacer {
    * then, and its count moves).
    */
   leave?(now: number, inMs: number, again?: boolean): Promise<number>;
-  /** The platform asked to wait (`try-in-seconds`): no call of this key before `until`. */
-  hold(until: number): Promise<void>;
+  /**
+   * The platform answered a call 429 at `now`, asking to wait (`try-in-seconds`): no call of this
+   * key before `until`; the first 429 of a hold also widens the key's send margin (state/margin.ts).
+   */
+  hold(until: number, now: number): Promise<void>;
   /**
    * Only a pacer several deliverers share keeps merge turns per person (Workers' key pacer): gives
    * back the turns `ids` when no slot request is coming to carry them. One deliverer's merge calls

@@ -1,31 +1,28 @@
 /**
  * The pacing rule of every pacer, and the platform's default rate. Memory, SQLite and the
- * Workers pacer object run these functions; Redis's script (state/redis-outbox-lua.ts) is the same
+ * Workers pacer object run these functions; Redis's script (state/redis-pace-lua.ts) is the same
  * rule in Lua.
  * @module
  */
+import { marginAt, type Margin, SEND_MARGIN, widen } from './margin.js';
 
-/**
- * Calls are counted over a window this much longer than the platform's second: 3% (30 ms), for
- * how much later one call may arrive than another that left at the same pace and was answered as
- * fast (what the answers cannot show: the platform's own clock, a timer's grain). Larger delays
- * show in the answer and are counted from it (deliver/spacer.ts). With 2% and no such counting, a
- * full test run on a loaded 2-core machine drew a 429; 5% cost 2% of throughput at saturation.
- */
-export const SEND_MARGIN = 0.03;
+export { SEND_MARGIN };
 
-/** The window a shared pacer counts calls over: the platform's second and the margin. */
-export const SHARED_WINDOW_MS = 1_000 * (1 + SEND_MARGIN);
+/** The platform's window: it counts a key's calls per second. */
+export const PLATFORM_WINDOW_MS = 1_000;
+
+/** The window a shared pacer counts calls over at the base margin: the platform's second and 3%. */
+export const SHARED_WINDOW_MS = PLATFORM_WINDOW_MS * (1 + SEND_MARGIN);
 
 /** A proxy call waits at most this long for its slot; past it, it is answered as held (nothing taken). */
 export const MAX_PROXY_WAIT_MS = 2_000;
 
 /**
- * A pacer's state: the schedule (`tat`), the platform's hold, and for the shared window, when the
- * calls of the last window went (or will), sorted, and `pending`: the deliverer's last call
- * counted ahead ({@link paceLeave}).
+ * A pacer's state: the schedule (`tat`), the platform's hold, the margin its 429s widened
+ * (state/margin.ts), and for the shared window, when the calls of the last window went (or will),
+ * sorted, and `pending`: the deliverer's last call counted ahead ({@link paceLeave}).
  */
-export interface PaceState {
+export interface PaceState extends Margin {
   tat: number;
   hold: number;
   calls?: number[];
@@ -38,8 +35,27 @@ export interface SharedWindow {
   ms: number;
 }
 
-/** The shared window of a pacer of `rate` calls a second. */
+/** The shared window of a pacer of `rate` calls a second, at the base margin ({@link sharedWindowAt} has the pacer's own). */
 export const sharedWindow = (rate: number): SharedWindow => ({ budget: Math.max(1, Math.floor(rate)), ms: SHARED_WINDOW_MS });
+
+/** `window` as the pacer's margin makes it at `now`: its budget over the platform's second and the margin (whole ms). */
+export const sharedWindowAt = (state: Margin, now: number, window: SharedWindow): SharedWindow => ({
+  budget: window.budget,
+  ms: Math.max(window.ms, marginWindowMs(state, now)),
+});
+
+/** The platform's second and the pacer's margin at `now`, in whole ms. */
+export const marginWindowMs = (state: Margin, now: number): number => Math.round(PLATFORM_WINDOW_MS * (1 + marginAt(state, now)));
+
+/**
+ * The platform answered a call 429 at `now`, asking for no call before `until`: every call is held
+ * until then, and the first 429 of a hold widens the margin (state/margin.ts). The 429s of calls
+ * already on their way when the first came are answered within its hold: one widening for them all.
+ */
+export function paceHold(state: PaceState, now: number, until: number): void {
+  if (now >= state.hold) widen(state, now);
+  state.hold = Math.max(state.hold, until);
+}
 
 /**
  * The pacing rule every store implements. Pure, so the SQLite store runs it inside its transaction.
@@ -65,8 +81,9 @@ export function pace(state: PaceState, now: number, priority: 'proxy' | 'deliver
     state.tat = Math.max(state.tat, now - catchUpMs) + intervalMs;
     return 0;
   }
-  const calls = window === undefined ? undefined : recent(state, now, window);
-  const at = calls === undefined ? Math.max(state.tat, now) : freeAt(calls, now, window!);
+  const wide = window === undefined ? undefined : sharedWindowAt(state, now, window);
+  const calls = wide === undefined ? undefined : recent(state, now, wide);
+  const at = calls === undefined ? Math.max(state.tat, now) : freeAt(calls, now, wide!);
   if (at - now > MAX_PROXY_WAIT_MS) return Math.ceil(at - now);
   state.tat = Math.max(state.tat, at) + intervalMs;
   if (calls !== undefined) insert(calls, at);
@@ -80,8 +97,9 @@ export function pace(state: PaceState, now: number, priority: 'proxy' | 'deliver
  * `again`: the deliverer's last call counted ahead did not leave then (its spacer held it longer):
  * that count is moved, not added to. One deliverer leads, and its calls ask one at a time.
  */
-export function paceLeave(state: PaceState, now: number, inMs: number, window: SharedWindow, again = false): number {
+export function paceLeave(state: PaceState, now: number, inMs: number, base: SharedWindow, again = false): number {
   if (now + inMs < state.hold) return Math.ceil(state.hold - now - inMs);
+  const window = sharedWindowAt(state, now, base);
   const calls = recent(state, now, window);
   if (again && state.pending !== undefined && calls.includes(state.pending)) calls.splice(calls.indexOf(state.pending), 1);
   const at = now + Math.max(0, inMs);

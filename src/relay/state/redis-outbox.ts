@@ -72,7 +72,7 @@ export async function createRedisOutbox(url: string, options: RedisOutboxOptions
     redis.disconnect();
     throw error;
   });
-  const { clock, at, time } = redisTime(options);
+  const { clock, at } = redisTime(options);
   const ms = (value: number) => Math.round(value);
   /** Retries (0) or drops (1) the named dead letters, or all of them a page at a time. */
   const moveDead = async (seqs: readonly number[] | undefined, drop: 0 | 1): Promise<number> => {
@@ -180,9 +180,9 @@ export async function createRedisOutbox(url: string, options: RedisOutboxOptions
         async leave(now, inMs, again = false) {
           return Number(await run.cdpOutboxPace(P, at(now), again ? 'leave-again' : 'leave', inMs, catchUpMs, budget, ms));
         },
-        async hold(until) {
-          const [now, fromNow] = time(until);
-          await run.cdpOutboxPace(P, now, 'hold', fromNow);
+        // A time this relay holds travels as how far it is from its own now (redis-time.ts).
+        async hold(until, now) {
+          await run.cdpOutboxPace(P, at(now), 'hold', Math.round(until - now));
         },
       };
     },

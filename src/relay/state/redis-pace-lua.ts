@@ -1,18 +1,22 @@
 /**
  * The pacer's script in Redis: the pacing rule of state/pace.ts (`pace`, `paceLeave`) in Lua, on
  * the `o:pacer` hash of the outbox (redis-outbox-lua.ts has the others): `tat` and `hold` (the
- * GCRA schedule and the platform's hold), `calls` (when the calls of the shared window went, or
- * will, space-separated) and `pending` (the deliverer's last call counted ahead).
+ * GCRA schedule and the platform's hold), `margin` and `widened` (the send margin the key's 429s
+ * taught, and when: state/margin.ts), `calls` (when the calls of the shared window went, or will,
+ * space-separated) and `pending` (the deliverer's last call counted ahead).
  * @module
  */
-import { MAX_PROXY_WAIT_MS } from './pace.js';
+import { MAX_MARGIN, NARROW_MS, QUIET_MS, SEND_MARGIN } from './margin.js';
+import { MAX_PROXY_WAIT_MS, PLATFORM_WINDOW_MS } from './pace.js';
 import { NOW } from './redis-time.js';
 
 /**
  * ARGV: prefix, now, 'proxy' | 'deliver' | 'leave' | 'leave-again' | 'hold', interval ms (for a hold: ms from now
  * to its end; to leave: ms from now until the call leaves), catch-up ms, the shared window's
- * budget and length (state/pace.ts `pace`, `paceLeave`). Returns ms to wait (0 = granted; a proxy
- * call granted a later slot: minus the ms until it; to leave: from when it would have left).
+ * budget and length at the base margin (state/pace.ts `pace`, `paceLeave`; the margin the key's
+ * 429s widened stretches it: `sharedWindowAt`). A hold's first 429 widens the margin (`paceHold`).
+ * Returns ms to wait (0 = granted; a proxy call granted a later slot: minus the ms until it; to
+ * leave: from when it would have left).
  */
 export const PACE = `${NOW(2)}
 local key, what, x = ARGV[1]..'o:pacer', ARGV[3], tonumber(ARGV[4])
@@ -20,7 +24,16 @@ local catchup = tonumber(ARGV[5] or '0')
 local budget, window = tonumber(ARGV[6] or '1'), tonumber(ARGV[7] or '1030')
 local tat = tonumber(redis.call('HGET', key, 'tat') or '0')
 local hold = tonumber(redis.call('HGET', key, 'hold') or '0')
+local function marginAt()
+  local m, widened = tonumber(redis.call('HGET', key, 'margin') or ''), tonumber(redis.call('HGET', key, 'widened') or '')
+  if not m or not widened then return ${SEND_MARGIN} end
+  m = m - math.max(0, now - widened - ${QUIET_MS}) / ${NARROW_MS} * 0.01
+  return math.min(${MAX_MARGIN}, math.max(${SEND_MARGIN}, m))
+end
 if what == 'hold' then
+  if now >= hold then
+    redis.call('HSET', key, 'margin', string.format('%.6f', math.min(${MAX_MARGIN}, 2 * marginAt())), 'widened', string.format('%d', now))
+  end
   if now + x > hold then redis.call('HSET', key, 'hold', string.format('%d', now + x)) end
   return 0
 end
@@ -34,6 +47,7 @@ if what == 'deliver' then
   redis.call('HSET', key, 'tat', string.format('%.3f', math.max(tat, now - catchup) + x))
   return 0
 end
+window = math.max(window, math.floor(${PLATFORM_WINDOW_MS} * (1 + marginAt()) + 0.5))
 local calls = {}
 local pending = redis.call('HGET', key, 'pending')
 local moved = false

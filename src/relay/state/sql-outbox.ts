@@ -15,7 +15,7 @@ import { parseJsonOrUndefined } from '../../api/objects.js';
 import { type Erased, identifierKeyOf } from './erase.js';
 import type { DeadLetter, Leased, OutboxItem, OutboxStore, Settlement } from './outbox.js';
 import { NO_LIMITS } from '../core/outbox-limits.js';
-import { pace, paceLeave, type PaceState, paceInterval, sharedWindow } from './pace.js';
+import { pace, paceHold, paceLeave, type PaceState, paceInterval, sharedWindow } from './pace.js';
 import { ACCEPT_SQL, createAccept } from './sql-accept.js';
 import { createLanes, SITE_SQL } from './sql-lanes.js';
 import { createLeases } from './sql-lease.js';
@@ -191,9 +191,14 @@ export async function createSqlOutbox(db: SqlPort): Promise<Omit<OutboxStore, 'c
 
   const pacerState = (): PaceState => {
     const [tat, hold] = one(SQL.pacer) ?? [0, 0];
-    const shared = parseJsonOrUndefined(String(one(SQL.pacerCalls)?.[0] ?? '{}')) as { calls?: unknown; pending?: unknown } | undefined;
-    const calls = Array.isArray(shared?.calls) ? shared.calls.filter((at): at is number => typeof at === 'number') : [];
-    return { tat: Number(tat), hold: Number(hold), calls, pending: typeof shared?.pending === 'number' ? shared.pending : undefined };
+    const shared = parseJsonOrUndefined(String(one(SQL.pacerCalls)?.[0] ?? '{}')) as Record<string, unknown> | undefined;
+    const calls = Array.isArray(shared?.['calls']) ? shared['calls'].filter((at): at is number => typeof at === 'number') : [];
+    const number = (name: string) => (typeof shared?.[name] === 'number' ? shared[name] : undefined);
+    return { tat: Number(tat), hold: Number(hold), calls, pending: number('pending'), margin: number('margin'), widened: number('widened') };
+  };
+  const writePacer = (state: PaceState) => {
+    db.run(SQL.setPacer, state.tat, state.hold);
+    db.run(SQL.setPacerCalls, JSON.stringify({ calls: state.calls ?? [], pending: state.pending, margin: state.margin, widened: state.widened }));
   };
   /** One look of the pacing rule (`look`) in a transaction, written back when it granted (or `always`). */
   const paceIn = (look: (state: PaceState) => number, always = false) =>
@@ -201,8 +206,7 @@ export async function createSqlOutbox(db: SqlPort): Promise<Omit<OutboxStore, 'c
       const state = pacerState();
       const wait = look(state);
       if (wait > 0 && !always) return wait;
-      db.run(SQL.setPacer, state.tat, state.hold);
-      db.run(SQL.setPacerCalls, JSON.stringify({ calls: state.calls ?? [], pending: state.pending }));
+      writePacer(state);
       return wait;
     });
 
@@ -254,10 +258,11 @@ export async function createSqlOutbox(db: SqlPort): Promise<Omit<OutboxStore, 'c
         take: (now, priority) => paceIn((state) => pace(state, now, priority, interval, catchUpMs, sharedWindow(rate))),
         // A count moved (`again`) is stored even when the call does not fit: it did not leave then.
         leave: (now, inMs, again) => paceIn((state) => paceLeave(state, now, inMs, sharedWindow(rate), again), again),
-        hold: (until) =>
+        hold: (until, now) =>
           db.transaction(() => {
             const state = pacerState();
-            if (until > state.hold) db.run(SQL.setPacer, state.tat, until);
+            paceHold(state, now, until);
+            writePacer(state);
           }),
       };
     },

@@ -12,7 +12,7 @@ import { createUpstream, sharedBackoff } from '../deliver/caller.js';
 import type { EngineOptions } from '../deliver/engine.js';
 import { withEntries } from '../state/item-text.js';
 import type { Outbox, Pacer } from '../state/outbox.js';
-import { DEFAULT_PLATFORM_RATE, paceInterval, SEND_MARGIN } from '../state/pace.js';
+import { DEFAULT_PLATFORM_RATE, paceInterval } from '../state/pace.js';
 import { MAX_PACER_WAIT_MS } from '../deliver/slots.js';
 import { fetchTransport } from '../deliver/transport.js';
 import { RelayConfigError } from '../core/errors.js';
@@ -53,10 +53,11 @@ export function createDurablePacer(
   now: () => number = Date.now,
 ): Pacer {
   // The calls leave from many outbox objects, each spacing only its own (deliver/spacer.ts): the
-  // grants keep the send margin between them, so ten calls span a second and the margin (and the
-  // spread of arrivals the object measures: workers/pacer-slot.ts). The object grants on its own
-  // clock; `now` only tells it how far this isolate's clock and request are from it.
-  const interval = paceInterval(rate) * (1 + SEND_MARGIN);
+  // object keeps the key's send margin between its grants, so ten calls span a second and the
+  // margin (widened by the key's 429s: state/margin.ts), and the spread of arrivals it measures
+  // (workers/pacer-slot.ts). The object grants on its own clock; `now` only tells it how far this
+  // isolate's clock and request are from it.
+  const interval = paceInterval(rate);
   const id = namespace.idFromName(name);
   // A stub per call: a stub belongs to the request (or batch) that made it.
   return {

@@ -164,8 +164,8 @@ export class RelayOutbox extends DurableObject<DeliveryEnv> {
   take(rate: number, now: number, priority: 'proxy' | 'deliver', catchUpMs = 0): Promise<number> {
     return this.store.pacer(rate, catchUpMs).take(now, priority);
   }
-  hold(rate: number, until: number): Promise<void> {
-    return this.store.pacer(rate).hold(until);
+  hold(rate: number, until: number, now: number): Promise<void> {
+    return this.store.pacer(rate).hold(until, now);
   }
   leave(rate: number, now: number, inMs: number, again = false): Promise<number> {
     return this.store.pacer(rate).leave!(now, inMs, again);

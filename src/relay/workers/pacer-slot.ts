@@ -14,11 +14,13 @@
  * call the platform. It measures what it can: how far each request's stated `now` is from its own
  * clock when it arrives (the way there, or a caller's clock that is off). The spread of that over
  * the recent requests widens the margin kept between grants ({@link arrivalMargin}): ten grants
- * then span a second, the send margin and the spread.
+ * then span a second, the send margin and the spread. The send margin is the key's own, learned
+ * from its 429s (state/margin.ts): kept in the `pace_margin` table beside the schedule and hold.
  * @module
  */
 import type { DurableObjectState } from '@cloudflare/workers-types/index.ts';
-import { pace, SHARED_WINDOW_MS } from '../state/pace.js';
+import { marginAt, type Margin } from '../state/margin.js';
+import { pace, paceHold, type PaceState, PLATFORM_WINDOW_MS } from '../state/pace.js';
 import { endTurns, holdTurn, type TurnBook, type TurnRequest, turnWait } from '../state/turns.js';
 import { readTurns, writeTurns } from './turn-store.js';
 
@@ -29,8 +31,15 @@ const SPREAD_SAMPLES = 64;
 /** The spread widens the margin by a platform window at most (beyond that, callers' clocks disagree). */
 export const MAX_SPREAD_MS = 1_000;
 
-/** The spacing of grants once widened by a measured `spreadMs`: `rate` grants span the shared window and the spread. */
-export const arrivalMargin = (intervalMs: number, spreadMs: number): number => intervalMs * (1 + spreadMs / SHARED_WINDOW_MS);
+/**
+ * The spacing of grants `intervalMs` apart at the key's rate, once widened by the send `margin` and
+ * a measured `spreadMs`: `rate` grants span the platform's second, the margin and the spread.
+ */
+export const arrivalMargin = (intervalMs: number, spreadMs: number, margin: number): number => intervalMs * (1 + margin + spreadMs / PLATFORM_WINDOW_MS);
+
+/** The tables of the key pacers' state: their schedule and hold, and the margin their 429s taught. */
+export const PACE_TABLES = `CREATE TABLE IF NOT EXISTS pace (name TEXT PRIMARY KEY, tat REAL NOT NULL, hold REAL NOT NULL);
+  CREATE TABLE IF NOT EXISTS pace_margin (name TEXT PRIMARY KEY, margin REAL NOT NULL, widened REAL NOT NULL);`;
 
 type Storage = DurableObjectState['storage'];
 
@@ -48,13 +57,14 @@ export class KeyPacers {
 
   /**
    * One platform call from pacer `name` (state/pace.ts): 0 when granted, else the ms to wait,
-   * from now. `stated`: the caller's clock as it asked (measured, never paced by). `turns`: the
-   * merge turn granted with the slot, and turns given back. With `waitUpToMs`, the call waits here
-   * for both, up to that long.
+   * from now. `intervalMs`: the spacing at the key's rate, which the object widens by the key's
+   * margin and the spread ({@link arrivalMargin}). `stated`: the caller's clock as it asked
+   * (measured, never paced by). `turns`: the merge turn granted with the slot, and turns given
+   * back. With `waitUpToMs`, the call waits here for both, up to that long.
    */
   take(name: string, stated: number, priority: 'proxy' | 'deliver', intervalMs: number, turns: TurnRequest | undefined, waitUpToMs: number): Promise<number> {
-    const interval = arrivalMargin(intervalMs, this.spread(name, stated));
-    return waitForSlot(this.clock, waitUpToMs, (at, first) => this.look(name, at, priority, interval, turns, first));
+    const spread = this.spread(name, stated);
+    return waitForSlot(this.clock, waitUpToMs, (at, first) => this.look(name, at, priority, intervalMs, spread, turns, first));
   }
 
   /** Gives back merge turns of pacer `name` whose calls are answered (state/turns.ts). */
@@ -64,10 +74,18 @@ export class KeyPacers {
     writeTurns(this.storage.sql, name, book);
   }
 
-  /** No call of pacer `name` before `until`, on the caller's clock at `stated` (its own clock when not stated). */
+  /**
+   * The platform answered a call of pacer `name` 429: no call before `until`, on the caller's clock
+   * at `stated` (its own clock when not stated); the hold's first 429 widens the margin (state/pace.ts `paceHold`).
+   */
   hold(name: string, until: number, stated?: number): void {
-    const end = stated === undefined ? until : this.clock() + (until - stated);
-    this.storage.sql.exec('INSERT INTO pace (name, tat, hold) VALUES (?1, 0, ?2) ON CONFLICT(name) DO UPDATE SET hold = max(hold, ?2)', name, end);
+    const now = this.clock();
+    const end = stated === undefined ? until : now + (until - stated);
+    this.storage.transactionSync(() => {
+      const state = readPace(this.storage, name);
+      paceHold(state, now, end);
+      writePace(this.storage, name, state);
+    });
   }
 
   /** Notes a request to pacer `name` stated at `stated`; the spread of the recent ones' offsets (ms, at most {@link MAX_SPREAD_MS}). */
@@ -82,11 +100,19 @@ export class KeyPacers {
   }
 
   /** One look at a slot (and turn); the turns are stored on a request's first look and when one is taken. */
-  private look(name: string, now: number, priority: 'proxy' | 'deliver', intervalMs: number, turns: TurnRequest | undefined, first: boolean): number {
-    if (turns === undefined) return paceSlot(this.storage, name, now, priority, intervalMs);
+  private look(
+    name: string,
+    now: number,
+    priority: 'proxy' | 'deliver',
+    intervalMs: number,
+    spreadMs: number,
+    turns: TurnRequest | undefined,
+    first: boolean,
+  ): number {
+    if (turns === undefined) return paceSlot(this.storage, name, now, priority, intervalMs, spreadMs);
     const book = this.turnBook(name);
     const turnWaits = turnWait(book, now, turns);
-    const wait = turnWaits > 0 ? turnWaits : paceSlot(this.storage, name, now, priority, intervalMs);
+    const wait = turnWaits > 0 ? turnWaits : paceSlot(this.storage, name, now, priority, intervalMs, spreadMs);
     const taken = wait === 0 ? turns.turn : undefined;
     if (taken) holdTurn(book, now, taken);
     if (first || taken) writeTurns(this.storage.sql, name, book);
@@ -101,16 +127,40 @@ export class KeyPacers {
   }
 }
 
-/** A slot of pacer `name`'s budget (see {@link pace}), in one transaction: 0 when granted, else the ms to wait. */
-export function paceSlot(storage: Storage, name: string, now: number, priority: 'proxy' | 'deliver', intervalMs: number): number {
+/**
+ * A slot of pacer `name`'s budget (see {@link pace}) in one transaction, grants `intervalMs` apart
+ * widened by the key's margin and `spreadMs` ({@link arrivalMargin}): 0 when granted, else the ms to wait.
+ */
+export function paceSlot(storage: Storage, name: string, now: number, priority: 'proxy' | 'deliver', intervalMs: number, spreadMs = 0): number {
   const sql = storage.sql;
   return storage.transactionSync(() => {
-    const state = sql.exec<{ tat: number; hold: number }>('SELECT tat, hold FROM pace WHERE name = ?', name).toArray()[0] ?? { tat: 0, hold: 0 };
-    const wait = pace(state, now, priority, intervalMs);
+    const state = readPace(storage, name);
+    const wait = pace(state, now, priority, arrivalMargin(intervalMs, spreadMs, marginAt(state, now)));
     if (wait <= 0)
       sql.exec('INSERT INTO pace (name, tat, hold) VALUES (?, ?, ?) ON CONFLICT(name) DO UPDATE SET tat = excluded.tat', name, state.tat, state.hold);
     return wait;
   });
+}
+
+/** Pacer `name`'s state as stored: schedule, hold and margin. */
+function readPace(storage: Storage, name: string): PaceState {
+  const sql = storage.sql;
+  const pace = sql.exec<{ tat: number; hold: number }>('SELECT tat, hold FROM pace WHERE name = ?', name).toArray()[0] ?? { tat: 0, hold: 0 };
+  const margin = sql.exec<{ margin: number; widened: number }>('SELECT margin, widened FROM pace_margin WHERE name = ?', name).toArray()[0];
+  return { tat: pace.tat, hold: pace.hold, ...(margin as Margin | undefined) };
+}
+
+/** Stores pacer `name`'s hold and margin (a 429's: `paceHold`). */
+function writePace(storage: Storage, name: string, state: PaceState): void {
+  const sql = storage.sql;
+  sql.exec('INSERT INTO pace (name, tat, hold) VALUES (?1, ?2, ?3) ON CONFLICT(name) DO UPDATE SET hold = max(hold, ?3)', name, state.tat, state.hold);
+  if (state.margin !== undefined && state.widened !== undefined)
+    sql.exec(
+      'INSERT INTO pace_margin (name, margin, widened) VALUES (?1, ?2, ?3) ON CONFLICT(name) DO UPDATE SET margin = ?2, widened = ?3',
+      name,
+      state.margin,
+      state.widened,
+    );
 }
 
 /**

@@ -15,7 +15,7 @@
 import type { DurableObjectNamespace, DurableObjectState } from '@cloudflare/workers-types/index.ts';
 import { DurableObject } from 'cloudflare:workers';
 import type { LimitDecision } from '../core/limits.js';
-import { KeyPacers } from './pacer-slot.js';
+import { KeyPacers, PACE_TABLES } from './pacer-slot.js';
 import type { TurnRequest } from '../state/turns.js';
 import { TURNS_TABLE } from './turn-store.js';
 import { chargeBucket } from './buckets.js';
@@ -75,7 +75,7 @@ export class RelayState extends DurableObject<unknown> {
       CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
       CREATE TABLE IF NOT EXISTS delivered (id BLOB PRIMARY KEY, state INTEGER NOT NULL, owner TEXT NOT NULL DEFAULT '', lease_until INTEGER NOT NULL DEFAULT 0, attempts INTEGER NOT NULL DEFAULT 0, expires INTEGER NOT NULL) WITHOUT ROWID;
       CREATE INDEX IF NOT EXISTS delivered_expires ON delivered (expires);
-      CREATE TABLE IF NOT EXISTS pace (name TEXT PRIMARY KEY, tat REAL NOT NULL, hold REAL NOT NULL); ${TURNS_TABLE}`);
+      ${PACE_TABLES} ${TURNS_TABLE}`);
   }
 
   /**

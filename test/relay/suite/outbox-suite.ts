@@ -9,6 +9,7 @@ import type { Outbox, OutboxItem, Pacer } from '../../../src/relay/state/outbox.
 import { outboxLeaseCases, type Reads } from './outbox-lease-cases.js';
 import { outboxOrderCases } from './outbox-order-cases.js';
 import { outboxEraseCases } from './outbox-erase-cases.js';
+import { NARROW_MS, QUIET_MS } from '../../../src/relay/state/margin.js';
 
 /** One connection to a store; `another` opens a second one to the same store (another process's view). */
 export interface OutboxHandle {
@@ -565,16 +566,62 @@ export function outboxSuite(name: string, target: OutboxTarget): void {
     );
 
     it(
+      "widens the shared window with the platform's 429s, once a hold, up to 15%, for every relay of the store; a quiet stretch narrows it back",
+      withStore(async ({ pacer, another }) => {
+        const other = await another();
+        try {
+          const deliver = pacer(10, 1_000);
+          /** When an eleventh call would fit after ten deliver calls leaving 10 ms apart from `at`: the window's length less 100 ms. */
+          const eleventh = async (at: number) => {
+            for (let i = 0; i < 10; i++) expect(await deliver.leave!(at + i * 10, 0)).toBe(0);
+            return deliver.leave!(at + 100, 0);
+          };
+          let t = Date.now() + 10_000;
+          // No 429 yet: the base margin, 3% (1,030 ms).
+          expect(await eleventh(t)).toBe(930);
+          // Another relay's call is answered 429 (held 1 s): the margin doubles to 6%, for this relay too;
+          // a second 429 of the same moment (a call already on its way) does not widen it again.
+          t += 2_000;
+          await other.pacer(10).hold(t + 1_000, t);
+          await other.pacer(10).hold(t + 1_000, t + 50);
+          t += 1_000;
+          expect(await eleventh(t)).toBe(960);
+          // A proxy call counts in the same wider window: after ten calls, the next place is 1,060 ms after the first.
+          t += 2_000;
+          for (let i = 0; i < 10; i++) expect(await deliver.leave!(t + i * 10, 0)).toBe(0);
+          expect(await other.pacer(10, 1_000).take(t + 100, 'proxy')).toBe(-960);
+          // A 429 after the hold ended widens it again (12%), and again up to 15% at most.
+          t += 3_000;
+          await pacer(10).hold(t + 1_000, t);
+          t += 1_000;
+          expect(await eleventh(t)).toBe(1_020);
+          t += 2_000;
+          await pacer(10).hold(t + 1_000, t);
+          t += 1_000;
+          expect(await eleventh(t)).toBe(1_050);
+          // No 429 for a quiet stretch (5 minutes): it holds, then narrows a point each 20 s, to 10% after 5 points, 3% after 12.
+          const widened = t - 1_000;
+          expect(await eleventh(widened + QUIET_MS)).toBe(1_050);
+          expect(await eleventh(widened + QUIET_MS + 5 * NARROW_MS)).toBe(1_000);
+          expect(await eleventh(widened + QUIET_MS + 12 * NARROW_MS)).toBe(930);
+          expect(await eleventh(widened + 3_600_000)).toBe(930);
+        } finally {
+          await other.close();
+        }
+      }),
+    );
+
+    it(
       'holds every call, proxy included, until the time the platform asked for',
       withStore(async ({ pacer, another }) => {
         const other = await another();
         try {
           const now = Date.now() + 10_000;
-          await other.pacer(10).hold(now + 3000);
+          await other.pacer(10).hold(now + 3000, now);
           expect(await pacer(10).take(now, 'deliver')).toBe(3000);
           expect(await pacer(10).take(now + 1000, 'proxy')).toBe(2000);
           // An earlier hold never shortens a later one.
-          await pacer(10).hold(now + 1000);
+          await pacer(10).hold(now + 1000, now);
           expect(await other.pacer(10).take(now + 2999, 'deliver')).toBe(1);
           expect(await other.pacer(10).take(now + 3000, 'deliver')).toBe(0);
         } finally {

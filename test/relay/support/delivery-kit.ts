@@ -10,7 +10,7 @@ import { parseConfig } from '../../../src/relay/core/config.js';
 import { createMemoryOutbox, createMemoryPacer } from '../../../src/relay/state/memory-outbox.js';
 import type { DeliveryEvent } from '../../../src/relay/core/observe.js';
 import { type EmulatorOptions, startEmulator, type RunningEmulator } from '../../../src/emulator/index.js';
-import type { Outbox, Pacer } from '../../../src/relay/state/outbox.js';
+import type { Outbox, OutboxItem, Pacer } from '../../../src/relay/state/outbox.js';
 import { createRedisOutbox } from '../../../src/relay/state/redis-outbox.js';
 import { createSqliteOutbox } from '../../../src/relay/state/sqlite-outbox.js';
 import { type RunningRedis, redisAvailable, startRedis } from '../../support/redis.js';
@@ -22,15 +22,32 @@ export const DAY = 24 * 3600_000;
 /** A platform of its own for one test (its own breaker of refusals in a relay), with `viewed` and `bought` defined; closed after the test. */
 export async function ownPlatform(options: Omit<EmulatorOptions, 'port' | 'key'> = {}): Promise<RunningEmulator> {
   const platform = await startEmulator({ port: 0, key: KEY, plan: 'business', ...options });
-  for (const name of ['viewed', 'bought']) {
-    const response = await fetch(`${platform.url}/v1/definitions/activity/create`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-api-key': KEY },
-      body: JSON.stringify({ name, attributes: [] }),
-    });
-    expect(response.ok).toBe(true);
-  }
+  for (const name of ['viewed', 'bought']) await defineActivity(platform.url, name);
   return platform;
+}
+
+/** Defines the activity `name` at the platform `url`: a call of the key (where a test's pacer counts every call, it takes its slot first). */
+export async function defineActivity(url: string, name = 'viewed'): Promise<void> {
+  const response = await fetch(`${url}/v1/definitions/activity/create`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-api-key': KEY },
+    body: JSON.stringify({ name, attributes: [] }),
+  });
+  expect(response.ok).toBe(true);
+}
+
+/** `count` tracks (`viewed`) of `site` accepted at `accepted`, each its own browser's and person's, named `<prefix>-<n>`. */
+export function backlog(site: string, prefix: string, count: number, accepted: number): OutboxItem[] {
+  const run = crypto.randomUUID().slice(0, 8);
+  return Array.from({ length: count }, (_, n) => ({
+    site,
+    id: `${prefix}-${n}-${run}`,
+    kind: 'activity' as const,
+    entry: { activity_id: 'act:cm:viewed', fields: { 'str::email': `${prefix}-${n}-${run}@example.com` } },
+    browser: `b-${n}`,
+    visitor: 'v',
+    accepted,
+  }));
 }
 
 export let emulator: RunningEmulator;
