@@ -27,7 +27,7 @@ let peak = 0;
 for (let i = 0; i < 6000; i++) {
   ring.push(Array.from({ length: 1000 }, (_, n) => ({ n, i, text: `item ${n}` })));
   if (ring.length > 300) ring.shift();
-  if (i % 20 === 0) {
+  if (i % 5 === 0) {
     peak = Math.max(peak, oldSpace());
     // A turn of the event loop now and then, as a server has: V8 marks concurrently and finishes in tasks.
     await new Promise((resolve) => setImmediate(resolve));
