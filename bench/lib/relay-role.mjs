@@ -44,6 +44,8 @@ const roles = {
     if (dir !== undefined) process.on('exit', () => rmSync(dir, { recursive: true, force: true }));
     const relay = await startRelay({
       port: 0,
+      // As `cdp-edge relay` runs it: the old generation's growth bounded (docs/deploy.md, "Memory").
+      boundHeapGrowth: true,
       // One JSON line a request, as by default (RELAY_LOG=info), to /dev/null: a user's relay pays for
       // making and writing its lines; BENCH_RELAY_LOG=off leaves them out.
       logger: process.env['BENCH_RELAY_LOG'] === 'off' ? () => {} : createPinoLogger('info', pino.destination({ dest: '/dev/null', sync: false })),

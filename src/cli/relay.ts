@@ -91,6 +91,8 @@ const relay: Command = {
         port,
         hostname: values.host ?? '127.0.0.1',
         stateFile,
+        // The process is the CLI's own: its old generation grows to 1.5× its live heap (docs/deploy.md, "Memory").
+        boundHeapGrowth: true,
         ...(cluster.isWorker ? { clusterWorker: true } : metricsPort === undefined ? {} : { metricsPort }),
         ...(metricsHost === undefined ? {} : { metricsHostname: metricsHost }),
       });

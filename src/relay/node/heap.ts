@@ -12,8 +12,9 @@
  *
  * The flag is the process's, and V8 reads it at each major GC: the limit set by the GCs of
  * start-up (at 4×) would stand until the old generation reached it, so one full GC is run once
- * it is set. A `--heap-growing-percent` given to the process (its command line or NODE_OPTIONS)
- * is left as it is.
+ * it is set. A `--heap-growing-percent` given on the process's command line is left as it is
+ * (Node refuses the flag in NODE_OPTIONS). Only the CLI sets it (`startRelay({ boundHeapGrowth })`):
+ * the flag is the whole process's, and an embedding server's heap is its own business.
  * @module
  */
 import { setFlagsFromString } from 'node:v8';
@@ -24,12 +25,15 @@ export const HEAP_GROWING_PERCENT = 50;
 
 const FLAG = /^--heap[-_]growing[-_]percent(=|$)/;
 
-/** Whether the process was started with its own `--heap-growing-percent` (command line or NODE_OPTIONS). */
-export function heapGrowthGiven(execArgv: readonly string[] = process.execArgv, nodeOptions = process.env['NODE_OPTIONS'] ?? ''): boolean {
-  return [...execArgv, ...nodeOptions.split(/\s+/)].some((arg) => FLAG.test(arg));
+/** Whether the process was started with its own `--heap-growing-percent` (on its command line: Node refuses it in NODE_OPTIONS). */
+export function heapGrowthGiven(execArgv: readonly string[] = process.execArgv): boolean {
+  return execArgv.some((arg) => FLAG.test(arg));
 }
 
 let bounded = false;
+
+/** Whether {@link boundHeapGrowth} set the flag in this process. */
+export const heapGrowthBounded = (): boolean => bounded;
 
 /**
  * Sets the process's heap growing factor to {@link HEAP_GROWING_PERCENT} and collects once so

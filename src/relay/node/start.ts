@@ -40,6 +40,12 @@ export interface StartRelayOptions extends Omit<RelayDeps, 'clientInfo'> {
   metricsHostname?: string;
   /** a worker of `cdp-edge relay --workers N`: its metrics and status events go to the primary, which serves the metrics port */
   clusterWorker?: boolean;
+  /**
+   * Bound how far V8 lets this process's old generation grow (node/heap.ts): a V8 flag of the whole
+   * process and one full GC, so a relay inside your own server leaves it alone unless asked; the
+   * CLI (`cdp-edge relay`, the container) asks. @default false
+   */
+  boundHeapGrowth?: boolean;
   /** header, request, keep-alive and idle deadlines of the relay's connections (src/listen.ts) @default CONNECTION_LIMITS, the request deadline at least the budget + 10 s */
   connections?: Partial<ConnectionLimits>;
 }
@@ -100,8 +106,8 @@ export async function startNodeRelay(options: StartRelayOptions, defaults: NodeD
     addressOf: (address: string) => (isTrusted(address, config.trustProxy) ? undefined : limitAddress(address, config.ipv6Prefix)),
     ...options.connections,
   };
-  // Started: the old generation grows to 1.5× its live heap, not 4× (heap.ts).
-  boundHeapGrowth();
+  // Asked for (the CLI): the old generation grows to 1.5× its live heap, not 4× (heap.ts).
+  if (options.boundHeapGrowth) boundHeapGrowth();
   const listening = await listen(createNodeFront(handlers, config), options.port ?? 8787, hostname, limits).catch(async (error: unknown) => {
     await state.close();
     throw error;
