@@ -57,6 +57,8 @@ const SQL = {
   lastSeq: 'SELECT max(seq) FROM outbox',
   addMerge: 'INSERT OR IGNORE INTO outbox_merges (seq, site, browser) VALUES (?1, ?2, ?3)',
   dropMerges: 'DELETE FROM outbox_merges WHERE seq IN (SELECT value FROM json_each(?1)) RETURNING site, browser',
+  // The merges between seqs ?1 and ?2, at most ?3: one walk of the table for the entries a settle drops, not a probe per entry.
+  mergesWithin: 'SELECT seq FROM outbox_merges WHERE seq BETWEEN ?1 AND ?2 LIMIT ?3',
   // Files written before lanes: the column, then each waiting entry's lane, once.
   hasLane: 'SELECT lane FROM outbox LIMIT 0',
   addColumn: 'ALTER TABLE outbox ADD COLUMN lane INTEGER',
@@ -261,7 +263,23 @@ export async function createLanes(db: SqlPort): Promise<Lanes> {
     lastSeq: () => Number(one(SQL.lastSeq)?.[0] ?? 0),
     addMerges: (after) => void db.run(SQL.addMerges, after),
     addMerge: (seq, siteN, browser) => void db.run(SQL.addMerge, seq, siteN, browser),
-    dropMerges: (seqs) =>
-      seqs.length === 0 ? [] : db.query(SQL.dropMerges, JSON.stringify(seqs)).map(([site, browser]): [number, string] => [Number(site), String(browser)]),
+    dropMerges(seqs) {
+      if (seqs.length === 0) return [];
+      // The merges among them are looked for once, between the lowest and the highest (tracks alone: none there, nothing
+      // more run); when fewer merges lie there than entries leave, only those are dropped, else each entry is looked up.
+      // (A loop, not Math.min(...seqs): an erasure's settle may drop more entries than a call takes arguments.)
+      let low = seqs[0]!;
+      let high = low;
+      for (const seq of seqs) {
+        low = Math.min(low, seq);
+        high = Math.max(high, seq);
+      }
+      const within = db.query(SQL.mergesWithin, low, high, seqs.length);
+      if (within.length === 0) return [];
+      const leaving = new Set(seqs);
+      const merges = within.length < seqs.length ? within.map(([seq]) => Number(seq)).filter((seq) => leaving.has(seq)) : seqs;
+      if (merges.length === 0) return [];
+      return db.query(SQL.dropMerges, JSON.stringify(merges)).map(([site, browser]): [number, string] => [Number(site), String(browser)]);
+    },
   };
 }
