@@ -224,6 +224,8 @@ describe("SQLite: an entry's row, with its item, is written once and deleted onc
       now,
       3600_000,
     );
+    // Each item is stored as JSON text (what the outbox's JSON functions read), though it is bound as bytes.
+    expect(db.prepare('SELECT DISTINCT typeof(item), json_valid(item) FROM outbox').raw().all()).toEqual([['text', 1]]);
     const leased = await outbox.lease('me', 50, now, 60_000);
     const sent = await outbox.sending(
       'me',

@@ -41,11 +41,35 @@ export const ACCEPT_SQL = {
   remember:
     'INSERT INTO outbox_seen (site, id, until) SELECT value ->> 0, unhex(value ->> 1), value ->> 2 FROM json_each(?1) WHERE true ON CONFLICT (site, id) DO NOTHING RETURNING site, hex(id)',
   addCount: "INSERT INTO outbox_count (name, value) VALUES ('remembered', ?1) ON CONFLICT (name) DO UPDATE SET value = value + excluded.value",
-  add: 'INSERT INTO outbox (item, lane) SELECT value ->> 0, value ->> 1 FROM json_each(?1)',
+  // The entries' texts in one UTF-8 blob (?2), each cut out at [start, bytes] with its lane (?1, JSON): as they are, not
+  // escaped again as strings inside the JSON (a string's every quote escaped, then unescaped by SQLite).
+  add: 'INSERT INTO outbox (item, lane) SELECT CAST(substr(?2, value ->> 0, value ->> 1) AS TEXT), value ->> 2 FROM json_each(?1)',
   unremember: 'DELETE FROM outbox_seen WHERE site = ?1 AND id = unhex(?2)',
   expireDead: 'DELETE FROM outbox_dead WHERE seq IN (SELECT seq FROM outbox_dead WHERE failed <= ?1 LIMIT ?2)',
   cutDead: 'DELETE FROM outbox_dead WHERE seq IN (SELECT seq FROM outbox_dead ORDER BY seq LIMIT ?1)',
 } as const;
+
+const utf8 = new TextEncoder();
+
+/**
+ * Texts packed for {@link ACCEPT_SQL}.add: their UTF-8 bytes one after another, and where each
+ * begins (from 1, as substr counts) and how long it is, with its lane. The texts are JSON made by
+ * JSON.stringify, which writes no lone surrogate, so each encodes as it is.
+ */
+function packed(added: readonly (readonly [text: string, lane: number])[]): [places: string, bytes: Uint8Array] {
+  let chars = 0;
+  for (const [text] of added) chars += text.length;
+  // A UTF-16 unit is at most 3 bytes of UTF-8 (a pair of them 4).
+  const bytes = new Uint8Array(3 * chars);
+  const places: [number, number, number][] = [];
+  let at = 0;
+  for (const [text, lane] of added) {
+    const { written } = utf8.encodeInto(text, bytes.subarray(at));
+    places.push([at + 1, written, lane]);
+    at += written;
+  }
+  return [JSON.stringify(places), bytes.subarray(0, at)];
+}
 
 /** One call of `accept`, waiting for its transaction. */
 export interface AcceptCall {
@@ -139,7 +163,7 @@ export function createAccept(db: SqlPort, lanes: Lanes, ready: Ready): (call: Ac
     const numbers = room.write(!maybeHeld);
     for (const entry of added) entry[1] = numbers.get(entry[1] as string)!;
     const after = lanes.lastSeq();
-    db.run(ACCEPT_SQL.add, JSON.stringify(added));
+    db.run(ACCEPT_SQL.add, ...packed(added as [string, number][]));
     if (merges) lanes.addMerges(after);
     ready.added(after, maybeHeld);
     return results;

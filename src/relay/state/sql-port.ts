@@ -4,8 +4,8 @@
  * @module
  */
 
-/** A value SQLite binds or answers. */
-export type SqlValue = string | number | null;
+/** A value SQLite binds or answers (bytes: a blob). */
+export type SqlValue = string | number | null | Uint8Array;
 /** A row as an array, in the order of the statement's columns. */
 export type Row = unknown[];
 
