@@ -91,6 +91,11 @@ export interface DeliveryEvent {
    * there (a busy event loop: deliver/slots.ts, two at most), beside the asks its traffic causes
    */
   lateAsks?: number;
+  /**
+   * the send margin the deliverer keeps for the key once the call was answered (state/margin.ts:
+   * 0.03 until the platform's 429s widen it); only for calls of the Node deliverer
+   */
+  margin?: number;
 }
 
 export interface RelayObserver {

@@ -22,6 +22,8 @@ export interface Reported {
   held: boolean;
   /** how many times the call was counted again in the shared window for going late (deliver/slots.ts) */
   lateAsks?: number;
+  /** the send margin the deliverer's spacer keeps once the call was answered (deliver/spacer.ts) */
+  margin?: number;
 }
 
 export type Report = (outcome: Reported) => void;
@@ -51,6 +53,7 @@ export function createReporter(options: {
       held: outcome.held,
       latencies: outcome.delivered.map((entry) => now - entry.accepted),
       ...(outcome.lateAsks === undefined ? {} : { lateAsks: outcome.lateAsks }),
+      ...(outcome.margin === undefined ? {} : { margin: outcome.margin }),
     };
     options.onDelivery?.(event);
     if (event.dead.length > 0 || event.ambiguous.length > 0 || (outcome.called && outcome.status !== 200)) {

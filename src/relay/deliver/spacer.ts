@@ -26,7 +26,7 @@
  * key's pacer keeps in the store (state/margin.ts).
  * @module
  */
-import { SEND_MARGIN } from '../state/margin.js';
+import { marginAt, SEND_MARGIN } from '../state/margin.js';
 import { marginWindowMs, type PaceState, paceHold, PLATFORM_WINDOW_MS, SHARED_WINDOW_MS } from '../state/pace.js';
 
 /**
@@ -60,6 +60,8 @@ export interface Spacer {
   answered(left: number, now: number, holdUntil?: number): void;
   /** Whether a call at `now` would wait for the window: the key's budget is spent for now (counts nothing). */
   spent(now: number): boolean;
+  /** The send margin its window keeps at `now`: {@link SEND_MARGIN} until a 429 widens it (state/margin.ts). */
+  margin(now: number): number;
 }
 
 /** How often a call waiting for the window's first answer looks again. */
@@ -135,6 +137,7 @@ export function createSpacer(rate: number): Spacer {
     spent(now) {
       return windowFreeAt(now) > now;
     },
+    margin: (now) => marginAt(learned, now),
     answered(left, now, holdUntil) {
       if (holdUntil !== undefined) paceHold(learned, now, holdUntil);
       const usual = median(roundTrips);

@@ -13,6 +13,7 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { NONE, type RelayObserver, UNKNOWN_SITE } from '../core/observe.js';
 import { OUTBOX_FULL, type OutboxLimits, PEOPLE_BUDGET, UNPROVEN_FULL } from '../core/outbox-limits.js';
+import { SEND_MARGIN } from '../state/margin.js';
 import type { Outbox } from '../state/outbox.js';
 
 export interface RelayMetricsOptions {
@@ -116,6 +117,14 @@ export function createRelayMetrics(options: RelayMetricsOptions = {}): RelayMetr
     buckets: [0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300],
     registers,
   });
+  // Set by each call the deliverer makes; `max` so processes that deliver nothing (at the base) do not hide the one that does.
+  const sendMargin = new Gauge({
+    name: 'cdp_edge_platform_send_margin_ratio',
+    help: "The send margin the deliverer keeps over the platform's second, as of its last call: 0.03, doubled by each 429 hold up to 0.15, narrowing after 5 quiet minutes",
+    aggregator: 'max',
+    registers,
+  });
+  sendMargin.set(SEND_MARGIN);
 
   const outboxFull = new Counter({
     name: 'cdp_edge_outbox_full_items_total',
@@ -206,6 +215,7 @@ export function createRelayMetrics(options: RelayMetricsOptions = {}): RelayMetr
       proxyRequests.inc({ token: entry.token ?? NONE, endpoint: entry.endpoint ?? NONE, status: entry.status });
     },
     delivery(event) {
+      if (event.margin !== undefined) sendMargin.set(event.margin);
       if (event.delivered > 0) delivered.inc({ endpoint: event.endpoint }, event.delivered);
       for (const ms of event.latencies) deliveryLatency.observe(ms / 1000);
       for (const letter of event.dead) deadLetters.inc({ site: letter.site, reason: reasonClass(letter.reason) });

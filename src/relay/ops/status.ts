@@ -58,6 +58,8 @@ export interface StatusSnapshot {
   deadLetters: DeadLetterRow[];
   /** since the recorder started */
   totals: { requests: number; items: number; errors: number; delivered: number; dead: number; ambiguous: number };
+  /** the send margin the deliverer keeps for the key, as of its last call (state/margin.ts); undefined until it makes one */
+  margin?: number | undefined;
 }
 
 export interface StatusRecorder {
@@ -76,7 +78,9 @@ export function createStatusRecorder(options: StatusOptions = {}): StatusRecorde
   const rejected: RejectedItem[] = [];
   const totals = { requests: 0, items: 0, errors: 0, delivered: 0, dead: 0, ambiguous: 0 };
   const deadLetters: DeadLetterRow[] = [];
+  let margin: number | undefined;
   const delivery = (event: DeliveryEvent) => {
+    if (event.margin !== undefined) margin = event.margin;
     totals.delivered += event.delivered;
     totals.ambiguous += event.ambiguous.length;
     const dead = [
@@ -130,7 +134,7 @@ export function createStatusRecorder(options: StatusOptions = {}): StatusRecorde
       for (let start = last - (count - 1) * bucketMs; start <= last; start += bucketMs) {
         series.push(buckets.get(start) ?? { at: start, requests: 0, items: 0, errors: 0 });
       }
-      return { now: at, bucketMs, buckets: series, rejected: [...rejected], deadLetters: [...deadLetters], totals: { ...totals } };
+      return { now: at, bucketMs, buckets: series, rejected: [...rejected], deadLetters: [...deadLetters], totals: { ...totals }, margin };
     },
   };
 }
@@ -153,6 +157,9 @@ function chart(title: string, values: number[], colour: string): HtmlEscapedStri
     </svg>
   </figure>`;
 }
+
+/** A margin as a percentage: 0.03 → 3%, 0.045 → 4.5%. */
+const percent = (ratio: number) => `${Number((ratio * 100).toFixed(1))}%`;
 
 const format = (perSecond: number) => (perSecond >= 10 ? perSecond.toFixed(0) : perSecond.toFixed(1));
 
@@ -183,7 +190,9 @@ export function renderStatusPage(snapshot: StatusSnapshot, refreshSeconds = 5): 
     <h1>cdp-edge relay</h1>
     <p>Last 15 minutes, one point per ${seconds} s, as of ${new Date(snapshot.now).toISOString().slice(0, 19)}Z. Since start:
       ${snapshot.totals.requests} requests, ${snapshot.totals.items} items, ${snapshot.totals.errors} errors;
-      ${snapshot.totals.delivered} entries delivered, ${snapshot.totals.dead} dead letters, ${snapshot.totals.ambiguous} ambiguous.</p>
+      ${snapshot.totals.delivered} entries delivered, ${snapshot.totals.dead} dead letters, ${snapshot.totals.ambiguous} ambiguous${
+        snapshot.margin === undefined ? '' : html`; send margin ${percent(snapshot.margin)} (3% until the platform answers 429)`
+      }.</p>
     ${chart('Items', perSecond('items'), '#1f6feb')} ${chart('Errors', perSecond('errors'), '#cf222e')}
     <h2>Last ${snapshot.rejected.length} rejected items</h2>
     ${
