@@ -93,7 +93,8 @@ export interface DeliveryEvent {
   lateAsks?: number;
   /**
    * the send margin the deliverer keeps for the key once the call was answered (state/margin.ts:
-   * 0.03 until the platform's 429s widen it); only for calls of the Node deliverer
+   * 0.03 until the platform's 429s widen it); only for calls of the Node deliverer, whose spacer
+   * lasts across rounds (on Workers the key's pacer object keeps it, and no call reads it)
    */
   margin?: number;
 }

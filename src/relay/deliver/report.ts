@@ -22,8 +22,8 @@ export interface Reported {
   held: boolean;
   /** how many times the call was counted again in the shared window for going late (deliver/slots.ts) */
   lateAsks?: number;
-  /** the send margin the deliverer's spacer keeps once the call was answered (deliver/spacer.ts) */
-  margin?: number;
+  /** the send margin the deliverer's spacer keeps once the call was answered (deliver/spacer.ts), when one is kept across rounds */
+  margin?: number | undefined;
 }
 
 export type Report = (outcome: Reported) => void;

@@ -231,7 +231,9 @@ async function sendAndSettle(engine: Engine, planned: Call, depth: number, plann
   const now = clock.now();
   engine.spacer.answered(left.at, now, outcome.status === 429 && 'holdMs' in outcome ? now + outcome.holdMs : undefined);
   const verdict = judge(call, outcome, depth < MAX_SPLIT_DEPTH, now, engine.retryMs);
-  const called = { endpoint: call.endpoint, status: outcome.status, called: true, lateAsks, margin: engine.spacer.margin(now) };
+  // A spacer kept across rounds (the Node deliverer's) learns the key's margin; a round's own (Workers' shards) does not.
+  const margin = engine.options.spacer === undefined ? undefined : engine.spacer.margin(now);
+  const called = { endpoint: call.endpoint, status: outcome.status, called: true, lateAsks, margin };
   if (verdict.split) {
     // Refused as a whole without per-entry details: its parts go as ordinary calls, first in line.
     queue.unshift(...splitRefused(call, depth).map((part) => ({ call: part, depth: depth + 1 })));
