@@ -2,7 +2,7 @@
 // entry as the very text it was stored as; rows of earlier releases (the entry before browser,
 // visitor and accepted) still lease whole and alike. The stores' own case is in suite/outbox-suite.ts.
 import { describe, expect, it } from 'vitest';
-import { itemText, leasedOf } from '../../src/relay/state/item-text.js';
+import { itemText, leasedOf, sharedStrings } from '../../src/relay/state/item-text.js';
 import type { OutboxItem } from '../../src/relay/state/outbox.js';
 
 const items: OutboxItem[] = [
@@ -35,6 +35,16 @@ describe('an outbox item as stored', () => {
       expect(leasedOf(itemText(item), 7, 2)).toEqual({ ...fields, text: JSON.stringify(entry), seq: 7, attempts: 2 });
       expect(itemText(item).endsWith(`,"entry":${JSON.stringify(entry)}}`)).toBe(true);
     }
+  });
+
+  it("leases a lease's entries through its shared strings with every field as it was, however their values repeat or differ", () => {
+    const share = sharedStrings();
+    const twice = [...items, ...items.map((item) => ({ ...item, id: `${item.id}2`, browser: item.site, visitor: item.browser }))];
+    for (const item of twice) {
+      const { entry, ...fields } = item;
+      expect(leasedOf(itemText(item), 9, 1, share)).toEqual({ ...fields, text: JSON.stringify(entry), seq: 9, attempts: 1 });
+    }
+    expect(share('pk_s')).toBe('pk_s');
   });
 
   it('leases a row an earlier release wrote (the item as ingest built it, its entry before browser, visitor and accepted) alike', () => {

@@ -30,12 +30,32 @@ function headOf(text: string): Omit<OutboxItem, 'entry'> | undefined {
   }
 }
 
-/** A stored item (any release's text) as leased: its entry as JSON, the text it was stored as when the entry is last. */
-export function leasedOf(text: string, seq: number, attempts: number): Leased {
+/**
+ * One copy of each string it is given: a lease's entries share their site, and a browser's entries
+ * their browser and visitor. Each entry's parse makes its own copy of them, which would live as long
+ * as the lease (long enough to be promoted to V8's old generation); this keeps the first and lets
+ * the others die young. One per lease, so it holds nothing past it.
+ */
+export function sharedStrings(): (text: string) => string {
+  const seen = new Map<string, string>();
+  return (text) => {
+    const known = seen.get(text);
+    if (known !== undefined) return known;
+    seen.set(text, text);
+    return text;
+  };
+}
+
+/**
+ * A stored item (any release's text) as leased: its entry as JSON, the text it was stored as when
+ * the entry is last; its site, browser and visitor through `share` (the lease's {@link sharedStrings}).
+ */
+export function leasedOf(text: string, seq: number, attempts: number, share: (text: string) => string = (same) => same): Leased {
   const at = text.indexOf(ENTRY_KEY);
   const head = at < 0 ? undefined : headOf(text.slice(0, at));
   if (head !== undefined) {
-    const { site, id, kind, browser, visitor, accepted } = head;
+    const { id, kind, accepted } = head;
+    const [site, browser, visitor] = [share(head.site), share(head.browser), share(head.visitor)];
     return { site, id, kind, browser, visitor, accepted, text: text.slice(at + ENTRY_KEY.length, -1), seq, attempts };
   }
   const { site, id, kind, browser, visitor, accepted, entry } = JSON.parse(text) as OutboxItem;

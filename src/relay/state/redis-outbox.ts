@@ -17,7 +17,7 @@ import { Buffer } from 'node:buffer';
 import { ERASE, SUPPRESS, SUPPRESSED } from './redis-erase-lua.js';
 import { type Erased, namesPerson } from './erase.js';
 import { compactId } from './ids.js';
-import { itemText, leasedOf } from './item-text.js';
+import { itemText, leasedOf, sharedStrings } from './item-text.js';
 import { DEAD_SLICE, type DeadLetter, type Leased, type OutboxItem, type OutboxStore } from './outbox.js';
 import { NO_LIMITS } from '../core/outbox-limits.js';
 import { paceInterval, sharedWindow } from './pace.js';
@@ -104,7 +104,8 @@ export async function createRedisOutbox(url: string, options: RedisOutboxOptions
       async lease(owner, max, now, leaseMs) {
         if (max <= 0) return [];
         const rows = await run.cdpOutboxLease(P, owner, at(now), ms(leaseMs), Math.floor(max));
-        return rows.map(([seq, item, attempts]): Leased => leasedOf(item, Number(seq), Number(attempts)));
+        const share = sharedStrings();
+        return rows.map(([seq, item, attempts]): Leased => leasedOf(item, Number(seq), Number(attempts), share));
       },
       async sending(owner, seqs, now) {
         if (seqs.length === 0) return [];

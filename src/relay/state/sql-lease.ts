@@ -20,7 +20,7 @@
  * `attempts`): opening one moves each lease here once (`outbox_count` 'leases' marks it done).
  * @module
  */
-import { leasedOf } from './item-text.js';
+import { leasedOf, sharedStrings } from './item-text.js';
 import type { Leased } from './outbox.js';
 import type { Ready } from './sql-ready.js';
 import type { Row, SqlPort } from './sql-port.js';
@@ -132,7 +132,8 @@ export async function createLeases(db: SqlPort, ready: Ready): Promise<Leases> {
       const rows: Row[] = db.query(LEASE_SQL.items, JSON.stringify(seqs));
       const again = rows.filter((row) => row[3] !== null).map(([seq]) => Number(seq));
       if (again.length > 0) db.run(LEASE_SQL.takeOver, JSON.stringify(again));
-      const leased = rows.map(([seq, item, attempts]) => leasedOf(item as string, Number(seq), Number(attempts))).sort((a, b) => a.seq - b.seq);
+      const share = sharedStrings();
+      const leased = rows.map(([seq, item, attempts]) => leasedOf(item as string, Number(seq), Number(attempts), share)).sort((a, b) => a.seq - b.seq);
       db.run(LEASE_SQL.add, owner, until, JSON.stringify(chunks(leased.map(({ seq, attempts }) => [seq, attempts]))));
       return leased;
     },
