@@ -50,11 +50,14 @@ describe('the send margin on /metrics and /status', () => {
     const line = /^cdp_edge_platform_send_margin_ratio (\S+)$/m.exec(text);
     return line === null ? undefined : Number(line[1]);
   };
-  /** The gauge, `/status.json` and the page all read `ratio`, the page as `percent`. */
+  /**
+   * The gauge, `/status.json` and the page all read `ratio`, the page as `percent`: polled, since the
+   * relay records a call once its answer is back, which may be after the emulator shows the person.
+   */
   const expectMargin = async (ratio: number, percent: string) => {
-    expect(await gauge()).toBe(ratio);
-    expect(((await (await fetch(`${relay.metricsUrl}/status.json`)).json()) as { margin?: number }).margin).toBe(ratio);
-    expect(await (await fetch(`${relay.metricsUrl}/status`)).text()).toContain(`send margin ${percent}`);
+    await expect.poll(gauge).toBe(ratio);
+    await expect.poll(async () => ((await (await fetch(`${relay.metricsUrl}/status.json`)).json()) as { margin?: number }).margin).toBe(ratio);
+    await expect.poll(async () => (await (await fetch(`${relay.metricsUrl}/status`)).text()).includes(`send margin ${percent}`)).toBe(true);
   };
   const merges429 = () => emulator.emulator.calls()['person/merge']?.statuses?.['429'] ?? 0;
 
