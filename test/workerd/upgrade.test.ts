@@ -149,7 +149,13 @@ describe('a Worker upgraded from the release that remembered ids in RelayState',
 
     // An old shard that remembers an id until `until`: asked for each new id until then, never after.
     const until = Date.now() + 2 * HOUR;
-    const old = crypto.randomUUID();
+    // Not first's router and old shard together: that router already knows that shard remembers
+    // nothing (asked above), and a previous release's objects take no new ids after the upgrade
+    // (a random id met that pair once in 256 runs: CI, routed as new).
+    const routerOf = (id: string) => hash(routeKey(quiet, id)) % DEFAULT_SHARDS;
+    let old = crypto.randomUUID();
+    while (routerOf(old) === routerOf(first.id) && previousShard(quiet, old, DEFAULT_SHARDS) === previousShard(quiet, first.id, DEFAULT_SHARDS))
+      old = crypto.randomUUID();
     await forwardedBefore(old, until, 0, quiet);
     const router = routerObject(routerName(hash(routeKey(quiet, old)) % DEFAULT_SHARDS));
     const route = (id: string, now: number) => router.route([[routeKey(quiet, id), 3]], now, now + 48 * HOUR, { items: [[quiet, id]], shards: DEFAULT_SHARDS });
