@@ -32,7 +32,7 @@ import { createReadiness, type Readiness } from './ops/ready.js';
 import { ADMIN_PATHS, createAdminRoutes } from './ops/admin.js';
 import { createSuppressionList, SUPPRESSION_REFRESH_MS } from './state/suppression.js';
 import { createShapes } from './ingest/shapes.js';
-import { createMemoryLimiter, type RateLimiter } from './core/limits.js';
+import { createMemoryLimiter, type OwnLimiter, withLimitAll } from './core/limits.js';
 import { createMemoryStore } from './state/memory.js';
 import { createProxy, type ProxyRequest } from './proxy/index.js';
 import { createSnippetHandler, type SnippetSource } from './ingest/snippet.js';
@@ -64,8 +64,8 @@ export interface RelayDeps extends Pick<HandoffChoice, 'shapes'> {
   clock?: Clock;
   /** dedupe ids and counters @default an in-memory store (forgets on restart) */
   store?: RelayStore;
-  /** per-visitor and site-wide request limits @default buckets in this process or isolate */
-  limiter?: RateLimiter;
+  /** per-visitor and site-wide request limits (`limitAll` made from `limit` if absent) @default buckets in this process or isolate */
+  limiter?: OwnLimiter;
   /** @default one JSON line per request on stdout */
   logger?: Logger;
   /** the built snippet (dist/cdp.js): bytes, text, or a loader @default none (404) */
@@ -129,7 +129,7 @@ export function createRelayHandlers(config: RelayConfig, deps: RelayDeps = {}): 
   // Every line is scrubbed by the logger (logging.ts), whoever gave it: no call site scrubs.
   const logger = scrubbing(deps.logger ?? (config.logLevel === 'off' ? silentLogger : createConsoleLogger(config.logLevel)));
   const store = deps.store ?? createMemoryStore();
-  const limiter = deps.limiter ?? createMemoryLimiter();
+  const limiter = withLimitAll(deps.limiter ?? createMemoryLimiter());
   const transport = deps.transport ?? fetchTransport(deps.fetch ?? globalThis.fetch.bind(globalThis));
   // One 429 window per upstream, shared by /collect and the proxy: the platform limits the key, not the route.
   const backoff = deps.backoff ?? sharedBackoff(config.baseUrl);

@@ -11,7 +11,7 @@ export { parseSites, type SiteConfig, type Verify } from './core/sites.js';
 export { MISCONFIGURED, RelayConfigError, RelayHttpError } from './core/errors.js';
 export { createMemoryStore } from './state/memory.js';
 export { lookupCounter, type RelayStore, type Claim, type DedupeScope, type Settlement, type StoreStats } from './state/store.js';
-export { createMemoryLimiter, refill, type RateLimiter, type Rate, type LimitDecision, type Ask } from './core/limits.js';
+export { createMemoryLimiter, refill, withLimitAll, type RateLimiter, type OwnLimiter, type Rate, type LimitDecision, type Ask } from './core/limits.js';
 export { consoleLogger, silentLogger, type Logger, type LogLine } from './core/logging.js';
 export { identityHash, userHash, createIdentity, type Identity, type IdentityOptions } from './ingest/identity.js';
 export { snippetVersion, SNIPPET_CACHE, VERSIONED_SNIPPET_CACHE } from './ingest/snippet.js';

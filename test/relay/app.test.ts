@@ -6,6 +6,7 @@ import { createMemoryOutbox } from '../../src/relay/state/memory-outbox.js';
 import { parseConfig } from '../../src/relay/core/config.js';
 import type { LogLine } from '../../src/relay/core/logging.js';
 import { createMemoryStore } from '../../src/relay/state/memory.js';
+import { createMemoryLimiter } from '../../src/relay/core/limits.js';
 
 /** What the tests read of a platform call's body and of the relay's answer. */
 interface UpstreamBody {
@@ -117,6 +118,40 @@ describe('the relay app', () => {
     const response = await app.request('/e', { method: 'POST', headers: { origin: ORIGIN }, body: JSON.stringify({ key: 'pk_app', batch }) });
     expect(((await response.json()) as Answer).results[0]?.status).toBe('accepted');
     expect((await app.request('/collect', { method: 'POST', headers: { origin: ORIGIN }, body: '{}' })).status).toBe(404);
+  });
+
+  it("takes a limiter of the user's own with `limit` alone, and a request its site cap refuses spends nothing of the visitor's allowance", async () => {
+    const capped = parseConfig({
+      CDP_API_KEY: KEY,
+      CDP_BASE_URL: 'https://upstream.test',
+      RELAY_SITES: JSON.stringify([
+        { key: 'pk_app', origins: [ORIGIN], verify: 'open', rate_limit: { per_second: 1, burst: 1 }, visitor_rate_limit: { per_second: 1, burst: 2 } },
+      ]),
+    });
+    const buckets = createMemoryLimiter();
+    const taken: string[] = [];
+    const own = {
+      limit: (...args: Parameters<typeof buckets.limit>) => {
+        taken.push(args[0]);
+        return buckets.limit(...args);
+      },
+    };
+    const app = createRelay(capped, {
+      fetch: platform().fetch,
+      store: createMemoryStore(),
+      logger: () => {},
+      limiter: own,
+      clientInfo: () => ({ ip: '198.51.100.9' }),
+    });
+    const track = (id: string) => ({ id, type: 'track', activity_id: 'act:cm:signed-up', person: { 'str::email': 'own@example.com' } });
+    expect(((await (await post(app, [track('own-1')])).json()) as Answer).results[0]?.status).toBe('accepted');
+    // The site's one token is spent: refused 429, and the visitor's token taken for it is given back.
+    const refused = await post(app, [track('own-2')]);
+    expect(refused.status).toBe(429);
+    expect(taken.some((key) => key.startsWith('site:'))).toBe(true);
+    const visitor = taken.find((key) => key.startsWith('visitor:'))!;
+    // Of the visitor's burst of 2, one request took one: one left, and a look (charge 0) finds it.
+    expect((await buckets.limit(visitor, { perSecond: 1, burst: 2 }, Date.now(), 0)).ok).toBe(true);
   });
 
   it('forwards an item sent twice at the same moment only once (the second is a duplicate)', async () => {

@@ -5,7 +5,7 @@
 // limiter (memory, which the SQLite relay uses too, and Redis's script), then over real HTTP on
 // each Node state. Workers: test/workerd/limits-queue.test.ts.
 import { describe, expect, it } from 'vitest';
-import { createMemoryLimiter, type RateLimiter } from '../../src/relay/core/limits.js';
+import { createMemoryLimiter, type RateLimiter, withLimitAll } from '../../src/relay/core/limits.js';
 import { createRedisState } from '../../src/relay/state/redis.js';
 import { limitsRelay, limitsStates } from './support/limits-relay.js';
 import { type Answer, QUEUED_VISITOR_RATE, queueCases } from './support/queue-answers.js';
@@ -15,6 +15,8 @@ const hasRedis = states.some((state) => state.name === 'Redis');
 
 const limiters: { name: string; open(): Promise<RateLimiter> }[] = [
   { name: 'memory', open: async () => createMemoryLimiter() },
+  // A user's own limiter with `limit` alone (RelayDeps.limiter): the relay makes its `limitAll`.
+  { name: 'limit-only', open: async () => withLimitAll({ limit: createMemoryLimiter().limit }) },
   // The cases move time by hand: Redis takes their `now` instead of its TIME (callerTime).
   ...(hasRedis ? [{ name: 'Redis', open: async () => (await createRedisState(redisUrl()!, { prefix: `q${Math.random()}:`, callerTime: true })).limiter }] : []),
 ];

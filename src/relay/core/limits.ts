@@ -44,6 +44,33 @@ export interface RateLimiter {
   limitAll(asks: readonly Ask[], now: number): Promise<LimitDecision>;
 }
 
+/** A limiter a user brings to `createRelay` (`RelayDeps.limiter`): `limit` is enough ({@link withLimitAll}). */
+export type OwnLimiter = Pick<RateLimiter, 'limit'> & Partial<Pick<RateLimiter, 'limitAll'>>;
+
+/**
+ * `limiter` with a `limitAll`: its own, or one taking each bucket in turn and, when one refuses,
+ * giving the others back what they took (a charge of -1). Until then a request of the same
+ * visitor or site may find one token less: it errs towards refusing, never towards more.
+ */
+export function withLimitAll(limiter: OwnLimiter): RateLimiter {
+  if (limiter.limitAll !== undefined) return limiter as RateLimiter;
+  const limit = limiter.limit.bind(limiter);
+  return {
+    limit,
+    async limitAll(asks, now) {
+      const decisions: LimitDecision[] = [];
+      for (const { key, rate } of asks) {
+        const decision = await limit(key, rate, now);
+        decisions.push(decision);
+        if (!decision.ok) break;
+      }
+      const decision = decideAll(decisions);
+      if (!decision.ok) await Promise.all(decisions.slice(0, -1).map((_, index) => limit(asks[index]!.key, asks[index]!.rate, now, -1)));
+      return decision;
+    },
+  };
+}
+
 /** One bucket a request takes from ({@link RateLimiter.limitAll}). */
 export interface Ask {
   key: string;

@@ -5,7 +5,7 @@
  * @module
  */
 import type { RelayConfig } from '../core/config.js';
-import { createMemoryLimiter, type RateLimiter } from '../core/limits.js';
+import { createMemoryLimiter, type OwnLimiter, type RateLimiter, withLimitAll } from '../core/limits.js';
 import { createMemoryOutbox, createMemoryPacer } from '../state/memory-outbox.js';
 import { CATCH_UP_MS } from '../state/pace.js';
 import { createMemoryStore } from '../state/memory.js';
@@ -16,7 +16,7 @@ import { redisUnsafe } from './env.js';
 
 export interface NodeStateChoice {
   store?: RelayStore | undefined;
-  limiter?: RateLimiter | undefined;
+  limiter?: OwnLimiter | undefined;
   outbox?: Outbox | undefined;
   pacer?: Pacer | undefined;
   stateFile?: string | undefined;
@@ -38,11 +38,12 @@ export interface OpenedState {
 export async function openNodeState(options: NodeStateChoice, config: RelayConfig, env: Record<string, string | undefined>): Promise<OpenedState> {
   const stateFile = options.stateFile ?? env['RELAY_STATE_FILE'];
   const redisUrl = options.redisUrl ?? env['RELAY_REDIS_URL'];
+  const givenLimiter = () => withLimitAll(options.limiter ?? createMemoryLimiter());
   const state =
     options.store !== undefined
-      ? { store: options.store, limiter: options.limiter ?? createMemoryLimiter(), description: 'given' }
+      ? { store: options.store, limiter: givenLimiter(), description: 'given' }
       : stateFile === undefined && redisUrl === undefined
-        ? { store: createMemoryStore(), limiter: options.limiter ?? createMemoryLimiter(), description: 'memory (forgotten on restart)' }
+        ? { store: createMemoryStore(), limiter: givenLimiter(), description: 'memory (forgotten on restart)' }
         : await createNodeState({
             stateFile,
             redisUrl,
