@@ -11,7 +11,7 @@ import type { Logger } from '../core/logging.js';
 import type { DeliveryEvent } from '../core/observe.js';
 import type { Upstream } from './caller.js';
 import type { Lead } from './lead.js';
-import type { Leased, Outbox, Pacer, Settlement } from '../state/outbox.js';
+import type { CallStep, Leased, Outbox, Pacer, Settlement } from '../state/outbox.js';
 import type { AmbiguousPolicy } from '../core/config.js';
 import { createReporter, type Report } from './report.js';
 import { createSpacer, type Spacer } from './spacer.js';
@@ -94,6 +94,8 @@ export interface Engine {
   holds: Holds;
   /** the merge turns of calls answered, given back with the next slot request (slots.ts) */
   answeredTurns: string[];
+  /** the pacer's steps of a call and its mark in one store step, where the pacer shares the outbox's transactions (Pacer.stepsWith) */
+  step: CallStep | undefined;
   /** settles once the call looking whether it may leave has left, or gone back (slots.ts `waitToLeave`) */
   leaving: Promise<void>;
   log(line: Record<string, unknown>): void;
@@ -144,6 +146,7 @@ export function createEngine(options: RoundOptions): Engine {
     spacer: options.spacer ?? createSpacer(options.rate ?? DEFAULT_PLATFORM_RATE),
     holds: options.holds ?? createHolds(),
     answeredTurns: [],
+    step: options.pacer.leave === undefined ? undefined : options.pacer.stepsWith?.(outbox),
     leaving: Promise.resolve(),
     log,
     report: createReporter({ clock, sites, onDelivery: options.onDelivery, log }),

@@ -13,7 +13,8 @@ import type { Engine } from './engine.js';
 import type { Leased } from '../state/outbox.js';
 import type { Holds, Naming } from './holds.js';
 import { AMBIGUOUS_REASON, afterAmbiguous } from './policy.js';
-import { type LeaseRun, runCalls } from './scheduler.js';
+import type { LeaseRun } from './marking.js';
+import { runCalls } from './scheduler.js';
 import { createDoubts, cutDoubted } from './doubt.js';
 
 /**

@@ -8,51 +8,20 @@
  * @module
  */
 import { bodyOf, type Call, only } from './batch.js';
-import { type Doubts, MAX_TRIES, retryWait, unanswered } from './doubt.js';
+import { MAX_TRIES, retryWait, unanswered } from './doubt.js';
 import type { Engine } from './engine.js';
 import { MAX_SPLIT_DEPTH, splitRefused } from './halving.js';
-import type { Leased, Settlement } from '../state/outbox.js';
+import type { Settlement } from '../state/outbox.js';
 import { AMBIGUOUS_REASON, afterAmbiguous } from './policy.js';
 import { callOnce } from './send.js';
 import { MAX_PACER_WAIT_MS, takeSlot, turnAnswered, turnOf, waitToLeave } from './slots.js';
+import { createMarking, heldBack, type LeaseRun, log, MIN_CALL_MS, SEND_MARGIN_MS, SETTLE_MARGIN_MS, stop } from './marking.js';
 import { judge } from './verdict.js';
-import { keepTrying } from './stored.js';
-
-/** Time kept free at the end of a lease to settle after the call's timeout. */
-export const SETTLE_MARGIN_MS = 2_000;
-/** A call is not started with less time than this left on its lease (or than its whole timeout, when shorter). */
-const MIN_CALL_MS = 1_000;
-/** What the lead must outlast a call by: the `sending` write and the connection before it leaves. */
-const SEND_MARGIN_MS = 1_000;
-
-/** What the calls of one lease share while they overlap. */
-export interface LeaseRun {
-  /** the lease's name in the outbox */
-  lease: string;
-  expires: number;
-  /** entries going back to the outbox at the end of the lease, not before `releaseAt` */
-  released: Leased[];
-  releaseAt: number;
-  /** set once the platform asked to wait (or the lease runs short, the lead is lost): no further call starts */
-  stopAt: { notBefore: number } | undefined;
-  /** set once the breaker held a call of unproven entries: the lease's other such calls go back, proven ones go on (breaker.ts) */
-  pausedAt?: { notBefore: number } | undefined;
-  /** the entries of those calls: back to the outbox at the end of the lease, not before `pausedAt` */
-  paused: Leased[];
-  /** the people of merges in doubt (sent again later): the lease's later merges naming them go back too (doubt.ts) */
-  doubts: Doubts;
-}
 
 interface Planned {
   call: Call;
   /** how many times its entries were cut out of a call refused as a whole */
   depth: number;
-}
-
-/** Stops the lease's further calls: they go back to the outbox, not before `notBefore`. */
-function stop(state: LeaseRun, notBefore: number): void {
-  state.stopAt ??= { notBefore };
-  state.releaseAt = Math.max(state.releaseAt, state.stopAt.notBefore);
 }
 
 /**
@@ -116,7 +85,10 @@ export async function runCalls(engine: Engine, calls: readonly Call[], state: Le
       }
       // A slot of the deployment's budget (and a merge call's turn); a long wait (a 429 hold) sends the entries back instead.
       const turn = turnOf(engine, call);
-      const slot = await takeSlot(engine, turn);
+      // Where the pacer takes the slot in one step with the call's place and mark (Pacer.stepsWith),
+      // it is taken there, at the call's turn to leave (sendAndSettle), as a take at that moment.
+      const later = turn === undefined && engine.step !== undefined;
+      const slot = later ? 0 : await takeSlot(engine, turn);
       // Granted (with its turn) but not going: the turn goes back at once.
       const notGoing = () => turnAnswered(engine, slot === 0 ? turn : undefined);
       const timeoutMs = timeout();
@@ -128,7 +100,7 @@ export async function runCalls(engine: Engine, calls: readonly Call[], state: Le
       }
       // Its entries are marked `sending` only once it may leave (sendAndSettle): a deliverer that
       // dies while it waits leaves them never-sent (attempts unchanged), not in doubt.
-      const flight: Promise<void> = sendAndSettle(engine, call, depth, timeoutMs, state, queue)
+      const flight: Promise<void> = sendAndSettle(engine, call, depth, timeoutMs, state, queue, later)
         // Its turn goes back once the call is answered (or will not go).
         .finally(() => turnAnswered(engine, turn))
         .catch((error: unknown) => {
@@ -148,83 +120,28 @@ export async function runCalls(engine: Engine, calls: readonly Call[], state: Le
   if (failure !== undefined) throw failure;
 }
 
-const log = (engine: Engine, error: string, skipped: number) => engine.log({ level: 'warn', error, skipped });
-
-/**
- * Whether a call that may leave now does not go (an earlier call stopped the lease, the breaker
- * paused unproven calls, the driver is stopping, the lease has too little time left): its entries
- * then go back to the outbox at the end of the lease, unmarked (never sent).
- */
-function heldBack(engine: Engine, call: Call, timeoutMs: number, state: LeaseRun): boolean {
-  const { clock } = engine.options;
-  if (state.stopAt === undefined && (engine.stopped() || timeoutMs < Math.min(MIN_CALL_MS, engine.callTimeoutMs))) stop(state, clock.now());
-  if (state.stopAt !== undefined) {
-    state.released.push(...call.entries);
-    return true;
-  }
-  if (state.pausedAt !== undefined && !call.proven) {
-    state.paused.push(...call.entries);
-    return true;
-  }
-  return false;
-}
-
-/**
- * Marks `call`'s entries `sending` (a started send counted on each, only under the lease's own
- * live lease), once the lead outlasts the call. Resolves to the call as it goes (the entries
- * marked), or undefined when it does not go (their entries go back, or are another lease's now).
- */
-async function markSending(engine: Engine, call: Call, timeoutMs: number, state: LeaseRun): Promise<Call | undefined> {
-  const { outbox, clock, lead } = engine.options;
-  if (heldBack(engine, call, timeoutMs, state)) return undefined;
-  if (lead && !(await lead.cover(clock.now() + timeoutMs + SEND_MARGIN_MS))) {
-    log(engine, 'lead_lost', call.entries.length);
-    stop(state, clock.now());
-    state.released.push(...call.entries);
-    return undefined;
-  }
-  const marked = new Set(
-    await keepTrying(
-      () =>
-        outbox.sending(
-          state.lease,
-          call.entries.map((entry) => entry.seq),
-          clock.now(),
-        ),
-      'sending',
-      state.expires,
-      clock,
-      engine.log,
-    ),
-  );
-  // The lease ran out: another lease may hold those entries now; they are not this one's to send.
-  if (marked.size < call.entries.length) log(engine, 'lease_lost', call.entries.length - marked.size);
-  if (marked.size === 0) return undefined;
-  // The outbox counted a started send on each (doubt.ts reads it).
-  const going = only(call, (entry) => marked.has(entry.seq));
-  return { ...going, entries: going.entries.map((entry) => ({ ...entry, attempts: entry.attempts + 1 })) };
-}
-
 /**
  * Sends one call once it may leave, and settles what its answer proves; the parts of a call
  * refused as a whole go to the front of `queue`. Its entries are marked `sending` only then
  * (after its slot and its spacer's wait, right before it goes): a deliverer that dies while the
- * call waits leaves them never-sent, not in doubt.
+ * call waits leaves them never-sent, not in doubt. `untaken`: its slot is taken at its turn to
+ * leave, in the pacer's one step with its place and mark (Engine.step).
  */
-async function sendAndSettle(engine: Engine, planned: Call, depth: number, plannedTimeoutMs: number, state: LeaseRun, queue: Planned[]): Promise<void> {
+async function sendAndSettle(
+  engine: Engine,
+  planned: Call,
+  depth: number,
+  plannedTimeoutMs: number,
+  state: LeaseRun,
+  queue: Planned[],
+  untaken = false,
+): Promise<void> {
   const { upstream, clock, ambiguous } = engine.options;
-  let call: Call | undefined;
-  let timeoutMs = plannedTimeoutMs;
-  let asked = false;
-  const left = await waitToLeave(engine, async () => {
-    asked = true;
-    // The lease has lost the time waited.
-    timeoutMs = Math.min(plannedTimeoutMs, state.expires - clock.now() - SETTLE_MARGIN_MS);
-    call = await markSending(engine, planned, timeoutMs, state);
-    return call !== undefined;
-  });
+  const marking = createMarking(engine, planned, plannedTimeoutMs, state, untaken);
+  const left = await waitToLeave(engine, marking.ready, marking.step);
+  const { call, timeoutMs } = marking;
   // The driver stopped while the call waited: it never left.
-  if (!asked) heldBack(engine, planned, timeoutMs, state);
+  if (!marking.asked) heldBack(engine, planned, timeoutMs, state);
   if (left === undefined || call === undefined) return;
   const { lateAsks } = left;
   const outcome = await callOnce(upstream, call.endpoint, bodyOf(call), { timeoutMs, paced: true, from: call.proven ? 'proven' : 'browser' });

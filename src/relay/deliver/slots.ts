@@ -93,8 +93,12 @@ export async function takeSlot(engine: Engine, turn?: Turn): Promise<number> {
  * and leave in plan order and two never count on the same free place. Once its entries are
  * marked, a call goes even when the deliverer is stopping, whose naps end at once (fill.ts): that
  * last look is slept on a timer of its own (a stop waits for this call anyway) rather than looped.
+ *
+ * With `step` (a pacer that shares the outbox's transactions, {@link LeaveStep}), the count ahead
+ * is that step, and a call that may leave at once is counted and marked in it: one transaction
+ * where apart they are two (three with the slot the step takes first, when the caller left it).
  */
-export async function waitToLeave(engine: Engine, ready: () => Promise<boolean>): Promise<Left | undefined> {
+export async function waitToLeave(engine: Engine, ready: () => Promise<boolean>, step?: LeaveStep): Promise<Left | undefined> {
   const { clock, pacer } = engine.options;
   let readied = false;
   const pause = (ms: number) => (readied && engine.stopped() ? sleep(ms) : engine.nap(ms));
@@ -129,7 +133,26 @@ export async function waitToLeave(engine: Engine, ready: () => Promise<boolean>)
         await pause(wait);
         continue;
       }
-      if (!counted) {
+      if (!counted && step !== undefined) {
+        const answer = await step(asked, wait, again, !readied && wait === 0);
+        if (answer === undefined) return undefined;
+        // The step failed: the pacer's steps and the mark are asked apart from now on.
+        if (answer === 'apart') step = undefined;
+        else {
+          again = false;
+          if (answer.wait > 0) {
+            await pause(asked + answer.wait - clock.now());
+            continue;
+          }
+          counted = true;
+          place = asked + wait;
+          if (answer.marked !== undefined) {
+            readied = answer.marked;
+            if (!readied) return undefined;
+          }
+        }
+      }
+      if (!counted && step === undefined) {
         const shared = await pacer.leave(asked, wait, again).catch((error: unknown) => {
           engine.log({ level: 'warn', error: 'pacer_unreachable', cause: describe(error) });
           return 0;
@@ -169,6 +192,16 @@ export async function waitToLeave(engine: Engine, ready: () => Promise<boolean>)
     done();
   }
 }
+
+/**
+ * A call's pacer steps at its turn to leave, and its mark, in one store step (Pacer.stepsWith):
+ * counts it in the shared window `inMs` from `now` (as `leave`; its slot first, when not taken
+ * yet), and marks it `sending` when `mark` (it leaves now). Answers the wait from `now` before
+ * asking again (0: counted) and, when `mark`, whether the call was marked and goes; undefined when
+ * the call does not go (its entries dealt with); `apart` when the store step failed: the caller
+ * asks each step apart from then on (the slot taken already).
+ */
+export type LeaveStep = (now: number, inMs: number, again: boolean, mark: boolean) => Promise<{ wait: number; marked?: boolean } | 'apart' | undefined>;
 
 /** When a call left, and how many times it was counted again in the shared window for going late ({@link MAX_LATE_ASKS} at most). */
 export interface Left {

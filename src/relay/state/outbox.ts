@@ -200,6 +200,43 @@ export interface Pacer {
    * never overlap (deliver/lease-run.ts), so Node's pacers keep no turns.
    */
   giveBack?(ids: readonly string[], now: number): Promise<void>;
+  /**
+   * Optional fast path of a pacer that shares the outbox's transactions (the SQLite file): the
+   * steps of one deliver call at its turn to leave in one atomic step ({@link CallStep}), where
+   * each would otherwise be a transaction (and a sync) of its own. For `outbox` only when it is
+   * this store's own outbox object: else undefined, and the caller asks each step apart.
+   */
+  stepsWith?(outbox: Outbox): CallStep | undefined;
+}
+
+/**
+ * One deliver call's pacer steps and its `sending` mark, as one atomic step, each taken only once
+ * the one before it was granted: its slot (`take`, {@link Pacer.take} 'deliver'), then its place
+ * in the shared window `inMs` from `now` ({@link Pacer.leave}), then, when asked and the call
+ * leaves now, the mark of its entries ({@link Outbox.sending}). What one of them refused is not
+ * taken, nor anything after it; what was granted before it is kept, as if asked apart.
+ */
+export type CallStep = (ask: CallStepAsk) => Promise<CallStepAnswer>;
+
+export interface CallStepAsk {
+  now: number;
+  /** take the call's slot first */
+  take: boolean;
+  /** the call leaves this long from `now` (its spacer's wait): counted in the shared window then */
+  inMs: number;
+  /** as {@link Pacer.leave}'s: the last count did not leave then, and moves */
+  again: boolean;
+  /** mark these entries of `owner`'s lease `sending` once counted (only with `inMs` 0: the call leaves now) */
+  sending?: { owner: string; seqs: readonly number[] } | undefined;
+}
+
+export interface CallStepAnswer {
+  /** whether the slot was taken in this step (asked and granted) */
+  taken: boolean;
+  /** 0 once counted; else the ms from `now` before asking again (the take's wait, or `inMs` and the window's) */
+  wait: number;
+  /** the seqs marked, as {@link Outbox.sending} answers: when asked and counted */
+  marked?: number[];
 }
 
 /** One connection to a durable store (an SQLite file, a Redis client): its outbox and pacers. */

@@ -11,14 +11,13 @@
  * dead: who leases it, until when and its started sends are kept in its lease's row (sql-lease.ts).
  * @module
  */
-import { parseJsonOrUndefined } from '../../api/objects.js';
 import { type Erased, identifierKeyOf } from './erase.js';
-import type { DeadLetter, Leased, OutboxItem, OutboxStore, Settlement } from './outbox.js';
+import type { DeadLetter, Leased, Outbox, OutboxItem, OutboxStore, Settlement } from './outbox.js';
 import { NO_LIMITS } from '../core/outbox-limits.js';
-import { pace, paceHold, paceLeave, type PaceState, paceInterval, sharedWindow } from './pace.js';
 import { ACCEPT_SQL, createAccept } from './sql-accept.js';
 import { createLanes, SITE_SQL } from './sql-lanes.js';
 import { createLeases } from './sql-lease.js';
+import { createSqlPacers, PACER_SQL } from './sql-pacer.js';
 import { createReady } from './sql-ready.js';
 import type { Row, SqlPort, SqlValue } from './sql-port.js';
 
@@ -27,7 +26,6 @@ export type { Row, SqlPort, SqlValue } from './sql-port.js';
 const LOCK = 'deliverer';
 /** The owner an erasure takes the entries it drops under, for the one step it drops them in. */
 const ERASER = '(erase)';
-const PACER = 'platform';
 
 export const OUTBOX_SCHEMA = `
   CREATE TABLE IF NOT EXISTS outbox_sites (n INTEGER PRIMARY KEY, site TEXT NOT NULL UNIQUE);
@@ -61,6 +59,7 @@ export const OUTBOX_SCHEMA = `
 export const SQL = {
   ...SITE_SQL,
   ...ACCEPT_SQL,
+  ...PACER_SQL,
   // How many ids are remembered, kept as they come and go: counting a window's rows would read
   // the whole index (181 M rows for 7 days at 300 items/s) on every metrics scrape.
   count: "SELECT value FROM outbox_count WHERE name = 'remembered'",
@@ -83,10 +82,6 @@ export const SQL = {
   unsuppress: 'DELETE FROM outbox_suppressed WHERE until <= ?1',
   suppressed: 'SELECT site, hash, until FROM outbox_suppressed',
   lead: `INSERT INTO outbox_lock (name, owner, until) VALUES ('${LOCK}', ?1, ?2) ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, until = excluded.until WHERE owner = excluded.owner OR until <= ?3 RETURNING 1`,
-  pacer: `SELECT tat, hold FROM outbox_pacer WHERE name = '${PACER}'`,
-  setPacer: `INSERT INTO outbox_pacer (name, tat, hold) VALUES ('${PACER}', ?1, ?2) ON CONFLICT (name) DO UPDATE SET tat = excluded.tat, hold = excluded.hold`,
-  pacerCalls: `SELECT calls FROM outbox_pacer_calls WHERE name = '${PACER}'`,
-  setPacerCalls: `INSERT INTO outbox_pacer_calls (name, calls) VALUES ('${PACER}', ?1) ON CONFLICT (name) DO UPDATE SET calls = excluded.calls`,
 } as const;
 
 /**
@@ -189,82 +184,46 @@ export async function createSqlOutbox(db: SqlPort): Promise<Omit<OutboxStore, 'c
     return { waiting: claimed.length, dead: dropped, inFlight: waiting.length - claimed.length };
   };
 
-  const pacerState = (): PaceState => {
-    const [tat, hold] = one(SQL.pacer) ?? [0, 0];
-    const shared = parseJsonOrUndefined(String(one(SQL.pacerCalls)?.[0] ?? '{}')) as Record<string, unknown> | undefined;
-    const calls = Array.isArray(shared?.['calls']) ? shared['calls'].filter((at): at is number => typeof at === 'number') : [];
-    const number = (name: string) => (typeof shared?.[name] === 'number' ? shared[name] : undefined);
-    return { tat: Number(tat), hold: Number(hold), calls, pending: number('pending'), margin: number('margin'), widened: number('widened') };
-  };
-  const writePacer = (state: PaceState) => {
-    db.run(SQL.setPacer, state.tat, state.hold);
-    db.run(SQL.setPacerCalls, JSON.stringify({ calls: state.calls ?? [], pending: state.pending, margin: state.margin, widened: state.widened }));
-  };
-  /** One look of the pacing rule (`look`) in a transaction, written back when it granted (or `always`). */
-  const paceIn = (look: (state: PaceState) => number, always = false) =>
-    db.transaction(() => {
-      const state = pacerState();
-      const wait = look(state);
-      if (wait > 0 && !always) return wait;
-      writePacer(state);
-      return wait;
-    });
-
-  return {
-    outbox: {
-      accept: (items, now, windowMs, limits = NO_LIMITS) => new Promise((resolve, reject) => accept({ items, now, windowMs, limits, resolve, reject })),
-      lease: (owner, max, now, leaseMs) => db.transaction(() => leaseIn(owner, max, now, leaseMs)),
-      sending: (owner, seqs, now) => db.transaction(() => leases.sending(owner, seqs, now)),
-      settle: (owner, settlement, now) => db.transaction(() => settleIn(owner, settlement, now)),
-      lead: (owner, now, ttlMs) => db.transaction(() => one(SQL.lead, owner, now + ttlMs, now) !== undefined),
-      async deadLetters(options = {}) {
-        return db.query(SQL.dead, options.site ?? null, options.limit ?? -1).map(
-          ([seq, item, reason, status, failed]): DeadLetter => ({
-            ...(JSON.parse(item as string) as OutboxItem),
-            seq: Number(seq),
-            reason: reason as string,
-            ...(status === null ? {} : { status: Number(status) }),
-            failed: Number(failed),
-          }),
-        );
-      },
-      retryDead: (seqs, now) => db.transaction(() => retryIn(seqs, now)),
-      dropDead: (seqs) => db.transaction(() => dropIn(seqs)),
-      erase: (person, site, now) => db.transaction(() => eraseIn(person, site, now)),
-      suppress: (rows, until, now) =>
-        db.transaction(() => {
-          db.run(SQL.unsuppress, now);
-          if (rows.length > 0) db.run(SQL.suppress, JSON.stringify(rows.map(({ site, hash }) => [site, hash])), until);
+  const outbox: Outbox = {
+    accept: (items, now, windowMs, limits = NO_LIMITS) => new Promise((resolve, reject) => accept({ items, now, windowMs, limits, resolve, reject })),
+    lease: (owner, max, now, leaseMs) => db.transaction(() => leaseIn(owner, max, now, leaseMs)),
+    sending: (owner, seqs, now) => db.transaction(() => leases.sending(owner, seqs, now)),
+    settle: (owner, settlement, now) => db.transaction(() => settleIn(owner, settlement, now)),
+    lead: (owner, now, ttlMs) => db.transaction(() => one(SQL.lead, owner, now + ttlMs, now) !== undefined),
+    async deadLetters(options = {}) {
+      return db.query(SQL.dead, options.site ?? null, options.limit ?? -1).map(
+        ([seq, item, reason, status, failed]): DeadLetter => ({
+          ...(JSON.parse(item as string) as OutboxItem),
+          seq: Number(seq),
+          reason: reason as string,
+          ...(status === null ? {} : { status: Number(status) }),
+          failed: Number(failed),
         }),
-      // A row that has ended is deleted when it is first read so (a write only then, not on every read).
-      async suppressed(now) {
-        const rows = db.query(SQL.suppressed);
-        if (rows.some(([, , until]) => Number(until) <= now)) await db.transaction(() => db.run(SQL.unsuppress, now));
-        return rows.filter(([, , until]) => Number(until) > now).map(([site, hash]) => ({ site: String(site), hash: String(hash) }));
-      },
-      async stats() {
-        return {
-          pending: lanes.count('pending'),
-          dead: lanes.count('dead'),
-          remembered: Number(one(SQL.count)?.[0] ?? 0),
-          expired: lanes.count('expired'),
-          cut: lanes.count('cut'),
-        };
-      },
+      );
     },
-    pacer(rate, catchUpMs = 0) {
-      const interval = paceInterval(rate);
+    retryDead: (seqs, now) => db.transaction(() => retryIn(seqs, now)),
+    dropDead: (seqs) => db.transaction(() => dropIn(seqs)),
+    erase: (person, site, now) => db.transaction(() => eraseIn(person, site, now)),
+    suppress: (rows, until, now) =>
+      db.transaction(() => {
+        db.run(SQL.unsuppress, now);
+        if (rows.length > 0) db.run(SQL.suppress, JSON.stringify(rows.map(({ site, hash }) => [site, hash])), until);
+      }),
+    // A row that has ended is deleted when it is first read so (a write only then, not on every read).
+    async suppressed(now) {
+      const rows = db.query(SQL.suppressed);
+      if (rows.some(([, , until]) => Number(until) <= now)) await db.transaction(() => db.run(SQL.unsuppress, now));
+      return rows.filter(([, , until]) => Number(until) > now).map(([site, hash]) => ({ site: String(site), hash: String(hash) }));
+    },
+    async stats() {
       return {
-        take: (now, priority) => paceIn((state) => pace(state, now, priority, interval, catchUpMs, sharedWindow(rate))),
-        // A count moved (`again`) is stored even when the call does not fit: it did not leave then.
-        leave: (now, inMs, again) => paceIn((state) => paceLeave(state, now, inMs, sharedWindow(rate), again), again),
-        hold: (until, now) =>
-          db.transaction(() => {
-            const state = pacerState();
-            paceHold(state, now, until);
-            writePacer(state);
-          }),
+        pending: lanes.count('pending'),
+        dead: lanes.count('dead'),
+        remembered: Number(one(SQL.count)?.[0] ?? 0),
+        expired: lanes.count('expired'),
+        cut: lanes.count('cut'),
       };
     },
   };
+  return { outbox, pacer: createSqlPacers(db, leases, outbox) };
 }

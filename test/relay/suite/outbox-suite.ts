@@ -9,6 +9,7 @@ import type { Outbox, OutboxItem, Pacer } from '../../../src/relay/state/outbox.
 import { outboxLeaseCases, type Reads } from './outbox-lease-cases.js';
 import { outboxOrderCases } from './outbox-order-cases.js';
 import { outboxEraseCases } from './outbox-erase-cases.js';
+import { pacerStepCases } from './pacer-step-cases.js';
 import { NARROW_MS, QUIET_MS } from '../../../src/relay/state/margin.js';
 
 /** One connection to a store; `another` opens a second one to the same store (another process's view). */
@@ -439,6 +440,8 @@ export function outboxSuite(name: string, target: OutboxTarget): void {
   });
 
   describe(`${name} pacer`, () => {
+    pacerStepCases(withStore, item);
+
     it(
       'grants N calls a second, spaced evenly, across several instances sharing the store',
       withStore(async ({ pacer, another }) => {

@@ -1,0 +1,92 @@
+// What a platform call costs the SQLite state file while calls are sparse (below the key's rate,
+// where no two steps of the deliverer fall in one group commit): its transactions and WAL syncs.
+// Asked apart, a call took five: its lease (one call a lease here), the pacer's slot, its place in
+// the shared window, the `sending` mark and the settle. The pacer's two and the mark now go in one
+// (Pacer.stepsWith): three. The real deliverer, the SQLite outbox on a file with its WAL synced
+// before each answer, the emulator over HTTP.
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { expect, it } from 'vitest';
+import { systemClock } from '../../src/relay/core/clock.js';
+import { createUpstream } from '../../src/relay/deliver/caller.js';
+import { createDeliverer } from '../../src/relay/deliver/deliverer.js';
+import { createUndiciTransport } from '../../src/relay/deliver/undici.js';
+import { CATCH_UP_MS } from '../../src/relay/state/pace.js';
+import { sqliteCounts } from '../../src/relay/state/sqlite-file.js';
+import { createSqliteOutbox } from '../../src/relay/state/sqlite-outbox.js';
+import { backlog, DAY, emulator, KEY } from './support/delivery-kit.js';
+
+const ROUNDS = 8;
+
+it('marks and paces a call in one commit: at most 3.5 commits and syncs of the deliverer a platform call, every item once', async () => {
+  const platform = emulator;
+  let syncs = 0;
+  const store = await createSqliteOutbox(join(mkdtempSync(join(tmpdir(), 'cdp-call-commits-')), 'relay-state.db'), {
+    sync: (fdatasync) => {
+      syncs++;
+      return fdatasync();
+    },
+  });
+  let calls = 0;
+  const upstream = createUpstream({
+    baseUrl: platform.url,
+    apiKey: KEY,
+    transport: createUndiciTransport(),
+    timeoutMs: 10_000,
+    backoff: { until: 0 },
+    now: Date.now,
+  });
+  const counted = {
+    ...upstream,
+    call: (...args: Parameters<typeof upstream.call>) => {
+      calls++;
+      return upstream.call(...args);
+    },
+  };
+  let delivered = 0;
+  const deliverer = createDeliverer({
+    outbox: store.outbox,
+    // As the relay takes it (state/node.ts).
+    pacer: store.pacer(10, CATCH_UP_MS),
+    upstream: counted,
+    clock: systemClock,
+    sites: new Map(),
+    ambiguous: 'hold',
+    waitMs: 250,
+    rate: 10,
+    onTaken: (entries) => {
+      delivered += entries.length;
+    },
+  });
+  const spent = { commits: 0, syncs: 0 };
+  const items = [];
+  try {
+    deliverer.start();
+    // The first round takes the lead lock too: not counted.
+    for (let round = -1; round < ROUNDS; round++) {
+      // A call's worth at a time, each delivered before the next is accepted: one call a lease, nothing beside it.
+      const batch = backlog('pk_d', `commits-${round}`, 100, Date.now());
+      items.push(...batch);
+      const from = { commits: sqliteCounts.commits, syncs, delivered };
+      expect((await store.outbox.accept(batch, Date.now(), DAY)).accepted).toHaveLength(100);
+      deliverer.kick(100);
+      await expect.poll(() => delivered - from.delivered, { timeout: 10_000 }).toBe(100);
+      if (round < 0) continue;
+      // Less the accept's own commit.
+      spent.commits += sqliteCounts.commits - from.commits - 1;
+      spent.syncs += syncs - from.syncs - 1;
+    }
+    await deliverer.drained();
+  } finally {
+    await deliverer.stop();
+    await store.close();
+  }
+  const said = `${spent.commits} commits and ${spent.syncs} syncs for ${ROUNDS} calls`;
+  expect(calls, said).toBe(ROUNDS + 1);
+  expect(spent.commits / ROUNDS, said).toBeLessThanOrEqual(3.5);
+  expect(spent.syncs / ROUNDS, said).toBeLessThanOrEqual(3.5);
+  // Every item once.
+  const people = [...platform.emulator.state.people.values()];
+  expect(people.flatMap((person) => person.events)).toHaveLength(items.length);
+}, 60_000);
