@@ -19,9 +19,10 @@ import { systemClock } from '../../src/relay/core/clock.js';
 import { createUpstream, type Upstream } from '../../src/relay/deliver/caller.js';
 import { createDeliverer } from '../../src/relay/deliver/deliverer.js';
 import { createUndiciTransport } from '../../src/relay/deliver/undici.js';
-import type { Outbox, OutboxItem, Pacer } from '../../src/relay/state/outbox.js';
+import type { Outbox, Pacer } from '../../src/relay/state/outbox.js';
 import { createSqliteOutbox } from '../../src/relay/state/sqlite-outbox.js';
 import { startCli } from '../lib/cli.js';
+import { timelineItem } from '../lib/timeline-items.js';
 
 const { values } = parseArgs({
   options: { rate: { type: 'string', default: '30' }, offer: { type: 'string', default: '4000' }, seconds: { type: 'string', default: '10' } },
@@ -75,17 +76,9 @@ try {
   const deliverer = createDeliverer({ outbox, pacer, upstream, clock: systemClock, sites: new Map(), ambiguous: 'hold', waitMs: 100, rate: RATE });
   deliverer.start();
 
-  // Items as /collect accepts them: every 10 ms, what is due, from 500 browsers in turn; each
-  // visitor's 14 items begin with its identify, then a new visitor takes the browser's place.
+  // Items as /collect accepts them (bench/lib/timeline-items.ts): every 10 ms, what is due.
   let made = 0;
-  const item = (n: number, now: number): OutboxItem => {
-    const turn = Math.floor(n / 500);
-    const visitor = (n % 500) + 500 * Math.floor(turn / 14);
-    const email = `v${visitor}@bench.example.com`;
-    const base = { site: 'pk_bench', id: crypto.randomUUID(), browser: `b${visitor}`, visitor: `10.0.${visitor & 255}`, accepted: now };
-    if (turn % 14 === 0) return { ...base, kind: 'merge', entry: { fields: { 'str::email': email } } };
-    return { ...base, kind: 'activity', entry: { activity_id: `act:cm:${ACTIVITY}`, fields: { 'str::email': email }, attributes: { 'str:cm:item': base.id } } };
-  };
+  const item = timelineItem(ACTIVITY);
   const started = performance.now();
   while (performance.now() - started < SECONDS * 1000) {
     const due = Math.floor(((performance.now() - started) / 1000) * OFFER);
