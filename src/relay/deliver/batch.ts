@@ -99,7 +99,7 @@ function byRound(leased: readonly Leased[]): Leased[] {
  * Groups `leased` (oldest first) into calls, merges before activities; merges in the order they
  * were accepted, activities a round of browsers at a time ({@link byRound}: each browser's in the
  * order they were accepted, across calls and within each). A call holds one kind, one `merge_by`, and proven entries only or
- * none (breaker.ts: refusals drawn by anonymous items do not hold the proven ones); merge calls go one at a time in the order given here, and a merge never goes in a
+ * none (breaker.ts: refusals drawn by anonymous items do not hold the proven ones); a merge call waits for those in flight naming one of its people (scheduler.ts), they go in the order given here, and a merge never goes in a
  * call before one holding an earlier merge of its person (a verified and an unverified identify
  * of one person, strategies 2 and 3, apply in accepted order).
  */

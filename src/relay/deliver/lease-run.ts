@@ -1,7 +1,7 @@
 /**
  * Delivering one lease: entries a dead deliverer may have sent are held (activities) or sent again
  * (merges) by the ambiguous-call policy; the rest are planned into calls, merges first and all
- * answered (one call at a time, so no merge of the next lease overlaps them), then the activities.
+ * answered (so no merge of the next lease overlaps them), then the activities.
  * No activity here has an identify before it still to deliver: the outbox does not lease a track
  * while its browser has an earlier merge in it. What is not sent goes back to the outbox at the
  * end of the lease.

@@ -1,13 +1,13 @@
 /**
- * The call scheduler of one lease: up to `maxInFlight` calls in flight over the whole round (merge
- * calls one at a time), each in its own pacer slot, marked `sending` right before it goes, in plan order. Each answer is
+ * The call scheduler of one lease: up to `maxInFlight` calls in flight over the whole round (a
+ * merge call never beside another naming one of its people), each in its own pacer slot, marked `sending` right before it goes, in plan order. Each answer is
  * judged (verdict.ts) and settled at once; a call refused as a whole is cut into parts that go as
  * ordinary calls (halving.ts). A call starts only while the lead covers it (lead.ts), the lease
  * has time for it, the round's deadline has not come and the platform has not asked to wait;
  * otherwise its entries go back to the outbox at the end of the lease.
  * @module
  */
-import { bodyOf, type Call, only } from './batch.js';
+import { bodyOf, type Call, only, peopleOf } from './batch.js';
 import { MAX_TRIES, retryWait, unanswered } from './doubt.js';
 import type { Engine } from './engine.js';
 import { MAX_SPLIT_DEPTH, splitRefused } from './halving.js';
@@ -41,6 +41,8 @@ export async function runCalls(engine: Engine, calls: readonly Call[], state: Le
   const { clock, lead } = engine.options;
   const queue: Planned[] = calls.map((call) => ({ call, depth: 0 }));
   const inFlight = new Set<Promise<void>>();
+  /** the people (and browsers) each merge call in flight names */
+  const merging = new Map<Promise<void>, ReadonlySet<string>>();
   let failure: unknown;
   try {
     while ((queue.length > 0 || inFlight.size > 0) && failure === undefined) {
@@ -54,8 +56,9 @@ export async function runCalls(engine: Engine, calls: readonly Call[], state: Le
         await Promise.race(engine.flights);
         continue;
       }
-      // Merge calls go one at a time: two merges of one person in calls in flight together could apply out of order.
-      if (queue[0]!.call.endpoint === 'person/merge' && inFlight.size > 0) {
+      // Two merges of one person in calls in flight together could apply out of order: a merge
+      // call waits for those in flight naming one of its people (or browsers), not for the others.
+      if (queue[0]!.call.endpoint === 'person/merge' && sharesPeople(engine, queue[0]!.call, merging)) {
         await Promise.race(inFlight);
         continue;
       }
@@ -112,12 +115,27 @@ export async function runCalls(engine: Engine, calls: readonly Call[], state: Le
         });
       inFlight.add(flight);
       engine.flights.add(flight);
+      if (call.endpoint === 'person/merge') {
+        merging.set(flight, peopleOfCall(engine, call));
+        void flight.then(() => merging.delete(flight));
+      }
     }
   } finally {
     // Never leave a call unanswered behind us: its settle is ours to do.
     await Promise.allSettled([...inFlight]);
   }
   if (failure !== undefined) throw failure;
+}
+
+/** The people a merge call names (`merge_by` values as the platform compares them) and its browsers. */
+const peopleOfCall = (engine: Engine, call: Call): ReadonlySet<string> => new Set(call.entries.flatMap((entry) => peopleOf(entry, engine.mergeBy(entry.site))));
+
+/** Whether a merge call in flight names one of `call`'s people or browsers. */
+function sharesPeople(engine: Engine, call: Call, merging: ReadonlyMap<Promise<void>, ReadonlySet<string>>): boolean {
+  if (merging.size === 0) return false;
+  const people = peopleOfCall(engine, call);
+  for (const named of merging.values()) for (const person of people) if (named.has(person)) return true;
+  return false;
 }
 
 /**

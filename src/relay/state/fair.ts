@@ -38,9 +38,9 @@ export function takeFair<T>(sites: readonly (readonly Lane<T>[])[], max: number)
 
 /**
  * Merges (identifies) one lease takes at most while other entries are ready: one call's worth. A
- * deliverer sends a lease's merge calls one at a time (deliver/lease-run.ts), so a lease full of
- * the identifies of many new visitors would leave the key's calls idle while it waits for each
- * answer. The merges past it go in the next lease, or in this one when nothing else is ready.
+ * deliverer sends a lease's activities once its merge calls are answered (deliver/lease-run.ts),
+ * so a lease full of the identifies of many new visitors would leave the key's calls idle while
+ * it waits for those answers. The merges past it go in the next lease, or in this one when nothing else is ready.
  */
 export const MERGES_PER_LEASE = 100;
 

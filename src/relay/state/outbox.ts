@@ -196,8 +196,8 @@ export interface Pacer {
   hold(until: number, now: number): Promise<void>;
   /**
    * Only a pacer several deliverers share keeps merge turns per person (Workers' key pacer): gives
-   * back the turns `ids` when no slot request is coming to carry them. One deliverer's merge calls
-   * never overlap (deliver/lease-run.ts), so Node's pacers keep no turns.
+   * back the turns `ids` when no slot request is coming to carry them. One deliverer never has two
+   * merge calls of one person in flight (deliver/scheduler.ts), so Node's pacers keep no turns.
    */
   giveBack?(ids: readonly string[], now: number): Promise<void>;
   /**
