@@ -81,7 +81,7 @@ describe('the Node entry', () => {
     expect(((await response.json()) as { error: { code: string } }).error.code).toBe('body_too_large');
   });
 
-  it('answers POST /collect from node:http in the same shape as the app: CORS, no-store, JSON, bad UTF-8 refused', async () => {
+  it('answers POST /collect from node:http in the same shape as the app: CORS, no-store, JSON with its length, bad UTF-8 refused', async () => {
     const relay = await relayWith();
     const item = { id: crypto.randomUUID(), type: 'identify', fields: { 'str::email': 'front@example.com' } };
     const ok = await fetch(`${relay.url}/collect?from=front`, {
@@ -93,7 +93,11 @@ describe('the Node entry', () => {
     expect(ok.headers.get('access-control-allow-origin')).toBe(ORIGIN);
     expect(ok.headers.get('cache-control')).toBe('no-store');
     expect(ok.headers.get('content-type')).toMatch(/^application\/json/);
-    expect(((await ok.json()) as { results: { status: string }[] }).results[0]?.status).toBe('accepted');
+    // The whole answer says its length (one write, no chunked framing).
+    const text = await ok.text();
+    expect(ok.headers.get('transfer-encoding')).toBeNull();
+    expect(ok.headers.get('content-length')).toBe(String(Buffer.byteLength(text)));
+    expect((JSON.parse(text) as { results: { status: string }[] }).results[0]?.status).toBe('accepted');
     const bad = await fetch(`${relay.url}/collect`, {
       method: 'POST',
       headers: { origin: ORIGIN, 'content-type': 'text/plain' },

@@ -62,8 +62,14 @@ const header = (incoming: IncomingMessage, name: string): string | undefined => 
  * connection goes back to the pool instead of staying held by a body nobody reads.
  */
 function write(outgoing: ServerResponse, answer: HttpAnswer): void {
-  outgoing.writeHead(answer.status, answer.headers);
   const { body } = answer;
+  const { status } = answer;
+  // A whole body goes with its length (one write of head and body, no chunked framing); a 204 or 304 has none.
+  if ((typeof body === 'string' || body instanceof Uint8Array) && status >= 200 && status !== 204 && status !== 304) {
+    const length = typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength;
+    return void outgoing.writeHead(status, { ...answer.headers, 'Content-Length': String(length) }).end(body);
+  }
+  outgoing.writeHead(status, answer.headers);
   if (body === null || typeof body === 'string' || body instanceof Uint8Array) return void outgoing.end(body ?? undefined);
   pipeline(Readable.fromWeb(body as NodeReadableStream<Uint8Array>), outgoing, () => {});
 }

@@ -1,19 +1,60 @@
 /**
  * The relay's log lines on Node, through pino: the same JSON fields as on Workers, written
  * asynchronously (off the request's path) and flushed when the process exits.
+ *
+ * On stdout, lines are gathered before they are written ({@link LINES_GATHERED}): an asynchronous
+ * write is a trip to libuv's thread pool and back, one more turn of the event loop, and below
+ * saturation every request's line made its own (bench/README, "What an item costs below
+ * saturation"). A line waits at most {@link LINE_WAIT_MS}.
  * @module
  */
 import pino, { type DestinationStream } from 'pino';
 import type { LogLevel } from '../core/config.js';
 import { scrubbing, scrubLine, silentLogger, type Logger } from '../core/logging.js';
 
-/** A logger writing lines of `level` and above, scrubbed, to `destination` @default stdout, asynchronously */
+/** Bytes of lines gathered on stdout before they are written together: about 45 request lines. */
+export const LINES_GATHERED = 8192;
+/** The longest a line waits on stdout for others to be written with. */
+export const LINE_WAIT_MS = 100;
+
+/**
+ * Stdout as pino's asynchronous destination, written once {@link LINES_GATHERED} bytes wait or the
+ * first of them has waited {@link LINE_WAIT_MS}; at exit pino writes what waits synchronously.
+ */
+function gatheredStdout(): DestinationStream {
+  const stdout = pino.destination({ dest: 1, sync: false, minLength: LINES_GATHERED });
+  // Bytes given and not yet written: a flush while a write is under way writes nothing, so what
+  // is left once it ends is flushed by the next timer, armed when the write ends.
+  let waiting = 0;
+  let timer: NodeJS.Timeout | undefined;
+  const flush = () => {
+    timer = undefined;
+    if (waiting > 0) stdout.flush();
+  };
+  // It does not keep the process alive: the exit writes what waits.
+  const arm = () => {
+    if (timer === undefined) timer = setTimeout(flush, LINE_WAIT_MS).unref();
+  };
+  stdout.on('write', (bytes: number) => {
+    waiting -= bytes;
+  });
+  stdout.on('drain', () => {
+    if (waiting > 0) arm();
+  });
+  return {
+    write(line: string) {
+      waiting += Buffer.byteLength(line);
+      const room = stdout.write(line);
+      arm();
+      return room;
+    },
+  } as DestinationStream;
+}
+
+/** A logger writing lines of `level` and above, scrubbed, to `destination` @default stdout, asynchronously, lines gathered */
 export function createPinoLogger(level: LogLevel, destination?: DestinationStream): Logger {
   if (level === 'off') return silentLogger;
-  const log = pino(
-    { level, base: null, timestamp: false, formatters: { level: (label) => ({ level: label }) } },
-    destination ?? pino.destination({ dest: 1, sync: false }),
-  );
+  const log = pino({ level, base: null, timestamp: false, formatters: { level: (label) => ({ level: label }) } }, destination ?? gatheredStdout());
   return scrubbing((line) => {
     const lineLevel = line.level ?? 'info';
     if (!log.isLevelEnabled(lineLevel)) return;

@@ -1,0 +1,34 @@
+/**
+ * The Node relay's log lines on stdout (src/relay/node/log.ts) are written together, not one
+ * asynchronous write each: below saturation every request's line was a trip to libuv's thread
+ * pool and one more turn of the event loop. None is held back for long, none is lost at exit, and
+ * they keep their order. The lines come from a process of their own
+ * (test/relay/support/log-child.ts), which counts its writes to stdout.
+ */
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { promisify } from 'node:util';
+import { expect, it } from 'vitest';
+
+const root = join(import.meta.dirname, '..', '..');
+const tsx = pathToFileURL(join(root, 'node_modules', 'tsx', 'dist', 'loader.mjs')).href;
+const child = join(import.meta.dirname, 'support', 'log-child.ts');
+
+it('writes 200 request lines 1 ms apart in a few writes, each within its wait, the last ones at exit, in order', async () => {
+  const { stdout, stderr } = await promisify(execFile)(process.execPath, ['--import', tsx, child], { env: { ...process.env, NODE_OPTIONS: '' } });
+  const { logged, writes, bytes } = JSON.parse(stderr.trim().split('\n').at(-1)!) as { logged: number; writes: number; bytes: number };
+  // Before: one write a line that found no write under way (about 200 here).
+  expect(logged).toBe(200);
+  expect(writes).toBeGreaterThan(0);
+  expect(writes).toBeLessThanOrEqual(20);
+  const lines = stdout
+    .trim()
+    .split('\n')
+    .map((line) => JSON.parse(line) as { level: string; items: number });
+  // Every line, the 5 logged right before exit too, in order; the 200 were all written before
+  // the count (none waited past its wait), the 5 by the exit.
+  expect(lines.map((line) => line.items)).toEqual(Array.from({ length: 205 }, (_, n) => n));
+  expect(bytes).toBe(Buffer.byteLength(stdout.split('\n').slice(0, 200).join('\n')) + 1);
+  expect(new Set(lines.map((line) => line.level))).toEqual(new Set(['info']));
+}, 30_000);
