@@ -8,11 +8,13 @@
  * when it is delivered). --window: how long ids are remembered (ms; 1 hour by default): a short
  * one shows a relay that has run longer than its window, each accept forgetting expired ids.
  * `steps` are SQLite's own count of the virtual-machine steps its statements ran (`sqlite_stmt`):
- * the work of the rows they read and wrote, whatever the machine's load.
+ * the work of the rows they read and wrote, whatever the machine's load. --frames: also the WAL
+ * frames (pages) each group of accepts wrote, read from the -wal file's size after a checkpoint
+ * that emptied it before the group (the checkpoints change the timings: count, do not time, so).
  *
- *   npx tsx bench/diagnose/accept-cost.ts [--requests 3000] [--batch 10] [--concurrent 16] [--visitors 100000] [--identifies] [--window 3600000]
+ *   npx tsx bench/diagnose/accept-cost.ts [--requests 3000] [--batch 10] [--concurrent 16] [--visitors 100000] [--identifies] [--window 3600000] [--frames]
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -31,6 +33,7 @@ const { values } = parseArgs({
     visitors: { type: 'string', default: '100000' },
     identifies: { type: 'boolean', default: false },
     window: { type: 'string', default: '3600000' },
+    frames: { type: 'boolean', default: false },
   },
 });
 const REQUESTS = Number(values.requests);
@@ -46,6 +49,11 @@ const db = await openSqlite(path, 5000, 'accept-cost', true);
 const wal = walSync(path, { held: true });
 const { outbox } = await createSqlOutbox(libsqlPort(db, wal.sync));
 const stepsOf = db.prepare('SELECT sum(nstep) FROM sqlite_stmt').raw();
+/** The frames in the -wal file (each a page and its 24-byte header, after the file's 32-byte header). */
+const walFrames = () => {
+  const size = statSync(`${path}-wal`, { throwIfNoEntry: false })?.size ?? 0;
+  return size <= 32 ? 0 : (size - 32) / (Number((db.pragma('page_size') as [{ page_size: number }])[0].page_size) + 24);
+};
 /** VM steps of every statement of the connection so far (they stay prepared). */
 const vmSteps = () => Number((stepsOf.get() as unknown[])[0]);
 let visitor = 0;
@@ -86,16 +94,19 @@ function statementCounts() {
   };
 }
 const counts = { accept: statementCounts(), deliver: statementCounts() };
+let acceptFrames = 0;
 const cpu = { accept: 0, deliver: 0 };
 let accepted = 0;
 let delivered = 0;
 const started = performance.now();
 for (let done = 0; done < REQUESTS; done += CONCURRENT) {
   const batch = Array.from({ length: Math.min(CONCURRENT, REQUESTS - done) }, request);
+  if (values.frames) db.pragma('wal_checkpoint(TRUNCATE)');
   let before = process.cpuUsage();
   counts.accept.start();
   const answers = await Promise.all(batch.map((items) => outbox.accept(items, Date.now(), WINDOW)));
   counts.accept.stop();
+  if (values.frames) acceptFrames += walFrames();
   cpu.accept += (process.cpuUsage(before).user + process.cpuUsage(before).system) / 1000;
   accepted += answers.reduce((n, a) => n + a.accepted.length, 0);
   before = process.cpuUsage();
@@ -128,7 +139,7 @@ console.log(
       items_per_second: Math.round(accepted / seconds),
       accept_cpu_ms_per_100_items: per100(cpu.accept, accepted),
       deliver_cpu_ms_per_100_items: per100(cpu.deliver, delivered),
-      accept_per_request: counts.accept.per(REQUESTS),
+      accept_per_request: { ...counts.accept.per(REQUESTS), ...(values.frames ? { wal_frames: Math.round((acceptFrames / REQUESTS) * 100) / 100 } : {}) },
       deliver_per_100_items: counts.deliver.per(delivered / 100),
       load_average: loadavg()[0],
     },

@@ -28,17 +28,23 @@ export const ACCEPT_SQL = {
   // (SELECT … LIMIT ?2)` searched the key by its first column only: each slice read every id of
   // the site (the whole window's, e.g. 50 ms for 200,000 ids) once ids began to expire.
   expire: 'DELETE FROM outbox_seen WHERE until <= coalesce((SELECT until FROM outbox_seen WHERE until <= ?1 ORDER BY until LIMIT 1 OFFSET ?2 - 1), ?1)',
-  // One statement each per transaction, whatever the number of ids: [site number, id as hex, end of
-  // its window] go in as JSON. First the batch's ids whose window has passed are forgotten (only
-  // when the expiry slice may have left some), then the ids not remembered are inserted: a
-  // RETURNING row says the id is new.
+  // The batch's ids whose window has passed are forgotten (only when the expiry slice may have
+  // left some), then the ids not remembered are inserted: a RETURNING row says the id is new.
+  // forgetStale takes [site number, id as hex, end of its window] as JSON.
   // Each id of the batch looked up by its key (its sites by their ids, then matched exactly): a
   // walk of every id past its window, matched against the batch, cost their number times the
   // batch's (8 s for 160 ids beside 30,000 expired, which a slow accept let grow). `(site, id) IN
   // (SELECT … FROM json_each)` searches the key by its first column only: every id of the site.
   forgetStale: `DELETE FROM outbox_seen WHERE site IN (SELECT value ->> 0 FROM json_each(?1)) AND id IN (SELECT unhex(value ->> 1) FROM json_each(?1))
     AND until <= ?2 AND EXISTS (SELECT 1 FROM json_each(?1) WHERE value ->> 0 = outbox_seen.site AND unhex(value ->> 1) = outbox_seen.id)`,
+  // The ids of one site that end together (?1 site number, ?2 end of their window), a JSON list of
+  // hex strings (?3): a transaction's accepts end at one or a few times. [site, id, end] triples in
+  // JSON cost 12.2k libsql instructions an id, plain strings 6.1k (each triple is written back
+  // as text by json_each and parsed again by ->>).
   remember:
+    'INSERT INTO outbox_seen (site, id, until) SELECT ?1, unhex(value), ?2 FROM json_each(?3) WHERE true ON CONFLICT (site, id) DO NOTHING RETURNING hex(id)',
+  // Each id its own site and end, [site number, id as hex, end of its window] as JSON (the import of a release before's ids: sql-upgrade.ts).
+  rememberEach:
     'INSERT INTO outbox_seen (site, id, until) SELECT value ->> 0, unhex(value ->> 1), value ->> 2 FROM json_each(?1) WHERE true ON CONFLICT (site, id) DO NOTHING RETURNING site, hex(id)',
   addCount: "INSERT INTO outbox_count (name, value) VALUES ('remembered', ?1) ON CONFLICT (name) DO UPDATE SET value = value + excluded.value",
   // The entries' texts in one UTF-8 blob (?2), each cut out at [start, bytes] with its lane (?1, JSON): as they are, not
@@ -96,6 +102,29 @@ export function createAccept(db: SqlPort, lanes: Lanes, ready: Ready): (call: Ac
   };
 
   /**
+   * Remembers the ids not remembered yet, [site number, id as hex, end of its window] each: one
+   * statement for the ids of a site that end together (the first copy of each id: a second is a
+   * duplicate of it). Resolves to the new ones, as `site:hex`.
+   */
+  const remember = (pairs: readonly (readonly [number, string, number])[]): Set<string> => {
+    const firsts = new Set<string>();
+    const ends = new Map<string, { site: number; until: number; hexes: string[] }>();
+    for (const [n, hex, until] of pairs) {
+      const key = `${n}:${hex}`;
+      if (firsts.has(key)) continue;
+      firsts.add(key);
+      const end = `${n}:${until}`;
+      const same = ends.get(end) ?? { site: n, until, hexes: [] };
+      ends.set(end, same);
+      same.hexes.push(hex);
+    }
+    const fresh = new Set<string>();
+    for (const { site, until, hexes } of ends.values())
+      for (const [hex] of db.query(ACCEPT_SQL.remember, site, until, JSON.stringify(hexes))) fresh.add(`${site}:${hex}`);
+    return fresh;
+  };
+
+  /**
    * The accepts that asked for one transaction, as if each ran in turn: one statement each for
    * the expiry slices, the dedupe and the insert of all their items, the limits counted across
    * them (sql-lanes.ts admit).
@@ -122,10 +151,9 @@ export function createAccept(db: SqlPort, lanes: Lanes, ready: Ready): (call: Ac
         return [n, toHex(compactId(item.id)).toUpperCase(), at + windowMs]; // upper case: what SQLite's hex() answers
       }),
     );
-    const json = JSON.stringify(pairs);
     // A slice short of its size forgot every id past its window: none of the batch's is left to forget.
-    if (expired >= slice) change -= db.run(ACCEPT_SQL.forgetStale, json, now);
-    const fresh = new Set(db.query(ACCEPT_SQL.remember, json).map(([n, hex]) => `${n}:${hex}`));
+    if (expired >= slice) change -= db.run(ACCEPT_SQL.forgetStale, JSON.stringify(pairs), now);
+    const fresh = remember(pairs);
     // In the order given; an id given twice is new once, its second copy a duplicate; one past the limits is forgotten again: full.
     // The lanes of the new ids' visitors, looked up together.
     const visitors = calls

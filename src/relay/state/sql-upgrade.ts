@@ -40,7 +40,7 @@ export async function importPreviousIds(db: SqlPort, now: number): Promise<numbe
       if (pairs.length > 0) {
         const json = JSON.stringify(pairs);
         change -= db.run(SQL.forgetStale, json, now);
-        change += db.query(SQL.remember, json).length;
+        change += db.query(SQL.rememberEach, json).length;
       }
       if (change !== 0) db.run(SQL.addCount, change);
       moved += change;
