@@ -101,8 +101,8 @@ export async function runCalls(engine: Engine, calls: readonly Call[], state: Le
         state.released.push(...call.entries);
         continue;
       }
-      // Its entries are marked `sending` only once it may leave (sendAndSettle): a deliverer that
-      // dies while it waits leaves them never-sent (attempts unchanged), not in doubt.
+      // Its entries are marked `sending` only as it may leave (sendAndSettle; the mark begins at most
+      // 20 ms before): a deliverer that dies while it waits leaves them never-sent (attempts unchanged), not in doubt.
       const flight: Promise<void> = sendAndSettle(engine, call, depth, timeoutMs, state, queue, later)
         // Its turn goes back once the call is answered (or will not go).
         .finally(() => turnAnswered(engine, turn))
@@ -141,7 +141,7 @@ function sharesPeople(engine: Engine, call: Call, merging: ReadonlyMap<Promise<v
 /**
  * Sends one call once it may leave, and settles what its answer proves; the parts of a call
  * refused as a whole go to the front of `queue`. Its entries are marked `sending` only then
- * (after its slot and its spacer's wait, right before it goes): a deliverer that dies while the
+ * (after its slot, at the end of its spacer's wait, right before it goes): a deliverer that dies while the
  * call waits leaves them never-sent, not in doubt. `untaken`: its slot is taken at its turn to
  * leave, in the pacer's one step with its place and mark (Engine.step).
  */

@@ -77,8 +77,11 @@ export async function takeSlot(engine: Engine, turn?: Turn): Promise<number> {
 }
 
 /**
- * Waits until the call may leave (spacer.ts), then asks `ready` (the call's `sending` mark: false
- * when it does not go), and resolves to the time it left ({@link Left}): undefined when `ready` said no, or when
+ * Waits until the call may leave (spacer.ts), asking `ready` (the call's `sending` mark: false
+ * when it does not go) as long before its place as the last marks took (`Spacer.markLead`, 20 ms
+ * at most), so the write ends about when the call may go instead of delaying it: the window counts
+ * a call from when it leaves, so a mark's time after the place was lost to the key's pace for
+ * good. Resolves to the time it left ({@link Left}): undefined when `ready` said no, or when
  * the deliverer began to stop before the call was ready (nothing was marked: it goes back). The
  * spacer counts the call only once it is ready, right before it goes; a `ready` that took long
  * (a slow store) has the call look again (and count again in the shared window, below).
@@ -104,9 +107,13 @@ export async function waitToLeave(engine: Engine, ready: () => Promise<boolean>,
   const pause = (ms: number) => (readied && engine.stopped() ? sleep(ms) : engine.nap(ms));
   /** Marks the call once it may go: false when it does not go. */
   const mark = async () => {
+    const started = clock.now();
     readied = await ready();
+    engine.spacer.marked(clock.now() - started);
     return readied;
   };
+  /** How long before its place the call's mark begins: none once marked. */
+  const ahead = () => (readied ? 0 : engine.spacer.markLead());
   const before = engine.leaving;
   let done!: () => void;
   engine.leaving = new Promise<void>((resolve) => (done = resolve));
@@ -117,11 +124,15 @@ export async function waitToLeave(engine: Engine, ready: () => Promise<boolean>,
         if (!readied && engine.stopped()) return undefined;
         const now = clock.now();
         const wait = engine.spacer.look(now);
-        if (wait > 0) await pause(wait);
-        else if (readied) {
+        const lead = ahead();
+        if (wait > lead) await pause(wait - lead);
+        else if (!readied) {
+          if (!(await mark())) return undefined;
+        } else if (wait > 0) await pause(wait);
+        else {
           engine.spacer.count(now);
           return { at: now, lateAsks: 0 };
-        } else if (!(await mark())) return undefined;
+        }
       }
     }
     for (let counted = false, again = false, late = 0, place = 0; ; ) {
@@ -166,11 +177,18 @@ export async function waitToLeave(engine: Engine, ready: () => Promise<boolean>,
         counted = true;
         place = asked + wait;
       }
-      const left = place - clock.now();
+      // Not marked yet: the mark begins as long before the place as marks take, so it ends about then.
+      const lead = ahead();
+      const left = place - lead - clock.now();
       if (left > 0) await pause(left);
       if (!readied && engine.stopped()) return undefined;
       const at = clock.now();
       // Woken before its place (a drained() caller's wake): the place counted still holds.
+      if (at < place - lead) continue;
+      if (!readied && at < place) {
+        if (!(await mark())) return undefined;
+        continue;
+      }
       if (at < place) continue;
       // Held longer by its spacer, or woken (or counted, or marked) later than the window's margin
       // allows (a busy event loop, a slow store): its count moves to when it goes, twice at most for lateness.

@@ -62,7 +62,20 @@ export interface Spacer {
   spent(now: number): boolean;
   /** The send margin its window keeps at `now`: {@link SEND_MARGIN} until a 429 widens it (state/margin.ts). */
   margin(now: number): number;
+  /**
+   * How long before its place a call's `sending` mark begins, so that the write ends about when
+   * the call may leave instead of after: the middle of the last marks' times, {@link MAX_MARK_LEAD_MS} at most.
+   */
+  markLead(): number;
+  /** A call's `sending` mark took `ms`. */
+  marked(ms: number): void;
 }
+
+/**
+ * The longest a call's mark begins before its place: its entries wait marked (in doubt, should the
+ * deliverer die then) that long at most, once the mark is written.
+ */
+export const MAX_MARK_LEAD_MS = 20;
 
 /** How often a call waiting for the window's first answer looks again. */
 const OPENER_POLL_MS = 5;
@@ -86,6 +99,8 @@ export function createSpacer(rate: number): Spacer {
   let last = Number.NEGATIVE_INFINITY;
   /** the last calls' round trips, from leaving to the answer */
   const roundTrips: number[] = [];
+  /** the last `sending` marks' times */
+  const marks: number[] = [];
   /** the margin its calls' 429s taught, and their hold (state/pace.ts `paceHold`) */
   const learned: PaceState = { tat: 0, hold: 0 };
   const windowMs = (now: number) => marginWindowMs(learned, now);
@@ -138,6 +153,11 @@ export function createSpacer(rate: number): Spacer {
       return windowFreeAt(now) > now;
     },
     margin: (now) => marginAt(learned, now),
+    markLead: () => Math.min(MAX_MARK_LEAD_MS, median(marks) ?? 0),
+    marked(ms) {
+      marks.push(Math.max(0, ms));
+      if (marks.length > RECENT_ANSWERS) marks.shift();
+    },
     answered(left, now, holdUntil) {
       if (holdUntil !== undefined) paceHold(learned, now, holdUntil);
       const usual = median(roundTrips);
