@@ -47,8 +47,7 @@ const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10
 export function createRelayMetrics(options: RelayMetricsOptions = {}): RelayMetrics {
   const registry = new Registry();
   const registers = [registry];
-  if (options.processMetrics ?? true)
-    collectDefaultMetrics({ register: registry, prefix: 'cdp_edge_', eventLoopMonitoringPrecision: EVENT_LOOP_SAMPLE_MS });
+  if (options.processMetrics ?? true) collectDefaultMetrics({ register: registry, prefix: 'cdp_edge_', eventLoopMonitoringPrecision: EVENT_LOOP_SAMPLE_MS });
 
   const collectRequests = new Counter({
     name: 'cdp_edge_collect_requests_total',
