@@ -48,7 +48,11 @@ export function createLead(options: { outbox: Outbox; owner: string; clock: Cloc
   return {
     owner,
     async keep() {
-      if (heldUntil > 0 && clock.now() < renewAt) return true;
+      const now = clock.now();
+      // Renewed recently, or held longer than a renewal would make it (a call's cover did): no
+      // write. A renewal keeps the term a call relies on, and the next call's cover would write
+      // again for its own (two writes where one does); no other owner can take it before then.
+      if (heldUntil > 0 && (now < renewAt || heldUntil - now > ttlMs)) return true;
       return await take(ttlMs);
     },
     async cover(until) {
