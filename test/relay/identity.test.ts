@@ -1,6 +1,6 @@
 import { createHmac } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { createIdentity, identityHash, timingSafeEqual, userHash } from '../../src/relay/ingest/identity.js';
+import { createIdentity, type Hmac, identityHash, SIGNATURES_KEPT, timingSafeEqual, userHash } from '../../src/relay/ingest/identity.js';
 import { nodeHmac } from '../../src/relay/node.js';
 
 const SECRET = 'a-secret-of-enough-length';
@@ -50,6 +50,42 @@ describe('identity verification', () => {
     expect(await identity.read('pk_a', stretched, now)).toEqual([]);
     expect(await identity.read('pk_a', 'garbage', now)).toEqual([]);
     expect(await identity.read('pk_a', undefined, now)).toEqual([]);
+  });
+});
+
+describe('a returning browser costs no HMAC for its token', () => {
+  it('reads a token it issued or read lately, and hands back the same, without an HMAC; every check stays as strict', async () => {
+    let macs = 0;
+    const counted: Hmac = (key, message) => {
+      macs++;
+      return nodeHmac(key, message);
+    };
+    const identity = createIdentity(SECRET, 3600, { hmac: counted });
+    const now = Date.UTC(2026, 10, 23, 9);
+    const subject = await identity.subject('pk_a', 'str::email', 'ann@example.com');
+    const token = await identity.issue('pk_a', [subject], now);
+    const opened = await identity.open('pk_a', token, now + 1000);
+    expect(opened?.subjects).toEqual([subject]);
+    // What the relay does with a browser's later batch: read its token, hand back one with the same expiry.
+    macs = 0;
+    for (let batch = 0; batch < 3; batch++) {
+      const read = await identity.open('pk_a', token, now + 2000 + batch);
+      expect(read).toEqual(opened);
+      expect(await identity.issue('pk_a', read!.subjects, now + 2000 + batch, read!.expires)).toBe(token);
+    }
+    expect(macs).toBe(0);
+    // As strict: another signature, another site, a stretched expiry, an expired token.
+    const [version, expiry, subjects, signature] = token.split('.');
+    const other = `${signature!.slice(0, -1)}${signature!.endsWith('A') ? 'B' : 'A'}`;
+    expect(await identity.read('pk_a', `${version}.${expiry}.${subjects}.${other}`, now)).toEqual([]);
+    expect(await identity.read('pk_b', token, now)).toEqual([]);
+    expect(await identity.read('pk_a', `${version}.${(parseInt(expiry!, 36) + 100).toString(36)}.${subjects}.${signature}`, now)).toEqual([]);
+    expect(await identity.read('pk_a', token, now + 3600_000)).toEqual([]);
+    // Kept for the latest SIGNATURES_KEPT tokens only: past them, a read signs again.
+    for (let n = 0; n < SIGNATURES_KEPT; n++) await identity.issue('pk_a', [`s${n}`], now);
+    macs = 0;
+    expect(await identity.read('pk_a', token, now)).toEqual([subject]);
+    expect(macs).toBe(1);
   });
 });
 

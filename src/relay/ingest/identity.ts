@@ -104,6 +104,13 @@ export interface IdentityOptions {
 /** At most this many people per token: one browser rarely speaks for more. */
 const MAX_SUBJECTS = 4;
 
+/**
+ * Token signatures an identity keeps, of the payloads it issued or read valid lately (the oldest
+ * used goes first): a returning browser's token is read and handed back, the same payload until a
+ * new proof, without an HMAC. About 200 B each.
+ */
+export const SIGNATURES_KEPT = 1024;
+
 /** Identity checks under `secret`, issuing tokens valid for `ttlSeconds`. */
 export function createIdentity(secret: string, ttlSeconds: number, options: IdentityOptions = {}): Identity {
   const hmac = options.hmac ?? webCryptoHmac();
@@ -113,7 +120,14 @@ export function createIdentity(secret: string, ttlSeconds: number, options: Iden
   // be an HMAC of anything.
   const tokenKey = crypto.subtle.digest('SHA-256', encoder.encode(`cdp-edge identity token v1\u0000${secret}`)).then((digest) => new Uint8Array(digest));
   const mac = async (key: Uint8Array<ArrayBuffer> | Promise<Uint8Array<ArrayBuffer>>, message: string) => hmac(await key, encoder.encode(message));
-  const sign = async (site: string, payload: string) => toBase64url(await mac(tokenKey, `token\n${site}\n${payload}`));
+  // What is signed, by what it says (`token\n<site>\n<payload>`); only signatures the identity made for a token it issued or found valid.
+  const signatures = new Map<string, string>();
+  const sign = async (signed: string) => signatures.get(signed) ?? toBase64url(await mac(tokenKey, signed));
+  const keep = (signed: string, signature: string) => {
+    signatures.delete(signed);
+    signatures.set(signed, signature);
+    if (signatures.size > SIGNATURES_KEPT) signatures.delete(signatures.keys().next().value!);
+  };
   const matches = async (message: string, hash: string) => timingSafeEqual(toHex(await mac(userKey, message)), hash.toLowerCase());
 
   const open: Identity['open'] = async (site, token, now) => {
@@ -123,7 +137,10 @@ export function createIdentity(secret: string, ttlSeconds: number, options: Iden
     const payload = token.slice(0, cut);
     const [version, expiry, subjects] = payload.split('.');
     if (version !== 'v1' || expiry === undefined || subjects === undefined) return undefined;
-    if (!timingSafeEqual(await sign(site, payload), token.slice(cut + 1))) return undefined;
+    const signed = `token\n${site}\n${payload}`;
+    const signature = await sign(signed);
+    if (!timingSafeEqual(signature, token.slice(cut + 1))) return undefined;
+    keep(signed, signature);
     const expires = parseInt(expiry, 36) * 1000;
     if (!(expires > now)) return undefined;
     return { subjects: subjects === '' ? [] : subjects.split('~'), expires };
@@ -142,7 +159,10 @@ export function createIdentity(secret: string, ttlSeconds: number, options: Iden
       // Never later than a fresh proof's would be: a refresh cannot stretch a lifetime.
       const until = Math.floor(Math.min(expires ?? Number.POSITIVE_INFINITY, now + ttlSeconds * 1000) / 1000);
       const payload = `v1.${until.toString(36)}.${unique.join('~')}`;
-      return `${payload}.${await sign(site, payload)}`;
+      const signed = `token\n${site}\n${payload}`;
+      const signature = await sign(signed);
+      keep(signed, signature);
+      return `${payload}.${signature}`;
     },
     async read(site, token, now) {
       return (await open(site, token, now))?.subjects ?? [];
