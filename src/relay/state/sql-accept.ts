@@ -58,23 +58,42 @@ export const ACCEPT_SQL = {
 const utf8 = new TextEncoder();
 
 /**
- * Texts packed for {@link ACCEPT_SQL}.add: their UTF-8 bytes one after another, and where each
- * begins (from 1, as substr counts) and how long it is, with its lane. The texts are JSON made by
- * JSON.stringify, which writes no lone surrogate, so each encodes as it is.
+ * Bytes of entry text one {@link ACCEPT_SQL}.add binds at most (unless one text is longer):
+ * below glibc's first mmap threshold (128 KiB), and so are libsql's copies of the blob. A larger
+ * buffer is a mapping of its own, and freeing it raises the process's mmap and trim thresholds
+ * for good: every malloc arena then keeps that much more free memory resident (node/malloc.ts).
  */
-function packed(added: readonly (readonly [text: string, lane: number])[]): [places: string, bytes: Uint8Array] {
+export const ADD_BYTES = 96 * 1024;
+
+/**
+ * Texts packed for {@link ACCEPT_SQL}.add, in runs of at most {@link ADD_BYTES}: their UTF-8
+ * bytes one after another, and where each begins (from 1, as substr counts) and how long it is,
+ * with its lane. The texts are JSON made by JSON.stringify, which writes no lone surrogate, so
+ * each encodes as it is.
+ */
+function* packed(added: readonly (readonly [text: string, lane: number])[]): Generator<[places: string, bytes: Uint8Array]> {
   let chars = 0;
   for (const [text] of added) chars += text.length;
-  // A UTF-16 unit is at most 3 bytes of UTF-8 (a pair of them 4).
-  const bytes = new Uint8Array(3 * chars);
-  const places: [number, number, number][] = [];
-  let at = 0;
-  for (const [text, lane] of added) {
-    const { written } = utf8.encodeInto(text, bytes.subarray(at));
-    places.push([at + 1, written, lane]);
-    at += written;
+  for (let k = 0; k < added.length; ) {
+    // A UTF-16 unit is at most 3 bytes of UTF-8 (a pair of them 4): what is left fits when 3× its units do.
+    let bytes = new Uint8Array(Math.min(ADD_BYTES, 3 * chars));
+    const places: [number, number, number][] = [];
+    let at = 0;
+    for (; k < added.length; k++) {
+      const [text, lane] = added[k]!;
+      let { read, written } = utf8.encodeInto(text, bytes.subarray(at));
+      if (read < text.length) {
+        // The next run begins with it; a text longer than a run begins one of 3× its units (the texts after it fill the rest).
+        if (at > 0) break;
+        bytes = new Uint8Array(3 * text.length);
+        ({ read, written } = utf8.encodeInto(text, bytes));
+      }
+      places.push([at + 1, written, lane]);
+      at += written;
+      chars -= read;
+    }
+    yield [JSON.stringify(places), bytes.subarray(0, at)];
   }
-  return [JSON.stringify(places), bytes.subarray(0, at)];
 }
 
 /** One call of `accept`, waiting for its transaction. */
@@ -191,7 +210,7 @@ export function createAccept(db: SqlPort, lanes: Lanes, ready: Ready): (call: Ac
     const numbers = room.write(!maybeHeld);
     for (const entry of added) entry[1] = numbers.get(entry[1] as string)!;
     const after = lanes.lastSeq();
-    db.run(ACCEPT_SQL.add, ...packed(added as [string, number][]));
+    for (const params of packed(added as [string, number][])) db.run(ACCEPT_SQL.add, ...params);
     if (merges) lanes.addMerges(after);
     ready.added(after, maybeHeld);
     return results;

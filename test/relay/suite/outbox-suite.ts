@@ -6,6 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { Outbox, OutboxItem, Pacer } from '../../../src/relay/state/outbox.js';
+import { outboxAcceptCases } from './outbox-accept-cases.js';
 import { outboxLeaseCases, type Reads } from './outbox-lease-cases.js';
 import { outboxOrderCases } from './outbox-order-cases.js';
 import { outboxEraseCases } from './outbox-erase-cases.js';
@@ -434,6 +435,7 @@ export function outboxSuite(name: string, target: OutboxTarget): void {
       }),
     );
 
+    outboxAcceptCases(withStore, item);
     outboxOrderCases(withStore, item);
     outboxLeaseCases(withStore, item);
     outboxEraseCases(withStore, item);
