@@ -18,6 +18,7 @@ import type { Outbox } from '../state/outbox.js';
 import { connectionsPerAddress, metricsPortFrom, withPlanFile, withSecretFiles } from './env.js';
 import { createNodeFront } from './front.js';
 import { boundHeapGrowth } from './heap.js';
+import { keepWasmOnLiftoff } from './malloc.js';
 import { createPinoLogger } from './log.js';
 import { openNodeState } from './state.js';
 
@@ -41,9 +42,10 @@ export interface StartRelayOptions extends Omit<RelayDeps, 'clientInfo'> {
   /** a worker of `cdp-edge relay --workers N`: its metrics and status events go to the primary, which serves the metrics port */
   clusterWorker?: boolean;
   /**
-   * Bound how far V8 lets this process's old generation grow (node/heap.ts): a V8 flag of the whole
-   * process and one full GC, so a relay inside your own server leaves it alone unless asked; the
-   * CLI (`cdp-edge relay`, the container) asks. @default false
+   * Bound how far V8 lets this process's old generation grow (node/heap.ts), and keep WebAssembly
+   * on V8's baseline compiler so glibc's malloc gives freed memory back (node/malloc.ts): V8 flags
+   * of the whole process and one full GC, so a relay inside your own server leaves them alone
+   * unless asked; the CLI (`cdp-edge relay`, the container) asks. @default false
    */
   boundHeapGrowth?: boolean;
   /** header, request, keep-alive and idle deadlines of the relay's connections (src/listen.ts) @default CONNECTION_LIMITS, the request deadline at least the budget + 10 s */
@@ -70,6 +72,8 @@ export type NodeDefaults = Required<Pick<RelayDeps, 'hmac' | 'snippet'>>;
 
 /** Starts the relay on Node; resolves once it listens. */
 export async function startNodeRelay(options: StartRelayOptions, defaults: NodeDefaults): Promise<RunningRelay> {
+  // Before the first platform call compiles undici's parser (malloc.ts).
+  if (options.boundHeapGrowth) keepWasmOnLiftoff();
   // RELAY_PLAN is a file path on Node, and secrets may come from files: their text is what parseConfig reads
   const env = withPlanFile(withSecretFiles(options.env ?? process.env));
   const config = options.config ?? parseConfig(env);
