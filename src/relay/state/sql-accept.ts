@@ -17,7 +17,7 @@ import { itemText } from './item-text.js';
 import { type Accepted, DEAD_SLICE, type OutboxItem } from './outbox.js';
 import type { Lanes } from './sql-lanes.js';
 import type { Ready } from './sql-ready.js';
-import { CommitSyncError, type SqlPort } from './sql-port.js';
+import { CommitSyncError, digits, type SqlPort } from './sql-port.js';
 
 /** Expired ids deleted per transaction at least: more than its accepts add (twice as many when they add more), so the table shrinks back after a peak. */
 const EXPIRY_SLICE = 1000;
@@ -59,9 +59,6 @@ export const ACCEPT_SQL = {
 } as const;
 
 const utf8 = new TextEncoder();
-
-/** A number in the 10 digits of {@link ACCEPT_SQL}.add's places. */
-const digits = (n: number) => String(n).padStart(10, '0');
 
 /**
  * Bytes of entry text one {@link ACCEPT_SQL}.add binds at most (unless one text is longer):

@@ -12,7 +12,7 @@
  * @module
  */
 import type { OutboxLimits } from '../core/outbox-limits.js';
-import type { Row, SqlPort, SqlValue } from './sql-port.js';
+import { digits, type Row, type SqlPort, type SqlValue } from './sql-port.js';
 
 /** A site's number in `outbox_sites` (ids and lanes are per site number). */
 export const SITE_SQL = {
@@ -31,11 +31,15 @@ export const LANES_SCHEMA = `
 
 const SQL = {
   lane: 'INSERT INTO outbox_lanes (site, visitor, pending, since) VALUES (?1, ?2, 0, ?3) ON CONFLICT (site, visitor) DO UPDATE SET since = since RETURNING n, pending',
-  // The lanes there are of [site number, visitor] pairs (JSON), in one statement (each pair looked up by the key; nothing written).
-  lanesOf: `SELECT l.site, l.visitor, l.n, l.pending FROM json_each(?1) JOIN outbox_lanes l ON l.site = json_each.value ->> 0 AND l.visitor = json_each.value ->> 1`,
+  // The lanes there are of visitors (a JSON list of strings: the site number in 10 digits, then the visitor), in one statement
+  // (each looked up by the key; nothing written).
+  lanesOf: `SELECT l.site, l.visitor, l.n, l.pending FROM json_each(?1) JOIN outbox_lanes l
+    ON l.site = CAST(substr(json_each.value, 1, 10) AS INTEGER) AND l.visitor = substr(json_each.value, 11)`,
   laneOf: 'SELECT n, pending FROM outbox_lanes WHERE site = ?1 AND visitor = ?2',
-  // The accepts' entries counted in their lanes, [site, visitor, entries, ready among them] as JSON (?1): a new lane written once, with its counts.
-  addAccepted: `INSERT INTO outbox_lanes (site, visitor, pending, since, ready) SELECT value ->> 0, value ->> 1, value ->> 2, ?2, value ->> 3 FROM json_each(?1) WHERE true
+  // The accepts' entries counted in their lanes, a JSON list of strings (?1: the site, the entries and the ready among them in 10
+  // digits each, then the visitor): a new lane written once, with its counts.
+  addAccepted: `INSERT INTO outbox_lanes (site, visitor, pending, since, ready)
+    SELECT CAST(substr(value, 1, 10) AS INTEGER), substr(value, 31), CAST(substr(value, 11, 10) AS INTEGER), ?2, CAST(substr(value, 21, 10) AS INTEGER) FROM json_each(?1) WHERE true
     ON CONFLICT (site, visitor) DO UPDATE SET pending = pending + excluded.pending, ready = ready + excluded.ready RETURNING n, site, visitor, pending, ready`,
   sitePending: 'SELECT pending FROM outbox_load WHERE site = ?1',
   // The counts of many lanes in one statement: [lane, entries (+/−), ready among them] as JSON (?1).
@@ -216,7 +220,10 @@ export async function createLanes(db: SqlPort): Promise<Lanes> {
       const lanes = new Map<string, { site: number; visitor: string; pending: number; taken: number }>();
       const wanted = new Map([...visitors].map(([siteN, visitor]) => [laneKey(siteN, visitor), [siteN, visitor] as const]));
       if (wanted.size > 0)
-        for (const [siteN, visitor, , pending] of db.query(SQL.lanesOf, JSON.stringify([...wanted.values()])))
+        for (const [siteN, visitor, , pending] of db.query(
+          SQL.lanesOf,
+          JSON.stringify([...wanted.values()].map(([siteN, visitor]) => `${digits(siteN)}${visitor}`)),
+        ))
           lanes.set(laneKey(Number(siteN), String(visitor)), { site: Number(siteN), visitor: String(visitor), pending: Number(pending), taken: 0 });
       const take = (siteN: number, visitor: string, limits: OutboxLimits) => {
         const key = laneKey(siteN, visitor);
@@ -243,7 +250,11 @@ export async function createLanes(db: SqlPort): Promise<Lanes> {
         const numbers = new Map<string, number>();
         const taken = [...lanes.values()].filter((lane) => lane.taken > 0);
         if (taken.length === 0) return numbers;
-        const rows = db.query(SQL.addAccepted, JSON.stringify(taken.map((lane) => [lane.site, lane.visitor, lane.taken, ready ? lane.taken : 0])), now);
+        const rows = db.query(
+          SQL.addAccepted,
+          JSON.stringify(taken.map((lane) => `${digits(lane.site)}${digits(lane.taken)}${digits(ready ? lane.taken : 0)}${lane.visitor}`)),
+          now,
+        );
         const bySite = new Map<number, { delta: number; ready: number }>();
         let all = 0;
         for (const [n, siteN, visitor, , readyNow] of rows) {

@@ -17,7 +17,7 @@
  * @module
  */
 import { PICK_SQL, pickReady } from './sql-pick.js';
-import type { Row, SqlPort } from './sql-port.js';
+import { digits, type Row, type SqlPort } from './sql-port.js';
 
 /** Entries a lease moves from `outbox_wait` to ready at most, per entry it may take. */
 export const WAKE_PER_LEASE = 2;
@@ -61,9 +61,11 @@ const SQL = {
   readyAdded:
     'INSERT INTO outbox_ready (lane, seq) SELECT lane, seq FROM outbox o WHERE seq > ?1 AND NOT EXISTS (SELECT 1 FROM outbox_held h WHERE h.seq = o.seq) RETURNING lane',
   allReady: 'INSERT INTO outbox_ready (lane, seq) SELECT lane, seq FROM outbox WHERE seq > ?1',
-  // ?1: [site, browser] pairs as JSON, each looked up by both columns of the index (`(site, browser) IN (SELECT … FROM
-  // json_each)` searched it by site alone: every merge of the site, on each accept whose browsers had none).
-  hasMerge: 'SELECT 1 FROM json_each(?1) JOIN outbox_merges m ON m.site = json_each.value ->> 0 AND m.browser = json_each.value ->> 1 LIMIT 1',
+  // ?1: browsers as a JSON list of strings (the site number in 10 digits, then the browser), each looked up by both columns of
+  // the index (`(site, browser) IN (SELECT … FROM json_each)` searched it by site alone: every merge of the site, on each
+  // accept whose browsers had none).
+  hasMerge: `SELECT 1 FROM json_each(?1) JOIN outbox_merges m
+    ON m.site = CAST(substr(json_each.value, 1, 10) AS INTEGER) AND m.browser = substr(json_each.value, 11) LIMIT 1`,
   // ?1 seqs: out of the ready or the held, whichever they are in.
   unready: `DELETE FROM outbox_ready WHERE (lane, seq) IN (SELECT lane, seq FROM outbox WHERE seq IN (${IN})) RETURNING lane`,
   unhold: `DELETE FROM outbox_held WHERE seq IN (${IN})`,
@@ -195,7 +197,8 @@ export async function createReady(db: SqlPort): Promise<Ready> {
         ),
       );
     },
-    hasMerge: (browsers) => browsers.length > 0 && db.query(SQL.hasMerge, JSON.stringify(browsers)).length > 0,
+    hasMerge: (browsers) =>
+      browsers.length > 0 && db.query(SQL.hasMerge, JSON.stringify(browsers.map(([site, browser]) => `${digits(site)}${browser}`))).length > 0,
     unplace(seqs) {
       if (seqs.length === 0) return;
       const unique = [...new Set(seqs)];
