@@ -12,7 +12,7 @@ import { createMemoryStore } from '../../src/relay/state/memory.js';
 import { createRedisState } from '../../src/relay/state/redis.js';
 import { createSqliteStore } from '../../src/relay/state/sqlite.js';
 import { lookupCounter, type RelayStore } from '../../src/relay/state/store.js';
-import { compactId } from '../../src/relay/state/ids.js';
+import { compactId, compactIdHex } from '../../src/relay/state/ids.js';
 import { toHex } from '../../src/relay/core/encoding.js';
 import { type RunningRedis, redisAvailable, startRedis } from '../support/redis.js';
 
@@ -218,8 +218,13 @@ describe('ids are remembered by 16 bytes', () => {
     const bytes = '0192d4a87f3e7c4b9a1e3f5b6cad8e9f';
     for (const id of ['0192d4a8-7f3e-7c4b-9a1e-3f5b6cad8e9f', '0192D4A8-7F3E-7C4B-9A1E-3F5B6CAD8E9F', '0192d4a87f3e7c4b9a1e3f5b6cAD8E9F']) {
       expect(toHex(compactId(id))).toBe(bytes);
+      // As the SQL outbox hands it to SQLite (what hex() answers), without the bytes.
+      expect(compactIdHex(id)).toBe(bytes.toUpperCase());
     }
     expect(toHex(compactId('item-1'))).toBe(createHash('sha256').update('item-1').digest('hex').slice(0, 32));
+    expect(compactIdHex('item-1')).toBe(toHex(compactId('item-1')).toUpperCase());
+    // Dashes anywhere the UUID pattern allows them, none or some.
+    expect(compactIdHex('0192d4a8-7f3e7c4b-9a1e3f5b6cad8e9f')).toBe(bytes.toUpperCase());
     expect(toHex(Uint8Array.from({ length: 256 }, (_, byte) => byte))).toBe(Buffer.from(Array.from({ length: 256 }, (_, byte) => byte)).toString('hex'));
   });
 });

@@ -6,6 +6,7 @@
  * @module
  */
 import { sha256 } from '@noble/hashes/sha2.js';
+import { toHex } from '../core/encoding.js';
 
 const UUID = /^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$/i;
 const encoder = new TextEncoder();
@@ -32,4 +33,13 @@ export function compactId(id: string): Uint8Array {
 /** The same 16 bytes as a 16-character binary string (one char per byte): a Map key, a Redis key part. */
 export function compactIdString(id: string): string {
   return String.fromCharCode(...compactId(id));
+}
+
+/**
+ * The same 16 bytes as 32 hex digits in upper case, as SQLite's hex() answers them: a UUID's own
+ * digits without its dashes (no bytes made and written out again: this runs for every item the SQL
+ * outbox accepts).
+ */
+export function compactIdHex(id: string): string {
+  return UUID.test(id) ? id.replaceAll('-', '').toUpperCase() : toHex(compactId(id)).toUpperCase();
 }

@@ -10,9 +10,8 @@
  * more than its accepts add, so the storage follows the window (SQLite reuses the freed pages).
  * @module
  */
-import { toHex } from '../core/encoding.js';
 import type { OutboxLimits } from '../core/outbox-limits.js';
-import { compactId } from './ids.js';
+import { compactIdHex } from './ids.js';
 import { itemText } from './item-text.js';
 import { type Accepted, DEAD_SLICE, type OutboxItem } from './outbox.js';
 import type { Lanes } from './sql-lanes.js';
@@ -99,6 +98,13 @@ function* packed(added: readonly (readonly [text: string, lane: number])[]): Gen
   }
 }
 
+/** The ids of a transaction's accepts, in their order: each one's site number, its 16 bytes in hex (upper case, as SQLite's hex()) and the end of its window. */
+interface Ids {
+  site: number[];
+  hex: string[];
+  until: number[];
+}
+
 /** One call of `accept`, waiting for its transaction. */
 export interface AcceptCall {
   items: readonly OutboxItem[];
@@ -124,25 +130,31 @@ export function createAccept(db: SqlPort, lanes: Lanes, ready: Ready): (call: Ac
   };
 
   /**
-   * Remembers the ids not remembered yet, [site number, id as hex, end of its window] each: one
-   * statement for the ids of a site that end together (the first copy of each id: a second is a
-   * duplicate of it). Resolves to the new ones, as `site:hex`.
+   * Remembers the ids not remembered yet (`ids`: each one's site number, its 16 bytes in hex and the
+   * end of its window): one statement for the ids of a site that end together, the first copy of
+   * each id (a second is a duplicate of it). Resolves to the new ones' hex, by site number.
    */
-  const remember = (pairs: readonly (readonly [number, string, number])[]): Set<string> => {
-    const firsts = new Set<string>();
-    const ends = new Map<string, { site: number; until: number; hexes: string[] }>();
-    for (const [n, hex, until] of pairs) {
-      const key = `${n}:${hex}`;
-      if (firsts.has(key)) continue;
-      firsts.add(key);
-      const end = `${n}:${until}`;
-      const same = ends.get(end) ?? { site: n, until, hexes: [] };
-      ends.set(end, same);
-      same.hexes.push(hex);
+  const remember = (ids: Ids): Map<number, Set<string>> => {
+    const ends = new Map<number, Map<number, string[]>>();
+    const firsts = new Map<number, Set<string>>();
+    for (const [i, hex] of ids.hex.entries()) {
+      const [n, until] = [ids.site[i]!, ids.until[i]!];
+      const seen = firsts.get(n) ?? new Set<string>();
+      firsts.set(n, seen);
+      if (seen.has(hex)) continue;
+      seen.add(hex);
+      const byEnd = ends.get(n) ?? new Map<number, string[]>();
+      ends.set(n, byEnd);
+      const same = byEnd.get(until) ?? [];
+      byEnd.set(until, same);
+      same.push(hex);
     }
-    const fresh = new Set<string>();
-    for (const { site, until, hexes } of ends.values())
-      for (const [hex] of db.query(ACCEPT_SQL.remember, site, until, JSON.stringify(hexes))) fresh.add(`${site}:${hex}`);
+    const fresh = new Map<number, Set<string>>();
+    for (const [n, byEnd] of ends) {
+      const added = new Set<string>();
+      fresh.set(n, added);
+      for (const [until, hexes] of byEnd) for (const [hex] of db.query(ACCEPT_SQL.remember, n, until, JSON.stringify(hexes))) added.add(hex as string);
+    }
     return fresh;
   };
 
@@ -166,21 +178,24 @@ export function createAccept(db: SqlPort, lanes: Lanes, ready: Ready): (call: Ac
       return results;
     }
     const sites = new Map<string, number>();
-    const pairs = calls.flatMap(({ items, now: at, windowMs }) =>
-      items.map((item): [number, string, number] => {
+    const ids: Ids = { site: [], hex: [], until: [] };
+    for (const { items, now: at, windowMs } of calls)
+      for (const item of items) {
         const n = sites.get(item.site) ?? lanes.site(item.site);
         sites.set(item.site, n);
-        return [n, toHex(compactId(item.id)).toUpperCase(), at + windowMs]; // upper case: what SQLite's hex() answers
-      }),
-    );
+        ids.site.push(n);
+        ids.hex.push(compactIdHex(item.id));
+        ids.until.push(at + windowMs);
+      }
     // A slice short of its size forgot every id past its window: none of the batch's is left to forget.
-    if (expired >= slice) change -= db.run(ACCEPT_SQL.forgetStale, JSON.stringify(pairs), now);
-    const fresh = remember(pairs);
+    if (expired >= slice) change -= db.run(ACCEPT_SQL.forgetStale, JSON.stringify(ids.hex.map((hex, k) => [ids.site[k], hex, ids.until[k]])), now);
+    const fresh = remember(ids);
+    const isFresh = (k: number) => fresh.get(ids.site[k]!)?.has(ids.hex[k]!) === true;
     // In the order given; an id given twice is new once, its second copy a duplicate; one past the limits is forgotten again: full.
     // The lanes of the new ids' visitors, looked up together.
-    const visitors = calls
-      .flatMap(({ items }) => items)
-      .flatMap((item, k) => (fresh.has(`${pairs[k]![0]}:${pairs[k]![1]}`) ? [[pairs[k]![0], item.visitor] as const] : []));
+    const visitors: [number, string][] = [];
+    let k = 0;
+    for (const { items } of calls) for (const item of items) if (isFresh(k++)) visitors.push([ids.site[k - 1]!, item.visitor]);
     const room = lanes.admit(now, visitors);
     // Each entry's text and its lane's key (its number once the lanes are written).
     const added: [string, string | number][] = [];
@@ -188,11 +203,13 @@ export function createAccept(db: SqlPort, lanes: Lanes, ready: Ready): (call: Ac
     let merges = false;
     // The browsers of the entries added: where one has a merge in the outbox, an entry may be held behind it.
     const browsers = new Map<string, [number, string]>();
+    let [lastSite, lastBrowser] = [-1, ''];
     for (const [c, { items, limits }] of calls.entries()) {
       const result = results[c]!;
       for (const item of items) {
-        const [n, hex] = pairs[i++]!;
-        const lane = fresh.delete(`${n}:${hex}`) ? (room.take(n, item.visitor, limits) ? lanes.key(n, item.visitor) : undefined) : null;
+        const [n, hex] = [ids.site[i]!, ids.hex[i]!];
+        const lane = fresh.get(n)!.delete(hex) ? (room.take(n, item.visitor, limits) ? lanes.key(n, item.visitor) : undefined) : null;
+        i++;
         if (lane === null) result.duplicate.push(item.id);
         else if (lane === undefined) {
           db.run(ACCEPT_SQL.unremember, n, hex);
@@ -201,7 +218,9 @@ export function createAccept(db: SqlPort, lanes: Lanes, ready: Ready): (call: Ac
           result.accepted.push(item.id);
           added.push([itemText(item), lane]);
           merges ||= item.kind !== 'activity';
-          browsers.set(`${n}\u0000${item.browser}`, [n, item.browser]);
+          // A request's items are mostly one browser's: its key made once.
+          if (item.browser !== lastBrowser || n !== lastSite) browsers.set(`${n}\u0000${item.browser}`, [n, item.browser]);
+          [lastSite, lastBrowser] = [n, item.browser];
         }
       }
     }

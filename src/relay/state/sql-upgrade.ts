@@ -9,8 +9,7 @@
  * In chunks of one transaction each, so processes opening the file together move each row once.
  * @module
  */
-import { compactId } from './ids.js';
-import { toHex } from '../core/encoding.js';
+import { compactIdHex } from './ids.js';
 import { SQL, type Row, type SqlPort } from './sql-outbox.js';
 
 const CHUNK = 5000;
@@ -34,7 +33,7 @@ export async function importPreviousIds(db: SqlPort, now: number): Promise<numbe
           n = Number((db.query(SQL.site, site)[0] as Row)[0]);
           sites.set(site, n);
         }
-        pairs.push([n, toHex(compactId(id)).toUpperCase(), Number(until)]);
+        pairs.push([n, compactIdHex(id), Number(until)]);
       }
       let change = 0;
       if (pairs.length > 0) {
