@@ -13,7 +13,7 @@ import { HOLD_MS } from '../../src/relay/deliver/holds.js';
 import { createSpacer } from '../../src/relay/deliver/spacer.js';
 import { SEND_MARGIN } from '../../src/relay/state/pace.js';
 import { createMemoryOutbox, createMemoryPacer } from '../../src/relay/state/memory-outbox.js';
-import type { Outbox, OutboxItem } from '../../src/relay/state/outbox.js';
+import type { Outbox, OutboxItem, Pacer } from '../../src/relay/state/outbox.js';
 import { CATCH_UP_MS } from '../../src/relay/state/pace.js';
 
 /** A seeded generator, so a run is the same every time. */
@@ -162,12 +162,18 @@ function backlog(count: number, now: number, next: () => number, fresh = false):
   return items;
 }
 
-/** Runs one round of the real engine in simulated time until `outbox` has nothing ready, with the Node relay's pacer (its one deliverer may catch up: state/pace.ts). */
-async function drain(sim: Sim, outbox: Outbox, upstream: Upstream, rate: number): Promise<void> {
+/** Runs one round of the real engine in simulated time until `outbox` has nothing ready, with the Node relay's pacer (its one deliverer may catch up: state/pace.ts) unless given another. */
+async function drain(
+  sim: Sim,
+  outbox: Outbox,
+  upstream: Upstream,
+  rate: number,
+  pacer: Pacer = slow(sim, createMemoryPacer(rate, CATCH_UP_MS)),
+): Promise<void> {
   await sim.run(
     deliverRound({
       outbox,
-      pacer: slow(sim, createMemoryPacer(rate, CATCH_UP_MS)),
+      pacer,
       upstream,
       clock: { now: sim.now, sleep: sim.sleep },
       nap: sim.nap,
@@ -233,6 +239,55 @@ describe('a backlog of new visitors, each browser’s identify first', () => {
     // (0.93–0.94 of the rate less the margin, seeds 1–3); the people of each call apart: 28.7–28.8 (0.98).
     expect(result.perSecond).toBeGreaterThan((rate / (1 + SEND_MARGIN)) * 0.96);
     expect(result.perCall).toBeGreaterThan(90);
+  });
+});
+
+describe('the first call after a pause, a probe', () => {
+  it('is the only one marked sending until it is answered, where the pacer keeps no shared window (Workers)', async () => {
+    const rate = 10;
+    const sim = simulation(3, true);
+    const memory = createMemoryOutbox();
+    const tracks = Array.from(
+      { length: 1_000 },
+      (_, n): OutboxItem => ({
+        site: 'pk_p',
+        id: `t-${n}`,
+        browser: `b${n % 50}`,
+        visitor: `10.3.0.${n % 50}`,
+        accepted: sim.now(),
+        kind: 'activity',
+        entry: { activity_id: 'act:cm:viewed', fields: { 'str::email': `t${n % 50}@example.com` } },
+      }),
+    );
+    await memory.accept(tracks, sim.now(), 86_400_000);
+    const marks: number[] = [];
+    const outbox = slow(sim, memory);
+    const marking: Outbox = {
+      ...outbox,
+      sending: (...args) => {
+        marks.push(sim.now());
+        return outbox.sending(...args);
+      },
+    };
+    // The platform takes 800 ms to answer the first call, 40–60 ms the others.
+    const { upstream, calls } = platform(sim, rate);
+    let answered = Number.POSITIVE_INFINITY;
+    const probed: Upstream = {
+      ...upstream,
+      call: async (endpoint, body, options) => {
+        if (calls.made > 0) return upstream.call(endpoint, body, options);
+        await sim.sleep(740);
+        const answer = await upstream.call(endpoint, body, options);
+        answered = sim.now();
+        return answer;
+      },
+    };
+    const { leave: _shared, stepsWith: _step, ...pacer } = slow(sim, createMemoryPacer(rate));
+    await drain(sim, marking, probed, rate, pacer);
+    expect(calls.made).toBe(10);
+    expect(answered).toBeLessThan(Number.POSITIVE_INFINITY);
+    // A platform that stopped answering would leave the probe's entries in doubt, none of the next call's.
+    expect(marks.filter((at) => at < answered)).toHaveLength(1);
   });
 });
 

@@ -124,7 +124,8 @@ export async function waitToLeave(engine: Engine, ready: () => Promise<boolean>,
         if (!readied && engine.stopped()) return undefined;
         const now = clock.now();
         const wait = engine.spacer.look(now);
-        const lead = ahead();
+        // Not while the first call after a pause is out (a probe): when this one may go is not known.
+        const lead = engine.spacer.probing(now) ? 0 : ahead();
         if (wait > lead) await pause(wait - lead);
         else if (!readied) {
           if (!(await mark())) return undefined;
