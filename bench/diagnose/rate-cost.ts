@@ -10,6 +10,9 @@
  * optimised); --state memory: the memory outbox instead of the SQLite file; --platform-rate: the
  * relay's RELAY_PLATFORM_RATE (its calls a second). Prints only; read it with the load average.
  *
+ * What V8 compiles and throws away in the relay: BENCH_RELAY_NODE_ARGS="--trace-opt --trace-deopt"
+ * BENCH_RELAY_STDOUT=<file> (its output, log lines and V8's trace, appended to the file).
+ *
  *   npm run build && npx tsx bench/diagnose/rate-cost.ts [--rates 0,300,1000] [--batch 10] [--seconds 15] [--browsers 500] [--warmup 0] [--state file|memory] [--platform-rate 10]
  */
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';

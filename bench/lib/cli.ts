@@ -4,7 +4,7 @@
  * listens) and the CPU time it has used (from /proc, so no hook inside the process is needed).
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { createWriteStream, existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
 const bin = fileURLToPath(new URL('../../bin/cdp-edge.js', import.meta.url));
@@ -40,8 +40,10 @@ export interface CliProcess {
 /**
  * Starts `cdp-edge <args>` with `env` added to this process's; resolves once it prints
  * `listening on <url>`. Its output after that is read and dropped (the relay logs a line per
- * request at the default level), so a full pipe never blocks it. `nodeArgs` go to node itself
- * (e.g. `--cpu-prof`, which NODE_OPTIONS does not take).
+ * request at the default level), so a full pipe never blocks it, unless BENCH_RELAY_STDOUT names
+ * a file: the relay's output is appended there (e.g. V8's `--trace-opt --trace-deopt` lines, with
+ * those flags in `nodeArgs`). `nodeArgs` go to node itself (e.g. `--cpu-prof`, which NODE_OPTIONS
+ * does not take).
  */
 export function startCli(args: string[], env: Record<string, string> = {}, timeoutMs = 30_000, nodeArgs: string[] = []): Promise<CliProcess> {
   if (!existsSync(dist)) throw new Error('the benches run the built CLI: run `npm run build` first');
@@ -61,7 +63,10 @@ export function startCli(args: string[], env: Record<string, string> = {}, timeo
       void stop();
       reject(new Error(`cdp-edge ${args[0]} printed no address within ${timeoutMs} ms: ${out.slice(-2000)}`));
     }, timeoutMs);
+    const kept = args[0] === 'relay' && process.env['BENCH_RELAY_STDOUT'] ? createWriteStream(process.env['BENCH_RELAY_STDOUT'], { flags: 'a' }) : undefined;
+    if (kept) child.once('exit', () => kept.end());
     child.stdout.on('data', (chunk: Buffer) => {
+      kept?.write(chunk);
       if (listening) return;
       out += chunk.toString();
       const url = /listening on (http:\/\/[^\s]+)/.exec(out)?.[1];
