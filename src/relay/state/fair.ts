@@ -9,13 +9,33 @@
 /** One visitor's entries: the next ready one, or undefined once it has no more ready. */
 export type Lane<T> = () => T | undefined;
 
+/** One site's turn: its lanes not yet done, and the one whose turn is next. */
+interface Turn<T> {
+  lanes: Lane<T>[];
+  next: number;
+}
+
 /**
  * Takes up to `max` entries in turns from `sites` (each a list of its visitors' lanes). A lane
  * that answers undefined is done for this lease; a site whose lanes are all done drops out.
+ *
+ * Hot at every lease, so its optimised code should see one shape of array: `map` over no sites
+ * gives an array of another element kind than over some (V8's "wrong map" threw the code away),
+ * so its arrays are literals that `push` fills the same way on every call, and a lease with no
+ * lane to take returns before it reads one left empty.
  */
 export function takeFair<T>(sites: readonly (readonly Lane<T>[])[], max: number): T[] {
   const taken: T[] = [];
-  const turns = sites.map((lanes) => ({ lanes: [...lanes], next: 0 })).filter((site) => site.lanes.length > 0);
+  const turns: Turn<T>[] = [];
+  let withLanes = 0;
+  for (const lanes of sites) {
+    if (lanes.length === 0) continue;
+    const own: Lane<T>[] = [];
+    for (const lane of lanes) own.push(lane);
+    turns.push({ lanes: own, next: 0 });
+    withLanes++;
+  }
+  if (withLanes === 0) return taken;
   while (taken.length < max && turns.length > 0) {
     for (let s = 0; s < turns.length && taken.length < max; ) {
       const site = turns[s]!;
@@ -51,6 +71,6 @@ export const MERGES_PER_LEASE = 100;
  */
 export function takeFairMergesBounded<T>(lanes: (mergesToo: boolean) => (readonly Lane<T>[])[], max: number, deferred: () => boolean): T[] {
   const taken = takeFair(lanes(false), max);
-  if (taken.length < max && deferred()) taken.push(...takeFair(lanes(true), max - taken.length));
+  if (taken.length < max && deferred()) for (const entry of takeFair(lanes(true), max - taken.length)) taken.push(entry);
   return taken;
 }
