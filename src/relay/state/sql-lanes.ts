@@ -12,7 +12,7 @@
  * @module
  */
 import type { OutboxLimits } from '../core/outbox-limits.js';
-import { digits, type Row, type SqlPort, type SqlValue } from './sql-port.js';
+import { digits, type Row, type SqlPort, type SqlValue, signed } from './sql-port.js';
 
 /** A site's number in `outbox_sites` (ids and lanes are per site number). */
 export const SITE_SQL = {
@@ -42,12 +42,15 @@ const SQL = {
     SELECT CAST(substr(value, 1, 10) AS INTEGER), substr(value, 31), CAST(substr(value, 11, 10) AS INTEGER), ?2, CAST(substr(value, 21, 10) AS INTEGER) FROM json_each(?1) WHERE true
     ON CONFLICT (site, visitor) DO UPDATE SET pending = pending + excluded.pending, ready = ready + excluded.ready RETURNING n, site, visitor, pending, ready`,
   sitePending: 'SELECT pending FROM outbox_load WHERE site = ?1',
-  // The counts of many lanes in one statement: [lane, entries (+/−), ready among them] as JSON (?1).
-  addLanes: `UPDATE outbox_lanes SET pending = pending + (json_each.value ->> 1), ready = ready + (json_each.value ->> 2) FROM json_each(?1)
-    WHERE outbox_lanes.n = json_each.value ->> 0 RETURNING n, site, pending, ready`,
-  // Of the lanes whose entries leave, [lane, −entries] as JSON (?1), those it leaves with nothing: deleted (not counted down first), with their site.
-  dropEmptied: `DELETE FROM outbox_lanes WHERE n IN (SELECT l.n FROM json_each(?1) JOIN outbox_lanes l ON l.n = json_each.value ->> 0
-    WHERE l.pending + (json_each.value ->> 1) <= 0) RETURNING n, site`,
+  // The counts of many lanes in one statement (?1: a JSON list of strings, each the change of entries and of the ready among them
+  // signed in 11 characters, then the lane; sql-port.ts signed).
+  addLanes: `UPDATE outbox_lanes SET pending = pending + CAST(substr(json_each.value, 1, 11) AS INTEGER),
+    ready = ready + CAST(substr(json_each.value, 12, 11) AS INTEGER) FROM json_each(?1)
+    WHERE outbox_lanes.n = CAST(substr(json_each.value, 23) AS INTEGER) RETURNING n, site, pending, ready`,
+  // Of the lanes whose entries leave (?1: strings of −entries signed in 11 characters, then the lane), those it leaves with
+  // nothing: deleted (not counted down first), with their site.
+  dropEmptied: `DELETE FROM outbox_lanes WHERE n IN (SELECT l.n FROM json_each(?1) JOIN outbox_lanes l ON l.n = CAST(substr(json_each.value, 12) AS INTEGER)
+    WHERE l.pending + CAST(substr(json_each.value, 1, 11) AS INTEGER) <= 0) RETURNING n, site`,
   // Lanes (JSON list of n) left with nothing waiting.
   dropLanes: 'DELETE FROM outbox_lanes WHERE n IN (SELECT value FROM json_each(?1)) AND pending <= 0',
   addLoad: `INSERT INTO outbox_load (site, pending, since, ready) VALUES (?1, ?2, ?3, ?4) ON CONFLICT (site)
@@ -148,10 +151,10 @@ export async function createLanes(db: SqlPort): Promise<Lanes> {
     }
     // The lanes emptied go in one statement, the others' counts move in one more, whatever their number.
     const leaving = moves.filter(([, delta]) => delta < 0);
-    const emptied = leaving.length === 0 ? [] : db.query(SQL.dropEmptied, JSON.stringify(leaving));
+    const emptied = leaving.length === 0 ? [] : db.query(SQL.dropEmptied, JSON.stringify(leaving.map(([n, delta]) => `${signed(delta)}${n}`)));
     const gone = new Set(emptied.map(([n]) => Number(n)));
     const kept = moves.filter(([n]) => !gone.has(n));
-    const rows = kept.length === 0 ? [] : db.query(SQL.addLanes, JSON.stringify(kept));
+    const rows = kept.length === 0 ? [] : db.query(SQL.addLanes, JSON.stringify(kept.map(([n, delta, ready]) => `${signed(delta)}${signed(ready)}${n}`)));
     // Each lane moved exists while it has entries waiting: one missing is a fault, and nothing of this transaction is written.
     const found = rows.length + emptied.length;
     if (found !== moves.length) throw new Error(`outbox lanes: ${moves.length - found} of ${moves.length} lanes counted are missing`);

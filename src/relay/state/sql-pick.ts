@@ -12,7 +12,7 @@
  * @module
  */
 import { type Lane, MERGES_PER_LEASE, takeFairMergesBounded } from './fair.js';
-import type { Row, SqlPort, SqlValue } from './sql-port.js';
+import { digits, type Row, type SqlPort, type SqlValue } from './sql-port.js';
 
 /**
  * Columns of each entry read: lane, seq, and, where merges are checked, whether it is an activity,
@@ -39,7 +39,9 @@ export const PICK_SQL = {
   // The next merge of a browser after seq ?3, when it is held (only behind the one before it): it may go in the same lease.
   nextMerge: `SELECT h.seq, o.lane FROM outbox_held h JOIN outbox o ON o.seq = h.seq
     WHERE h.seq = (SELECT min(seq) FROM outbox_merges WHERE site = ?1 AND browser = ?2 AND seq > ?3) AND h.site = ?1 AND h.browser = ?2`,
-  takeReady: 'DELETE FROM outbox_ready WHERE (lane, seq) IN (SELECT value ->> 0, value ->> 1 FROM json_each(?1))',
+  // ?1: a JSON list of strings, each the lane in 10 digits then the seq (sql-port.ts digits).
+  takeReady:
+    'DELETE FROM outbox_ready WHERE (lane, seq) IN (SELECT CAST(substr(value, 1, 10) AS INTEGER), CAST(substr(value, 11) AS INTEGER) FROM json_each(?1))',
   takeHeld: 'DELETE FROM outbox_held WHERE seq IN (SELECT value FROM json_each(?1))',
   hold: 'INSERT OR IGNORE INTO outbox_held (seq, site, browser) SELECT value ->> 0, value ->> 1, value ->> 2 FROM json_each(?1)',
 } as const;
@@ -158,11 +160,11 @@ export function pickReady(db: SqlPort, max: number, count: (byLane: ReadonlyMap<
 
   const seqs = takeFairMergesBounded(lanesOf, max, () => deferred);
   // What the lease took leaves the ready, or the held (chained merges: those the full lease did not reach stay); what was misplaced is held again.
-  if (fromReady.length > 0) db.run(PICK_SQL.takeReady, JSON.stringify(fromReady));
+  if (fromReady.length > 0) db.run(PICK_SQL.takeReady, JSON.stringify(fromReady.map(([lane, seq]) => `${digits(lane)}${seq}`)));
   const unheld = fromHeld.filter((seq) => seqs.includes(seq));
   if (unheld.length > 0) db.run(PICK_SQL.takeHeld, JSON.stringify(unheld));
   if (misplaced.length > 0) {
-    db.run(PICK_SQL.takeReady, JSON.stringify(misplaced.map(([seq, lane]) => [lane, seq])));
+    db.run(PICK_SQL.takeReady, JSON.stringify(misplaced.map(([seq, lane]) => `${digits(Number(lane))}${seq}`)));
     db.run(PICK_SQL.hold, JSON.stringify(misplaced.map(([seq, , site, browser]) => [seq, site, browser])));
     for (const [, lane] of misplaced) ready.set(Number(lane), (ready.get(Number(lane)) ?? 0) - 1);
   }

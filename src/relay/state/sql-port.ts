@@ -40,6 +40,13 @@ export class CommitSyncError extends Error {
 /**
  * A whole number as the 10 digits a statement cuts out of a string with `substr` (a list of such
  * strings in JSON): read so, a field costs SQLite less than `->>` of an array in the list, which
- * `json_each` writes back as text and `->>` parses again for each field (bench/README).
+ * `json_each` writes back as text and `->>` parses again for each field (bench/README). One past 10
+ * digits (a lane or seq no file reaches) throws, where cut at 10 it would name another row.
  */
-export const digits = (n: number): string => String(n).padStart(10, '0');
+export const digits = (n: number): string => {
+  if (n > 9_999_999_999) throw new RangeError(`outbox: ${n} is past the 10 digits a statement cuts`);
+  return String(n).padStart(10, '0');
+};
+
+/** A whole number that may be negative (a count's change) as its sign and 10 digits, 11 characters cut as {@link digits} are. */
+export const signed = (n: number): string => (n < 0 ? '-' : '+') + digits(Math.abs(n));

@@ -17,7 +17,7 @@
  * @module
  */
 import { PICK_SQL, pickReady } from './sql-pick.js';
-import { digits, type Row, type SqlPort } from './sql-port.js';
+import { digits, type Row, type SqlPort, signed } from './sql-port.js';
 
 /** Entries a lease moves from `outbox_wait` to ready at most, per entry it may take. */
 export const WAKE_PER_LEASE = 2;
@@ -85,9 +85,10 @@ const SQL = {
   ranOut: `UPDATE outbox_lease SET until = 0 WHERE seq IN (${IN})`,
   hold: PICK_SQL.hold,
   ready: 'INSERT OR IGNORE INTO outbox_ready (lane, seq) SELECT value ->> 0, value ->> 1 FROM json_each(?1)',
-  // Lanes' ready counts move, [lane, change] pairs as JSON (?1), in one statement: each one's site, and how many it has now. A site counts its lanes with some.
-  laneReady: `UPDATE outbox_lanes SET ready = ready + (json_each.value ->> 1) FROM json_each(?1) WHERE outbox_lanes.n = json_each.value ->> 0
-    RETURNING n, site, ready`,
+  // Lanes' ready counts move, in one statement (?1: a JSON list of strings, each the change signed in 11 characters then the lane,
+  // sql-port.ts signed): each one's site, and how many it has now. A site counts its lanes with some.
+  laneReady: `UPDATE outbox_lanes SET ready = ready + CAST(substr(json_each.value, 1, 11) AS INTEGER) FROM json_each(?1)
+    WHERE outbox_lanes.n = CAST(substr(json_each.value, 12) AS INTEGER) RETURNING n, site, ready`,
   siteReady: 'UPDATE outbox_load SET ready = ready + ?2 WHERE site = ?1',
   // The entries of browsers ([site, browser] pairs as JSON) that no merge before them holds any more (up to and with each one's first merge still in the outbox).
   free: `DELETE FROM outbox_held WHERE seq IN (SELECT h.seq FROM json_each(?1) JOIN outbox_held h ON h.site = json_each.value ->> 0 AND h.browser = json_each.value ->> 1
@@ -138,7 +139,7 @@ export async function createReady(db: SqlPort): Promise<Ready> {
     const bySite = new Map<number, number>();
     const moves = [...byLane].filter(([, delta]) => delta !== 0);
     if (moves.length === 0) return;
-    for (const row of db.query(SQL.laneReady, JSON.stringify(moves))) {
+    for (const row of db.query(SQL.laneReady, JSON.stringify(moves.map(([lane, delta]) => `${signed(delta)}${lane}`)))) {
       const delta = byLane.get(Number(row[0]))!;
       const [site, ready] = [Number(row[1]), Number(row[2])];
       const change = ready > 0 && ready - delta <= 0 ? 1 : ready <= 0 && ready - delta > 0 ? -1 : 0;
