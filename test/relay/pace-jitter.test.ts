@@ -9,6 +9,7 @@ import { createRelayHandlers } from '../../src/relay/app.js';
 import { parseConfig } from '../../src/relay/core/config.js';
 import type { DeliveryEvent } from '../../src/relay/core/observe.js';
 import { createMemoryOutbox, createMemoryPacer } from '../../src/relay/state/memory-outbox.js';
+import { SEND_MARGIN } from '../../src/relay/state/margin.js';
 import { CATCH_UP_MS } from '../../src/relay/state/pace.js';
 import { startEmulatorProcess } from '../support/emulator-process.js';
 import { backlog, DAY, defineActivity, KEY, ORIGIN } from './support/delivery-kit.js';
@@ -62,7 +63,18 @@ async function drain(jitterMs: number, items: number) {
     /** when each call answered 429 was answered, in s from the first call's answer */
     limitedAt: limited.map((at) => ((at - first) / 1000).toFixed(1)).join(', '),
     perSecond: ((taken.length - 1) * 1000) / (taken.at(-1)! - taken[0]!),
+    /** the widest send margin the deliverer kept for the key after any call (state/margin.ts) */
+    widest: Math.max(...calls.map((call) => call.margin ?? Number.NaN)),
   };
+}
+
+/** Calls a second over the gaps between `answers` (ms) shorter than half a second: a hold's pause (a second or more) left out. */
+function pacedPerSecond(answers: readonly number[]): number {
+  const gaps = answers
+    .slice(1)
+    .map((at, n) => at - answers[n]!)
+    .filter((gap) => gap < 500);
+  return (gaps.length * 1000) / gaps.reduce((sum, gap) => sum + gap, 0);
 }
 
 describe('a pace learned from the platform', () => {
@@ -84,15 +96,18 @@ describe('a pace learned from the platform', () => {
     ).toEqual(keys.map(() => ({ holds: true, limited: true })));
   }, 150_000);
 
-  it('keeps its pace near the rate where calls meet no jitter: one hold at most, more than 9 calls a second', async () => {
-    const { counts, holds, limited, perSecond } = await drain(0, 6_000);
+  it('keeps its margin and its pace where calls meet no jitter: one hold at most, the margin widened once at most', async () => {
+    const { counts, holds, limited, perSecond, widest } = await drain(0, 6_000);
     expect(counts.entries).toBe(6_000);
-    console.log(`no jitter: ${holds} holds, ${limited} calls answered 429, ${perSecond.toFixed(2)} calls/s`);
-    // A platform on its own clock beside a loaded machine meets the machine's own timing: once in a
-    // fresh-clone CI run (load 6) it answered one call 429 at the base 3%. That first 429 nothing can
-    // prevent; what holds is that it is the only one (the margin then 6%) and the pace stays near
-    // the rate: above 9 calls a second, which a margin widened without cause (12%) would not keep.
+    console.log(`no jitter: ${holds} holds, ${limited} calls answered 429, ${perSecond.toFixed(2)} calls/s, widest margin ${widest}`);
+    // A platform on its own clock beside a loaded machine meets the machine's own timing: in
+    // fresh-clone CI runs (load 6–11) it answered one call 429 at the base 3%. That first 429 nothing
+    // can prevent; what holds is that it is the only one and widens the margin once (6%), never to the
+    // 12% a second widening, or one without cause, would make.
     expect(holds, `${limited} calls answered 429`).toBeLessThanOrEqual(1);
-    expect(perSecond).toBeGreaterThan(9);
+    expect(widest).toBeLessThanOrEqual(2 * SEND_MARGIN);
+    // And the pace stays near the rate (9.5–10 idle; 8.98 at load 11). Not after a hold: its pause of a
+    // second or more is a sixth of this drain (7.6 calls a second with one, at load 10).
+    if (holds === 0) expect(perSecond).toBeGreaterThan(8.5);
   }, 60_000);
 });
