@@ -130,7 +130,10 @@ export function createMemoryReady(
   const browserOf = (item: Omit<OutboxItem, 'entry'>) => `${item.site}\u0000${item.browser}`;
   /** Whether an earlier merge of its browser is in the outbox, other than those `taken` in this lease. */
   const behindMerge = (entry: Entry, taken: ReadonlySet<number> = new Set()) => {
-    for (const seq of merges.get(browserOf(entry.item)) ?? []) if (seq < entry.seq && (entry.item.kind === 'activity' || !taken.has(seq))) return true;
+    // Iterates a browser's set alone (not `?? []`: a set or an array at one site deoptimised it).
+    const mine = merges.get(browserOf(entry.item));
+    if (mine === undefined) return false;
+    for (const seq of mine) if (seq < entry.seq && (entry.item.kind === 'activity' || !taken.has(seq))) return true;
     return false;
   };
   const toReady = (entry: Entry) => {
@@ -222,6 +225,8 @@ export function createMemoryReady(
     /** Up to `max` entries ready at `now`, in turns by site, then lane (fair.ts): out of the ready (the caller leases them). */
     pick(max: number, now: number): Entry[] {
       wake(now, 2 * max);
+      // No site ready: takeFair is not given an empty list (of another element kind, a deoptimisation).
+      if (order.size === 0) return [];
       const taken = new Set<number>();
       const visited: [ReadySite, ReadyLane][] = [];
       let mergesTaken = 0;
