@@ -90,9 +90,10 @@ const SQL = {
   laneReady: `UPDATE outbox_lanes SET ready = ready + CAST(substr(json_each.value, 1, 11) AS INTEGER) FROM json_each(?1)
     WHERE outbox_lanes.n = CAST(substr(json_each.value, 12) AS INTEGER) RETURNING n, site, ready`,
   siteReady: 'UPDATE outbox_load SET ready = ready + ?2 WHERE site = ?1',
-  // The entries of browsers ([site, browser] pairs as JSON) that no merge before them holds any more (up to and with each one's first merge still in the outbox).
-  free: `DELETE FROM outbox_held WHERE seq IN (SELECT h.seq FROM json_each(?1) JOIN outbox_held h ON h.site = json_each.value ->> 0 AND h.browser = json_each.value ->> 1
-    AND h.seq <= coalesce((SELECT min(m.seq) FROM outbox_merges m WHERE m.site = json_each.value ->> 0 AND m.browser = json_each.value ->> 1), 9e18)) RETURNING seq`,
+  // The entries of browsers (?1: strings as hasMerge's) that no merge before them holds any more (up to and with each one's first merge still in the outbox).
+  free: `DELETE FROM outbox_held WHERE seq IN (SELECT h.seq FROM (SELECT CAST(substr(value, 1, 10) AS INTEGER) AS site, substr(value, 11) AS browser FROM json_each(?1)) b
+    JOIN outbox_held h ON h.site = b.site AND h.browser = b.browser
+    AND h.seq <= coalesce((SELECT min(m.seq) FROM outbox_merges m WHERE m.site = b.site AND m.browser = b.browser), 9e18)) RETURNING seq`,
   readyFreed: `INSERT INTO outbox_ready (lane, seq) SELECT lane, seq FROM outbox WHERE seq IN (${IN}) RETURNING lane`,
 } as const;
 
@@ -217,7 +218,7 @@ export async function createReady(db: SqlPort): Promise<Ready> {
     },
     free(browsers) {
       if (browsers.length === 0) return;
-      const unique = [...new Map(browsers.map(([site, browser]) => [`${site}:${browser}`, [site, browser]])).values()];
+      const unique = [...new Set(browsers.map(([site, browser]) => `${digits(site)}${browser}`))];
       const freed = db.query(SQL.free, JSON.stringify(unique)).map(([seq]) => Number(seq));
       if (freed.length === 0) return;
       count(
