@@ -68,15 +68,6 @@ async function drain(jitterMs: number, items: number) {
   };
 }
 
-/** Calls a second over the gaps between `answers` (ms) shorter than half a second: a hold's pause (a second or more) left out. */
-function pacedPerSecond(answers: readonly number[]): number {
-  const gaps = answers
-    .slice(1)
-    .map((at, n) => at - answers[n]!)
-    .filter((gap) => gap < 500);
-  return (gaps.length * 1000) / gaps.reduce((sum, gap) => sum + gap, 0);
-}
-
 describe('a pace learned from the platform', () => {
   it("draws a few 429s from a platform that counts calls up to 100 ms late, then none: three holds at most per key, each widening the key's margin", async () => {
     const keys = await Promise.all(Array.from({ length: KEYS }, () => drain(100, TRACKS)));
