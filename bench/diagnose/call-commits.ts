@@ -27,8 +27,7 @@ import { createSqlOutbox, type SqlPort } from '../../src/relay/state/sql-outbox.
 import { openSqlite, sqliteCounts } from '../../src/relay/state/sqlite-file.js';
 import { libsqlPort } from '../../src/relay/state/sqlite-outbox.js';
 import { walSync } from '../../src/relay/state/sqlite-wal.js';
-import { startCli } from '../lib/cli.js';
-import { timelineItem } from '../lib/timeline-items.js';
+import { startTimelinePlatform, timelineItem } from '../lib/timeline-items.js';
 
 const { values } = parseArgs({
   options: {
@@ -97,13 +96,8 @@ function labelled<T extends object>(target: T, names: readonly string[]): T {
 }
 
 const dir = mkdtempSync(join(tmpdir(), 'cdp-call-commits-'));
-const emulator = await startCli(['emulator', '--port', '0', '--key', KEY, '--rate-limit', String(RATE), '--latency-ms', '50']);
+const emulator = await startTimelinePlatform(KEY, RATE, ACTIVITY);
 try {
-  await fetch(`${emulator.url}/v1/definitions/activity/create`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-api-key': KEY },
-    body: JSON.stringify({ name: ACTIVITY, attributes: [{ name: 'item', display_type: 'text' }] }),
-  });
   // As createSqliteOutbox opens it (WAL, synchronous=NORMAL, the WAL synced before each answer), each sync counted.
   const path = join(dir, 'relay-state.db');
   const db = await openSqlite(path, 5000, 'call-commits', true);

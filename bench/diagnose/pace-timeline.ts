@@ -24,8 +24,7 @@ import { createUndiciTransport } from '../../src/relay/deliver/undici.js';
 import type { Outbox, Pacer } from '../../src/relay/state/outbox.js';
 import { CATCH_UP_MS } from '../../src/relay/state/pace.js';
 import { createSqliteOutbox } from '../../src/relay/state/sqlite-outbox.js';
-import { startCli } from '../lib/cli.js';
-import { timelineItem } from '../lib/timeline-items.js';
+import { startTimelinePlatform, timelineItem } from '../lib/timeline-items.js';
 
 const { values } = parseArgs({
   options: { rate: { type: 'string', default: '30' }, offer: { type: 'string', default: '4000' }, seconds: { type: 'string', default: '10' } },
@@ -67,16 +66,8 @@ function timed<T extends object>(target: T, names: readonly string[], label = (n
 }
 
 const dir = mkdtempSync(join(tmpdir(), 'cdp-pace-timeline-'));
-const emulator = await startCli(['emulator', '--port', '0', '--key', KEY, '--rate-limit', String(RATE), '--latency-ms', '50']);
+const emulator = await startTimelinePlatform(KEY, RATE, ACTIVITY);
 try {
-  await fetch(`${emulator.url}/v1/definitions/activity/create`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-api-key': KEY },
-    body: JSON.stringify({ name: ACTIVITY, attributes: [{ name: 'item', display_type: 'text' }] }),
-  });
-  // That call opened the platform's window and counts in it: the deliverer's first 30 calls
-  // inside the same second drew a 429. Its window ends first.
-  await new Promise((resolve) => setTimeout(resolve, 1_100));
   const store = await createSqliteOutbox(join(dir, 'state.db'));
   const outbox = timed<Outbox>(store.outbox, ['lease', 'sending', 'settle', 'lead']);
   // As the relay's (state/node.ts): one deliverer through one spacer, so it may catch up; its
