@@ -112,13 +112,11 @@ export async function runCalls(engine: Engine, calls: readonly Call[], state: Le
         .finally(() => {
           inFlight.delete(flight);
           engine.flights.delete(flight);
+          merging.delete(flight);
         });
       inFlight.add(flight);
       engine.flights.add(flight);
-      if (call.endpoint === 'person/merge') {
-        merging.set(flight, peopleOfCall(engine, call));
-        void flight.then(() => merging.delete(flight));
-      }
+      if (call.endpoint === 'person/merge') merging.set(flight, peopleOfCall(engine, call));
     }
   } finally {
     // Never leave a call unanswered behind us: its settle is ours to do.

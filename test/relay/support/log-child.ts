@@ -41,4 +41,6 @@ for (let n = 0; n < 200; n++) {
 await new Promise((resolve) => setTimeout(resolve, 500));
 process.stderr.write(`${JSON.stringify({ logged: 200, writes, bytes })}\n`);
 for (let n = 200; n < 205; n++) logger(line(n));
+// What this process is for: an exit at once, with those five lines still waiting to be gathered.
+// The test checks they reach stdout all the same (pino writes what waits, synchronously, at exit).
 process.exit(0);
