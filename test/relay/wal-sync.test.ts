@@ -105,6 +105,28 @@ describe('SQLite outbox: answered only once its commit is synced to the disk', (
     expect(events).toEqual(['sync', 'synced', 'answered settle']);
   });
 
+  it('answers a group that changed no row without a sync (the empty leases of an idle deliverer), and syncs every group that did', async () => {
+    let syncs = 0;
+    const store = await open(tempFile(), async (fdatasync) => {
+      syncs++;
+      await fdatasync();
+    });
+    const { outbox } = store;
+    const before = syncs;
+    for (let lease = 0; lease < 5; lease++) expect(await outbox.lease('owner', 10, Date.now(), 60_000)).toEqual([]);
+    expect(syncs).toBe(before);
+    await outbox.accept([item('s', 'a')], Date.now(), WINDOW);
+    expect(syncs).toBe(before + 1);
+    const leased = await outbox.lease('owner', 10, Date.now(), 60_000);
+    expect(leased.map((entry) => entry.id)).toEqual(['a']);
+    expect(syncs).toBe(before + 2);
+    // Nothing more to lease while it is out: nothing written, nothing synced.
+    expect(await outbox.lease('other', 10, Date.now(), 60_000)).toEqual([]);
+    expect(syncs).toBe(before + 2);
+    await outbox.settle('owner', { delivered: leased.map((entry) => entry.seq), released: [], dead: [] }, Date.now());
+    expect(syncs).toBe(before + 3);
+  });
+
   it('runs in WAL with synchronous=NORMAL and says the WAL is synced before each answer', async () => {
     const store = await open(tempFile(), (fdatasync) => fdatasync());
     expect(store.durability).toBe('WAL, synchronous=NORMAL, WAL synced before each answer');

@@ -51,8 +51,8 @@ export function durabilityOf(db: Database.Database, synced = false): string {
 
 /**
  * What this process's SQLite connections did so far: statements run, rows they answered or
- * changed, transactions committed (each one fsync of the WAL). Read by bench/diagnose to count
- * the work of a request.
+ * changed, transactions committed (each that changed a row one sync of the WAL). Read by
+ * bench/diagnose to count the work of a request.
  */
 export const sqliteCounts = { statements: 0, rows: 0, commits: 0 };
 
@@ -80,7 +80,9 @@ interface Call {
  * transaction reads, is on the disk. The calls made during the disk's wait share the next
  * transaction (group commit across the wait, not only one turn of the event loop). A sync that
  * fails fails every call of its group with a {@link CommitSyncError} (its cause inside); the
- * next group goes on.
+ * next group goes on. A group that changed no row (an idle deliverer's empty lease, a read)
+ * appended nothing to the WAL and read only what earlier syncs put on the disk: it is answered
+ * without a sync of its own.
  *
  * @param before runs first in every transaction (the slice of expiry)
  */
@@ -88,9 +90,20 @@ export function groupCommit(db: Database.Database, before: () => void = () => {}
   let waiting: Call[] = [];
   let syncing = false;
   let scheduled = false;
+  /** The rows this connection had changed when the last group committed (SQLite's `total_changes()`). */
+  const totalChanges = sync && db.prepare('SELECT total_changes()').raw();
+  let changedBefore = -1;
+  /** Whether the last group changed a row (known where it is synced by the caller): set by {@link runCalls}. */
+  let changed = true;
   const runAll = db.transaction((calls: Call[]) => {
     before();
-    return calls.map((call) => call.run());
+    const results = calls.map((call) => call.run());
+    if (totalChanges) {
+      const total = Number((totalChanges.get() as [number])[0]);
+      changed = total !== changedBefore;
+      changedBefore = total;
+    }
+    return results;
   }).immediate;
   const runOne = db.transaction((call: Call) => call.run()).immediate;
 
@@ -101,6 +114,8 @@ export function groupCommit(db: Database.Database, before: () => void = () => {}
       sqliteCounts.commits++;
       return calls.map((call, index) => () => call.resolve(results[index] as never));
     } catch {
+      // Rolled back, each call again alone: whatever they wrote is synced.
+      changed = true;
       return calls.map((call) => {
         try {
           const result = runOne(call);
@@ -118,7 +133,7 @@ export function groupCommit(db: Database.Database, before: () => void = () => {}
     const calls = waiting;
     waiting = [];
     const answers = runCalls(calls);
-    if (sync === undefined) {
+    if (sync === undefined || !changed) {
       for (const answer of answers) answer();
       return;
     }
