@@ -7,11 +7,16 @@
  * CPU per 100 items from the first request until the outbox is empty. Run it under `node
  * --cpu-prof` (through tsx) to see where the CPU goes without the kernel's socket work. --sqlite: the
  * SQLite outbox and its pacer on a file (as the CLI runs them) instead of the memory outbox.
+ * Each round also prints the bytes it allocated on V8's heap per request and its scavenges per
+ * 10,000 requests (counts the load does not move: bench/lib/heap-alloc.ts). --sites N: one more
+ * round under V8's sampling heap profiler, its collected objects kept, printing the N functions
+ * that allocated most per request, by their own allocations and with what they called.
  *
- *   npx tsx bench/diagnose/ingest-cost.ts [--requests 4000] [--batch 10] [--concurrent 16] [--visitors 100000] [--rounds 3] [--sqlite]
+ *   npx tsx bench/diagnose/ingest-cost.ts [--requests 4000] [--batch 10] [--concurrent 16] [--visitors 100000] [--rounds 3] [--sqlite] [--sites 40]
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
+import { getHeapStatistics } from 'node:v8';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { uuid } from '../../src/browser/uuid.js';
@@ -24,6 +29,7 @@ import { createRelayMetrics } from '../../src/relay/ops/metrics.js';
 import { createStatusRecorder } from '../../src/relay/ops/status.js';
 import { createMemoryOutbox } from '../../src/relay/state/memory-outbox.js';
 import { createSqliteOutbox } from '../../src/relay/state/sqlite-outbox.js';
+import { countAllocations, sampleAllocations, topSites } from '../lib/heap-alloc.js';
 
 const { values } = parseArgs({
   options: {
@@ -33,6 +39,7 @@ const { values } = parseArgs({
     visitors: { type: 'string', default: '100000' },
     rounds: { type: 'string', default: '3' },
     sqlite: { type: 'boolean', default: false },
+    sites: { type: 'string', default: '0' },
   },
 });
 const REQUESTS = Number(values.requests);
@@ -52,8 +59,13 @@ const config = parseConfig({
 // The platform: one `queued` per activity, the answer cached by count (its JSON work is not the relay's).
 const answers = new Map<number, Uint8Array<ArrayBuffer>>();
 const encoder = new TextEncoder();
+const activities = (body: string): number => {
+  let count = 0;
+  for (let at = body.indexOf('"activity_id":'); at >= 0; at = body.indexOf('"activity_id":', at + 1)) count++;
+  return count;
+};
 const transport: Transport = async ({ body }) => {
-  const count = (body ?? '').split('"activity_id":').length - 1;
+  const count = activities(body ?? '');
   let answer = answers.get(count);
   if (answer === undefined) {
     answer = encoder.encode(JSON.stringify({ activities: Array.from({ length: count }, () => ({ status: 'queued', person_status: 'queued' })) }));
@@ -104,11 +116,18 @@ const address = () => {
   return `10.${(n >> 16) & 255}.${(n >> 8) & 255}.${n & 255}`;
 };
 
-async function round(requests: number): Promise<number> {
+interface Round {
+  cpuPer100: number;
+  bytesPerRequest: number;
+  scavengesPer10k: number;
+}
+
+async function round(requests: number): Promise<Round> {
   const bodies = Array.from({ length: requests }, body);
   let next = 0;
   let notAccepted = 0;
   const before = process.cpuUsage();
+  const allocated = countAllocations(() => getHeapStatistics().used_heap_size);
   await Promise.all(
     Array.from({ length: CONCURRENT }, async () => {
       while (next < requests) {
@@ -118,19 +137,38 @@ async function round(requests: number): Promise<number> {
     }),
   );
   await handlers.drained({ timeoutMs: 60_000 });
+  const { bytes, scavenges } = allocated();
   const used = process.cpuUsage(before);
   if (notAccepted > 0) console.warn(`${notAccepted} items not accepted`);
-  return (used.user + used.system) / 1000 / ((requests * BATCH) / 100);
+  return {
+    cpuPer100: (used.user + used.system) / 1000 / ((requests * BATCH) / 100),
+    bytesPerRequest: bytes / requests,
+    scavengesPer10k: (scavenges * 10_000) / requests,
+  };
 }
 
 await round(Math.ceil(REQUESTS / 5)); // warm-up
-const figures: number[] = [];
-for (let i = 0; i < Number(values.rounds); i++) figures.push(await round(REQUESTS));
+const rounds: Round[] = [];
+for (let i = 0; i < Number(values.rounds); i++) rounds.push(await round(REQUESTS));
 // Other load on the machine only adds CPU time: the best round is the figure to compare.
+const figures = rounds.map((r) => r.cpuPer100);
 const sorted = [...figures].sort((a, b) => a - b);
 console.log(
   `CPU per 100 items: best ${sorted[0]!.toFixed(2)} ms, median ${sorted[Math.floor(sorted.length / 2)]!.toFixed(2)} (rounds ${figures.map((ms) => ms.toFixed(2)).join(' / ')}; ${REQUESTS} requests of ${BATCH}, ${CONCURRENT} in flight; load average ${loadavg()[0]!.toFixed(2)})`,
 );
+console.log(
+  `allocated per request: ${rounds.map((r) => `${(r.bytesPerRequest / 1024).toFixed(1)} KB`).join(' / ')}; scavenges per 10,000 requests: ${rounds.map((r) => r.scavengesPer10k.toFixed(0)).join(' / ')}`,
+);
+const SITES = Number(values.sites);
+if (SITES > 0) {
+  const sites = await sampleAllocations(async () => void (await round(REQUESTS)));
+  console.log(`sampled: ${(sites.total / REQUESTS / 1024).toFixed(1)} KB per request; by function's own allocations, per request:`);
+  for (const line of topSites(sites.self, SITES, REQUESTS)) console.log(line);
+  console.log("by file (builtins counted in their caller's), per request:");
+  for (const line of topSites(sites.files, SITES, REQUESTS)) console.log(line);
+  console.log('with what they called, per request:');
+  for (const line of topSites(sites.inclusive, SITES, REQUESTS)) console.log(line);
+}
 await handlers.close();
 await store?.close();
 if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
