@@ -44,7 +44,7 @@ export type Ruling =
       /** at least one identifier proven (always false under `verify: "off"`) */
       verified: boolean;
       /** the identifiers removed because nothing proved them */
-      stripped: string[];
+      stripped: readonly string[];
     }
   | { ok: false; item: CheckedItem; reason: 'unverified'; error: string };
 
@@ -76,11 +76,28 @@ const provable = (value: unknown): value is string => typeof value === 'string' 
 const firstUsable = (person: Record<string, unknown>, identifiers: readonly string[]): string | undefined =>
   identifiers.find((field) => provable(person[field]) || typeof person[field] === 'number');
 
-const without = (record: Record<string, unknown>, fields: readonly string[]): Record<string, unknown> =>
-  Object.fromEntries(Object.entries(record).filter(([field]) => !fields.includes(field)));
+/** Nothing: one shared empty list, read only (most items strip no identifier). */
+const NONE: readonly string[] = Object.freeze([]);
 
-/** The item with its person replaced and, when `bare`, its tags and location removed. */
+const without = (record: Record<string, unknown>, fields: readonly string[]): Record<string, unknown> =>
+  fields.length === 0 ? record : Object.fromEntries(Object.entries(record).filter(([field]) => !fields.includes(field)));
+
+/** Whether `record` has no own key but `field` (a track's person that names only the identifier it keeps). */
+function onlyKey(record: Record<string, unknown>, field: string): boolean {
+  for (const key in record) if (key !== field && Object.hasOwn(record, key)) return false;
+  return Object.hasOwn(record, field);
+}
+
+/**
+ * The item with its person replaced and, when `bare`, its tags and location removed; the item
+ * itself when that changes nothing (its person kept, nothing to remove): rulings are only read.
+ */
 function reduced(item: CheckedItem, person: Record<string, unknown>, bare: boolean): CheckedItem {
+  if (
+    personOf(item) === person &&
+    (!bare || (item.input.location === undefined && (item.type === 'track' || (item.input.tags === undefined && item.input.unset_tags === undefined))))
+  )
+    return item;
   // One copy of the input: the rest left by the destructuring is already a new object.
   if (item.type === 'identify') {
     if (!bare) return { ...item, input: { ...item.input, fields: person } };
@@ -110,7 +127,7 @@ const kindOf = (item: CheckedItem, mayChange: boolean): EntryKind => (item.type 
 
 /** The rulings of the server door: its server vouches for every person it names, so each item is verified and goes whole. */
 export function vouchedRulings(items: readonly CheckedItem[]): Rulings {
-  const rulings = items.map((item): Ruling => ({ ok: true, item, kind: kindOf(item, true), locate: true, verified: true, stripped: [] }));
+  const rulings = items.map((item): Ruling => ({ ok: true, item, kind: kindOf(item, true), locate: true, verified: true, stripped: NONE }));
   return { rulings, subjects: [], unverified: 0 };
 }
 
@@ -123,7 +140,7 @@ export async function applyIdentityRules(
   now: number,
 ): Promise<Rulings> {
   if (site.verify === 'off') {
-    const rulings = items.map((item): Ruling => ({ ok: true, item, kind: kindOf(item, true), locate: true, verified: false, stripped: [] }));
+    const rulings = items.map((item): Ruling => ({ ok: true, item, kind: kindOf(item, true), locate: true, verified: false, stripped: NONE }));
     return { rulings, subjects: [], unverified: 0 };
   }
 
@@ -170,7 +187,7 @@ export async function applyIdentityRules(
     // No subject known (no token carried, no hash that proved one): nothing to look up.
     const proven =
       known.size === 0
-        ? []
+        ? NONE
         : identifiers.filter((field) => {
             const digest = digestOf(field, person[field]);
             return digest !== undefined && known.has(digest);
@@ -197,10 +214,16 @@ export async function applyIdentityRules(
       continue;
     }
     const kept = firstUsable(person, identifiers);
-    const others = identifiers.filter((field) => field !== kept);
-    // A track changes nothing on its person: only the identifier that names them goes along.
+    const others = identifiers.length === (kept === undefined ? 0 : 1) ? NONE : identifiers.filter((field) => field !== kept);
+    // A track changes nothing on its person: only the identifier that names them goes along (the person itself when that is all it names).
     const named =
-      item.type === 'track' ? (kept === undefined ? {} : { [kept]: person[kept] }) : unsubscribed(without(person, others), site.subscribeUnverified === true);
+      item.type === 'track'
+        ? kept === undefined
+          ? {}
+          : onlyKey(person, kept)
+            ? person
+            : { [kept]: person[kept] }
+        : unsubscribed(without(person, others), site.subscribeUnverified === true);
     rulings.push({ ok: true, item: reduced(item, named, true), kind: kindOf(item, false), locate: false, verified: false, stripped: others });
   }
   if (fresh.size > 0) return { rulings, subjects: [...fresh], unverified };
