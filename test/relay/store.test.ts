@@ -12,7 +12,7 @@ import { createMemoryStore } from '../../src/relay/state/memory.js';
 import { createRedisState } from '../../src/relay/state/redis.js';
 import { createSqliteStore } from '../../src/relay/state/sqlite.js';
 import { lookupCounter, type RelayStore } from '../../src/relay/state/store.js';
-import { compactId, compactIdHex } from '../../src/relay/state/ids.js';
+import { compactId, compactIdHex, compactIdString } from '../../src/relay/state/ids.js';
 import { toHex } from '../../src/relay/core/encoding.js';
 import { type RunningRedis, redisAvailable, startRedis } from '../support/redis.js';
 
@@ -220,7 +220,16 @@ describe('ids are remembered by 16 bytes', () => {
       expect(toHex(compactId(id))).toBe(bytes);
       // As the SQL outbox hands it to SQLite (what hex() answers), without the bytes.
       expect(compactIdHex(id)).toBe(bytes.toUpperCase());
+      // As the memory and Redis outboxes key it: one character a byte.
+      expect(Buffer.from(compactIdString(id), 'latin1').toString('hex')).toBe(bytes);
     }
+    expect(Buffer.from(compactIdString('item-1'), 'latin1').toString('hex')).toBe(toHex(compactId('item-1')));
+    // One id after another (the codes are made in one shared list): each its own.
+    expect([compactIdString('item-1'), compactIdString(bytes), compactIdString('item-1')].map((key) => Buffer.from(key, 'latin1').toString('hex'))).toEqual([
+      toHex(compactId('item-1')),
+      bytes,
+      toHex(compactId('item-1')),
+    ]);
     expect(toHex(compactId('item-1'))).toBe(createHash('sha256').update('item-1').digest('hex').slice(0, 32));
     expect(compactIdHex('item-1')).toBe(toHex(compactId('item-1')).toUpperCase());
     // Dashes anywhere the UUID pattern allows them, none or some.
