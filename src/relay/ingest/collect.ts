@@ -16,7 +16,7 @@ import { limitAddress } from '../core/client-ip.js';
 import { addressRate, type Rate, siteGuardWait, visitorKey } from '../core/limits.js';
 import { lookupCounter } from '../state/store.js';
 import { readCollectBody, type CollectBody, type CollectRequest } from './body.js';
-import { enrichLocation, enrichmentOf, wantsAddress, type ClientInfo } from './enrich.js';
+import { enrichLocation, enrichmentOf, wantsAddress, type ClientInfo, type Enrichment } from './enrich.js';
 import type { Prepared } from './handoff.js';
 import { budgetPeople } from './unproven.js';
 import { PEOPLE_BUDGET } from '../core/outbox-limits.js';
@@ -78,6 +78,12 @@ function entryOf(item: CheckedItem, location: Record<string, unknown> | undefine
   return entry;
 }
 
+/** A rejected item's result. */
+const rejected = (id: string, error: string, reason: RejectReason): ItemResult => ({ id, status: 'rejected', error, reason });
+const gotThrough = (result: ItemResult) => result.status === 'accepted' || result.status === 'duplicate';
+const waits = (result: ItemResult) => result.status === 'retry';
+const asksAddress = (p: Prepared) => wantsAddress(p.entry['location'] as Record<string, unknown> | undefined);
+
 const addressRates = new WeakMap<RelayConfig, Rate>();
 /** The pre-parse rate of a client address under `config` (limits.ts `addressRate`), worked out once. */
 function addressRateOf(config: RelayConfig): Rate {
@@ -128,37 +134,36 @@ export async function collectItems(
   const { config, store, clock } = ctx;
 
   // Each item on its own: a bad one is rejected with a reason, the rest go on. One result per item, by its place in the batch.
-  const results = new Array<ItemResult>(body.batch.length);
-  const reject = (index: number, id: string, error: string, reason: RejectReason) => {
-    results[index] = { id, status: 'rejected', error, reason };
-  };
+  const { batch } = body;
+  const results = new Array<ItemResult>(batch.length);
   const items: CheckedItem[] = [];
-  // id -> index of its first valid copy; a later copy in the batch gets that copy's outcome, whatever it turns out to be.
-  const first = new Map<string, number>();
+  // id -> index of its first valid copy; a later copy in the batch gets that copy's outcome, whatever it turns out to be (none to look for in a batch of one).
+  const first = batch.length > 1 ? new Map<string, number>() : undefined;
   /** index -> index of its first copy, made for the first repeat (most batches have none) */
   let repeats: Map<number, number> | undefined;
-  body.batch.forEach((raw, index) => {
-    const checked = checkItem(raw, index, site);
-    if (!checked.ok) reject(index, checked.id, checked.error, checked.reason);
-    else if (first.has(checked.item.id)) {
+  for (let index = 0; index < batch.length; index++) {
+    const checked = checkItem(batch[index], index, site);
+    if (!checked.ok) results[index] = rejected(checked.id, checked.error, checked.reason);
+    else if (first?.has(checked.item.id)) {
       repeats ??= new Map();
       repeats.set(index, first.get(checked.item.id)!);
     } else {
-      first.set(checked.item.id, index);
+      first?.set(checked.item.id, index);
       items.push(checked.item);
     }
-  });
+  }
 
   // Identity, enrichment, the window: what goes becomes the platform entry it will be sent as.
   const identity = identityFor(config, ctx.hmac);
   const { rulings, subjects, expires, unverified } = vouched ? vouchedRulings(items) : await applyIdentityRules(site, items, body.identity, identity, started);
-  const enrichment = { ...enrichmentOf(info, config.addressLookup, site.sourceIp), keepSourceIp: vouched };
+  // Made for the first item that carries a location (an unverified item carries none).
+  let enrichment: Enrichment | undefined;
   const skew = body.sentAt === undefined ? 0 : started - body.sentAt;
   const skewMs = Math.abs(skew) > MAX_CLOCK_SKEW_MS ? skew : 0;
   const oldest = started - config.windowMs;
   const going: Prepared[] = [];
   // Items naming a person erased at this relay are refused, never stored (suppression.ts).
-  const suppressed = await ctx.suppression?.check(site.key, started);
+  const suppressed = ctx.suppression === undefined ? undefined : await ctx.suppression.check(site.key, started);
   let guarded = 0;
   const unrecalled = guardMs > 0 ? await recallShapes(ctx, site, rulings, started) : undefined;
   for (const ruling of rulings) {
@@ -168,8 +173,7 @@ export async function collectItems(
     const at = eventTime(sent, skewMs, started);
     if (at < oldest) {
       const hours = Math.round(config.windowMs / 3600_000);
-      reject(
-        item.index,
+      results[item.index] = rejected(
         item.id,
         `the item is older than the relay's window (${hours} h): it can no longer be told apart from one delivered before`,
         'expired',
@@ -177,7 +181,7 @@ export async function collectItems(
       continue;
     }
     if (!ruling.ok) {
-      reject(item.index, item.id, ruling.error, ruling.reason);
+      results[item.index] = rejected(item.id, ruling.error, ruling.reason);
       continue;
     }
     if (guardMs > 0 && heldByGuard(ctx, site, item, ruling.verified, started)) {
@@ -186,19 +190,20 @@ export async function collectItems(
       continue;
     }
     // An item that may change nothing carries no location: not even the visitor's address.
-    const entry = entryOf(item, ruling.locate ? enrichLocation(item.input.location, enrichment) : undefined, sent, at);
+    if (ruling.locate) enrichment ??= { ...enrichmentOf(info, config.addressLookup, site.sourceIp), keepSourceIp: vouched };
+    const entry = entryOf(item, ruling.locate ? enrichLocation(item.input.location, enrichment!) : undefined, sent, at);
     const invalid = checkEntry(item.type, entry);
-    if (invalid) reject(item.index, item.id, invalid, 'invalid');
-    else if (suppressed?.(entry)) reject(item.index, item.id, SUPPRESSED, 'suppressed');
+    if (invalid) results[item.index] = rejected(item.id, invalid, 'invalid');
+    else if (suppressed?.(entry)) results[item.index] = rejected(item.id, SUPPRESSED, 'suppressed');
     else going.push({ index: item.index, id: item.id, kind: ruling.kind, entry, proven: vouched || ruling.verified });
   }
   // Unproven identifies create people within the site's budget (unproven.ts).
   const budget = await budgetPeople(ctx.limiter, site.key, config.unproven, going, started);
   for (const { index, result } of budget.held) results[index] = result;
 
-  // The address-lookup budget is spent only on items that go.
-  const asking = budget.going.filter((p) => wantsAddress(p.entry['location'] as Record<string, unknown> | undefined));
-  if (asking.length > 0) {
+  // The address-lookup budget is spent only on items that go (most ask none: no list made then).
+  const asking = budget.going.some(asksAddress) ? budget.going.filter(asksAddress) : undefined;
+  if (asking !== undefined) {
     const granted = await store.add(site.key, lookupCounter(started), asking.length, config.addressLookupMonthlyLimit);
     for (const p of asking.slice(granted)) {
       const location = { ...(p.entry['location'] as Record<string, unknown>) };
@@ -222,18 +227,13 @@ export async function collectItems(
         })
       : { results: new Map<string, ItemResult>(), retryAfter: 0 };
   for (const p of budget.going) results[p.index] = handed.results.get(p.id) ?? { id: p.id, status: 'retry', error: 'not handed on' };
-  for (const [index, firstIndex] of repeats ?? []) results[index] = results[firstIndex]!;
+  if (repeats !== undefined) for (const [index, firstIndex] of repeats) results[index] = results[firstIndex]!;
   const token = identity && subjects.length > 0 ? await identity.issue(site.key, subjects, clock.now(), expires) : undefined;
-  const log = {
-    site: site.name,
-    items: body.batch.length,
-    results,
-    unverified,
-    ...(handed.warning || unrecalled ? { warning: [handed.warning, unrecalled].filter(Boolean).join('; ') } : {}),
-  };
+  // The outcome's fields for the log line and observers, set on the outcome itself (answer.ts).
+  const outcome: CollectOutcome = { status: 200, body: undefined, site: site.name, items: batch.length, results, unverified };
+  if (handed.warning || unrecalled) outcome.warning = [handed.warning, unrecalled].filter(Boolean).join('; ');
   const retryAfter = Math.max(handed.retryAfter ?? 0, guarded > 0 ? Math.ceil(guardMs / 1000) : 0, budget.retryAfter);
-  const gotThrough = results.some((result) => result.status === 'accepted' || result.status === 'duplicate');
-  if (retryAfter > 0 && !gotThrough) {
+  if (retryAfter > 0 && !results.some(gotThrough)) {
     const error = new RelayHttpError(
       503,
       handed.code ?? (budget.held.length > 0 ? PEOPLE_BUDGET : 'upstream_unavailable'),
@@ -243,10 +243,14 @@ export async function collectItems(
         retryAfter,
       },
     );
-    return { status: 503, body: error.body, retryAfter, ...log };
+    outcome.status = 503;
+    outcome.body = error.body;
+    outcome.retryAfter = retryAfter;
+    return outcome;
   }
   const window = Math.floor(config.windowMs / 1000);
+  outcome.body = token === undefined ? { results, window } : { results, identity: token, window };
   // Some went through, others wait: Retry-After tells the browser when to send those again.
-  const later = retryAfter > 0 && results.some((result) => result.status === 'retry') ? { retryAfter } : {};
-  return { status: 200, body: token === undefined ? { results, window } : { results, identity: token, window }, ...later, ...log };
+  if (retryAfter > 0 && results.some(waits)) outcome.retryAfter = retryAfter;
+  return outcome;
 }
