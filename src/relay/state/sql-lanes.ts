@@ -221,13 +221,13 @@ export async function createLanes(db: SqlPort): Promise<Lanes> {
       const sites = new Map<number, { pending: number }>();
       // Each lane taken from, by key: [site, visitor, entries taken], and how many it had.
       const lanes = new Map<string, { site: number; visitor: string; pending: number; taken: number }>();
-      const wanted = new Map([...visitors].map(([siteN, visitor]) => [laneKey(siteN, visitor), [siteN, visitor] as const]));
-      if (wanted.size > 0)
-        for (const [siteN, visitor, , pending] of db.query(
-          SQL.lanesOf,
-          JSON.stringify([...wanted.values()].map(([siteN, visitor]) => `${digits(siteN)}${visitor}`)),
-        ))
-          lanes.set(laneKey(Number(siteN), String(visitor)), { site: Number(siteN), visitor: String(visitor), pending: Number(pending), taken: 0 });
+      const wanted = new Map<string, string>();
+      for (const pair of visitors) wanted.set(laneKey(pair[0], pair[1]), `${digits(pair[0])}${pair[1]}`);
+      const rows = wanted.size > 0 ? db.query(SQL.lanesOf, JSON.stringify([...wanted.values()])) : undefined;
+      for (let i = 0; rows !== undefined && i < rows.length; i++) {
+        const siteN = Number(rows[i]![0]);
+        lanes.set(laneKey(siteN, String(rows[i]![1])), { site: siteN, visitor: String(rows[i]![1]), pending: Number(rows[i]![3]), taken: 0 });
+      }
       const take = (siteN: number, visitor: string, limits: OutboxLimits) => {
         const key = laneKey(siteN, visitor);
         let found = lanes.get(key);
@@ -251,21 +251,21 @@ export async function createLanes(db: SqlPort): Promise<Lanes> {
       };
       const write = (ready: boolean) => {
         const numbers = new Map<string, number>();
-        const taken = [...lanes.values()].filter((lane) => lane.taken > 0);
+        const taken: string[] = [];
+        for (const lane of lanes.values())
+          if (lane.taken > 0) taken.push(`${digits(lane.site)}${digits(lane.taken)}${digits(ready ? lane.taken : 0)}${lane.visitor}`);
         if (taken.length === 0) return numbers;
-        const rows = db.query(
-          SQL.addAccepted,
-          JSON.stringify(taken.map((lane) => `${digits(lane.site)}${digits(lane.taken)}${digits(ready ? lane.taken : 0)}${lane.visitor}`)),
-          now,
-        );
+        const rows = db.query(SQL.addAccepted, JSON.stringify(taken), now);
         const bySite = new Map<number, { delta: number; ready: number }>();
         let all = 0;
-        for (const [n, siteN, visitor, , readyNow] of rows) {
-          const { taken: delta } = lanes.get(laneKey(Number(siteN), String(visitor)))!;
-          numbers.set(laneKey(Number(siteN), String(visitor)), Number(n));
-          const site = bySite.get(Number(siteN)) ?? { delta: 0, ready: 0 };
+        for (let i = 0; i < rows.length; i++) {
+          const siteN = Number(rows[i]![1]);
+          const key = laneKey(siteN, String(rows[i]![2]));
+          const delta = lanes.get(key)!.taken;
+          numbers.set(key, Number(rows[i]![0]));
+          const site = bySite.get(siteN) ?? { delta: 0, ready: 0 };
           // The site counts its lanes with something ready: this one, when it had none before.
-          bySite.set(Number(siteN), { delta: site.delta + delta, ready: site.ready + (ready && Number(readyNow) === delta ? 1 : 0) });
+          bySite.set(siteN, { delta: site.delta + delta, ready: site.ready + (ready && Number(rows[i]![4]) === delta ? 1 : 0) });
           all += delta;
         }
         load(bySite, all, now);

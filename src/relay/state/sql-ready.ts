@@ -138,18 +138,29 @@ export async function createReady(db: SqlPort): Promise<Ready> {
   /** Ready counts by lane move (+ or −), and the sites' counts of lanes with some. */
   const count = (byLane: ReadonlyMap<number, number>) => {
     const bySite = new Map<number, number>();
-    const moves = [...byLane].filter(([, delta]) => delta !== 0);
+    const moves: string[] = [];
+    for (const [lane, delta] of byLane) if (delta !== 0) moves.push(`${signed(delta)}${lane}`);
     if (moves.length === 0) return;
-    for (const row of db.query(SQL.laneReady, JSON.stringify(moves.map(([lane, delta]) => `${signed(delta)}${lane}`)))) {
+    const rows = db.query(SQL.laneReady, JSON.stringify(moves));
+    for (let i = 0; i < rows.length; i++) {
+      const row = rows[i]!;
       const delta = byLane.get(Number(row[0]))!;
-      const [site, ready] = [Number(row[1]), Number(row[2])];
+      const site = Number(row[1]);
+      const ready = Number(row[2]);
       const change = ready > 0 && ready - delta <= 0 ? 1 : ready <= 0 && ready - delta > 0 ? -1 : 0;
       bySite.set(site, (bySite.get(site) ?? 0) + change);
     }
     for (const [site, change] of bySite) if (change !== 0) db.run(SQL.siteReady, site, change);
   };
-  const tally = (lanes: readonly unknown[], sign: number, into = new Map<number, number>()) => {
-    for (const lane of lanes) into.set(Number(lane), (into.get(Number(lane)) ?? 0) + sign);
+  /**
+   * The lanes in column `at` of `rows` (as the port returns them, never an empty list: an empty array is of another
+   * elements kind than a full one, and code optimised on one deoptimised at the other), each counted `sign` times.
+   */
+  const tally = (rows: readonly Row[], at: number, sign: number, into = new Map<number, number>()) => {
+    for (let i = 0; i < rows.length; i++) {
+      const lane = Number(rows[i]![at]);
+      into.set(lane, (into.get(lane) ?? 0) + sign);
+    }
     return into;
   };
 
@@ -179,8 +190,7 @@ export async function createReady(db: SqlPort): Promise<Ready> {
     if (held.length > 0) db.run(SQL.hold, JSON.stringify(held.map(([, seq, , , site, browser]) => [seq, site, browser])));
     if (ready.length > 0) {
       db.run(SQL.ready, JSON.stringify(ready.map(([, seq, , lane]) => [lane, seq])));
-      const readyLanes = ready.map((row) => row[3]);
-      count(tally(readyLanes, 1));
+      count(tally(ready, 3, 1));
     }
   };
 
@@ -192,12 +202,8 @@ export async function createReady(db: SqlPort): Promise<Ready> {
         return;
       }
       db.run(SQL.holdAdded, after);
-      count(
-        tally(
-          db.query(SQL.readyAdded, after).map(([lane]) => lane),
-          1,
-        ),
-      );
+      const placed = db.query(SQL.readyAdded, after);
+      if (placed.length > 0) count(tally(placed, 0, 1));
     },
     hasMerge: (browsers) =>
       browsers.length > 0 && db.query(SQL.hasMerge, JSON.stringify(browsers.map(([site, browser]) => `${digits(site)}${browser}`))).length > 0,
@@ -207,8 +213,8 @@ export async function createReady(db: SqlPort): Promise<Ready> {
       const json = JSON.stringify(unique);
       // Each entry is in one place: when all are found held, none is ready.
       if (db.run(SQL.unhold, json) === unique.length) return;
-      const lanes = db.query(SQL.unready, json).map(([lane]) => lane);
-      if (lanes.length > 0) count(tally(lanes, -1));
+      const lanes = db.query(SQL.unready, json);
+      if (lanes.length > 0) count(tally(lanes, 0, -1));
     },
     unwait(seqs) {
       if (seqs.length > 0) db.run(SQL.unwait, JSON.stringify([...new Set(seqs)]));
@@ -221,12 +227,8 @@ export async function createReady(db: SqlPort): Promise<Ready> {
       const unique = [...new Set(browsers.map(([site, browser]) => `${digits(site)}${browser}`))];
       const freed = db.query(SQL.free, JSON.stringify(unique)).map(([seq]) => Number(seq));
       if (freed.length === 0) return;
-      count(
-        tally(
-          db.query(SQL.readyFreed, JSON.stringify(freed)).map(([lane]) => lane),
-          1,
-        ),
-      );
+      const placed = db.query(SQL.readyFreed, JSON.stringify(freed));
+      if (placed.length > 0) count(tally(placed, 0, 1));
     },
     spread: (now) => spreadRows(db.query(SQL.spreadDue, now)),
     pick(max, now) {
