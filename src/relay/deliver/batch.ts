@@ -79,21 +79,59 @@ export function peopleOf(entry: Leased, mergeBy: readonly string[]): string[] {
  * the order they were accepted (merges keep their places). A browser with a backlog (a flood, a
  * backfill) then fills the later calls while one with a new item goes in the first, instead of
  * behind the whole backlog: in the last call, the one a backlog holds back to fill (lease-run.ts).
+ * Each round's entries in a list of its own, in lease order: no key string or sort per entry.
  */
 function byRound(leased: readonly Leased[]): Leased[] {
-  const seen = new Map<string, number>();
-  const round = leased.map((entry) => {
-    if (entry.kind !== 'activity') return 0;
-    const browser = `${entry.site}\u0000${entry.browser}`;
-    const n = seen.get(browser) ?? 0;
-    seen.set(browser, n + 1);
-    return n;
-  });
-  return leased
-    .map((_, i) => i)
-    .sort((a, b) => round[a]! - round[b]! || a - b)
-    .map((i) => leased[i]!);
+  /** per site, per browser: its activities seen so far */
+  const seen = new Map<string, Map<string, number>>();
+  const rounds: Leased[][] = [[]];
+  for (const entry of leased) {
+    let round = 0;
+    if (entry.kind === 'activity') {
+      let browsers = seen.get(entry.site);
+      if (browsers === undefined) {
+        browsers = new Map();
+        seen.set(entry.site, browsers);
+      }
+      round = browsers.get(entry.browser) ?? 0;
+      browsers.set(entry.browser, round + 1);
+    }
+    if (round === rounds.length) rounds.push([]);
+    rounds[round]!.push(entry);
+  }
+  return rounds.length === 1 ? rounds[0]! : rounds.flat();
 }
+
+/** A call being filled. */
+interface Open extends Call {
+  /** at least its entries' UTF-8 bytes, and the commas between them: three a UTF-16 unit */
+  most: number;
+  /** its entries' UTF-8 bytes, and the commas between them, once counted: only when {@link Open.most} could pass the limit */
+  bytes: number | undefined;
+  /** the calls of its kind, `merge_by` and proof */
+  group: Open[];
+}
+
+/** The bytes of a call's entries at most, the envelope aside. */
+const ROOM = LIMITS.payloadBytes - ENVELOPE_BYTES;
+
+/** Whether `text` fits in `call` beside its entries. Counted in UTF-8 only when three bytes a UTF-16 unit could pass the limit. */
+function fits(call: Open, text: string, maxEntries: number): boolean {
+  if (call.entries.length >= maxEntries) return false;
+  if (call.most + 3 * text.length + 1 <= ROOM) return true;
+  call.bytes ??= call.texts.reduce((bytes, known) => bytes + utf8Length(known) + 1, 0);
+  return call.bytes + utf8Length(text) + 1 <= ROOM;
+}
+
+function add(call: Open, entry: Leased): void {
+  call.entries.push(entry);
+  call.texts.push(entry.text);
+  call.most += 3 * entry.text.length + 1;
+  if (call.bytes !== undefined) call.bytes += utf8Length(entry.text) + 1;
+}
+
+/** A lease's calls of one kind, `merge_by` and proof (batch.ts planCalls). */
+type Kinds = Record<EntryKind, [unproven: Open[], proven: Open[]]>;
 
 /**
  * Groups `leased` (oldest first) into calls, merges before activities; merges in the order they
@@ -104,53 +142,52 @@ function byRound(leased: readonly Leased[]): Leased[] {
  * of one person, strategies 2 and 3, apply in accepted order).
  */
 export function planCalls(leased: readonly Leased[], sites: CallPlanning, maxEntries = LIMITS.itemsPerRequest): Call[] {
-  const merges: (Call & { key: string; bytes: number })[] = [];
-  const activities = new Map<string, (Call & { key: string; bytes: number })[]>();
+  const merges: Open[] = [];
+  /** activities' calls, each kind, `merge_by` and proof's in a list of its own, the lists in the order they began */
+  const activities: Open[][] = [];
   /** per person: the index in `merges` of the last call holding one of its merges */
   const lastCallOf = new Map<string, number>();
-  const fits = (call: { entries: Leased[]; bytes: number }, size: number) =>
-    call.entries.length < maxEntries && call.bytes + size <= LIMITS.payloadBytes - ENVELOPE_BYTES;
   // `merge` may change the person (strategy 2); `merge-create` never changes an existing one (3).
-  const open = (kind: EntryKind, by: readonly string[], proven: boolean, key: string) => ({
-    ...platformCall(kind, by),
-    proven,
-    key,
-    bytes: 0,
-    entries: [],
-    texts: [],
-  });
-  /** each site's `merge_by` as a call's key names it, joined once per lease */
-  const joined = new Map<readonly string[], string>();
+  const open = (kind: EntryKind, by: readonly string[], proven: boolean, group: Open[]): Open => {
+    const call: Open = { ...platformCall(kind, by), proven, entries: [], texts: [], most: 0, bytes: undefined, group };
+    group.push(call);
+    return call;
+  };
+  /** each `merge_by` (each site's list, and each list of the same fields) and its calls by kind and proof */
+  const byList = new Map<readonly string[], Kinds>();
+  const byFields = new Map<string, Kinds>();
+  const kindsOf = (by: readonly string[]): Kinds => {
+    let kinds = byList.get(by);
+    if (kinds === undefined) {
+      const fields = by.join(',');
+      kinds = byFields.get(fields);
+      if (kinds === undefined) {
+        kinds = { activity: [[], []], merge: [[], []], 'merge-create': [[], []] };
+        byFields.set(fields, kinds);
+      }
+      byList.set(by, kinds);
+    }
+    return kinds;
+  };
   for (const entry of byRound(leased)) {
     const by = sites.mergeBy(entry.site);
     const proven = sites.proven(entry);
-    let byKey = joined.get(by);
-    if (byKey === undefined) {
-      byKey = by.join(',');
-      joined.set(by, byKey);
-    }
-    const key = `${entry.kind}\u0000${proven}\u0000${byKey}`;
-    const text = entry.text;
-    const size = utf8Length(text) + 1;
-    let call: Call & { key: string; bytes: number };
+    const calls = kindsOf(by)[entry.kind][proven ? 1 : 0];
     if (entry.kind === 'activity') {
-      const calls = activities.get(key) ?? activities.set(key, []).get(key)!;
+      if (calls.length === 0) activities.push(calls);
       const last = calls[calls.length - 1];
-      call = last !== undefined && fits(last, size) ? last : calls[calls.push(open(entry.kind, by, proven, key)) - 1]!;
+      add(last !== undefined && fits(last, entry.text, maxEntries) ? last : open(entry.kind, by, proven, calls), entry);
     } else {
       // The first call of its kind at or after the last one holding a merge of its person.
       const people = peopleOf(entry, by);
       const from = Math.max(0, ...people.map((person) => lastCallOf.get(person) ?? 0));
-      let index = merges.findIndex((candidate, i) => i >= from && candidate.key === key && fits(candidate, size));
-      if (index < 0) index = merges.push(open(entry.kind, by, proven, key)) - 1;
-      call = merges[index]!;
+      let index = merges.findIndex((candidate, i) => i >= from && candidate.group === calls && fits(candidate, entry.text, maxEntries));
+      if (index < 0) index = merges.push(open(entry.kind, by, proven, calls)) - 1;
+      add(merges[index]!, entry);
       for (const person of people) lastCallOf.set(person, index);
     }
-    call.entries.push(entry);
-    call.texts.push(text);
-    call.bytes += size;
   }
-  return [...merges, ...[...activities.values()].flat()].map(({ endpoint, envelope, entries, texts, proven }) => ({
+  return [...merges, ...activities.flat()].map(({ endpoint, envelope, entries, texts, proven }) => ({
     endpoint,
     envelope,
     entries,

@@ -24,10 +24,10 @@ export interface Holds {
   /** The merges `held` wait for a later lease: a later merge of a person they name must wait for them. */
   holdPeople(held: readonly Naming[], now: number): void;
   /**
-   * Of the merges of a lease (`merges`; `leased`: the seqs of every entry leased with them), those
-   * that must wait: an older merge of a person they name is held back and not in this lease.
+   * Of the merges of a lease (`merges`; `leased`: every entry leased with them), those that must
+   * wait: an older merge of a person they name is held back and not in this lease.
    */
-  behind(merges: readonly Naming[], leased: ReadonlySet<number>, now: number): Set<number>;
+  behind(merges: readonly Naming[], leased: readonly { seq: number }[], now: number): Set<number>;
 }
 
 export function createHolds(): Holds {
@@ -53,11 +53,14 @@ export function createHolds(): Holds {
         }
     },
     behind(merges, leased, now) {
+      const waiting = new Set<number>();
+      // Nothing held back (the usual case): the lease's seqs are not even gathered.
+      if (people.size === 0) return waiting;
+      const seqs = new Set(leased.map((entry) => entry.seq));
       for (const [person, held] of people) {
         // Back in this lease (planned in order with the later ones), or gone elsewhere long ago.
-        if (leased.has(held.seq) || held.at <= now - FORGET_MS) people.delete(person);
+        if (seqs.has(held.seq) || held.at <= now - FORGET_MS) people.delete(person);
       }
-      const waiting = new Set<number>();
       for (const { seq, people: named } of merges) if (named.some((person) => (people.get(person)?.seq ?? seq) < seq)) waiting.add(seq);
       return waiting;
     },

@@ -50,7 +50,7 @@ const naming = (engine: Engine, entries: readonly Leased[]): Naming[] =>
  * would apply first, and the older one (strategy 2) would then overwrite it.
  */
 function notBehindHeld(engine: Engine, going: Leased[], leased: readonly Leased[], now: number): { ready: Leased[]; waiting: Leased[] } {
-  const behind = engine.holds.behind(naming(engine, going), new Set(leased.map((entry) => entry.seq)), now);
+  const behind = engine.holds.behind(naming(engine, going), leased, now);
   if (behind.size === 0) return { ready: going, waiting: [] };
   const browserOf = (entry: Leased) => `${entry.site}\u0000${entry.browser}`;
   /** per browser: its first merge that waits */
@@ -100,8 +100,10 @@ export async function deliverLease(
   const allStarted = () => started(filled.length < planned.length || waiting.length > 0);
   // Entries in doubt go apart from the rest (doubt.ts).
   const calls = filled.flatMap(cutDoubted);
-  const sent = new Set(calls.flatMap((call) => call.entries.map((entry) => entry.seq)));
-  const unplanned = going.filter((entry) => !sent.has(entry.seq));
+  // The calls hold entries of `going` once each: when they hold as many, every one is planned.
+  const planning = calls.reduce((n, call) => n + call.entries.length, 0);
+  const sent = planning === going.length ? undefined : new Set(calls.flatMap((call) => call.entries.map((entry) => entry.seq)));
+  const unplanned = sent === undefined ? [] : going.filter((entry) => !sent.has(entry.seq));
 
   const state: LeaseRun = {
     lease,
