@@ -4,15 +4,16 @@
  * (requests of --batch tracks from --visitors visitor addresses, 16 in flight; not measured), then
  * starts the relay's deliverer on it as the relay does (app/handoff.ts: its metrics, status page
  * and shapes told of every call) and measures from its start until the outbox is empty: CPU per
- * 100 items delivered, platform calls and entries, and with --alloc the bytes allocated per call
- * (V8's heap sampling, objects already collected included). The platform answers at once from a
- * cache in this process; --http sends the calls through the relay's undici pool to a no-op
- * platform in a child process instead (its CPU is not counted). --identifies: each request's first
- * item is an identify, so merge calls go too. --sqlite: the SQLite outbox and its pacer on a file
- * (their statements counted in with the deliverer's JavaScript). Run it with --profile DIR (a CPU profile of each round's delivery alone, written
- * there; with --alloc, its allocation profile instead) to see where the deliverer's time goes.
+ * 100 items delivered, the bytes allocated on V8's heap per call (bench/lib/heap-alloc.ts, a count
+ * the load does not move), platform calls and entries. The platform answers at once from a cache
+ * in this process; --http sends the calls through the relay's undici pool to a no-op platform in a
+ * child process instead (its CPU is not counted). --identifies: each request's first item is an
+ * identify, so merge calls go too. --sqlite: the SQLite outbox and its pacer on a file (their
+ * statements counted in with the deliverer's JavaScript). --profile DIR writes a CPU profile of
+ * each round's delivery alone there; --sites N prints where a call's bytes are allocated (one more
+ * round under the sampling heap profiler): the N largest files and functions.
  *
- *   npx tsx bench/diagnose/deliver-cost.ts [--items 20000] [--batch 10] [--visitors 100000] [--rounds 5] [--identifies] [--http] [--alloc] [--sqlite] [--profile DIR]
+ *   npx tsx bench/diagnose/deliver-cost.ts [--items 20000] [--batch 10] [--visitors 100000] [--rounds 5] [--identifies] [--http] [--sqlite] [--profile DIR] [--sites N]
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -20,6 +21,7 @@ import { Session } from 'node:inspector/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { getHeapStatistics } from 'node:v8';
 import { uuid } from '../../src/browser/uuid.js';
 import { createRelayHandlers } from '../../src/relay/app.js';
 import { chooseHandoff } from '../../src/relay/app/handoff.js';
@@ -30,7 +32,6 @@ import { observeAll } from '../../src/relay/core/observe.js';
 import { createUpstream } from '../../src/relay/deliver/caller.js';
 import type { Transport } from '../../src/relay/deliver/transport.js';
 import { createUndiciTransport } from '../../src/relay/deliver/undici.js';
-import type { CollectRequest } from '../../src/relay/ingest/body.js';
 import { createShapes } from '../../src/relay/ingest/shapes.js';
 import { createRelayMetrics } from '../../src/relay/ops/metrics.js';
 import { createStatusRecorder } from '../../src/relay/ops/status.js';
@@ -38,6 +39,8 @@ import { createMemoryOutbox, createMemoryPacer } from '../../src/relay/state/mem
 import type { Outbox, Pacer } from '../../src/relay/state/outbox.js';
 import { CATCH_UP_MS } from '../../src/relay/state/pace.js';
 import { createSqliteOutbox } from '../../src/relay/state/sqlite-outbox.js';
+import { collectRequest, visitorAddress } from '../lib/collect-request.js';
+import { countAllocations, sampleAllocations, topSites } from '../lib/heap-alloc.js';
 
 const { values } = parseArgs({
   options: {
@@ -47,7 +50,7 @@ const { values } = parseArgs({
     rounds: { type: 'string', default: '5' },
     identifies: { type: 'boolean', default: false },
     http: { type: 'boolean', default: false },
-    alloc: { type: 'boolean', default: false },
+    sites: { type: 'string' },
     sqlite: { type: 'boolean', default: false },
     profile: { type: 'string' },
   },
@@ -148,16 +151,8 @@ const bodyOf = () => {
     }),
   });
 };
-const requestOf = (text: string): CollectRequest => ({
-  origin: ORIGIN,
-  contentType: 'text/plain',
-  contentLength: String(Buffer.byteLength(text)),
-  read: async () => ({ text, size: Buffer.byteLength(text) }),
-});
-const address = () => {
-  const n = visitor++ % VISITORS;
-  return `10.${(n >> 16) & 255}.${(n >> 8) & 255}.${n & 255}`;
-};
+const requestOf = (text: string) => collectRequest(ORIGIN, text);
+const address = () => visitorAddress(visitor++ % VISITORS);
 
 const dir = values.sqlite ? mkdtempSync(join(tmpdir(), 'cdp-deliver-cost-')) : undefined;
 const store = dir === undefined ? undefined : await createSqliteOutbox(join(dir, 'relay-state.db'));
@@ -201,12 +196,12 @@ async function accept(items: number): Promise<void> {
   if (refused > 0) throw new Error(`${refused} requests not accepted`);
 }
 
-const session = values.alloc || values.profile !== undefined ? new Session() : undefined;
-if (session !== undefined) session.connect();
-if (values.profile !== undefined) {
-  mkdirSync(values.profile, { recursive: true });
-  await session!.post('Profiler.enable');
-  await session!.post('Profiler.setSamplingInterval', { interval: 100 });
+const session = values.profile === undefined ? undefined : new Session();
+if (session !== undefined) {
+  session.connect();
+  mkdirSync(values.profile!, { recursive: true });
+  await session.post('Profiler.enable');
+  await session.post('Profiler.setSamplingInterval', { interval: 100 });
 }
 let profiled = 0;
 
@@ -215,35 +210,23 @@ interface Figures {
   calls: number;
   entries: number;
   bytesPerCall: number;
-  allocPerCall: number | undefined;
+  allocatedPerCall: number;
 }
 
 /** Delivers what the outbox holds with a fresh deliverer, as the relay's; the figures per 100 items and per call. */
 async function deliver(): Promise<Figures> {
   const items = (await outbox.stats()).pending;
   const from = { ...sent };
-  if (values.alloc)
-    await session!.post('HeapProfiler.startSampling', {
-      samplingInterval: 256,
-      includeObjectsCollectedByMajorGC: true,
-      includeObjectsCollectedByMinorGC: true,
-    });
-  if (values.profile !== undefined && !values.alloc) await session!.post('Profiler.start');
+  await session?.post('Profiler.start');
+  const allocated = countAllocations(() => getHeapStatistics().used_heap_size);
   const before = process.cpuUsage();
   const { deliverer } = chooseHandoff({ config, limiter, upstream, pacer, clock: systemClock, observer, logger: () => {}, outbox, shapes });
   await deliverer!.drained({ timeoutMs: 120_000 });
   const used = process.cpuUsage(before);
-  profiled++;
-  if (values.profile !== undefined && !values.alloc) {
-    const { profile } = await session!.post('Profiler.stop');
-    writeFileSync(join(values.profile, `deliver-${profiled}.cpuprofile`), JSON.stringify(profile));
-  }
-  let allocated: number | undefined;
-  if (values.alloc) {
-    const { profile } = await session!.post('HeapProfiler.stopSampling');
-    const sum = (node: typeof profile.head): number => node.selfSize + node.children.reduce((n, child) => n + sum(child), 0);
-    allocated = sum(profile.head);
-    if (values.profile !== undefined) writeFileSync(join(values.profile, `deliver-${profiled}.heapprofile`), JSON.stringify(profile));
+  const { bytes } = allocated();
+  if (session !== undefined) {
+    const { profile } = await session.post('Profiler.stop');
+    writeFileSync(join(values.profile!, `deliver-${++profiled}.cpuprofile`), JSON.stringify(profile));
   }
   await deliverer!.stop();
   const calls = sent.calls - from.calls;
@@ -254,7 +237,7 @@ async function deliver(): Promise<Figures> {
     calls,
     entries,
     bytesPerCall: (sent.bytes - from.bytes) / calls,
-    allocPerCall: allocated === undefined ? undefined : allocated / calls,
+    allocatedPerCall: bytes / calls,
   };
 }
 
@@ -267,13 +250,23 @@ for (let i = 0; i < Number(values.rounds); i++) {
 }
 const sorted = rounds.map((round) => round.ms).sort((a, b) => a - b);
 const last = rounds[rounds.length - 1]!;
-const allocs = rounds.flatMap((round) => (round.allocPerCall === undefined ? [] : [round.allocPerCall]));
+const allocs = rounds.map((round) => round.allocatedPerCall).sort((a, b) => a - b);
 console.log(
   `deliverer CPU per 100 items: best ${sorted[0]!.toFixed(3)} ms, median ${sorted[Math.floor(sorted.length / 2)]!.toFixed(3)} (rounds ${rounds.map((round) => round.ms.toFixed(3)).join(' / ')}); ` +
-    `${last.calls} calls of ${(last.entries / last.calls).toFixed(1)} entries, ${Math.round(last.bytesPerCall)} B a body` +
-    (allocs.length > 0 ? `; allocated per call ${allocs.map((bytes) => `${(bytes / 1024).toFixed(1)} kB`).join(' / ')}` : '') +
-    `; ${ITEMS} items a round in requests of ${BATCH}${values.identifies ? ' (an identify first)' : ''}, ${values.http ? 'undici to a no-op platform' : 'answered in process'}, ${store === undefined ? 'memory' : 'SQLite'} outbox; load average ${loadavg()[0]!.toFixed(2)}`,
+    `allocated per call median ${(allocs[Math.floor(allocs.length / 2)]! / 1024).toFixed(1)} kB (rounds ${rounds.map((round) => (round.allocatedPerCall / 1024).toFixed(1)).join(' / ')}); ` +
+    `${last.calls} calls of ${(last.entries / last.calls).toFixed(1)} entries, ${Math.round(last.bytesPerCall)} B a body; ` +
+    `${last.entries} items a round in requests of ${BATCH}${values.identifies ? ' (an identify first)' : ''}, ${values.http ? 'undici to a no-op platform' : 'answered in process'}, ${store === undefined ? 'memory' : 'SQLite'} outbox; load average ${loadavg()[0]!.toFixed(2)}`,
 );
+if (values.sites !== undefined) {
+  // One more round under the sampling heap profiler: where the bytes of a call are allocated.
+  await accept(ITEMS);
+  let calls = 0;
+  const sites = await sampleAllocations(async () => {
+    calls = (await deliver()).calls;
+  });
+  console.log(`allocated per call, by file:\n${topSites(sites.files, Number(values.sites), calls).join('\n')}`);
+  console.log(`by function (self):\n${topSites(sites.self, Number(values.sites), calls).join('\n')}`);
+}
 session?.disconnect();
 await accepting.close();
 await undici?.close();

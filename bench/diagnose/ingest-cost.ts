@@ -24,12 +24,12 @@ import { createRelayHandlers } from '../../src/relay/app.js';
 import { parseConfig } from '../../src/relay/core/config.js';
 import { observeAll } from '../../src/relay/core/observe.js';
 import type { Transport } from '../../src/relay/deliver/transport.js';
-import type { CollectRequest } from '../../src/relay/ingest/body.js';
 import { createRelayMetrics } from '../../src/relay/ops/metrics.js';
 import { createStatusRecorder } from '../../src/relay/ops/status.js';
 import { createMemoryOutbox } from '../../src/relay/state/memory-outbox.js';
 import { createSqliteOutbox } from '../../src/relay/state/sqlite-outbox.js';
 import { countAllocations, sampleAllocations, topSites } from '../lib/heap-alloc.js';
+import { collectRequest, visitorAddress } from '../lib/collect-request.js';
 
 const { values } = parseArgs({
   options: {
@@ -105,16 +105,8 @@ const body = () =>
       };
     }),
   });
-const requestOf = (text: string): CollectRequest => ({
-  origin: ORIGIN,
-  contentType: 'text/plain',
-  contentLength: String(Buffer.byteLength(text)),
-  read: async () => ({ text, size: Buffer.byteLength(text) }),
-});
-const address = () => {
-  const n = visitor++ % VISITORS;
-  return `10.${(n >> 16) & 255}.${(n >> 8) & 255}.${n & 255}`;
-};
+const requestOf = (text: string) => collectRequest(ORIGIN, text);
+const address = () => visitorAddress(visitor++ % VISITORS);
 
 interface Round {
   cpuPer100: number;
