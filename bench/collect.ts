@@ -14,6 +14,11 @@
  *           enrichment, dedupe, the platform call through the relay's pooled upstream caller, per-item results;
  *  - bare   a node:http pass-through doing only the key swap: it pipes an already platform-shaped
  *           `activities/create` body (the same events) upstream with X-Api-Key added.
+ * --ladder: at batches of 10 against the no-op platform, the servers between them too, each in its
+ * own process and measured in the same rounds: read (the body read, a fixed answer), parse (+ its
+ * parse and an answer per item), forward (parse, and one platform call per 100 items through the
+ * relay's transport; bench/lib/ladder.ts), checks (the built relay handing its items to a queue that
+ * keeps nothing: no outbox, no deliverer), memory (the built relay on its memory store).
  * For 1-, 10- and 100-item batches: requests/s, p50/p99 and CPU per request of the server under
  * test, medians of alternating rounds. Each request comes from the next of --addresses visitors
  * (`X-Forwarded-For`, which the relay believes from loopback). Against the no-op platform the
@@ -25,17 +30,16 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { Agent, createServer, request as httpRequest } from 'node:http';
+import { Agent, request as httpRequest } from 'node:http';
 import { availableParallelism, loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import { uuid } from '../src/browser/uuid.js';
-import { serveRole, spawnRole, type Child } from './lib/children.js';
-import { listen, readBody } from './lib/http.js';
+import { spawnRole, type Child } from './lib/children.js';
+import { readBody } from './lib/http.js';
+import { ACTIVITY, isServerRole, PLATFORM_KEY, type ServerRole, serveServer } from './lib/collect-servers.js';
 
-const PLATFORM_KEY = 'bench-platform-key';
 const SITE_KEY = 'pk_bench';
 const ORIGIN = 'https://shop.example.com';
-const ACTIVITY = 'act:cm:bench';
 const BATCHES = [1, 10, 100] as const;
 /**
  * Requests per round for each batch size at --scale 1. Against the no-op platform, enough that
@@ -50,61 +54,18 @@ const REQUESTS: Record<'noop' | 'emulator', Record<(typeof BATCHES)[number], num
   emulator: { 1: 1200, 10: 500, 100: 100 },
 };
 
-type Role = 'noop' | 'emulator' | 'relay' | 'bare';
-
-/** activities/create calls the no-op platform has taken, and the activities in them */
-let noopCalls = 0;
-let noopItems = 0;
-
-/** A platform that does nothing: one `queued` result per activity, at once. */
-async function startNoop(): Promise<number> {
-  return listen(
-    createServer(async (req, res) => {
-      const text = await readBody(req);
-      if (req.url === '/v1/activities/create') noopCalls += 1;
-      if (req.headers['x-api-key'] !== PLATFORM_KEY)
-        return void res.writeHead(401, { 'content-type': 'application/json' }).end('{"code":401,"error":"bad key"}');
-      const count = req.url === '/v1/activities/create' ? ((JSON.parse(text) as { activities?: unknown[] }).activities?.length ?? 0) : 0;
-      noopItems += count;
-      res
-        .writeHead(200, { 'content-type': 'application/json' })
-        .end(JSON.stringify({ activities: Array.from({ length: count }, () => ({ status: 'queued', person_status: 'queued' })) }));
-    }),
-  );
-}
-
-async function startEmulatorRole(): Promise<number> {
-  const { startEmulator } = await import('../src/emulator/node.js');
-  const emulator = await startEmulator({ port: 0, key: PLATFORM_KEY, plan: 'business' });
-  const created = await fetch(`${emulator.url}/v1/definitions/activity/create`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-api-key': PLATFORM_KEY },
-    body: JSON.stringify({ name: 'bench', attributes: [{ name: 'plan', display_type: 'text' }] }),
-  });
-  if (!created.ok) throw new Error(`seeding ${ACTIVITY}: ${created.status} ${await created.text()}`);
-  return emulator.port;
-}
-
-/** The floor: a pass-through that adds the platform key and pipes the body and the answer. */
-async function startBare(upstreamPort: number): Promise<number> {
-  const agent = new Agent({ keepAlive: true, maxSockets: 64 });
-  return listen(
-    createServer((req, res) => {
-      const headers = { ...req.headers, host: `127.0.0.1:${upstreamPort}`, 'x-api-key': PLATFORM_KEY };
-      const out = httpRequest({ host: '127.0.0.1', port: upstreamPort, method: 'POST', path: '/v1/activities/create', headers, agent }, (upstream) => {
-        res.writeHead(upstream.statusCode ?? 502, { 'content-type': upstream.headers['content-type'] ?? 'application/json' });
-        upstream.pipe(res);
-      });
-      out.on('error', () => res.writeHead(502).end());
-      req.pipe(out);
-    }),
-  );
-}
+type Role = 'relay' | ServerRole;
+/** The ladder's servers (--ladder), from the least of the relay's work to the most; the relay on SQLite (`relay`) is the last rung. */
+const LADDER = ['read', 'parse', 'forward', 'checks', 'memory'] as const;
+type Step = (typeof LADDER)[number];
+type Target = 'relay' | 'bare' | Step;
+/** Servers whose CPU is read once the platform has every item they took. */
+const FORWARDS: readonly Target[] = ['bare', 'relay', 'forward', 'memory'];
 
 /** Platform calls a second the relay in front of the no-op platform may make: its deliverer keeps up with what it accepts. */
 const NOOP_PLATFORM_RATE = 1000;
 
-const spawn = (which: Role, upstreamPort = 0, upstream: 'noop' | 'emulator' = 'noop') =>
+const spawn = (which: Role, upstreamPort = 0, upstream: 'noop' | 'emulator' = 'noop', options: { state?: 'memory'; handoff?: 'none' } = {}) =>
   which === 'relay'
     ? // The built relay on plain Node: what users run, without tsx's loader in its memory and CPU.
       spawnRole(
@@ -118,12 +79,17 @@ const spawn = (which: Role, upstreamPort = 0, upstream: 'noop' | 'emulator' = 'n
             // each request from one of --addresses visitors (X-Forwarded-For from loopback)
             trustProxy: '127.0.0.1',
             ...(upstream === 'noop' ? { platformRate: NOOP_PLATFORM_RATE } : {}),
+            ...options,
           }),
         ],
         // e.g. BENCH_RELAY_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof": profile the relay in front of the no-op platform
         { plain: true, nodeArgs: upstream === 'noop' ? (process.env['BENCH_RELAY_NODE_ARGS']?.split(' ').filter(Boolean) ?? []) : [] },
       )
     : spawnRole(new URL(import.meta.url).pathname, [which, String(upstreamPort)]);
+const spawnStep = (step: Step, platformPort: number) =>
+  step === 'checks' || step === 'memory'
+    ? spawn('relay', platformPort, 'noop', step === 'checks' ? { handoff: 'none' } : { state: 'memory' })
+    : spawn(step, platformPort);
 
 interface Figures {
   requests: number;
@@ -186,10 +152,11 @@ const platformBody = (items: number) =>
     activities: events(items).map((e) => ({ activity_id: e.activity_id, fields: { 'str::email': e.email }, attributes: e.attributes, created: e.ts })),
   });
 
-function countNotAccepted(target: 'relay' | 'bare', status: number, text: string, items: number): number {
+function countNotAccepted(target: Target, status: number, text: string, items: number): number {
   if (status !== 200) return items;
+  if (target === 'read') return 0;
   try {
-    if (target === 'relay') return (JSON.parse(text) as { results: { status: string }[] }).results.filter((r) => r.status !== 'accepted').length;
+    if (target !== 'bare') return (JSON.parse(text) as { results: { status: string }[] }).results.filter((r) => r.status !== 'accepted').length;
     return items - (JSON.parse(text) as { activities: { status: string }[] }).activities.filter((a) => a.status === 'queued').length;
   } catch {
     return items;
@@ -204,7 +171,7 @@ const nextAddress = (addresses: number) => {
 };
 
 interface Load {
-  target: 'relay' | 'bare';
+  target: Target;
   server: Child;
   platform: Child;
   items: number;
@@ -217,12 +184,12 @@ interface Load {
 
 /** `total` requests, `concurrency` in flight, bodies made ahead so the generator's own work is not timed. */
 async function load({ target, server, platform, items, total, concurrency, addresses, delivered }: Load): Promise<Figures> {
-  const bodies = Array.from({ length: total }, () => (target === 'relay' ? collectBody(items) : platformBody(items)));
+  const bodies = Array.from({ length: total }, () => (target === 'bare' ? platformBody(items) : collectBody(items)));
   const agent = new Agent({ keepAlive: true, maxSockets: concurrency });
   const one = (body: string) =>
     new Promise<{ status: number; text: string }>((resolve) => {
       const headers = {
-        'content-type': target === 'relay' ? 'text/plain' : 'application/json',
+        'content-type': target === 'bare' ? 'application/json' : 'text/plain',
         origin: ORIGIN,
         'content-length': Buffer.byteLength(body),
         'x-forwarded-for': nextAddress(addresses),
@@ -293,6 +260,7 @@ async function main(): Promise<void> {
       addresses: { type: 'string', default: '100000' },
       batches: { type: 'string', default: BATCHES.join(',') },
       upstreams: { type: 'string', default: 'noop,emulator' },
+      ladder: { type: 'boolean', default: false },
     },
   });
   const concurrency = Number(values.concurrency);
@@ -308,11 +276,17 @@ async function main(): Promise<void> {
   const children: ChildProcess[] = [];
   const results: Record<string, unknown>[] = [];
   try {
-    const pairs: Partial<Record<'noop' | 'emulator', { platform: Child; relay: Child; bare: Child }>> = {};
+    const pairs: Partial<Record<'noop' | 'emulator', { platform: Child } & Partial<Record<Target, Child>>>> = {};
     for (const upstream of upstreamNames) {
       const platform = await spawn(upstream);
-      const pair = { platform, relay: await spawn('relay', platform.port, upstream), bare: await spawn('bare', platform.port) };
-      children.push(platform.child, pair.relay.child, pair.bare.child);
+      const pair: { platform: Child } & Partial<Record<Target, Child>> = {
+        platform,
+        relay: await spawn('relay', platform.port, upstream),
+        bare: await spawn('bare', platform.port),
+      };
+      // The ladder's servers, against the no-op platform only (batches of 10).
+      for (const step of values.ladder && upstream === 'noop' && batches.includes(10) ? LADDER : []) pair[step] = await spawnStep(step, platform.port);
+      children.push(platform.child, ...Object.values(pair).map((server) => server.child));
       pairs[upstream] = pair;
     }
 
@@ -321,16 +295,34 @@ async function main(): Promise<void> {
       for (const upstream of upstreamNames) {
         const total = Math.max(10, Math.round(REQUESTS[upstream][items] * scale));
         if (upstream === 'emulator') row['requests_per_round_emulator'] = total;
-        const measured: Record<'relay' | 'bare', Figures[]> = { relay: [], bare: [] };
         const pair = pairs[upstream]!;
-        const run = (target: 'relay' | 'bare', requests: number) =>
-          load({ target, server: pair[target], platform: pair.platform, items, total: requests, concurrency, addresses, delivered: upstream === 'noop' });
-        for (const target of ['bare', 'relay'] as const) await run(target, Math.ceil(total / 5)); // warm-up
+        const steps = items === 10 ? LADDER.filter((step) => pair[step] !== undefined) : [];
+        const targets: Target[] = ['bare', ...steps, 'relay'];
+        const measured = Object.fromEntries(targets.map((target) => [target, [] as Figures[]])) as Record<Target, Figures[]>;
+        const run = (target: Target, requests: number) =>
+          load({
+            target,
+            server: pair[target]!,
+            platform: pair.platform,
+            items,
+            total: requests,
+            concurrency,
+            addresses,
+            delivered: upstream === 'noop' && FORWARDS.includes(target),
+          });
+        for (const target of targets) await run(target, Math.ceil(total / 5)); // warm-up
         for (let round = 0; round < rounds; round++) {
-          for (const target of ['bare', 'relay'] as const) measured[target].push(await run(target, total));
+          for (const target of targets) measured[target].push(await run(target, total));
         }
         const relay = median(measured.relay);
         const bare = median(measured.bare);
+        if (steps.length > 0)
+          row['ladder'] = Object.fromEntries(
+            steps.map((step) => {
+              const figures = median(measured[step]);
+              return [step, { ...figures, ratio: round2(figures.rps / bare.rps), cpu_ratio: round2(figures.cpu_ms_per_100_items / bare.cpu_ms_per_100_items) }];
+            }),
+          );
         row[`relay_${upstream}`] = relay;
         row[`bare_${upstream}`] = bare;
         row[upstream === 'noop' ? 'ratio' : 'ratio_emulator'] = round2(relay.rps / bare.rps);
@@ -371,6 +363,12 @@ async function main(): Promise<void> {
     store: process.env['BENCH_REDIS_URL'] ? 'Redis' : 'SQLite file (the CLI default)',
     item_ids: process.env['BENCH_ID_KIND'] === 'v4' ? 'random v4 UUIDs' : 'v7 UUIDs, as the snippet makes them',
     what: `relay = startRelay from the built dist/ on plain Node (Node entry, its default undici-pool transport, joined platform calls, the CLI default SQLite state, one log line a request as by default, to /dev/null) handling POST /collect of track items from ${addresses} visitor addresses (X-Forwarded-For, RELAY_TRUST_PROXY=127.0.0.1); bare = node:http pass-through adding X-Api-Key to the same events already shaped for activities/create. ratio = relay rps / bare rps against the no-op platform (medians of alternating rounds); ratio_emulator the same against the emulator. CPU against the no-op platform runs from the first request until the platform has every accepted item (RELAY_PLATFORM_RATE=${NOOP_PLATFORM_RATE}: accept and deliver); cpu_ratio = relay CPU / bare CPU per 100 items.`,
+    ...(values.ladder
+      ? {
+          ladder_what:
+            "ladder (batches of 10, no-op platform, the same rounds as relay and bare, medians): read = node:http reading the body and answering a fixed small JSON; parse = + JSON.parse and one result per item in the relay's answer shape; forward = parse, then each track made its platform entry and sent in calls of 100 through the relay's undici transport (dist/), the answer parsed; checks = the built relay (startRelay, as relay) handing accepted items to a queue that keeps nothing (enqueue): every check, identity, limit, answer and log line, no outbox, no deliverer; memory = the built relay on its memory store (accept and deliver); ratio and cpu_ratio against bare.",
+        }
+      : {}),
     results,
   };
   mkdirSync(new URL('./results/', import.meta.url), { recursive: true });
@@ -398,8 +396,35 @@ async function main(): Promise<void> {
       'not accepted': (f(row['relay_noop']).items_not_accepted ?? 0) + (f(row['relay_emulator']).items_not_accepted ?? 0),
     })),
   );
+  const ladder = results.find((row) => row['ladder'] !== undefined);
+  if (ladder) {
+    const rungs = {
+      bare: ladder['bare_noop'],
+      ...(ladder['ladder'] as object),
+      relay: { ...f(ladder['relay_noop']), ratio: ladder['ratio'], cpu_ratio: ladder['cpu_ratio'] },
+    };
+    console.log('the ladder at batches of 10 against the no-op platform (ratios to the bare pass-through):');
+    console.table(
+      Object.entries(rungs).map(([server, x]) => {
+        const figures = x as Figures & { ratio?: number; cpu_ratio?: number };
+        return {
+          server,
+          rps: figures.rps,
+          'rps ratio': figures.ratio,
+          'p99 ms': figures.p99_ms,
+          'CPU ms/100 items': figures.cpu_ms_per_100_items,
+          'CPU ratio': figures.cpu_ratio,
+          'platform calls/100 items': figures.platform_calls_per_100_items,
+        };
+      }),
+    );
+  }
   console.log(`wrote bench/results/collect.json (load average ${round2(loadBefore)} → ${round2(loadavg()[0]!)})`);
-  const failed = results.some((row) => ['relay_noop', 'relay_emulator', 'bare_noop', 'bare_emulator'].some((name) => (f(row[name]).errors ?? 0) > 0));
+  const failed = results.some(
+    (row) =>
+      ['relay_noop', 'relay_emulator', 'bare_noop', 'bare_emulator'].some((name) => (f(row[name]).errors ?? 0) > 0) ||
+      Object.values((row['ladder'] ?? {}) as Record<string, Figures>).some((figures) => figures.errors > 0),
+  );
   if (failed) {
     console.error('! some requests failed; see errors in bench/results/collect.json');
     process.exitCode = 1;
@@ -407,15 +432,6 @@ async function main(): Promise<void> {
 }
 
 // Last, so every declaration above exists before a role or the load generator runs.
-const role = process.argv[2] as Role | undefined;
-if (role === 'noop' || role === 'emulator' || role === 'bare') {
-  const upstreamPort = Number(process.argv[3] ?? 0);
-  const start = { noop: startNoop, emulator: startEmulatorRole, bare: startBare }[role];
-  await serveRole(
-    () => start(upstreamPort),
-    () => noopCalls,
-    () => noopItems,
-  );
-} else {
-  await main();
-}
+const role = process.argv[2];
+if (isServerRole(role)) await serveServer(role, Number(process.argv[3] ?? 0));
+else await main();

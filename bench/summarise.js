@@ -160,8 +160,17 @@ const READERS = {
     const rss = Math.max(...r.results.map((x) => x.rss_mb ?? Number.NaN));
     const ten = r.results.find((x) => x.items === 10);
     const load = r.load_average_1m ? ` (load average ${r.load_average_1m.before} → ${r.load_average_1m.after})` : '';
+    // `collect.ts --ladder`: the servers between the pass-through and the relay, in the same rounds.
+    const ladder = ten?.ladder
+      ? [
+          `; ladder at batches of 10, CPU per 100 items (× the bare's) and requests/s (× the bare's): ` +
+            Object.entries(ten.ladder)
+              .map(([rung, x]) => `${rung} ${x.cpu_ms_per_100_items} ms (${x.cpu_ratio}×) ${x.rps} rps (${x.ratio}×)`)
+              .join(', '),
+        ]
+      : [];
     return {
-      headline: parts.join('; ') + load,
+      headline: parts.join('; ') + ladder.join('') + load,
       targets: [
         ...(r.target_rss_mb === undefined ? [] : [target('relay RSS MB under load', rss, `≤ ${r.target_rss_mb}`, rss <= r.target_rss_mb)]),
         ...(ten && r.target_cpu_ratio_batch_10 !== undefined

@@ -43,4 +43,27 @@ describe('bench/README.md', () => {
     const figures = renderFigures(join(root, 'bench', 'results'));
     expect(figures).toMatch(/\| collect \| [^|]+ \| 1 items: relay \d+ rps vs bare \d+/);
   });
+
+  it("shows collect's ladder (`--ladder`) in its figures when its results hold one, and leaves its targets as they were", () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cdp-bench-results-'));
+    const collect = JSON.parse(readFileSync(join(root, 'bench', 'results', 'collect.json'), 'utf8'));
+    const ten = collect.results.find((row: { items: number }) => row.items === 10);
+    delete ten.ladder;
+    writeFileSync(join(dir, 'collect.json'), JSON.stringify(collect));
+    const without = { figures: renderFigures(dir), targets: renderTargets(dir) };
+    expect(without.figures).not.toContain('ladder');
+    const rung = (cpu: number, cpuRatio: number, rps: number, ratio: number) => ({
+      ...ten.bare_noop,
+      cpu_ms_per_100_items: cpu,
+      cpu_ratio: cpuRatio,
+      rps,
+      ratio,
+    });
+    ten.ladder = { read: rung(0.25, 0.5, 9000, 2.1), checks: rung(1.3, 2.6, 3000, 0.7) };
+    writeFileSync(join(dir, 'collect.json'), JSON.stringify(collect));
+    expect(renderFigures(dir)).toContain(
+      "ladder at batches of 10, CPU per 100 items (× the bare's) and requests/s (× the bare's): read 0.25 ms (0.5×) 9000 rps (2.1×), checks 1.3 ms (2.6×) 3000 rps (0.7×)",
+    );
+    expect(renderTargets(dir)).toBe(without.targets);
+  });
 });

@@ -6,11 +6,14 @@
  *   node bench/lib/relay-role.mjs <role> <upstream port> <options json>
  *
  * Roles:
- *  - relay  startRelay with `{ key, sites, trustProxy?, platformRate? }` (bench/collect.ts): SQLite
- *           state file, or Redis when BENCH_REDIS_URL is set, or the memory store when
- *           BENCH_RELAY_STATE=memory (what the relay costs beside its outbox); one log line a request
- *           as by default (to /dev/null; BENCH_RELAY_LOG=off leaves them out);
- *           its deliverer sends what it accepts;
+ *  - relay  startRelay with `{ key, sites, trustProxy?, platformRate?, state?, handoff? }`
+ *           (bench/collect.ts): SQLite state file, or Redis when BENCH_REDIS_URL is set, or the
+ *           memory store when BENCH_RELAY_STATE=memory or `state: "memory"` (what the relay costs
+ *           beside its outbox); one log line a request as by default (to /dev/null;
+ *           BENCH_RELAY_LOG=off leaves them out); its deliverer sends what it accepts.
+ *           `handoff: "none"` (collect.ts's ladder): accepted items go to a queue that takes
+ *           them all and keeps nothing (the Workers Queues hand-off, `enqueue`), so there is no
+ *           outbox and no deliverer: every check, identity, limit, answer and log line of /collect;
  *  - proxy  createProxyRoutes on @hono/node-server with createUndiciTransport, what the Node entry
  *           runs for `/v1/…` (bench/relay-proxy.ts), with `{ key, token }`;
  *  - entry  the whole Node entry (startRelay) with `{ key, token }` (bench/relay-proxy.ts).
@@ -38,7 +41,7 @@ const roles = {
     const { startRelay, createPinoLogger } = await dist('relay/node.js');
     const { default: pino } = await import('pino');
     const redisUrl = process.env['BENCH_REDIS_URL'];
-    const memory = process.env['BENCH_RELAY_STATE'] === 'memory';
+    const memory = (options.state ?? process.env['BENCH_RELAY_STATE']) === 'memory' || options.handoff === 'none';
     // Its state file (with its WAL, 10-20 MB a run) goes with the process.
     const dir = redisUrl || memory ? undefined : mkdtempSync(join(tmpdir(), 'cdp-bench-collect-'));
     if (dir !== undefined) process.on('exit', () => rmSync(dir, { recursive: true, force: true }));
@@ -49,7 +52,8 @@ const roles = {
       // One JSON line a request, as by default (RELAY_LOG=info), to /dev/null: a user's relay pays for
       // making and writing its lines; BENCH_RELAY_LOG=off leaves them out.
       logger: process.env['BENCH_RELAY_LOG'] === 'off' ? () => {} : createPinoLogger('info', pino.destination({ dest: '/dev/null', sync: false })),
-      ...(redisUrl ? { redisUrl } : dir === undefined ? {} : { stateFile: join(dir, 'relay-state.db') }),
+      ...(redisUrl && !memory ? { redisUrl } : dir === undefined ? {} : { stateFile: join(dir, 'relay-state.db') }),
+      ...(options.handoff === 'none' ? { enqueue: async (items) => ({ taken: items.map((item) => item.id) }) } : {}),
       env: {
         CDP_API_KEY: options.key,
         CDP_BASE_URL: baseUrl,
