@@ -4,7 +4,7 @@
  * same run: the relay's CPU per 100 items (accept and deliver) ≤ 2.2× the bare pass-through's, and
  * its requests/s ≥ 0.6× the bare's; RSS under load.
  *
- *   npm run build && npx tsx bench/collect.ts [--concurrency 16] [--rounds 3] [--scale 1] [--addresses 100000] [--batches 1,10,100] [--upstreams noop,emulator]
+ *   npm run build && npx tsx bench/collect.ts [--concurrency 16] [--rounds 3] [--scale 1] [--addresses 100000] [--batches 1,10,100] [--upstreams noop,emulator] [--warmup 0.2] [--ladder]
  *
  * Separate processes on loopback: this load generator, the upstream (the emulator, or a no-op
  * node:http platform answering `activities/create` at once), and the server under test:
@@ -17,10 +17,12 @@
  * --ladder: at batches of 10 against the no-op platform, the servers between them too, each in its
  * own process and measured in the same rounds: read (the body read, a fixed answer), parse (+ its
  * parse and an answer per item), forward (parse, and one platform call per 100 items through the
- * relay's transport; bench/lib/ladder.ts), checks (the built relay handing its items to a queue that
- * keeps nothing: no outbox, no deliverer), memory (the built relay on its memory store).
+ * relay's transport; bench/lib/collect-servers.ts), checks (the built relay handing its items to a
+ * queue that keeps nothing: no outbox, no deliverer), memory (the built relay on its memory store).
  * For 1-, 10- and 100-item batches: requests/s, p50/p99 and CPU per request of the server under
- * test, medians of alternating rounds. Each request comes from the next of --addresses visitors
+ * test, medians of alternating rounds, after --warmup rounds' worth of requests to each server
+ * (a fifth of one; on a busy machine a small server's code is still being optimised for several
+ * rounds). Each request comes from the next of --addresses visitors
  * (`X-Forwarded-For`, which the relay believes from loopback). Against the no-op platform the
  * relay may make NOOP_PLATFORM_RATE calls a second, and its CPU is read once the platform has
  * every item it accepted: what accepting and delivering an item cost, as the bare one's does.
@@ -261,16 +263,19 @@ async function main(): Promise<void> {
       batches: { type: 'string', default: BATCHES.join(',') },
       upstreams: { type: 'string', default: 'noop,emulator' },
       ladder: { type: 'boolean', default: false },
+      // Requests sent to each server before the measured rounds, in rounds: a fifth of one by default.
+      warmup: { type: 'string', default: '0.2' },
     },
   });
   const concurrency = Number(values.concurrency);
   const rounds = Number(values.rounds);
   const scale = Number(values.scale);
   const addresses = Number(values.addresses);
+  const warmup = Number(values.warmup);
   const batches = BATCHES.filter((items) => values.batches.split(',').map(Number).includes(items));
   const upstreamNames = (['noop', 'emulator'] as const).filter((name) => values.upstreams.split(',').includes(name));
-  if (![concurrency, rounds, scale, addresses].every((n) => Number.isFinite(n) && n > 0))
-    throw new RangeError('--concurrency, --rounds, --scale and --addresses must be positive numbers');
+  if (![concurrency, rounds, scale, addresses, warmup].every((n) => Number.isFinite(n) && n > 0))
+    throw new RangeError('--concurrency, --rounds, --scale, --addresses and --warmup must be positive numbers');
   if (batches.length === 0 || upstreamNames.length === 0) throw new RangeError(`--batches is some of ${BATCHES.join(',')}, --upstreams some of noop,emulator`);
   const loadBefore = loadavg()[0]!;
   const children: ChildProcess[] = [];
@@ -310,7 +315,8 @@ async function main(): Promise<void> {
             addresses,
             delivered: upstream === 'noop' && FORWARDS.includes(target),
           });
-        for (const target of targets) await run(target, Math.ceil(total / 5)); // warm-up
+        // Warm-up, a round at most at a time (a round's items stay within the outbox's share of a site).
+        for (const target of targets) for (let left = Math.ceil(total * warmup); left > 0; left -= total) await run(target, Math.min(left, total));
         for (let round = 0; round < rounds; round++) {
           for (const target of targets) measured[target].push(await run(target, total));
         }
@@ -354,6 +360,7 @@ async function main(): Promise<void> {
     cpus: availableParallelism(),
     concurrency,
     rounds,
+    warmup_rounds: warmup,
     target_rss_mb: 150,
     // At /collect saturation in batches of 10 against the no-op platform, beside the bare pass-through in the same run.
     target_cpu_ratio_batch_10: 2.2,
