@@ -8,12 +8,15 @@
  * 5 s of the offer. Rate 0 is the relay left idle for --seconds. --warmup N: the same offer for N
  * s first, unmeasured, on the same relay (what a relay that has run a while costs, its code
  * optimised); --state memory: the memory outbox instead of the SQLite file; --platform-rate: the
- * relay's RELAY_PLATFORM_RATE (its calls a second). Prints only; read it with the load average.
+ * relay's RELAY_PLATFORM_RATE (its calls a second); --tick: ms between the offer's sends (5, as the
+ * delivery bench; 1 spreads single-item requests as pages send them); --disk: the relay's syncs, WAL
+ * frames and checkpointed pages per 100 items and requests per sync, counted by the kernel (`perf
+ * stat`, bench/lib/syscalls.ts). Prints only; read it with the load average.
  *
  * What V8 compiles and throws away in the relay: BENCH_RELAY_NODE_ARGS="--trace-opt --trace-deopt"
  * BENCH_RELAY_STDOUT=<file> (its output, log lines and V8's trace, appended to the file).
  *
- *   npm run build && npx tsx bench/diagnose/rate-cost.ts [--rates 0,300,1000] [--batch 10] [--seconds 15] [--browsers 500] [--warmup 0] [--state file|memory] [--platform-rate 10]
+ *   npm run build && npx tsx bench/diagnose/rate-cost.ts [--rates 0,300,1000] [--batch 10] [--seconds 15] [--browsers 500] [--warmup 0] [--state file|memory] [--platform-rate 10] [--tick 5] [--disk]
  */
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
@@ -21,6 +24,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { createBrowsers } from '../lib/browsers.js';
 import { processCpuMs, startCli } from '../lib/cli.js';
+import { countDisk } from '../lib/syscalls.js';
 import {
   benchSite,
   callCounts,
@@ -46,12 +50,17 @@ const { values } = parseArgs({
     state: { type: 'string', default: 'file' },
     // seconds of the same offer before the measured window, on the same relay: its code warmed up
     warmup: { type: 'string', default: '0' },
+    // ms between the offer's sends (5 by default, as the delivery bench: a few requests at once; 1 spreads them as pages do)
+    tick: { type: 'string', default: '5' },
+    // count the relay's syncs and WAL writes over the measured window (perf stat, bench/lib/syscalls.ts)
+    disk: { type: 'boolean', default: false },
   },
 });
 const RATES = values.rates.split(',').map(Number);
 const BATCH = Number(values.batch);
 const SECONDS = Number(values.seconds);
 const BROWSERS = Number(values.browsers);
+const TICK = Number(values.tick);
 
 /** CPU ms (user, system) of each thread of `pid`, by kind of thread (/proc's clock ticks, 10 ms on Linux). */
 function threads(pid: number): Map<string, { user: number; sys: number }> {
@@ -77,8 +86,9 @@ for (const rate of RATES) {
   const dir = mkdtempSync(join(tmpdir(), 'cdp-edge-rate-cost-'));
   const emulator = await startCli(['emulator', '--port', '0', '--key', PLATFORM_KEY, '--rate-limit', String(PLATFORM_RATE), '--latency-ms', '50']);
   await defineActivities(emulator.url);
+  const file = join(dir, 'relay-state.db');
   const relay = await startCli(
-    ['relay', '--port', '0', '--state-file', values.state === 'memory' ? ':memory:' : join(dir, 'relay-state.db')],
+    ['relay', '--port', '0', '--state-file', values.state === 'memory' ? ':memory:' : file],
     {
       CDP_API_KEY: PLATFORM_KEY,
       CDP_BASE_URL: emulator.url,
@@ -101,24 +111,32 @@ for (const rate of RATES) {
   // Let the start settle first (and, with --warmup, the relay's code warm up under the same offer).
   await new Promise((resolve) => setTimeout(resolve, 2000));
   if (rate > 0 && Number(values.warmup) > 0) {
-    await browsers.offer(rate, Number(values.warmup), [BATCH, BATCH], () => {});
+    await browsers.offer(rate, Number(values.warmup), [BATCH, BATCH], () => {}, TICK);
     await new Promise((resolve) => setTimeout(resolve, 5000));
     browsers.made.clear();
   }
+  const disk = values.disk ? await countDisk(pid, file) : undefined;
   const before = threads(pid);
   const callsBefore = await callCounts(emulator.url, PLATFORM_KEY);
   const start = Date.now();
+  const startedAt = performance.now();
   if (rate === 0) await new Promise((resolve) => setTimeout(resolve, SECONDS * 1000));
   else {
     // The cost of each 5 s of the offer: whether it falls as the relay's code warms up.
     let mark = { cpu: processCpuMs(pid), items: 0 };
     const windows: string[] = [];
-    await browsers.offer(rate, SECONDS, [BATCH, BATCH], (elapsed) => {
-      if (elapsed % 5 !== 0) return;
-      const now = { cpu: processCpuMs(pid), items: browsers.made.size };
-      windows.push(`${elapsed - 5}–${elapsed} s: ${Math.round(((now.cpu - mark.cpu) / ((now.items - mark.items) / 100)) * 10) / 10}`);
-      mark = now;
-    });
+    await browsers.offer(
+      rate,
+      SECONDS,
+      [BATCH, BATCH],
+      (elapsed) => {
+        if (elapsed % 5 !== 0) return;
+        const now = { cpu: processCpuMs(pid), items: browsers.made.size };
+        windows.push(`${elapsed - 5}–${elapsed} s: ${Math.round(((now.cpu - mark.cpu) / ((now.items - mark.items) / 100)) * 10) / 10}`);
+        mark = now;
+      },
+      TICK,
+    );
     console.log(`rate ${rate}: CPU ms per 100 items made, by 5 s of the offer: ${windows.join(', ')}`);
     const accepted = () => [...browsers.made.values()].filter((m) => m.status === 'accepted' || m.status === 'duplicate').length;
     await browsers.drain(
@@ -130,7 +148,28 @@ for (const rate of RATES) {
   const seconds = (Date.now() - start) / 1000;
   const after = threads(pid);
   const items = browsers.made.size;
-  const row: Record<string, unknown> = { rate, items, seconds: Math.round(seconds * 10) / 10, load };
+  const measured = browsers.calls.filter((call) => call.sentAt >= startedAt);
+  const requests = measured.length;
+  const ms = measured.map((call) => call.ms).sort((a, b) => a - b);
+  const at = (q: number) => Math.round((ms[Math.min(ms.length - 1, Math.floor(q * ms.length))] ?? 0) * 10) / 10;
+  const row: Record<string, unknown> = {
+    rate,
+    items,
+    requests,
+    seconds: Math.round(seconds * 10) / 10,
+    load,
+    'collect p50 ms': at(0.5),
+    'collect p99 ms': at(0.99),
+  };
+  if (disk) {
+    const counted = await disk.stop();
+    const per100 = (n: number) => Math.round((n / (items / 100)) * 100) / 100;
+    // every sync, the outbox's WAL syncs (one a group commit) and any other
+    row['syncs/100 items'] = per100(counted.fdatasync + counted.fsync);
+    row['WAL frames/100 items'] = per100(counted.walWrites / 2);
+    row['db pages/100 items'] = per100(counted.dbWrites);
+    row['requests a sync'] = Math.round((requests / (counted.fdatasync + counted.fsync)) * 100) / 100;
+  }
   let total = 0;
   for (const [name, { user, sys }] of after) {
     const was = before.get(name) ?? { user: 0, sys: 0 };

@@ -258,9 +258,10 @@ export function createBrowsers(options: BrowsersOptions) {
     visitors: () => visitors,
     /**
      * Makes `rate` items a second for `seconds`, in batches of `batch[0]`–`batch[1]` items, each
-     * batch from the next slot in turn; `tick` is called every second.
+     * batch from the next slot in turn; `tick` is called every second. What is due goes every
+     * `everyMs` (a few requests at once at high rates; 1 spreads them as pages send).
      */
-    async offer(rate: number, seconds: number, batch: readonly [number, number], tick: (elapsed: number) => void): Promise<void> {
+    async offer(rate: number, seconds: number, batch: readonly [number, number], tick: (elapsed: number) => void, everyMs = 5): Promise<void> {
       const started = performance.now();
       const pick = () => batch[0] + Math.floor(Math.random() * (batch[1] - batch[0] + 1));
       let size = pick();
@@ -282,7 +283,7 @@ export function createBrowsers(options: BrowsersOptions) {
           lastTick = Math.floor(elapsed);
           tick(lastTick);
         }
-        await new Promise((resolve) => setTimeout(resolve, 5));
+        await new Promise((resolve) => setTimeout(resolve, everyMs));
       }
     },
     /** Resolves once every browser holds nothing, or at `deadline` (ms since the epoch); `tick` every second. */
