@@ -8,12 +8,17 @@
  * sending, settle, lead), so the tool prints commits and syncs per platform call and per 100
  * items delivered, the deliverer's share, and which steps shared a commit.
  *
- *   npm run build && npx tsx bench/diagnose/call-commits.ts [--rate 10] [--offer 300] [--batch 10] [--seconds 10]
+ * With --batch 1 --every 1, single-item requests spread in time as pages send them: how many
+ * accepts each group commit held, each accept's wait for its commit and sync, this process's CPU
+ * per 100 items and (--disk) the WAL frames and syncs the kernel counted.
+ *
+ *   npm run build && npx tsx bench/diagnose/call-commits.ts [--rate 10] [--offer 300] [--batch 10] [--seconds 10] [--every 10] [--disk]
  *
  * Prints only; writes nothing. Counts, which the machine's load moves less than timings (a slow
  * disk or a busy loop lets more calls share a commit).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
+import { stat } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -27,6 +32,7 @@ import { createSqlOutbox, type SqlPort } from '../../src/relay/state/sql-outbox.
 import { openSqlite, sqliteCounts } from '../../src/relay/state/sqlite-file.js';
 import { libsqlPort } from '../../src/relay/state/sqlite-outbox.js';
 import { walSync } from '../../src/relay/state/sqlite-wal.js';
+import { countDisk } from '../lib/syscalls.js';
 import { startTimelinePlatform, timelineItem } from '../lib/timeline-items.js';
 
 const { values } = parseArgs({
@@ -35,12 +41,17 @@ const { values } = parseArgs({
     offer: { type: 'string', default: '300' },
     batch: { type: 'string', default: '10' },
     seconds: { type: 'string', default: '10' },
+    // ms between the offer's rounds: 10 sends a few requests at once; 1 spreads them as pages send
+    every: { type: 'string', default: '10' },
+    // the WAL frames and checkpointed pages, counted by the kernel (perf stat, bench/lib/syscalls.ts)
+    disk: { type: 'boolean', default: false },
   },
 });
 const RATE = Number(values.rate);
 const OFFER = Number(values.offer);
 const BATCH = Number(values.batch);
 const SECONDS = Number(values.seconds);
+const EVERY = Number(values.every);
 const KEY = 'bench-platform-key';
 const ACTIVITY = 'bench-view';
 
@@ -149,23 +160,41 @@ try {
     },
   });
   deliverer.start();
+  // libuv's pool threads exist before perf counts this process's threads
+  await stat(path);
+  const disk = values.disk ? await countDisk(process.pid, path) : undefined;
+  const cpuBefore = process.cpuUsage();
 
   // Items as /collect accepts them (bench/lib/timeline-items.ts): requests of BATCH.
   let made = 0;
   const item = timelineItem(ACTIVITY);
   const accepts: Promise<unknown>[] = [];
+  /** each accept's time from its call to its answer (its commit and sync), ms */
+  const waits: number[] = [];
+  /** accepts answered after each commit (the accepts sql-outbox.ts runs as one call of the port's transaction) */
+  const answeredIn = new Map<number, number>();
   const started = performance.now();
   while (performance.now() - started < SECONDS * 1000) {
     const due = Math.floor(((performance.now() - started) / 1000) * OFFER);
     const now = Date.now();
     for (; made + BATCH <= due; made += BATCH) {
       const batch = Array.from({ length: BATCH }, (_, i) => item(made + i, now));
-      accepts.push(outbox.accept(batch, now, 86_400_000).then(() => deliverer.kick(batch.length)));
+      const asked = performance.now();
+      accepts.push(
+        outbox.accept(batch, now, 86_400_000).then(() => {
+          waits.push(performance.now() - asked);
+          // answered after its group's sync, before any later commit: the count is its commit's
+          answeredIn.set(sqliteCounts.commits, (answeredIn.get(sqliteCounts.commits) ?? 0) + 1);
+          deliverer.kick(batch.length);
+        }),
+      );
     }
-    await new Promise((resolve) => setTimeout(resolve, 10));
+    await new Promise((resolve) => setTimeout(resolve, EVERY));
   }
   await Promise.all(accepts);
   await deliverer.drained({ timeoutMs: 120_000 });
+  const cpu = process.cpuUsage(cpuBefore);
+  const counted = await disk?.stop();
   await deliverer.stop();
   db.close();
   await wal.close();
@@ -174,8 +203,24 @@ try {
   const deliverers = groups.filter((steps) => steps.some((step) => step !== 'accept'));
   const per = (n: number, of: number) => (n / of).toFixed(2);
   console.log(
-    `load average ${loadavg()[0]!.toFixed(2)}; ${made} items offered at ${OFFER}/s in requests of ${BATCH} for ${SECONDS} s, a key of ${RATE} calls/s`,
+    `load average ${loadavg()[0]!.toFixed(2)}; ${made} items offered at ${OFFER}/s in requests of ${BATCH} every ${EVERY} ms for ${SECONDS} s, a key of ${RATE} calls/s`,
   );
+  waits.sort((a, b) => a - b);
+  const at = (q: number) => (waits[Math.min(waits.length - 1, Math.floor(q * waits.length))] ?? 0).toFixed(1);
+  const held = [...answeredIn.values()];
+  const sizes = [1, 2, 4, 8, 16, Infinity].map((top, i, tops) => {
+    const low = i === 0 ? 1 : tops[i - 1]! + 1;
+    const n = held.filter((count) => count >= low && count <= top).length;
+    return `${low === top ? low : top === Infinity ? `${low}+` : `${low}–${top}`}: ${n}`;
+  });
+  console.log(
+    `accepts ${waits.length} in ${held.length} commits (${per(waits.length, held.length)} a commit; commits holding ${sizes.join(', ')}); accept answered p50 ${at(0.5)} ms, p99 ${at(0.99)} ms`,
+  );
+  console.log(`this process's CPU per 100 items (the accepts, the deliverer, making the items): ${per((cpu.user + cpu.system) / 1000, made / 100)} ms`);
+  if (counted)
+    console.log(
+      `per 100 items: syncs ${per(counted.fdatasync + counted.fsync, made / 100)}, WAL frames ${per(counted.walWrites / 2, made / 100)} (${per(counted.walWrites / 2, groups.length)} a commit), checkpointed pages ${per(counted.dbWrites, made / 100)}`,
+    );
   console.log(`platform calls ${calls}, items delivered ${delivered} (${(delivered / calls).toFixed(1)} a call)`);
   console.log(
     `commits ${groups.length} (${per(groups.length, calls)} a call, ${per(groups.length, delivered / 100)} per 100 items), syncs ${syncs} (${per(syncs, calls)} a call)`,
