@@ -34,9 +34,9 @@ class Seqs {
   first(): number | undefined {
     return this.list[this.head];
   }
-  /** The first `max`, in order. */
-  *firstOf(max: number): Generator<number> {
-    for (let i = this.head; i < this.list.length && i - this.head < max; i++) yield this.list[i]!;
+  /** The first `max`, in order: one list, no iterator (a lease reads up to thousands of lanes). */
+  firstOf(max: number): number[] {
+    return this.list.slice(this.head, this.head + max);
   }
   add(seq: number): void {
     if (this.size === 0 || seq > this.list.at(-1)!) this.list.push(seq);
@@ -101,10 +101,11 @@ class Timeline {
   }
 }
 
-/** A lane with entries ready: its seqs, and where it is in its site's order. */
+/** A lane with entries ready: its seqs, where it is in its site's order, and its site. */
 interface ReadyLane {
   since: number;
   seqs: Seqs;
+  site: ReadySite;
 }
 /** A site with lanes that have entries ready, by the lanes' `since`. */
 interface ReadySite {
@@ -146,7 +147,7 @@ export function createMemoryReady(
     }
     let lane = site.lanes.get(at.lane);
     if (lane === undefined) {
-      lane = { since: at.lane, seqs: new Seqs() };
+      lane = { since: at.lane, seqs: new Seqs(), site };
       site.lanes.set(at.lane, lane);
       site.order.add(at.lane);
     }
@@ -228,58 +229,70 @@ export function createMemoryReady(
       // No site ready: takeFair is not given an empty list (of another element kind, a deoptimisation).
       if (order.size === 0) return [];
       const taken = new Set<number>();
-      const visited: [ReadySite, ReadyLane][] = [];
+      // The lanes a turn reached (a lease makes one closure a lane for up to 2 × max of them, and reaches fewer).
+      const visited: ReadyLane[] = [];
       let mergesTaken = 0;
       let deferred = false;
-      const laneOf = (site: ReadySite, lane: ReadyLane, mergesToo: boolean): Lane<Entry> => {
-        const chained: Entry[] = [];
-        visited.push([site, lane]);
-        const take = (entry: Entry) => {
-          taken.add(entry.seq);
-          if (entry.item.kind !== 'activity') mergesTaken++;
-          // A browser's next merge, held only behind this one, goes in the same lease.
-          if (entry.item.kind !== 'activity') {
-            const after = [...(merges.get(browserOf(entry.item)) ?? [])].filter((seq) => seq > entry.seq);
-            const next = after.length > 0 ? entries.get(Math.min(...after)) : undefined;
-            if (next?.place === 'held' && !behindMerge(next, taken)) chained.push(next);
-          }
-          return entry;
-        };
+      /** Leases `entry`; answers its browser's next merge when that was held only behind this one: it goes in the same lease. */
+      const take = (entry: Entry): Entry | undefined => {
+        taken.add(entry.seq);
+        if (entry.item.kind === 'activity') return undefined;
+        mergesTaken++;
+        const after = [...(merges.get(browserOf(entry.item)) ?? [])].filter((seq) => seq > entry.seq);
+        const next = after.length > 0 ? entries.get(Math.min(...after)) : undefined;
+        return next?.place === 'held' && !behindMerge(next, taken) ? next : undefined;
+      };
+      const laneOf = (lane: ReadyLane, mergesToo: boolean): Lane<Entry> => {
+        let chained: Entry[] | undefined;
+        let reached = false;
         return () => {
-          const merge = chained.shift();
-          if (merge !== undefined) {
-            unplace(merge);
-            return take(merge);
+          if (!reached) {
+            reached = true;
+            visited.push(lane);
           }
-          for (let seq = lane.seqs.first(); seq !== undefined; seq = lane.seqs.first()) {
-            looked++;
-            const entry = entries.get(seq)!;
-            if (entry.item.kind !== 'activity' && !mergesToo && mergesTaken >= MERGES_PER_LEASE) {
-              deferred = true;
-              return undefined;
+          let entry = chained?.shift();
+          if (entry !== undefined) unplace(entry);
+          else {
+            for (let seq = lane.seqs.first(); seq !== undefined && entry === undefined; seq = lane.seqs.first()) {
+              looked++;
+              const next = entries.get(seq)!;
+              if (next.item.kind !== 'activity' && !mergesToo && mergesTaken >= MERGES_PER_LEASE) {
+                deferred = true;
+                return undefined;
+              }
+              lane.seqs.delete(seq);
+              next.place = undefined;
+              // A merge retried from the dead letters comes back before entries made ready without it: they are held again.
+              if (behindMerge(next, taken)) toHeld(next);
+              else entry = next;
             }
-            lane.seqs.delete(seq);
-            entry.place = undefined;
-            // A merge retried from the dead letters comes back before entries made ready without it: they are held again.
-            if (behindMerge(entry, taken)) toHeld(entry);
-            else return take(entry);
+            if (entry === undefined) return undefined;
           }
-          return undefined;
+          const merge = take(entry);
+          if (merge !== undefined) (chained ??= []).push(merge);
+          return entry;
         };
       };
       const picked = takeFairMergesBounded(
         (mergesToo) => {
-          const firstSites = [...order.firstOf(max)].map((n) => sites.get(n)!);
+          const firstSites = order.firstOf(max);
           const perSite = Math.max(1, Math.ceil((2 * max) / Math.max(1, firstSites.length)));
-          return firstSites.map((site) => [...site.order.firstOf(perSite)].map((n) => laneOf(site, site.lanes.get(n)!, mergesToo)));
+          const turns: Lane<Entry>[][] = [];
+          for (const n of firstSites) {
+            const site = sites.get(n)!;
+            const lanes: Lane<Entry>[] = [];
+            for (const since of site.order.firstOf(perSite)) lanes.push(laneOf(site.lanes.get(since)!, mergesToo));
+            turns.push(lanes);
+          }
+          return turns;
         },
         max,
         () => deferred,
       );
       // Lanes with nothing ready left leave their site's order.
-      for (const [site, lane] of visited) {
+      for (const lane of visited) {
         looked++;
-        tidy(site, lane);
+        tidy(lane.site, lane);
       }
       return picked;
     },
