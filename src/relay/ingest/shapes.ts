@@ -19,15 +19,26 @@ import type { CheckedItem } from './items.js';
 /** How long a shape the platform took stays known. */
 export const SHAPE_TTL_MS = 10 * 60_000;
 
+/**
+ * An object's own keys sorted and joined by NUL: `Object.keys(object).sort().join('\0')`, without a
+ * list for none or one key (most of a track's objects: its person by one identifier, a few
+ * attributes), as the deliverer works it out for every entry the platform takes.
+ */
+function sortedKeys(object: object | undefined): string {
+  let only: string | undefined;
+  for (const key in object) {
+    if (!Object.hasOwn(object, key)) continue;
+    if (only !== undefined) return Object.keys(object).sort().join('\u0000');
+    only = key;
+  }
+  return only ?? '';
+}
+
 /** A shape from what the platform could refuse: an activity id (none for an identify), its attribute ids, the person's field ids. */
 function shapeFrom(activity: string | undefined, attributes: object | undefined, people: object | undefined): string {
-  const person = Object.keys(people ?? {})
-    .sort()
-    .join('\u0000');
+  const person = sortedKeys(people);
   if (activity === undefined) return `merge\u0000${person}`;
-  return `${activity}\u0000${Object.keys(attributes ?? {})
-    .sort()
-    .join('\u0000')}\u0001${person}`;
+  return `${activity}\u0000${sortedKeys(attributes)}\u0001${person}`;
 }
 
 /** The shape of an item as it goes to the platform: what the platform could refuse it for, values aside. */
