@@ -67,7 +67,9 @@ export function forbiddenKey(value: unknown, maxDepth = MAX_BODY_DEPTH, path = '
     }
     return undefined;
   }
-  for (const key of Object.keys(value)) {
+  // Own keys in Object.keys' order, without its list (a parsed object's keys come from its map's cache).
+  for (const key in value) {
+    if (!Object.hasOwn(value, key)) continue;
     if (FORBIDDEN_KEYS.has(key)) return { path, message: `${path ? `${path}: ` : ''}key ${quoteId(key)} is not allowed` };
     const inner = (value as Record<string, unknown>)[key];
     if (typeof inner !== 'object' || inner === null) continue;

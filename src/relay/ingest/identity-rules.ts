@@ -67,7 +67,9 @@ const personOf = (item: CheckedItem): Record<string, unknown> => (item.type === 
 /** The site's `merge_by` fields the item names (any value, even null: a null would clear the field). */
 const identifiersOf = (item: CheckedItem, mergeBy: readonly string[]): string[] => {
   const person = personOf(item);
-  return mergeBy.filter((field) => Object.hasOwn(person, field));
+  const named: string[] = [];
+  for (const field of mergeBy) if (Object.hasOwn(person, field)) named.push(field);
+  return named;
 };
 
 const provable = (value: unknown): value is string => typeof value === 'string' && value !== '';
