@@ -21,7 +21,6 @@ import { Session } from 'node:inspector/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { getHeapStatistics } from 'node:v8';
 import { uuid } from '../../src/browser/uuid.js';
 import { createRelayHandlers } from '../../src/relay/app.js';
 import { chooseHandoff } from '../../src/relay/app/handoff.js';
@@ -218,7 +217,7 @@ async function deliver(): Promise<Figures> {
   const items = (await outbox.stats()).pending;
   const from = { ...sent };
   await session?.post('Profiler.start');
-  const allocated = countAllocations(() => getHeapStatistics().used_heap_size);
+  const allocated = countAllocations();
   const before = process.cpuUsage();
   const { deliverer } = chooseHandoff({ config, limiter, upstream, pacer, clock: systemClock, observer, logger: () => {}, outbox, shapes });
   await deliverer!.drained({ timeoutMs: 120_000 });

@@ -16,7 +16,6 @@
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
-import { getHeapStatistics } from 'node:v8';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { uuid } from '../../src/browser/uuid.js';
@@ -119,7 +118,7 @@ async function round(requests: number): Promise<Round> {
   let next = 0;
   let notAccepted = 0;
   const before = process.cpuUsage();
-  const allocated = countAllocations(() => getHeapStatistics().used_heap_size);
+  const allocated = countAllocations();
   await Promise.all(
     Array.from({ length: CONCURRENT }, async () => {
       while (next < requests) {

@@ -1,49 +1,14 @@
 /**
  * What a stretch of this process's work allocates on V8's heap, counted rather than timed.
  *
- * - {@link countAllocations}: bytes allocated in all (the heap's use before each garbage collection
- *   less its use after the one before, from `v8.GCProfiler`), and the collections by kind. Exact
- *   up to the few bytes the profiler itself allocates, whatever the machine's load.
+ * - `countAllocations` (gc-count.js): bytes allocated in all, and the collections by kind.
  * - {@link sampleAllocations}: where those bytes were allocated, by function: V8's sampling heap
  *   profiler with the objects collected since kept (as `--heap-prof` does not), its estimates
  *   summed by each sample's own function (self) and by every function on its stack (total).
  */
 import { Session } from 'node:inspector/promises';
-import { GCProfiler } from 'node:v8';
 
-/** `GCProfiler`'s `gcType` names the kinds: a scavenge (young generation) or a mark-compact, etc. */
-interface GcStatistic {
-  gcType: string;
-  beforeGC: { heapStatistics: { usedHeapSize: number } };
-  afterGC: { heapStatistics: { usedHeapSize: number } };
-}
-
-export interface AllocationCount {
-  bytes: number;
-  scavenges: number;
-  others: number;
-}
-
-/** Starts counting; the function returned stops and answers what was allocated meanwhile. */
-export function countAllocations(usedHeapSize: () => number): () => AllocationCount {
-  const profiler = new GCProfiler();
-  const start = usedHeapSize();
-  profiler.start();
-  return () => {
-    const end = usedHeapSize();
-    const { statistics } = profiler.stop() as unknown as { statistics: GcStatistic[] };
-    let bytes = 0;
-    let previous = start;
-    let scavenges = 0;
-    for (const { gcType, beforeGC, afterGC } of statistics) {
-      bytes += beforeGC.heapStatistics.usedHeapSize - previous;
-      previous = afterGC.heapStatistics.usedHeapSize;
-      if (gcType === 'Scavenge' || gcType === 'MinorMarkSweep') scavenges++;
-    }
-    bytes += end - previous;
-    return { bytes, scavenges, others: statistics.length - scavenges };
-  };
-}
+export { countAllocations } from './gc-count.js';
 
 interface SamplingNode {
   callFrame: { functionName: string; url: string; lineNumber: number; columnNumber: number };
