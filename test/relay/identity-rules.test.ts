@@ -155,6 +155,23 @@ describe('identity rules: unverified items', () => {
     expect(fieldsOf(await rule('open', track({ 'str::email': '', 'str::ei': 'e-1' })))).toEqual({ 'str::ei': 'e-1' });
   });
 
+  it('an item the rules leave as it came is passed on itself, not copied (every item of a request: its allocations)', async () => {
+    // open: a track that names its person by one identifier and has no location
+    const bare = track({ 'str::email': ME }, { location: undefined });
+    const open = accepted(await rule('open', bare));
+    expect(open.item).toBe(bare);
+    expect(open.stripped).toEqual([]);
+    // a proven identify with nothing unproven to strip
+    const proven = identify({ 'str::email': ME, 'str::first': 'Me' }, { user_hash: await hash('str::email', ME) });
+    const ruling = accepted(await rule('required', proven));
+    expect(ruling.item).toBe(proven);
+    expect(ruling).toMatchObject({ kind: 'merge', verified: true, stripped: [] });
+    // what the rules do change is still a copy: the item sent is never altered
+    const full = track({ 'str::email': ME, 'str::first': 'Mallory' });
+    expect(fieldsOf(await rule('open', full))).toEqual({ 'str::email': ME });
+    expect(full.input).toMatchObject({ person: { 'str::email': ME, 'str::first': 'Mallory' }, location: { custom: { city_name: 'Paris' } } });
+  });
+
   it('optional without a secret: nothing can be proven, so every item is reduced', async () => {
     const { rulings, subjects, unverified } = await applyIdentityRules(
       site('optional'),
