@@ -44,11 +44,20 @@ export interface CallPlanning {
 /** Room kept in each call for the envelope around the entries. */
 const ENVELOPE_BYTES = 4 * 1024;
 
-/** The call's JSON body. */
+/**
+ * The call's JSON body, made by one join: the envelope and the brackets go in the first and last
+ * of its parts, so the body is one flat string, not the entries' join inside a concatenation (a
+ * rope that is copied flat again when it is written to the socket).
+ */
 export function bodyOf(call: Pick<Call, 'endpoint' | 'envelope' | 'texts'>): string {
   const key = call.endpoint === 'person/merge' ? 'people' : 'activities';
   const envelope = JSON.stringify(call.envelope);
-  return `${envelope.slice(0, -1)}${envelope.length > 2 ? ',' : ''}"${key}":[${call.texts.join(',')}]}`;
+  const head = `${envelope.slice(0, -1)}${envelope.length > 2 ? ',' : ''}"${key}":[`;
+  if (call.texts.length === 0) return `${head}]}`;
+  const parts = call.texts.slice();
+  parts[0] = head + parts[0];
+  parts[parts.length - 1] += ']}';
+  return parts.join(',');
 }
 
 /**

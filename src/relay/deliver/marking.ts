@@ -82,16 +82,23 @@ async function mayMark(engine: Engine, call: Call, timeoutMs: number, state: Lea
   return true;
 }
 
-/** `call` as it goes once the outbox marked `seqs` of it: undefined when none. */
+/**
+ * `call` as it goes once the outbox marked `seqs` of it (each once, of those asked): undefined when
+ * none. The outbox counted a started send on each; its entries count it only once an answer that
+ * is not `ok` is read ({@link withThisSend}): an `ok` one settles them whatever their count.
+ */
 function markedCall(engine: Engine, call: Call, seqs: readonly number[]): Call | undefined {
-  const marked = new Set(seqs);
   // The lease ran out: another lease may hold those entries now; they are not this one's to send.
-  if (marked.size < call.entries.length) log(engine, 'lease_lost', call.entries.length - marked.size);
-  if (marked.size === 0) return undefined;
-  // The outbox counted a started send on each (doubt.ts reads it).
-  const going = only(call, (entry) => marked.has(entry.seq));
-  return { ...going, entries: going.entries.map((entry) => ({ ...entry, attempts: entry.attempts + 1 })) };
+  if (seqs.length < call.entries.length) log(engine, 'lease_lost', call.entries.length - seqs.length);
+  if (seqs.length === 0) return undefined;
+  // Every entry marked (the usual case): the call as it is, no set of its seqs.
+  if (seqs.length === call.entries.length) return call;
+  const marked = new Set(seqs);
+  return only(call, (entry) => marked.has(entry.seq));
 }
+
+/** A marked call whose entries count the send it was marked for, as the outbox does (doubt.ts reads them). */
+export const withThisSend = (call: Call): Call => ({ ...call, entries: call.entries.map((entry) => ({ ...entry, attempts: entry.attempts + 1 })) });
 
 /** One call's mark, for `waitToLeave` (slots.ts): what it asks, and what it found. */
 export interface Marking {

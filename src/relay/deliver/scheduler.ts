@@ -15,7 +15,7 @@ import type { Settlement } from '../state/outbox.js';
 import { AMBIGUOUS_REASON, afterAmbiguous } from './policy.js';
 import { callOnce } from './send.js';
 import { MAX_PACER_WAIT_MS, takeSlot, turnAnswered, turnOf, waitToLeave } from './slots.js';
-import { createMarking, heldBack, type LeaseRun, log, MIN_CALL_MS, SEND_MARGIN_MS, SETTLE_MARGIN_MS, stop } from './marking.js';
+import { createMarking, heldBack, type LeaseRun, log, MIN_CALL_MS, SEND_MARGIN_MS, SETTLE_MARGIN_MS, stop, withThisSend } from './marking.js';
 import { judge } from './verdict.js';
 
 interface Planned {
@@ -155,12 +155,14 @@ async function sendAndSettle(
   const { upstream, clock, ambiguous } = engine.options;
   const marking = createMarking(engine, planned, plannedTimeoutMs, state, untaken);
   const left = await waitToLeave(engine, marking.ready, marking.step);
-  const { call, timeoutMs } = marking;
+  const { call: marked, timeoutMs } = marking;
   // The driver stopped while the call waited: it never left.
   if (!marking.asked) heldBack(engine, planned, timeoutMs, state);
-  if (left === undefined || call === undefined) return;
+  if (left === undefined || marked === undefined) return;
   const { lateAsks } = left;
-  const outcome = await callOnce(upstream, call.endpoint, bodyOf(call), { timeoutMs, paced: true, from: call.proven ? 'proven' : 'browser' });
+  const outcome = await callOnce(upstream, marked.endpoint, bodyOf(marked), { timeoutMs, paced: true, from: marked.proven ? 'proven' : 'browser' });
+  // What is not settled delivered reads its entries' sends, this one counted.
+  const call = outcome.kind === 'ok' ? marked : withThisSend(marked);
   const now = clock.now();
   engine.spacer.answered(left.at, now, outcome.status === 429 && 'holdMs' in outcome ? now + outcome.holdMs : undefined);
   const verdict = judge(call, outcome, depth < MAX_SPLIT_DEPTH, now, engine.retryMs);

@@ -39,6 +39,9 @@ const undiciFile = createRequire(import.meta.url);
 const Agent = undiciFile('undici/lib/dispatcher/agent.js') as typeof AgentType;
 const request = undiciFile('undici/lib/api/api-request.js') as (this: Dispatcher, options: Dispatcher.RequestOptions) => Promise<Dispatcher.ResponseData>;
 
+/** URLs whose origin and path are kept parsed, at most. */
+const MAX_TARGETS = 64;
+
 const TIMEOUT_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
 
 /** Reads up to 64 kB; past that, a stream that replays what was read and then the rest. */
@@ -67,12 +70,24 @@ async function collect(body: AsyncIterable<Buffer>): Promise<Uint8Array<ArrayBuf
 
 export function createUndiciTransport(options: UndiciTransportOptions = {}): UndiciTransport {
   const dispatcher = new Agent({ connections: options.connections ?? 64, keepAliveTimeout: 10_000 });
+  /** each URL's origin and path, parsed once: the caller's are a few fixed ones (caller.ts) */
+  const targets = new Map<string, { origin: string; path: string }>();
+  const targetOf = (url: string) => {
+    let target = targets.get(url);
+    if (target === undefined) {
+      const { origin, pathname, search } = new URL(url);
+      target = { origin, path: `${pathname}${search}` };
+      if (targets.size >= MAX_TARGETS) targets.clear();
+      targets.set(url, target);
+    }
+    return target;
+  };
   const transport = async ({ method, url, headers, body, timeoutMs }: Parameters<Transport>[0]): Promise<TransportAnswer> => {
     try {
-      const { origin, pathname, search } = new URL(url);
+      const { origin, path } = targetOf(url);
       const answer = await request.call(dispatcher, {
         origin,
-        path: `${pathname}${search}`,
+        path,
         method: method as 'POST',
         headers,
         body: body ?? null,

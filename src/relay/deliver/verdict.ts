@@ -27,19 +27,20 @@ export interface Verdict {
   split: boolean;
 }
 
+/** The result of an entry the platform took: one object for all of them. */
+const TAKEN: { readonly ok: true } = Object.freeze({ ok: true });
+
 /** Per-entry result of a successful call: whether the platform took the entry, and why not. */
-export function entryResult(endpoint: CallEndpoint, answer: unknown): { ok: boolean; error?: string } {
-  if (!isRecord(answer)) return { ok: true };
+export function entryResult(endpoint: CallEndpoint, answer: unknown): { readonly ok: boolean; readonly error?: string } {
+  if (!isRecord(answer)) return TAKEN;
   const status = answer['status'];
   const error = typeof answer['error'] === 'string' ? answer['error'] : undefined;
   if (endpoint === 'person/merge') {
     return status === 'created' || status === 'merged' || status === undefined
-      ? { ok: true }
+      ? TAKEN
       : { ok: false, error: error ?? `the platform answered ${String(status)}` };
   }
-  return status === 'invalid' || status === 'error' || (error !== undefined && status !== 'queued')
-    ? { ok: false, error: error ?? 'invalid activity' }
-    : { ok: true };
+  return status === 'invalid' || status === 'error' || (error !== undefined && status !== 'queued') ? { ok: false, error: error ?? 'invalid activity' } : TAKEN;
 }
 
 /** The message and per-entry details of an error body: the platform's `{error, details}` or a relay's `{error: {message, details}}`. */
@@ -65,11 +66,15 @@ export function judge(call: Pick<Call, 'endpoint' | 'entries'>, outcome: CallOut
   const verdict: Verdict = { delivered: [], dead: [], released: [], ambiguous: [], notBefore: now, split: false };
   if (outcome.kind === 'ok') {
     const answers = answersOf(call.endpoint, outcome.body, call.entries.length);
-    call.entries.forEach((entry, i) => {
-      const result = entryResult(call.endpoint, answers?.[i]);
-      if (result.ok) verdict.delivered.push(entry);
-      else verdict.dead.push({ entry, reason: `invalid: ${result.error ?? 'the platform refused the entry'}`, status: outcome.status });
-    });
+    // No per-entry answers: the platform took them all.
+    if (answers === undefined) verdict.delivered = [...call.entries];
+    else
+      for (let i = 0; i < call.entries.length; i++) {
+        const entry = call.entries[i]!;
+        const result = entryResult(call.endpoint, answers[i]);
+        if (result.ok) verdict.delivered.push(entry);
+        else verdict.dead.push({ entry, reason: `invalid: ${result.error ?? 'the platform refused the entry'}`, status: outcome.status });
+      }
   } else if (outcome.kind === 'refused') {
     // A merge whose every entry failed is a 4xx with one detail per entry.
     if (outcome.details.length === call.entries.length) {
