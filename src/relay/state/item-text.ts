@@ -55,7 +55,9 @@ export function leasedOf(text: string, seq: number, attempts: number, share: (te
   const head = at < 0 ? undefined : headOf(text.slice(0, at));
   if (head !== undefined) {
     const { id, kind, accepted } = head;
-    const [site, browser, visitor] = [share(head.site), share(head.browser), share(head.visitor)];
+    const site = share(head.site);
+    const browser = share(head.browser);
+    const visitor = share(head.visitor);
     return { site, id, kind, browser, visitor, accepted, text: text.slice(at + ENTRY_KEY.length, -1), seq, attempts };
   }
   const { site, id, kind, browser, visitor, accepted, entry } = JSON.parse(text) as OutboxItem;

@@ -42,8 +42,12 @@ export const CHUNK = 100;
 
 /** The lowest and highest of `seqs` (not empty). */
 const span = (seqs: Iterable<number>): [number, number] => {
-  let [lo, hi] = [Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY];
-  for (const seq of seqs) [lo, hi] = [Math.min(lo, seq), Math.max(hi, seq)];
+  let lo = Number.POSITIVE_INFINITY;
+  let hi = Number.NEGATIVE_INFINITY;
+  for (const seq of seqs) {
+    lo = Math.min(lo, seq);
+    hi = Math.max(hi, seq);
+  }
   return [lo, hi];
 };
 

@@ -95,7 +95,11 @@ export function pickReady(db: SqlPort, max: number, count: (byLane: ReadonlyMap<
         }
         const row = buffer[0]!;
         const seq = Number(row[1]);
-        const [activity, browser, before, later] = checked ? [Number(row[2]) === 1, row[3] as SqlValue, row[4], row[5]] : [true, null, null, null];
+        // Read one by one, not destructured from an array made for it (an entry at a time: sql-accept.ts says why).
+        const activity = !checked || Number(row[2]) === 1;
+        const browser = checked ? (row[3] as SqlValue) : null;
+        const before = checked ? row[4] : null;
+        const later = checked ? row[5] : null;
         // Taken in the first pass (a second pass reads the lane again); a merge past the bound waits for the second.
         if (taken.has(seq) || moved.has(seq)) {
           buffer.shift();
