@@ -14,7 +14,7 @@
  *           enrichment, dedupe, the platform call through the relay's pooled upstream caller, per-item results;
  *  - bare   a node:http pass-through doing only the key swap: it pipes an already platform-shaped
  *           `activities/create` body (the same events) upstream with X-Api-Key added.
- * --ladder: at batches of 10 against the no-op platform, the servers between them too, each in its
+ * --ladder: at each batch size against the no-op platform, the servers between them too, each in its
  * own process and measured in the same rounds: read (the body read, a fixed answer), parse (+ its
  * parse and an answer per item), forward (parse, and one platform call per 100 items through the
  * relay's transport; bench/lib/collect-servers.ts), checks (the built relay handing its items to a
@@ -289,8 +289,8 @@ async function main(): Promise<void> {
         relay: await spawn('relay', platform.port, upstream),
         bare: await spawn('bare', platform.port),
       };
-      // The ladder's servers, against the no-op platform only (batches of 10).
-      for (const step of values.ladder && upstream === 'noop' && batches.includes(10) ? LADDER : []) pair[step] = await spawnStep(step, platform.port);
+      // The ladder's servers, against the no-op platform only.
+      for (const step of values.ladder && upstream === 'noop' ? LADDER : []) pair[step] = await spawnStep(step, platform.port);
       children.push(platform.child, ...Object.values(pair).map((server) => server.child));
       pairs[upstream] = pair;
     }
@@ -301,7 +301,7 @@ async function main(): Promise<void> {
         const total = Math.max(10, Math.round(REQUESTS[upstream][items] * scale));
         if (upstream === 'emulator') row['requests_per_round_emulator'] = total;
         const pair = pairs[upstream]!;
-        const steps = items === 10 ? LADDER.filter((step) => pair[step] !== undefined) : [];
+        const steps = LADDER.filter((step) => pair[step] !== undefined);
         const targets: Target[] = ['bare', ...steps, 'relay'];
         const measured = Object.fromEntries(targets.map((target) => [target, [] as Figures[]])) as Record<Target, Figures[]>;
         const run = (target: Target, requests: number) =>
@@ -373,7 +373,7 @@ async function main(): Promise<void> {
     ...(values.ladder
       ? {
           ladder_what:
-            "ladder (batches of 10, no-op platform, the same rounds as relay and bare, medians): read = node:http reading the body and answering a fixed small JSON; parse = + JSON.parse and one result per item in the relay's answer shape; forward = parse, then each track made its platform entry and sent in calls of 100 through the relay's undici transport (dist/), the answer parsed; checks = the built relay (startRelay, as relay) handing accepted items to a queue that keeps nothing (enqueue): every check, identity, limit, answer and log line, no outbox, no deliverer; memory = the built relay on its memory store (accept and deliver); ratio and cpu_ratio against bare.",
+            "ladder (each batch size, no-op platform, the same rounds as relay and bare, medians): read = node:http reading the body and answering a fixed small JSON; parse = + JSON.parse and one result per item in the relay's answer shape; forward = parse, then each track made its platform entry and sent in calls of 100 through the relay's undici transport (dist/), the answer parsed; checks = the built relay (startRelay, as relay) handing accepted items to a queue that keeps nothing (enqueue): every check, identity, limit, answer and log line, no outbox, no deliverer; memory = the built relay on its memory store (accept and deliver); ratio and cpu_ratio against bare.",
         }
       : {}),
     results,
@@ -403,14 +403,13 @@ async function main(): Promise<void> {
       'not accepted': (f(row['relay_noop']).items_not_accepted ?? 0) + (f(row['relay_emulator']).items_not_accepted ?? 0),
     })),
   );
-  const ladder = results.find((row) => row['ladder'] !== undefined);
-  if (ladder) {
+  for (const ladder of results.filter((row) => row['ladder'] !== undefined)) {
     const rungs = {
       bare: ladder['bare_noop'],
       ...(ladder['ladder'] as object),
       relay: { ...f(ladder['relay_noop']), ratio: ladder['ratio'], cpu_ratio: ladder['cpu_ratio'] },
     };
-    console.log('the ladder at batches of 10 against the no-op platform (ratios to the bare pass-through):');
+    console.log(`the ladder at batches of ${ladder['items']} against the no-op platform (ratios to the bare pass-through):`);
     console.table(
       Object.entries(rungs).map(([server, x]) => {
         const figures = x as Figures & { ratio?: number; cpu_ratio?: number };
