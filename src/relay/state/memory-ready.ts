@@ -269,7 +269,10 @@ export function createMemoryReady(
             if (entry === undefined) return undefined;
           }
           const merge = take(entry);
-          if (merge !== undefined) (chained ??= []).push(merge);
+          if (merge !== undefined) {
+            chained ??= [];
+            chained.push(merge);
+          }
           return entry;
         };
       };
