@@ -98,9 +98,9 @@ export function createSpacer(rate: number): Spacer {
   const counted: { left: number; at: number; opener: boolean; answered: boolean }[] = [];
   let last = Number.NEGATIVE_INFINITY;
   /** the last calls' round trips, from leaving to the answer */
-  const roundTrips: number[] = [];
+  const roundTrips = recentValues(RECENT_ANSWERS);
   /** the last `sending` marks' times */
-  const marks: number[] = [];
+  const marks = recentValues(RECENT_ANSWERS);
   /** the margin its calls' 429s taught, and their hold (state/pace.ts `paceHold`) */
   const learned: PaceState = { tat: 0, hold: 0 };
   const windowMs = (now: number) => marginWindowMs(learned, now);
@@ -121,7 +121,7 @@ export function createSpacer(rate: number): Spacer {
     while (counted.length > 0 && counted[0]!.left + MAX_SHIFT_MS + window <= now) counted.shift();
     // Fewer calls than the budget can count at all: the window has room, whenever each counts from.
     if (counted.length < budget) return now;
-    const usual = median(roundTrips) ?? 0;
+    const usual = roundTrips.median() ?? 0;
     const froms = counted
       .map((call) => from(call, now, usual))
       .filter((at) => at > now - window)
@@ -153,16 +153,14 @@ export function createSpacer(rate: number): Spacer {
       return windowFreeAt(now) > now;
     },
     margin: (now) => marginAt(learned, now),
-    markLead: () => Math.min(MAX_MARK_LEAD_MS, median(marks) ?? 0),
+    markLead: () => Math.min(MAX_MARK_LEAD_MS, marks.median() ?? 0),
     marked(ms) {
-      marks.push(Math.max(0, ms));
-      if (marks.length > RECENT_ANSWERS) marks.shift();
+      marks.add(Math.max(0, ms));
     },
     answered(left, now, holdUntil) {
       if (holdUntil !== undefined) paceHold(learned, now, holdUntil);
-      const usual = median(roundTrips);
-      roundTrips.push(now - left);
-      if (roundTrips.length > RECENT_ANSWERS) roundTrips.shift();
+      const usual = roundTrips.median();
+      roundTrips.add(now - left);
       const call = counted.find((call) => call.left === left);
       if (call === undefined) return;
       call.answered = true;
@@ -176,9 +174,30 @@ export function createSpacer(rate: number): Spacer {
   };
 }
 
-/** The middle value of `values` (undefined when there are none). */
-function median(values: readonly number[]): number | undefined {
-  if (values.length === 0) return undefined;
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)];
+/**
+ * The last `size` values added, and their middle one: kept in order too, so that a median read at
+ * every call's look and answer costs no copy and no sort.
+ */
+function recentValues(size: number): { add(value: number): void; median(): number | undefined } {
+  const arrived: number[] = [];
+  const sorted: number[] = [];
+  /** where `value` goes among the sorted values: after those not greater than it */
+  const placeOf = (value: number) => {
+    let low = 0;
+    let high = sorted.length;
+    while (low < high) {
+      const mid = (low + high) >> 1;
+      if (sorted[mid]! <= value) low = mid + 1;
+      else high = mid;
+    }
+    return low;
+  };
+  return {
+    add(value) {
+      arrived.push(value);
+      sorted.splice(placeOf(value), 0, value);
+      if (arrived.length > size) sorted.splice(placeOf(arrived.shift()!) - 1, 1);
+    },
+    median: () => (sorted.length === 0 ? undefined : sorted[Math.floor(sorted.length / 2)]),
+  };
 }

@@ -44,14 +44,21 @@ const MAX_TARGETS = 64;
 
 const TIMEOUT_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
 
-/** Reads up to 64 kB; past that, a stream that replays what was read and then the rest. */
-async function collect(body: AsyncIterable<Buffer>): Promise<Uint8Array<ArrayBuffer> | ReadableStream<Uint8Array>> {
+/** The bytes of `buffer` as a plain Uint8Array, not copied. */
+const bytesOf = (buffer: Buffer<ArrayBuffer>): Uint8Array<ArrayBuffer> => new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength);
+
+/**
+ * Reads up to 64 kB; past that, a stream that replays what was read and then the rest. An answer
+ * that came in one chunk (a call's usual one) is that chunk's bytes, not copied: the socket's
+ * reads are not reused.
+ */
+async function collect(body: AsyncIterable<Buffer<ArrayBuffer>>): Promise<Uint8Array<ArrayBuffer> | ReadableStream<Uint8Array>> {
   const iterator = body[Symbol.asyncIterator]();
-  const parts: Buffer[] = [];
+  const parts: Buffer<ArrayBuffer>[] = [];
   let size = 0;
   for (;;) {
     const { done, value } = await iterator.next();
-    if (done) return new Uint8Array(Buffer.concat(parts, size));
+    if (done) return parts.length === 1 ? bytesOf(parts[0]!) : bytesOf(Buffer.concat(parts, size));
     parts.push(value);
     size += value.byteLength;
     if (size > SMALL_BODY) break;
