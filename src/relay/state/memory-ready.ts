@@ -229,8 +229,7 @@ export function createMemoryReady(
       // No site ready: takeFair is not given an empty list (of another element kind, a deoptimisation).
       if (order.size === 0) return [];
       const taken = new Set<number>();
-      // The lanes a turn reached (a lease makes one closure a lane for up to 2 × max of them, and reaches fewer).
-      const visited: ReadyLane[] = [];
+      const visited: ReadyLane[] = []; // the lanes a turn reached (a closure is made for up to 2 × max of them)
       let mergesTaken = 0;
       let deferred = false;
       /** Leases `entry`; answers its browser's next merge when that was held only behind this one: it goes in the same lease. */
@@ -283,9 +282,7 @@ export function createMemoryReady(
           const turns: Lane<Entry>[][] = [];
           for (const n of firstSites) {
             const site = sites.get(n)!;
-            const lanes: Lane<Entry>[] = [];
-            for (const since of site.order.firstOf(perSite)) lanes.push(laneOf(site.lanes.get(since)!, mergesToo));
-            turns.push(lanes);
+            turns.push(site.order.firstOf(perSite).map((since) => laneOf(site.lanes.get(since)!, mergesToo)));
           }
           return turns;
         },
