@@ -219,7 +219,7 @@ try {
   console.log(`this process's CPU per 100 items (the accepts, the deliverer, making the items): ${per((cpu.user + cpu.system) / 1000, made / 100)} ms`);
   if (counted)
     console.log(
-      `per 100 items: syncs ${per(counted.fdatasync + counted.fsync, made / 100)}, WAL frames ${per(counted.walWrites / 2, made / 100)} (${per(counted.walWrites / 2, groups.length)} a commit), checkpointed pages ${per(counted.dbWrites, made / 100)}`,
+      `per 100 items: syncs ${per(counted.fdatasync + counted.fsync, made / 100)}, WAL frames ${per(counted.walWrites / 2, made / 100)} (${per(counted.walWrites / 2, groups.length)} a commit), checkpointed pages ${per(counted.dbWrites, made / 100)} in ${per(counted.dbSyncs, made / 100)} checkpoints`,
     );
   console.log(`platform calls ${calls}, items delivered ${delivered} (${(delivered / calls).toFixed(1)} a call)`);
   console.log(

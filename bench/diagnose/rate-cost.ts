@@ -168,6 +168,7 @@ for (const rate of RATES) {
     row['syncs/100 items'] = per100(counted.fdatasync + counted.fsync);
     row['WAL frames/100 items'] = per100(counted.walWrites / 2);
     row['db pages/100 items'] = per100(counted.dbWrites);
+    row['checkpoints/100 items'] = per100(counted.dbSyncs);
     row['requests a sync'] = Math.round((requests / (counted.fdatasync + counted.fsync)) * 100) / 100;
   }
   let total = 0;

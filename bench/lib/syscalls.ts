@@ -3,7 +3,8 @@
  * tracepoints, no hook inside the process, all its threads): syncs (`fdatasync`, `fsync`: the
  * outbox's WAL sync after each group commit, and any `synchronous=FULL` commit's or checkpoint's)
  * and `pwrite64`s into its `-wal` file (two a WAL frame: the frame's header, then its page) and
- * into the database file (a checkpoint's pages). Linux, root (or perf_event_paranoid ≤ 1), `perf`.
+ * into the database file (a checkpoint's pages), and the syncs of the database file (one a
+ * checkpoint). Linux, root (or perf_event_paranoid ≤ 1), `perf`.
  */
 import { spawn } from 'node:child_process';
 import { readdirSync, readlinkSync } from 'node:fs';
@@ -15,6 +16,8 @@ export interface DiskCounts {
   walWrites: number;
   /** pwrite64 calls into the database file (checkpoints) */
   dbWrites: number;
+  /** fdatasync and fsync calls on the database file: one a checkpoint, after it copied the WAL's pages */
+  dbSyncs: number;
 }
 
 /** The descriptors `pid` holds open on `path` (its links in /proc). */
@@ -40,7 +43,9 @@ export async function countDisk(pid: number, db: string): Promise<{ stop(): Prom
   const args = ['stat', '-x', ',', '-p', String(pid)];
   args.push('-e', 'syscalls:sys_enter_fdatasync', '-e', 'syscalls:sys_enter_fsync');
   args.push('-e', 'syscalls:sys_enter_pwrite64', '--filter', filter(descriptors(pid, `${db}-wal`)));
-  args.push('-e', 'syscalls:sys_enter_pwrite64', '--filter', filter(descriptors(pid, db)));
+  const dbFds = filter(descriptors(pid, db));
+  args.push('-e', 'syscalls:sys_enter_pwrite64', '--filter', dbFds);
+  args.push('-e', 'syscalls:sys_enter_fdatasync', '--filter', dbFds, '-e', 'syscalls:sys_enter_fsync', '--filter', dbFds);
   const perf = spawn('perf', args, { stdio: ['ignore', 'ignore', 'pipe'] });
   let out = '';
   perf.stderr.on('data', (chunk: Buffer) => {
@@ -60,9 +65,9 @@ export async function countDisk(pid: number, db: string): Promise<{ stop(): Prom
         .split('\n')
         .filter((line) => line.includes('syscalls:'))
         .map((line) => Number(line.split(',')[0]));
-      if (counts.length !== 4 || counts.some(Number.isNaN)) throw new Error(`perf stat said: ${out}`);
-      const [fdatasync, fsync, walWrites, dbWrites] = counts as [number, number, number, number];
-      return { fdatasync, fsync, walWrites, dbWrites };
+      if (counts.length !== 6 || counts.some(Number.isNaN)) throw new Error(`perf stat said: ${out}`);
+      const [fdatasync, fsync, walWrites, dbWrites, dbDatasyncs, dbFsyncs] = counts as [number, number, number, number, number, number];
+      return { fdatasync, fsync, walWrites, dbWrites, dbSyncs: dbDatasyncs + dbFsyncs };
     },
   };
 }
