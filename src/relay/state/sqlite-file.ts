@@ -21,6 +21,17 @@ import { loadOptional } from './optional.js';
 import { CommitSyncError } from './sql-port.js';
 
 /**
+ * The WAL's pages between two automatic checkpoints (SQLite's `wal_autocheckpoint`, 1,000 by
+ * default). A checkpoint runs inside the commit that crossed it, on the event loop: it syncs the
+ * WAL, copies the newest copy of each page it holds into the database file and syncs that. Small
+ * commits rewrite the same pages (the counts, the lanes' and the ready index's last leaves), so
+ * four times fewer checkpoints copy about a third as many pages, with a quarter of their syncs
+ * (bench/README, "What an item costs below saturation"); the -wal file grows to about 16 MB
+ * instead of 4 before it starts again from its beginning.
+ */
+export const WAL_CHECKPOINT_PAGES = 4000;
+
+/**
  * Opens (or creates) the SQLite file at `path` with libsql, loaded only now. `neededBy` names
  * what needs it when libsql is missing. `syncedByCaller`: commits do not wait for the disk
  * (`synchronous=NORMAL`), the caller syncs the WAL before it answers (groupCommit's `sync`).
@@ -32,6 +43,8 @@ export async function openSqlite(path: string, busyTimeoutMs: number, neededBy: 
   db.pragma(`busy_timeout = ${busyTimeoutMs}`);
   db.pragma('journal_mode = WAL');
   db.pragma(syncedByCaller && path !== ':memory:' ? 'synchronous = NORMAL' : 'synchronous = FULL');
+  // On every connection to the file: whichever commits past the mark runs the checkpoint.
+  db.pragma(`wal_autocheckpoint = ${WAL_CHECKPOINT_PAGES}`);
   return db;
 }
 
