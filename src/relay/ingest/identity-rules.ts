@@ -84,6 +84,9 @@ const NONE: readonly string[] = Object.freeze([]);
 const without = (record: Record<string, unknown>, fields: readonly string[]): Record<string, unknown> =>
   fields.length === 0 ? record : Object.fromEntries(Object.entries(record).filter(([field]) => !fields.includes(field)));
 
+const hasHash = (item: CheckedItem) => item.input.user_hash !== undefined;
+const NO_ITEMS: readonly CheckedItem[] = Object.freeze([]);
+
 /** Whether `record` has no own key but `field` (a track's person that names only the identifier it keeps). */
 function onlyKey(record: Record<string, unknown>, field: string): boolean {
   for (const key in record) if (key !== field && Object.hasOwn(record, key)) return false;
@@ -148,11 +151,12 @@ export async function applyIdentityRules(
 
   // Every proof of the request counts for all its items: one browser sent them all, in one body.
   const carried = identity ? await identity.open(site.key, token, now) : undefined;
-  const known = new Set(carried?.subjects ?? []);
+  const known = new Set(carried?.subjects);
   const fresh = new Set<string>();
   const digests = new Map<string, string>();
   const digestOf = (field: string, value: unknown) => (provable(value) ? digests.get(`${field}\n${value}`) : undefined);
-  const hashed = items.filter((item) => item.input.user_hash !== undefined);
+  // Most requests carry no hash: no list of none made for them.
+  const hashed = items.some(hasHash) ? items.filter(hasHash) : NO_ITEMS;
   if (identity && (known.size > 0 || hashed.length > 0)) {
     const proofs = memoised(identity);
     const pairs = new Map<string, [string, string]>();

@@ -21,6 +21,9 @@ import type { Prepared } from './handoff.js';
 /** The limiter key of a site's budget of people created by unproven identifies (a Durable Object's bucket on Workers). */
 export const peopleKey = (site: string): string => `people:${site}`;
 
+/** An unproven identify: it may create a person. */
+const creates = (item: Prepared) => !item.proven && item.kind !== 'activity';
+
 /**
  * Takes a token of the site's budget for each unproven identify of `going` (an identify that may
  * create a person); resolves to the items that go, and a `retry` result for each of the others,
@@ -33,8 +36,9 @@ export async function budgetPeople(
   going: readonly Prepared[],
   now: number,
 ): Promise<{ going: readonly Prepared[]; held: { index: number; result: ItemResult }[]; retryAfter: number }> {
-  const creating = going.filter((item) => !item.proven && item.kind !== 'activity');
-  if (creating.length === 0) return { going, held: [], retryAfter: 0 };
+  // Most requests create no one: no list of none made for them.
+  if (!going.some(creates)) return { going, held: [], retryAfter: 0 };
+  const creating = going.filter(creates);
   const rate = { perSecond: limits.peoplePerMinute / 60, burst: limits.peoplePerMinute };
   // One token each, taken one at a time (nothing taken when there is none): the budget is never passed however many requests race.
   const refused = new Set<Prepared>();
