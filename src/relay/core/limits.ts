@@ -141,16 +141,17 @@ const SWEEP_STEP = 2;
 export function createMemoryLimiter(options: { maxKeys?: number } = {}): RateLimiter & { size(): number } {
   const maxKeys = options.maxKeys ?? 100_000;
   const buckets = new Map<string, Kept>();
-  // Where the sweep goes on from (a Map's iterator follows deletes and later inserts).
-  let sweeping = buckets.entries();
+  // Where the sweep goes on from (a Map's iterator follows deletes and later inserts); by key, each
+  // bucket looked up, so no [key, bucket] pair is made for every step of every call.
+  let sweeping = buckets.keys();
   const sweep = (now: number) => {
     for (let step = 0; step < SWEEP_STEP; step++) {
       const next = sweeping.next();
       if (next.done === true) {
-        sweeping = buckets.entries();
+        sweeping = buckets.keys();
         return;
       }
-      if (isFull(next.value[1], now)) buckets.delete(next.value[0]);
+      if (isFull(buckets.get(next.value)!, now)) buckets.delete(next.value);
     }
   };
   /** Keeps `bucket` as `key`'s, the most recently used: delete then set, a Map keeps insertion order, so the first key is the least recently used. */
