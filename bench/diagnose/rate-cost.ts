@@ -165,6 +165,7 @@ for (const rate of RATES) {
     const counted = await disk.stop();
     const per100 = (n: number) => Math.round((n / (items / 100)) * 100) / 100;
     // every sync, the outbox's WAL syncs (one a group commit) and any other
+    row['syncs/s'] = Math.round(((counted.fdatasync + counted.fsync) / seconds) * 10) / 10;
     row['syncs/100 items'] = per100(counted.fdatasync + counted.fsync);
     row['WAL frames/100 items'] = per100(counted.walWrites / 2);
     row['db pages/100 items'] = per100(counted.dbWrites);
