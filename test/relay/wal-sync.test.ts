@@ -127,6 +127,37 @@ describe('SQLite outbox: answered only once its commit is synced to the disk', (
     expect(syncs).toBe(before + 3);
   });
 
+  it('syncs a group that changed no row when another connection committed since its last sync: a duplicate read from another process is on the disk before it is answered', async () => {
+    // Two outboxes on one file, as two relay processes (`--workers`) share it.
+    const path = tempFile();
+    const held: (() => void)[] = [];
+    let holding = false;
+    const first = await open(path, async (fdatasync) => {
+      await fdatasync();
+      if (holding) await new Promise<void>((resolve) => held.push(resolve));
+    });
+    let syncs = 0;
+    const second = await open(path, async (fdatasync) => {
+      syncs++;
+      await fdatasync();
+    });
+    // Each has synced its own start; an empty lease of the second syncs nothing.
+    expect(await second.outbox.lease('owner', 10, Date.now(), 60_000)).toEqual([]);
+    holding = true;
+    const accepted = first.outbox.accept([item('s', 'a')], Date.now(), WINDOW);
+    while (held.length === 0) await sleep(5);
+    // a is committed by the first, its sync not ended: the second reads it and changes nothing.
+    const before = syncs;
+    expect(await second.outbox.accept([item('s', 'a')], Date.now(), WINDOW)).toEqual({ accepted: [], duplicate: ['a'], full: [] });
+    // Answered only after a sync of the file, which puts the first's frames on the disk too.
+    expect(syncs).toBe(before + 1);
+    // Then nothing new from the other: the same resend again syncs nothing.
+    expect((await second.outbox.accept([item('s', 'a')], Date.now(), WINDOW)).duplicate).toEqual(['a']);
+    expect(syncs).toBe(before + 1);
+    held.shift()!();
+    expect((await accepted).accepted).toEqual(['a']);
+  });
+
   it('runs in WAL with synchronous=NORMAL and says the WAL is synced before each answer', async () => {
     const store = await open(tempFile(), (fdatasync) => fdatasync());
     expect(store.durability).toBe('WAL, synchronous=NORMAL, WAL synced before each answer');
@@ -172,6 +203,27 @@ describe('SQLite outbox: a sync that fails', () => {
     // the failed lease until it ends): a sync cannot be undone, so nothing is lost either.
     expect((await outbox.stats()).pending).toBe(2);
     expect((await outbox.accept([item('s', 'a')], Date.now(), WINDOW)).duplicate).toEqual(['a']);
+  });
+
+  it('syncs before it answers the resend of an item whose sync failed (read as a duplicate, nothing written): its frames reach the disk first', async () => {
+    let failNext = false;
+    let syncs = 0;
+    const { outbox } = await open(tempFile(), async (fdatasync) => {
+      syncs++;
+      if (failNext) {
+        failNext = false;
+        throw Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' });
+      }
+      await fdatasync();
+    });
+    failNext = true;
+    await expect(outbox.accept([item('s', 'x')], Date.now(), WINDOW)).rejects.toThrow(/sync of the WAL/);
+    const before = syncs;
+    expect((await outbox.accept([item('s', 'x')], Date.now(), WINDOW)).duplicate).toEqual(['x']);
+    expect(syncs).toBe(before + 1);
+    // Synced well since: the next resend changes nothing and needs no sync.
+    expect((await outbox.accept([item('s', 'x')], Date.now(), WINDOW)).duplicate).toEqual(['x']);
+    expect(syncs).toBe(before + 1);
   });
 });
 

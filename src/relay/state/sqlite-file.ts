@@ -94,8 +94,11 @@ interface Call {
  * transaction (group commit across the wait, not only one turn of the event loop). A sync that
  * fails fails every call of its group with a {@link CommitSyncError} (its cause inside); the
  * next group goes on. A group that changed no row (an idle deliverer's empty lease, a read)
- * appended nothing to the WAL and read only what earlier syncs put on the disk: it is answered
- * without a sync of its own.
+ * appended nothing to the WAL: it is answered without a sync of its own when what it read is on
+ * the disk too, that is when no other connection (another relay process sharing the file, the
+ * state store's) committed since this connection's last sync began (`PRAGMA data_version` is
+ * the same) and that sync did not fail. Otherwise it may have read frames not yet synced (an id
+ * another process has just accepted, answered here `duplicate`), and it syncs them first.
  *
  * @param before runs first in every transaction (the slice of expiry)
  */
@@ -108,6 +111,12 @@ export function groupCommit(db: Database.Database, before: () => void = () => {}
   let changedBefore = -1;
   /** Whether the last group changed a row (known where it is synced by the caller): set by {@link runCalls}. */
   let changed = true;
+  /** Other connections' commits as this one sees them: the value moves when one commits. */
+  const dataVersion = sync && db.prepare('PRAGMA data_version').raw();
+  /** `data_version` in the last group whose sync ended well (-1: none, or one failed since). */
+  let syncedVersion = -1;
+  /** `data_version` in the last group. */
+  let version = -1;
   const runAll = db.transaction((calls: Call[]) => {
     before();
     const results = calls.map((call) => call.run());
@@ -116,6 +125,7 @@ export function groupCommit(db: Database.Database, before: () => void = () => {}
       changed = total !== changedBefore;
       changedBefore = total;
     }
+    if (dataVersion) version = Number((dataVersion.get() as [number])[0]);
     return results;
   }).immediate;
   const runOne = db.transaction((call: Call) => call.run()).immediate;
@@ -146,20 +156,24 @@ export function groupCommit(db: Database.Database, before: () => void = () => {}
     const calls = waiting;
     waiting = [];
     const answers = runCalls(calls);
-    if (sync === undefined || !changed) {
+    if (sync === undefined || (!changed && version === syncedVersion)) {
       for (const answer of answers) answer();
       return;
     }
     syncing = true;
+    const synced = version;
     sync().then(
       () => {
         syncing = false;
+        syncedVersion = synced;
         for (const answer of answers) answer();
         schedule();
       },
       (error: unknown) => {
         // Written, but maybe not on the disk: none of them is answered as done, none runs again.
         syncing = false;
+        // Until a sync ends well, no group is answered without one: a resend read as `duplicate` syncs first.
+        syncedVersion = -1;
         const failed = new CommitSyncError(error);
         for (const call of calls) call.reject(failed);
         schedule();
