@@ -4,7 +4,7 @@
 // the shared window, the `sending` mark and the settle. The pacer's two and the mark now go in one
 // (Pacer.stepsWith): three. The real deliverer, the SQLite outbox on a file with its WAL synced
 // before each answer, the emulator over HTTP.
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
@@ -22,7 +22,8 @@ const ROUNDS = 8;
 it('marks and paces a call in one commit: at most 3.5 commits and syncs of the deliverer a platform call, every item once', async () => {
   const platform = emulator;
   let syncs = 0;
-  const store = await createSqliteOutbox(join(mkdtempSync(join(tmpdir(), 'cdp-call-commits-')), 'relay-state.db'), {
+  const dir = mkdtempSync(join(tmpdir(), 'cdp-call-commits-'));
+  const store = await createSqliteOutbox(join(dir, 'relay-state.db'), {
     sync: (fdatasync) => {
       syncs++;
       return fdatasync();
@@ -92,6 +93,7 @@ it('marks and paces a call in one commit: at most 3.5 commits and syncs of the d
   } finally {
     await deliverer.stop();
     await store.close();
+    rmSync(dir, { recursive: true, force: true });
   }
   const said = `${spent.commits} commits and ${spent.syncs} syncs for ${ROUNDS} calls`;
   expect(calls, said).toBe(ROUNDS + 1);
