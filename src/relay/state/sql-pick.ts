@@ -55,7 +55,8 @@ export function pickReady(db: SqlPort, max: number, count: (byLane: ReadonlyMap<
   if (sites.length === 0) return [];
   const perSite = Math.max(1, Math.ceil((2 * max) / sites.length));
   const taken = new Set<number>();
-  const fromReady: [number, number][] = [];
+  /** What the lease took from the ready, each its lane in 10 digits then its seq (PICK_SQL.takeReady). */
+  const fromReady: string[] = [];
   const fromHeld: number[] = [];
   const misplaced: Row[] = [];
   const moved = new Set<number>();
@@ -63,25 +64,32 @@ export function pickReady(db: SqlPort, max: number, count: (byLane: ReadonlyMap<
   let mergesTaken = 0;
   let deferred = false;
 
-  /** One lane's turns: `first` its first entries read, `done` when they are all it has ready. */
+  /** The merge held only behind `seq` (its browser's next), noted in `chained` (made when there is one): it goes next, in its lane's turns. */
+  const chain = (site: number, seq: number, browser: SqlValue, chained: [number, SqlValue][] | undefined) => {
+    const next = db.query(PICK_SQL.nextMerge, site, browser, seq)[0];
+    if (next === undefined) return chained;
+    fromHeld.push(Number(next[0]));
+    const list = chained ?? [];
+    list.push([Number(next[0]), browser]);
+    return list;
+  };
+
+  /**
+   * One lane's turns: `first` its first entries read, `done` when they are all it has ready. Made
+   * for each lane a lease reads (up to twice its size), most of which it does not reach: one closure, what else it needs made on its first turn.
+   */
   const laneOf = (site: number, checked: boolean, lane: number, mergesToo: boolean, first: Row[], done: boolean): Lane<number> => {
     let buffer = first;
     let after = Number(first.at(-1)?.[1] ?? 0);
     let chunk = Math.min(Math.max(4, first.length * 2), max);
-    /** Merges held only behind one this lease took: they go next, in this lane's turns. */
-    const chained: [number, SqlValue][] = [];
-    const chain = (seq: number, browser: SqlValue) => {
-      const next = db.query(PICK_SQL.nextMerge, site, browser, seq)[0];
-      if (next === undefined) return;
-      fromHeld.push(Number(next[0]));
-      chained.push([Number(next[0]), browser]);
-    };
+    let laneDigits = '';
+    let chained: [number, SqlValue][] | undefined;
     return () => {
-      const merge = chained.shift();
+      const merge = chained?.shift();
       if (merge !== undefined) {
         taken.add(merge[0]);
         mergesTaken++;
-        chain(...merge);
+        chained = chain(site, merge[0], merge[1], chained);
         return merge[0];
       }
       for (;;) {
@@ -118,11 +126,12 @@ export function pickReady(db: SqlPort, max: number, count: (byLane: ReadonlyMap<
           continue;
         }
         taken.add(seq);
-        fromReady.push([lane, seq]);
+        if (laneDigits === '') laneDigits = digits(lane);
+        fromReady.push(`${laneDigits}${seq}`);
         ready.set(lane, (ready.get(lane) ?? 0) - 1);
         if (!activity) {
           mergesTaken++;
-          if (later !== null && later !== undefined) chain(seq, browser);
+          if (later !== null && later !== undefined) chained = chain(site, seq, browser, chained);
         }
         return seq;
       }
@@ -137,34 +146,58 @@ export function pickReady(db: SqlPort, max: number, count: (byLane: ReadonlyMap<
    * held less than their counts said, or its identifies waited for the second pass) reads on alone.
    */
   const lanesOf = (mergesToo: boolean): Lane<number>[][] => {
-    const lanes = sites.map(({ site }) => db.query(PICK_SQL.lanes, site, perSite).map(([n, count]) => [Number(n), Math.max(1, Number(count))] as const));
-    const bySite = fill(
-      lanes.map((each) => each.reduce((sum, [, count]) => sum + count, 0)),
-      Math.max(1, max - taken.size),
-    );
-    return sites.map(({ site, checked }, s) => {
-      if (lanes[s]!.length === 0) return [];
-      const most = Math.max(
-        1,
-        ...fill(
-          lanes[s]!.map(([, count]) => count),
-          bySite[s]!,
-        ),
-      );
-      const heads = new Map<number, Row[]>(lanes[s]!.map(([lane]) => [lane, []]));
-      const json = JSON.stringify(lanes[s]!.map(([lane]) => lane));
-      for (const row of checked ? db.query(PICK_SQL.headsChecked, json, most, site) : db.query(PICK_SQL.heads, json, most))
-        heads.get(Number(row[0]))?.push(row);
-      return lanes[s]!.map(([lane, count]) => {
-        const first = heads.get(lane)!.sort((a, b) => Number(a[1]) - Number(b[1]));
-        return laneOf(site, checked, lane, mergesToo, first, first.length < most || first.length >= count);
-      });
-    });
+    // Each site's lanes and their ready counts in two lists of numbers, not a pair a lane: a lease reads up to twice its size of lanes.
+    const numbers: number[][] = [];
+    const counts: number[][] = [];
+    const sums: number[] = [];
+    for (let s = 0; s < sites.length; s++) {
+      const rows = db.query(PICK_SQL.lanes, sites[s]!.site, perSite);
+      const ns: number[] = [];
+      const cs: number[] = [];
+      let sum = 0;
+      for (let r = 0; r < rows.length; r++) {
+        ns.push(Number(rows[r]![0]));
+        const count = Math.max(1, Number(rows[r]![1]));
+        cs.push(count);
+        sum += count;
+      }
+      numbers.push(ns);
+      counts.push(cs);
+      sums.push(sum);
+    }
+    const bySite = fill(sums, Math.max(1, max - taken.size));
+    const all: Lane<number>[][] = [];
+    for (let s = 0; s < sites.length; s++) {
+      const { site, checked } = sites[s]!;
+      const ns = numbers[s]!;
+      const lanes: Lane<number>[] = [];
+      all.push(lanes);
+      if (ns.length === 0) continue;
+      const shares = fill(counts[s]!, bySite[s]!);
+      let most = 1;
+      for (let l = 0; l < shares.length; l++) if (shares[l]! > most) most = shares[l]!;
+      // A lane's rows listed as they come, made for the lanes that have some (most read one row: their share of the lease).
+      const heads = new Map<number, Row[]>();
+      const rows = checked ? db.query(PICK_SQL.headsChecked, JSON.stringify(ns), most, site) : db.query(PICK_SQL.heads, JSON.stringify(ns), most);
+      for (let r = 0; r < rows.length; r++) {
+        const row = rows[r]!;
+        const lane = Number(row[0]);
+        const list = heads.get(lane);
+        if (list === undefined) heads.set(lane, [row]);
+        else list.push(row);
+      }
+      for (let l = 0; l < ns.length; l++) {
+        const first = heads.get(ns[l]!) ?? [];
+        if (first.length > 1) first.sort(bySeq);
+        lanes.push(laneOf(site, checked, ns[l]!, mergesToo, first, first.length < most || first.length >= counts[s]![l]!));
+      }
+    }
+    return all;
   };
 
   const seqs = takeFairMergesBounded(lanesOf, max, () => deferred);
   // What the lease took leaves the ready, or the held (chained merges: those the full lease did not reach stay); what was misplaced is held again.
-  if (fromReady.length > 0) db.run(PICK_SQL.takeReady, JSON.stringify(fromReady.map(([lane, seq]) => `${digits(lane)}${seq}`)));
+  if (fromReady.length > 0) db.run(PICK_SQL.takeReady, JSON.stringify(fromReady));
   const unheld = fromHeld.filter((seq) => seqs.includes(seq));
   if (unheld.length > 0) db.run(PICK_SQL.takeHeld, JSON.stringify(unheld));
   if (misplaced.length > 0) {
@@ -176,16 +209,20 @@ export function pickReady(db: SqlPort, max: number, count: (byLane: ReadonlyMap<
   return seqs;
 }
 
+const bySeq = (a: Row, b: Row) => Number(a[1]) - Number(b[1]);
+const ascending = (a: number, b: number) => a - b;
+
 /**
  * Shares of `budget` taken in turns by parts that hold `caps` each: each part its cap or the level
  * the budget reaches, whichever is less, and one more above the level for those that hold more
  * (the last turn's remainder, whoever it falls to): at most one more per part than the budget.
  */
 export function fill(caps: readonly number[], budget: number): number[] {
-  const sorted = [...caps].sort((a, b) => a - b);
+  const sorted = caps.slice().sort(ascending);
   let left = budget;
   let level = 0;
-  for (const [i, cap] of sorted.entries()) {
+  for (let i = 0; i < sorted.length; i++) {
+    const cap = sorted[i]!;
     const rest = sorted.length - i;
     if ((cap - level) * rest > left) {
       level += Math.ceil(left / rest);
