@@ -2,9 +2,11 @@
  * An item's shape (what the platform could refuse it for, values aside) is the same whether it is
  * worked out from the item at ingest or from the entry the deliverer sent, whatever the order and
  * number of its keys: the site's closed guard lets an item through by the shapes the platform took.
+ * The deliverer learns them from each taken entry's stored text (state/item-text.ts), read without
+ * parsing it: whatever its values hold, the shape learned is the item's.
  */
 import { describe, expect, it } from 'vitest';
-import { entryShape, shapeOf } from '../../src/relay/ingest/shapes.js';
+import { createShapes, entryShape, learnTaken, shapeOf } from '../../src/relay/ingest/shapes.js';
 import type { CheckedItem } from '../../src/relay/ingest/items.js';
 
 const track = (attributes: Record<string, unknown> | undefined, person: Record<string, unknown> | undefined): CheckedItem => ({
@@ -39,5 +41,54 @@ describe('shapes', () => {
       expect(entryShape({ kind: 'merge', entry: { fields } })).toBe(`merge\u0000${sorted(fields)}`);
     }
     expect(shapeOf(identify({ 'str::ei': 'x', 'str::email': 'y' }))).toBe(shapeOf(identify({ 'str::email': 'y', 'str::ei': 'x' })));
+  });
+  it('learned from the text each taken entry was stored as: the shape of the item it was made from, whatever its values hold', () => {
+    const tricky = { 'str:cm:"q"': 'a "quoted" }, value\\', 'a\\b': { nested: ['x', { y: '}{"' }], n: null }, 'num:cm:é€😀': -1.5e3, '': true };
+    const tracks = [
+      track(tricky, { 'str::email': 'a@example.com' }),
+      track({ z: [1, [2, { '}': '"' }]], a: false, '10': 'x', '2': {} }, undefined),
+      track(undefined, { 'str::email': 'x"}\\', 'str::ei': '' }),
+      track({ only: { a: 1, b: 2 } }, { ['__proto__']: 1, constructor: 'c' }),
+    ];
+    // One after another as a lease's entries come: the same ids again, then one id more or other.
+    const alike = [{ 'str::email': 'a' }, { 'str::email': 'b' }, { 'str::email': 'c', 'str::ei': 'd' }, { 'str::ei': 'e' }, { 'str::email"': 'f' }];
+    const items = [
+      ...tracks,
+      ...alike.map((person) => track({ 'str:cm:plan': 'pro' }, person)),
+      ...alike.map((fields) => identify(fields)),
+      identify(tricky),
+      identify({ 'str::email': '\u2028\u0000"' }),
+      identify({}),
+    ];
+    const site = 'site-a';
+    const shapes = createShapes();
+    const taken = items.map((item) => {
+      const entry =
+        item.type === 'identify'
+          ? { fields: item.input.fields, tags: ['t"}'] }
+          : {
+              activity_id: item.input.activity_id,
+              fields: item.input.person,
+              attributes: item.input.attributes,
+              created: '2026-11-29T00:00:00.000Z',
+              location: { city: '{"' },
+            };
+      return { site, kind: item.type === 'identify' ? ('merge' as const) : ('activity' as const), text: JSON.stringify(entry) };
+    });
+    learnTaken(shapes, taken, 1_000);
+    for (const item of items) expect(shapes.known(site, shapeOf(item), 1_001)).toBe(true);
+    // Nothing else: a shape learned wrongly would leave one of the items above unknown, or know another.
+    expect(shapes.known(site, shapeOf(track({ 'str:cm:"q"': 1 }, { 'str::email': 'a' })), 1_001)).toBe(false);
+    expect(shapes.known(site, shapeOf(identify({ 'a\\b': 1 })), 1_001)).toBe(false);
+    expect(shapes.known(site, shapeOf(track({ 'str:cm:plan': 'pro' }, { 'str::ei': 'a', 'str::email"': 'b' })), 1_001)).toBe(false);
+    expect(shapes.known(site, shapeOf(track({ 'str:cm:plan"': 'pro' }, { 'str::email': 'a' })), 1_001)).toBe(false);
+    // A text with white space in it (an earlier release's, or another writer's) is parsed: the same shapes.
+    const spaced = createShapes();
+    learnTaken(
+      spaced,
+      taken.map((one) => ({ ...one, text: JSON.stringify(JSON.parse(one.text), null, 1) })),
+      1_000,
+    );
+    for (const item of items) expect(spaced.known(site, shapeOf(item), 1_001)).toBe(true);
   });
 });
