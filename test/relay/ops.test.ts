@@ -122,12 +122,17 @@ describe('metrics', () => {
       cdp_edge_outbox_dead_letters: 0,
       'cdp_edge_delivered_entries_total{endpoint="person/merge"}': 2,
       'cdp_edge_delivered_entries_total{endpoint="activities/create"}': 1,
+      // one observation a delivered entry, all within the last bucket's 300 s
+      cdp_edge_delivery_latency_seconds_count: 3,
+      'cdp_edge_delivery_latency_seconds_bucket{le="+Inf"}': 3,
+      'cdp_edge_delivery_latency_seconds_bucket{le="300"}': 3,
     };
     for (const [sample, value] of Object.entries(expected)) expect([sample, metrics.get(sample)]).toEqual([sample, value]);
     // Nothing counted under a key or a token: labels name sites and token holders only.
     const text = [...metrics.keys()].join('\n');
     for (const secret of [SITE.key, 'pk_nobody', reader, scraper, UPSTREAM_KEY]) expect(text).not.toContain(secret);
     expect(metrics.get('cdp_edge_process_resident_memory_bytes')).toBeGreaterThan(0);
+    expect(metrics.get('cdp_edge_delivery_latency_seconds_sum')).toBeGreaterThan(0);
   });
 
   it('serves /metrics on the public port only to a token with the metrics scope', async () => {

@@ -124,6 +124,9 @@ export function createRelayMetrics(options: RelayMetricsOptions = {}): RelayMetr
     buckets: [0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300],
     registers,
   });
+  // Bound once: `observe` with no labels makes a labels object, a closure and a pair for every entry
+  // (about 18 kB a call of 100); the bound one makes none.
+  const deliveryLatencyOf = deliveryLatency.labels();
   // Set by each call the deliverer makes; `max` so processes that deliver nothing (at the base) do not hide the one that does.
   const sendMargin = new Gauge({
     name: 'cdp_edge_platform_send_margin_ratio',
@@ -224,7 +227,7 @@ export function createRelayMetrics(options: RelayMetricsOptions = {}): RelayMetr
     delivery(event) {
       if (event.margin !== undefined) sendMargin.set(event.margin);
       if (event.delivered > 0) delivered.inc({ endpoint: event.endpoint }, event.delivered);
-      for (const ms of event.latencies) deliveryLatency.observe(ms / 1000);
+      for (const ms of event.latencies) deliveryLatencyOf.observe(ms / 1000);
       for (const letter of event.dead) deadLetters.inc({ site: letter.site, reason: reasonClass(letter.reason) });
       const policy = event.held ? 'held' : 'resent';
       for (const entry of event.ambiguous) {
