@@ -90,5 +90,10 @@ describe('shapes', () => {
       1_000,
     );
     for (const item of items) expect(spaced.known(site, shapeOf(item), 1_001)).toBe(true);
+    // Keys escaped by another writer are the keys they name.
+    const escaped = createShapes();
+    const text = '{"activity_id":"act:cm:bought","fi\\u0065lds":{"str::em\\u0061il":"a"},"\\u0061ttributes":{"x":1},"created":"c"}';
+    learnTaken(escaped, [{ site, kind: 'activity', text }], 1_000);
+    expect(escaped.known(site, shapeOf(track({ x: 1 }, { 'str::email': 'a' })), 1_001)).toBe(true);
   });
 });

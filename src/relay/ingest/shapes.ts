@@ -155,7 +155,7 @@ function skimmedShape(kind: Leased['kind'], text: string): string | undefined {
   for (; ; i++) {
     if (text.charCodeAt(i) !== QUOTE) return undefined;
     const end = stringEnd(text, i);
-    if (text.charCodeAt(end) !== COLON || escaped(text, i, end)) return undefined;
+    if (text.charCodeAt(end) !== COLON) return undefined;
     const at = end + 1;
     if (activityKind && keyIs(text, i, end, 'activity_id')) {
       if (text.charCodeAt(at) !== QUOTE) return undefined;
@@ -164,6 +164,8 @@ function skimmedShape(kind: Leased['kind'], text: string): string | undefined {
     } else {
       if (keyIs(text, i, end, 'fields')) people = keysAt(text, at, activityKind ? last.people : last.merge);
       else if (activityKind && keyIs(text, i, end, 'attributes')) attributes = keysAt(text, at, last.attributes);
+      // Another key, which may be one of those escaped: read apart.
+      else if (escaped(text, i, end)) return undefined;
       if (people === undefined || attributes === undefined) return undefined;
       i = valueEnd(text, at);
     }
