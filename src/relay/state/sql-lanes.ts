@@ -139,38 +139,39 @@ export async function createLanes(db: SqlPort): Promise<Lanes> {
     for (const [siteN, { delta, ready }] of bySite) if (Number(one(SQL.addLoad, siteN, delta, now, ready)![0]) <= 0) db.run(SQL.dropLoad, siteN);
     addCount('pending', total);
   };
-  const change = (byLane: ReadonlyMap<number, number>, now: number, ready: ReadonlyMap<number, number> = new Map()) => {
+  const change = (byLane: ReadonlyMap<number, number>, now: number, ready?: ReadonlyMap<number, number>) => {
     const bySite = new Map<number, { delta: number; ready: number }>();
     let total = 0;
     // A lane looked up but given nothing (its items were full) is not kept empty; nor one left with nothing.
     const empty: number[] = [];
-    const moves: [number, number, number][] = [];
-    for (const [n, delta] of byLane) {
+    const moved: number[] = [];
+    const leaving: string[] = [];
+    byLane.forEach((delta, n) => {
       if (delta === 0) empty.push(n);
-      else moves.push([n, delta, ready.get(n) ?? 0]);
-    }
+      else {
+        moved.push(n);
+        if (delta < 0) leaving.push(`${signed(delta)}${n}`);
+      }
+    });
     // The lanes emptied go in one statement, the others' counts move in one more, whatever their number.
-    const leaving = moves.filter(([, delta]) => delta < 0);
-    const emptied = leaving.length === 0 ? [] : db.query(SQL.dropEmptied, JSON.stringify(leaving.map(([n, delta]) => `${signed(delta)}${n}`)));
-    const gone = new Set(emptied.map(([n]) => Number(n)));
-    const kept = moves.filter(([n]) => !gone.has(n));
-    const rows = kept.length === 0 ? [] : db.query(SQL.addLanes, JSON.stringify(kept.map(([n, delta, ready]) => `${signed(delta)}${signed(ready)}${n}`)));
+    const emptied = leaving.length === 0 ? [] : db.query(SQL.dropEmptied, JSON.stringify(leaving));
+    const gone = emptied.length === 0 ? undefined : new Set(emptied.map(([n]) => Number(n)));
+    const kept = gone === undefined ? moved : moved.filter((n) => !gone.has(n));
+    const rows = kept.length === 0 ? [] : db.query(SQL.addLanes, JSON.stringify(kept.map((n) => `${signed(byLane.get(n)!)}${signed(ready?.get(n) ?? 0)}${n}`)));
     // Each lane moved exists while it has entries waiting: one missing is a fault, and nothing of this transaction is written.
     const found = rows.length + emptied.length;
-    if (found !== moves.length) throw new Error(`outbox lanes: ${moves.length - found} of ${moves.length} lanes counted are missing`);
-    for (const [n, siteN] of emptied) {
-      const site = bySite.get(Number(siteN)) ?? { delta: 0, ready: 0 };
-      bySite.set(Number(siteN), { ...site, delta: site.delta + byLane.get(Number(n))! });
-      total += byLane.get(Number(n))!;
-    }
-    for (const [n, siteN, pending, readyNow] of rows) {
-      const delta = byLane.get(Number(n))!;
-      const gained = ready.get(Number(n)) ?? 0;
-      if (Number(pending) <= 0) empty.push(Number(n));
-      const site = bySite.get(Number(siteN)) ?? { delta: 0, ready: 0 };
-      // The site counts its lanes with something ready.
-      bySite.set(Number(siteN), { delta: site.delta + delta, ready: site.ready + (gained > 0 && Number(readyNow) === gained ? 1 : 0) });
+    if (found !== moved.length) throw new Error(`outbox lanes: ${moved.length - found} of ${moved.length} lanes counted are missing`);
+    // Rows of both: [n, site, …]; each site's counts one object, moved in place. The site counts its lanes with something ready.
+    for (const row of emptied.length === 0 ? rows : [...emptied, ...rows]) {
+      const n = Number(row[0]);
+      const delta = byLane.get(n)!;
+      const site = bySite.get(Number(row[1])) ?? { delta: 0, ready: 0 };
+      site.delta += delta;
+      bySite.set(Number(row[1]), site);
       total += delta;
+      if (row.length === 2) continue; // emptied (RETURNING n, site)
+      if (Number(row[2]) <= 0) empty.push(n);
+      if ((ready?.get(n) ?? 0) > 0 && Number(row[3]) === ready?.get(n)) site.ready++;
     }
     if (empty.length > 0) db.run(SQL.dropLanes, JSON.stringify(empty));
     load(bySite, total, now);

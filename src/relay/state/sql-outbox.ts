@@ -105,8 +105,13 @@ export async function createSqlOutbox(db: SqlPort): Promise<Omit<OutboxStore, 'c
     const gone = new Map<number, number>();
     const left: number[] = [];
     // The attempts of the entries whose lease was owner's: each is settled at its first mention; any other is skipped.
-    const owned = leases.end(owner, [...delivered, ...released.map(({ seq }) => seq), ...dead.map(({ seq }) => seq)]);
-    const attempts = new Map(owned);
+    // (The delivered alone, as they are, when nothing is released or dead: the usual settle.)
+    const owned = leases.end(
+      owner,
+      released.length === 0 && dead.length === 0 ? delivered : [...delivered, ...released.map(({ seq }) => seq), ...dead.map(({ seq }) => seq)],
+    );
+    // What the released had, read after `mine` takes them from `owned`: a copy only when some are released.
+    const attempts = released.length === 0 ? owned : new Map(owned);
     const mine = ({ seq }: { seq: number }) => owned.delete(seq);
     const leave = (seq: number, lane: unknown) => {
       gone.set(Number(lane), (gone.get(Number(lane)) ?? 0) - 1);

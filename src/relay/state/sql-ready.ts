@@ -139,7 +139,10 @@ export async function createReady(db: SqlPort): Promise<Ready> {
   const count = (byLane: ReadonlyMap<number, number>) => {
     const bySite = new Map<number, number>();
     const moves: string[] = [];
-    for (const [lane, delta] of byLane) if (delta !== 0) moves.push(`${signed(delta)}${lane}`);
+    // forEach, not for…of: no [lane, delta] pair made for each lane (a lease moves hundreds).
+    byLane.forEach((delta, lane) => {
+      if (delta !== 0) moves.push(`${signed(delta)}${lane}`);
+    });
     if (moves.length === 0) return;
     const rows = db.query(SQL.laneReady, JSON.stringify(moves));
     for (let i = 0; i < rows.length; i++) {
@@ -150,7 +153,9 @@ export async function createReady(db: SqlPort): Promise<Ready> {
       const change = ready > 0 && ready - delta <= 0 ? 1 : ready <= 0 && ready - delta > 0 ? -1 : 0;
       bySite.set(site, (bySite.get(site) ?? 0) + change);
     }
-    for (const [site, change] of bySite) if (change !== 0) db.run(SQL.siteReady, site, change);
+    bySite.forEach((change, site) => {
+      if (change !== 0) db.run(SQL.siteReady, site, change);
+    });
   };
   /**
    * The lanes in column `at` of `rows` (as the port returns them, never an empty list: an empty array is of another
