@@ -2,13 +2,14 @@
  * An item's shape (what the platform could refuse it for, values aside) is the same whether it is
  * worked out from the item at ingest or from the entry the deliverer sent, whatever the order and
  * number of its keys: the site's closed guard lets an item through by the shapes the platform took.
- * The deliverer learns them from each taken entry's stored text (state/item-text.ts), read without
- * parsing it: whatever its values hold, the shape learned is the item's.
  */
 import { describe, expect, it } from 'vitest';
 import { createShapes, entryShape, learnTaken, shapeOf } from '../../src/relay/ingest/shapes.js';
+import { entryOf } from '../../src/relay/state/item-text.js';
 import type { CheckedItem } from '../../src/relay/ingest/items.js';
 
+/** A taken entry as the deliverer hands it on: its stored text read back. */
+const parsed = (one: { site: string; kind: 'merge' | 'activity'; text: string }) => ({ site: one.site, kind: one.kind, entry: entryOf(one) });
 const track = (attributes: Record<string, unknown> | undefined, person: Record<string, unknown> | undefined): CheckedItem => ({
   index: 0,
   id: 't',
@@ -42,7 +43,7 @@ describe('shapes', () => {
     }
     expect(shapeOf(identify({ 'str::ei': 'x', 'str::email': 'y' }))).toBe(shapeOf(identify({ 'str::email': 'y', 'str::ei': 'x' })));
   });
-  it('learned from the text each taken entry was stored as: the shape of the item it was made from, whatever its values hold', () => {
+  it('learned from each taken entry as it was stored: the shape of the item it was made from, whatever its keys and values hold', () => {
     const tricky = { 'str:cm:"q"': 'a "quoted" }, value\\', 'a\\b': { nested: ['x', { y: '}{"' }], n: null }, 'num:cm:é€😀': -1.5e3, '': true };
     const tracks = [
       track(tricky, { 'str::email': 'a@example.com' }),
@@ -75,7 +76,7 @@ describe('shapes', () => {
             };
       return { site, kind: item.type === 'identify' ? ('merge' as const) : ('activity' as const), text: JSON.stringify(entry) };
     });
-    learnTaken(shapes, taken, 1_000);
+    learnTaken(shapes, taken.map(parsed), 1_000);
     for (const item of items) expect(shapes.known(site, shapeOf(item), 1_001)).toBe(true);
     // Nothing else: a shape learned wrongly would leave one of the items above unknown, or know another.
     expect(shapes.known(site, shapeOf(track({ 'str:cm:"q"': 1 }, { 'str::email': 'a' })), 1_001)).toBe(false);
@@ -86,14 +87,14 @@ describe('shapes', () => {
     const spaced = createShapes();
     learnTaken(
       spaced,
-      taken.map((one) => ({ ...one, text: JSON.stringify(JSON.parse(one.text), null, 1) })),
+      taken.map((one) => parsed({ ...one, text: JSON.stringify(JSON.parse(one.text), null, 1) })),
       1_000,
     );
     for (const item of items) expect(spaced.known(site, shapeOf(item), 1_001)).toBe(true);
     // Keys escaped by another writer are the keys they name.
     const escaped = createShapes();
     const text = '{"activity_id":"act:cm:bought","fi\\u0065lds":{"str::em\\u0061il":"a"},"\\u0061ttributes":{"x":1},"created":"c"}';
-    learnTaken(escaped, [{ site, kind: 'activity', text }], 1_000);
+    learnTaken(escaped, [parsed({ site, kind: 'activity', text })], 1_000);
     expect(escaped.known(site, shapeOf(track({ x: 1 }, { 'str::email': 'a' })), 1_001)).toBe(true);
   });
 });

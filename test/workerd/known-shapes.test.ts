@@ -10,7 +10,7 @@ import { chargeDelivered, refusalKey, siteGuardWait, siteKey as guardKey, visito
 import { GUARD_RETRY } from '../../src/relay/ingest/guard.js';
 import { durableRefusals, REFUSAL_OBJECTS } from '../../src/relay/workers/refusals.js';
 import { durableShapes, teachShapes } from '../../src/relay/workers/shapes.js';
-import { takenShape } from '../../src/relay/ingest/shapes.js';
+import { entryShape } from '../../src/relay/ingest/shapes.js';
 import { createShardedOutbox } from '../../src/relay/workers/outbox.js';
 import { DEFAULT_SHARDS, hash } from '../../src/relay/workers/state.js';
 import { upstreamControl } from '../relay/support/control.js';
@@ -97,11 +97,14 @@ describe('what knowing shapes costs on Workers', () => {
 
   it('a shape is taught once per outbox isolate, and an isolate asks about a shape at most once a second', async () => {
     const site = siteKey('cost');
-    // As the deliverer hands them on: the entry as the text it was stored as.
     const entry = (email: string) => ({
       site,
+      id: crypto.randomUUID(),
       kind: 'activity' as const,
-      text: JSON.stringify({ activity_id: 'act:cm:viewed', fields: { 'str::email': email } }),
+      entry: { activity_id: 'act:cm:viewed', fields: { 'str::email': email } },
+      browser: 'b',
+      visitor: 'v',
+      accepted: Date.now(),
     });
     const now = Date.now();
     const start = await calls(site);
@@ -110,7 +113,7 @@ describe('what knowing shapes costs on Workers', () => {
     expect(await calls(site)).toBe(start + 1);
 
     const shapes = durableShapes(env['RELAY_STATE']);
-    const shape = takenShape(entry('d@example.com'));
+    const shape = entryShape(entry('d@example.com'));
     await shapes.recall!(site, [shape, 'act:cm:other\u0000\u0001'], now);
     expect(shapes.known(site, shape, now)).toBe(true);
     expect(shapes.known(site, 'act:cm:other\u0000\u0001', now)).toBe(false);

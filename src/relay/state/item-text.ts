@@ -64,5 +64,9 @@ export function leasedOf(text: string, seq: number, attempts: number, share: (te
   return { site, id, kind, browser, visitor, accepted, text: JSON.stringify(entry), seq, attempts };
 }
 
-/** A leased entry's platform entry, parsed: only where its fields are needed (a merge's people; a shape the deliverer cannot read from the text, ingest/shapes.ts `takenShape`). */
+/** A leased entry's platform entry, parsed: only where its fields are needed (a merge's people, the shapes the platform took). */
 export const entryOf = (leased: Pick<Leased, 'text'>): Record<string, unknown> => JSON.parse(leased.text) as Record<string, unknown>;
+
+/** Leased entries' sites, kinds and platform entries, parsed (ingest/shapes.ts learns from them the shapes the platform took). */
+export const withEntries = (leased: readonly Leased[]): Pick<OutboxItem, 'site' | 'kind' | 'entry'>[] =>
+  leased.map((one) => ({ site: one.site, kind: one.kind, entry: entryOf(one) }));

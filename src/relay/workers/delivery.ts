@@ -10,6 +10,7 @@ import { systemClock } from '../core/clock.js';
 import { parseConfig, type RelayConfig } from '../core/config.js';
 import { createUpstream, sharedBackoff } from '../deliver/caller.js';
 import type { EngineOptions } from '../deliver/engine.js';
+import { withEntries } from '../state/item-text.js';
 import type { Outbox, Pacer } from '../state/outbox.js';
 import { DEFAULT_PLATFORM_RATE, paceInterval } from '../state/pace.js';
 import { MAX_PACER_WAIT_MS } from '../deliver/slots.js';
@@ -124,7 +125,7 @@ export function shardEngine(env: DeliveryEnv, outbox: Outbox, owner: string): En
     retryMs: config.deliveryRetryMs,
     onDelivery: observer?.delivery,
     // What the platform took teaches the sites' RelayState objects, which ingest asks while a guard is closed (shapes.ts).
-    onTaken: (entries) => void teachShapes(env.RELAY_STATE, entries, Date.now()).catch(() => {}),
+    onTaken: (entries) => void teachShapes(env.RELAY_STATE, withEntries(entries), Date.now()).catch(() => {}),
     // What the platform refused after acceptance counts against its visitors (and, for a call
     // refused as a whole, its site), in the refusal buckets every isolate reads.
     onRefused: (entries, wholeCall) => void chargeDelivered(durableRefusals(env.RELAY_STATE), entries, wholeCall, Date.now()).catch(() => {}),

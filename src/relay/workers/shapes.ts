@@ -10,8 +10,8 @@
  */
 import type { DurableObjectNamespace } from '@cloudflare/workers-types/index.ts';
 import { refusalKey, siteKey } from '../core/limits.js';
-import { createShapes, SHAPE_TTL_MS, type Shapes, takenShape } from '../ingest/shapes.js';
-import type { Leased } from '../state/outbox.js';
+import { createShapes, entryShape, SHAPE_TTL_MS, type Shapes } from '../ingest/shapes.js';
+import type { OutboxItem } from '../state/outbox.js';
 import { REFUSAL_OBJECTS } from './refusals.js';
 import { hash, type RelayState } from './state.js';
 
@@ -28,14 +28,14 @@ const taughtBy = new WeakMap<object, Shapes>();
 /** Tells the sites' objects the shapes of `entries`, which the platform took: those this isolate has not told them in the last half of a shape's lifetime. */
 export async function teachShapes(
   namespace: DurableObjectNamespace<RelayState>,
-  entries: readonly Pick<Leased, 'site' | 'kind' | 'text'>[],
+  entries: readonly Pick<OutboxItem, 'site' | 'kind' | 'entry'>[],
   now: number,
 ): Promise<void> {
   const taught = taughtBy.get(namespace) ?? createShapes({ ttlMs: SHAPE_TTL_MS / 2 });
   taughtBy.set(namespace, taught);
   const bySite = new Map<string, Set<string>>();
   for (const entry of entries) {
-    const shape = takenShape(entry);
+    const shape = entryShape(entry);
     if (!taught.known(entry.site, shape, now)) bySite.set(entry.site, (bySite.get(entry.site) ?? new Set<string>()).add(shape));
   }
   await Promise.all(
