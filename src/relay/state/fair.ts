@@ -27,15 +27,13 @@ interface Turn<T> {
 export function takeFair<T>(sites: readonly (readonly Lane<T>[])[], max: number): T[] {
   const taken: T[] = [];
   const turns: Turn<T>[] = [];
-  let withLanes = 0;
   for (const lanes of sites) {
     if (lanes.length === 0) continue;
     const own: Lane<T>[] = [];
     for (const lane of lanes) own.push(lane);
     turns.push({ lanes: own, next: 0 });
-    withLanes++;
   }
-  if (withLanes === 0) return taken;
+  if (turns.length === 0) return taken;
   while (taken.length < max && turns.length > 0) {
     for (let s = 0; s < turns.length && taken.length < max; ) {
       const site = turns[s]!;
