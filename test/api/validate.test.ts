@@ -136,6 +136,19 @@ describe('bodies that JSON allows but the platform does not', () => {
     expect(messages('person/merge', { people: [{ fields: { 'str::email': 'a@b.c' }, clear_fields: [true] }] })[0]).toMatch(/clear_fields must be an object/);
   });
 
+  it('refuses a value or null where fields or attributes belong, and still checks each field of an object', () => {
+    expect(messages('person/merge', { people: [{ fields: 'str::email' }] })).toEqual(['people[0].fields: fields must be an object keyed by field ID']);
+    expect(messages('accounts/merge', { accounts: [{ fields: null }], merge_by: ['accounts_id'] })).toEqual([
+      'accounts[0].fields: fields must be an object keyed by field ID',
+    ]);
+    expect(messages('activities/create', { activities: [{ activity_id: 'act:cm:x', fields: { 'str::email': 'a@b.c' }, attributes: 5 }] })).toEqual([
+      'activities[0].attributes: attributes must be an object keyed by attribute field ID',
+    ]);
+    expect(messages('activities/create', { activities: [{ activity_id: 'act:cm:x', fields: { 'str::email': 'a@b.c', 'str:o:name': 'x' } }] })).toEqual([
+      'activities[0].fields: "str:o:name" is not a person field ID',
+    ]);
+  });
+
   it('refuses prototype-named keys anywhere, naming where, rather than dropping their data silently', () => {
     const parsed = (json: string) => JSON.parse(json) as unknown;
     expect(messages('person/merge', parsed('{"people":[{"fields":{"str::email":"a@b.c","__proto__":{"x":1}}}]}'))).toEqual([

@@ -3,7 +3,7 @@ import * as v from 'valibot';
 import { quoteId } from '../objects.js';
 import { isFieldId, parseFieldId, type FieldType } from '../fields.js';
 import { jsonBytes, LIMITS } from '../limits.js';
-import { fieldsOf, id, itemFields, location, record } from './common.js';
+import { anyObject, fieldsOf, id, itemFields, location } from './common.js';
 import { items } from './people.js';
 
 export const CUSTOM_FIELD_TYPES = [
@@ -138,7 +138,7 @@ const activityEventWith = <F extends v.GenericSchema>(fields: F) =>
       person_id: v.optional(id),
       attributes: v.optional(
         v.pipe(
-          record(v.string(), v.unknown(), 'attributes must be an object keyed by attribute field ID'),
+          anyObject('attributes must be an object keyed by attribute field ID'),
           v.check((attrs) => Object.keys(attrs).length <= LIMITS.attributesPerActivity, `attributes: at most ${LIMITS.attributesPerActivity} per activity`),
         ),
       ),

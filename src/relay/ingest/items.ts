@@ -10,16 +10,16 @@ import { mergedPerson } from '../../api/schemas/people.js';
 import { activityEvent } from '../../api/schemas/definitions.js';
 import { attributesProblem } from '../../plan/rules.js';
 import type { SiteConfig } from '../core/sites.js';
-import { clipId, isRecord } from '../../api/objects.js';
+import { clipId } from '../../api/objects.js';
+import { anyObject } from '../../api/schemas/common.js';
 import { COLLECT_LIMITS } from '../../api/collect.js';
 
 /**
- * An object of any keys and values, taken as it is. Not valibot's `record`: it takes arrays, and
- * past this check it would only copy the object key by key, dropping prototype-named keys that
- * {@link checkItem} has refused already (`forbiddenKey`). Its keys and values are checked where
- * they become the platform entry ({@link checkEntry}).
+ * An object of any keys and values, taken as it is ({@link checkItem} has refused prototype-named
+ * keys already: `forbiddenKey`). Its keys and values are checked where they become the platform
+ * entry ({@link checkEntry}).
  */
-const record = (what: string) => v.custom<Record<string, unknown>>(isRecord, `${what} must be an object, not an array or a value`);
+const record = (what: string) => anyObject(`${what} must be an object, not an array or a value`);
 
 /** How deep an item may nest: far more than any item needs. */
 const MAX_ITEM_DEPTH = 16;
