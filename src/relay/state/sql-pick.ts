@@ -1,9 +1,11 @@
 /**
  * What a lease of the SQL outbox takes from the ready entries (sql-ready.ts `pick`): the sites
  * with something ready, the longest-waiting first, each site's lanes in turn (fair.ts), and the
- * first entries of all a site's lanes read in one statement, as many of each as its share of the
- * lease (a lane that takes more reads on by itself). Statements per lease do not grow with the
- * number of lanes it visits.
+ * first entries of a page of a site's lanes read in one statement, as many of each as its share of
+ * the lease (a lane that takes more reads on by itself). A site's first page is an even share of
+ * the lease; its turns read the next page (what the lease has left) only when they reach the last
+ * lane read, so a lease reads about as many lanes as its turns take, and its statements do not
+ * grow with the number of lanes it visits.
  *
  * Identify before track: a site with no merge in the outbox (`outbox_merges`, the usual case of
  * tracks alone) has only activities waiting, so its entries are read from the ready index alone,
@@ -30,7 +32,10 @@ export const PICK_SQL = {
   // Each site with whether it has a merge in the outbox.
   sites:
     'SELECT site, EXISTS (SELECT 1 FROM outbox_merges m WHERE m.site = outbox_load.site) FROM outbox_load INDEXED BY outbox_load_ready WHERE ready > 0 ORDER BY since, site LIMIT ?1',
-  lanes: 'SELECT n, ready FROM outbox_lanes INDEXED BY outbox_lanes_ready WHERE site = ?1 AND ready > 0 ORDER BY since, n LIMIT ?2',
+  lanes: 'SELECT n, ready, since FROM outbox_lanes INDEXED BY outbox_lanes_ready WHERE site = ?1 AND ready > 0 ORDER BY since, n LIMIT ?2',
+  // The next ?2 after the lane ?4 whose since is ?3 (a lease's next page of a site's lanes, when its turns reach the last it read).
+  lanesAfter:
+    'SELECT n, ready, since FROM outbox_lanes INDEXED BY outbox_lanes_ready WHERE site = ?1 AND ready > 0 AND (since, n) > (?3, ?4) ORDER BY since, n LIMIT ?2',
   heads: `SELECT r.lane, r.seq FROM json_each(?1) JOIN outbox_ready r ON r.lane = json_each.value AND r.seq IN ${HEADS}`,
   headsChecked: `SELECT ${checked('json_each.value', '?3')} FROM json_each(?1) JOIN outbox o ON o.seq IN ${HEADS}`,
   // One lane's ready entries after seq ?2, when it takes more than its share.
@@ -53,7 +58,6 @@ export const PICK_SQL = {
 export function pickReady(db: SqlPort, max: number, count: (byLane: ReadonlyMap<number, number>) => void): number[] {
   const sites = db.query(PICK_SQL.sites, max).map(([n, merges]) => ({ site: Number(n), checked: Number(merges) === 1 }));
   if (sites.length === 0) return [];
-  const perSite = Math.max(1, Math.ceil((2 * max) / sites.length));
   const taken = new Set<number>();
   /** What the lease took from the ready, each its lane in 10 digits then its seq (PICK_SQL.takeReady). */
   const fromReady: string[] = [];
@@ -76,7 +80,7 @@ export function pickReady(db: SqlPort, max: number, count: (byLane: ReadonlyMap<
 
   /**
    * One lane's turns: `first` its first entries read, `done` when they are all it has ready. Made
-   * for each lane a lease reads (up to twice its size), most of which it does not reach: one closure, what else it needs made on its first turn.
+   * for each lane a lease reads (about as many as it takes from): one closure, what else it needs made on its first turn.
    */
   const laneOf = (site: number, checked: boolean, lane: number, mergesToo: boolean, first: Row[], done: boolean): Lane<number> => {
     let buffer = first;
@@ -138,64 +142,99 @@ export function pickReady(db: SqlPort, max: number, count: (byLane: ReadonlyMap<
     };
   };
 
+  /** Per site, for the pass under way: the last lane read (since, n), or undefined before the first; whether it may have more. */
+  const lastSince: number[] = [];
+  const lastLane: number[] = [];
+  const open: boolean[] = [];
+
   /**
-   * The lanes of every site, and their first entries, read together (two statements per site):
-   * as many of each lane as its turns would take of the lease by the ready counts of the sites'
-   * lanes (`fill`); the lanes that hold fewer than the most any lane takes read them all, and are
-   * done once they have read as many as their count. A lane that takes more than it read (others
-   * held less than their counts said, or its identifies waited for the second pass) reads on alone.
+   * Up to `size` more of site `s`'s lanes (after those read in this pass) and their ready counts,
+   * in two lists of numbers, not a pair a lane.
    */
+  const lanePage = (s: number, size: number, ns: number[], cs: number[]): number => {
+    const site = sites[s]!.site;
+    const rows = open[s] === undefined ? db.query(PICK_SQL.lanes, site, size) : db.query(PICK_SQL.lanesAfter, site, size, lastSince[s]!, lastLane[s]!);
+    let sum = 0;
+    for (let r = 0; r < rows.length; r++) {
+      ns.push(Number(rows[r]![0]));
+      const count = Math.max(1, Number(rows[r]![1]));
+      cs.push(count);
+      sum += count;
+    }
+    open[s] = rows.length >= size;
+    if (rows.length > 0) {
+      lastSince[s] = Number(rows.at(-1)![2]);
+      lastLane[s] = Number(rows.at(-1)![0]);
+    }
+    return sum;
+  };
+
+  /**
+   * The first entries of the lanes `ns` of site `s`, read together (one statement): as many of each
+   * as its turns would take of `budget` by the lanes' ready counts `cs` (`fill`); the lanes that
+   * hold fewer than the most any lane takes read them all, and are done once they have read as many
+   * as their count. A lane that takes more than it read (others held less than their counts said,
+   * or its identifies waited for the second pass) reads on alone.
+   */
+  const lanesFrom = (s: number, ns: number[], cs: number[], budget: number, mergesToo: boolean): Lane<number>[] => {
+    const lanes: Lane<number>[] = [];
+    if (ns.length === 0) return lanes;
+    const { site, checked } = sites[s]!;
+    const shares = fill(cs, budget);
+    let most = 1;
+    for (let l = 0; l < shares.length; l++) if (shares[l]! > most) most = shares[l]!;
+    // A lane's rows listed as they come, made for the lanes that have some (most read one row: their share of the lease).
+    const heads = new Map<number, Row[]>();
+    const rows = checked ? db.query(PICK_SQL.headsChecked, JSON.stringify(ns), most, site) : db.query(PICK_SQL.heads, JSON.stringify(ns), most);
+    for (let r = 0; r < rows.length; r++) {
+      const row = rows[r]!;
+      const lane = Number(row[0]);
+      const list = heads.get(lane);
+      if (list === undefined) heads.set(lane, [row]);
+      else list.push(row);
+    }
+    for (let l = 0; l < ns.length; l++) {
+      const first = heads.get(ns[l]!) ?? [];
+      if (first.length > 1) first.sort(bySeq);
+      lanes.push(laneOf(site, checked, ns[l]!, mergesToo, first, first.length < most || first.length >= cs[l]!));
+    }
+    return lanes;
+  };
+
+  /**
+   * Each site's first lanes, as many as an even share of what the lease has left (a site with fewer
+   * lends the rest to those with more: their turns read their next lanes when they reach the last
+   * they hold, `more`), and their first entries: two statements a site.
+   */
+  let mergesNow = false;
   const lanesOf = (mergesToo: boolean): Lane<number>[][] => {
-    // Each site's lanes and their ready counts in two lists of numbers, not a pair a lane: a lease reads up to twice its size of lanes.
+    mergesNow = mergesToo;
+    open.length = 0;
+    const left = Math.max(1, max - taken.size);
+    const size = Math.ceil(left / sites.length);
     const numbers: number[][] = [];
     const counts: number[][] = [];
     const sums: number[] = [];
     for (let s = 0; s < sites.length; s++) {
-      const rows = db.query(PICK_SQL.lanes, sites[s]!.site, perSite);
       const ns: number[] = [];
       const cs: number[] = [];
-      let sum = 0;
-      for (let r = 0; r < rows.length; r++) {
-        ns.push(Number(rows[r]![0]));
-        const count = Math.max(1, Number(rows[r]![1]));
-        cs.push(count);
-        sum += count;
-      }
+      sums.push(lanePage(s, size, ns, cs));
       numbers.push(ns);
       counts.push(cs);
-      sums.push(sum);
     }
-    const bySite = fill(sums, Math.max(1, max - taken.size));
+    const bySite = fill(sums, left);
     const all: Lane<number>[][] = [];
-    for (let s = 0; s < sites.length; s++) {
-      const { site, checked } = sites[s]!;
-      const ns = numbers[s]!;
-      const lanes: Lane<number>[] = [];
-      all.push(lanes);
-      if (ns.length === 0) continue;
-      const shares = fill(counts[s]!, bySite[s]!);
-      let most = 1;
-      for (let l = 0; l < shares.length; l++) if (shares[l]! > most) most = shares[l]!;
-      // A lane's rows listed as they come, made for the lanes that have some (most read one row: their share of the lease).
-      const heads = new Map<number, Row[]>();
-      const rows = checked ? db.query(PICK_SQL.headsChecked, JSON.stringify(ns), most, site) : db.query(PICK_SQL.heads, JSON.stringify(ns), most);
-      for (let r = 0; r < rows.length; r++) {
-        const row = rows[r]!;
-        const lane = Number(row[0]);
-        const list = heads.get(lane);
-        if (list === undefined) heads.set(lane, [row]);
-        else list.push(row);
-      }
-      for (let l = 0; l < ns.length; l++) {
-        const first = heads.get(ns[l]!) ?? [];
-        if (first.length > 1) first.sort(bySeq);
-        lanes.push(laneOf(site, checked, ns[l]!, mergesToo, first, first.length < most || first.length >= counts[s]![l]!));
-      }
-    }
+    for (let s = 0; s < sites.length; s++) all.push(lanesFrom(s, numbers[s]!, counts[s]!, bySite[s]!, mergesToo));
     return all;
   };
+  const more = (s: number, need: number): Lane<number>[] => {
+    const ns: number[] = [];
+    const cs: number[] = [];
+    if (open[s] === true) lanePage(s, need, ns, cs);
+    return lanesFrom(s, ns, cs, need, mergesNow);
+  };
 
-  const seqs = takeFairMergesBounded(lanesOf, max, () => deferred);
+  const seqs = takeFairMergesBounded(lanesOf, max, () => deferred, more);
   // What the lease took leaves the ready, or the held (chained merges: those the full lease did not reach stay); what was misplaced is held again.
   if (fromReady.length > 0) db.run(PICK_SQL.takeReady, JSON.stringify(fromReady));
   const unheld = fromHeld.filter((seq) => seqs.includes(seq));
