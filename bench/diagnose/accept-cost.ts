@@ -11,8 +11,11 @@
  * the work of the rows they read and wrote, whatever the machine's load. --frames: also the WAL
  * frames (pages) each group of accepts wrote, read from the -wal file's size after a checkpoint
  * that emptied it before the group (the checkpoints change the timings: count, do not time, so).
+ * --lease: entries a lease asks for (100 by default); --backlog: every request is accepted first,
+ * then the outbox drained in leases of --lease, so that a lease finds more visitors ready than it
+ * takes (as a deliverer behind a backlog does).
  *
- *   npx tsx bench/diagnose/accept-cost.ts [--requests 3000] [--batch 10] [--concurrent 16] [--visitors 100000] [--identifies] [--window 3600000] [--frames]
+ *   npx tsx bench/diagnose/accept-cost.ts [--requests 3000] [--batch 10] [--concurrent 16] [--visitors 100000] [--identifies] [--window 3600000] [--frames] [--lease 100] [--backlog]
  */
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
@@ -34,6 +37,8 @@ const { values } = parseArgs({
     identifies: { type: 'boolean', default: false },
     window: { type: 'string', default: '3600000' },
     frames: { type: 'boolean', default: false },
+    lease: { type: 'string', default: '100' },
+    backlog: { type: 'boolean', default: false },
   },
 });
 const REQUESTS = Number(values.requests);
@@ -41,6 +46,7 @@ const BATCH = Number(values.batch);
 const CONCURRENT = Number(values.concurrent);
 const VISITORS = Number(values.visitors);
 const WINDOW = Number(values.window);
+const LEASE = Number(values.lease);
 
 const dir = mkdtempSync(join(tmpdir(), 'cdp-accept-cost-'));
 // As createSqliteOutbox opens it (WAL, synchronous=NORMAL, the WAL synced before each answer, the connection held open across the syncs), with the connection at hand for its steps.
@@ -93,11 +99,12 @@ function statementCounts() {
     per: (n: number) => Object.fromEntries(Object.entries(total).map(([key, value]) => [key, Math.round((value / n) * 100) / 100])),
   };
 }
-const counts = { accept: statementCounts(), deliver: statementCounts() };
+const counts = { accept: statementCounts(), deliver: statementCounts(), lease: statementCounts() };
 let acceptFrames = 0;
 const cpu = { accept: 0, deliver: 0 };
 let accepted = 0;
 let delivered = 0;
+let leases = 0;
 const started = performance.now();
 for (let done = 0; done < REQUESTS; done += CONCURRENT) {
   const batch = Array.from({ length: Math.min(CONCURRENT, REQUESTS - done) }, request);
@@ -111,10 +118,14 @@ for (let done = 0; done < REQUESTS; done += CONCURRENT) {
   accepted += answers.reduce((n, a) => n + a.accepted.length, 0);
   before = process.cpuUsage();
   counts.deliver.start();
-  while (accepted - delivered >= 100 || (done + CONCURRENT >= REQUESTS && accepted > delivered)) {
+  const last = done + CONCURRENT >= REQUESTS;
+  while ((!values.backlog && accepted - delivered >= LEASE) || (last && accepted > delivered)) {
     const now = Date.now();
-    const leased = await outbox.lease('bench', 100, now, 30_000);
+    counts.lease.start();
+    const leased = await outbox.lease('bench', LEASE, now, 30_000);
+    counts.lease.stop();
     if (leased.length === 0) break;
+    leases++;
     const seqs = await outbox.sending(
       'bench',
       leased.map((entry) => entry.seq),
@@ -134,6 +145,8 @@ console.log(
       requests: REQUESTS,
       batch: BATCH,
       concurrent: CONCURRENT,
+      lease: LEASE,
+      backlog: values.backlog,
       accepted,
       delivered,
       items_per_second: Math.round(accepted / seconds),
@@ -141,6 +154,7 @@ console.log(
       deliver_cpu_ms_per_100_items: per100(cpu.deliver, delivered),
       accept_per_request: { ...counts.accept.per(REQUESTS), ...(values.frames ? { wal_frames: Math.round((acceptFrames / REQUESTS) * 100) / 100 } : {}) },
       deliver_per_100_items: counts.deliver.per(delivered / 100),
+      lease_alone_per_lease: counts.lease.per(leases),
       load_average: loadavg()[0],
     },
     null,
