@@ -10,14 +10,17 @@
  * `steps` are SQLite's own count of the virtual-machine steps its statements ran (`sqlite_stmt`):
  * the work of the rows they read and wrote, whatever the machine's load. --frames: also the WAL
  * frames (pages) each group of accepts wrote, read from the -wal file's size after a checkpoint
- * that emptied it before the group (the checkpoints change the timings: count, do not time, so).
+ * that emptied it before the group (the checkpoints change the timings: count, do not time, so),
+ * and their bytes; --pages: those frames by the table or index their page is in (`dbstat`). Both
+ * move the steps too (read them from a run without either).
+ * Ids are v7 UUIDs as the snippet makes them; BENCH_ID_KIND=v4, random ones.
  * --lease: entries a lease asks for (100 by default); --backlog: every request is accepted first,
  * then the outbox drained in leases of --lease, so that a lease finds more visitors ready than it
  * takes (as a deliverer behind a backlog does).
  *
- *   npx tsx bench/diagnose/accept-cost.ts [--requests 3000] [--batch 10] [--concurrent 16] [--visitors 100000] [--identifies] [--window 3600000] [--frames] [--lease 100] [--backlog]
+ *   npx tsx bench/diagnose/accept-cost.ts [--requests 3000] [--batch 10] [--concurrent 16] [--visitors 100000] [--identifies] [--window 3600000] [--frames] [--pages] [--lease 100] [--backlog]
  */
-import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -37,6 +40,7 @@ const { values } = parseArgs({
     identifies: { type: 'boolean', default: false },
     window: { type: 'string', default: '3600000' },
     frames: { type: 'boolean', default: false },
+    pages: { type: 'boolean', default: false },
     lease: { type: 'string', default: '100' },
     backlog: { type: 'boolean', default: false },
   },
@@ -55,20 +59,40 @@ const db = await openSqlite(path, 5000, 'accept-cost', true);
 const wal = walSync(path, { held: true });
 const { outbox } = await createSqlOutbox(libsqlPort(db, wal.sync));
 const stepsOf = db.prepare('SELECT sum(nstep) FROM sqlite_stmt').raw();
+/** A WAL frame's bytes: its page and its 24-byte header. */
+const frameBytes = () => Number((db.pragma('page_size') as [{ page_size: number }])[0].page_size) + 24;
 /** The frames in the -wal file (each a page and its 24-byte header, after the file's 32-byte header). */
 const walFrames = () => {
   const size = statSync(`${path}-wal`, { throwIfNoEntry: false })?.size ?? 0;
-  return size <= 32 ? 0 : (size - 32) / (Number((db.pragma('page_size') as [{ page_size: number }])[0].page_size) + 24);
+  return size <= 32 ? 0 : (size - 32) / frameBytes();
 };
+/** Every page of the file and the B-tree (table or index) it is in: prepared once, so no statement of it comes and goes from `sqlite_stmt` while steps are counted. */
+const dbstat = db.prepare('SELECT pageno, name FROM dbstat').raw();
+/** The B-tree each page of the file is in; page 1 is the header's, others the free list's. */
+const btreeOf = (): Map<number, string> => new Map((dbstat.all() as [number, string][]).map(([page, name]) => [Number(page), name]));
+/** The pages the -wal file's frames hold, by B-tree, added to `into` (each frame's first 4 bytes are its page's number). */
+const framesByBtree = (into: Map<string, number>) => {
+  const wal = readFileSync(`${path}-wal`);
+  const size = frameBytes();
+  const btree = btreeOf();
+  for (let at = 32; at + size <= wal.length; at += size) {
+    const page = wal.readUInt32BE(at);
+    const name = page === 1 ? '(header, page 1)' : (btree.get(page) ?? '(free list)');
+    into.set(name, (into.get(name) ?? 0) + 1);
+  }
+};
+const acceptPages = new Map<string, number>();
 /** VM steps of every statement of the connection so far (they stay prepared). */
 const vmSteps = () => Number((stepsOf.get() as unknown[])[0]);
+/** Ids as the snippet makes them (time-ordered v7 UUIDs); BENCH_ID_KIND=v4: random ones, as a client of its own may send, which land all over the ids' B-trees. */
+const newId = process.env['BENCH_ID_KIND'] === 'v4' ? () => crypto.randomUUID() : uuid;
 let visitor = 0;
 let serial = 0;
 const request = (): OutboxItem[] => {
   const v = `pk_bench:10.0.${visitor++ % VISITORS}`;
   const now = Date.now();
   return Array.from({ length: BATCH }, (_, i): OutboxItem => {
-    const who = { site: 'pk_bench', id: uuid(), browser: v, visitor: v, accepted: now };
+    const who = { site: 'pk_bench', id: newId(), browser: v, visitor: v, accepted: now };
     if (values.identifies && i === 0) return { ...who, kind: 'merge', entry: { identifiers: { email: `u${serial++}@bench.example.com` } } };
     return {
       ...who,
@@ -108,12 +132,13 @@ let leases = 0;
 const started = performance.now();
 for (let done = 0; done < REQUESTS; done += CONCURRENT) {
   const batch = Array.from({ length: Math.min(CONCURRENT, REQUESTS - done) }, request);
-  if (values.frames) db.pragma('wal_checkpoint(TRUNCATE)');
+  if (values.frames || values.pages) db.pragma('wal_checkpoint(TRUNCATE)');
   let before = process.cpuUsage();
   counts.accept.start();
   const answers = await Promise.all(batch.map((items) => outbox.accept(items, Date.now(), WINDOW)));
   counts.accept.stop();
-  if (values.frames) acceptFrames += walFrames();
+  if (values.frames || values.pages) acceptFrames += walFrames();
+  if (values.pages) framesByBtree(acceptPages);
   cpu.accept += (process.cpuUsage(before).user + process.cpuUsage(before).system) / 1000;
   accepted += answers.reduce((n, a) => n + a.accepted.length, 0);
   before = process.cpuUsage();
@@ -152,7 +177,19 @@ console.log(
       items_per_second: Math.round(accepted / seconds),
       accept_cpu_ms_per_100_items: per100(cpu.accept, accepted),
       deliver_cpu_ms_per_100_items: per100(cpu.deliver, delivered),
-      accept_per_request: { ...counts.accept.per(REQUESTS), ...(values.frames ? { wal_frames: Math.round((acceptFrames / REQUESTS) * 100) / 100 } : {}) },
+      accept_per_request: {
+        ...counts.accept.per(REQUESTS),
+        ...(values.frames || values.pages
+          ? { wal_frames: Math.round((acceptFrames / REQUESTS) * 100) / 100, wal_bytes: Math.round((acceptFrames * frameBytes()) / REQUESTS) }
+          : {}),
+        ...(values.pages
+          ? {
+              pages_by_btree: Object.fromEntries(
+                [...acceptPages].sort((a, b) => b[1] - a[1]).map(([name, n]) => [name, Math.round((n / REQUESTS) * 100) / 100]),
+              ),
+            }
+          : {}),
+      },
       deliver_per_100_items: counts.deliver.per(delivered / 100),
       lease_alone_per_lease: counts.lease.per(leases),
       load_average: loadavg()[0],
