@@ -14,10 +14,10 @@ const encoder = new TextEncoder();
 /** The value of a hex digit's character code (UUID has checked it is one). */
 const digit = (code: number): number => (code <= 57 ? code - 48 : (code | 32) - 87);
 
-/** Writes a UUID's 16 bytes into `bytes` (UUID has checked it is one), read straight from its digits, dashes skipped. */
-function uuidBytes(id: string, bytes: Uint8Array | number[]): void {
+/** Writes a UUID's 16 bytes into `bytes` from `to` (UUID has checked it is one), read straight from its digits, dashes skipped. */
+function uuidBytes(id: string, bytes: Uint8Array | number[], to = 0): void {
   let at = 0;
-  for (let i = 0; i < 16; i++) {
+  for (let i = to; i < to + 16; i++) {
     if (id.charCodeAt(at) === 45) at++;
     bytes[i] = (digit(id.charCodeAt(at)) << 4) | digit(id.charCodeAt(at + 1));
     at += 2;
@@ -32,6 +32,15 @@ export function compactId(id: string): Uint8Array {
     return bytes;
   }
   return sha256(encoder.encode(id)).subarray(0, 16);
+}
+
+/**
+ * Writes the 16 bytes an id is remembered by into `bytes` from `to`: a UUID's straight from its
+ * digits, no array or string made for it (the SQL outbox binds a transaction's ids so, as one blob).
+ */
+export function writeCompactId(id: string, bytes: Uint8Array, to: number): void {
+  if (UUID.test(id)) uuidBytes(id, bytes, to);
+  else bytes.set(compactId(id), to);
 }
 
 /** One id's char codes at a time: {@link compactIdString} runs for every item the memory and Redis outboxes accept. */

@@ -11,12 +11,12 @@
  * @module
  */
 import type { OutboxLimits } from '../core/outbox-limits.js';
-import { compactIdHex } from './ids.js';
 import { itemText } from './item-text.js';
 import { type Accepted, DEAD_SLICE, type OutboxItem } from './outbox.js';
 import type { Lanes } from './sql-lanes.js';
 import type { Ready } from './sql-ready.js';
 import { CommitSyncError, digits, type SqlPort } from './sql-port.js';
+import { forgetId, forgetStale, gatherIds, rememberIds, SEEN_SQL } from './sql-seen.js';
 
 /** Expired ids deleted per transaction at least: more than its accepts add (twice as many when they add more), so the table shrinks back after a peak. */
 const EXPIRY_SLICE = 1000;
@@ -27,21 +27,7 @@ export const ACCEPT_SQL = {
   // (SELECT … LIMIT ?2)` searched the key by its first column only: each slice read every id of
   // the site (the whole window's, e.g. 50 ms for 200,000 ids) once ids began to expire.
   expire: 'DELETE FROM outbox_seen WHERE until <= coalesce((SELECT until FROM outbox_seen WHERE until <= ?1 ORDER BY until LIMIT 1 OFFSET ?2 - 1), ?1)',
-  // The batch's ids whose window has passed are forgotten (only when the expiry slice may have
-  // left some), then the ids not remembered are inserted: a RETURNING row says the id is new.
-  // forgetStale takes [site number, id as hex, end of its window] as JSON.
-  // Each id of the batch looked up by its key (its sites by their ids, then matched exactly): a
-  // walk of every id past its window, matched against the batch, cost their number times the
-  // batch's (8 s for 160 ids beside 30,000 expired, which a slow accept let grow). `(site, id) IN
-  // (SELECT … FROM json_each)` searches the key by its first column only: every id of the site.
-  forgetStale: `DELETE FROM outbox_seen WHERE site IN (SELECT value ->> 0 FROM json_each(?1)) AND id IN (SELECT unhex(value ->> 1) FROM json_each(?1))
-    AND until <= ?2 AND EXISTS (SELECT 1 FROM json_each(?1) WHERE value ->> 0 = outbox_seen.site AND unhex(value ->> 1) = outbox_seen.id)`,
-  // The ids of one site that end together (?1 site number, ?2 end of their window), a JSON list of
-  // hex strings (?3): a transaction's accepts end at one or a few times. [site, id, end] triples in
-  // JSON cost 12.2k libsql instructions an id, plain strings 6.1k (each triple is written back
-  // as text by json_each and parsed again by ->>).
-  remember:
-    'INSERT INTO outbox_seen (site, id, until) SELECT ?1, unhex(value), ?2 FROM json_each(?3) WHERE true ON CONFLICT (site, id) DO NOTHING RETURNING hex(id)',
+  ...SEEN_SQL,
   // Each id its own site and end, [site number, id as hex, end of its window] as JSON (the import of a release before's ids: sql-upgrade.ts).
   rememberEach:
     'INSERT INTO outbox_seen (site, id, until) SELECT value ->> 0, unhex(value ->> 1), value ->> 2 FROM json_each(?1) WHERE true ON CONFLICT (site, id) DO NOTHING RETURNING site, hex(id)',
@@ -52,7 +38,6 @@ export const ACCEPT_SQL = {
   // 6.1k libsql instructions an entry against a [start, length, lane] triple, which json_each writes back as text and
   // ->> parses again for each field.
   add: 'INSERT INTO outbox (item, lane) SELECT CAST(substr(?2, substr(value, 1, 10), substr(value, 11, 10)) AS TEXT), CAST(substr(value, 21) AS INTEGER) FROM json_each(?1)',
-  unremember: 'DELETE FROM outbox_seen WHERE site = ?1 AND id = unhex(?2)',
   expireDead: 'DELETE FROM outbox_dead WHERE seq IN (SELECT seq FROM outbox_dead WHERE failed <= ?1 LIMIT ?2)',
   cutDead: 'DELETE FROM outbox_dead WHERE seq IN (SELECT seq FROM outbox_dead ORDER BY seq LIMIT ?1)',
 } as const;
@@ -99,13 +84,6 @@ function* packed(added: readonly (readonly [text: string, lane: number])[]): Gen
   }
 }
 
-/** The ids of a transaction's accepts, in their order: each one's site number, its 16 bytes in hex (upper case, as SQLite's hex()) and the end of its window. */
-interface Ids {
-  site: number[];
-  hex: string[];
-  until: number[];
-}
-
 /** One call of `accept`, waiting for its transaction. */
 export interface AcceptCall {
   items: readonly OutboxItem[];
@@ -128,40 +106,6 @@ export function createAccept(db: SqlPort, lanes: Lanes, ready: Ready): (call: Ac
     lanes.addCount('expired', expired);
     lanes.addCount('cut', cut);
     lanes.addCount('dead', -expired - cut);
-  };
-
-  /**
-   * Remembers the ids not remembered yet (`ids`: each one's site number, its 16 bytes in hex and the
-   * end of its window): one statement for the ids of a site that end together, the first copy of
-   * each id (a second is a duplicate of it). Resolves to the new ones' hex, by site number.
-   */
-  const remember = (ids: Ids): Map<number, Set<string>> => {
-    const ends = new Map<number, Map<number, string[]>>();
-    const firsts = new Map<number, Set<string>>();
-    for (let i = 0; i < ids.hex.length; i++) {
-      const hex = ids.hex[i]!;
-      const n = ids.site[i]!;
-      const until = ids.until[i]!;
-      const seen = firsts.get(n) ?? new Set<string>();
-      firsts.set(n, seen);
-      if (seen.has(hex)) continue;
-      seen.add(hex);
-      const byEnd = ends.get(n) ?? new Map<number, string[]>();
-      ends.set(n, byEnd);
-      const same = byEnd.get(until) ?? [];
-      byEnd.set(until, same);
-      same.push(hex);
-    }
-    const fresh = new Map<number, Set<string>>();
-    for (const [n, byEnd] of ends) {
-      const added = new Set<string>();
-      fresh.set(n, added);
-      for (const [until, hexes] of byEnd) {
-        const rows = db.query(ACCEPT_SQL.remember, n, until, JSON.stringify(hexes));
-        for (let r = 0; r < rows.length; r++) added.add(rows[r]![0] as string);
-      }
-    }
-    return fresh;
   };
 
   /**
@@ -193,32 +137,17 @@ export function createAccept(db: SqlPort, lanes: Lanes, ready: Ready): (call: Ac
       if (change !== 0) db.run(ACCEPT_SQL.addCount, change);
       return results;
     }
-    const sites = new Map<string, number>();
-    const ids: Ids = { site: [], hex: [], until: [] };
-    for (let c = 0; c < calls.length; c++) {
-      const { items, now: at, windowMs } = calls[c]!;
-      for (let j = 0; j < items.length; j++) {
-        const item = items[j]!;
-        let n = sites.get(item.site);
-        if (n === undefined) {
-          n = lanes.site(item.site);
-          sites.set(item.site, n);
-        }
-        ids.site.push(n);
-        ids.hex.push(compactIdHex(item.id));
-        ids.until.push(at + windowMs);
-      }
-    }
+    const ids = gatherIds(calls, count, lanes.site);
     // A slice short of its size forgot every id past its window: none of the batch's is left to forget.
-    if (expired >= slice) change -= db.run(ACCEPT_SQL.forgetStale, JSON.stringify(ids.hex.map((hex, k) => [ids.site[k], hex, ids.until[k]])), now);
-    const fresh = remember(ids);
+    if (expired >= slice) change -= forgetStale(db, ids, now);
+    const news = rememberIds(db, ids);
     // In the order given; an id given twice is new once, its second copy a duplicate; one past the limits is forgotten again: full.
     // The lanes of the new ids' visitors, looked up together.
     const visitors: [number, string][] = [];
     let k = 0;
     for (let c = 0; c < calls.length; c++) {
       const items = calls[c]!.items;
-      for (let j = 0; j < items.length; j++, k++) if (fresh.get(ids.site[k]!)?.has(ids.hex[k]!) === true) visitors.push([ids.site[k]!, items[j]!.visitor]);
+      for (let j = 0; j < items.length; j++, k++) if (news[k]!) visitors.push([ids.groups[ids.group[k]!]!.site, items[j]!.visitor]);
     }
     const room = lanes.admit(now, visitors);
     // Each entry's text and its lane's key (its number once the lanes are written).
@@ -234,12 +163,11 @@ export function createAccept(db: SqlPort, lanes: Lanes, ready: Ready): (call: Ac
       const result = results[c]!;
       for (let j = 0; j < items.length; j++, i++) {
         const item = items[j]!;
-        const n = ids.site[i]!;
-        const hex = ids.hex[i]!;
-        const lane = fresh.get(n)!.delete(hex) ? (room.take(n, item.visitor, limits) ? lanes.key(n, item.visitor) : undefined) : null;
+        const n = ids.groups[ids.group[i]!]!.site;
+        const lane = news[i]! ? (room.take(n, item.visitor, limits) ? lanes.key(n, item.visitor) : undefined) : null;
         if (lane === null) result.duplicate.push(item.id);
         else if (lane === undefined) {
-          db.run(ACCEPT_SQL.unremember, n, hex);
+          forgetId(db, ids, i);
           result.full.push(item.id);
         } else {
           result.accepted.push(item.id);

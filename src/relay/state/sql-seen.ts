@@ -1,0 +1,177 @@
+/**
+ * The SQL outbox's memory of the ids it accepted (`outbox_seen`: a site's number, the id's 16
+ * bytes, the end of its window), as its accept (sql-accept.ts) writes it: a transaction's ids
+ * handed to SQLite as the bytes they are remembered by (ids.ts), one blob, no hex made for SQLite to
+ * read back; and, when every id is new (the usual case), no row answered for each.
+ * @module
+ */
+import { toHex } from '../core/encoding.js';
+import { writeCompactId } from './ids.js';
+import type { SqlPort } from './sql-port.js';
+
+export const SEEN_SQL = {
+  // Each takes the ids of one site (?1) that end together (?2) as a blob of their 16 bytes one
+  // after another (?3), each cut out by substr at its start in ?4 (a JSON list, the same string
+  // for every run of as many ids). As a JSON list of hex strings for unhex(), libsql ran as many VM
+  // steps and 0.8k more instructions an id, and the JavaScript made a string an id (bench/README).
+  // The batch's ids whose window has passed, forgotten before they are remembered again (only when
+  // the expiry slice may have left some). Each looked up by its whole key: a walk of every id past
+  // its window, matched against the batch, cost their number times the batch's (8 s for 160 ids
+  // beside 30,000 expired, which a slow accept let grow), and `(site, id) IN (SELECT … FROM
+  // json_each)` searches the key by its first column only: every id of the site.
+  forgetStale: 'DELETE FROM outbox_seen WHERE site = ?1 AND id IN (SELECT substr(?3, value, 16) FROM json_each(?4)) AND until <= ?2',
+  // Every id new: inserted without a row answered for each (`RETURNING hex(id)` cost libsql about
+  // 4k instructions and 15 VM steps an id, and the JavaScript a row and a string). An id
+  // remembered before, or given twice, fails the statement on the key, which SQLite undoes alone
+  // (the transaction goes on): then rememberNew inserts the new ones, a RETURNING row each.
+  remember: 'INSERT INTO outbox_seen (site, id, until) SELECT ?1, substr(?3, value, 16), ?2 FROM json_each(?4)',
+  rememberNew:
+    'INSERT INTO outbox_seen (site, id, until) SELECT ?1, substr(?3, value, 16), ?2 FROM json_each(?4) WHERE true ON CONFLICT (site, id) DO NOTHING RETURNING hex(id)',
+  // One id (?2: its 16 bytes) forgotten again: its item was past the limits.
+  unremember: 'DELETE FROM outbox_seen WHERE site = ?1 AND id = ?2',
+} as const;
+
+/**
+ * The ids of a transaction's accepts: those of one site that end together are a run (a group),
+ * each id's 16 bytes one after another in one blob, the runs one after another. By item, in their
+ * order: its group (an index of `groups`) and where its id's bytes start in the blob.
+ */
+export interface Ids {
+  group: number[];
+  at: number[];
+  bytes: Uint8Array;
+  groups: Group[];
+}
+
+/** One run of {@link Ids}: its site number, the end of its ids' window, where its bytes begin and how many ids it holds. */
+interface Group {
+  site: number;
+  until: number;
+  from: number;
+  count: number;
+}
+
+/** What {@link gatherIds} reads of an accept: its items' sites and ids, when it came and how long its ids are remembered. */
+interface IdsOf {
+  items: readonly { site: string; id: string }[];
+  now: number;
+  windowMs: number;
+}
+
+/** `[1,17,33,…]`: where each of `count` ids starts in a blob of them (from 1, as substr counts), kept for the counts met. */
+const STARTS = new Map<number, string>();
+const startsOf = (count: number): string => {
+  let starts = STARTS.get(count);
+  if (starts === undefined) {
+    starts = '[1';
+    for (let k = 1; k < count; k++) starts += `,${16 * k + 1}`;
+    starts += ']';
+    // The counts met are a few (a request's items, a group of them); past 256 the list starts again.
+    if (STARTS.size >= 256) STARTS.clear();
+    STARTS.set(count, starts);
+  }
+  return starts;
+};
+
+/** SQLite refusing a row on a key (libsql's error and a Durable Object's both carry its message). */
+const onKey = (error: unknown): boolean => error instanceof Error && error.message.includes('UNIQUE constraint failed');
+
+/** The ids of `calls` (`count` items in all) in their groups, each id's bytes written into the blob at its place; `siteNumber` numbers a site. */
+export function gatherIds(calls: readonly IdsOf[], count: number, siteNumber: (site: string) => number): Ids {
+  const sites = new Map<string, number>();
+  const groups: Group[] = [];
+  /** The groups' indexes by site number, then by end. */
+  const bySite = new Map<number, Map<number, number>>();
+  const group: number[] = [];
+  // First each item's place in its group, then (once the groups' sizes are known) in the blob.
+  const at: number[] = [];
+  let g = -1;
+  for (let c = 0; c < calls.length; c++) {
+    const { items, now, windowMs } = calls[c]!;
+    const until = now + windowMs;
+    for (let j = 0; j < items.length; j++) {
+      const site = items[j]!.site;
+      let n = sites.get(site);
+      if (n === undefined) {
+        n = siteNumber(site);
+        sites.set(site, n);
+      }
+      // A request's items are mostly one site's, and a transaction's end together: mostly the group of the item before.
+      if (g < 0 || groups[g]!.site !== n || groups[g]!.until !== until) {
+        let ends = bySite.get(n);
+        if (ends === undefined) {
+          ends = new Map();
+          bySite.set(n, ends);
+        }
+        g = ends.get(until) ?? -1;
+        if (g < 0) {
+          g = groups.length;
+          groups.push({ site: n, until, from: 0, count: 0 });
+          ends.set(until, g);
+        }
+      }
+      group.push(g);
+      at.push(groups[g]!.count++);
+    }
+  }
+  let from = 0;
+  for (let r = 0; r < groups.length; r++) {
+    groups[r]!.from = from;
+    from += 16 * groups[r]!.count;
+  }
+  const bytes = new Uint8Array(16 * count);
+  let k = 0;
+  for (let c = 0; c < calls.length; c++) {
+    const items = calls[c]!.items;
+    for (let j = 0; j < items.length; j++, k++) {
+      at[k] = groups[group[k]!]!.from + 16 * at[k]!;
+      writeCompactId(items[j]!.id, bytes, at[k]!);
+    }
+  }
+  return { group, at, bytes, groups };
+}
+
+/** Forgets the ids of `ids` whose window ended by `now` (remembered before and not yet expired): how many. */
+export function forgetStale(db: SqlPort, ids: Ids, now: number): number {
+  let forgotten = 0;
+  for (let g = 0; g < ids.groups.length; g++) {
+    const { site, from, count } = ids.groups[g]!;
+    forgotten += db.run(SEEN_SQL.forgetStale, site, now, ids.bytes.subarray(from, from + 16 * count), startsOf(count));
+  }
+  return forgotten;
+}
+
+/**
+ * Remembers the ids not remembered yet, a statement a group: whether each item's id is new, in
+ * their order (the first copy of an id given twice; the second is a duplicate of it).
+ */
+export function rememberIds(db: SqlPort, ids: Ids): boolean[] {
+  const { groups, bytes } = ids;
+  /** By group: its new ids' hex, or none when every id of it is new (the usual case). */
+  const fresh: (Set<string> | undefined)[] = [];
+  for (let g = 0; g < groups.length; g++) {
+    const { site, until, from, count } = groups[g]!;
+    const blob = bytes.subarray(from, from + 16 * count);
+    try {
+      db.run(SEEN_SQL.remember, site, until, blob, startsOf(count));
+      fresh.push(undefined);
+    } catch (error) {
+      if (!onKey(error)) throw error;
+      const rows = db.query(SEEN_SQL.rememberNew, site, until, blob, startsOf(count));
+      const added = new Set<string>();
+      for (let r = 0; r < rows.length; r++) added.add(rows[r]![0] as string);
+      fresh.push(added);
+    }
+  }
+  const news: boolean[] = [];
+  for (let i = 0; i < ids.at.length; i++) {
+    const added = fresh[ids.group[i]!];
+    news.push(added === undefined || added.delete(toHex(bytes.subarray(ids.at[i]!, ids.at[i]! + 16)).toUpperCase()));
+  }
+  return news;
+}
+
+/** Forgets item `i`'s id again (it was past the limits). */
+export function forgetId(db: SqlPort, ids: Ids, i: number): void {
+  db.run(SEEN_SQL.unremember, ids.groups[ids.group[i]!]!.site, ids.bytes.subarray(ids.at[i]!, ids.at[i]! + 16));
+}
