@@ -101,3 +101,27 @@ export function takeFairMergesBounded<T>(
   if (taken.length < max && deferred()) for (const entry of takeFair(lanes(true), max - taken.length, more)) taken.push(entry);
   return taken;
 }
+
+const ascending = (a: number, b: number) => a - b;
+
+/**
+ * Shares of `budget` taken in turns by parts that hold `caps` each: each part its cap or the level
+ * the budget reaches, whichever is less, and one more above the level for those that hold more
+ * (the last turn's remainder, whoever it falls to): at most one more per part than the budget.
+ */
+export function fill(caps: readonly number[], budget: number): number[] {
+  const sorted = caps.slice().sort(ascending);
+  let left = budget;
+  let level = 0;
+  for (let i = 0; i < sorted.length; i++) {
+    const cap = sorted[i]!;
+    const rest = sorted.length - i;
+    if ((cap - level) * rest > left) {
+      level += Math.ceil(left / rest);
+      break;
+    }
+    left -= (cap - level) * rest;
+    level = cap;
+  }
+  return caps.map((cap) => Math.min(cap, level));
+}

@@ -2,7 +2,8 @@
  * What a lease of the SQL outbox takes from the ready entries (sql-ready.ts `pick`): the sites
  * with something ready, the longest-waiting first, each site's lanes in turn (fair.ts), and the
  * first entries of a page of a site's lanes read in one statement, as many of each as its share of
- * the lease (a lane that takes more reads on by itself). A site's first page is an even share of
+ * the lease (a lane that takes more reads on by itself); where no lane takes more than one, each
+ * lane's row carries its first entry, and nothing more is read. A site's first page is an even share of
  * the lease; its turns read the next page (what the lease has left) only when they reach the last
  * lane read, so a lease reads about as many lanes as its turns take, and its statements do not
  * grow with the number of lanes it visits.
@@ -13,7 +14,7 @@
  * merge of its browser before it.
  * @module
  */
-import { type Lane, MERGES_PER_LEASE, takeFairMergesBounded } from './fair.js';
+import { fill, type Lane, MERGES_PER_LEASE, takeFairMergesBounded } from './fair.js';
 import { digits, type Row, type SqlPort, type SqlValue } from './sql-port.js';
 
 /**
@@ -24,18 +25,27 @@ import { digits, type Row, type SqlPort, type SqlValue } from './sql-port.js';
 const checked = (lane: string, site: string) => `${lane}, o.seq, o.item ->> 'kind' = 'activity', o.item ->> 'browser',
   (SELECT max(m.seq) FROM outbox_merges m WHERE m.site = ${site} AND m.browser = o.item ->> 'browser' AND m.seq < o.seq),
   CASE WHEN o.item ->> 'kind' = 'activity' THEN NULL ELSE (SELECT min(m.seq) FROM outbox_merges m WHERE m.site = ${site} AND m.browser = o.item ->> 'browser' AND m.seq > o.seq) END`;
+/**
+ * A site's (?1) first ?2 lanes with something ready, in their turns' order (the next ?2 after lane
+ * ?4, whose since is ?3, when `after`: a lease's next page of them, when its turns reach the last it
+ * read): each lane, its first ready entry (`first`: the site has no merge to check and the page
+ * fills, so each lane's turns most likely take one entry, that one; else NULL), its ready count and since.
+ */
+const lanesSql = (first: boolean, after: boolean) =>
+  `SELECT n, ${first ? '(SELECT x.seq FROM outbox_ready x WHERE x.lane = outbox_lanes.n ORDER BY x.seq LIMIT 1)' : 'NULL'}, ready, since
+    FROM outbox_lanes INDEXED BY outbox_lanes_ready WHERE site = ?1 AND ready > 0${after ? ' AND (since, n) > (?3, ?4)' : ''} ORDER BY since, n LIMIT ?2`;
 /** The first ?2 ready entries of the lane of each row of json_each(?1) (a JSON list of lanes): each lane's own walk of the index. */
 const HEADS = '(SELECT x.seq FROM outbox_ready x WHERE x.lane = json_each.value ORDER BY x.seq LIMIT ?2)';
 
 export const PICK_SQL = {
   // By the partial indexes, named: a planner that took the site's index of every lane would read them all.
-  // Each site with whether it has a merge in the outbox.
+  // Each site with whether it has a merge in the outbox, and how many lanes it has with something ready.
   sites:
-    'SELECT site, EXISTS (SELECT 1 FROM outbox_merges m WHERE m.site = outbox_load.site) FROM outbox_load INDEXED BY outbox_load_ready WHERE ready > 0 ORDER BY since, site LIMIT ?1',
-  lanes: 'SELECT n, ready, since FROM outbox_lanes INDEXED BY outbox_lanes_ready WHERE site = ?1 AND ready > 0 ORDER BY since, n LIMIT ?2',
-  // The next ?2 after the lane ?4 whose since is ?3 (a lease's next page of a site's lanes, when its turns reach the last it read).
-  lanesAfter:
-    'SELECT n, ready, since FROM outbox_lanes INDEXED BY outbox_lanes_ready WHERE site = ?1 AND ready > 0 AND (since, n) > (?3, ?4) ORDER BY since, n LIMIT ?2',
+    'SELECT site, EXISTS (SELECT 1 FROM outbox_merges m WHERE m.site = outbox_load.site), ready FROM outbox_load INDEXED BY outbox_load_ready WHERE ready > 0 ORDER BY since, site LIMIT ?1',
+  lanes: lanesSql(true, false),
+  lanesAfter: lanesSql(true, true),
+  lanesBare: lanesSql(false, false),
+  lanesBareAfter: lanesSql(false, true),
   heads: `SELECT r.lane, r.seq FROM json_each(?1) JOIN outbox_ready r ON r.lane = json_each.value AND r.seq IN ${HEADS}`,
   headsChecked: `SELECT ${checked('json_each.value', '?3')} FROM json_each(?1) JOIN outbox o ON o.seq IN ${HEADS}`,
   // One lane's ready entries after seq ?2, when it takes more than its share.
@@ -56,7 +66,7 @@ export const PICK_SQL = {
  * caller leases them). `count` moves the lanes' ready counts (by lane, + or −).
  */
 export function pickReady(db: SqlPort, max: number, count: (byLane: ReadonlyMap<number, number>) => void): number[] {
-  const sites = db.query(PICK_SQL.sites, max).map(([n, merges]) => ({ site: Number(n), checked: Number(merges) === 1 }));
+  const sites = db.query(PICK_SQL.sites, max).map(([n, merges, lanes]) => ({ site: Number(n), checked: Number(merges) === 1, lanes: Number(lanes) }));
   if (sites.length === 0) return [];
   const taken = new Set<number>();
   /** What the lease took from the ready, each its lane in 10 digits then its seq (PICK_SQL.takeReady). */
@@ -146,37 +156,48 @@ export function pickReady(db: SqlPort, max: number, count: (byLane: ReadonlyMap<
   const lastSince: number[] = [];
   const lastLane: number[] = [];
   const open: boolean[] = [];
+  /** Per site, the lanes read in this pass. */
+  const read: number[] = [];
 
   /**
-   * Up to `size` more of site `s`'s lanes (after those read in this pass) and their ready counts,
-   * in two lists of numbers, not a pair a lane.
+   * Up to `size` more of site `s`'s lanes (after those read in this pass): their numbers, ready
+   * counts and rows, each with the lane's first entry when the site has no merge to check and more
+   * lanes ready than the page holds (its turns then take about one entry a lane: the answer is
+   * whether the rows hold them).
    */
-  const lanePage = (s: number, size: number, ns: number[], cs: number[]): number => {
-    const site = sites[s]!.site;
-    const rows = open[s] === undefined ? db.query(PICK_SQL.lanes, site, size) : db.query(PICK_SQL.lanesAfter, site, size, lastSince[s]!, lastLane[s]!);
-    let sum = 0;
+  const lanePage = (s: number, size: number, ns: number[], cs: number[], rs: Row[]): boolean => {
+    const { site, checked, lanes } = sites[s]!;
+    const first = !checked && lanes - (read[s] ?? 0) >= size;
+    const rows =
+      open[s] === undefined
+        ? db.query(first ? PICK_SQL.lanes : PICK_SQL.lanesBare, site, size)
+        : db.query(first ? PICK_SQL.lanesAfter : PICK_SQL.lanesBareAfter, site, size, lastSince[s]!, lastLane[s]!);
+    read[s] = (read[s] ?? 0) + rows.length;
     for (let r = 0; r < rows.length; r++) {
-      ns.push(Number(rows[r]![0]));
-      const count = Math.max(1, Number(rows[r]![1]));
+      const row = rows[r]!;
+      ns.push(Number(row[0]));
+      const count = Math.max(1, Number(row[2]));
       cs.push(count);
-      sum += count;
+      rs.push(row);
     }
     open[s] = rows.length >= size;
     if (rows.length > 0) {
-      lastSince[s] = Number(rows.at(-1)![2]);
+      lastSince[s] = Number(rows.at(-1)![3]);
       lastLane[s] = Number(rows.at(-1)![0]);
     }
-    return sum;
+    return first;
   };
 
   /**
-   * The first entries of the lanes `ns` of site `s`, read together (one statement): as many of each
-   * as its turns would take of `budget` by the lanes' ready counts `cs` (`fill`); the lanes that
-   * hold fewer than the most any lane takes read them all, and are done once they have read as many
-   * as their count. A lane that takes more than it read (others held less than their counts said,
-   * or its identifies waited for the second pass) reads on alone.
+   * The first entries of the lanes `ns` of site `s`: as many of each as its turns would take of
+   * `budget` by the lanes' ready counts `cs` (`fill`); the lanes that hold fewer than the most any
+   * lane takes read them all, and are done once they have read as many as their count. Where each
+   * lane's row `rs` holds its first entry (`first`), nothing more is read when no lane takes more
+   * than one; else the lanes that hold more read theirs together (one statement), as every lane's
+   * are read where the rows do not hold them. A lane that takes more than it read (others
+   * held less than their counts said, or its identifies waited for the second pass) reads on alone.
    */
-  const lanesFrom = (s: number, ns: number[], cs: number[], budget: number, mergesToo: boolean): Lane<number>[] => {
+  const lanesFrom = (s: number, ns: number[], cs: number[], rs: Row[], first: boolean, budget: number, mergesToo: boolean): Lane<number>[] => {
     const lanes: Lane<number>[] = [];
     if (ns.length === 0) return lanes;
     const { site, checked } = sites[s]!;
@@ -185,18 +206,22 @@ export function pickReady(db: SqlPort, max: number, count: (byLane: ReadonlyMap<
     for (let l = 0; l < shares.length; l++) if (shares[l]! > most) most = shares[l]!;
     // A lane's rows listed as they come, made for the lanes that have some (most read one row: their share of the lease).
     const heads = new Map<number, Row[]>();
-    const rows = checked ? db.query(PICK_SQL.headsChecked, JSON.stringify(ns), most, site) : db.query(PICK_SQL.heads, JSON.stringify(ns), most);
-    for (let r = 0; r < rows.length; r++) {
-      const row = rows[r]!;
-      const lane = Number(row[0]);
-      const list = heads.get(lane);
-      if (list === undefined) heads.set(lane, [row]);
-      else list.push(row);
+    const wanted = !first ? ns : most > 1 ? ns.filter((_, l) => cs[l]! > 1) : [];
+    if (wanted.length > 0) {
+      const rows = checked ? db.query(PICK_SQL.headsChecked, JSON.stringify(wanted), most, site) : db.query(PICK_SQL.heads, JSON.stringify(wanted), most);
+      for (let r = 0; r < rows.length; r++) {
+        const row = rows[r]!;
+        const lane = Number(row[0]);
+        const list = heads.get(lane);
+        if (list === undefined) heads.set(lane, [row]);
+        else list.push(row);
+      }
     }
     for (let l = 0; l < ns.length; l++) {
-      const first = heads.get(ns[l]!) ?? [];
-      if (first.length > 1) first.sort(bySeq);
-      lanes.push(laneOf(site, checked, ns[l]!, mergesToo, first, first.length < most || first.length >= cs[l]!));
+      const lane = ns[l]!;
+      const own = !first || (most > 1 && cs[l]! > 1) ? (heads.get(lane) ?? []) : rs[l]![1] === null ? [] : [rs[l]!];
+      if (own.length > 1) own.sort(bySeq);
+      lanes.push(laneOf(site, checked, lane, mergesToo, own, own.length < most || own.length >= cs[l]!));
     }
     return lanes;
   };
@@ -204,34 +229,43 @@ export function pickReady(db: SqlPort, max: number, count: (byLane: ReadonlyMap<
   /**
    * Each site's first lanes, as many as an even share of what the lease has left (a site with fewer
    * lends the rest to those with more: their turns read their next lanes when they reach the last
-   * they hold, `more`), and their first entries: two statements a site.
+   * they hold, `more`), and their first entries: one or two statements a site.
    */
   let mergesNow = false;
   const lanesOf = (mergesToo: boolean): Lane<number>[][] => {
     mergesNow = mergesToo;
     open.length = 0;
+    read.length = 0;
     const left = Math.max(1, max - taken.size);
     const size = Math.ceil(left / sites.length);
     const numbers: number[][] = [];
     const counts: number[][] = [];
+    const rows: Row[][] = [];
     const sums: number[] = [];
+    const firsts: boolean[] = [];
     for (let s = 0; s < sites.length; s++) {
       const ns: number[] = [];
       const cs: number[] = [];
-      sums.push(lanePage(s, size, ns, cs));
+      const rs: Row[] = [];
+      firsts.push(lanePage(s, size, ns, cs, rs));
+      let sum = 0;
+      for (let l = 0; l < cs.length; l++) sum += cs[l]!;
+      sums.push(sum);
       numbers.push(ns);
       counts.push(cs);
+      rows.push(rs);
     }
     const bySite = fill(sums, left);
     const all: Lane<number>[][] = [];
-    for (let s = 0; s < sites.length; s++) all.push(lanesFrom(s, numbers[s]!, counts[s]!, bySite[s]!, mergesToo));
+    for (let s = 0; s < sites.length; s++) all.push(lanesFrom(s, numbers[s]!, counts[s]!, rows[s]!, firsts[s]!, bySite[s]!, mergesToo));
     return all;
   };
   const more = (s: number, need: number): Lane<number>[] => {
     const ns: number[] = [];
     const cs: number[] = [];
-    if (open[s] === true) lanePage(s, need, ns, cs);
-    return lanesFrom(s, ns, cs, need, mergesNow);
+    const rs: Row[] = [];
+    const first = open[s] === true && lanePage(s, need, ns, cs, rs);
+    return lanesFrom(s, ns, cs, rs, first, need, mergesNow);
   };
 
   const seqs = takeFairMergesBounded(lanesOf, max, () => deferred, more);
@@ -249,26 +283,3 @@ export function pickReady(db: SqlPort, max: number, count: (byLane: ReadonlyMap<
 }
 
 const bySeq = (a: Row, b: Row) => Number(a[1]) - Number(b[1]);
-const ascending = (a: number, b: number) => a - b;
-
-/**
- * Shares of `budget` taken in turns by parts that hold `caps` each: each part its cap or the level
- * the budget reaches, whichever is less, and one more above the level for those that hold more
- * (the last turn's remainder, whoever it falls to): at most one more per part than the budget.
- */
-export function fill(caps: readonly number[], budget: number): number[] {
-  const sorted = caps.slice().sort(ascending);
-  let left = budget;
-  let level = 0;
-  for (let i = 0; i < sorted.length; i++) {
-    const cap = sorted[i]!;
-    const rest = sorted.length - i;
-    if ((cap - level) * rest > left) {
-      level += Math.ceil(left / rest);
-      break;
-    }
-    left -= (cap - level) * rest;
-    level = cap;
-  }
-  return caps.map((cap) => Math.min(cap, level));
-}
