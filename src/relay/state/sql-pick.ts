@@ -156,8 +156,9 @@ export function pickReady(db: SqlPort, max: number, count: (byLane: ReadonlyMap<
   const lastSince: number[] = [];
   const lastLane: number[] = [];
   const open: boolean[] = [];
-  /** Per site, the lanes read in this pass. */
+  /** Per site, the lanes read in this pass; and of every site. */
   const read: number[] = [];
+  let readAll = 0;
 
   /**
    * Up to `size` more of site `s`'s lanes (after those read in this pass): their numbers, ready
@@ -173,6 +174,7 @@ export function pickReady(db: SqlPort, max: number, count: (byLane: ReadonlyMap<
         ? db.query(first ? PICK_SQL.lanes : PICK_SQL.lanesBare, site, size)
         : db.query(first ? PICK_SQL.lanesAfter : PICK_SQL.lanesBareAfter, site, size, lastSince[s]!, lastLane[s]!);
     read[s] = (read[s] ?? 0) + rows.length;
+    readAll += rows.length;
     for (let r = 0; r < rows.length; r++) {
       const row = rows[r]!;
       ns.push(Number(row[0]));
@@ -236,6 +238,7 @@ export function pickReady(db: SqlPort, max: number, count: (byLane: ReadonlyMap<
     mergesNow = mergesToo;
     open.length = 0;
     read.length = 0;
+    readAll = 0;
     const left = Math.max(1, max - taken.size);
     const size = Math.ceil(left / sites.length);
     const numbers: number[][] = [];
@@ -260,11 +263,18 @@ export function pickReady(db: SqlPort, max: number, count: (byLane: ReadonlyMap<
     for (let s = 0; s < sites.length; s++) all.push(lanesFrom(s, numbers[s]!, counts[s]!, rows[s]!, firsts[s]!, bySite[s]!, mergesToo));
     return all;
   };
+  /**
+   * A site's next page, while the pass has read fewer than twice the lease's size of lanes: a lane
+   * answers nothing only when it has given all it has ready, or in the first pass when its next is
+   * an identify past the bound (MERGES_PER_LEASE), and a site of new visitors, each an identify
+   * first, would otherwise be read to its last lane in that pass (the second takes them).
+   */
   const more = (s: number, need: number): Lane<number>[] => {
     const ns: number[] = [];
     const cs: number[] = [];
     const rs: Row[] = [];
-    const first = open[s] === true && lanePage(s, need, ns, cs, rs);
+    const room = 2 * max - readAll;
+    const first = open[s] === true && room > 0 && lanePage(s, Math.min(need, room), ns, cs, rs);
     return lanesFrom(s, ns, cs, rs, first, need, mergesNow);
   };
 
