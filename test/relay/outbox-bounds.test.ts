@@ -180,6 +180,30 @@ describe('SQLite: a lease among many ready visitors reads the lanes it takes fro
   });
 });
 
+describe('SQLite: a lease among many new visitors, each an identify first, reads a multiple of its size, not every visitor', () => {
+  it('leases 200 among 5,000 identifies (100 in its first pass, the bound of one call) in at most 2,000 rows', async () => {
+    const db = new Sqlite(tempFile());
+    db.pragma('journal_mode = WAL');
+    const counted = countingRows(libsqlPort(db));
+    const { outbox } = await createSqlOutbox(counted.port);
+    const now = Date.now();
+    const merge = (i: number) => ({ kind: 'merge' as const, entry: { identifiers: { email: `m${i}@x.example` } } });
+    await outbox.accept(
+      Array.from({ length: 5000 }, (_, i) => item('s', `m${i}`, merge(i))),
+      now,
+      3600_000,
+    );
+    const before = counted.rows();
+    const leased = await outbox.lease('me', 200, now, 60_000);
+    const rows = counted.rows() - before;
+    // Nothing but identifies: the lease takes as many as it may, the 200 longest-waiting visitors'.
+    expect(leased.map((entry) => entry.id).sort()).toEqual(Array.from({ length: 200 }, (_, i) => `m${i}`).sort());
+    // Its first pass reads lanes only until twice its size (1,804 rows); with pages of lanes and no such stop, every lane
+    // of the site and its identify (11,004 rows); before pages, 2,204.
+    expect(rows).toBeLessThanOrEqual(2000);
+  });
+});
+
 describe('SQLite: the accepts that arrive together share their transaction and its statements, and a lease and a settle theirs', () => {
   /**
    * Statements of `visitors` accepts of 10 (one per visitor) made together, then of one lease and
