@@ -38,8 +38,7 @@ const tokens = async () => {
 
 const roles = {
   async relay() {
-    const { startRelay, createPinoLogger } = await dist('relay/node.js');
-    const { default: pino } = await import('pino');
+    const { startRelay, createPinoLogger, gatheredLines } = await dist('relay/node.js');
     const redisUrl = process.env['BENCH_REDIS_URL'];
     const memory = (options.state ?? process.env['BENCH_RELAY_STATE']) === 'memory' || options.handoff === 'none';
     // Its state file (with its WAL, 10-20 MB a run) goes with the process.
@@ -49,9 +48,10 @@ const roles = {
       port: 0,
       // As `cdp-edge relay` runs it: the old generation's growth bounded (docs/deploy.md, "Memory").
       boundHeapGrowth: true,
-      // One JSON line a request, as by default (RELAY_LOG=info), to /dev/null: a user's relay pays for
-      // making and writing its lines; BENCH_RELAY_LOG=off leaves them out.
-      logger: process.env['BENCH_RELAY_LOG'] === 'off' ? () => {} : createPinoLogger('info', pino.destination({ dest: '/dev/null', sync: false })),
+      // One JSON line a request, as by default (RELAY_LOG=info), to /dev/null, gathered and written as
+      // the relay writes stdout: a user's relay pays for making and writing its lines;
+      // BENCH_RELAY_LOG=off leaves them out.
+      logger: process.env['BENCH_RELAY_LOG'] === 'off' ? () => {} : createPinoLogger('info', gatheredLines('/dev/null')),
       ...(redisUrl && !memory ? { redisUrl } : dir === undefined ? {} : { stateFile: join(dir, 'relay-state.db') }),
       ...(options.handoff === 'none' ? { enqueue: async (items) => ({ taken: items.map((item) => item.id) }) } : {}),
       env: {

@@ -34,7 +34,7 @@ export { createNodeState, DEFAULT_STATE_FILE, type NodeState, type NodeStateOpti
 export { createSqliteStore } from './state/sqlite.js';
 export { createRedisState, type RedisState } from './state/redis.js';
 export { createUndiciTransport, type UndiciTransport, type UndiciTransportOptions } from './deliver/undici.js';
-export { createPinoLogger } from './node/log.js';
+export { createPinoLogger, gatheredLines } from './node/log.js';
 export { createRelayMetrics, type RelayMetrics, type RelayMetricsOptions } from './ops/metrics.js';
 export { createStatusRecorder, renderStatusPage, type StatusRecorder, type StatusSnapshot } from './ops/status.js';
 export { startOpsServer, createOpsApp, type OpsServer, type OpsServerOptions } from './ops/server.js';

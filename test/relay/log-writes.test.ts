@@ -6,6 +6,8 @@
  * (test/relay/support/log-child.ts), which counts its writes to stdout.
  */
 import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
@@ -15,8 +17,29 @@ const root = join(import.meta.dirname, '..', '..');
 const tsx = pathToFileURL(join(root, 'node_modules', 'tsx', 'dist', 'loader.mjs')).href;
 const child = join(import.meta.dirname, 'support', 'log-child.ts');
 
+/** What log-child.ts wrote (to stdout, or to `file` when given) and what it counted on stderr. */
+async function runChild(file?: string) {
+  const { stdout, stderr } = await promisify(execFile)(process.execPath, ['--import', tsx, child, ...(file === undefined ? [] : [file])], {
+    env: { ...process.env, NODE_OPTIONS: '' },
+  });
+  return { stdout: file === undefined ? stdout : readFileSync(file, 'utf8'), stderr };
+}
+
 it('writes 200 request lines 1 ms apart in a few writes, each within its wait, the last ones at exit, in order', async () => {
-  const { stdout, stderr } = await promisify(execFile)(process.execPath, ['--import', tsx, child], { env: { ...process.env, NODE_OPTIONS: '' } });
+  expectGathered(await runChild());
+}, 30_000);
+
+// What the relay benches' relay logs to (bench/lib/relay-role.mjs), as a user's relay logs to stdout.
+it('writes them to a file the same way (gatheredLines with a path)', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'cdp-log-writes-'));
+  try {
+    expectGathered(await runChild(join(dir, 'relay.log')));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}, 30_000);
+
+function expectGathered({ stdout, stderr }: { stdout: string; stderr: string }) {
   const { logged, writes, bytes } = JSON.parse(stderr.trim().split('\n').at(-1)!) as { logged: number; writes: number; bytes: number };
   // Before: one write a line that found no write under way (about 200 here).
   expect(logged).toBe(200);
@@ -31,4 +54,4 @@ it('writes 200 request lines 1 ms apart in a few writes, each within its wait, t
   expect(lines.map((line) => line.items)).toEqual(Array.from({ length: 205 }, (_, n) => n));
   expect(bytes).toBe(Buffer.byteLength(stdout.split('\n').slice(0, 200).join('\n')) + 1);
   expect(new Set(lines.map((line) => line.level))).toEqual(new Set(['info']));
-}, 30_000);
+}

@@ -18,11 +18,13 @@ export const LINES_GATHERED = 8192;
 export const LINE_WAIT_MS = 100;
 
 /**
- * Stdout as pino's asynchronous destination, written once {@link LINES_GATHERED} bytes wait or the
- * first of them has waited {@link LINE_WAIT_MS}; at exit pino writes what waits synchronously.
+ * `dest` (a file descriptor, stdout by default, or a file's path) as pino's asynchronous
+ * destination, written once {@link LINES_GATHERED} bytes wait or the first of them has waited
+ * {@link LINE_WAIT_MS}; at exit pino writes what waits synchronously. What {@link createPinoLogger}
+ * writes to unless given another destination.
  */
-function gatheredStdout(): DestinationStream {
-  const stdout = pino.destination({ dest: 1, sync: false, minLength: LINES_GATHERED });
+export function gatheredLines(dest: number | string = 1): DestinationStream {
+  const stdout = pino.destination({ dest, sync: false, minLength: LINES_GATHERED });
   // Bytes given and not yet written: a flush while a write is under way writes nothing, so what
   // is left once it ends is flushed by the next timer, armed when the write ends.
   let waiting = 0;
@@ -51,10 +53,10 @@ function gatheredStdout(): DestinationStream {
   } as DestinationStream;
 }
 
-/** A logger writing lines of `level` and above, scrubbed, to `destination` @default stdout, asynchronously, lines gathered */
+/** A logger writing lines of `level` and above, scrubbed, to `destination` @default stdout, asynchronously, lines gathered ({@link gatheredLines}) */
 export function createPinoLogger(level: LogLevel, destination?: DestinationStream): Logger {
   if (level === 'off') return silentLogger;
-  const log = pino({ level, base: null, timestamp: false, formatters: { level: (label) => ({ level: label }) } }, destination ?? gatheredStdout());
+  const log = pino({ level, base: null, timestamp: false, formatters: { level: (label) => ({ level: label }) } }, destination ?? gatheredLines());
   return scrubbing((line) => {
     const lineLevel = line.level ?? 'info';
     if (!log.isLevelEnabled(lineLevel)) return;

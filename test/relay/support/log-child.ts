@@ -1,27 +1,30 @@
 /**
  * A process that logs through the relay's own pino logger (node/log.ts) to its stdout, as the
- * relay does, and counts the writes it makes to stdout (fd 1) on the way. It logs 200 request
- * lines 1 ms apart, waits past the longest a line may wait, says on stderr how many lines it
- * logged and how many writes (and bytes) went to stdout, then logs 5 more lines and exits at once.
+ * relay does, or to the file named by its argument (`gatheredLines(file)`), and counts the writes
+ * it makes to it on the way. It logs 200 request lines 1 ms apart, waits past the longest a line
+ * may wait, says on stderr how many lines it logged and how many writes (and bytes) went out, then
+ * logs 5 more lines and exits at once.
  *
- *   node --import tsx test/relay/support/log-child.ts
+ *   node --import tsx test/relay/support/log-child.ts [file]
  */
 import fs from 'node:fs';
-import { createPinoLogger } from '../../../src/relay/node/log.js';
+import { createPinoLogger, gatheredLines } from '../../../src/relay/node/log.js';
 
+const file = process.argv[2];
 let writes = 0;
 let bytes = 0;
 const write = fs.write;
-// sonic-boom calls fs.write through the module's object at each write: counted here.
+// sonic-boom calls fs.write through the module's object at each write: counted here (a file's
+// descriptor is its own, neither stdout's nor stderr's).
 (fs as { write: unknown }).write = (...args: Parameters<typeof fs.write>) => {
-  if (args[0] === 1) {
+  if (file === undefined ? args[0] === 1 : args[0] !== 1 && args[0] !== 2) {
     writes++;
     bytes += Buffer.byteLength(args[1] as string | Buffer);
   }
   return (write as (...rest: unknown[]) => void)(...args);
 };
 
-const logger = createPinoLogger('info');
+const logger = file === undefined ? createPinoLogger('info') : createPinoLogger('info', gatheredLines(file));
 const line = (n: number) => ({
   ts: new Date().toISOString(),
   kind: 'collect',
