@@ -34,9 +34,9 @@ class Seqs {
   first(): number | undefined {
     return this.list[this.head];
   }
-  /** The first `max`, in order: one list, no iterator (a lease reads up to thousands of lanes). */
-  firstOf(max: number): number[] {
-    return this.list.slice(this.head, this.head + max);
+  /** `max` of them from the `from`th, in order: one list, no iterator (a lease reads up to thousands of lanes). */
+  firstOf(max: number, from = 0): number[] {
+    return this.list.slice(this.head + from, this.head + from + max);
   }
   add(seq: number): void {
     if (this.size === 0 || seq > this.list.at(-1)!) this.list.push(seq);
@@ -229,7 +229,7 @@ export function createMemoryReady(
       // No site ready: takeFair is not given an empty list (of another element kind, a deoptimisation).
       if (order.size === 0) return [];
       const taken = new Set<number>();
-      const visited: ReadyLane[] = []; // the lanes a turn reached (a closure is made for up to 2 × max of them)
+      const visited: ReadyLane[] = []; // the lanes a turn reached (a closure is made for each lane of a page: about as many)
       let mergesTaken = 0;
       let deferred = false;
       /** Leases `entry`; answers its browser's next merge when that was held only behind this one: it goes in the same lease. */
@@ -245,10 +245,8 @@ export function createMemoryReady(
         let chained: Entry[] | undefined;
         let reached = false;
         return () => {
-          if (!reached) {
-            reached = true;
-            visited.push(lane);
-          }
+          if (!reached) visited.push(lane);
+          reached = true;
           let entry = chained?.shift();
           if (entry !== undefined) unplace(entry);
           else {
@@ -275,25 +273,26 @@ export function createMemoryReady(
           return entry;
         };
       };
-      const picked = takeFairMergesBounded(
-        (mergesToo) => {
-          const firstSites = order.firstOf(max);
-          const perSite = Math.max(1, Math.ceil((2 * max) / Math.max(1, firstSites.length)));
-          const turns: Lane<Entry>[][] = [];
-          for (const n of firstSites) {
-            const site = sites.get(n)!;
-            turns.push(site.order.firstOf(perSite).map((since) => laneOf(site.lanes.get(since)!, mergesToo)));
-          }
-          return turns;
-        },
-        max,
-        () => deferred,
-      );
+      // Each site's lanes in pages, as sql-pick.ts reads them: an even share first, the next when its turns reach the last,
+      // until a pass has made twice the lease's size of lanes (its first pass's lanes past the bound of identifies answer nothing).
+      let [firstSites, made, all, mergesNow] = [[] as number[], [] as number[], 0, false];
+      const page = (s: number, size: number) => {
+        const site = sites.get(firstSites[s]!)!;
+        const lanes = site.order.firstOf(Math.max(0, Math.min(size, 2 * max - all)), made[s]);
+        made[s] = (made[s] ?? 0) + lanes.length;
+        all += lanes.length;
+        return lanes.map((since) => laneOf(site.lanes.get(since)!, mergesNow));
+      };
+      const pass = (mergesToo: boolean) => {
+        [firstSites, made, all, mergesNow] = [order.firstOf(max), [], 0, mergesToo];
+        const turns: Lane<Entry>[][] = [];
+        for (let s = 0; s < firstSites.length; s++) turns.push(page(s, Math.ceil(Math.max(1, max - taken.size) / firstSites.length)));
+        return turns;
+      };
+      const picked = takeFairMergesBounded(pass, max, () => deferred, page);
       // Lanes with nothing ready left leave their site's order.
-      for (const lane of visited) {
-        looked++;
-        tidy(lane.site, lane);
-      }
+      looked += visited.length;
+      for (const lane of visited) tidy(lane.site, lane);
       return picked;
     },
   };
