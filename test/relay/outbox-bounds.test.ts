@@ -207,9 +207,10 @@ describe('SQLite: a lease among many new visitors, each an identify first, reads
 describe('SQLite: the accepts that arrive together share their transaction and its statements, and a lease and a settle theirs', () => {
   /**
    * Statements of `visitors` accepts of 10 (one per visitor) made together, then of one lease and
-   * one settle of all their entries; `identify`: the entry before them is an identify (of another browser).
+   * one settle of all their entries; `identify`: the entry before them is an identify (of another browser);
+   * `apart`: the ms between the times the accepts came (as a busy relay's requests do over a transaction's time).
    */
-  async function statementsFor(visitors: number, identify = false) {
+  async function statementsFor(visitors: number, identify = false, apart = 0) {
     const db = new Sqlite(tempFile());
     db.pragma('journal_mode = WAL');
     const { port, during } = recorded(db);
@@ -220,7 +221,7 @@ describe('SQLite: the accepts that arrive together share their transaction and i
     const batches = Array.from({ length: visitors }, (_, v) => Array.from({ length: 10 }, (_, i) => item('s', `v${v}-${i}`, { visitor: `v${v}` })));
     let answers: Awaited<ReturnType<typeof outbox.accept>>[] = [];
     const accept = await during(async () => {
-      answers = await Promise.all(batches.map((batch) => outbox.accept(batch, now, 3600_000)));
+      answers = await Promise.all(batches.map((batch, v) => outbox.accept(batch, now + v * apart, 3600_000)));
     });
     expect(answers.map((answer) => answer.accepted.length)).toEqual(batches.map(() => 10));
     let leased: Awaited<ReturnType<typeof outbox.lease>> = [];
@@ -250,6 +251,22 @@ describe('SQLite: the accepts that arrive together share their transaction and i
     // counted down, then dropped: one more); one looks where the entries wait, and finds them all under the lease (two more looked in the other places: 10).
     expect(few.settle).toBeLessThanOrEqual(7);
     expect(many.settle).toBe(few.settle);
+  });
+
+  it('16 accepts that came a millisecond apart run the statements of 16 that came in the same one', async () => {
+    // Their ids share the latest end (a millisecond longer for the first, at most a second): one dedupe statement, not
+    // one for each end (30 statements in all against 15).
+    expect((await statementsFor(16, false, 1)).accept).toBe((await statementsFor(16)).accept);
+  });
+
+  it('an accept that came more than a second before the others of its transaction keeps its own end', async () => {
+    const db = new Sqlite(tempFile());
+    const { outbox } = await createSqlOutbox(libsqlPort(db));
+    const now = Date.now();
+    await Promise.all([outbox.accept([item('s', 'early')], now, 10_000), outbox.accept([item('s', 'late')], now + 5000, 10_000)]);
+    // The early id's window has passed; the late one's (5 s later) has not.
+    expect(await outbox.accept([item('s', 'early'), item('s', 'late')], now + 10_000, 10_000)).toEqual({ accepted: ['early'], duplicate: ['late'], full: [] });
+    db.close();
   });
 });
 

@@ -51,6 +51,9 @@ interface Group {
   count: number;
 }
 
+/** How much later than its own the end of an id's window may be, to share the end of its transaction's latest call. */
+const SHARED_END_MS = 1000;
+
 /** What {@link gatherIds} reads of an accept: its items' sites and ids, when it came and how long its ids are remembered. */
 interface IdsOf {
   items: readonly { site: string; id: string }[];
@@ -85,10 +88,14 @@ export function gatherIds(calls: readonly IdsOf[], count: number, siteNumber: (s
   const group: number[] = [];
   // First each item's place in its group, then (once the groups' sizes are known) in the blob.
   const at: number[] = [];
+  let latest = calls[0]!.now;
+  for (let c = 1; c < calls.length; c++) latest = Math.max(latest, calls[c]!.now);
   let g = -1;
   for (let c = 0; c < calls.length; c++) {
     const { items, now, windowMs } = calls[c]!;
-    const until = now + windowMs;
+    // The calls that came within SHARED_END_MS of the latest remember their ids until its end, a little longer than
+    // their own: one statement a site, not one for each millisecond its requests came in.
+    const until = (latest - now <= SHARED_END_MS ? latest : now) + windowMs;
     for (let j = 0; j < items.length; j++) {
       const site = items[j]!.site;
       let n = sites.get(site);
