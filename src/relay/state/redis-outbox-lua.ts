@@ -86,7 +86,7 @@ return out`;
  * (twice max at most), then takes ready entries in turns, as state/fair.ts: one per site (the
  * longest-waiting first), each site's turn going to its lanes in turn, each lane in seq order; merges
  * past a call's worth only in a second pass, when the first left room. A browser's next merge held
- * only behind one taken goes too.
+ * only behind one taken goes too. A site's lanes are read in pages (as state/sql-pick.ts reads them).
  * Returns {seq, item JSON, attempts} per leased entry, by seq.
  */
 export const LEASE = `${COMMON}${NOW(3)}
@@ -135,23 +135,35 @@ local function nextOf(lane, mergesToo)
 end
 local function pass(mergesToo)
   local sites = redis.call('ZRANGE', P..'o:rs', 0, max - 1)
-  local perSite = math.max(1, math.ceil(2 * max / math.max(1, #sites)))
-  local turns = {}
-  for _, s in ipairs(sites) do
-    local lanes = {}
-    for _, lane in ipairs(redis.call('ZRANGE', P..'o:rl:'..s, 0, perSite - 1)) do
-      lanes[#lanes + 1] = {lane = lane, chained = {}}
+  -- Each site's lanes in pages, as state/fair.ts takes them: an even share of what the lease has left first, the next
+  -- when its turns reach the last, until the pass has read twice max (past the bound of merges, lanes answer nothing).
+  local made = 0
+  local function page(site, n)
+    n = math.min(n, 2 * max - made)
+    local lanes = n > 0 and redis.call('ZRANGE', P..'o:rl:'..site.site, site.read, site.read + n - 1) or {}
+    for _, lane in ipairs(lanes) do
+      site.lanes[#site.lanes + 1] = {lane = lane, chained = {}}
       visited[#visited + 1] = lane
     end
-    if #lanes > 0 then turns[#turns + 1] = {lanes = lanes, next = 1} end
+    site.read, made, site.open = site.read + #lanes, made + #lanes, n > 0 and #lanes >= n
+  end
+  local turns = {}
+  for _, s in ipairs(sites) do
+    local site = {site = s, lanes = {}, next = 1, read = 0}
+    page(site, math.ceil(math.max(1, max - #taken) / #sites))
+    if #site.lanes > 0 then turns[#turns + 1] = site end
   end
   while #taken < max and #turns > 0 do
     local t = 1
     while t <= #turns and #taken < max do
       local site = turns[t]
       local seq = nil
-      while not seq and #site.lanes > 0 do
-        if site.next > #site.lanes then site.next = 1 end
+      while not seq do
+        if site.next > #site.lanes then
+          if site.open then page(site, math.ceil((max - #taken) / #turns)) end
+          if site.next > #site.lanes then site.next = 1 end
+          if #site.lanes == 0 then break end
+        end
         seq = nextOf(site.lanes[site.next], mergesToo)
         if seq then site.next = site.next + 1 else table.remove(site.lanes, site.next) end
       end
