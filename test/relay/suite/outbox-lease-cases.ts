@@ -126,6 +126,23 @@ export function outboxLeaseCases(withStore: WithStore, item: (site: string, id: 
   );
 
   it(
+    'fills the lease from one site’s many visitors when the other sites hold less than an even share',
+    withStore(async ({ outbox }) => {
+      const now = Date.now();
+      // Two sites of one visitor each, then a site of 300 visitors, one entry each.
+      await outbox.accept([item('tiny1', 'a'), item('tiny2', 'b')], now, WINDOW);
+      await acceptAll(
+        outbox,
+        Array.from({ length: 300 }, (_, i) => item('wide', `w${i}`)),
+        now + 1,
+      );
+      const leased = await outbox.lease('one', 200, now + 2, 1000);
+      // Before, a lease looked at no more than 2 × 200 / 3 of a site's lanes: 136 entries.
+      expect(ids(leased)).toEqual(['a', 'b', ...Array.from({ length: 198 }, (_, i) => `w${i}`)].sort());
+    }),
+  );
+
+  it(
     'reads a small multiple of its size in one lease, with 200,000 entries released for later or held behind their identify',
     withStore(async ({ outbox, reads }) => {
       const now = Date.now();
