@@ -427,6 +427,28 @@ describe('SQLite: an accept hands its ids to SQLite as they are, not each with i
   });
 });
 
+describe('SQLite: a request sent again among others that arrive with it costs the dedupe its own ids, not a row for each of theirs', () => {
+  it('16 accepts of 10 together, one of them sent before, in fewer VM steps than a row answered for each new id', async () => {
+    const now = Date.now();
+    const batch = (v: number) => Array.from({ length: 10 }, (_, i) => item('s', `r${v}-${i}`, { visitor: `v${v}` }));
+    let answers: Awaited<ReturnType<SqlOutbox['accept']>>[] = [];
+    const steps = await stepsOf(
+      async (outbox) => {
+        await outbox.accept(batch(7), now, 3600_000);
+      },
+      async (outbox) => {
+        answers = await Promise.all(Array.from({ length: 16 }, (_, v) => outbox.accept(batch(v), now, 3600_000)));
+      },
+      '%outbox_seen%',
+    );
+    expect(answers.map((answer) => answer.accepted.length)).toEqual(Array.from({ length: 16 }, (_, v) => (v === 7 ? 0 : 10)));
+    // The group's insert fails on the key; then each accept's ids go again on their own, and only the one sent before
+    // is asked which of its ids are new: 5,925 steps of outbox_seen's statements. 7,885 when the whole group was asked
+    // again, a row for each of its 150 new ids; 6,168 with the ids as hex strings and a RETURNING row for each new one.
+    expect(steps).toBeLessThan(6000);
+  });
+});
+
 describe('SQLite: an accept reads the ids past their window it forgets, and its own, not every id of their site', () => {
   /**
    * VM steps of one accept of 100 new ids once `held` ids (1,000 ending a ms) are all past their

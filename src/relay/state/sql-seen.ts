@@ -23,7 +23,8 @@ export const SEEN_SQL = {
   // Every id new: inserted without a row answered for each (`RETURNING hex(id)` cost libsql about
   // 4k instructions and 15 VM steps an id, and the JavaScript a row and a string). An id
   // remembered before, or given twice, fails the statement on the key, which SQLite undoes alone
-  // (the transaction goes on): then rememberNew inserts the new ones, a RETURNING row each.
+  // (the transaction goes on): then each accept's ids go again, and rememberNew inserts the new
+  // ones of those that fail again, a RETURNING row each (rememberIds).
   remember: 'INSERT INTO outbox_seen (site, id, until) SELECT ?1, substr(?3, value, 16), ?2 FROM json_each(?4)',
   rememberNew:
     'INSERT INTO outbox_seen (site, id, until) SELECT ?1, substr(?3, value, 16), ?2 FROM json_each(?4) WHERE true ON CONFLICT (site, id) DO NOTHING RETURNING hex(id)',
@@ -32,21 +33,33 @@ export const SEEN_SQL = {
 } as const;
 
 /**
- * The ids of a transaction's accepts: those of one site that end together are a run (a group),
- * each id's 16 bytes one after another in one blob, the runs one after another. By item, in their
- * order: its group (an index of `groups`) and where its id's bytes start in the blob.
+ * The ids of a transaction's accepts: those of one site that end together are a group, each id's
+ * 16 bytes one after another in one blob, the groups one after another; within a group, each
+ * accept's ids are a run. By item, in their order: its group and run (indexes of `groups` and
+ * `runs`) and where its id's bytes start in the blob.
  */
 export interface Ids {
   group: number[];
+  run: number[];
   at: number[];
   bytes: Uint8Array;
   groups: Group[];
+  runs: Run[];
 }
 
-/** One run of {@link Ids}: its site number, the end of its ids' window, where its bytes begin and how many ids it holds. */
+/** One group of {@link Ids}: its site number, the end of its ids' window, where its bytes begin, how many ids it holds, and its runs (indexes of `runs`). */
 interface Group {
   site: number;
   until: number;
+  from: number;
+  count: number;
+  runs: number[];
+}
+
+/** One accept's ids in a group: which accept, its group, where its bytes begin (first from its group's start, in ids), how many. */
+interface Run {
+  call: number;
+  group: number;
   from: number;
   count: number;
 }
@@ -85,7 +98,9 @@ export function gatherIds(calls: readonly IdsOf[], count: number, siteNumber: (s
   const groups: Group[] = [];
   /** The groups' indexes by site number, then by end. */
   const bySite = new Map<number, Map<number, number>>();
+  const runs: Run[] = [];
   const group: number[] = [];
+  const run: number[] = [];
   // First each item's place in its group, then (once the groups' sizes are known) in the blob.
   const at: number[] = [];
   let latest = calls[0]!.now;
@@ -113,12 +128,21 @@ export function gatherIds(calls: readonly IdsOf[], count: number, siteNumber: (s
         g = ends.get(until) ?? -1;
         if (g < 0) {
           g = groups.length;
-          groups.push({ site: n, until, from: 0, count: 0 });
+          groups.push({ site: n, until, from: 0, count: 0, runs: [] });
           ends.set(until, g);
         }
       }
+      const its = groups[g]!;
+      let r = its.runs[its.runs.length - 1];
+      if (r === undefined || runs[r]!.call !== c) {
+        r = runs.length;
+        runs.push({ call: c, group: g, from: its.count, count: 0 });
+        its.runs.push(r);
+      }
+      runs[r]!.count++;
       group.push(g);
-      at.push(groups[g]!.count++);
+      run.push(r);
+      at.push(its.count++);
     }
   }
   let from = 0;
@@ -126,6 +150,8 @@ export function gatherIds(calls: readonly IdsOf[], count: number, siteNumber: (s
     groups[r]!.from = from;
     from += 16 * groups[r]!.count;
   }
+  // Each run's start in the blob, in bytes.
+  for (let r = 0; r < runs.length; r++) runs[r]!.from = groups[runs[r]!.group]!.from + 16 * runs[r]!.from;
   const bytes = new Uint8Array(16 * count);
   let k = 0;
   for (let c = 0; c < calls.length; c++) {
@@ -135,7 +161,7 @@ export function gatherIds(calls: readonly IdsOf[], count: number, siteNumber: (s
       writeCompactId(items[j]!.id, bytes, at[k]!);
     }
   }
-  return { group, at, bytes, groups };
+  return { group, run, at, bytes, groups, runs };
 }
 
 /** Forgets the ids of `ids` whose window ended by `now` (remembered before and not yet expired): how many. */
@@ -150,32 +176,56 @@ export function forgetStale(db: SqlPort, ids: Ids, now: number): number {
 
 /**
  * Remembers the ids not remembered yet, a statement a group: whether each item's id is new, in
- * their order (the first copy of an id given twice; the second is a duplicate of it).
+ * their order (the first copy of an id given twice; the second is a duplicate of it). A group
+ * whose insert fails on the key (an id remembered before, or given twice) goes again a statement
+ * an accept: only the runs that fail again are asked which of their ids are new, so a request sent
+ * again does not cost its transaction's other requests a row each.
  */
 export function rememberIds(db: SqlPort, ids: Ids): boolean[] {
-  const { groups, bytes } = ids;
-  /** By group: its new ids' hex, or none when every id of it is new (the usual case). */
+  const { groups, runs, bytes } = ids;
+  /** Whether each group's ids went in at once (all new: the usual case). */
+  const inserted: boolean[] = [];
+  /** By run, when its group did not: its new ids' hex, or none when every id of it is new. */
   const fresh: (Set<string> | undefined)[] = [];
   for (let g = 0; g < groups.length; g++) {
-    const { site, until, from, count } = groups[g]!;
-    const blob = bytes.subarray(from, from + 16 * count);
-    try {
-      db.run(SEEN_SQL.remember, site, until, blob, startsOf(count));
-      fresh.push(undefined);
-    } catch (error) {
-      if (!onKey(error)) throw error;
-      const rows = db.query(SEEN_SQL.rememberNew, site, until, blob, startsOf(count));
-      const added = new Set<string>();
-      for (let r = 0; r < rows.length; r++) added.add(rows[r]![0] as string);
-      fresh.push(added);
+    const { site, until, from, count, runs: its } = groups[g]!;
+    const all = insertNew(db, site, until, bytes.subarray(from, from + 16 * count), count, its.length === 1);
+    inserted.push(all === undefined);
+    if (all === undefined) continue;
+    if (its.length === 1) {
+      fresh[its[0]!] = all;
+      continue;
+    }
+    for (let k = 0; k < its.length; k++) {
+      const r = runs[its[k]!]!;
+      fresh[its[k]!] = insertNew(db, site, until, bytes.subarray(r.from, r.from + 16 * r.count), r.count, true);
     }
   }
   const news: boolean[] = [];
   for (let i = 0; i < ids.at.length; i++) {
-    const added = fresh[ids.group[i]!];
+    const added = inserted[ids.group[i]!] ? undefined : fresh[ids.run[i]!];
     news.push(added === undefined || added.delete(toHex(bytes.subarray(ids.at[i]!, ids.at[i]! + 16)).toUpperCase()));
   }
   return news;
+}
+
+/**
+ * Inserts `count` ids of one site and end (`blob`): none when every one was new, else (when
+ * `ask`) the hex of those that were, inserted by a second statement; without `ask`, nothing was
+ * inserted and an empty set says so.
+ */
+function insertNew(db: SqlPort, site: number, until: number, blob: Uint8Array, count: number, ask: boolean): Set<string> | undefined {
+  try {
+    db.run(SEEN_SQL.remember, site, until, blob, startsOf(count));
+    return undefined;
+  } catch (error) {
+    if (!onKey(error)) throw error;
+  }
+  const added = new Set<string>();
+  if (!ask) return added;
+  const rows = db.query(SEEN_SQL.rememberNew, site, until, blob, startsOf(count));
+  for (let r = 0; r < rows.length; r++) added.add(rows[r]![0] as string);
+  return added;
 }
 
 /** Forgets item `i`'s id again (it was past the limits). */
