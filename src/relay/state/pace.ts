@@ -110,15 +110,21 @@ export function paceLeave(state: PaceState, now: number, inMs: number, base: Sha
   return 0;
 }
 
-/** The calls of the shared window that may still share one with a call from `now` on (kept in `state`). */
+/** The calls of the shared window that may still share one with a call from `now` on (kept in `state`, sorted: those gone are its first). */
 function recent(state: PaceState, now: number, window: SharedWindow): number[] {
-  state.calls = (state.calls ?? []).filter((at) => at > now - window.ms);
-  return state.calls;
+  state.calls ??= [];
+  const calls = state.calls;
+  let gone = 0;
+  while (gone < calls.length && calls[gone]! <= now - window.ms) gone++;
+  if (gone > 0) calls.splice(0, gone);
+  return calls;
 }
 
+/** `at` into `calls` at its place (sorted; a call is most often the last). */
 function insert(calls: number[], at: number): void {
-  calls.push(at);
-  calls.sort((a, b) => a - b);
+  let i = calls.length;
+  while (i > 0 && calls[i - 1]! > at) i--;
+  calls.splice(i, 0, at);
 }
 
 /** Whether `calls` (sorted) with one more at `at` still has at most `budget` calls in any window of `ms`. */
@@ -130,6 +136,8 @@ function fits(calls: readonly number[], at: number, { budget, ms }: SharedWindow
 
 /** The earliest time from `at` when one more call fits in `calls` (sorted): at a call's time, a window after one, or `at` itself. */
 export function freeAt(calls: readonly number[], at: number, window: SharedWindow): number {
+  // Fewer calls than the budget in all: any window holds one more.
+  if (calls.length < window.budget) return at;
   const candidates = [at, ...calls, ...calls.map((call) => call + window.ms)].filter((time) => time >= at).sort((a, b) => a - b);
   return candidates.find((time) => fits(calls, time, window)) ?? Math.max(at, ...calls) + window.ms;
 }
