@@ -85,6 +85,8 @@ export function createMemoryOutbox(): MemoryOutbox {
     const lane = counts.visitors.get(visitor)!;
     if (--lane.count === 0) counts.visitors.delete(visitor);
     if (--counts.count === 0) lanes.delete(site);
+    // Only merges are in `merges`: an activity's browser is not looked up.
+    if (entry.item.kind === 'activity') return;
     const browser = merges.get(browserOf(entry.item));
     if (browser?.delete(entry.seq)) {
       if (browser.size === 0) merges.delete(browserOf(entry.item));
