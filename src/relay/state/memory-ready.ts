@@ -275,18 +275,19 @@ export function createMemoryReady(
       };
       // Each site's lanes in pages, as sql-pick.ts reads them: an even share first, the next when its turns reach the last,
       // until a pass has made twice the lease's size of lanes (its first pass's lanes past the bound of identifies answer nothing).
-      let [firstSites, made, all, mergesNow] = [[] as number[], [] as number[], 0, false];
+      /** The pass under way: its sites, the lanes made of each and in all, and whether merges go too. */
+      let run = { sites: [] as number[], made: [] as number[], all: 0, mergesToo: false };
       const page = (s: number, size: number) => {
-        const site = sites.get(firstSites[s]!)!;
-        const lanes = site.order.firstOf(Math.max(0, Math.min(size, 2 * max - all)), made[s]);
-        made[s] = (made[s] ?? 0) + lanes.length;
-        all += lanes.length;
-        return lanes.map((since) => laneOf(site.lanes.get(since)!, mergesNow));
+        const site = sites.get(run.sites[s]!)!;
+        const lanes = site.order.firstOf(Math.max(0, Math.min(size, 2 * max - run.all)), run.made[s]);
+        run.made[s] = (run.made[s] ?? 0) + lanes.length;
+        run.all += lanes.length;
+        return lanes.map((since) => laneOf(site.lanes.get(since)!, run.mergesToo));
       };
       const pass = (mergesToo: boolean) => {
-        [firstSites, made, all, mergesNow] = [order.firstOf(max), [], 0, mergesToo];
+        run = { sites: order.firstOf(max), made: [], all: 0, mergesToo };
         const turns: Lane<Entry>[][] = [];
-        for (let s = 0; s < firstSites.length; s++) turns.push(page(s, Math.ceil(Math.max(1, max - taken.size) / firstSites.length)));
+        for (let s = 0; s < run.sites.length; s++) turns.push(page(s, Math.ceil(Math.max(1, max - taken.size) / run.sites.length)));
         return turns;
       };
       const picked = takeFairMergesBounded(pass, max, () => deferred, page);
