@@ -55,22 +55,21 @@ export function createMemoryOutbox(): MemoryOutbox {
   };
 
   const browserOf = (item: Omit<OutboxItem, 'entry'>) => `${item.site}\u0000${item.browser}`;
-  const places = createMemoryReady(pending, merges, (item) => {
-    const site = lanes.get(item.site)!;
-    return { site: site.since, lane: site.visitors.get(item.visitor)!.since };
-  });
+  const places = createMemoryReady(pending, merges);
 
-  /** Counts `entry` as waiting, and puts it in its place (ready, or held behind a merge), or waiting until `until`. */
-  const addWaiting = (entry: Entry, until?: number) => {
-    const { site, visitor } = entry.item;
+  /** Counts `item` as waiting under `seq`, and puts it in its place (ready, or held behind a merge), or waiting until `until`. */
+  const addWaiting = (seq: number, item: StoredItem, until?: number) => {
+    const { site, visitor } = item;
     const counts = lanes.get(site) ?? lanes.set(site, { since: began++, count: 0, visitors: new Map() }).get(site)!;
     const lane = counts.visitors.get(visitor) ?? counts.visitors.set(visitor, { since: began++, count: 0 }).get(visitor)!;
     counts.count++;
     lane.count++;
-    pending.set(entry.seq, entry);
-    if (entry.item.kind !== 'activity') {
-      const browser = browserOf(entry.item);
-      (merges.get(browser) ?? merges.set(browser, new Set()).get(browser)!).add(entry.seq);
+    // Every field set here, once: one shape for every entry.
+    const entry: Entry = { seq, item, attempts: 0, owner: undefined, availableAt: until ?? 0, place: undefined, site: counts.since, lane: lane.since };
+    pending.set(seq, entry);
+    if (item.kind !== 'activity') {
+      const browser = browserOf(item);
+      (merges.get(browser) ?? merges.set(browser, new Set()).get(browser)!).add(seq);
     }
     if (until === undefined) places.place(entry);
     else places.wait(entry, until);
@@ -118,21 +117,20 @@ export function createMemoryOutbox(): MemoryOutbox {
       const result: Accepted = { accepted: [], duplicate: [], full: [] };
       for (const item of items) {
         const key = `${item.site}\u0000${compactIdString(item.id)}`;
-        if ((remembered.get(key) ?? 0) > now) {
+        const until = remembered.get(key);
+        if (until !== undefined && until > now) {
           result.duplicate.push(item.id);
           continue;
         }
-        if (
-          pending.size >= limits.total ||
-          (lanes.get(item.site)?.count ?? 0) >= limits.site ||
-          (lanes.get(item.site)?.visitors.get(item.visitor)?.count ?? 0) >= limits.visitor
-        ) {
+        const site = lanes.get(item.site);
+        if (pending.size >= limits.total || (site?.count ?? 0) >= limits.site || (site?.visitors.get(item.visitor)?.count ?? 0) >= limits.visitor) {
           result.full.push(item.id);
           continue;
         }
-        remembered.delete(key); // re-inserted at the tail: expiry order
+        // An id remembered once and forgotten since is put at the tail again: expiry order.
+        if (until !== undefined) remembered.delete(key);
         remembered.set(key, now + windowMs);
-        addWaiting({ seq: nextSeq++, item: stored(item), attempts: 0, availableAt: 0 });
+        addWaiting(nextSeq++, stored(item));
         result.accepted.push(item.id);
       }
       return result;
@@ -145,7 +143,9 @@ export function createMemoryOutbox(): MemoryOutbox {
         .map((entry) => {
           entry.owner = owner;
           places.wait(entry, now + leaseMs);
-          return { ...entry.item, seq: entry.seq, attempts: entry.attempts };
+          // Its fields listed, not spread: the same shape as the SQL stores' leased entries (item-text.ts).
+          const { site, id, kind, browser, visitor, accepted, text } = entry.item;
+          return { site, id, kind, browser, visitor, accepted, text, seq: entry.seq, attempts: entry.attempts };
         });
     },
 
@@ -207,7 +207,7 @@ export function createMemoryOutbox(): MemoryOutbox {
         dead.delete(seq);
         const { seq: _seq, reason: _reason, status: _status, failed: _failed, ...item } = letter;
         // Back in the outbox with its seq: a retried merge holds again what its browser sent after it (the lease sees to those ready).
-        addWaiting({ seq, item: stored(item), attempts: 0, availableAt: now }, now);
+        addWaiting(seq, stored(item), now);
         count++;
       }
       return count;

@@ -7,6 +7,7 @@
  * @module
  */
 import { type Lane, MERGES_PER_LEASE, takeFairMergesBounded } from './fair.js';
+import { Seqs, Timeline } from './memory-lists.js';
 import type { Leased, OutboxItem } from './outbox.js';
 
 /** An item as the in-process outbox keeps it: its entry as JSON, serialised once when accepted (as a lease hands it on). */
@@ -17,88 +18,14 @@ export interface Entry {
   item: StoredItem;
   attempts: number;
   /** who leased it last, while leased */
-  owner?: string | undefined;
+  owner: string | undefined;
   /** ready from this time: the end of the live lease, or the `notBefore` of a release */
   availableAt: number;
   /** where it waits; undefined once it left the outbox */
-  place?: 'ready' | 'wait' | 'held' | undefined;
-}
-
-/** Seqs in increasing order: appended at the end as a rule, taken from the front. */
-class Seqs {
-  private list: number[] = [];
-  private head = 0;
-  get size(): number {
-    return this.list.length - this.head;
-  }
-  first(): number | undefined {
-    return this.list[this.head];
-  }
-  /** `max` of them from the `from`th, in order: one list, no iterator (a lease reads up to thousands of lanes). */
-  firstOf(max: number, from = 0): number[] {
-    return this.list.slice(this.head + from, this.head + from + max);
-  }
-  add(seq: number): void {
-    if (this.size === 0 || seq > this.list.at(-1)!) this.list.push(seq);
-    else this.list.splice(this.find(seq), 0, seq);
-  }
-  delete(seq: number): void {
-    if (this.list[this.head] === seq) this.head++;
-    else {
-      const at = this.find(seq);
-      if (this.list[at] === seq) this.list.splice(at, 1);
-    }
-    if (this.head > 64 && this.head * 2 > this.list.length) {
-      this.list = this.list.slice(this.head);
-      this.head = 0;
-    }
-  }
-  private find(seq: number): number {
-    let [low, high] = [this.head, this.list.length];
-    while (low < high) {
-      const mid = (low + high) >> 1;
-      if (this.list[mid]! < seq) low = mid + 1;
-      else high = mid;
-    }
-    return low;
-  }
-}
-
-/** A min-heap of [until, seq]; entries that moved on since are skipped as they come out. */
-class Timeline {
-  private heap: [number, number][] = [];
-  push(until: number, seq: number): void {
-    const heap = this.heap;
-    heap.push([until, seq]);
-    for (let i = heap.length - 1; i > 0; ) {
-      const parent = (i - 1) >> 1;
-      if (!Timeline.before(heap[i]!, heap[parent]!)) break;
-      [heap[i], heap[parent]] = [heap[parent]!, heap[i]!];
-      i = parent;
-    }
-  }
-  /** The earliest, if its time has come at `now`. */
-  due(now: number): [number, number] | undefined {
-    const top = this.heap[0];
-    if (top === undefined || top[0] > now) return undefined;
-    const last = this.heap.pop()!;
-    if (this.heap.length > 0) {
-      this.heap[0] = last;
-      for (let i = 0; ; ) {
-        const [l, r] = [2 * i + 1, 2 * i + 2];
-        let least = i;
-        if (l < this.heap.length && Timeline.before(this.heap[l]!, this.heap[least]!)) least = l;
-        if (r < this.heap.length && Timeline.before(this.heap[r]!, this.heap[least]!)) least = r;
-        if (least === i) break;
-        [this.heap[i], this.heap[least]] = [this.heap[least]!, this.heap[i]!];
-        i = least;
-      }
-    }
-    return top;
-  }
-  private static before(a: [number, number], b: [number, number]): boolean {
-    return a[0] < b[0] || (a[0] === b[0] && a[1] < b[1]);
-  }
+  place: 'ready' | 'wait' | 'held' | undefined;
+  /** its site's and its visitor's numbers in the order they began waiting (the outbox's), the same while it is in the outbox */
+  site: number;
+  lane: number;
 }
 
 /** A lane with entries ready: its seqs, where it is in its site's order, and its site. */
@@ -114,15 +41,8 @@ interface ReadySite {
   lanes: Map<number, ReadyLane>;
 }
 
-/**
- * The places of the entries waiting: `entries` and `merges` are the outbox's (seq → entry; browser
- * → its merges' seqs); `since(item)` numbers its site and its lane in the order they began waiting.
- */
-export function createMemoryReady(
-  entries: ReadonlyMap<number, Entry>,
-  merges: ReadonlyMap<string, ReadonlySet<number>>,
-  since: (item: Omit<OutboxItem, 'entry'>) => { site: number; lane: number },
-) {
+/** The places of the entries waiting: `entries` and `merges` are the outbox's (seq → entry; browser → its merges' seqs). */
+export function createMemoryReady(entries: ReadonlyMap<number, Entry>, merges: ReadonlyMap<string, ReadonlySet<number>>) {
   const sites = new Map<number, ReadySite>();
   const order = new Seqs();
   const timeline = new Timeline();
@@ -130,26 +50,27 @@ export function createMemoryReady(
   let looked = 0;
   const browserOf = (item: Omit<OutboxItem, 'entry'>) => `${item.site}\u0000${item.browser}`;
   /** Whether an earlier merge of its browser is in the outbox, other than those `taken` in this lease. */
-  const behindMerge = (entry: Entry, taken: ReadonlySet<number> = new Set()) => {
+  const behindMerge = (entry: Entry, taken?: ReadonlySet<number>) => {
+    // No merge in the outbox (tracks alone): no browser's key is made for each entry placed.
+    if (merges.size === 0) return false;
     // Iterates a browser's set alone (not `?? []`: a set or an array at one site deoptimised it).
     const mine = merges.get(browserOf(entry.item));
     if (mine === undefined) return false;
-    for (const seq of mine) if (seq < entry.seq && (entry.item.kind === 'activity' || !taken.has(seq))) return true;
+    for (const seq of mine) if (seq < entry.seq && (entry.item.kind === 'activity' || taken?.has(seq) !== true)) return true;
     return false;
   };
   const toReady = (entry: Entry) => {
-    const at = since(entry.item);
-    let site = sites.get(at.site);
+    let site = sites.get(entry.site);
     if (site === undefined) {
-      site = { since: at.site, order: new Seqs(), lanes: new Map() };
-      sites.set(at.site, site);
-      order.add(at.site);
+      site = { since: entry.site, order: new Seqs(), lanes: new Map() };
+      sites.set(entry.site, site);
+      order.add(entry.site);
     }
-    let lane = site.lanes.get(at.lane);
+    let lane = site.lanes.get(entry.lane);
     if (lane === undefined) {
-      lane = { since: at.lane, seqs: new Seqs(), site };
-      site.lanes.set(at.lane, lane);
-      site.order.add(at.lane);
+      lane = { since: entry.lane, seqs: new Seqs(), site };
+      site.lanes.set(entry.lane, lane);
+      site.order.add(entry.lane);
     }
     lane.seqs.add(entry.seq);
     entry.place = 'ready';
@@ -171,9 +92,8 @@ export function createMemoryReady(
   /** Out of its place (the heap's copy is skipped when it comes out). */
   const unplace = (entry: Entry) => {
     if (entry.place === 'ready') {
-      const at = since(entry.item);
-      const site = sites.get(at.site);
-      const lane = site?.lanes.get(at.lane);
+      const site = sites.get(entry.site);
+      const lane = site?.lanes.get(entry.lane);
       if (lane !== undefined) {
         lane.seqs.delete(entry.seq);
         tidy(site!, lane);
@@ -195,11 +115,11 @@ export function createMemoryReady(
   };
   const wake = (now: number, limit: number) => {
     for (let woken = 0; woken < limit; ) {
-      const due = timeline.due(now);
-      if (due === undefined) return;
+      const until = timeline.due(now);
+      if (until === undefined) return;
       looked++;
-      const entry = entries.get(due[1]);
-      if (entry?.place !== 'wait' || entry.availableAt !== due[0]) continue;
+      const entry = entries.get(timeline.take());
+      if (entry?.place !== 'wait' || entry.availableAt !== until) continue;
       place(entry);
       woken++;
     }
