@@ -29,8 +29,10 @@ export type MemoryOutbox = Outbox & { looked(): number };
 
 /** Creates an outbox kept in this process. */
 export function createMemoryOutbox(): MemoryOutbox {
-  // Insertion order is expiry order while the window stays the same, so expiry drops from the head.
-  const remembered = new Map<string, number>();
+  // The ids remembered, by site (an id's 16 bytes as a string → until): no key of site and id is made
+  // and hashed for each item. Insertion order is expiry order while the window stays the same, so
+  // expiry drops from each site's head.
+  const remembered = new Map<string, Map<string, number>>();
   const pending = new Map<number, Entry>();
   // Sites and their visitors with entries waiting: how many (the limits), and a number in the order
   // they began waiting (the longest-waiting first). Where the entries wait is memory-ready.ts's.
@@ -47,11 +49,14 @@ export function createMemoryOutbox(): MemoryOutbox {
   // The suppression list: `site\0hash` → until.
   const suppressions = new Map<string, number>();
 
-  const forget = (now: number) => {
-    for (const [key, until] of remembered) {
+  /** The site's remembered ids, those expired at `now` forgotten first. */
+  const idsOf = (site: string, now: number) => {
+    const ids = remembered.get(site) ?? remembered.set(site, new Map()).get(site)!;
+    for (const [id, until] of ids) {
       if (until > now) break;
-      remembered.delete(key);
+      ids.delete(id);
     }
+    return ids;
   };
 
   const browserOf = (item: Omit<OutboxItem, 'entry'>) => `${item.site}\u0000${item.browser}`;
@@ -112,12 +117,18 @@ export function createMemoryOutbox(): MemoryOutbox {
   return {
     looked: () => places.looked(),
     async accept(items, now, windowMs, limits = NO_LIMITS) {
-      forget(now);
       trimDead(now, windowMs, limits.dead);
       const result: Accepted = { accepted: [], duplicate: [], full: [] };
+      // A request's items are of one site: its ids are looked up once.
+      let ids: Map<string, number> | undefined;
+      let idsSite: string | undefined;
       for (const item of items) {
-        const key = `${item.site}\u0000${compactIdString(item.id)}`;
-        const until = remembered.get(key);
+        if (item.site !== idsSite || ids === undefined) {
+          idsSite = item.site;
+          ids = idsOf(item.site, now);
+        }
+        const key = compactIdString(item.id);
+        const until = ids.get(key);
         if (until !== undefined && until > now) {
           result.duplicate.push(item.id);
           continue;
@@ -128,8 +139,8 @@ export function createMemoryOutbox(): MemoryOutbox {
           continue;
         }
         // An id remembered once and forgotten since is put at the tail again: expiry order.
-        if (until !== undefined) remembered.delete(key);
-        remembered.set(key, now + windowMs);
+        if (until !== undefined) ids.delete(key);
+        ids.set(key, now + windowMs);
         addWaiting(nextSeq++, stored(item));
         result.accepted.push(item.id);
       }
@@ -263,8 +274,9 @@ export function createMemoryOutbox(): MemoryOutbox {
     },
 
     async stats() {
-      forget(Date.now());
-      return { pending: pending.size, dead: dead.size, remembered: remembered.size, expired, cut };
+      let count = 0;
+      for (const site of remembered.keys()) count += idsOf(site, Date.now()).size;
+      return { pending: pending.size, dead: dead.size, remembered: count, expired, cut };
     },
   };
 }
