@@ -1,12 +1,13 @@
 /**
  * The item's envelope check takes a plain item without running its schema (ingest/items.ts
- * `plainlyValid`): it must never take what the schema refuses, and an item it takes goes on as
- * the schema would have given it.
+ * `plainlyValid`), and the entry's check a plain activity without the spec's (`plainActivity`):
+ * neither may take what its schema refuses, and an item taken goes on as the schema gives it.
  */
 import * as v from 'valibot';
 import { describe, expect, it } from 'vitest';
 import type { SiteConfig } from '../../src/relay/core/sites.js';
-import { checkItem, itemSchemas, plainlyValid } from '../../src/relay/ingest/items.js';
+import { activityEvent } from '../../src/api/schemas/definitions.js';
+import { ACTIVITY_KEYS, checkEntry, checkItem, itemSchemas, plainActivity, plainlyValid } from '../../src/relay/ingest/items.js';
 
 const HASH = 'a'.repeat(64);
 const site = {} as SiteConfig;
@@ -96,5 +97,58 @@ describe('the plain item check', () => {
     const perField = { ...track, user_hash: { 'str::email': HASH } };
     expect(plainlyValid(perField, 'track')).toBe(false);
     expect(checkItem(perField, 0, site)).toMatchObject({ ok: true });
+  });
+});
+
+const activity = { activity_id: 'act:cm:bench', fields: { 'str::email': 'a@b.co' }, attributes: { 'str:cm:plan': 'pro' }, created: '2026-11-22T10:00:00.000Z' };
+const located = { ...activity, created: 1_764_000_000_000, location: { source_ip: '10.0.0.1', custom: { city_name: 'Lyon', lat: 45.7 } } };
+const entryValues: unknown[] = [
+  ...values,
+  'act:cm:other',
+  'str::email',
+  'act:o:x',
+  -1,
+  2 ** 53,
+  { 'str::email': 'a@b.co', 'str::ei': 'x' },
+  { 'str::email': 5 },
+  { 'bad id': 'x' },
+  Object.fromEntries(Array.from({ length: 15 }, (_, i) => [`str:cm:a${i}`, i])),
+  Object.fromEntries(Array.from({ length: 16 }, (_, i) => [`str:cm:a${i}`, i])),
+  { 'str:cm:long': 'é'.repeat(5_000) },
+  { 'str:cm:long': 'x'.repeat(17_000) },
+  { source_ip: 'x'.repeat(46) },
+  { custom: { lat: 91 } },
+  { address: { address: '' } },
+];
+
+describe('the plain activity check', () => {
+  it('takes only what the spec takes', () => {
+    let taken = 0;
+    for (const base of [activity, located]) {
+      for (const key of [...ACTIVITY_KEYS, 'person_id', 'extra']) {
+        for (const value of entryValues) {
+          const entry: Record<string, unknown> = { ...base };
+          if (value === undefined) delete entry[key];
+          else entry[key] = value;
+          const accepted = v.safeParse(activityEvent, entry).success;
+          if (plainActivity(entry)) {
+            taken++;
+            expect(accepted, JSON.stringify(entry).slice(0, 200)).toBe(true);
+          }
+          expect(checkEntry('track', entry) === undefined, JSON.stringify(entry).slice(0, 200)).toBe(accepted);
+        }
+      }
+    }
+    expect(plainActivity(activity)).toBe(true);
+    expect(plainActivity(located)).toBe(true);
+    expect(taken).toBeGreaterThan(50);
+  });
+
+  it('is looked at again when the spec changes its activity', () => {
+    // plainActivity checks each of these rules itself: a key or a rule added to the spec's
+    // activityEvent (src/api/schemas/definitions.ts) must be added there too, or it lets through what the spec refuses.
+    const [object, ...checks] = activityEvent.pipe;
+    expect(Object.keys(object.entries)).toEqual(['activity_id', 'fields', 'person_id', 'attributes', 'location', 'created']);
+    expect(checks.map((check) => check.type)).toEqual(['check', 'check']);
   });
 });
