@@ -148,18 +148,19 @@ export function createMemoryReady(entries: ReadonlyMap<number, Entry>, merges: R
       wake(now, 2 * max);
       // No site ready: takeFair is not given an empty list (of another element kind, a deoptimisation).
       if (order.size === 0) return [];
-      const taken = new Set<number>();
+      // The merges taken (only a merge holds an entry back: behindMerge), and the entries taken in all.
+      const mergesTaken = new Set<number>();
+      let taken = 0;
       const visited: ReadyLane[] = []; // the lanes a turn reached (a closure is made for each lane of a page: about as many)
-      let mergesTaken = 0;
       let deferred = false;
       /** Leases `entry`; answers its browser's next merge when that was held only behind this one: it goes in the same lease. */
       const take = (entry: Entry): Entry | undefined => {
-        taken.add(entry.seq);
+        taken++;
         if (entry.item.kind === 'activity') return undefined;
-        mergesTaken++;
+        mergesTaken.add(entry.seq);
         const after = [...(merges.get(browserOf(entry.item)) ?? [])].filter((seq) => seq > entry.seq);
         const next = after.length > 0 ? entries.get(Math.min(...after)) : undefined;
-        return next?.place === 'held' && !behindMerge(next, taken) ? next : undefined;
+        return next?.place === 'held' && !behindMerge(next, mergesTaken) ? next : undefined;
       };
       const laneOf = (lane: ReadyLane, mergesToo: boolean): Lane<Entry> => {
         let chained: Entry[] | undefined;
@@ -173,14 +174,14 @@ export function createMemoryReady(entries: ReadonlyMap<number, Entry>, merges: R
             for (let seq = lane.seqs.first(); seq !== undefined && entry === undefined; seq = lane.seqs.first()) {
               looked++;
               const next = entries.get(seq)!;
-              if (next.item.kind !== 'activity' && !mergesToo && mergesTaken >= MERGES_PER_LEASE) {
+              if (next.item.kind !== 'activity' && !mergesToo && mergesTaken.size >= MERGES_PER_LEASE) {
                 deferred = true;
                 return undefined;
               }
               lane.seqs.delete(seq);
               next.place = undefined;
               // A merge retried from the dead letters comes back before entries made ready without it: they are held again.
-              if (behindMerge(next, taken)) toHeld(next);
+              if (behindMerge(next, mergesTaken)) toHeld(next);
               else entry = next;
             }
             if (entry === undefined) return undefined;
@@ -207,7 +208,7 @@ export function createMemoryReady(entries: ReadonlyMap<number, Entry>, merges: R
       const pass = (mergesToo: boolean) => {
         run = { sites: order.firstOf(max), made: [], all: 0, mergesToo };
         const turns: Lane<Entry>[][] = [];
-        for (let s = 0; s < run.sites.length; s++) turns.push(page(s, Math.ceil(Math.max(1, max - taken.size) / run.sites.length)));
+        for (let s = 0; s < run.sites.length; s++) turns.push(page(s, Math.ceil(Math.max(1, max - taken) / run.sites.length)));
         return turns;
       };
       const picked = takeFairMergesBounded(pass, max, () => deferred, page);
