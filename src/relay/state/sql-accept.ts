@@ -142,12 +142,17 @@ export function createAccept(db: SqlPort, lanes: Lanes, ready: Ready): (call: Ac
     if (expired >= slice) change -= forgetStale(db, ids, now);
     const news = rememberIds(db, ids);
     // In the order given; an id given twice is new once, its second copy a duplicate; one past the limits is forgotten again: full.
-    // The lanes of the new ids' visitors, looked up together.
+    // The lanes of the new ids' visitors, looked up together: a visitor once for each run of its items (a request's
+    // items are mostly one visitor's), not once an item.
     const visitors: [number, string][] = [];
     let k = 0;
     for (let c = 0; c < calls.length; c++) {
       const items = calls[c]!.items;
-      for (let j = 0; j < items.length; j++, k++) if (news[k]!) visitors.push([ids.groups[ids.group[k]!]!.site, items[j]!.visitor]);
+      for (let j = 0; j < items.length; j++, k++) {
+        const n = ids.groups[ids.group[k]!]!.site;
+        const last = visitors[visitors.length - 1];
+        if (news[k]! && (last === undefined || last[0] !== n || last[1] !== items[j]!.visitor)) visitors.push([n, items[j]!.visitor]);
+      }
     }
     const room = lanes.admit(now, visitors);
     // Each entry's text and its lane's key (its number once the lanes are written).
@@ -158,13 +163,22 @@ export function createAccept(db: SqlPort, lanes: Lanes, ready: Ready): (call: Ac
     const browsers = new Map<string, [number, string]>();
     let lastSite = -1;
     let lastBrowser = '';
+    // The lane's key of the item before, made again only when its site or visitor changes.
+    let keySite = -1;
+    let keyVisitor = '';
+    let key = '';
     for (let c = 0; c < calls.length; c++) {
       const { items, limits } = calls[c]!;
       const result = results[c]!;
       for (let j = 0; j < items.length; j++, i++) {
         const item = items[j]!;
         const n = ids.groups[ids.group[i]!]!.site;
-        const lane = news[i]! ? (room.take(n, item.visitor, limits) ? lanes.key(n, item.visitor) : undefined) : null;
+        if (n !== keySite || item.visitor !== keyVisitor) {
+          keySite = n;
+          keyVisitor = item.visitor;
+          key = lanes.key(n, item.visitor);
+        }
+        const lane = news[i]! ? (room.take(n, item.visitor, limits, key) ? key : undefined) : null;
         if (lane === null) result.duplicate.push(item.id);
         else if (lane === undefined) {
           forgetId(db, ids, i);

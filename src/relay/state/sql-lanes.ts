@@ -94,8 +94,9 @@ export interface Lanes {
   /**
    * The room for the accepts of one transaction: `take` answers whether an entry fits under
    * `limits` (and counts it), or false when its visitor, its site or the outbox is full, counting
-   * what was taken before it. `visitors`: the lanes `take` will ask for, looked up together in one
-   * statement (nothing written). `write` then counts what was taken in its lanes, one statement for
+   * what was taken before it (`key`: the lane's {@link Lanes.key}, when the caller has made it).
+   * `visitors`: the lanes `take` will ask for, looked up together in one statement (nothing
+   * written). `write` then counts what was taken in its lanes, one statement for
    * all (a new lane is written once, with its counts; one given nothing is never made), and its
    * sites' and the outbox's counts; `ready`: all of them are ready now (else none is counted
    * ready: sql-ready.ts counts those it places so). It resolves to the lanes' numbers, by `key`.
@@ -103,7 +104,7 @@ export interface Lanes {
   admit(
     now: number,
     visitors?: Iterable<readonly [site: number, visitor: string]>,
-  ): { take(site: number, visitor: string, limits: OutboxLimits): boolean; write(ready: boolean): Map<string, number> };
+  ): { take(site: number, visitor: string, limits: OutboxLimits, key?: string): boolean; write(ready: boolean): Map<string, number> };
   /** A lane's key in {@link Lanes.admit}'s `write`. */
   key(site: number, visitor: string): string;
   /** The seq entries added after this one will be above (for {@link Lanes.addMerges}). */
@@ -229,8 +230,7 @@ export async function createLanes(db: SqlPort): Promise<Lanes> {
         const siteN = Number(rows[i]![0]);
         lanes.set(laneKey(siteN, String(rows[i]![1])), { site: siteN, visitor: String(rows[i]![1]), pending: Number(rows[i]![3]), taken: 0 });
       }
-      const take = (siteN: number, visitor: string, limits: OutboxLimits) => {
-        const key = laneKey(siteN, visitor);
+      const take = (siteN: number, visitor: string, limits: OutboxLimits, key = laneKey(siteN, visitor)) => {
         let found = lanes.get(key);
         if (found === undefined) {
           // Not looked up with the others (or no lane yet): read alone.
