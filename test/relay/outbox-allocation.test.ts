@@ -16,8 +16,8 @@ import { createSqliteOutbox } from '../../src/relay/state/sqlite-outbox.js';
 
 const WINDOW_MS = 3_600_000;
 /**
- * V8 itself sizes the same objects differently by version: Node 20's (V8 11) counts about twice
- * Node 22's for the memory outbox's lease, before and after alike, so each has its bound.
+ * V8 itself sizes the same objects differently by version: Node 20's (V8 11) counted about twice
+ * Node 22's for the memory outbox's lease (now less: one bound), and more for SQLite's, so each has its bound.
  */
 const OLD_V8 = Number(process.versions.v8.split('.')[0]) < 12;
 const LANES = 2_000;
@@ -53,10 +53,11 @@ describe('what a lease allocates', () => {
   it('the memory outbox: a lease of 1,000 from 2,000 visitors makes one closure for each lane it takes from, beside the entries it hands on', async () => {
     const perEntry = await leaseBytes(createMemoryOutbox());
     // Per entry leased (each lease makes its 1,000 first lanes, in pages, and takes one entry from
-    // each), the leased entry's own object included: 656–658 bytes now on Node 22; 715–755 when each
-    // lease made its 2,000 first lanes; 1,002–1,075 when each lane made a pair, a list and three
-    // closures, from generators spread twice. On Node 20: 1,384–1,505 with 2,000 lanes, 1,742–1,775 then.
-    expect(perEntry).toBeLessThan(OLD_V8 ? 1_625 : 700);
+    // each), the leased entry's own object included: 470 bytes now on Node 22, 252–293 on Node 20;
+    // 656–663 (Node 20: 1,355–1,369) while the lease-end heap held a pair per leased entry and a lease
+    // kept a Set of every seq it took; 715–755 when each lease made its 2,000 first lanes; 1,002–1,075
+    // when each lane made a pair, a list and three closures, from generators spread twice.
+    expect(perEntry).toBeLessThan(550);
   });
 
   it('the SQLite outbox: a lease of 1,000 from 2,000 visitors reads the lanes it takes from, and makes no pair or list for each', async () => {
