@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import Sqlite from 'libsql';
 import { describe, expect, it } from 'vitest';
+import { parts, planCalls } from '../../src/relay/deliver/batch.js';
 import type { OutboxItem } from '../../src/relay/state/outbox.js';
 import { createSqlOutbox, type SqlPort } from '../../src/relay/state/sql-outbox.js';
 import { createRedisOutbox } from '../../src/relay/state/redis-outbox.js';
@@ -306,6 +307,45 @@ describe("SQLite: an entry's row, with its item, is written once and deleted onc
     expect(db.prepare("SELECT name FROM pragma_index_list('outbox')").raw().all()).toEqual([]);
     // One row for the lease: written, rewritten by the call started, deleted by the settle (a row per entry: 150 writes).
     expect(db.prepare('SELECT name, count(*) FROM lease_writes GROUP BY name').raw().all()).toEqual([['outbox_leases', 3]]);
+    db.close();
+  });
+});
+
+describe("SQLite: a lease's rows are cut as the deliverer's calls take its entries", () => {
+  it('each call of a lease sent a round of browsers at a time writes its own row of the lease once, and deletes it once', async () => {
+    const db = new Sqlite(tempFile());
+    db.pragma('journal_mode = WAL');
+    const { outbox } = await createSqlOutbox(libsqlPort(db));
+    db.exec('CREATE TEMP TABLE lease_writes (name TEXT)');
+    for (const event of ['INSERT', 'UPDATE', 'DELETE'])
+      db.exec(`CREATE TEMP TRIGGER outbox_leases_${event} AFTER ${event} ON main.outbox_leases BEGIN INSERT INTO lease_writes VALUES ('${event}'); END;`);
+    const now = Date.now();
+    // 30 browsers of 10 tracks each, each request's together: the deliverer's calls of 100 take every browser's first, then every one's second…
+    for (let b = 0; b < 30; b++)
+      await outbox.accept(
+        Array.from({ length: 10 }, (_, i) => item('s', `b${b}-${i}`, { visitor: `v${b}`, browser: `v${b}` })),
+        now,
+        3600_000,
+      );
+    const leased = await outbox.lease('me', 300, now, 60_000);
+    const calls = planCalls(leased, { mergeBy: () => [], proven: () => false }).flatMap((call) => parts(call, 100));
+    expect(calls.map((call) => call.entries.length)).toEqual([100, 100, 100]);
+    for (const call of calls) {
+      const sent = await outbox.sending(
+        'me',
+        call.entries.map(({ seq }) => seq),
+        now,
+      );
+      expect(await outbox.settle('me', { delivered: sent, released: [], dead: [] }, now)).toEqual({ skipped: 0 });
+    }
+    expect(await outbox.stats()).toMatchObject({ pending: 0 });
+    // Three rows, each written, rewritten by its call's start and deleted by its settle. Cut in seq order (ten browsers a row),
+    // each call held entries of every row: 9 rewrites by the starts, 9 deletes by the settles and 6 rows put back.
+    expect(db.prepare('SELECT name, count(*) FROM lease_writes GROUP BY name ORDER BY name').raw().all()).toEqual([
+      ['DELETE', 3],
+      ['INSERT', 3],
+      ['UPDATE', 3],
+    ]);
     db.close();
   });
 });

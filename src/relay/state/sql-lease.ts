@@ -3,10 +3,11 @@
  * entry's own row, with its item, is written once when accepted and deleted once when delivered or
  * dead, never again by a lease, a started send or a settle:
  * - `outbox_leases` (id; owner, until, lo, hi, entries): a lease's entries, a JSON list of
- *   [seq, attempts] from seq `lo` to `hi`, {@link CHUNK} (a call's worth) to a row. A lease writes a
- *   row per call's worth, a started send rewrites the rows its entries are in, a settle takes them
- *   out (each row deleted with its last). It is also where its entries wait (in place of
- *   `outbox_wait`, sql-ready.ts) until `until`;
+ *   [seq, attempts] whose seqs lie from `lo` to `hi`, {@link CHUNK} (a call's worth) to a row, cut in
+ *   the order the deliverer's calls take them ({@link inCallOrder}). A lease writes a row per call's
+ *   worth, a started send rewrites the rows its entries are in, a settle takes them out (each row
+ *   deleted with its last). It is also where its entries wait (in place of `outbox_wait`,
+ *   sql-ready.ts) until `until`;
  * - `outbox_lease` (seq; owner, until, attempts): one row per entry, for the rare ones: the
  *   entries of a lease that ran out (spread here when it comes due, then woken like a release, each
  *   row kept with `until` 0, so that its owner may still settle the entry while no other lease
@@ -51,12 +52,41 @@ const span = (seqs: Iterable<number>): [number, number] => {
   return [lo, hi];
 };
 
-/** A lease's entries (in seq order) as rows: [lo, hi, entries as JSON]. */
+/** A lease's entries as rows, in the order given: [lo, hi, entries as JSON]. */
 const chunks = (entries: Entries) =>
   Array.from({ length: Math.ceil(entries.length / CHUNK) }, (_, i) => {
     const part = entries.slice(i * CHUNK, (i + 1) * CHUNK);
-    return [part[0]![0], part.at(-1)![0], JSON.stringify(part)] as const;
+    return [...span(part.map(([seq]) => seq)), JSON.stringify(part)] as const;
   });
+
+/**
+ * `leased` (in seq order) as the deliverer's calls take them (deliver/batch.ts `planCalls`): the
+ * activities a round of browsers at a time (every browser's first, then every one's second…), each
+ * round in seq order, merges first. A lease's rows cut in this order hold about one call each, so a
+ * started call and its settle read and rewrite about one row; cut in seq order, a call of a round
+ * held a few entries of every row (a lease of 1,000 from 100 browsers of ten: all ten rows).
+ * Only where the rows are cut depends on it: any order is correct.
+ */
+const inCallOrder = (leased: readonly Leased[]): Entries => {
+  const rounds: Entries[] = [[]];
+  /** Per site, per browser: its activities seen so far (no key string made per entry). */
+  const seen = new Map<string, Map<string, number>>();
+  for (const { kind, site, browser, seq, attempts } of leased) {
+    let round = 0;
+    if (kind === 'activity') {
+      let browsers = seen.get(site);
+      if (browsers === undefined) {
+        browsers = new Map();
+        seen.set(site, browsers);
+      }
+      round = (browsers.get(browser) ?? 0) + 1;
+      browsers.set(browser, round);
+    }
+    if (round === rounds.length) rounds.push([]);
+    rounds[round]!.push([seq, attempts]);
+  }
+  return rounds.flat();
+};
 
 const IN = 'SELECT value FROM json_each(?1)';
 
@@ -71,11 +101,15 @@ export const LEASE_SQL = {
     'ALTER TABLE outbox_leases ADD COLUMN lo INTEGER NOT NULL DEFAULT 0',
     'ALTER TABLE outbox_leases ADD COLUMN hi INTEGER NOT NULL DEFAULT 9223372036854775807',
   ],
-  // Only the owner's live leases (one that ran out may be another deliverer's by now), the rows holding seqs from ?3 to ?4.
-  live: 'SELECT id, entries FROM outbox_leases WHERE owner = ?1 AND until > ?2 AND lo <= ?4 AND hi >= ?3',
+  // A started call's rows: the owner's live leases (one that ran out may be another deliverer's by now), first the rows
+  // wholly within its seqs' span ?3 to ?4 (its own, the lease cut as its calls are), then, for seqs not found there, those reaching past it.
+  liveWithin: 'SELECT id, entries FROM outbox_leases WHERE owner = ?1 AND until > ?2 AND lo >= ?3 AND hi <= ?4',
+  livePast: 'SELECT id, entries FROM outbox_leases WHERE owner = ?1 AND until > ?2 AND lo <= ?4 AND hi >= ?3 AND (lo < ?3 OR hi > ?4)',
   setEntries: 'UPDATE outbox_leases SET entries = ?2 WHERE id = ?1',
-  // A settle takes the owner's rows holding seqs from ?2 to ?3, and puts back what it does not settle ([id, until, lo, hi, entries] as JSON).
-  endAll: 'DELETE FROM outbox_leases WHERE owner = ?1 AND lo <= ?3 AND hi >= ?2 RETURNING id, until, entries',
+  // A settle takes the owner's rows (live or not) in the same two steps (seqs from ?2 to ?3), and puts back what it does
+  // not settle ([id, until, lo, hi, entries] as JSON).
+  endWithin: 'DELETE FROM outbox_leases WHERE owner = ?1 AND lo >= ?2 AND hi <= ?3 RETURNING id, until, entries',
+  endPast: 'DELETE FROM outbox_leases WHERE owner = ?1 AND lo <= ?3 AND hi >= ?2 RETURNING id, until, entries',
   putBack:
     'INSERT INTO outbox_leases (id, owner, until, lo, hi, entries) SELECT value ->> 0, ?1, value ->> 1, value ->> 2, value ->> 3, value ->> 4 FROM json_each(?2)',
   // The rows of single entries (above).
@@ -138,22 +172,27 @@ export async function createLeases(db: SqlPort, ready: Ready): Promise<Leases> {
       if (again.length > 0) db.run(LEASE_SQL.takeOver, JSON.stringify(again));
       const share = sharedStrings();
       const leased = rows.map(([seq, item, attempts]) => leasedOf(item as string, Number(seq), Number(attempts), share)).sort((a, b) => a.seq - b.seq);
-      db.run(LEASE_SQL.add, owner, until, JSON.stringify(chunks(leased.map(({ seq, attempts }) => [seq, attempts]))));
+      db.run(LEASE_SQL.add, owner, until, JSON.stringify(chunks(inCallOrder(leased))));
       return leased;
     },
     sending(owner, seqs, now) {
       const wanted = new Set(seqs);
       const marked = new Set<number>();
       if (wanted.size === 0) return [];
-      for (const [id, text] of db.query(LEASE_SQL.live, owner, now, ...span(wanted))) {
-        const entries = JSON.parse(text as string) as Entries;
-        const mine = entries.filter((entry) => wanted.has(entry[0]) && !marked.has(entry[0]));
-        for (const entry of mine) {
-          entry[1]++;
-          marked.add(entry[0]);
+      const mark = (rows: Row[]) => {
+        for (const [id, text] of rows) {
+          const entries = JSON.parse(text as string) as Entries;
+          const mine = entries.filter((entry) => wanted.has(entry[0]) && !marked.has(entry[0]));
+          for (const entry of mine) {
+            entry[1]++;
+            marked.add(entry[0]);
+          }
+          if (mine.length > 0) db.run(LEASE_SQL.setEntries, Number(id), JSON.stringify(entries));
         }
-        if (mine.length > 0) db.run(LEASE_SQL.setEntries, Number(id), JSON.stringify(entries));
-      }
+      };
+      const [lo, hi] = span(wanted);
+      mark(db.query(LEASE_SQL.liveWithin, owner, now, lo, hi));
+      if (marked.size < wanted.size) mark(db.query(LEASE_SQL.livePast, owner, now, lo, hi));
       const rest = [...wanted].filter((seq) => !marked.has(seq));
       if (rest.length > 0) for (const [seq] of db.query(LEASE_SQL.sending, JSON.stringify(rest), owner, now)) marked.add(Number(seq));
       return seqs.filter((seq) => marked.delete(seq));
@@ -163,16 +202,20 @@ export async function createLeases(db: SqlPort, ready: Ready): Promise<Leases> {
       if (seqs.length === 0) return owned;
       const wanted = new Set(seqs);
       const kept: [number, number, number, number, string][] = [];
-      // Waiting under their lease (the usual settle): nowhere else to look.
-      for (const [id, until, text] of db.query(LEASE_SQL.endAll, owner, ...span(wanted))) {
-        const entries = JSON.parse(text as string) as Entries;
-        const rest: Entries = [];
-        for (const [seq, attempts] of entries) {
-          if (wanted.has(seq) && !owned.has(seq)) owned.set(seq, attempts);
-          else rest.push([seq, attempts]);
+      const take = (rows: Row[]) => {
+        for (const [id, until, text] of rows) {
+          const rest: Entries = [];
+          for (const entry of JSON.parse(text as string) as Entries) {
+            if (wanted.has(entry[0]) && !owned.has(entry[0])) owned.set(entry[0], entry[1]);
+            else rest.push(entry);
+          }
+          if (rest.length > 0) kept.push([Number(id), Number(until), ...span(rest.map(([seq]) => seq)), JSON.stringify(rest)]);
         }
-        if (rest.length > 0) kept.push([Number(id), Number(until), rest[0]![0], rest.at(-1)![0], JSON.stringify(rest)]);
-      }
+      };
+      // Waiting under their lease (the usual settle): nowhere else to look.
+      const [lo, hi] = span(wanted);
+      take(db.query(LEASE_SQL.endWithin, owner, lo, hi));
+      if (owned.size < wanted.size) take(db.query(LEASE_SQL.endPast, owner, lo, hi));
       if (kept.length > 0) db.run(LEASE_SQL.putBack, owner, JSON.stringify(kept));
       const rest = [...wanted].filter((seq) => !owned.has(seq));
       if (rest.length === 0) return owned;
