@@ -79,3 +79,16 @@ it('keeps the lines that wait without copying them all again at each line', asyn
   // 7.5–8.6 kB with the lines kept as text.
   expect(perLine).toBeLessThan(4_000);
 });
+
+it('writes each line as its level then its fields, one JSON text a line whatever its strings hold', () => {
+  const written: string[] = [];
+  const logger = createPinoLogger('info', { write: (text: string) => void written.push(text) } as Parameters<typeof createPinoLogger>[1]);
+  logger({ ts: 't', kind: 'collect', method: 'POST', path: '/collect', status: 200, ms: 1.5, site: 'shop', items: 2, results: { accepted: 2 } });
+  logger({ level: 'debug', ts: 't', method: 'POST', path: '/collect', status: 200, ms: 0 });
+  logger({ level: 'error', ts: 't', method: 'GET', path: '/a\ud800"\n', status: 500, ms: Number.NaN, upstream: [200, 0] });
+  expect(written).toEqual([
+    '{"level":"info","ts":"t","kind":"collect","method":"POST","path":"/collect","status":200,"ms":1.5,"site":"shop","items":2,"results":{"accepted":2}}\n',
+    // A lone surrogate is escaped, never written as bytes that are not UTF-8.
+    '{"level":"error","ts":"t","method":"GET","path":"/a\\ud800\\"\\n","status":500,"ms":null,"upstream":[200,0]}\n',
+  ]);
+});

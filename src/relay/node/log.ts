@@ -1,6 +1,7 @@
 /**
- * The relay's log lines on Node, through pino: the same JSON fields as on Workers, written
- * asynchronously (off the request's path) and flushed when the process exits.
+ * The relay's log lines on Node: the same JSON fields as on Workers, one line each, written
+ * asynchronously through pino's destination (off the request's path) and flushed when the process
+ * exits.
  *
  * On stdout, lines are gathered before they are written ({@link LINES_GATHERED}): an asynchronous
  * write is a trip to libuv's thread pool and back, one more turn of the event loop, and below
@@ -10,7 +11,7 @@
  */
 import pino, { type DestinationStream } from 'pino';
 import type { LogLevel } from '../core/config.js';
-import { scrubbing, scrubLine, silentLogger, type Logger } from '../core/logging.js';
+import { scrubbing, scrubLine, silentLogger, writes, type Logger } from '../core/logging.js';
 
 /** Bytes of lines gathered on stdout before they are written together: about 45 request lines. */
 export const LINES_GATHERED = 8192;
@@ -58,16 +59,20 @@ export function gatheredLines(dest: number | string = 1): DestinationStream {
   } as DestinationStream;
 }
 
-/** A logger writing lines of `level` and above, scrubbed, to `destination` @default stdout, asynchronously, lines gathered ({@link gatheredLines}) */
+/**
+ * A logger writing lines of `level` and above, scrubbed, to `destination` @default stdout, asynchronously, lines gathered ({@link gatheredLines}).
+ * Each line is `{"level":…}` then the line's own fields, as a pino logger wrote them, but made by
+ * `JSON.stringify` (a pino logger's own serialiser cost more a line, bench/README "The log line
+ * without a pino logger"). A destination gets each line's text and nothing beside it (pino's
+ * multistream, which routes by the level a pino logger tells it, is not one); pino's own
+ * destinations write what waits at exit.
+ */
 export function createPinoLogger(level: LogLevel, destination?: DestinationStream): Logger {
   if (level === 'off') return silentLogger;
-  const log = pino({ level, base: null, timestamp: false, formatters: { level: (label) => ({ level: label }) } }, destination ?? gatheredLines());
+  const out = destination ?? gatheredLines();
   return scrubbing((line) => {
     const lineLevel = line.level ?? 'info';
-    if (!log.isLevelEnabled(lineLevel)) return;
-    // pino writes the level itself: a request's line has none of its own (most lines) and goes as it is, not copied without it.
-    if (line.level === undefined) return void log.info(scrubLine(line));
-    const { level, ...rest } = line;
-    log[lineLevel](scrubLine(rest));
+    if (!writes(level, lineLevel)) return;
+    out.write(`${JSON.stringify({ level: lineLevel, ...scrubLine(line) })}\n`);
   }, true);
 }
