@@ -205,6 +205,24 @@ describe('SQLite: a lease among many new visitors, each an identify first, reads
   });
 });
 
+describe('SQLite: a lone accept of a site already known reads no site, and reads and moves its counts in one statement each', () => {
+  it('runs 12 statements, none of them on outbox_sites', async () => {
+    const db = new Sqlite(tempFile());
+    db.pragma('journal_mode = WAL');
+    const { port, during } = recorded(db);
+    const { outbox } = await createSqlOutbox(port);
+    const now = Date.now();
+    await outbox.accept([item('s', 'first')], now, 3600_000);
+    const statements = await during(() => outbox.accept([item('s', 'second', { visitor: 'v2' })], now, 3600_000));
+    // A site's number is kept once the transaction that read it committed (a site is never deleted nor numbered again),
+    // and the outbox's counts are read in one statement and moved in one: 15 statements when the site was read in
+    // every transaction and each count on its own.
+    expect(statements.filter((sql) => sql.includes('outbox_sites'))).toEqual([]);
+    expect(statements.length).toBeLessThanOrEqual(12);
+    db.close();
+  });
+});
+
 describe('SQLite: the accepts that arrive together share their transaction and its statements, and a lease and a settle theirs', () => {
   /**
    * Statements of `visitors` accepts of 10 (one per visitor) made together, then of one lease and

@@ -32,6 +32,11 @@ export const ACCEPT_SQL = {
   rememberEach:
     'INSERT INTO outbox_seen (site, id, until) SELECT value ->> 0, unhex(value ->> 1), value ->> 2 FROM json_each(?1) WHERE true ON CONFLICT (site, id) DO NOTHING RETURNING site, hex(id)',
   addCount: "INSERT INTO outbox_count (name, value) VALUES ('remembered', ?1) ON CONFLICT (name) DO UPDATE SET value = value + excluded.value",
+  // The ids remembered (?1) and the entries waiting (?2) move together, one statement, when entries were added.
+  addCounts:
+    "INSERT INTO outbox_count (name, value) VALUES ('remembered', ?1), ('pending', ?2) ON CONFLICT (name) DO UPDATE SET value = value + excluded.value",
+  // The counts the accepts read (sql-lanes.ts keeps them): entries waiting, dead letters; one statement for both.
+  waiting: "SELECT (SELECT value FROM outbox_count WHERE name = 'pending'), (SELECT value FROM outbox_count WHERE name = 'dead')",
   // The entries' texts in one UTF-8 blob (?2), each cut out at its start and length with its lane: as they are, not
   // escaped again as strings inside the JSON (a string's every quote escaped, then unescaped by SQLite). Each entry's
   // place is one string of ?1 (a JSON list), its start and length 10 digits each, then its lane: cut by substr, 9.2k →
@@ -96,24 +101,32 @@ export interface AcceptCall {
 
 /** `accept` over `db`, its lanes and where entries wait (sql-ready.ts): each call is answered once the transaction that took it commits. */
 export function createAccept(db: SqlPort, lanes: Lanes, ready: Ready): (call: AcceptCall) => void {
-  /** Dead letters whose window ended, then the oldest over the limit: a slice of each, counted. */
-  const trimDead = (now: number, windowMs: number, limit: number) => {
-    // No dead letters (the usual case): nothing to expire or cut, one read.
-    const dead = lanes.count('dead');
-    if (dead <= 0) return;
+  /** Dead letters whose window ended, then the oldest over the limit: a slice of each, counted (in `counts` too). */
+  const trimDead = (now: number, windowMs: number, limit: number, counts: { dead: number }) => {
+    // No dead letters (the usual case): nothing to expire or cut, no statement.
+    if (counts.dead <= 0) return;
     const expired = db.run(ACCEPT_SQL.expireDead, now - windowMs, DEAD_SLICE);
-    const cut = db.run(ACCEPT_SQL.cutDead, Math.min(DEAD_SLICE, Math.max(0, dead - expired - limit)));
+    const cut = db.run(ACCEPT_SQL.cutDead, Math.min(DEAD_SLICE, Math.max(0, counts.dead - expired - limit)));
     lanes.addCount('expired', expired);
     lanes.addCount('cut', cut);
     lanes.addCount('dead', -expired - cut);
+    counts.dead -= expired + cut;
   };
+
+  /**
+   * Site numbers read in a transaction that committed: a site's row in `outbox_sites` is never
+   * deleted nor numbered again, so each is read once, not in every transaction (a statement of a
+   * lone accept's 15). One read or added in a transaction joins only once that commits: a rollback
+   * forgets a site added, and its number may be given to another.
+   */
+  const known = new Map<string, number>();
 
   /**
    * The accepts that asked for one transaction, as if each ran in turn: one statement each for
    * the expiry slices, the dedupe and the insert of all their items, the limits counted across
    * them (sql-lanes.ts admit).
    */
-  const acceptAll = (calls: readonly AcceptCall[]): Accepted[] => {
+  const acceptAll = (calls: readonly AcceptCall[], sites = new Map<string, number>()): Accepted[] => {
     // Indexed loops and no arrays made to be destructured: at a real site's rate (a transaction a request) this runs in
     // V8's baseline tiers for the first thousands of requests, where each `for…of`, `.entries()` and `[a, b] = [x, y]`
     // goes through the iterator protocol (bench/README.md, "What an item costs below saturation").
@@ -126,7 +139,9 @@ export function createAccept(db: SqlPort, lanes: Lanes, ready: Ready): (call: Ac
       count += calls[c]!.items.length;
       trims.set(`${windowMs}:${limits.dead}`, { windowMs, dead: limits.dead });
     }
-    for (const { windowMs, dead } of trims.values()) trimDead(now, windowMs, dead);
+    const [pending, dead] = db.query(ACCEPT_SQL.waiting)[0]!;
+    const counts = { pending: Number(pending ?? 0), dead: Number(dead ?? 0) };
+    for (const { windowMs, dead } of trims.values()) trimDead(now, windowMs, dead, counts);
     // More than the accepts add: the table shrinks back after a peak.
     const slice = Math.max(EXPIRY_SLICE, 2 * count);
     const expired = db.run(ACCEPT_SQL.expire, now, slice);
@@ -137,7 +152,16 @@ export function createAccept(db: SqlPort, lanes: Lanes, ready: Ready): (call: Ac
       if (change !== 0) db.run(ACCEPT_SQL.addCount, change);
       return results;
     }
-    const ids = gatherIds(calls, count, lanes.site);
+    // The sites this run read or added (a group's failed run does not count: the caller's map starts again).
+    sites.clear();
+    const ids = gatherIds(calls, count, (site) => {
+      let n = known.get(site);
+      if (n === undefined) {
+        n = lanes.site(site);
+        sites.set(site, n);
+      }
+      return n;
+    });
     // A slice short of its size forgot every id past its window: none of the batch's is left to forget.
     if (expired >= slice) change -= forgetStale(db, ids, now);
     const news = rememberIds(db, ids);
@@ -154,7 +178,7 @@ export function createAccept(db: SqlPort, lanes: Lanes, ready: Ready): (call: Ac
         if (news[k]! && (last === undefined || last[0] !== n || last[1] !== items[j]!.visitor)) visitors.push([n, items[j]!.visitor]);
       }
     }
-    const room = lanes.admit(now, visitors);
+    const room = lanes.admit(now, counts.pending, visitors);
     // Each entry's text and its lane's key (its number once the lanes are written).
     const added: [string, string | number][] = [];
     let i = 0;
@@ -195,8 +219,11 @@ export function createAccept(db: SqlPort, lanes: Lanes, ready: Ready): (call: Ac
       }
     }
     change += added.length;
-    if (change !== 0) db.run(ACCEPT_SQL.addCount, change);
-    if (added.length === 0) return results;
+    if (added.length === 0) {
+      if (change !== 0) db.run(ACCEPT_SQL.addCount, change);
+      return results;
+    }
+    db.run(ACCEPT_SQL.addCounts, change, added.length);
     // Where a browser of theirs has a merge in the outbox, or among these entries, an entry may be held: its lane counts it ready only once placed.
     const maybeHeld = merges || ready.hasMerge([...browsers.values()]);
     const numbers = room.write(!maybeHeld);
@@ -223,8 +250,10 @@ export function createAccept(db: SqlPort, lanes: Lanes, ready: Ready): (call: Ac
       }
       return calls;
     };
-    db.transaction(() => acceptAll(take())).then(
+    const sites = new Map<string, number>();
+    db.transaction(() => acceptAll(take(), sites)).then(
       (results) => {
+        for (const [site, n] of sites) known.set(site, n);
         const taken = take();
         for (let index = 0; index < taken.length; index++) taken[index]!.resolve(results[index]!);
       },

@@ -92,17 +92,17 @@ export interface Lanes {
    */
   change(byLane: ReadonlyMap<number, number>, now: number, ready?: ReadonlyMap<number, number>): void;
   /**
-   * The room for the accepts of one transaction: `take` answers whether an entry fits under
-   * `limits` (and counts it), or false when its visitor, its site or the outbox is full, counting
-   * what was taken before it (`key`: the lane's {@link Lanes.key}, when the caller has made it).
-   * `visitors`: the lanes `take` will ask for, looked up together in one statement (nothing
-   * written). `write` then counts what was taken in its lanes, one statement for
-   * all (a new lane is written once, with its counts; one given nothing is never made), and its
-   * sites' and the outbox's counts; `ready`: all of them are ready now (else none is counted
-   * ready: sql-ready.ts counts those it places so). It resolves to the lanes' numbers, by `key`.
+   * The room for the accepts of one transaction, with `pending` entries in the outbox before them: `take` answers
+   * whether an entry fits under `limits` (and counts it), or false when its visitor, its site or the outbox is full,
+   * counting what was taken before it (`key`: the lane's {@link Lanes.key}, when the caller has made it). `visitors`:
+   * the lanes `take` will ask for, looked up together in one statement (nothing written). `write` then counts what was
+   * taken in its lanes, one statement for all (a new lane is written once, with its counts; one given nothing is never
+   * made), and its sites' counts (not the outbox's); `ready`: all of them are ready now (else none is counted ready:
+   * sql-ready.ts counts those it places so). It resolves to the lanes' numbers, by `key`.
    */
   admit(
     now: number,
+    pending: number,
     visitors?: Iterable<readonly [site: number, visitor: string]>,
   ): { take(site: number, visitor: string, limits: OutboxLimits, key?: string): boolean; write(ready: boolean): Map<string, number> };
   /** A lane's key in {@link Lanes.admit}'s `write`. */
@@ -217,9 +217,9 @@ export async function createLanes(db: SqlPort): Promise<Lanes> {
     count: countOf,
     addCount,
     change,
-    admit(now, visitors = []) {
+    admit(now, pending, visitors = []) {
       // Waiting entries: in the store, plus those taken by this transaction's accepts.
-      const total = { pending: countOf('pending') };
+      const total = { pending };
       const sites = new Map<number, { pending: number }>();
       // Each lane taken from, by key: [site, visitor, entries taken], and how many it had.
       const lanes = new Map<string, { site: number; visitor: string; pending: number; taken: number }>();
@@ -258,7 +258,6 @@ export async function createLanes(db: SqlPort): Promise<Lanes> {
         if (taken.length === 0) return numbers;
         const rows = db.query(SQL.addAccepted, JSON.stringify(taken), now);
         const bySite = new Map<number, { delta: number; ready: number }>();
-        let all = 0;
         for (let i = 0; i < rows.length; i++) {
           const siteN = Number(rows[i]![1]);
           const key = laneKey(siteN, String(rows[i]![2]));
@@ -267,9 +266,9 @@ export async function createLanes(db: SqlPort): Promise<Lanes> {
           const site = bySite.get(siteN) ?? { delta: 0, ready: 0 };
           // The site counts its lanes with something ready: this one, when it had none before.
           bySite.set(siteN, { delta: site.delta + delta, ready: site.ready + (ready && Number(rows[i]![4]) === delta ? 1 : 0) });
-          all += delta;
         }
-        load(bySite, all, now);
+        // The outbox's count of entries is the caller's to move (with its other counts, one statement).
+        load(bySite, 0, now);
         return numbers;
       };
       return { take, write };
