@@ -42,15 +42,18 @@ const SQL = {
     SELECT CAST(substr(value, 1, 10) AS INTEGER), substr(value, 31), CAST(substr(value, 11, 10) AS INTEGER), ?2, CAST(substr(value, 21, 10) AS INTEGER) FROM json_each(?1) WHERE true
     ON CONFLICT (site, visitor) DO UPDATE SET pending = pending + excluded.pending, ready = ready + excluded.ready RETURNING n, site, visitor, pending, ready`,
   sitePending: 'SELECT pending FROM outbox_load WHERE site = ?1',
-  // The counts of many lanes in one statement (?1: a JSON list of strings, each the change of entries and of the ready among them
-  // signed in 11 characters, then the lane; sql-port.ts signed).
-  addLanes: `UPDATE outbox_lanes SET pending = pending + CAST(substr(json_each.value, 1, 11) AS INTEGER),
-    ready = ready + CAST(substr(json_each.value, 12, 11) AS INTEGER) FROM json_each(?1)
-    WHERE outbox_lanes.n = CAST(substr(json_each.value, 23) AS INTEGER) RETURNING n, site, pending, ready`,
-  // Of the lanes whose entries leave (?1: strings of −entries signed in 11 characters, then the lane), those it leaves with
-  // nothing: deleted (not counted down first), with their site.
+  // Entries began (+) or stopped (−) waiting in lanes (?1: a JSON list of strings, each the change signed in 11 characters, then
+  // the lane; sql-port.ts signed), in three statements whatever their number, none answering a row a lane (a row answered
+  // costs more than the lane's write: bench/README): first each site's count, read through its lanes (a row a site)…
+  loadOf: `INSERT INTO outbox_load (site, pending, since, ready)
+    SELECT l.site, sum(CAST(substr(json_each.value, 1, 11) AS INTEGER)), ?2, 0 FROM json_each(?1) JOIN outbox_lanes l ON l.n = CAST(substr(json_each.value, 12) AS INTEGER)
+    GROUP BY l.site ON CONFLICT (site) DO UPDATE SET pending = pending + excluded.pending RETURNING site, pending`,
+  // …then the lanes it leaves with nothing deleted (not counted down first)…
   dropEmptied: `DELETE FROM outbox_lanes WHERE n IN (SELECT l.n FROM json_each(?1) JOIN outbox_lanes l ON l.n = CAST(substr(json_each.value, 12) AS INTEGER)
-    WHERE l.pending + CAST(substr(json_each.value, 1, 11) AS INTEGER) <= 0) RETURNING n, site`,
+    WHERE l.pending + CAST(substr(json_each.value, 1, 11) AS INTEGER) <= 0)`,
+  // …and the others' counts moved.
+  addLanes: `UPDATE outbox_lanes SET pending = pending + CAST(substr(json_each.value, 1, 11) AS INTEGER) FROM json_each(?1)
+    WHERE outbox_lanes.n = CAST(substr(json_each.value, 12) AS INTEGER)`,
   // Lanes (JSON list of n) left with nothing waiting.
   dropLanes: 'DELETE FROM outbox_lanes WHERE n IN (SELECT value FROM json_each(?1)) AND pending <= 0',
   addLoad: `INSERT INTO outbox_load (site, pending, since, ready) VALUES (?1, ?2, ?3, ?4) ON CONFLICT (site)
@@ -87,10 +90,10 @@ export interface Lanes {
   count(name: 'pending' | 'dead' | 'expired' | 'cut'): number;
   addCount(name: 'pending' | 'dead' | 'expired' | 'cut', change: number): void;
   /**
-   * Entries began (+) or stopped (−) waiting, by lane (0: looked up only): the lanes', sites' and
-   * outbox's counts follow; `ready`: how many of those that began are ready now, by lane (sql-ready.ts).
+   * Entries began (+) or stopped (−) waiting, by lane (0: looked up only), none of them ready (a
+   * settle's, a retry's, which its caller places): the lanes', sites' and outbox's counts follow.
    */
-  change(byLane: ReadonlyMap<number, number>, now: number, ready?: ReadonlyMap<number, number>): void;
+  change(byLane: ReadonlyMap<number, number>, now: number): void;
   /**
    * The room for the accepts of one transaction, with `pending` entries in the outbox before them: `take` answers
    * whether an entry fits under `limits` (and counts it), or false when its visitor, its site or the outbox is full,
@@ -140,42 +143,29 @@ export async function createLanes(db: SqlPort): Promise<Lanes> {
     for (const [siteN, { delta, ready }] of bySite) if (Number(one(SQL.addLoad, siteN, delta, now, ready)![0]) <= 0) db.run(SQL.dropLoad, siteN);
     addCount('pending', total);
   };
-  const change = (byLane: ReadonlyMap<number, number>, now: number, ready?: ReadonlyMap<number, number>) => {
-    const bySite = new Map<number, { delta: number; ready: number }>();
+  const change = (byLane: ReadonlyMap<number, number>, now: number) => {
     let total = 0;
-    // A lane looked up but given nothing (its items were full) is not kept empty; nor one left with nothing.
+    // A lane looked up but given nothing (its items were full) is not kept empty.
     const empty: number[] = [];
-    const moved: number[] = [];
-    const leaving: string[] = [];
+    const moves: string[] = [];
     byLane.forEach((delta, n) => {
       if (delta === 0) empty.push(n);
       else {
-        moved.push(n);
-        if (delta < 0) leaving.push(`${signed(delta)}${n}`);
+        moves.push(`${signed(delta)}${n}`);
+        total += delta;
       }
     });
-    // The lanes emptied go in one statement, the others' counts move in one more, whatever their number.
-    const emptied = leaving.length === 0 ? [] : db.query(SQL.dropEmptied, JSON.stringify(leaving));
-    const gone = emptied.length === 0 ? undefined : new Set(emptied.map(([n]) => Number(n)));
-    const kept = gone === undefined ? moved : moved.filter((n) => !gone.has(n));
-    const rows = kept.length === 0 ? [] : db.query(SQL.addLanes, JSON.stringify(kept.map((n) => `${signed(byLane.get(n)!)}${signed(ready?.get(n) ?? 0)}${n}`)));
-    // Each lane moved exists while it has entries waiting: one missing is a fault, and nothing of this transaction is written.
-    const found = rows.length + emptied.length;
-    if (found !== moved.length) throw new Error(`outbox lanes: ${moved.length - found} of ${moved.length} lanes counted are missing`);
-    // Rows of both: [n, site, …]; each site's counts one object, moved in place. The site counts its lanes with something ready.
-    for (const row of emptied.length === 0 ? rows : [...emptied, ...rows]) {
-      const n = Number(row[0]);
-      const delta = byLane.get(n)!;
-      const site = bySite.get(Number(row[1])) ?? { delta: 0, ready: 0 };
-      site.delta += delta;
-      bySite.set(Number(row[1]), site);
-      total += delta;
-      if (row.length === 2) continue; // emptied (RETURNING n, site)
-      if (Number(row[2]) <= 0) empty.push(n);
-      if ((ready?.get(n) ?? 0) > 0 && Number(row[3]) === ready?.get(n)) site.ready++;
+    if (moves.length > 0) {
+      const json = JSON.stringify(moves);
+      // The sites' counts first, while every lane moved is there to name its site.
+      for (const [site, pending] of db.query(SQL.loadOf, json, now)) if (Number(pending) <= 0) db.run(SQL.dropLoad, site as number);
+      let found = db.run(SQL.dropEmptied, json);
+      if (found < moves.length) found += db.run(SQL.addLanes, json);
+      // Each lane moved exists while it has entries waiting: one missing is a fault, and nothing of this transaction is written.
+      if (found !== moves.length) throw new Error(`outbox lanes: ${moves.length - found} of ${moves.length} lanes counted are missing`);
+      addCount('pending', total);
     }
     if (empty.length > 0) db.run(SQL.dropLanes, JSON.stringify(empty));
-    load(bySite, total, now);
   };
 
   try {
