@@ -35,8 +35,11 @@ export const ACCEPT_SQL = {
   // The ids remembered (?1) and the entries waiting (?2) move together, one statement, when entries were added.
   addCounts:
     "INSERT INTO outbox_count (name, value) VALUES ('remembered', ?1), ('pending', ?2) ON CONFLICT (name) DO UPDATE SET value = value + excluded.value",
-  // The counts the accepts read (sql-lanes.ts keeps them): entries waiting, dead letters; one statement for both.
-  waiting: "SELECT (SELECT value FROM outbox_count WHERE name = 'pending'), (SELECT value FROM outbox_count WHERE name = 'dead')",
+  // What the accepts read before they write, in one statement: the counts of entries waiting and of dead letters
+  // (sql-lanes.ts keeps them), and the highest seq, which the entries they add will be above (nothing else adds one
+  // during the accepts: their transaction holds the file's write lock, and its other calls run before or after them).
+  waiting:
+    "SELECT (SELECT value FROM outbox_count WHERE name = 'pending'), (SELECT value FROM outbox_count WHERE name = 'dead'), (SELECT max(seq) FROM outbox)",
   // The entries' texts in one UTF-8 blob (?2), each cut out at its start and length with its lane: as they are, not
   // escaped again as strings inside the JSON (a string's every quote escaped, then unescaped by SQLite). Each entry's
   // place is one string of ?1 (a JSON list), its start and length 10 digits each, then its lane: cut by substr, 9.2k →
@@ -139,7 +142,7 @@ export function createAccept(db: SqlPort, lanes: Lanes, ready: Ready): (call: Ac
       count += calls[c]!.items.length;
       trims.set(`${windowMs}:${limits.dead}`, { windowMs, dead: limits.dead });
     }
-    const [pending, dead] = db.query(ACCEPT_SQL.waiting)[0]!;
+    const [pending, dead, last] = db.query(ACCEPT_SQL.waiting)[0]!;
     const counts = { pending: Number(pending ?? 0), dead: Number(dead ?? 0) };
     for (const { windowMs, dead } of trims.values()) trimDead(now, windowMs, dead, counts);
     // More than the accepts add: the table shrinks back after a peak.
@@ -228,7 +231,7 @@ export function createAccept(db: SqlPort, lanes: Lanes, ready: Ready): (call: Ac
     const maybeHeld = merges || ready.hasMerge([...browsers.values()]);
     const numbers = room.write(!maybeHeld);
     for (let e = 0; e < added.length; e++) added[e]![1] = numbers.get(added[e]![1] as string)!;
-    const after = lanes.lastSeq();
+    const after = Number(last ?? 0);
     for (const params of packed(added as [string, number][])) db.run(ACCEPT_SQL.add, ...params);
     if (merges) lanes.addMerges(after);
     ready.added(after, maybeHeld);

@@ -64,7 +64,6 @@ const SQL = {
   // The merges of entries added after seq ?1 (an accept's), or of every entry (once, for storage written before the table).
   addMerges: `INSERT OR IGNORE INTO outbox_merges (seq, site, browser) SELECT o.seq, l.site, o.item ->> 'browser' FROM outbox o JOIN outbox_lanes l ON l.n = o.lane
     WHERE o.seq > ?1 AND CASE WHEN json_valid(o.item) THEN o.item ->> 'kind' <> 'activity' ELSE 0 END`,
-  lastSeq: 'SELECT max(seq) FROM outbox',
   addMerge: 'INSERT OR IGNORE INTO outbox_merges (seq, site, browser) VALUES (?1, ?2, ?3)',
   dropMerges: 'DELETE FROM outbox_merges WHERE seq IN (SELECT value FROM json_each(?1)) RETURNING site, browser',
   // The merges between seqs ?1 and ?2, at most ?3: one walk of the table for the entries a settle drops, not a probe per entry.
@@ -110,9 +109,7 @@ export interface Lanes {
   ): { take(site: number, visitor: string, limits: OutboxLimits, key?: string): boolean; write(ready: boolean): Map<string, number> };
   /** A lane's key in {@link Lanes.admit}'s `write`. */
   key(site: number, visitor: string): string;
-  /** The seq entries added after this one will be above (for {@link Lanes.addMerges}). */
-  lastSeq(): number;
-  /** Counts the merges among the entries added after seq `after` as waiting in the outbox. */
+  /** Counts the merges among the entries added after seq `after` (the outbox's highest before them) as waiting in the outbox. */
   addMerges(after: number): void;
   /** Counts one merge back in the outbox (a dead letter retried). */
   addMerge(seq: number, site: number, browser: string): void;
@@ -264,7 +261,6 @@ export async function createLanes(db: SqlPort): Promise<Lanes> {
       return { take, write };
     },
     key: laneKey,
-    lastSeq: () => Number(one(SQL.lastSeq)?.[0] ?? 0),
     addMerges: (after) => void db.run(SQL.addMerges, after),
     addMerge: (seq, siteN, browser) => void db.run(SQL.addMerge, seq, siteN, browser),
     dropMerges(seqs) {
