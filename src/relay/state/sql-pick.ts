@@ -61,11 +61,13 @@ export const PICK_SQL = {
   hold: 'INSERT OR IGNORE INTO outbox_held (seq, site, browser) SELECT value ->> 0, value ->> 1, value ->> 2 FROM json_each(?1)',
 } as const;
 
+/** A lane as a lease read it: its site, and how many entries it had ready. */
+export type LaneRead = readonly [site: number, ready: number];
 /**
  * Up to `max` seqs ready now, in turns by site, then lane (fair.ts), taken out of the ready (the
- * caller leases them). `count` moves the lanes' ready counts (by lane, + or −).
+ * caller leases them). `count` moves the lanes' ready counts (by lane, + or −), each lane as read.
  */
-export function pickReady(db: SqlPort, max: number, count: (byLane: ReadonlyMap<number, number>) => void): number[] {
+export function pickReady(db: SqlPort, max: number, count: (byLane: ReadonlyMap<number, number>, before: ReadonlyMap<number, LaneRead>) => void): number[] {
   const sites = db.query(PICK_SQL.sites, max).map(([n, merges, lanes]) => ({ site: Number(n), checked: Number(merges) === 1, lanes: Number(lanes) }));
   if (sites.length === 0) return [];
   const taken = new Set<number>();
@@ -75,6 +77,8 @@ export function pickReady(db: SqlPort, max: number, count: (byLane: ReadonlyMap<
   const misplaced: Row[] = [];
   const moved = new Set<number>();
   const ready = new Map<number, number>();
+  /** Each lane read: its site and ready count (the counts then move without reading them back). */
+  const before = new Map<number, LaneRead>();
   let mergesTaken = 0;
   let deferred = false;
 
@@ -178,6 +182,7 @@ export function pickReady(db: SqlPort, max: number, count: (byLane: ReadonlyMap<
     for (let r = 0; r < rows.length; r++) {
       const row = rows[r]!;
       ns.push(Number(row[0]));
+      before.set(Number(row[0]), [site, Number(row[2])]);
       const count = Math.max(1, Number(row[2]));
       cs.push(count);
       rs.push(row);
@@ -288,7 +293,7 @@ export function pickReady(db: SqlPort, max: number, count: (byLane: ReadonlyMap<
     db.run(PICK_SQL.hold, JSON.stringify(misplaced.map(([seq, , site, browser]) => [seq, site, browser])));
     for (const [, lane] of misplaced) ready.set(Number(lane), (ready.get(Number(lane)) ?? 0) - 1);
   }
-  count(ready);
+  count(ready, before);
   return seqs;
 }
 

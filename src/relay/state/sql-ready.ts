@@ -16,7 +16,7 @@
  * held behind an identify), and a visitor whose tracks its delivered identify frees keeps its place.
  * @module
  */
-import { PICK_SQL, pickReady } from './sql-pick.js';
+import { type LaneRead, PICK_SQL, pickReady } from './sql-pick.js';
 import { digits, type Row, type SqlPort, signed } from './sql-port.js';
 
 /** Entries a lease moves from `outbox_wait` to ready at most, per entry it may take. */
@@ -89,6 +89,8 @@ const SQL = {
   // sql-port.ts signed): each one's site, and how many it has now. A site counts its lanes with some.
   laneReady: `UPDATE outbox_lanes SET ready = ready + CAST(substr(json_each.value, 1, 11) AS INTEGER) FROM json_each(?1)
     WHERE outbox_lanes.n = CAST(substr(json_each.value, 12) AS INTEGER) RETURNING n, site, ready`,
+  addReady: `UPDATE outbox_lanes SET ready = ready + CAST(substr(json_each.value, 1, 11) AS INTEGER) FROM json_each(?1)
+    WHERE outbox_lanes.n = CAST(substr(json_each.value, 12) AS INTEGER)`,
   siteReady: 'UPDATE outbox_load SET ready = ready + ?2 WHERE site = ?1',
   // The entries of browsers (?1: strings as hasMerge's) that no merge before them holds any more (up to and with each one's first merge still in the outbox).
   free: `DELETE FROM outbox_held WHERE seq IN (SELECT h.seq FROM (SELECT CAST(substr(value, 1, 10) AS INTEGER) AS site, substr(value, 11) AS browser FROM json_each(?1)) b
@@ -135,8 +137,12 @@ export async function createReady(db: SqlPort): Promise<Ready> {
       db.run(SQL.setMarker);
     });
 
-  /** Ready counts by lane move (+ or −), and the sites' counts of lanes with some. */
-  const count = (byLane: ReadonlyMap<number, number>) => {
+  /**
+   * Ready counts by lane move (+ or −), and the sites' counts of lanes with some. `before`: each
+   * lane's site and count as read in this transaction (a lease's pages, sql-pick.ts), so that no
+   * lane's row is answered back (a row answered costs more than the lane's write: bench/README).
+   */
+  const count = (byLane: ReadonlyMap<number, number>, before?: ReadonlyMap<number, LaneRead>) => {
     const bySite = new Map<number, number>();
     const moves: string[] = [];
     // forEach, not for…of: no [lane, delta] pair made for each lane (a lease moves hundreds).
@@ -144,14 +150,20 @@ export async function createReady(db: SqlPort): Promise<Ready> {
       if (delta !== 0) moves.push(`${signed(delta)}${lane}`);
     });
     if (moves.length === 0) return;
-    const rows = db.query(SQL.laneReady, JSON.stringify(moves));
-    for (let i = 0; i < rows.length; i++) {
-      const row = rows[i]!;
-      const delta = byLane.get(Number(row[0]))!;
-      const site = Number(row[1]);
-      const ready = Number(row[2]);
+    /** A lane's count is now `ready`, moved by `delta`: its site has one lane with some more, or fewer. */
+    const moved = (site: number, ready: number, delta: number) => {
       const change = ready > 0 && ready - delta <= 0 ? 1 : ready <= 0 && ready - delta > 0 ? -1 : 0;
       bySite.set(site, (bySite.get(site) ?? 0) + change);
+    };
+    if (before === undefined) {
+      const rows = db.query(SQL.laneReady, JSON.stringify(moves));
+      for (let i = 0; i < rows.length; i++) moved(Number(rows[i]![1]), Number(rows[i]![2]), byLane.get(Number(rows[i]![0]))!);
+    } else {
+      db.run(SQL.addReady, JSON.stringify(moves));
+      byLane.forEach((delta, lane) => {
+        const known = before.get(lane)!;
+        if (delta !== 0) moved(known[0], known[1] + delta, delta);
+      });
     }
     bySite.forEach((change, site) => {
       if (change !== 0) db.run(SQL.siteReady, site, change);
