@@ -38,7 +38,7 @@ import { createMemoryOutbox, createMemoryPacer } from '../../src/relay/state/mem
 import type { Outbox, Pacer } from '../../src/relay/state/outbox.js';
 import { CATCH_UP_MS } from '../../src/relay/state/pace.js';
 import { createSqliteOutbox } from '../../src/relay/state/sqlite-outbox.js';
-import { collectRequest, visitorAddress } from '../lib/collect-request.js';
+import { benchTrack, collectRequest, visitorAddress } from '../lib/collect-request.js';
 import { countAllocations, sampleAllocations, topSites } from '../lib/heap-alloc.js';
 
 const { values } = parseArgs({
@@ -139,14 +139,7 @@ const bodyOf = () => {
     batch: Array.from({ length: BATCH }, (_, i) => {
       const n = serial++;
       if (values.identifies && i === 0) return { id: uuid(), type: 'identify', ts, fields: { 'str::email': `u${n}@bench.example.com`, 'str::first': 'Bench' } };
-      return {
-        id: uuid(),
-        type: 'track',
-        ts,
-        activity_id: 'act:cm:bench',
-        attributes: { 'str:cm:plan': 'pro' },
-        person: { 'str::email': `u${n}@bench.example.com` },
-      };
+      return benchTrack(n, ts);
     }),
   });
 };

@@ -18,7 +18,6 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { uuid } from '../../src/browser/uuid.js';
 import { createRelayHandlers } from '../../src/relay/app.js';
 import { parseConfig } from '../../src/relay/core/config.js';
 import { observeAll } from '../../src/relay/core/observe.js';
@@ -28,7 +27,7 @@ import { createStatusRecorder } from '../../src/relay/ops/status.js';
 import { createMemoryOutbox } from '../../src/relay/state/memory-outbox.js';
 import { createSqliteOutbox } from '../../src/relay/state/sqlite-outbox.js';
 import { countAllocations, sampleAllocations, topSites } from '../lib/heap-alloc.js';
-import { collectRequest, visitorAddress } from '../lib/collect-request.js';
+import { benchTrack, collectRequest, visitorAddress } from '../lib/collect-request.js';
 
 const { values } = parseArgs({
   options: {
@@ -92,17 +91,7 @@ const body = () =>
   JSON.stringify({
     key: 'pk_bench',
     sent_at: new Date().toISOString(),
-    batch: Array.from({ length: BATCH }, () => {
-      const n = serial++;
-      return {
-        id: uuid(),
-        type: 'track',
-        ts: new Date().toISOString(),
-        activity_id: 'act:cm:bench',
-        attributes: { 'str:cm:plan': 'pro' },
-        person: { 'str::email': `u${n}@bench.example.com` },
-      };
-    }),
+    batch: Array.from({ length: BATCH }, () => benchTrack(serial++, new Date().toISOString())),
   });
 const requestOf = (text: string) => collectRequest(ORIGIN, text);
 const address = () => visitorAddress(visitor++ % VISITORS);

@@ -14,14 +14,13 @@
  */
 import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
-import { uuid } from '../../src/browser/uuid.js';
 import { createRelayHandlers } from '../../src/relay/app.js';
 import { parseConfig } from '../../src/relay/core/config.js';
 import { createShapes, learnTaken } from '../../src/relay/ingest/shapes.js';
 import { withEntries } from '../../src/relay/state/item-text.js';
 import { createMemoryOutbox } from '../../src/relay/state/memory-outbox.js';
 import type { Outbox, OutboxItem } from '../../src/relay/state/outbox.js';
-import { collectRequest, visitorAddress } from '../lib/collect-request.js';
+import { benchTrack, collectRequest, visitorAddress } from '../lib/collect-request.js';
 import { countAllocations } from '../lib/heap-alloc.js';
 
 const { values } = parseArgs({
@@ -68,17 +67,7 @@ const handlers = createRelayHandlers(config, {
 let serial = 0;
 for (let request = 0; request < (ROUNDS * ITEMS) / BATCH; request++) {
   const ts = new Date().toISOString();
-  const batch = Array.from({ length: BATCH }, () => {
-    const n = serial++;
-    return {
-      id: uuid(),
-      type: 'track',
-      ts,
-      activity_id: 'act:cm:bench',
-      attributes: { 'str:cm:plan': 'pro' },
-      person: { 'str::email': `u${n}@bench.example.com` },
-    };
-  });
+  const batch = Array.from({ length: BATCH }, () => benchTrack(serial++, ts));
   const answer = await handlers.collect(collectRequest(ORIGIN, JSON.stringify({ key: 'pk_bench', sent_at: ts, batch })), {
     ip: visitorAddress(request % VISITORS),
   });
