@@ -53,6 +53,18 @@ function recorded(db: Sqlite.Database) {
 }
 
 /** The full-table scans in `sql`'s plan (a walk of an index is not one). */
+/** Counts every write of `tables` by triggers: what each table had written, by event (table, event, count, in order). */
+function countWrites(db: Sqlite.Database, tables: readonly string[]) {
+  db.exec('CREATE TEMP TABLE writes (name TEXT, event TEXT)');
+  for (const table of tables)
+    for (const event of ['INSERT', 'UPDATE', 'DELETE'])
+      db.exec(`CREATE TEMP TRIGGER ${table}_${event} AFTER ${event} ON main.${table} BEGIN INSERT INTO writes VALUES ('${table}', '${event}'); END;`);
+  return {
+    counts: () => db.prepare('SELECT name, event, count(*) FROM writes GROUP BY name, event ORDER BY name, event').raw().all(),
+    forget: () => void db.exec('DELETE FROM writes'),
+  };
+}
+
 function scans(db: Sqlite.Database, sql: string): string[] {
   const params = Array.from({ length: Math.max(0, ...[...sql.matchAll(/\?(\d+)/g)].map((match) => Number(match[1]))) }, () => '[]');
   const plan = db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...params) as { detail: string }[];
@@ -298,10 +310,7 @@ describe("SQLite: an entry's row, with its item, is written once and deleted onc
       'CREATE TEMP TABLE rewritten (seq INTEGER); CREATE TEMP TRIGGER outbox_rewritten AFTER UPDATE ON main.outbox BEGIN INSERT INTO rewritten VALUES (new.seq); END;',
     );
     // Every write of a lease's own rows, by table.
-    db.exec('CREATE TEMP TABLE lease_writes (name TEXT)');
-    for (const table of ['outbox_lease', 'outbox_leases'])
-      for (const event of ['INSERT', 'UPDATE', 'DELETE'])
-        db.exec(`CREATE TEMP TRIGGER ${table}_${event} AFTER ${event} ON main.${table} BEGIN INSERT INTO lease_writes VALUES ('${table}'); END;`);
+    const leaseWrites = countWrites(db, ['outbox_lease', 'outbox_leases']);
     const now = Date.now();
     await outbox.accept(
       Array.from({ length: 50 }, (_, i) => item('s', `w${i}`, { visitor: `v${i % 5}` })),
@@ -324,7 +333,11 @@ describe("SQLite: an entry's row, with its item, is written once and deleted onc
     // And the row is its table's alone: no index of the outbox is written with it (outbox_lane was, read by nothing).
     expect(db.prepare("SELECT name FROM pragma_index_list('outbox')").raw().all()).toEqual([]);
     // One row for the lease: written, rewritten by the call started, deleted by the settle (a row per entry: 150 writes).
-    expect(db.prepare('SELECT name, count(*) FROM lease_writes GROUP BY name').raw().all()).toEqual([['outbox_leases', 3]]);
+    expect(leaseWrites.counts()).toEqual([
+      ['outbox_leases', 'DELETE', 1],
+      ['outbox_leases', 'INSERT', 1],
+      ['outbox_leases', 'UPDATE', 1],
+    ]);
     db.close();
   });
 });
@@ -334,9 +347,7 @@ describe("SQLite: a lease's rows are cut as the deliverer's calls take its entri
     const db = new Sqlite(tempFile());
     db.pragma('journal_mode = WAL');
     const { outbox } = await createSqlOutbox(libsqlPort(db));
-    db.exec('CREATE TEMP TABLE lease_writes (name TEXT)');
-    for (const event of ['INSERT', 'UPDATE', 'DELETE'])
-      db.exec(`CREATE TEMP TRIGGER outbox_leases_${event} AFTER ${event} ON main.outbox_leases BEGIN INSERT INTO lease_writes VALUES ('${event}'); END;`);
+    const leaseWrites = countWrites(db, ['outbox_leases']);
     const now = Date.now();
     // 30 browsers of 10 tracks each, each request's together: the deliverer's calls of 100 take every browser's first, then every one's second…
     for (let b = 0; b < 30; b++)
@@ -359,10 +370,10 @@ describe("SQLite: a lease's rows are cut as the deliverer's calls take its entri
     expect(await outbox.stats()).toMatchObject({ pending: 0 });
     // Three rows, each written, rewritten by its call's start and deleted by its settle. Cut in seq order (ten browsers a row),
     // each call held entries of every row: 9 rewrites by the starts, 9 deletes by the settles and 6 rows put back.
-    expect(db.prepare('SELECT name, count(*) FROM lease_writes GROUP BY name ORDER BY name').raw().all()).toEqual([
-      ['DELETE', 3],
-      ['INSERT', 3],
-      ['UPDATE', 3],
+    expect(leaseWrites.counts()).toEqual([
+      ['outbox_leases', 'DELETE', 3],
+      ['outbox_leases', 'INSERT', 3],
+      ['outbox_leases', 'UPDATE', 3],
     ]);
     db.close();
   });
@@ -373,22 +384,19 @@ describe("SQLite: an accept writes each visitor's lane once", () => {
     const db = new Sqlite(tempFile());
     db.pragma('journal_mode = WAL');
     const { outbox } = await createSqlOutbox(libsqlPort(db));
-    db.exec('CREATE TEMP TABLE lane_writes (event TEXT)');
-    for (const event of ['INSERT', 'UPDATE', 'DELETE'])
-      db.exec(`CREATE TEMP TRIGGER outbox_lanes_${event} AFTER ${event} ON main.outbox_lanes BEGIN INSERT INTO lane_writes VALUES ('${event}'); END;`);
-    const writes = () => db.prepare('SELECT event, count(*) FROM lane_writes GROUP BY event ORDER BY event').raw().all();
+    const laneWrites = countWrites(db, ['outbox_lanes']);
     const now = Date.now();
     const limits = { total: 1000, site: 1000, visitor: 10, dead: 1000 };
     // 5 new visitors, 10 entries each, in two accepts that share their transaction: 5 rows written, once each.
     const batches = [0, 1].map((half) => Array.from({ length: 25 }, (_, i) => item('s', `w${half}-${i}`, { visitor: `v${i % 5}` })));
     await Promise.all(batches.map((batch) => outbox.accept(batch, now, 3600_000, limits)));
     // (Before, each was created empty, then counted: 10 writes.)
-    expect(writes()).toEqual([['INSERT', 5]]);
+    expect(laneWrites.counts()).toEqual([['outbox_lanes', 'INSERT', 5]]);
     // v0 is full, and a new visitor's entry is refused by the outbox's limit: neither lane is written (before: v5's made, then deleted).
-    db.exec('DELETE FROM lane_writes');
+    laneWrites.forget();
     const answer = await outbox.accept([item('s', 'more', { visitor: 'v0' }), item('s', 'new', { visitor: 'v5' })], now, 3600_000, { ...limits, total: 50 });
     expect(answer.full).toEqual(['more', 'new']);
-    expect(writes()).toEqual([]);
+    expect(laneWrites.counts()).toEqual([]);
     expect(await outbox.stats()).toMatchObject({ pending: 50 });
     expect((await outbox.lease('me', 100, now, 60_000)).length).toBe(50);
     db.close();
