@@ -113,7 +113,18 @@ export function useEngine(name: EngineName, stack: () => Stack, options: LaunchO
       return page;
     },
     async arrivesExactlyOnce(email, expected) {
-      await expect.poll(() => stack().received(email).length, { timeout: 30_000, interval: 100 }).toBeGreaterThanOrEqual(expected.length);
+      try {
+        await expect.poll(() => stack().received(email).length, { timeout: 30_000, interval: 100 }).toBeGreaterThanOrEqual(expected.length);
+      } catch (error) {
+        // What a late arrival needs to be read from the test's output alone: what came, and what the relay answered.
+        const counts = new Map<string, number>();
+        for (const { result } of stack().answers()) counts.set(result, (counts.get(result) ?? 0) + 1);
+        const answered = [...counts].map(([result, count]) => `${count} ${result}`);
+        throw new Error(
+          `${expected.length} events of ${email} did not reach the platform within 30 s: it holds [${stack().received(email).join(', ')}]; the relay answered ${answered.join(', ') || 'nothing'} so far in this file`,
+          { cause: error },
+        );
+      }
       await stack().settled(pages);
       expect(stack().received(email).sort()).toEqual([...expected].sort());
     },
