@@ -7,6 +7,7 @@ import { existsSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import typescript from '@rollup/plugin-typescript';
 import { nodeResolve } from '@rollup/plugin-node-resolve';
+import esbuild from 'rollup-plugin-esbuild';
 import terser from '@rollup/plugin-terser';
 import pkg from './package.json' with { type: 'json' };
 
@@ -32,12 +33,19 @@ const serverEntries = Object.fromEntries(
   ].filter(([, file]) => existsSync(file)),
 );
 
-const tsOptions = (extra = {}, include = ['src/**/*.ts']) => ({
+// Declarations (dist/**/*.d.ts) come from one `tsc --emitDeclarationOnly` over src (the `build`
+// script), not from each bundle's own TypeScript program: the ESM bundles only strip types, with
+// esbuild, at the tsconfig's target.
+const stripTypes = () => esbuild({ target: 'es2022', sourceMap: true });
+
+// The minified IIFEs (cdp.js, cdp-consent.js) go through TypeScript's own emit, whose output
+// terser was tuned on (the snippet's bytes are budgeted).
+const tsOptions = (include) => ({
   tsconfig: './tsconfig.build.json',
   include,
   filterRoot: process.cwd(),
   // Types are checked once by `npm run typecheck` (part of npm test); the build only emits.
-  compilerOptions: { noCheck: true, ...extra },
+  compilerOptions: { noCheck: true },
   noEmitOnError: false,
 });
 
@@ -61,7 +69,7 @@ const configs = [
   {
     input: serverEntries,
     external: isExternal,
-    plugins: [typescript(tsOptions({ declaration: true, declarationDir: 'dist', outDir: 'dist' }))],
+    plugins: [stripTypes()],
     output: { dir: 'dist', format: 'es', entryFileNames: '[name].js', chunkFileNames: 'chunks/[name]-[hash].js', sourcemap: true },
   },
 ];
@@ -72,7 +80,7 @@ if (existsSync('src/browser/index.ts')) {
       input: { browser: 'src/browser/index.ts' },
       plugins: [
         nodeResolve({ browser: true }),
-        typescript(tsOptions({ declaration: true, declarationDir: 'dist', outDir: 'dist' }, BROWSER_SOURCES)),
+        stripTypes(),
         // package.json points `cdp-edge/browser` types at dist/browser.d.ts.
         {
           name: 'browser-types',
@@ -85,7 +93,7 @@ if (existsSync('src/browser/index.ts')) {
     },
     {
       input: 'src/browser/iife.ts',
-      plugins: [nodeResolve({ browser: true }), typescript(tsOptions({}, BROWSER_SOURCES)), terser(terserOptions)],
+      plugins: [nodeResolve({ browser: true }), typescript(tsOptions(BROWSER_SOURCES)), terser(terserOptions)],
       output: { file: 'dist/cdp.js', format: 'iife', sourcemap: false },
     },
   );
@@ -100,7 +108,7 @@ if (existsSync('src/react/index.ts')) {
     external: (id, importer) =>
       id === 'react' || id.startsWith('react/') || (importer !== undefined && resolve(dirname(importer), id).replace(/\.js$/, '.ts') === browserEntry),
     plugins: [
-      typescript(tsOptions({ declaration: true, declarationDir: 'dist', outDir: 'dist' }, ['src/react/**/*.ts', ...BROWSER_SOURCES])),
+      stripTypes(),
       {
         name: 'react-types',
         generateBundle() {
@@ -124,7 +132,7 @@ if (existsSync('src/react/index.ts')) {
 if (existsSync('src/consent/iife.ts')) {
   configs.push({
     input: 'src/consent/iife.ts',
-    plugins: [typescript(tsOptions({}, ['src/consent/**/*.ts'])), terser(terserOptions)],
+    plugins: [typescript(tsOptions(['src/consent/**/*.ts'])), terser(terserOptions)],
     output: { file: 'dist/cdp-consent.js', format: 'iife', sourcemap: false },
   });
 }
