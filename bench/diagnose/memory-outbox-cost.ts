@@ -16,8 +16,7 @@ import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import { createRelayHandlers } from '../../src/relay/app.js';
 import { parseConfig } from '../../src/relay/core/config.js';
-import { createShapes, learnTaken } from '../../src/relay/ingest/shapes.js';
-import { withEntries } from '../../src/relay/state/item-text.js';
+import { createShapes, learnLeased } from '../../src/relay/ingest/shapes.js';
 import { createMemoryOutbox } from '../../src/relay/state/memory-outbox.js';
 import type { Outbox, OutboxItem } from '../../src/relay/state/outbox.js';
 import { benchTrack, collectRequest, visitorAddress } from '../lib/collect-request.js';
@@ -109,7 +108,7 @@ for (let r = 0; r < ROUNDS; r++) {
         await outbox.sending(owner, seqs, Date.now());
         await outbox.settle(owner, { delivered: seqs, released: [], dead: [] }, Date.now());
       });
-      await timed(round.learn, () => learnTaken(shapes, withEntries(call), Date.now()));
+      await timed(round.learn, () => learnLeased(shapes, call, Date.now()));
       round.delivered += call.length;
     }
   }

@@ -4,8 +4,10 @@
  * number of its keys: the site's closed guard lets an item through by the shapes the platform took.
  */
 import { describe, expect, it } from 'vitest';
-import { createShapes, entryShape, learnTaken, shapeOf } from '../../src/relay/ingest/shapes.js';
+import { createShapes, entryShape, learnLeased, learnTaken, shapeOf } from '../../src/relay/ingest/shapes.js';
 import { entryOf } from '../../src/relay/state/item-text.js';
+import { createMemoryOutbox } from '../../src/relay/state/memory-outbox.js';
+import type { OutboxItem } from '../../src/relay/state/outbox.js';
 import type { CheckedItem } from '../../src/relay/ingest/items.js';
 
 /** A taken entry as the deliverer hands it on: its stored text read back. */
@@ -96,5 +98,34 @@ describe('shapes', () => {
     const text = '{"activity_id":"act:cm:bought","fi\\u0065lds":{"str::em\\u0061il":"a"},"\\u0061ttributes":{"x":1},"created":"c"}';
     learnTaken(escaped, [parsed({ site, kind: 'activity', text })], 1_000);
     expect(escaped.known(site, shapeOf(track({ x: 1 }, { 'str::email': 'a' })), 1_001)).toBe(true);
+  });
+  it("the memory outbox's leased entries carry the shape of their text, and teach the same shapes as their text", async () => {
+    const site = 'site-a';
+    const entries: [OutboxItem['kind'], Record<string, unknown>][] = [
+      ['activity', { activity_id: 'act:cm:bought', attributes: { z: 1, 'str:cm:"q"': { a: [1] }, '10': 'x' }, fields: { 'str::email': 'a"}' } }],
+      ['activity', { activity_id: 'act:cm:seen', created: '2026-11-29T00:00:00.000Z' }],
+      ['merge', { fields: { 'str::ei': 'e', 'str::email': 'x', ['__proto__']: 1 }, tags: ['t'] }],
+      ['merge-create', { fields: {} }],
+    ];
+    const items = entries.map(
+      ([kind, entry], n): OutboxItem => ({ site, id: crypto.randomUUID(), kind, entry, browser: `b${n}`, visitor: `v${n}`, accepted: 0 }),
+    );
+    const outbox = createMemoryOutbox();
+    expect((await outbox.accept(items, 0, 60_000)).accepted).toHaveLength(items.length);
+    const leased = await outbox.lease('owner', 100, 0, 30_000);
+    expect(leased).toHaveLength(items.length);
+    for (const one of leased) expect(one.shape).toBe(entryShape({ kind: one.kind, entry: entryOf(one) }));
+    const kept = createShapes();
+    learnLeased(kept, leased, 1_000);
+    const read = createShapes();
+    learnLeased(
+      read,
+      leased.map(({ shape: _shape, ...one }) => one),
+      1_000,
+    );
+    for (const item of items) {
+      expect(kept.known(site, entryShape(item), 1_001)).toBe(true);
+      expect(read.known(site, entryShape(item), 1_001)).toBe(true);
+    }
   });
 });

@@ -13,8 +13,7 @@ import type { RelayObserver } from '../core/observe.js';
 import type { Upstream } from '../deliver/caller.js';
 import { createDeliverer, type Deliverer } from '../deliver/deliverer.js';
 import { outboxHandoff, type Handoff } from '../ingest/handoff.js';
-import { learnTaken, type Shapes } from '../ingest/shapes.js';
-import { withEntries } from '../state/item-text.js';
+import { learnLeased, type Shapes } from '../ingest/shapes.js';
 import { createMemoryOutbox } from '../state/memory-outbox.js';
 import type { Leased, Outbox, Pacer } from '../state/outbox.js';
 import { queueHandoff, type Enqueue } from '../workers/handoff.js';
@@ -72,7 +71,7 @@ export function chooseHandoff(choice: HandoffChoice): { handoff: Handoff; outbox
     ambiguous: config.ambiguous,
     onDelivery: observer.delivery,
     // Ingest's clock, as ingest asks whether a shape is known on it (guard.ts `heldByGuard`).
-    onTaken: choice.shapes && ((entries) => learnTaken(choice.shapes!, withEntries(entries), clock.now())),
+    onTaken: choice.shapes && ((entries) => learnLeased(choice.shapes!, entries, clock.now())),
     // What the platform refused after acceptance counts against its visitors, one per entry; the
     // site pays only for a call the platform refused as a whole (what its ban counts), not for
     // one bad entry among good ones.

@@ -7,58 +7,44 @@
  * the relay cannot check an item against them before sending. What it can know is what the
  * platform took: a *shape* (an activity id with its set of attribute ids, or an identify's set of
  * field ids) that the platform accepted for a site within the last 10 minutes is known: the
- * deliverer teaches them as the platform takes a call's entries ({@link learnTaken}). Items the
+ * deliverer teaches them as the platform takes a call's entries ({@link learnLeased}). Items the
  * tracking plan checked (`RELAY_PLAN`) are known too. While a site's refusal guard is closed,
  * unproven items of an unknown shape wait (guard.ts `heldByGuard`).
  * @module
  */
 import type { SiteConfig } from '../core/sites.js';
-import type { OutboxItem } from '../state/outbox.js';
+import { entryShape, shapeFrom } from '../state/entry-shape.js';
+import { entryOf } from '../state/item-text.js';
+import type { Leased, OutboxItem } from '../state/outbox.js';
 import type { CheckedItem } from './items.js';
 
 /** How long a shape the platform took stays known. */
 export const SHAPE_TTL_MS = 10 * 60_000;
 
-/**
- * An object's own keys sorted and joined by NUL: `Object.keys(object).sort().join('\0')`, without a
- * list for none or one key (most of a track's objects: its person by one identifier, a few
- * attributes), as the deliverer works it out for every entry the platform takes.
- */
-function sortedKeys(object: object | undefined): string {
-  let only: string | undefined;
-  for (const key in object) {
-    if (!Object.hasOwn(object, key)) continue;
-    if (only !== undefined) return Object.keys(object).sort().join('\u0000');
-    only = key;
-  }
-  return only ?? '';
-}
-
-/** A shape from what the platform could refuse: an activity id (none for an identify), its attribute ids, the person's field ids. */
-function shapeFrom(activity: string | undefined, attributes: object | undefined, people: object | undefined): string {
-  const person = sortedKeys(people);
-  if (activity === undefined) return `merge\u0000${person}`;
-  return `${activity}\u0000${sortedKeys(attributes)}\u0001${person}`;
-}
+export { entryShape };
 
 /** The shape of an item as it goes to the platform: what the platform could refuse it for, values aside. */
 export const shapeOf = (item: CheckedItem): string =>
   item.type === 'identify' ? shapeFrom(undefined, undefined, item.input.fields) : shapeFrom(item.input.activity_id, item.input.attributes, item.input.person);
 
-/** The shape of an outbox entry: the same as {@link shapeOf} of the item it was made from (ingest/collect.ts `entryOf`). */
-export function entryShape({ kind, entry }: Pick<OutboxItem, 'kind' | 'entry'>): string {
-  const people = entry['fields'] as object | undefined;
-  return kind === 'activity'
-    ? shapeFrom(entry['activity_id'] as string, entry['attributes'] as object | undefined, people)
-    : shapeFrom(undefined, undefined, people);
-}
-
 /** Learns the shapes of the entries the platform took (the deliverer's `onTaken`), per site. */
 export function learnTaken(shapes: Shapes, entries: readonly Pick<OutboxItem, 'site' | 'kind' | 'entry'>[], now: number): void {
+  learnBySite(shapes, entries, entryShape, now);
+}
+
+/**
+ * {@link learnTaken} of leased entries: each by the shape its store kept (the memory outbox's), or
+ * else by its text, parsed.
+ */
+export function learnLeased(shapes: Shapes, leased: readonly Pick<Leased, 'site' | 'kind' | 'text' | 'shape'>[], now: number): void {
+  learnBySite(shapes, leased, (one) => one.shape ?? entryShape({ kind: one.kind, entry: entryOf(one) }), now);
+}
+
+function learnBySite<T extends { site: string }>(shapes: Shapes, entries: readonly T[], shapeOfEntry: (entry: T) => string, now: number): void {
   const bySite = new Map<string, Set<string>>();
   for (const entry of entries) {
     const taken = bySite.get(entry.site) ?? new Set<string>();
-    bySite.set(entry.site, taken.add(entryShape(entry)));
+    bySite.set(entry.site, taken.add(shapeOfEntry(entry)));
   }
   for (const [site, taken] of bySite) shapes.learn(site, taken, now);
 }

@@ -6,23 +6,10 @@
  */
 import { type Erased, namesPerson } from './erase.js';
 import { compactIdString } from './ids.js';
-import { createMemoryReady, type Entry, type StoredItem } from './memory-ready.js';
+import { createMemoryReady, type Entry, parsed, stored, type StoredItem } from './memory-ready.js';
 import { type Accepted, DEAD_SLICE, type DeadLetter, type Outbox, type OutboxItem, type Pacer } from './outbox.js';
 import { NO_LIMITS } from '../core/outbox-limits.js';
 import { pace, paceHold, paceLeave, type PaceState, paceInterval, sharedWindow } from './pace.js';
-
-/** The item as kept: a snapshot of its entry as JSON, which leases hand on as it is (no copy of the entry's objects per accept and per lease). */
-const stored = (item: OutboxItem): StoredItem => ({
-  site: item.site,
-  id: item.id,
-  kind: item.kind,
-  browser: item.browser,
-  visitor: item.visitor,
-  accepted: item.accepted,
-  text: JSON.stringify(item.entry),
-});
-/** The item with its entry parsed again (dead letters, an erasure's look). */
-const parsed = ({ text, ...item }: StoredItem): OutboxItem => ({ ...item, entry: JSON.parse(text) as Record<string, unknown> });
 
 /** An outbox kept in this process; `looked()` counts the entries and lanes its leases have looked at (their work). */
 export type MemoryOutbox = Outbox & { looked(): number };
@@ -155,8 +142,8 @@ export function createMemoryOutbox(): MemoryOutbox {
           entry.owner = owner;
           places.wait(entry, now + leaseMs);
           // Its fields listed, not spread: the same shape as the SQL stores' leased entries (item-text.ts).
-          const { site, id, kind, browser, visitor, accepted, text } = entry.item;
-          return { site, id, kind, browser, visitor, accepted, text, seq: entry.seq, attempts: entry.attempts };
+          const { site, id, kind, browser, visitor, accepted, text, shape } = entry.item;
+          return { site, id, kind, browser, visitor, accepted, text, seq: entry.seq, attempts: entry.attempts, shape };
         });
     },
 

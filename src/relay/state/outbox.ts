@@ -53,6 +53,12 @@ export interface Leased extends Omit<OutboxItem, 'entry'> {
    * may have sent it and died before it heard the answer, so the outcome is unknown.
    */
   attempts: number;
+  /**
+   * The entry's shape (ingest/shapes.ts `entryShape`), where the store worked it out at accept from
+   * the entry it had as an object (memory): the shapes the platform took are learned from it
+   * without parsing `text` again. Absent, they are learned from `text`.
+   */
+  shape?: string | undefined;
 }
 
 export interface Accepted {

@@ -6,6 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { Outbox, OutboxItem, Pacer } from '../../../src/relay/state/outbox.js';
+import { entryShape } from '../../../src/relay/ingest/shapes.js';
 import { outboxAcceptCases } from './outbox-accept-cases.js';
 import { outboxLeaseCases, type Reads } from './outbox-lease-cases.js';
 import { outboxOrderCases } from './outbox-order-cases.js';
@@ -142,7 +143,10 @@ export function outboxSuite(name: string, target: OutboxTarget): void {
         expect(first.map((leased) => leased.id)).toEqual(['a', 'b', 'c']);
         expect(first.map((leased) => leased.attempts)).toEqual([0, 0, 0]);
         const { entry, ...fields } = items[0]!;
-        expect(first[0]).toEqual({ ...fields, text: JSON.stringify(entry), seq: first[0]!.seq, attempts: 0 });
+        const { shape, ...leased } = first[0]!;
+        expect(leased).toEqual({ ...fields, text: JSON.stringify(entry), seq: first[0]!.seq, attempts: 0 });
+        // A store that keeps each entry's shape (memory) hands on the entry's own.
+        if (shape !== undefined) expect(shape).toBe(entryShape(items[0]!));
         expect(first[1]!.seq).toBeGreaterThan(first[0]!.seq);
         expect(first[2]!.seq).toBeGreaterThan(first[1]!.seq);
         const other = await another();
