@@ -51,25 +51,32 @@ export const anyObject = (message: string) => v.custom<Record<string, unknown>>(
  */
 export const itemFields = () => anyObject('fields must be an object keyed by field ID');
 
+/**
+ * What is wrong with `fields` as fields of `kind` (keys field IDs of that kind, values valid for
+ * the field's type, or null), told to `problem` one by one; told nothing when all is well. The rule
+ * of {@link fieldsOf}, callable without a schema (the relay's plainly valid entries, ingest/items.ts).
+ */
+export function fieldProblems(fields: Record<string, unknown>, kind: 'person' | 'account', problem: (message: string) => void): void {
+  // Own keys in Object.keys' order, without Object.entries' pair a key.
+  for (const id in fields) {
+    if (!Object.hasOwn(fields, id)) continue;
+    const value = fields[id];
+    const canonical = canonicalFieldId(id);
+    if (kindOf(id) !== kind) {
+      problem(`${JSON.stringify(id)} is not a ${kind} field ID`);
+      continue;
+    }
+    const result = checkFieldValue(canonical, value);
+    if (!result.ok) problem(result.error);
+  }
+}
+
 /** `fields` of a merge: keys are field IDs of `kind`, values valid for the field's type (or null). */
 export const fieldsOf = (kind: 'person' | 'account') =>
   v.pipe(
     anyObject('fields must be an object keyed by field ID'),
     v.rawCheck(({ dataset, addIssue }) => {
-      if (!dataset.typed) return;
-      const fields = dataset.value;
-      // Own keys in Object.keys' order, without Object.entries' pair a key.
-      for (const id in fields) {
-        if (!Object.hasOwn(fields, id)) continue;
-        const value = fields[id];
-        const canonical = canonicalFieldId(id);
-        if (kindOf(id) !== kind) {
-          addIssue({ message: `${JSON.stringify(id)} is not a ${kind} field ID` });
-          continue;
-        }
-        const result = checkFieldValue(canonical, value);
-        if (!result.ok) addIssue({ message: result.error });
-      }
+      if (dataset.typed) fieldProblems(dataset.value, kind, (message) => addIssue({ message }));
     }),
   );
 
