@@ -193,6 +193,37 @@ describe('SQLite: a lease among many ready visitors reads the lanes it takes fro
   });
 });
 
+describe('SQLite: a settle reads none of its entries back', () => {
+  it('settles 1,000 entries of as many visitors answering a row per row of its lease and per site, none per entry or lane', async () => {
+    const db = new Sqlite(tempFile());
+    db.pragma('journal_mode = WAL');
+    let answered = 0;
+    const port = libsqlPort(db);
+    const { outbox } = await createSqlOutbox({
+      ...port,
+      query: (sql, ...params) => {
+        const rows = port.query(sql, ...params);
+        answered += rows.length;
+        return rows;
+      },
+    });
+    const now = Date.now();
+    await outbox.accept(
+      Array.from({ length: 1000 }, (_, i) => item(i % 2 === 0 ? 's' : 't', `e${i}`, { visitor: `v${i}` })),
+      now,
+      3600_000,
+    );
+    const leased = await outbox.lease('me', 1000, now, 60_000);
+    answered = 0;
+    expect(await outbox.settle('me', { delivered: leased.map(({ seq }) => seq), released: [], dead: [] }, now)).toEqual({ skipped: 0 });
+    // The lease's 10 rows (its entries with their lanes and sites) and its 2 sites' counts: before, its delete answered
+    // each entry's lane (1,000 rows more), and each site's count was read through its lanes.
+    expect(answered).toBe(10 + 2);
+    expect(await outbox.stats()).toMatchObject({ pending: 0 });
+    db.close();
+  });
+});
+
 describe('SQLite: a lease among many new visitors, each an identify first, reads a multiple of its size, not every visitor', () => {
   it('leases 200 among 5,000 identifies (100 in its first pass, the bound of one call) in at most 2,000 rows', async () => {
     const db = new Sqlite(tempFile());

@@ -91,8 +91,10 @@ export interface Lanes {
   /**
    * Entries began (+) or stopped (−) waiting, by lane (0: looked up only), none of them ready (a
    * settle's, a retry's, which its caller places): the lanes', sites' and outbox's counts follow.
+   * `sites`: each lane's site, when the caller knows them all (a settle's, from its lease's rows):
+   * the sites' counts then move by site, not read through every lane.
    */
-  change(byLane: ReadonlyMap<number, number>, now: number): void;
+  change(byLane: ReadonlyMap<number, number>, now: number, sites?: ReadonlyMap<number, number>): void;
   /**
    * The room for the accepts of one transaction, with `pending` entries in the outbox before them: `take` answers
    * whether an entry fits under `limits` (and counts it), or false when its visitor, its site or the outbox is full,
@@ -140,22 +142,33 @@ export async function createLanes(db: SqlPort): Promise<Lanes> {
     for (const [siteN, { delta, ready }] of bySite) if (Number(one(SQL.addLoad, siteN, delta, now, ready)![0]) <= 0) db.run(SQL.dropLoad, siteN);
     addCount('pending', total);
   };
-  const change = (byLane: ReadonlyMap<number, number>, now: number) => {
+  const change = (byLane: ReadonlyMap<number, number>, now: number, sites?: ReadonlyMap<number, number>) => {
     let total = 0;
     // A lane looked up but given nothing (its items were full) is not kept empty.
     const empty: number[] = [];
     const moves: string[] = [];
+    /** The moves by site, while every lane's site is known. */
+    let bySite = sites === undefined ? undefined : new Map<number, { delta: number; ready: number }>();
     byLane.forEach((delta, n) => {
       if (delta === 0) empty.push(n);
       else {
         moves.push(`${signed(delta)}${n}`);
         total += delta;
+        const site = sites?.get(n);
+        if (site === undefined) bySite = undefined;
+        else {
+          const moved = bySite?.get(site);
+          if (moved === undefined) bySite?.set(site, { delta, ready: 0 });
+          else moved.delta += delta;
+        }
       }
     });
     if (moves.length > 0) {
       const json = JSON.stringify(moves);
-      // The sites' counts first, while every lane moved is there to name its site.
-      for (const [site, pending] of db.query(SQL.loadOf, json, now)) if (Number(pending) <= 0) db.run(SQL.dropLoad, site as number);
+      // The sites' counts first, while every lane moved is there to name its site: a row a site
+      // either way, but read through its lanes only when the caller did not know them.
+      if (bySite !== undefined) load(bySite, 0, now);
+      else for (const [site, pending] of db.query(SQL.loadOf, json, now)) if (Number(pending) <= 0) db.run(SQL.dropLoad, site as number);
       let found = db.run(SQL.dropEmptied, json);
       if (found < moves.length) found += db.run(SQL.addLanes, json);
       // Each lane moved exists while it has entries waiting: one missing is a fault, and nothing of this transaction is written.

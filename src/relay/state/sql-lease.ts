@@ -3,10 +3,10 @@
  * entry's own row, with its item, is written once when accepted and deleted once when delivered or
  * dead, never again by a lease, a started send or a settle:
  * - `outbox_leases` (id; owner, until, lo, hi, entries): a lease's entries, a JSON list of
- *   [seq, attempts] whose seqs lie from `lo` to `hi`, {@link CHUNK} (a call's worth) to a row, cut in
- *   the order the deliverer's calls take them ({@link inCallOrder}). A lease writes a row per call's
- *   worth, a started send rewrites the rows its entries are in, a settle takes them out (each row
- *   deleted with its last). It is also where its entries wait (in place of `outbox_wait`,
+ *   [seq, attempts, lane, site] ({@link Entry}) whose seqs lie from `lo` to `hi`, {@link CHUNK}
+ *   (a call's worth) to a row, cut in the order the deliverer's calls take them ({@link inCallOrder}).
+ *   A lease writes a row per call's worth, a started send rewrites the rows its entries are in, a
+ *   settle takes them out (each row deleted with its last). It is also where its entries wait (in place of `outbox_wait`,
  *   sql-ready.ts) until `until`;
  * - `outbox_lease` (seq; owner, until, attempts): one row per entry, for the rare ones: the
  *   entries of a lease that ran out (spread here when it comes due, then woken like a release, each
@@ -23,6 +23,7 @@
  */
 import { leasedOf, sharedStrings } from './item-text.js';
 import type { Leased } from './outbox.js';
+import type { LaneRead } from './sql-pick.js';
 import type { Ready } from './sql-ready.js';
 import type { Row, SqlPort } from './sql-port.js';
 
@@ -35,8 +36,15 @@ export const LEASE_SCHEMA = `
   CREATE INDEX IF NOT EXISTS outbox_leases_until ON outbox_leases (until, id);
 `;
 
-/** A lease's entries as its row keeps them: [seq, attempts]. */
-type Entries = [seq: number, attempts: number][];
+/**
+ * A leased entry as its lease's row keeps it: [seq, attempts, lane, site], the lane and its site's
+ * number known at the lease, so that a settle counts its lanes and sites down with no row read back
+ * (a row answered costs more than its delete: bench/README). Rows of single entries, and those
+ * written before lanes were kept (or a lane the lease's pages did not read), give [seq, attempts]:
+ * their settle looks the lane up.
+ */
+export type Entry = [seq: number, attempts: number, lane?: number, site?: number];
+type Entries = Entry[];
 
 /** Entries per row of a lease: a call's worth, so that a started call or its settle reads and rewrites about one row. */
 export const CHUNK = 100;
@@ -60,18 +68,23 @@ const chunks = (entries: Entries) =>
   });
 
 /**
- * `leased` (in seq order) as the deliverer's calls take them (deliver/batch.ts `planCalls`): the
- * activities a round of browsers at a time (every browser's first, then every one's second…), each
- * round in seq order, merges first. A lease's rows cut in this order hold about one call each, so a
- * started call and its settle read and rewrite about one row; cut in seq order, a call of a round
- * held a few entries of every row (a lease of 1,000 from 100 browsers of ten: all ten rows).
- * Only where the rows are cut depends on it: any order is correct.
+ * `leased` (in seq order; `lanes` theirs) as the deliverer's calls take them (deliver/batch.ts
+ * `planCalls`): the activities a round of browsers at a time (every browser's first, then every
+ * one's second…), each round in seq order, merges first. A lease's rows cut in this order hold about
+ * one call each, so a started call and its settle read and rewrite about one row; cut in seq order,
+ * a call of a round held a few entries of every row (a lease of 1,000 from 100 browsers of ten: all
+ * ten rows).
+ * Only where the rows are cut depends on it: any order is correct. Each entry keeps its lane and
+ * site where `sites` (the lanes the lease read) holds its lane ({@link Entry}).
  */
-const inCallOrder = (leased: readonly Leased[]): Entries => {
+const inCallOrder = (leased: readonly Leased[], lanes: readonly number[], sites: ReadonlyMap<number, LaneRead>): Entries => {
   const rounds: Entries[] = [[]];
   /** Per site, per browser: its activities seen so far (no key string made per entry). */
   const seen = new Map<string, Map<string, number>>();
-  for (const { kind, site, browser, seq, attempts } of leased) {
+  for (let i = 0; i < leased.length; i++) {
+    const { kind, site, browser, seq, attempts } = leased[i]!;
+    const lane = lanes[i]!;
+    const siteN = sites.get(lane)?.[0];
     let round = 0;
     if (kind === 'activity') {
       let browsers = seen.get(site);
@@ -83,7 +96,7 @@ const inCallOrder = (leased: readonly Leased[]): Entries => {
       browsers.set(browser, round);
     }
     if (round === rounds.length) rounds.push([]);
-    rounds[round]!.push([seq, attempts]);
+    rounds[round]!.push(siteN === undefined ? [seq, attempts] : [seq, attempts, lane, siteN]);
   }
   return rounds.flat();
 };
@@ -92,7 +105,7 @@ const IN = 'SELECT value FROM json_each(?1)';
 
 export const LEASE_SQL = {
   // Each entry with its attempts: those of the row of a lease of it that ran out (its owner's no more once leased again), else its own.
-  items: `SELECT o.seq, o.item, coalesce(l.attempts, o.attempts), l.seq FROM outbox o LEFT JOIN outbox_lease l ON l.seq = o.seq WHERE o.seq IN (${IN})`,
+  items: `SELECT o.seq, o.item, coalesce(l.attempts, o.attempts), l.seq, o.lane FROM outbox o LEFT JOIN outbox_lease l ON l.seq = o.seq WHERE o.seq IN (${IN})`,
   takeOver: `DELETE FROM outbox_lease WHERE seq IN (${IN})`,
   add: 'INSERT INTO outbox_leases (owner, until, lo, hi, entries) SELECT ?1, ?2, value ->> 0, value ->> 1, value ->> 2 FROM json_each(?3)',
   // Files written before rows of a lease had their seqs' range: such a row reads as spanning them all.
@@ -134,15 +147,18 @@ export const LEASE_SQL = {
 } as const;
 
 export interface Leases {
-  /** Leases `seqs` (taken from the ready) to `owner` until `until`: their items, in seq order, with their attempts. */
-  take(owner: string, seqs: readonly number[], until: number): Leased[];
+  /**
+   * Leases `seqs` (taken from the ready) to `owner` until `until`: their items, in seq order, with their attempts.
+   * `sites`: each lane the lease read, with its site, kept with its entries for their settle.
+   */
+  take(owner: string, seqs: readonly number[], until: number, sites: ReadonlyMap<number, LaneRead>): Leased[];
   /** Counts a started send on each of `seqs` under `owner`'s live lease at `now`; resolves to those, in the order given. */
   sending(owner: string, seqs: readonly number[], now: number): number[];
   /**
-   * Ends `owner`'s leases of `seqs`: the attempts of each entry that was owner's (a seq named twice,
-   * once). Those whose lease had run out are taken from where they went back (ready or held).
+   * Ends `owner`'s leases of `seqs`: each entry that was owner's as its lease kept it, by seq (a seq
+   * named twice, once). Those whose lease had run out are taken from where they went back (ready or held).
    */
-  end(owner: string, seqs: readonly number[]): Map<number, number>;
+  end(owner: string, seqs: readonly number[]): Map<number, Entry>;
   /** Released entries whose attempts are not 0 any more, or are kept: [seq, attempts] (their rows are written). */
   keep(attempts: readonly (readonly [seq: number, attempts: number])[]): void;
   /** `owner` takes those of `seqs` not under a live lease at `now` (wherever they wait); resolves to them. */
@@ -165,14 +181,15 @@ export async function createLeases(db: SqlPort, ready: Ready): Promise<Leases> {
     });
 
   return {
-    take(owner, seqs, until) {
+    take(owner, seqs, until, sites) {
       if (seqs.length === 0) return [];
-      const rows: Row[] = db.query(LEASE_SQL.items, JSON.stringify(seqs));
+      const rows: Row[] = db.query(LEASE_SQL.items, JSON.stringify(seqs)).sort((a, b) => Number(a[0]) - Number(b[0]));
       const again = rows.filter((row) => row[3] !== null).map(([seq]) => Number(seq));
       if (again.length > 0) db.run(LEASE_SQL.takeOver, JSON.stringify(again));
       const share = sharedStrings();
-      const leased = rows.map(([seq, item, attempts]) => leasedOf(item as string, Number(seq), Number(attempts), share)).sort((a, b) => a.seq - b.seq);
-      db.run(LEASE_SQL.add, owner, until, JSON.stringify(chunks(inCallOrder(leased))));
+      const leased = rows.map(([seq, item, attempts]) => leasedOf(item as string, Number(seq), Number(attempts), share));
+      const lanes = rows.map((row) => Number(row[4]));
+      db.run(LEASE_SQL.add, owner, until, JSON.stringify(chunks(inCallOrder(leased, lanes, sites))));
       return leased;
     },
     sending(owner, seqs, now) {
@@ -198,7 +215,7 @@ export async function createLeases(db: SqlPort, ready: Ready): Promise<Leases> {
       return seqs.filter((seq) => marked.delete(seq));
     },
     end(owner, seqs) {
-      const owned = new Map<number, number>();
+      const owned = new Map<number, Entry>();
       if (seqs.length === 0) return owned;
       const wanted = new Set(seqs);
       const kept: [number, number, number, number, string][] = [];
@@ -206,7 +223,7 @@ export async function createLeases(db: SqlPort, ready: Ready): Promise<Leases> {
         for (const [id, until, text] of rows) {
           const rest: Entries = [];
           for (const entry of JSON.parse(text as string) as Entries) {
-            if (wanted.has(entry[0]) && !owned.has(entry[0])) owned.set(entry[0], entry[1]);
+            if (wanted.has(entry[0]) && !owned.has(entry[0])) owned.set(entry[0], entry);
             else rest.push(entry);
           }
           if (rest.length > 0) kept.push([Number(id), Number(until), ...span(rest.map(([seq]) => seq)), JSON.stringify(rest)]);
@@ -222,7 +239,7 @@ export async function createLeases(db: SqlPort, ready: Ready): Promise<Leases> {
       const rows = db.query(LEASE_SQL.end, JSON.stringify(rest), owner);
       const back = rows.filter(([, until]) => Number(until) <= 0).map(([seq]) => Number(seq));
       if (back.length > 0) ready.unplace(back);
-      for (const [seq, , attempts] of rows) owned.set(Number(seq), Number(attempts));
+      for (const [seq, , attempts] of rows) owned.set(Number(seq), [Number(seq), Number(attempts)]);
       return owned;
     },
     keep(attempts) {

@@ -64,8 +64,10 @@ export const SQL = {
   // the whole index (181 M rows for 7 days at 300 items/s) on every metrics scrape.
   count: "SELECT value FROM outbox_count WHERE name = 'remembered'",
   countAll: 'SELECT count(*) FROM outbox_seen',
-  // Settle, of the entries whose lease was the owner's (sql-lease.ts): one statement for the delivered ones.
-  deliver: 'DELETE FROM outbox WHERE seq IN (SELECT value FROM json_each(?1)) RETURNING seq, lane',
+  // Settle, of the entries whose lease was the owner's (sql-lease.ts): one statement for the delivered ones, none answered
+  // (their lease's rows keep their lanes); those whose lanes it did not keep are looked up first.
+  deliver: 'DELETE FROM outbox WHERE seq IN (SELECT value FROM json_each(?1))',
+  lanesOf: 'SELECT o.seq, o.lane, l.site FROM outbox o JOIN outbox_lanes l ON l.n = o.lane WHERE o.seq IN (SELECT value FROM json_each(?1))',
   takeDead: 'DELETE FROM outbox WHERE seq = ?1 RETURNING item, lane',
   addDead: 'INSERT INTO outbox_dead (seq, site, item, reason, status, failed) VALUES (?1, ?2, ?3, ?4, ?5, ?6)',
   dead: 'SELECT seq, item, reason, status, failed FROM outbox_dead WHERE ?1 IS NULL OR site = ?1 ORDER BY seq LIMIT ?2',
@@ -99,12 +101,17 @@ export async function createSqlOutbox(db: SqlPort): Promise<Omit<OutboxStore, 'c
   const accept = createAccept(db, lanes, ready);
   const leases = await createLeases(db, ready);
 
-  const leaseIn = (owner: string, max: number, now: number, leaseMs: number): Leased[] => leases.take(owner, ready.pick(max, now), now + leaseMs);
+  const leaseIn = (owner: string, max: number, now: number, leaseMs: number): Leased[] => {
+    const { seqs, lanes } = ready.pick(max, now);
+    return leases.take(owner, seqs, now + leaseMs, lanes);
+  };
 
   const settleIn = (owner: string, { delivered, released, dead }: Settlement, now: number) => {
     const gone = new Map<number, number>();
+    /** Each lane's site, as the lease's rows kept them. */
+    const sites = new Map<number, number>();
     const left: number[] = [];
-    // The attempts of the entries whose lease was owner's: each is settled at its first mention; any other is skipped.
+    // The entries whose lease was owner's, as it kept them: each is settled at its first mention; any other is skipped.
     // (The delivered alone, as they are, when nothing is released or dead: the usual settle.)
     const owned = leases.end(
       owner,
@@ -113,38 +120,54 @@ export async function createSqlOutbox(db: SqlPort): Promise<Omit<OutboxStore, 'c
     // What the released had, read after `mine` takes them from `owned`: a copy only when some are released.
     const attempts = released.length === 0 ? owned : new Map(owned);
     const mine = ({ seq }: { seq: number }) => owned.delete(seq);
-    const leave = (seq: number, lane: unknown) => {
-      gone.set(Number(lane), (gone.get(Number(lane)) ?? 0) - 1);
+    const leave = (seq: number, lane: number, site: number | undefined) => {
+      gone.set(lane, (gone.get(lane) ?? 0) - 1);
+      if (site !== undefined) sites.set(lane, site);
       left.push(seq);
     };
     // An entry at a time, in baseline code at a real site's rate: no object made per seq to ask, no row destructured (sql-accept.ts).
     const delivering: number[] = [];
-    for (let i = 0; i < delivered.length; i++) if (owned.delete(delivered[i]!)) delivering.push(delivered[i]!);
-    let skipped = delivered.length - delivering.length;
-    if (delivering.length > 0) {
-      const rows = db.query(SQL.deliver, JSON.stringify(delivering));
-      skipped += delivering.length - rows.length;
-      for (let i = 0; i < rows.length; i++) leave(Number(rows[i]![0]), rows[i]![1]);
+    const unknown: number[] = [];
+    for (let i = 0; i < delivered.length; i++) {
+      const entry = owned.get(delivered[i]!);
+      if (entry === undefined) continue;
+      owned.delete(entry[0]);
+      if (entry[2] === undefined) unknown.push(entry[0]);
+      else {
+        delivering.push(entry[0]);
+        leave(entry[0], entry[2], entry[3]);
+      }
     }
+    // Rows of single entries, and of leases written before lanes were kept: their lanes looked up (those gone, skipped).
+    const found = unknown.length === 0 ? [] : db.query(SQL.lanesOf, JSON.stringify(unknown));
+    for (let i = 0; i < found.length; i++) {
+      delivering.push(Number(found[i]![0]));
+      leave(Number(found[i]![0]), Number(found[i]![1]), Number(found[i]![2]));
+    }
+    let skipped = delivered.length - delivering.length;
+    // Each entry under a lease has its row until its settle: one missing is a fault, and nothing of this transaction is written.
+    const deleted = delivering.length === 0 ? 0 : db.run(SQL.deliver, JSON.stringify(delivering));
+    if (deleted !== delivering.length) throw new Error(`outbox: ${delivering.length - deleted} of ${delivering.length} leased entries are missing`);
     // Waiting until notBefore: a lease makes them ready once it has come (sql-ready.ts). Their
     // attempts go back to 0, or are kept when `tried`: written only where they are not 0.
     const back = released.filter(mine);
     skipped += released.length - back.length;
     ready.wait(back.map(({ seq, notBefore }) => [notBefore, seq] as const));
-    leases.keep(back.flatMap(({ seq, tried }) => (attempts.get(seq)! > 0 ? [[seq, tried ? attempts.get(seq)! : 0] as const] : [])));
+    leases.keep(back.flatMap(({ seq, tried }) => (attempts.get(seq)![1] > 0 ? [[seq, tried ? attempts.get(seq)![1] : 0] as const] : [])));
     for (const { seq, reason, status } of dead) {
+      const site = owned.get(seq)?.[3];
       const row = mine({ seq }) ? one(SQL.takeDead, seq) : undefined;
       if (row === undefined) {
         skipped++;
         continue;
       }
       const item = row[0] as string;
-      leave(seq, row[1]);
+      leave(seq, Number(row[1]), site);
       db.run(SQL.addDead, seq, (JSON.parse(item) as OutboxItem).site, item, reason, status ?? null, now);
       lanes.addCount('dead', 1);
     }
     ready.free(lanes.dropMerges(left));
-    lanes.change(gone, now);
+    lanes.change(gone, now, sites);
     return { skipped };
   };
 

@@ -113,8 +113,11 @@ export interface Ready {
   wait(entries: readonly (readonly [until: number, seq: number])[]): void;
   /** Merges of these browsers left the outbox: the entries they held up to the next merge become ready. */
   free(browsers: readonly (readonly [site: number, browser: string])[]): void;
-  /** Up to `max` seqs ready at `now`, in turns by site, then lane (fair.ts), taken out of the ready (the caller leases them). */
-  pick(max: number, now: number): number[];
+  /**
+   * Up to `max` seqs ready at `now`, in turns by site, then lane (fair.ts), taken out of the ready (the caller leases
+   * them); and each lane read, with its site.
+   */
+  pick(max: number, now: number): { seqs: number[]; lanes: ReadonlyMap<number, LaneRead> };
   /** Spreads every lease that ran out by `now` into rows of its entries (sql-lease.ts), each still waiting until the lease's end. */
   spread(now: number): void;
 }
@@ -250,7 +253,12 @@ export async function createReady(db: SqlPort): Promise<Ready> {
     spread: (now) => spreadRows(db.query(SQL.spreadDue, now)),
     pick(max, now) {
       wake(now, WAKE_PER_LEASE * max);
-      return pickReady(db, max, count);
+      let lanes: ReadonlyMap<number, LaneRead> = new Map();
+      const seqs = pickReady(db, max, (byLane, before) => {
+        lanes = before;
+        count(byLane, before);
+      });
+      return { seqs, lanes };
     },
   };
 }
