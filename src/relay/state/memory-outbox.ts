@@ -5,6 +5,7 @@
  * @module
  */
 import { type Erased, namesPerson } from './erase.js';
+import { entryShapes } from './entry-shape.js';
 import { compactIdString } from './ids.js';
 import { createMemoryReady, type Entry, parsed, stored, type StoredItem } from './memory-ready.js';
 import { type Accepted, DEAD_SLICE, type DeadLetter, type Outbox, type OutboxItem, type Pacer } from './outbox.js';
@@ -25,6 +26,7 @@ export function createMemoryOutbox(): MemoryOutbox {
   // they began waiting (the longest-waiting first). Where the entries wait is memory-ready.ts's.
   const lanes = new Map<string, { since: number; count: number; visitors: Map<string, { since: number; count: number }> }>();
   let began = 0;
+  const shapeOf = entryShapes();
   // The merges in the outbox (ready, released or leased) by browser: its activities after them wait.
   const merges = new Map<string, Set<number>>();
   // Insertion order is the order they failed: expiry and cuts drop from the head.
@@ -128,7 +130,7 @@ export function createMemoryOutbox(): MemoryOutbox {
         // An id remembered once and forgotten since is put at the tail again: expiry order.
         if (until !== undefined) ids.delete(key);
         ids.set(key, now + windowMs);
-        addWaiting(nextSeq++, stored(item));
+        addWaiting(nextSeq++, stored(item, shapeOf(item)));
         result.accepted.push(item.id);
       }
       return result;
@@ -205,7 +207,7 @@ export function createMemoryOutbox(): MemoryOutbox {
         dead.delete(seq);
         const { seq: _seq, reason: _reason, status: _status, failed: _failed, ...item } = letter;
         // Back in the outbox with its seq: a retried merge holds again what its browser sent after it (the lease sees to those ready).
-        addWaiting(seq, stored(item), now);
+        addWaiting(seq, stored(item, shapeOf(item)), now);
         count++;
       }
       return count;

@@ -8,7 +8,6 @@
  */
 import { type Lane, MERGES_PER_LEASE, takeFairMergesBounded } from './fair.js';
 import { Seqs, Timeline } from './memory-lists.js';
-import { entryShape } from './entry-shape.js';
 import type { Leased, OutboxItem } from './outbox.js';
 
 /** An item as the in-process outbox keeps it: its entry as JSON, serialised once when accepted (as a lease hands it on). */
@@ -18,9 +17,9 @@ export type StoredItem = Omit<Leased, 'seq' | 'attempts'>;
  * The item as kept: a snapshot of its entry as JSON, which leases hand on as it is (no copy of the
  * entry's objects per accept and per lease), and its shape, worked out while the entry is an object:
  * the deliverer learns what the platform took from it (ingest/shapes.ts `learnLeased`) without
- * parsing the text again.
+ * parsing the text again (`shape`: state/entry-shape.ts `entryShapes`).
  */
-export const stored = (item: OutboxItem): StoredItem => ({
+export const stored = (item: OutboxItem, shape: string): StoredItem => ({
   site: item.site,
   id: item.id,
   kind: item.kind,
@@ -28,7 +27,7 @@ export const stored = (item: OutboxItem): StoredItem => ({
   visitor: item.visitor,
   accepted: item.accepted,
   text: JSON.stringify(item.entry),
-  shape: entryShape(item),
+  shape,
 });
 /** The item with its entry parsed again (dead letters, an erasure's look). */
 export const parsed = ({ text, shape: _shape, ...item }: StoredItem): OutboxItem => ({ ...item, entry: JSON.parse(text) as Record<string, unknown> });
