@@ -13,7 +13,9 @@ import { createRelayHandlers } from '../../src/relay/app.js';
 import { parseConfig } from '../../src/relay/core/config.js';
 import type { DeliveryEvent } from '../../src/relay/core/observe.js';
 import type { OutboxItem } from '../../src/relay/state/outbox.js';
-import { DAY, KEY, ORIGIN, onEachBackendAtOnce, ownPlatform } from './support/delivery-kit.js';
+import { DAY, KEY, ORIGIN, onEachBackendAtOnce, ownPlatform, useDeliveryKit } from './support/delivery-kit.js';
+
+useDeliveryKit();
 
 /** This emulator counts no rate: calls need not leave 100 ms apart (the breaker counts refusals, not time). */
 const RATE = 50;

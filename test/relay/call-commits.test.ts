@@ -15,7 +15,9 @@ import { createUndiciTransport } from '../../src/relay/deliver/undici.js';
 import { CATCH_UP_MS } from '../../src/relay/state/pace.js';
 import { sqliteCounts } from '../../src/relay/state/sqlite-file.js';
 import { createSqliteOutbox } from '../../src/relay/state/sqlite-outbox.js';
-import { backlog, DAY, emulator, KEY } from './support/delivery-kit.js';
+import { backlog, DAY, emulator, KEY, useDeliveryKit } from './support/delivery-kit.js';
+
+useDeliveryKit();
 
 const ROUNDS = 8;
 

@@ -10,7 +10,9 @@ import { systemClock } from '../../src/relay/core/clock.js';
 import { createUpstream } from '../../src/relay/deliver/caller.js';
 import { createDeliverer } from '../../src/relay/deliver/deliverer.js';
 import { fetchTransport } from '../../src/relay/deliver/transport.js';
-import { DAY, emulator, eventsOf, KEY, ORIGIN, onEachBackend, onEachBackendAtOnce, relay, track } from './support/delivery-kit.js';
+import { DAY, emulator, eventsOf, KEY, ORIGIN, onEachBackend, onEachBackendAtOnce, relay, track, useDeliveryKit } from './support/delivery-kit.js';
+
+useDeliveryKit();
 
 /** `count` tracks of one lease (calls of 100), one person each (under the platform's daily cap), named `die-<run>-<n>@example.com`. */
 const dyingItems = (run: string, count: number) =>

@@ -9,7 +9,23 @@ import { ENDPOINTS } from '../../src/api/index.js';
 import { createUpstream } from '../../src/relay/deliver/caller.js';
 import { fetchTransport } from '../../src/relay/deliver/transport.js';
 import { startEmulator } from '../../src/emulator/index.js';
-import { backlog, closing, DAY, defineActivity, emulator, eventsOf, identify, KEY, ORIGIN, person, relay, track } from './support/delivery-kit.js';
+import {
+  backlog,
+  closing,
+  DAY,
+  defineActivity,
+  emulator,
+  eventsOf,
+  identify,
+  KEY,
+  ORIGIN,
+  person,
+  relay,
+  track,
+  useDeliveryKit,
+} from './support/delivery-kit.js';
+
+useDeliveryKit();
 
 describe('order and pacing', () => {
   it("sends an identify's merge before the tracks of the same browser, and holds the tracks while the merge cannot go", async () => {

@@ -2,7 +2,9 @@
 // file, a real redis-server): the window (a controllable clock) and the ambiguous-call policy (the
 // emulator applies a call, then fails to answer), counted at the emulator: never twice.
 import { describe, expect, it } from 'vitest';
-import { backing, DAY, emulator, eventsOf, identify, onEachBackend, person, relay, track } from './support/delivery-kit.js';
+import { backing, DAY, emulator, eventsOf, identify, onEachBackend, person, relay, track, useDeliveryKit } from './support/delivery-kit.js';
+
+useDeliveryKit();
 
 describe('the window', () =>
   onEachBackend(() => {

@@ -8,7 +8,9 @@ import { parseConfig } from '../../src/relay/core/config.js';
 import type { DeliveryEvent } from '../../src/relay/core/observe.js';
 import { BREAKER_LIMITS } from '../../src/relay/deliver/breaker.js';
 import type { OutboxItem } from '../../src/relay/state/outbox.js';
-import { backing, closing, DAY, KEY, ORIGIN, onEachBackend, ownPlatform } from './support/delivery-kit.js';
+import { backing, closing, DAY, KEY, ORIGIN, onEachBackend, ownPlatform, useDeliveryKit } from './support/delivery-kit.js';
+
+useDeliveryKit();
 
 /** This emulator counts no rate: calls need not leave 100 ms apart (the breaker counts refusals, not time). */
 const RATE = 50;

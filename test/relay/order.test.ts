@@ -3,7 +3,9 @@
 // later, and a track the same browser sends afterwards, in a later request, still waits for it.
 import { expect, it } from 'vitest';
 import type { DeliveryEvent } from '../../src/relay/core/observe.js';
-import { emulator, eventsOf, identify, onEachBackend, person, relay, track } from './support/delivery-kit.js';
+import { emulator, eventsOf, identify, onEachBackend, person, relay, track, useDeliveryKit } from './support/delivery-kit.js';
+
+useDeliveryKit();
 
 const calls = (events: DeliveryEvent[], endpoint: DeliveryEvent['endpoint']) => events.filter((event) => event.called && event.endpoint === endpoint);
 

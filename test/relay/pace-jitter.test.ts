@@ -12,7 +12,9 @@ import { createMemoryOutbox, createMemoryPacer } from '../../src/relay/state/mem
 import { SEND_MARGIN } from '../../src/relay/state/margin.js';
 import { CATCH_UP_MS } from '../../src/relay/state/pace.js';
 import { startEmulatorProcess } from '../support/emulator-process.js';
-import { backlog, DAY, defineActivity, KEY, ORIGIN } from './support/delivery-kit.js';
+import { backlog, DAY, defineActivity, KEY, ORIGIN, useDeliveryKit } from './support/delivery-kit.js';
+
+useDeliveryKit();
 
 /**
  * The platform counts calls in fixed windows of a second, so a key draws holds per second, whatever

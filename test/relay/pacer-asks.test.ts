@@ -7,7 +7,9 @@
 // times at most (deliver/slots.ts): those asks are the machine's, counted apart (`lateAsks`).
 import { expect, it } from 'vitest';
 import type { Pacer } from '../../src/relay/state/outbox.js';
-import { backing, DAY, eventsOf, onEachBackend, relay, track } from './support/delivery-kit.js';
+import { backing, DAY, eventsOf, onEachBackend, relay, track, useDeliveryKit } from './support/delivery-kit.js';
+
+useDeliveryKit();
 
 /** The backend's pacer, its asks counted (take and leave are what a deliver call writes). */
 function counted(pacer: Pacer) {

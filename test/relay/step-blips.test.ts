@@ -10,7 +10,9 @@ import { expect, it } from 'vitest';
 import type { LogLine } from '../../src/relay/core/logging.js';
 import type { CallStepAsk, Outbox, Pacer } from '../../src/relay/state/outbox.js';
 import { createSqliteOutbox } from '../../src/relay/state/sqlite-outbox.js';
-import { closing, eventsOf, relay, track } from './support/delivery-kit.js';
+import { closing, eventsOf, relay, track, useDeliveryKit } from './support/delivery-kit.js';
+
+useDeliveryKit();
 
 /**
  * `pacer`, whose one step with `outbox` fails before it writes the first `failing` times it is

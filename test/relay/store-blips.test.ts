@@ -4,7 +4,9 @@
 // letter, and every event arrives once.
 import { expect, it } from 'vitest';
 import type { Outbox } from '../../src/relay/state/outbox.js';
-import { backing, eventsOf, onEachBackend, relay, track } from './support/delivery-kit.js';
+import { backing, eventsOf, onEachBackend, relay, track, useDeliveryKit } from './support/delivery-kit.js';
+
+useDeliveryKit();
 
 /** `outbox`, whose first `sending` and first `settle` of delivered entries fail before they write, as a store blip does. */
 function blipping(outbox: Outbox): { outbox: Outbox; failed: string[] } {

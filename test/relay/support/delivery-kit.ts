@@ -51,17 +51,31 @@ export function backlog(site: string, prefix: string, count: number, accepted: n
 }
 
 export let emulator: RunningEmulator;
-beforeAll(async () => {
-  emulator = await ownPlatform();
-});
-afterAll(() => emulator?.close());
-
 export const withRedis = redisAvailable('the delivery tests on Redis (test/relay: delivery-*, order, halving)');
 export let redis: RunningRedis | undefined;
-beforeAll(async () => {
-  if (withRedis) redis = await startRedis();
-});
-afterAll(() => redis?.close());
+
+/**
+ * Call once at the top of a test file that uses the kit: its platform (and redis-server) for the
+ * file's tests, and each test's relays closed and faults cleared after it. The hooks are the
+ * file's own, not registered when this module is first imported: the node project shares modules
+ * between the files a worker runs (vitest.config.ts, `isolate: false`), and an import-time hook
+ * would belong to the first of them only.
+ */
+export function useDeliveryKit(): void {
+  beforeAll(async () => {
+    emulator = await ownPlatform();
+    if (withRedis) redis = await startRedis();
+  });
+  afterAll(async () => {
+    await emulator?.close();
+    await redis?.close();
+    redis = undefined;
+  });
+  afterEach(async () => {
+    emulator.emulator.setFaults({});
+    for (const close of closing.splice(0)) await close();
+  });
+}
 
 /** The outbox a test's relays share (set per backend below); a relay given its own keeps that. */
 export let backing: { outbox: Outbox; pacer: Pacer } | undefined;
@@ -127,10 +141,6 @@ export function onEachBackendAtOnce(suite: (open: (context: TestContext) => Prom
 }
 
 export const closing: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  emulator.emulator.setFaults({});
-  for (const close of closing.splice(0)) await close();
-});
 
 export function relay(env: Record<string, string> = {}, deps: RelayDeps = {}) {
   const config = parseConfig({
