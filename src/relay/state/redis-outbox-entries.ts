@@ -19,8 +19,13 @@ local function behindMerge(seq, browser, taken)
   return redis.call('HGET', P..'o:ab', seq) ~= false or not (taken and taken[before])
 end
 -- Ready: in its lane, and the lane and its site among those with some, in the order they began waiting.
-local function toReady(seq, lane)
+-- \`done\`, when given, names the lanes this script already made ready: their site's indexes have them.
+local function toReady(seq, lane, done)
   redis.call('ZADD', P..'o:r:'..lane, seq, seq)
+  if done then
+    if done[lane] then return end
+    done[lane] = true
+  end
   local s = siteOf(lane)
   if redis.call('ZSCORE', P..'o:rl:'..s, lane) then return end
   redis.call('ZADD', P..'o:rl:'..s, redis.call('ZSCORE', P..'o:lv:'..s, lane) or 0, lane)
@@ -54,14 +59,17 @@ local function free(browser)
     toReady(seq, redis.call('HGET', P..'o:lane', seq))
   end
 end
--- Counted as waiting in its lane, site and the outbox, and placed: waiting until untilMs when given, else ready or held.
-local function addWaiting(seq, lane, untilMs)
-  local s = siteOf(lane)
-  local merge = redis.call('HGET', P..'o:mb', seq)
+-- Waiting in its lane and, a merge (\`merge\`: its browser), among its browser's merges; not counted nor placed.
+local function inLane(seq, lane, merge)
   if merge then redis.call('ZADD', P..'o:mq:'..merge, seq, seq) end
   redis.call('HSET', P..'o:lane', seq, lane)
   redis.call('ZADD', P..'o:q:'..lane, seq, seq)
-  redis.call('ZADD', P..'o:lv:'..s, 'NX', seq, lane)
+  redis.call('ZADD', P..'o:lv:'..siteOf(lane), 'NX', seq, lane)
+end
+-- Counted as waiting in its lane, site and the outbox, and placed: waiting until untilMs when given, else ready or held.
+local function addWaiting(seq, lane, untilMs)
+  local s = siteOf(lane)
+  inLane(seq, lane, redis.call('HGET', P..'o:mb', seq))
   if redis.call('HINCRBY', P..'o:ps', s, 1) == 1 then redis.call('ZADD', P..'o:ls', 'NX', seq, s) end
   redis.call('HINCRBY', P..'o:meta', 'pending', 1)
   if untilMs then redis.call('ZADD', P..'o:wait', untilMs, seq) else place(seq, lane) end
