@@ -10,6 +10,10 @@
 export const COMMON = `
 local P = ARGV[1]
 local function siteOf(lane) return string.match(lane, '^(%d+):') end
+-- Sets a hash's fields from a list of field, value, ...: in one command per thousand (Lua's unpack has a limit).
+local function hsetAll(key, list)
+  for i = 1, #list, 2000 do redis.call('HSET', key, unpack(list, i, math.min(i + 1999, #list))) end
+end
 local function browserOf(seq) return redis.call('HGET', P..'o:ab', seq) or redis.call('HGET', P..'o:mb', seq) end
 -- Whether a merge of the browser before seq is in the outbox, other than those taken (identify before track, merges in order).
 local function behindMerge(seq, browser, taken)
@@ -60,11 +64,17 @@ local function free(browser)
   end
 end
 -- Waiting in its lane and, a merge (\`merge\`: its browser), among its browser's merges; not counted nor placed.
-local function inLane(seq, lane, merge)
+-- An accept passes \`fresh\`: whether the lane is new to it (else the site's lanes have it), and
+-- \`lanes\`, where it collects each seq's lane to set them together.
+local function inLane(seq, lane, merge, fresh, lanes)
   if merge then redis.call('ZADD', P..'o:mq:'..merge, seq, seq) end
-  redis.call('HSET', P..'o:lane', seq, lane)
+  if lanes then
+    lanes[#lanes + 1], lanes[#lanes + 2] = seq, lane
+  else
+    redis.call('HSET', P..'o:lane', seq, lane)
+  end
   redis.call('ZADD', P..'o:q:'..lane, seq, seq)
-  redis.call('ZADD', P..'o:lv:'..siteOf(lane), 'NX', seq, lane)
+  if fresh ~= false then redis.call('ZADD', P..'o:lv:'..siteOf(lane), 'NX', seq, lane) end
 end
 -- Counted as waiting in its lane, site and the outbox, and placed: waiting until untilMs when given, else ready or held.
 local function addWaiting(seq, lane, untilMs)

@@ -22,7 +22,8 @@ import { DEAD_SLICE, type DeadLetter, type Leased, type OutboxItem, type OutboxS
 import { NO_LIMITS } from '../core/outbox-limits.js';
 import { paceInterval, sharedWindow } from './pace.js';
 import { connectRedis, type RedisStateOptions } from './redis.js';
-import { ACCEPT, DEAD, DEAD_LIST, LEAD, LEASE, SENDING, SETTLE, STATS } from './redis-outbox-lua.js';
+import { ACCEPT } from './redis-outbox-accept.js';
+import { DEAD, DEAD_LIST, LEAD, LEASE, SENDING, SETTLE, STATS } from './redis-outbox-lua.js';
 import { PACE } from './redis-pace-lua.js';
 import { importPreviousIds, indexPreviousBrowsers, placePreviousEntries } from './redis-upgrade.js';
 import { redisTime } from './redis-time.js';
