@@ -79,11 +79,12 @@ for _, a in ipairs(accepted) do
   local browsers = merge and merges or activities
   browsers[#browsers + 1], browsers[#browsers + 2] = seq, browser
   if merged[browser] == nil then merged[browser] = redis.call('EXISTS', P..'o:mq:'..browser) == 1 end
+  -- Its site's and lane's waiting begin before it is placed: a site or lane made ready is scored by when it began.
+  if a.siteBegins then redis.call('ZADD', P..'o:ls', 'NX', seq, n) end
   inLane(seq, lane, merge and browser or nil, not entered[lane], lanes)
   entered[lane] = true
   if merged[browser] then redis.call('ZADD', P..'o:h:'..browser, seq, seq) else toReady(seq, lane, ready) end
   if merge then merged[browser] = true end
-  if a.siteBegins then redis.call('ZADD', P..'o:ls', 'NX', seq, n) end
   counted[n] = (counted[n] or 0) + 1
 end
 hsetAll(P..'o:items', items)

@@ -66,6 +66,20 @@ export function outboxLeaseCases(withStore: WithStore, item: (site: string, id: 
   );
 
   it(
+    'gives the first turn to the site whose entries began waiting first, not to the site the store knew first',
+    withStore(async ({ outbox }) => {
+      const now = Date.now();
+      // Site a is known first and its entry leaves; then b's entry comes, then a's again.
+      await outbox.accept([item('a', 'a0')], now, WINDOW);
+      const gone = await outbox.lease('x', 1, now, 1000);
+      await outbox.settle('x', { delivered: gone.map(({ seq }) => seq), released: [], dead: [] }, now);
+      await outbox.accept([item('b', 'b1')], now + 1, WINDOW);
+      await outbox.accept([item('a', 'a1')], now + 2, WINDOW);
+      expect(ids(await outbox.lease('one', 1, now + 3, 1000))).toEqual(['b1']);
+    }),
+  );
+
+  it(
     'takes a call’s worth of identifies while other entries are ready, and every ready one when nothing else is',
     withStore(async ({ outbox }) => {
       const now = Date.now();
