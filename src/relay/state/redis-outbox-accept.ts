@@ -67,30 +67,26 @@ end
 -- behind a merge of its browser exactly when the browser has one in the outbox, or earlier here.
 local added = #accepted
 local seq = added > 0 and redis.call('HINCRBY', P..'o:meta', 'seq', added) - added or 0
--- The hashes' fields are set together, after.
+-- The writes to each hash and to each lane's and browser's sets go together, after (nothing here reads them).
 local merged, ready, counted, entered = {}, {}, {}, {}
-local items, lanes, merges, activities = {}, {}, {}, {}
+local later = {args = {}, keys = {}, commands = {}}
 for _, a in ipairs(accepted) do
   seq = seq + 1
   local i, n, lane = a.i, a.n, a.lane
   local browser, merge = n..':'..ARGV[i + 4], ARGV[i + 3] == 'm'
   redis.call('SET', a.key, 1, 'PXAT', string.format('%d', untilMs))
-  items[#items + 1], items[#items + 2] = seq, ARGV[i + 5]
-  local browsers = merge and merges or activities
-  browsers[#browsers + 1], browsers[#browsers + 2] = seq, browser
+  write(later, 'HSET', P..'o:items', seq, ARGV[i + 5])
+  write(later, 'HSET', P..(merge and 'o:mb' or 'o:ab'), seq, browser)
   if merged[browser] == nil then merged[browser] = redis.call('EXISTS', P..'o:mq:'..browser) == 1 end
   -- Its site's and lane's waiting begin before it is placed: a site or lane made ready is scored by when it began.
   if a.siteBegins then redis.call('ZADD', P..'o:ls', 'NX', seq, n) end
-  inLane(seq, lane, merge and browser or nil, not entered[lane], lanes)
+  inLane(seq, lane, merge and browser or nil, not entered[lane], later)
   entered[lane] = true
-  if merged[browser] then redis.call('ZADD', P..'o:h:'..browser, seq, seq) else toReady(seq, lane, ready) end
+  if merged[browser] then write(later, 'ZADD', P..'o:h:'..browser, seq, seq) else toReady(seq, lane, ready, later) end
   if merge then merged[browser] = true end
   counted[n] = (counted[n] or 0) + 1
 end
-hsetAll(P..'o:items', items)
-hsetAll(P..'o:lane', lanes)
-hsetAll(P..'o:mb', merges)
-hsetAll(P..'o:ab', activities)
+writeGathered(later)
 for n, count in pairs(counted) do redis.call('HINCRBY', P..'o:ps', n, count) end
 if added > 0 then
   redis.call('HINCRBY', P..'o:meta', 'pending', added)

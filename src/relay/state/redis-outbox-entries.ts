@@ -10,9 +10,22 @@
 export const COMMON = `
 local P = ARGV[1]
 local function siteOf(lane) return string.match(lane, '^(%d+):') end
--- Sets a hash's fields from a list of field, value, ...: in one command per thousand (Lua's unpack has a limit).
-local function hsetAll(key, list)
-  for i = 1, #list, 2000 do redis.call('HSET', key, unpack(list, i, math.min(i + 1999, #list))) end
+-- An HSET or ZADD of one pair, run now, or gathered in \`later\` (an accept's) to run with the key's others.
+local function write(later, command, key, a, b)
+  if not later then return redis.call(command, key, a, b) end
+  local each = later.args[key]
+  if not each then
+    each = {}
+    later.args[key], later.keys[#later.keys + 1], later.commands[key] = each, key, command
+  end
+  each[#each + 1], each[#each + 2] = a, b
+end
+-- What was gathered, one command a key per thousand pairs (Lua's unpack has a limit).
+local function writeGathered(later)
+  for _, key in ipairs(later.keys) do
+    local each = later.args[key]
+    for i = 1, #each, 2000 do redis.call(later.commands[key], key, unpack(each, i, math.min(i + 1999, #each))) end
+  end
 end
 local function browserOf(seq) return redis.call('HGET', P..'o:ab', seq) or redis.call('HGET', P..'o:mb', seq) end
 -- Whether a merge of the browser before seq is in the outbox, other than those taken (identify before track, merges in order).
@@ -24,8 +37,8 @@ local function behindMerge(seq, browser, taken)
 end
 -- Ready: in its lane, and the lane and its site among those with some, in the order they began waiting.
 -- \`done\`, when given, names the lanes this script already made ready: their site's indexes have them.
-local function toReady(seq, lane, done)
-  redis.call('ZADD', P..'o:r:'..lane, seq, seq)
+local function toReady(seq, lane, done, later)
+  write(later, 'ZADD', P..'o:r:'..lane, seq, seq)
   if done then
     if done[lane] then return end
     done[lane] = true
@@ -65,15 +78,11 @@ local function free(browser)
 end
 -- Waiting in its lane and, a merge (\`merge\`: its browser), among its browser's merges; not counted nor placed.
 -- An accept passes \`fresh\`: whether the lane is new to it (else the site's lanes have it), and
--- \`lanes\`, where it collects each seq's lane to set them together.
-local function inLane(seq, lane, merge, fresh, lanes)
+-- \`later\`, where it gathers the writes no one reads before the script ends.
+local function inLane(seq, lane, merge, fresh, later)
   if merge then redis.call('ZADD', P..'o:mq:'..merge, seq, seq) end
-  if lanes then
-    lanes[#lanes + 1], lanes[#lanes + 2] = seq, lane
-  else
-    redis.call('HSET', P..'o:lane', seq, lane)
-  end
-  redis.call('ZADD', P..'o:q:'..lane, seq, seq)
+  write(later, 'HSET', P..'o:lane', seq, lane)
+  write(later, 'ZADD', P..'o:q:'..lane, seq, seq)
   if fresh ~= false then redis.call('ZADD', P..'o:lv:'..siteOf(lane), 'NX', seq, lane) end
 end
 -- Counted as waiting in its lane, site and the outbox, and placed: waiting until untilMs when given, else ready or held.
