@@ -87,7 +87,13 @@ describe('the Worker without a queue: accept, then deliver', () => {
     }
     await drained(outbox, 60_000);
     const { calls, emails } = await taken();
-    expect(emails.sort()).toEqual(items.map(emailOf).sort());
+    // Each item arrived once; on a machine so busy that a call outlived its 10 s, that call's items
+    // are held as ambiguous dead letters instead (never sent again), and only those may be missing.
+    expect(new Set(emails).size, 'no item arrived twice').toBe(emails.length);
+    const held = new Set((await outbox.deadLetters({ site: key })).filter(({ reason }) => reason === 'ambiguous').map(({ id }) => id));
+    const missing = items.filter((item) => !emails.includes(emailOf(item)));
+    if (missing.length > 0) console.warn(`fill: ${missing.length} items not taken by the platform, ${held.size} held as ambiguous`);
+    expect(missing.filter((item) => !held.has(item.id)).map(emailOf), 'items neither taken by the platform nor held').toEqual([]);
     const perCall = emails.length / calls.length;
     console.log(
       `fill: ${items.length} requests → ${calls.length} activities/create calls, ${perCall.toFixed(1)} entries per call (largest ${Math.max(...calls)})`,
