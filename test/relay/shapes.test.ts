@@ -4,14 +4,13 @@
  * number of its keys: the site's closed guard lets an item through by the shapes the platform took.
  */
 import { describe, expect, it } from 'vitest';
-import { createShapes, entryShape, learnLeased, learnTaken, shapeOf } from '../../src/relay/ingest/shapes.js';
+import { createShapes, entryShape, learnLeased, shapeOf } from '../../src/relay/ingest/shapes.js';
 import { entryOf } from '../../src/relay/state/item-text.js';
 import { createMemoryOutbox } from '../../src/relay/state/memory-outbox.js';
 import type { OutboxItem } from '../../src/relay/state/outbox.js';
 import type { CheckedItem } from '../../src/relay/ingest/items.js';
 
 /** A taken entry as the deliverer hands it on: its stored text read back. */
-const parsed = (one: { site: string; kind: 'merge' | 'activity'; text: string }) => ({ site: one.site, kind: one.kind, entry: entryOf(one) });
 const track = (attributes: Record<string, unknown> | undefined, person: Record<string, unknown> | undefined): CheckedItem => ({
   index: 0,
   id: 't',
@@ -78,7 +77,7 @@ describe('shapes', () => {
             };
       return { site, kind: item.type === 'identify' ? ('merge' as const) : ('activity' as const), text: JSON.stringify(entry) };
     });
-    learnTaken(shapes, taken.map(parsed), 1_000);
+    learnLeased(shapes, taken, 1_000);
     for (const item of items) expect(shapes.known(site, shapeOf(item), 1_001)).toBe(true);
     // Nothing else: a shape learned wrongly would leave one of the items above unknown, or know another.
     expect(shapes.known(site, shapeOf(track({ 'str:cm:"q"': 1 }, { 'str::email': 'a' })), 1_001)).toBe(false);
@@ -87,16 +86,16 @@ describe('shapes', () => {
     expect(shapes.known(site, shapeOf(track({ 'str:cm:plan"': 'pro' }, { 'str::email': 'a' })), 1_001)).toBe(false);
     // A text with white space in it (an earlier release's, or another writer's) is parsed: the same shapes.
     const spaced = createShapes();
-    learnTaken(
+    learnLeased(
       spaced,
-      taken.map((one) => parsed({ ...one, text: JSON.stringify(JSON.parse(one.text), null, 1) })),
+      taken.map((one) => ({ ...one, text: JSON.stringify(JSON.parse(one.text), null, 1) })),
       1_000,
     );
     for (const item of items) expect(spaced.known(site, shapeOf(item), 1_001)).toBe(true);
     // Keys escaped by another writer are the keys they name.
     const escaped = createShapes();
     const text = '{"activity_id":"act:cm:bought","fi\\u0065lds":{"str::em\\u0061il":"a"},"\\u0061ttributes":{"x":1},"created":"c"}';
-    learnTaken(escaped, [parsed({ site, kind: 'activity', text })], 1_000);
+    learnLeased(escaped, [{ site, kind: 'activity', text }], 1_000);
     expect(escaped.known(site, shapeOf(track({ x: 1 }, { 'str::email': 'a' })), 1_001)).toBe(true);
   });
   it("the memory outbox's leased entries carry the shape of their text (the one before's when alike), and teach the same shapes as their text", async () => {

@@ -45,7 +45,7 @@ export interface EngineOptions {
   rate?: number;
   /** told of every call's outcome (metrics, the status page) */
   onDelivery?: ((event: DeliveryEvent) => void) | undefined;
-  /** told of entries the platform took (settled delivered): ingest learns their shapes (ingest/shapes.ts `learnTaken`) */
+  /** told of entries the platform took (settled delivered): ingest learns their shapes (ingest/shapes.ts `learnLeased`) */
   onTaken?: ((entries: readonly Leased[]) => void) | undefined;
   /** told of entries the platform refused, to charge their visitors; `wholeCall` when the platform refused the call itself (a 4xx) */
   onRefused?: ((entries: readonly Leased[], wholeCall: boolean) => void) | undefined;

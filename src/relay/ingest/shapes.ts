@@ -15,7 +15,7 @@
 import type { SiteConfig } from '../core/sites.js';
 import { entryShape, shapeFrom } from '../state/entry-shape.js';
 import { entryOf } from '../state/item-text.js';
-import type { Leased, OutboxItem } from '../state/outbox.js';
+import type { Leased } from '../state/outbox.js';
 import type { CheckedItem } from './items.js';
 
 /** How long a shape the platform took stays known. */
@@ -27,24 +27,15 @@ export { entryShape };
 export const shapeOf = (item: CheckedItem): string =>
   item.type === 'identify' ? shapeFrom(undefined, undefined, item.input.fields) : shapeFrom(item.input.activity_id, item.input.attributes, item.input.person);
 
-/** Learns the shapes of the entries the platform took (the deliverer's `onTaken`), per site. */
-export function learnTaken(shapes: Shapes, entries: readonly Pick<OutboxItem, 'site' | 'kind' | 'entry'>[], now: number): void {
-  learnBySite(shapes, entries, entryShape, now);
-}
-
 /**
- * {@link learnTaken} of leased entries: each by the shape its store kept (the memory outbox's), or
- * else by its text, parsed.
+ * Learns the shapes of the entries the platform took (the deliverer's `onTaken`), per site: each by
+ * the shape its store kept (the memory outbox's), or else by its text, parsed.
  */
 export function learnLeased(shapes: Shapes, leased: readonly Pick<Leased, 'site' | 'kind' | 'text' | 'shape'>[], now: number): void {
-  learnBySite(shapes, leased, (one) => one.shape ?? entryShape({ kind: one.kind, entry: entryOf(one) }), now);
-}
-
-function learnBySite<T extends { site: string }>(shapes: Shapes, entries: readonly T[], shapeOfEntry: (entry: T) => string, now: number): void {
   const bySite = new Map<string, Set<string>>();
-  for (const entry of entries) {
-    const taken = bySite.get(entry.site) ?? new Set<string>();
-    bySite.set(entry.site, taken.add(shapeOfEntry(entry)));
+  for (const one of leased) {
+    const taken = bySite.get(one.site) ?? new Set<string>();
+    bySite.set(one.site, taken.add(one.shape ?? entryShape({ kind: one.kind, entry: entryOf(one) })));
   }
   for (const [site, taken] of bySite) shapes.learn(site, taken, now);
 }
