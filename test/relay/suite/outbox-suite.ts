@@ -29,6 +29,8 @@ export interface OutboxTarget {
   open(): Promise<OutboxHandle & { another(): Promise<OutboxHandle> }>;
   /** ids the store physically holds (rows, keys), not the gauge: shows expiry happens in the store */
   held?(handle: OutboxHandle): Promise<number>;
+  /** items one accept carries where a case fills the store with a backlog (outbox-lease-cases.ts FILL unless given) */
+  fill?: number;
 }
 
 const WINDOW = 7 * 24 * 3600_000;
@@ -441,7 +443,7 @@ export function outboxSuite(name: string, target: OutboxTarget): void {
 
     outboxAcceptCases(withStore, item);
     outboxOrderCases(withStore, item);
-    outboxLeaseCases(withStore, item);
+    outboxLeaseCases(withStore, item, target.fill);
     outboxEraseCases(withStore, item);
   });
 
