@@ -96,6 +96,11 @@ export function createSpacer(rate: number): Spacer {
   const minGap = 1000 / rate / 2;
   /** the calls that may still count in a window, in the order they left: when each counts from (when it left; once answered, what its answer says) */
   const counted: { left: number; at: number; opener: boolean; answered: boolean }[] = [];
+  /**
+   * The openers among them not answered yet, a few at most: at the key's full rate `counted` holds
+   * a couple of seconds of calls (hundreds at 1,000 a second), and every look asks for a probe.
+   */
+  let openers: (typeof counted)[number][] = [];
   let last = Number.NEGATIVE_INFINITY;
   /** the last calls' round trips, from leaving to the answer */
   const roundTrips = recentValues(RECENT_ANSWERS);
@@ -128,7 +133,12 @@ export function createSpacer(rate: number): Spacer {
       .sort((a, b) => a - b);
     return froms.length < budget ? now : froms[froms.length - budget]! + window;
   };
-  const probeAt = (now: number) => counted.find((call) => call.opener && now < call.left + WINDOW_MS);
+  const probeAt = (now: number) => {
+    if (openers.length === 0) return undefined;
+    // An opener is a probe for a window after it left: then, or once answered, it is one no more.
+    openers = openers.filter((call) => call.opener && now < call.left + WINDOW_MS);
+    return openers[0];
+  };
   /** The wait every rule sets at `now` (the gap, the probe, the window), the longest. */
   const look = (now: number): number => {
     const gap = Math.ceil(last + minGap - now);
@@ -137,7 +147,9 @@ export function createSpacer(rate: number): Spacer {
     return Math.max(0, gap, Math.ceil(windowFreeAt(now) - now));
   };
   const count = (now: number) => {
-    counted.push({ left: now, at: now, opener: now - last >= WINDOW_MS, answered: false });
+    const call = { left: now, at: now, opener: now - last >= WINDOW_MS, answered: false };
+    counted.push(call);
+    if (call.opener) openers.push(call);
     last = now;
   };
   return {
@@ -161,7 +173,9 @@ export function createSpacer(rate: number): Spacer {
       if (holdUntil !== undefined) paceHold(learned, now, holdUntil);
       const usual = roundTrips.median();
       roundTrips.add(now - left);
-      const call = counted.find((call) => call.left === left);
+      // The first call that left then, looked for from the newest: the answer is of a recent call, as a rule.
+      let call: (typeof counted)[number] | undefined;
+      for (let i = counted.length - 1; i >= 0 && counted[i]!.left >= left; i--) if (counted[i]!.left === left) call = counted[i];
       if (call === undefined) return;
       call.answered = true;
       if (call.opener) {
