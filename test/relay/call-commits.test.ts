@@ -20,8 +20,9 @@ import { backlog, DAY, emulator, KEY, useDeliveryKit } from './support/delivery-
 useDeliveryKit();
 
 const ROUNDS = 8;
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
-it('marks and paces a call in one commit: at most 3.5 commits and syncs of the deliverer a platform call, every item once', async () => {
+it('marks and paces a call in one commit: three commits and syncs of the deliverer a platform call (the median of 8), every item once', async () => {
   const platform = emulator;
   let syncs = 0;
   const dir = mkdtempSync(join(tmpdir(), 'cdp-call-commits-'));
@@ -70,7 +71,8 @@ it('marks and paces a call in one commit: at most 3.5 commits and syncs of the d
       settled = { commits: sqliteCounts.commits, syncs };
     },
   });
-  const spent = { commits: 0, syncs: 0 };
+  /** Each counted round's commits and syncs, less its accept's. */
+  const rounds: { commits: number; syncs: number }[] = [];
   const items = [];
   try {
     deliverer.start();
@@ -88,8 +90,7 @@ it('marks and paces a call in one commit: at most 3.5 commits and syncs of the d
       await expect.poll(() => delivered - from.delivered, { timeout: 10_000 }).toBe(100);
       if (round < 0) continue;
       // Less the accept's own commit.
-      spent.commits += settled.commits - from.commits - 1;
-      spent.syncs += settled.syncs - from.syncs - 1;
+      rounds.push({ commits: settled.commits - from.commits - 1, syncs: settled.syncs - from.syncs - 1 });
     }
     await deliverer.drained();
   } finally {
@@ -97,10 +98,13 @@ it('marks and paces a call in one commit: at most 3.5 commits and syncs of the d
     await store.close();
     rmSync(dir, { recursive: true, force: true });
   }
-  const said = `${spent.commits} commits and ${spent.syncs} syncs for ${ROUNDS} calls`;
+  const said = `commits and syncs of each call: ${rounds.map((round) => `${round.commits}/${round.syncs}`).join(', ')}`;
   expect(calls, said).toBe(ROUNDS + 1);
-  expect(spent.commits / ROUNDS, said).toBeLessThanOrEqual(3.5);
-  expect(spent.syncs / ROUNDS, said).toBeLessThanOrEqual(3.5);
+  // What a call costs is its usual round's: the median. A loaded machine adds a commit to a round
+  // now and then (a call the spacer held marks itself when it leaves: a mean of 3.625 a call in
+  // 8 rounds at load 10–15), never to most of them; a call that cost 4 by design would to all.
+  expect(median(rounds.map((round) => round.commits)), said).toBeLessThanOrEqual(3);
+  expect(median(rounds.map((round) => round.syncs)), said).toBeLessThanOrEqual(3);
   // Every item once.
   const people = [...platform.emulator.state.people.values()];
   expect(people.flatMap((person) => person.events)).toHaveLength(items.length);
