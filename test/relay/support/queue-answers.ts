@@ -18,12 +18,19 @@ export interface Answer {
 /** The visitor rate these checks expect of the relay's site. */
 export const QUEUED_VISITOR_RATE = { per_second: 4, burst: 20, queue_ms: 2_500 };
 
-/** 25 requests at once from one visitor, 5 past its burst: all served, the last about its token time (1,250 ms) later. */
+/**
+ * 25 requests at once from one visitor, 5 past its burst: all served, the last about its token time
+ * (1,250 ms) later than the burst's own. The burst's twentieth answer is the reference: what a loaded
+ * machine adds to every request's handling (4.4 s for the slowest of 25 in workerd at load 15, while
+ * the queue held it its 1.25 s) is in both.
+ */
 function expectServedLater(answers: readonly Answer[]): void {
   expect(answers.map((answer) => answer.status)).toEqual(Array(25).fill(200));
-  const slowest = Math.max(...answers.map((answer) => answer.ms));
-  expect(slowest).toBeGreaterThanOrEqual(1_000);
-  expect(slowest).toBeLessThan(4_000);
+  const times = answers.map((answer) => answer.ms).sort((a, b) => a - b);
+  const slowest = times[24]!;
+  const burstServed = times[19]!;
+  expect(slowest, `answers at ${times.join(', ')} ms`).toBeGreaterThanOrEqual(1_000);
+  expect(slowest - burstServed, `answers at ${times.join(', ')} ms`).toBeLessThan(3_000);
 }
 
 /**
