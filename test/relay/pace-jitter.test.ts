@@ -53,6 +53,9 @@ async function drain(jitterMs: number, items: number) {
   closing.push(() => handlers.close());
   await handlers.drained({ timeoutMs: 60_000 });
   const counts = (await platform.calls())['activities/create']!;
+  // A call that outlived its time (a loaded machine) is held, never resent: its entries are dead
+  // letters, reason `ambiguous`, and may not have reached the platform.
+  const letters = await outbox.deadLetters();
   // A hold begins with a 429 answered more than its second after the one before.
   const limited = calls.filter((call) => call.status === 429).map((call) => call.at);
   const holds = limited.filter((at, n) => n === 0 || at - limited[n - 1]! > 1_000).length;
@@ -60,6 +63,8 @@ async function drain(jitterMs: number, items: number) {
   const first = calls[0]!.at;
   return {
     counts,
+    held: letters.length,
+    heldReasons: [...new Set(letters.map((letter) => letter.reason))],
     holds,
     limited: limited.length,
     /** when each call answered 429 was answered, in s from the first call's answer */
@@ -70,6 +75,18 @@ async function drain(jitterMs: number, items: number) {
   };
 }
 
+/**
+ * Never twice, never lost: the platform counted each of `tracks` once, or it is held as ambiguous (a
+ * call that outlived its time on a loaded machine: 11,900 counted of 12,000 once, at load 8–21),
+ * which the relay never resends and which may or may not have reached the platform.
+ */
+function expectEachOnce(key: { counts: { entries: number }; held: number; heldReasons: string[] }, tracks: number): void {
+  if (key.held > 0) console.log(`${key.held} entries held as ambiguous (calls that outlived their time)`);
+  expect(key.counts.entries).toBeLessThanOrEqual(tracks);
+  expect(key.counts.entries + key.held).toBeGreaterThanOrEqual(tracks);
+  expect(key.heldReasons.filter((reason) => reason !== 'ambiguous')).toEqual([]);
+}
+
 describe('a pace learned from the platform', () => {
   it("draws a few 429s from a platform that counts calls up to 100 ms late, then none: three holds at most per key, each widening the key's margin", async () => {
     const keys = await Promise.all(Array.from({ length: KEYS }, () => drain(100, TRACKS)));
@@ -77,7 +94,7 @@ describe('a pace learned from the platform', () => {
       ({ holds, limited, limitedAt, perSecond }) => `${holds} holds, ${limited} calls answered 429 (at ${limitedAt} s), ${perSecond.toFixed(2)} calls/s`,
     );
     console.log(`jitter 100 ms:\n${said.join('\n')}`);
-    expect(keys.map(({ counts }) => counts.entries)).toEqual(keys.map(() => TRACKS));
+    for (const key of keys) expectEachOnce(key, TRACKS);
     // With 3% (30 ms) or 6%, a call counted late opens a window the tenth call after it is counted in:
     // with the fixed 3%, a hold every 3–5 s all along (1–5 a key in 12,000 tracks, more than 3 on 24 of 64
     // keys, 1–6 of the 8 in each of 8 runs; fewer on a loaded machine). Each hold's first 429 doubles the margin: 12%
@@ -90,8 +107,9 @@ describe('a pace learned from the platform', () => {
   }, 150_000);
 
   it('keeps its margin and its pace where calls meet no jitter: one hold at most, the margin widened once at most', async () => {
-    const { counts, holds, limited, perSecond, widest } = await drain(0, 6_000);
-    expect(counts.entries).toBe(6_000);
+    const drained = await drain(0, 6_000);
+    const { holds, limited, perSecond, widest } = drained;
+    expectEachOnce(drained, 6_000);
     console.log(`no jitter: ${holds} holds, ${limited} calls answered 429, ${perSecond.toFixed(2)} calls/s, widest margin ${widest}`);
     // A platform on its own clock beside a loaded machine meets the machine's own timing: in
     // fresh-clone CI runs (load 6–11) it answered one call 429 at the base 3%. That first 429 nothing
