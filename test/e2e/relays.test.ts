@@ -360,7 +360,7 @@ describe.runIf(ready)('three relays sharing one redis-server behind a balancer',
       clearInterval(watch);
       faults.abandoned = true;
       for (const page of opened) await page.close().catch(() => {});
-      // A case that gave up with Redis away leaves it running for the next case.
+      // A case that gave up with Redis away starts it again, so the next case finds it running.
       if (redisAway) await redis.restart();
     }
   }, 180_000);
