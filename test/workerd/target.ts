@@ -128,8 +128,16 @@ export function postItem(key: string, queue: string, ip: string, item: unknown):
   return worker.fetch(request, { ...env, RELAY_SITES: sites({ key, origins: [ORIGIN], verify: 'off' }) } as never, createExecutionContext());
 }
 
-/** Requests served so far by the pacer object `name`: by default the key's, the one the Worker delivers through. */
-export async function pacerRequests(name = pacerName(env['CDP_BASE_URL'] as string, env['CDP_API_KEY'] as string)): Promise<number> {
-  const namespace = env['RELAY_STATE'] as { idFromName(name: string): unknown; get(id: unknown): { usage(): Promise<{ calls: number }> } };
-  return (await namespace.get(namespace.idFromName(name)).usage()).calls;
+/**
+ * What the pacer object `name` served so far (by default the key's, the one the Worker delivers
+ * through): its requests, and those answered a wait their caller could not wait out in it.
+ */
+export async function pacerUsage(name = pacerName(env['CDP_BASE_URL'] as string, env['CDP_API_KEY'] as string)): Promise<{ calls: number; outwaited: number }> {
+  const namespace = env['RELAY_STATE'] as { idFromName(name: string): unknown; get(id: unknown): { usage(): Promise<{ calls: number; outwaited: number }> } };
+  return await namespace.get(namespace.idFromName(name)).usage();
+}
+
+/** Requests served so far by the pacer object `name` ({@link pacerUsage}). */
+export async function pacerRequests(name?: string): Promise<number> {
+  return (await pacerUsage(name)).calls;
 }

@@ -49,6 +49,11 @@ export class KeyPacers {
   private readonly turns = new Map<string, TurnBook>();
   /** per pacer, the recent requests: when each arrived (own clock) and how far its stated `now` was from that */
   private readonly arrivals = new Map<string, { at: number; offset: number }[]>();
+  /**
+   * Requests that could wait here (`waitUpToMs` > 0) and were answered a wait all the same, their
+   * slot further off than that: each such call asks again. Counted for tests and benches.
+   */
+  outwaited = 0;
 
   constructor(
     private readonly storage: Storage,
@@ -62,9 +67,11 @@ export class KeyPacers {
    * (measured, never paced by). `turns`: the merge turn granted with the slot, and turns given
    * back. With `waitUpToMs`, the call waits here for both, up to that long.
    */
-  take(name: string, stated: number, priority: 'proxy' | 'deliver', intervalMs: number, turns: TurnRequest | undefined, waitUpToMs: number): Promise<number> {
+  async take(name: string, stated: number, priority: 'proxy' | 'deliver', intervalMs: number, turns: TurnRequest | undefined, waitUpToMs: number): Promise<number> {
     const spread = this.spread(name, stated);
-    return waitForSlot(this.clock, waitUpToMs, (at, first) => this.look(name, at, priority, intervalMs, spread, turns, first));
+    const wait = await waitForSlot(this.clock, waitUpToMs, (at, first) => this.look(name, at, priority, intervalMs, spread, turns, first));
+    if (wait > 0 && waitUpToMs > 0) this.outwaited++;
+    return wait;
   }
 
   /** Gives back merge turns of pacer `name` whose calls are answered (state/turns.ts). */

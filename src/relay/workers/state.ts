@@ -230,10 +230,13 @@ export class RelayState extends DurableObject<unknown> {
     this.sweepAt = at;
   }
 
-  /** Calls served by this instance, the ids it holds now, and when its sweep is due. Not counted as a call. */
-  async usage(): Promise<{ calls: number; rows: number; delivered: number; sweepAt: number | null }> {
+  /**
+   * Calls served by this instance, the ids it holds now, when its sweep is due, and the pacer
+   * requests answered a wait their caller could not wait out here (pacer-slot.ts `outwaited`). Not counted as a call.
+   */
+  async usage(): Promise<{ calls: number; rows: number; delivered: number; sweepAt: number | null; outwaited: number }> {
     const count = (table: string) => this.ctx.storage.sql.exec<{ n: number }>(`SELECT count(*) AS n FROM ${table}`).toArray()[0]?.n ?? 0;
-    return { calls: this.calls, rows: count('ids'), delivered: count('delivered'), sweepAt: await this.ctx.storage.getAlarm() };
+    return { calls: this.calls, rows: count('ids'), delivered: count('delivered'), sweepAt: await this.ctx.storage.getAlarm(), outwaited: this.pacers.outwaited };
   }
 }
 
