@@ -1,6 +1,8 @@
 // Order and pacing against the real emulator over HTTP: identify before track, and calls paced
-// under the platform's rate limit (counted at the emulator: no 429, full calls at saturation).
+// under the platform's rate limit (full calls at saturation; no 429 counted at the emulator where
+// the spacer alone paces, none by when the calls left where proxy calls share the window).
 import { describe, expect, it } from 'vitest';
+import { createRateLimiter } from '../../src/emulator/rate-limit.js';
 import { createRelayHandlers } from '../../src/relay/app.js';
 import { parseConfig } from '../../src/relay/core/config.js';
 import { createMemoryOutbox, createMemoryPacer } from '../../src/relay/state/memory-outbox.js';
@@ -26,6 +28,46 @@ import {
 } from './support/delivery-kit.js';
 
 useDeliveryKit();
+
+/** A platform call as it left the relay (its transport's `fetch` called) and as it was answered. */
+interface Left {
+  path: string;
+  at: number;
+  answered?: number;
+  status?: number;
+}
+
+/** `fetch` that notes each call in `left` as it leaves and when it is answered. */
+function noting(left: Left[]): typeof fetch {
+  return async (input, init) => {
+    const call: Left = { path: new URL(input instanceof Request ? input.url : String(input)).pathname, at: Date.now() };
+    left.push(call);
+    const response = await fetch(input, init);
+    call.answered = Date.now();
+    call.status = response.status;
+    return response;
+  };
+}
+
+/**
+ * The calls the platform's window (the emulator's own rule: `rate` calls in a second opened by the
+ * first call after the last one ended) would answer 429 had each arrived when it left the relay.
+ * The emulator of these tests runs in their process: under load it reads a call hundreds of ms
+ * after the relay sent it (459 ms seen at load 14, a person/get behind the deliverer's first
+ * lease), so two calls that left a window apart can be counted in one. What the relay decides is
+ * when its calls leave, and that is what this counts.
+ */
+function overByWhenTheyLeft(left: readonly Left[], rate: number): string[] {
+  let clock = 0;
+  const limiter = createRateLimiter(rate, () => clock);
+  const start = left[0]?.at ?? 0;
+  return [...left]
+    .sort((a, b) => a.at - b.at)
+    .flatMap((call) => {
+      clock = call.at;
+      return limiter.take() === undefined ? [] : [`${call.path} at ${call.at - start} ms`];
+    });
+}
 
 describe('order and pacing', () => {
   it("sends an identify's merge before the tracks of the same browser, and holds the tracks while the merge cannot go", async () => {
@@ -67,15 +109,17 @@ describe('order and pacing', () => {
       const items = backlog('pk_d', `pace-${latencyMs}`, 3000, now);
       expect((await outbox.accept(items, now, DAY)).accepted).toHaveLength(3000);
       const calls: { at: number; entries: number; status: number }[] = [];
+      const left: Left[] = [];
       const started = Date.now();
       const handlers = createRelayHandlers(config, {
         pacer,
         outbox,
+        fetch: noting(left),
         observer: { delivery: (event) => event.called && calls.push({ at: event.at, entries: event.delivered + event.released, status: event.status }) },
       });
       closing.push(() => handlers.close());
       await handlers.drained({ timeoutMs: 20_000 });
-      return { seconds: (Date.now() - started) / 1000, counts: limited.emulator.calls()['activities/create']!, calls };
+      return { seconds: (Date.now() - started) / 1000, counts: limited.emulator.calls()['activities/create']!, calls, left };
     } finally {
       await limited.close();
     }
@@ -98,29 +142,34 @@ describe('order and pacing', () => {
   }, 30_000);
 
   it('overlaps calls: a platform taking 300 ms per call still gets about RELAY_PLATFORM_RATE calls a second', async () => {
-    const { seconds, counts, calls } = await saturate(300);
-    // One call at a time would take 30 × 300 ms = 9 s at least; overlapped, the pacer's 10 calls/s
-    // is the bound (about 3 s, plus the last answer's 300 ms and a lease or two).
+    const { seconds, counts, calls, left } = await saturate(300);
     expect(counts.entries).toBe(3000);
-    // The emulator runs in this process: under load its answers (and its count of each call) come
-    // 300–800 ms after the call left, so one call in 30 may still be counted in the wrong window.
-    expect(counts.statuses['429'] ?? 0).toBeLessThanOrEqual(1);
     expect(calls.filter((call) => call.status === 200)).toHaveLength(30);
+    // Overlapped, calls leave at the pacer's 10 a second: the usual gap between one call leaving and
+    // the next is its 100 ms. One at a time, a call would leave only once the one before was
+    // answered, 300 ms or more later (30 × 300 ms = 9 s at least). A loaded machine stretches the
+    // run's total (6.96 s seen at load 17), not the usual gap: the pacer makes up what a late timer lost.
+    const gaps = left.slice(1).map((call, n) => call.at - left[n]!.at);
+    const usualGap = gaps.sort((a, b) => a - b)[Math.floor(gaps.length / 2)]!;
+    expect(usualGap).toBeLessThan(200);
     expect(seconds).toBeGreaterThanOrEqual(2.8);
-    expect(seconds).toBeLessThan(6);
+    // At the platform's rate by when the calls left (the platform itself, in this process, may
+    // count one late: see overByWhenTheyLeft).
+    expect(overByWhenTheyLeft(left, 10)).toEqual([]);
   }, 30_000);
 
-  it('shares the window with proxy calls: a backlog with a proxy call every half second draws no 429', async () => {
+  it('shares the window with proxy calls: a backlog with a proxy call every half second sends nothing over the platform window', async () => {
     const limited = await startEmulator({ port: 0, key: KEY, rateLimit: 10, latencyMs: 50 });
     // The relay's own pacer (its deliverer may catch up), shared by its deliveries and its proxy calls.
     // It paces at 9 calls a second, under the platform's 10: what this case guards is the sharing
     // (deliveries at 9 and unshared proxy calls at 2 a second overrun the 10, checked), not the 3%
     // margin, whose timing a loaded machine can beat (the case above holds the pace at the limit).
     const pacer = createMemoryPacer(9, CATCH_UP_MS);
+    const left: Left[] = [];
     const proxy = createUpstream({
       baseUrl: limited.url,
       apiKey: KEY,
-      transport: fetchTransport(fetch),
+      transport: fetchTransport(noting(left)),
       timeoutMs: 10_000,
       backoff: { until: 0 },
       now: Date.now,
@@ -140,7 +189,7 @@ describe('order and pacing', () => {
       const now = Date.now();
       const items = backlog('pk_d', 'proxy-pace', 4500, now);
       expect((await outbox.accept(items, now, DAY)).accepted).toHaveLength(4500);
-      const handlers = createRelayHandlers(config, { pacer, outbox });
+      const handlers = createRelayHandlers(config, { pacer, outbox, fetch: noting(left) });
       closing.push(() => handlers.close());
       // A server reads a person through the relay's proxy twice a second while the backlog drains.
       let draining = true;
@@ -158,9 +207,13 @@ describe('order and pacing', () => {
       const counts = limited.emulator.calls();
       expect(counts['activities/create']!.entries).toBe(4500);
       expect(proxied.length).toBeGreaterThanOrEqual(6);
-      // Neither the deliveries nor the proxy calls were answered 429, by the platform or the relay.
-      const limitedAt = Object.entries(counts).flatMap(([endpoint, count]) => (count.statuses['429'] ? [`${endpoint} ${count.statuses['429']}`] : []));
-      expect({ proxyAnswered429: proxied.filter((status) => status === 429).length, platform429: limitedAt }).toEqual({ proxyAnswered429: 0, platform429: [] });
+      // No mix of deliveries and proxy calls left over the platform's window, and the relay held no
+      // proxy call of its own (it does when its window is full for 2 s, or when the platform answered
+      // a 429: the platform in this process may still count a call late, see overByWhenTheyLeft).
+      const platform429 = left.filter((call) => call.status === 429).length;
+      const heldByRelay =
+        proxied.filter((status) => status === 429).length - left.filter((call) => call.path.endsWith('/person/get') && call.status === 429).length;
+      expect({ over: overByWhenTheyLeft(left, 10), heldByRelay: platform429 === 0 ? heldByRelay : 0 }).toEqual({ over: [], heldByRelay: 0 });
     } finally {
       await limited.close();
     }
