@@ -67,7 +67,14 @@ export class KeyPacers {
    * (measured, never paced by). `turns`: the merge turn granted with the slot, and turns given
    * back. With `waitUpToMs`, the call waits here for both, up to that long.
    */
-  async take(name: string, stated: number, priority: 'proxy' | 'deliver', intervalMs: number, turns: TurnRequest | undefined, waitUpToMs: number): Promise<number> {
+  async take(
+    name: string,
+    stated: number,
+    priority: 'proxy' | 'deliver',
+    intervalMs: number,
+    turns: TurnRequest | undefined,
+    waitUpToMs: number,
+  ): Promise<number> {
     const spread = this.spread(name, stated);
     const wait = await waitForSlot(this.clock, waitUpToMs, (at, first) => this.look(name, at, priority, intervalMs, spread, turns, first));
     if (wait > 0 && waitUpToMs > 0) this.outwaited++;

@@ -230,13 +230,11 @@ export class RelayState extends DurableObject<unknown> {
     this.sweepAt = at;
   }
 
-  /**
-   * Calls served by this instance, the ids it holds now, when its sweep is due, and the pacer
-   * requests answered a wait their caller could not wait out here (pacer-slot.ts `outwaited`). Not counted as a call.
-   */
+  /** Calls served here, ids held, when the sweep is due, and pacer waits not waited out (pacer-slot.ts). Not counted as a call. */
   async usage(): Promise<{ calls: number; rows: number; delivered: number; sweepAt: number | null; outwaited: number }> {
     const count = (table: string) => this.ctx.storage.sql.exec<{ n: number }>(`SELECT count(*) AS n FROM ${table}`).toArray()[0]?.n ?? 0;
-    return { calls: this.calls, rows: count('ids'), delivered: count('delivered'), sweepAt: await this.ctx.storage.getAlarm(), outwaited: this.pacers.outwaited };
+    const sweepAt = await this.ctx.storage.getAlarm();
+    return { calls: this.calls, rows: count('ids'), delivered: count('delivered'), sweepAt, outwaited: this.pacers.outwaited };
   }
 }
 
