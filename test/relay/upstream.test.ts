@@ -14,7 +14,7 @@ import { createProxyRoutes } from '../../src/relay/proxy/index.js';
 import { hashToken } from '../../src/relay/core/tokens.js';
 import { createUpstream } from '../../src/relay/deliver/caller.js';
 import type { UpstreamCall } from '../../src/relay/core/observe.js';
-import { fetchTransport, readText, type Transport } from '../../src/relay/deliver/transport.js';
+import { fetchTransport, readText, type Transport, UpstreamTimeout } from '../../src/relay/deliver/transport.js';
 import { createUndiciTransport } from '../../src/relay/deliver/undici.js';
 
 /** A platform stand-in whose answer is chosen by the x-api-key header; it counts open sockets. */
@@ -167,6 +167,24 @@ describe.each(transports)('upstream caller on the %s transport', (_, makeTranspo
     expect(error).toMatchObject({ status: 502, code: 'upstream_unreachable' });
     expect((error as Error).cause).toBeDefined();
   });
+});
+
+it("aborts a timed-out fetch with the runtime's own AbortError, not a reason of the relay's", async () => {
+  // workerd cancels a POST's body still being sent with the signal's reason, and reports any reason
+  // but its own AbortError as an uncaught exception (with workerd's binary and a platform that never
+  // reads the body: "uncaught exception ... UpstreamTimeout"; an unhandled rejection of a workerd
+  // run at load 20). The caller still gets its UpstreamTimeout.
+  let signal: AbortSignal | undefined;
+  const never: typeof fetch = (_, init) => {
+    signal = init?.signal ?? undefined;
+    return new Promise(() => {});
+  };
+  const error = await fetchTransport(never)({ method: 'POST', url: 'http://127.0.0.1:1/v1/activities/create', headers: {}, body: '{}', timeoutMs: 20 }).catch(
+    (caught: unknown) => caught,
+  );
+  expect(error).toBeInstanceOf(UpstreamTimeout);
+  expect(signal?.aborted).toBe(true);
+  expect(signal?.reason).toMatchObject({ name: 'AbortError' });
 });
 
 describe('the proxy and the typed client through the undici transport', () => {
