@@ -110,14 +110,31 @@ describe.concurrent('a deliverer that dies holding a lease of many entries', () 
       const items = dyingItems(run, 300);
       let dead = false;
       // The leader is killed (SIGKILL) half a second after its first call was answered and settled,
-      // while its second waits to leave: then nothing it asks of the outbox happens, and no call of its leaves.
+      // while its second waits to leave: then nothing it asks of the outbox happens, and no call of
+      // its leaves. On a loaded machine that answer, or the half second, can come after the second
+      // call's place (once at load 15): the kill then comes as that call is about to be marked
+      // `sending`, once the first is settled, so it still never leaves.
+      let firstSettled!: () => void;
+      const settled = new Promise<void>((resolve) => (firstSettled = resolve));
+      let marks = 0;
       const killedAfterFirst = (store: Outbox): Outbox =>
         new Proxy(store, {
           get(target, property, receiver) {
+            if (property === 'sending')
+              return async (...args: Parameters<Outbox['sending']>) => {
+                if (++marks > 1) {
+                  await settled;
+                  dead = true;
+                }
+                return await target.sending(...args);
+              };
             if (property !== 'settle') return Reflect.get(target, property, receiver);
             return async (...args: Parameters<Outbox['settle']>) => {
               const done = await target.settle(...args);
-              if (args[1].delivered.length > 0) setTimeout(() => (dead = true), 500);
+              if (args[1].delivered.length > 0) {
+                firstSettled();
+                setTimeout(() => (dead = true), 500);
+              }
               return done;
             };
           },
