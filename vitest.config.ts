@@ -8,7 +8,8 @@ import LongestFirstSequencer from './test/support/sequencer.js';
  *  - node:     api, client, emulator, relay (real HTTP on loopback), cli
  *  - timed:    the node files that time their own work (TIMED below), one at a time after the rest
  *  - dom:      the snippet's unit tests in happy-dom with fake-indexeddb
- *  - workerd:  the relay's Worker entry inside workerd (test/workerd/vitest.config.ts)
+ *  - workerd:  the relay's Worker entry inside workerd (test/workerd/vitest.config.ts; a few files
+ *              in workerd-alone, test/workerd/vitest.alone.config.ts)
  *  - e2e:      real browsers against a real relay + emulator
  *
  * All four share one pool of workers, so the browser and workerd files (which mostly wait on
@@ -89,6 +90,7 @@ export default defineConfig({
         },
       },
       'test/workerd/vitest.config.ts',
+      'test/workerd/vitest.alone.config.ts',
       {
         test: {
           name: 'e2e',

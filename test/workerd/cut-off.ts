@@ -1,5 +1,5 @@
 /**
- * Requests through the deployed entry (SELF), each a request of its own in the file's isolate, as
+ * Requests through the deployed entry (SELF), each a request of its own in the worker's isolate, as
  * Cloudflare runs them; and a Durable Object held busy, so that a call to it stays under way until
  * the test lets it go. Together they cut a request off (its client goes away) while its call is
  * under way, and show whether any other request was waiting on that call.
@@ -8,7 +8,8 @@ import { env, runInDurableObject, SELF } from 'cloudflare:test';
 import { expect } from 'vitest';
 import type { CollectAnswer } from '../../src/api/collect.js';
 import { refusalKey, siteKey, visitorKey } from '../../src/relay/core/limits.js';
-import { REFUSAL_OBJECTS } from '../../src/relay/workers/refusals.js';
+import { SUPPRESSION_REFRESH_MS } from '../../src/relay/state/suppression.js';
+import { LOOK_CACHE_MS, LOOK_UNDER_WAY_MS, REFUSAL_OBJECTS } from '../../src/relay/workers/refusals.js';
 import { hash } from '../../src/relay/workers/state.js';
 import { ORIGIN, track } from '../relay/suite/target.js';
 
@@ -77,12 +78,22 @@ export function holdObject(stub: unknown): { letGo: () => Promise<void> } {
 type Answered = Awaited<ReturnType<typeof answered>>;
 
 /**
+ * How long the isolate's relay (SELF's, one for every file of the pool worker) keeps what a request
+ * read for the next ones: its copy of the suppression list, and a look at a refusal bucket (trusted,
+ * then standing in for a look under way). The files before this one in the worker may have sent
+ * requests through SELF moments ago; once this long has passed without one, the next request reads
+ * everything itself, as the first request of a fresh isolate does.
+ */
+const KEPT_MS = Math.max(SUPPRESSION_REFRESH_MS, LOOK_CACHE_MS + LOOK_UNDER_WAY_MS) + 100;
+
+/**
  * A first visitor's `/collect` is cut off by its client while its call to `held` (by default the
  * object of the site's guard) is under way, that object held busy; a second visitor's comes in
  * meanwhile, then the object is let go and a third visitor's follows. What each got: the first
  * "AbortError", the others their answer, or "no answer" when they waited on the first one's call.
  */
 export async function cutOffFirst(site: string, held?: unknown): Promise<{ first: string; second: Answered; third: Answered }> {
+  await new Promise((resolve) => setTimeout(resolve, KEPT_MS));
   const guard = refusalKey(siteKey(site));
   const [first, second, third] = addressesApart(site, 3, refusalObjectOf(guard)) as [string, string, string];
   const { letGo } = holdObject(held ?? refusalObject(refusalObjectOf(guard)));

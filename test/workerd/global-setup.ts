@@ -1,9 +1,10 @@
 /**
- * Runs in Node around the workerd project: when the run ends, closes the platform stand-ins the
- * project's files were given (upstreams.ts; one per file, started as each file's worker starts).
+ * Runs in Node around each workerd project: when the run ends, closes the platform stand-ins the
+ * project's workers were given (upstreams.ts; one per pool worker, started as it starts).
  */
+import type { TestProject } from 'vitest/node';
 import { closeUpstreams } from './upstreams.js';
 
-export default function setup() {
-  return closeUpstreams;
+export default function setup(project: TestProject) {
+  return () => closeUpstreams(project.name);
 }

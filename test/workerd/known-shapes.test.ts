@@ -19,6 +19,9 @@ import { drained } from './target.js';
 
 const upstream = upstreamControl(env['TEST_UPSTREAM'] as string);
 const outbox = createShardedOutbox(env['RELAY_OUTBOX'], DEFAULT_SHARDS);
+/** This file's emails, `name-tag@example.com`: what the platform took is told apart from another file's sharing the upstream. */
+const tag = crypto.randomUUID().slice(0, 8);
+const emailFor = (name: string) => `${name}-${tag}@example.com`;
 
 interface Result {
   status: string;
@@ -53,12 +56,9 @@ describe("a site's closed refusal guard on Workers and the shapes the platform t
     const named = (email: string) => identify({ 'str::email': email, 'str::first': 'Ann' });
 
     // The platform takes a track and an identify of each shape while the guard is open.
-    expect((await post(key, [signedUp('first@example.com'), named('named@example.com')], '198.51.100.1')).map((r) => r.status)).toEqual([
-      'accepted',
-      'accepted',
-    ]);
+    expect((await post(key, [signedUp(emailFor('first')), named(emailFor('named'))], '198.51.100.1')).map((r) => r.status)).toEqual(['accepted', 'accepted']);
     await drained(outbox, 60_000);
-    expect(await taken('activities/create')).toContain('first@example.com');
+    expect(await taken('activities/create')).toContain(emailFor('first'));
 
     // Refusals drawn by many visitors close the site's guard in every isolate.
     const now = Date.now();
@@ -69,21 +69,21 @@ describe("a site's closed refusal guard on Workers and the shapes the platform t
     const results = await post(
       key,
       [
-        signedUp('second@example.com'),
-        named('other@example.com'),
-        track('act:cm:signed-up', { 'str::email': 'third@example.com' }),
-        identify({ 'str::email': 'fourth@example.com', 'str::last': 'Smith' }),
+        signedUp(emailFor('second')),
+        named(emailFor('other')),
+        track('act:cm:signed-up', { 'str::email': emailFor('third') }),
+        identify({ 'str::email': emailFor('fourth'), 'str::last': 'Smith' }),
       ],
       '198.51.100.2',
     );
     expect(results.map((result) => result.status)).toEqual(['accepted', 'accepted', 'retry', 'retry']);
     expect(results.slice(2).map((result) => result.error)).toEqual([GUARD_RETRY, GUARD_RETRY]);
     await drained(outbox, 60_000);
-    expect(await taken('activities/create')).toContain('second@example.com');
-    expect(await taken('person/merge')).toContain('other@example.com');
+    expect(await taken('activities/create')).toContain(emailFor('second'));
+    expect(await taken('person/merge')).toContain(emailFor('other'));
     const sent = [...(await taken('activities/create')), ...(await taken('person/merge'))];
-    expect(sent).not.toContain('third@example.com');
-    expect(sent).not.toContain('fourth@example.com');
+    expect(sent).not.toContain(emailFor('third'));
+    expect(sent).not.toContain(emailFor('fourth'));
   }, 90_000);
 });
 

@@ -1,5 +1,6 @@
 // Every workerd test file ends with the outbox objects idle: their alarms deliver on their own, and
-// an alarm still running when the file's environment closes would be cut off mid-call.
+// an alarm still running when the worker's Miniflare closes would be cut off mid-call, or deliver
+// into the next file of the worker, which shares the objects and the upstream.
 import { env } from 'cloudflare:test';
 import { afterAll } from 'vitest';
 import { createShardedOutbox, outboxName } from '../../src/relay/workers/outbox.js';

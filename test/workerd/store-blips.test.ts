@@ -53,8 +53,11 @@ it('a settle that fails once after a 200 is tried again: nothing becomes ambiguo
   await drained(outbox);
   expect(await runInDurableObject(stub as never, async (instance: unknown) => (instance as { blips: number }).blips)).toBe(1);
   expect((await outbox.deadLetters({ site: key })).map((letter) => letter.reason)).toEqual([]);
+  const sent = batch.map((item) => (item.person as Record<string, string>)['str::email']!);
+  // This test's items only: the upstream and the objects are shared with the other files of the worker.
   const emails = (await upstream.received())
     .filter((call) => call.path === '/v1/activities/create' && call.status === 200)
-    .flatMap((call) => call.body.activities.map((activity: { fields: Record<string, string> }) => activity.fields['str::email']!));
-  expect(emails.sort()).toEqual(batch.map((item) => (item.person as Record<string, string>)['str::email']!).sort());
+    .flatMap((call) => call.body.activities.map((activity: { fields: Record<string, string> }) => activity.fields['str::email']!))
+    .filter((email: string) => sent.includes(email));
+  expect(emails.sort()).toEqual([...sent].sort());
 });

@@ -65,14 +65,18 @@ async function collect(batch: unknown[], of = site): Promise<string[]> {
   return ((await response.json()) as { results: { status: string }[] }).results.map((result) => result.status);
 }
 
-/** The emails of the activities the platform took (2xx). */
+/** This file's emails end with `-tag@example.com`: what the platform took is told apart from another file's sharing the upstream. */
+const tag = crypto.randomUUID().slice(0, 8);
+
+/** The emails of this file's activities the platform took (2xx). */
 async function applied(): Promise<string[]> {
   return (await upstream.received())
     .filter((call) => call.path === '/v1/activities/create' && call.status >= 200 && call.status < 300)
-    .flatMap((call) => call.body.activities.map((activity: { fields: Record<string, string> }) => activity.fields['str::email']!));
+    .flatMap((call) => call.body.activities.map((activity: { fields: Record<string, string> }) => activity.fields['str::email']!))
+    .filter((email: string) => email.endsWith(`-${tag}@example.com`));
 }
 
-const visit = (label: string) => track('act:cm:viewed', { 'str::email': `${label}-${crypto.randomUUID().slice(0, 8)}@example.com` });
+const visit = (label: string) => track('act:cm:viewed', { 'str::email': `${label}-${crypto.randomUUID().slice(0, 8)}-${tag}@example.com` });
 const emailOf = (item: ReturnType<typeof track>) => (item.person as Record<string, string>)['str::email']!;
 /** A new id of `quiet` whose router and both old objects are `like`'s (found by trying ids). */
 function idLike(like: string): string {

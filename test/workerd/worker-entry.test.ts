@@ -16,10 +16,13 @@ import { CF, CF_CUSTOM, drained, queuedItem, queueSettled, VISITOR_IP } from './
 
 const upstream = upstreamControl(env['TEST_UPSTREAM'] as string);
 const outbox = createShardedOutbox(env['RELAY_OUTBOX'], DEFAULT_SHARDS);
-/** What the platform received once the outbox objects delivered everything. */
-const calls = async () => {
+/** This file's emails, `name-tag@example.com`: no other file's items share them. */
+const tag = crypto.randomUUID().slice(0, 8);
+const emailFor = (name: string) => `${name}-${tag}@example.com`;
+/** The calls naming `email` the platform received once the outbox objects delivered everything (this file's own, not another's sharing the upstream). */
+const calls = async (email: string) => {
   await drained(outbox);
-  return (await upstream.received()).filter((call) => call.path.startsWith('/v1/'));
+  return (await upstream.received()).filter((call) => call.path.startsWith('/v1/') && JSON.stringify(call.body).includes(email));
 };
 
 function post(vars: Record<string, unknown>, body: unknown, cf: unknown = CF, headers: Record<string, string> = {}) {
@@ -37,11 +40,11 @@ describe('the Worker entry', () => {
     const key = siteKey('cf');
     await drained(outbox);
     await upstream.reset();
-    const bare = track('act:cm:viewed', { 'str::email': 'cf1@example.com' });
-    const own = track('act:cm:viewed', { 'str::email': 'cf2@example.com' }, { location: { custom: { city_name: 'Lyon' } } });
+    const bare = track('act:cm:viewed', { 'str::email': emailFor('cf1') });
+    const own = track('act:cm:viewed', { 'str::email': emailFor('cf2') }, { location: { custom: { city_name: 'Lyon' } } });
     const response = await post({ RELAY_SITES: sites({ key, origins: [ORIGIN], verify: 'off' }) }, { key, batch: [bare, own] });
     expect(((await response.json()) as CollectAnswer).results.map((r) => r.status)).toEqual(['accepted', 'accepted']);
-    const [call] = await calls();
+    const [call] = await calls(emailFor('cf1'));
     expect(call!.body.activities.map((a: { location: unknown }) => a.location)).toEqual([
       { source_ip: VISITOR_IP, custom: CF_CUSTOM },
       { source_ip: VISITOR_IP, custom: { city_name: 'Lyon' } },
@@ -52,12 +55,12 @@ describe('the Worker entry', () => {
     const key = siteKey('xff');
     await drained(outbox);
     await upstream.reset();
-    const item = track('act:cm:viewed', { 'str::email': 'xff@example.com' }, { location: { source_ip: '6.6.6.6' } });
+    const item = track('act:cm:viewed', { 'str::email': emailFor('xff') }, { location: { source_ip: '6.6.6.6' } });
     const response = await post({ RELAY_SITES: sites({ key, origins: [ORIGIN], verify: 'off' }) }, { key, batch: [item] }, CF, {
       'x-forwarded-for': '198.51.100.1',
     });
     expect(((await response.json()) as CollectAnswer).results[0]!.status).toBe('accepted');
-    const [call] = await calls();
+    const [call] = await calls(emailFor('xff'));
     expect(call!.body.activities[0].location.source_ip).toBe(VISITOR_IP);
   });
 
@@ -112,28 +115,28 @@ describe('the Worker entry', () => {
     it('answers accepted once the queue holds the items; the consumer puts them into the outbox, which delivers identify first, once', async () => {
       await drained(outbox);
       await upstream.reset();
-      const i = identify({ 'str::email': 'queued@example.com' });
-      const t = track('act:cm:viewed', { 'str::email': 'queued@example.com' });
+      const i = identify({ 'str::email': emailFor('queued') });
+      const t = track('act:cm:viewed', { 'str::email': emailFor('queued') });
       const response = await post({ RELAY_QUEUE: env['TEST_QUEUE'] }, { key: 'pk_queue', batch: [t, i] });
       expect(((await response.json()) as CollectAnswer).results).toEqual([
         { id: t.id, status: 'accepted' },
         { id: i.id, status: 'accepted' },
       ]);
       // The consumer runs on its own schedule: wait for it, boundedly.
-      let received = await calls();
+      let received = await calls(emailFor('queued'));
       for (let attempt = 0; attempt < 100 && received.length < 2; attempt++) {
         await new Promise((resolve) => setTimeout(resolve, 100));
-        received = await calls();
+        received = await calls(emailFor('queued'));
       }
       expect(received.map((call) => call.path)).toEqual(['/v1/person/merge', '/v1/activities/create']);
-      expect(received[1]!.body.activities[0]).toMatchObject({ fields: { 'str::email': 'queued@example.com' }, location: { source_ip: VISITOR_IP } });
+      expect(received[1]!.body.activities[0]).toMatchObject({ fields: { 'str::email': emailFor('queued') }, location: { source_ip: VISITOR_IP } });
       // A repeat is queued again without a state call; the outbox finds it remembered.
       const again = await post({ RELAY_QUEUE: env['TEST_QUEUE'] }, { key: 'pk_queue', batch: [t] });
       expect(((await again.json()) as CollectAnswer).results[0]!.status).toBe('accepted');
       await queueSettled(upstream);
-      const tracks = (await calls()).filter((call) => call.path === '/v1/activities/create');
+      const tracks = (await calls(emailFor('queued'))).filter((call) => call.path === '/v1/activities/create');
       expect(
-        tracks.filter((call) => call.body.activities.some((a: { fields: Record<string, string> }) => a.fields['str::email'] === 'queued@example.com')),
+        tracks.filter((call) => call.body.activities.some((a: { fields: Record<string, string> }) => a.fields['str::email'] === emailFor('queued'))),
       ).toHaveLength(1);
     });
 
@@ -141,7 +144,7 @@ describe('the Worker entry', () => {
       await drained(outbox);
       await upstream.reset();
       const id = crypto.randomUUID();
-      const message = { id: `msg-${id}`, timestamp: Date.now(), attempts: 1, body: queuedItem(id, 'redelivered@example.com') };
+      const message = { id: `msg-${id}`, timestamp: Date.now(), attempts: 1, body: queuedItem(id, emailFor('redelivered')) };
       for (const attempt of [1, 2]) {
         const batch = createMessageBatch('relay-test-events', [{ ...message, attempts: attempt }]);
         const ctx = createExecutionContext();
@@ -150,7 +153,7 @@ describe('the Worker entry', () => {
         expect(result.ackAll || result.explicitAcks.includes(message.id)).toBe(true);
         expect(result.retryMessages).toEqual([]);
       }
-      expect((await calls()).filter((call) => call.path === '/v1/activities/create')).toHaveLength(1);
+      expect((await calls(emailFor('redelivered'))).filter((call) => call.path === '/v1/activities/create')).toHaveLength(1);
     });
 
     it('consumer: acks a batch while the platform is down (nothing waits in the queue on the platform); the outbox delivers it after', async () => {
@@ -158,7 +161,7 @@ describe('the Worker entry', () => {
       await upstream.reset();
       await upstream.always({ status: 503 });
       const batch = createMessageBatch('relay-test-events', [
-        { id: 'd1', timestamp: Date.now(), attempts: 1, body: queuedItem(crypto.randomUUID(), 'down@example.com') },
+        { id: 'd1', timestamp: Date.now(), attempts: 1, body: queuedItem(crypto.randomUUID(), emailFor('down')) },
       ]);
       const ctx = createExecutionContext();
       try {
@@ -170,8 +173,8 @@ describe('the Worker entry', () => {
       } finally {
         await upstream.always(undefined);
       }
-      const sent = (await calls()).filter((call) => call.path === '/v1/activities/create' && call.status === 200);
-      expect(sent.flatMap((call) => call.body.activities.map((a: { fields: Record<string, string> }) => a.fields['str::email']))).toEqual(['down@example.com']);
+      const sent = (await calls(emailFor('down'))).filter((call) => call.path === '/v1/activities/create' && call.status === 200);
+      expect(sent.flatMap((call) => call.body.activities.map((a: { fields: Record<string, string> }) => a.fields['str::email']))).toEqual([emailFor('down')]);
     });
   });
 });
