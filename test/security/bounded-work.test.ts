@@ -7,6 +7,12 @@ import type { LogLine } from '../../src/relay/core/logging.js';
 import { scrub } from '../../src/relay/core/logging.js';
 import { itemId, ORIGIN, SITE, type Stack, startStack } from './support.js';
 
+/** CPU time this process spent since `from` (process.cpuUsage()), in ms: what a machine busy with other processes does not add to. */
+const cpuMsSince = (from: NodeJS.CpuUsage) => {
+  const { user, system } = process.cpuUsage(from);
+  return (user + system) / 1000;
+};
+
 describe('a /collect with huge field ids', () => {
   let stack: Stack;
   const lines: LogLine[] = [];
@@ -35,35 +41,36 @@ describe('a /collect with huge field ids', () => {
   ] as const;
 
   it.each(cases)('answers %s at once with the item rejected, and /healthz answers meanwhile', async (_, batch) => {
-    const started = performance.now();
+    // The relay, the platform and this client share this process: the CPU time it spent on the
+    // request is the relay's work (the old scrubber's backtracking took seconds of it), while a
+    // loaded machine adds wall time to every request alike (386 ms for this one at load 20).
+    const cpu = process.cpuUsage();
     const health = (async () => {
       // sent while the big request is being handled: answered without waiting for it
       await new Promise((resolve) => setTimeout(resolve, 5));
-      const at = performance.now();
-      const response = await fetch(`${stack.relay.url}/healthz`);
-      return { status: response.status, ms: performance.now() - at };
+      return (await fetch(`${stack.relay.url}/healthz`)).status;
     })();
+    // Settled either way, so a failed check below leaves no rejection behind.
+    health.catch(() => {});
     const response = await post(batch() as unknown[]);
-    const ms = performance.now() - started;
     expect(response.status).toBe(200);
     const body = (await response.json()) as { results: { id: string; status: string; error?: string }[] };
     expect(body.results).toHaveLength(1);
     expect(body.results[0]!.status).toBe('rejected');
     // nothing long comes back: not the key, not the id
     expect(JSON.stringify(body).length).toBeLessThan(1_000);
-    expect(ms).toBeLessThan(250);
-    const healthz = await health;
-    expect(healthz.status).toBe(200);
-    expect(healthz.ms).toBeLessThan(250);
+    expect(await health).toBe(200);
+    // The request and /healthz beside it, in CPU: a loop held that long is what a visitor would wait.
+    expect(cpuMsSince(cpu)).toBeLessThan(250);
     // and nothing long went into the logs
     expect(Math.max(...lines.map((line) => JSON.stringify(line).length))).toBeLessThan(2_000);
   });
 
   it('has a scrubber linear in its text', () => {
     for (const text of ['a.'.repeat(250_000), '@'.repeat(500_000), 'a@'.repeat(250_000), '1 '.repeat(250_000), 'f'.repeat(500_000)]) {
-      const started = performance.now();
+      const cpu = process.cpuUsage();
       scrub(text);
-      expect(performance.now() - started).toBeLessThan(200);
+      expect(cpuMsSince(cpu)).toBeLessThan(200);
     }
     expect(scrub('ann@example.com, rt_abcdefghijklmnopqrst and +44 20 7946 0958 at 2026-11-22T10:00:00Z')).toBe(
       '[email], [token] and [phone] at 2026-11-22T10:00:00Z',
