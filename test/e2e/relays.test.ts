@@ -339,14 +339,23 @@ describe.runIf(ready)('three relays sharing one redis-server behind a balancer',
       // has met the dead relay; then take Redis away until the generators have been answered 503.
       // Each fault waits for traffic to meet it (not a fixed time): on a loaded machine a relay can
       // take seconds to start, and a fixed schedule once stopped Redis after the traffic had ended.
-      await sleep(800);
-      const leader = relays.find((relay) => relay.child?.pid === leaderPid.value) ?? relays[1]!;
+      // The kill waits until the platform has items of the generators and the leader is known: 800 ms
+      // after the start, at load 17-29, nothing was accepted yet and no relay was known to lead, so
+      // the kill struck relays[1], leader or not.
+      await expect
+        .poll(() => leaderPid.value !== 0 && arrivals('gen-1@example.com').length + arrivals('gen-2@example.com').length > 0, {
+          timeout: FAULT_MEETS_TRAFFIC_MS,
+          message: 'the generators delivered by a leading relay',
+        })
+        .toBe(true);
+      const leader = relays.find((relay) => relay.child?.pid === leaderPid.value);
+      expect(leader, 'the leading relay').toBeDefined();
       const refusedBefore = failovers;
-      killRelay(leader);
+      killRelay(leader!);
       await expect
         .poll(() => failovers, { timeout: FAULT_MEETS_TRAFFIC_MS, message: 'connections refused by the killed relay' })
         .toBeGreaterThan(refusedBefore);
-      await startRelay(leader);
+      await startRelay(leader!);
       await sleep(300);
       const unavailableBefore = unavailable;
       redisAway = true;
