@@ -19,7 +19,7 @@ function running(project: string): UpstreamStack[] {
 }
 
 /** Starts a stand-in for one pool worker of `project` and remembers it for closeUpstreams. */
-export async function startFileUpstream(project: string): Promise<string> {
+export async function startWorkerUpstream(project: string): Promise<string> {
   const stack = await startUpstreamStack();
   running(project).push(stack);
   return stack.url;

@@ -12,7 +12,7 @@
 import { fileURLToPath } from 'node:url';
 import { cloudflareTest } from '@cloudflare/vitest-plugin';
 import { defineProject } from 'vitest/config';
-import { startFileUpstream } from './upstreams.js';
+import { startWorkerUpstream } from './upstreams.js';
 
 /**
  * Files that count what the deployment's objects (the outbox and router objects, the key's pacer)
@@ -33,7 +33,7 @@ export function workerdProject(name: string, { isolate, include, exclude = [] }:
     plugins: [
       // Called as each pool worker starts (one Miniflare per worker, for the files it runs).
       cloudflareTest(async () => {
-        const upstreamUrl = await startFileUpstream(name);
+        const upstreamUrl = await startWorkerUpstream(name);
         return {
           wrangler: { configPath: fileURLToPath(new URL('./wrangler.toml', import.meta.url)) },
           miniflare: { bindings: { TEST_UPSTREAM: upstreamUrl, CDP_BASE_URL: upstreamUrl } },
