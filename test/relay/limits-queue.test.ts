@@ -94,21 +94,26 @@ describe.each(states)('a visitor queue over HTTP on $name', ({ state }) => {
   queueCases(burst(relay));
 
   describe('a client that leaves while it waits', () => {
-    // A token every 2 s: whichever of the two queued requests the relay meets first still waits
-    // about 2 s for its token, however slowly a busy machine delivered the burst before them (with
-    // 4 tokens a second, a burst that took 2 s to answer left the leaving request nothing to wait for).
+    // A token every 2 s: the request whose client leaves waits about 2 s for its token after the
+    // burst, and the one sent after it about 2 s more (with 4 tokens a second, a burst that took
+    // 2 s to answer left the leaving request nothing to wait for).
     const slow = limitsRelay({ site: { visitor_rate_limit: { per_second: 0.5, burst: 5, queue_ms: 4_000 } }, state });
     const send = async (visitor: string, count: number) => (await burst(slow)(visitor, count)).map((answer) => answer.status);
 
     it('takes a waiting request whole when its client leaves before its token comes', async () => {
       const visitor = '203.0.113.250';
-      // The burst spent, then a request waiting beside the one whose client leaves.
+      // The burst spent, then the request whose client leaves once the relay holds it waiting for
+      // its token: left before the relay read it (100 ms after the send, under load), nothing of
+      // it would be taken, rightly. Then a request waiting behind it.
       expect(await send(visitor, 5)).toEqual(Array(5).fill(200));
-      const waiting = send(visitor, 1);
+      const before = slow.waits();
       const ids = Array.from({ length: 5 }, () => crypto.randomUUID());
       const leaving = new AbortController();
       const gone = slow.post(visitor, 5, { ids, signal: leaving.signal });
-      setTimeout(() => leaving.abort(), 100);
+      gone.catch(() => {});
+      await expect.poll(slow.waits, { timeout: 10_000 }).toBe(before + 1);
+      const waiting = send(visitor, 1);
+      leaving.abort();
       await expect(gone).rejects.toThrow();
       expect(await waiting).toEqual([200]);
       // Sent again as the snippet would, once a token is there: every item was already taken.

@@ -17,18 +17,30 @@ const ORIGIN = 'https://shop.example.com';
 /**
  * Starts such a relay before the enclosing describe's tests and closes it after them; returns
  * `post(visitor, items, { ids, signal, site })`, which sends one batch of tracks from that visitor's
- * address (to the site keyed `site`, default `pk_busy`), and `health()`, which asks its `/healthz` (no
- * limit counts it). `site`: more of the site's settings (e.g. `visitor_rate_limit`); `sites`: more
- * sites, each with its own `key` and settings; `state`: the relay's state (default memory).
+ * address (to the site keyed `site`, default `pk_busy`), `health()`, which asks its `/healthz` (no
+ * limit counts it), and `waits()`, how many requests have begun to wait for a queued token so far
+ * (the relay's clock sleeps for nothing else here: no erasure, no proxy). `site`: more of the site's
+ * settings (e.g. `visitor_rate_limit`); `sites`: more sites, each with its own `key` and settings;
+ * `state`: the relay's state (default memory).
  */
 export function limitsRelay(
   options: { site?: Record<string, unknown>; sites?: readonly Record<string, unknown>[]; state?: () => { stateFile?: string; redisUrl?: string } } = {},
 ): {
   post: (visitor: string, items?: number, options?: { ids?: string[]; signal?: AbortSignal; site?: string }) => Promise<Response>;
   health: () => Promise<Response>;
+  waits: () => number;
 } {
   let upstream: TestUpstream;
   let relay: RunningRelay;
+  let waits = 0;
+  // The system clock, counting the requests that wait for their token (ingest/guard.ts `checkRate`).
+  const clock = {
+    now: () => Date.now(),
+    sleep: (ms: number) => {
+      waits++;
+      return new Promise<void>((resolve) => setTimeout(resolve, ms));
+    },
+  };
   beforeAll(async () => {
     upstream = await startTestUpstream({ key: KEY });
     const config = parseConfig({
@@ -43,7 +55,7 @@ export function limitsRelay(
       RELAY_OUTBOX_UNPROVEN_SHARE: '1',
       RELAY_LOG: 'off',
     });
-    relay = await startRelay({ port: 0, config, ...options.state?.() });
+    relay = await startRelay({ port: 0, config, clock, ...options.state?.() });
   });
   afterAll(async () => {
     await relay?.close();
@@ -67,7 +79,7 @@ export function limitsRelay(
         })),
       }),
     });
-  return { post, health };
+  return { post, health, waits: () => waits };
 }
 
 /** {@link limitsRelay}'s `post`, with the default limits. */
