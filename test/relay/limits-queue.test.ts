@@ -83,15 +83,16 @@ describe.each(states)('a visitor queue over HTTP on $name', ({ state }) => {
       await Promise.all(Array.from({ length: count }, () => to.health().then((response) => response.arrayBuffer())));
       return Promise.all(
         Array.from({ length: count }, async () => {
+          const sent = Date.now() - started;
           const response = await to.post(visitor, 1);
           const body = (await response.json()) as { error?: { code: string } };
           if (response.status === 429) expect(body.error?.code).toBe('rate_limited');
-          return { status: response.status, retryAfter: response.headers.get('retry-after'), ms: Date.now() - started };
+          return { status: response.status, retryAfter: response.headers.get('retry-after'), ms: Date.now() - started, sent };
         }),
       );
     };
 
-  queueCases(burst(relay));
+  queueCases(burst(relay), relay.waits);
 
   describe('a client that leaves while it waits', () => {
     // A token every 2 s: the request whose client leaves waits about 2 s for its token after the
@@ -106,12 +107,12 @@ describe.each(states)('a visitor queue over HTTP on $name', ({ state }) => {
       // its token: left before the relay read it (100 ms after the send, under load), nothing of
       // it would be taken, rightly. Then a request waiting behind it.
       expect(await send(visitor, 5)).toEqual(Array(5).fill(200));
-      const before = slow.waits();
+      const before = slow.waits().length;
       const ids = Array.from({ length: 5 }, () => crypto.randomUUID());
       const leaving = new AbortController();
       const gone = slow.post(visitor, 5, { ids, signal: leaving.signal });
       gone.catch(() => {});
-      await expect.poll(slow.waits, { timeout: 10_000 }).toBe(before + 1);
+      await expect.poll(() => slow.waits().length, { timeout: 10_000 }).toBe(before + 1);
       const waiting = send(visitor, 1);
       leaving.abort();
       await expect(gone).rejects.toThrow();

@@ -18,8 +18,8 @@ const ORIGIN = 'https://shop.example.com';
  * Starts such a relay before the enclosing describe's tests and closes it after them; returns
  * `post(visitor, items, { ids, signal, site })`, which sends one batch of tracks from that visitor's
  * address (to the site keyed `site`, default `pk_busy`), `health()`, which asks its `/healthz` (no
- * limit counts it), and `waits()`, how many requests have begun to wait for a queued token so far
- * (the relay's clock sleeps for nothing else here: no erasure, no proxy). `site`: more of the site's
+ * limit counts it), and `waits()`, when (ms since the epoch) each request that waited for a queued
+ * token so far began to wait (the relay's clock sleeps for nothing else here: no erasure, no proxy). `site`: more of the site's
  * settings (e.g. `visitor_rate_limit`); `sites`: more sites, each with its own `key` and settings;
  * `state`: the relay's state (default memory).
  */
@@ -28,16 +28,16 @@ export function limitsRelay(
 ): {
   post: (visitor: string, items?: number, options?: { ids?: string[]; signal?: AbortSignal; site?: string }) => Promise<Response>;
   health: () => Promise<Response>;
-  waits: () => number;
+  waits: () => readonly number[];
 } {
   let upstream: TestUpstream;
   let relay: RunningRelay;
-  let waits = 0;
+  const waits: number[] = [];
   // The system clock, counting the requests that wait for their token (ingest/guard.ts `checkRate`).
   const clock = {
     now: () => Date.now(),
     sleep: (ms: number) => {
-      waits++;
+      waits.push(Date.now());
       return new Promise<void>((resolve) => setTimeout(resolve, ms));
     },
   };

@@ -13,6 +13,8 @@ export interface Answer {
   status: number;
   retryAfter: string | null;
   ms: number;
+  /** ms from when the burst was sent to when this request was */
+  sent?: number;
 }
 
 /** The visitor rate these checks expect of the relay's site. */
@@ -33,30 +35,52 @@ function expectServedLater(answers: readonly Answer[]): void {
   expect(slowest - burstServed, `answers at ${times.join(', ')} ms`).toBeLessThan(3_000);
 }
 
+/** The median of `values`. */
+const median = (values: readonly number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+
 /**
  * 36 requests at once from one visitor (`flood`) beside 30 other visitors sending one each
- * (`others`): 20 served at once and 10 after waiting (a token or two more may come while the 36
- * arrive: one per 250 ms of their spread), the rest refused 429 with Retry-After 1; the others all served before the last waiting one.
+ * (`others`): 20 served at once and 10 after waiting, the rest refused 429 with Retry-After 1; the
+ * others not held behind the waiting ones. A token more comes for every 250 ms the relay takes to
+ * meet the 36: at load 20 it met them over 1.5 s (its answers at once came 1.6 s after the sends),
+ * and served 33-35. `lastWait`: ms from when the burst was sent to when the relay began to hold
+ * the last of its requests that waited (its clock's last sleep), where the test can see it; the
+ * tokens that came from the first send until then may each serve one more. Without it, two more.
  */
-function expectQueueBounded(flood: readonly Answer[], others: readonly Answer[]): void {
+function expectQueueBounded(flood: readonly Answer[], others: readonly Answer[], lastWait?: number): void {
+  const seen = `flood ${flood.map((a) => `${a.status}@${a.sent ?? '?'}-${a.ms}`).join(' ')}; others ${others.map((a) => `${a.sent ?? '?'}-${a.ms}`).join(' ')}; last wait began at ${lastWait ?? '?'}`;
   const served = flood.filter((answer) => answer.status === 200);
   const refused = flood.filter((answer) => answer.status === 429);
   expect(served.length + refused.length).toBe(36);
-  expect(served.length).toBeGreaterThanOrEqual(30);
-  expect(served.length).toBeLessThanOrEqual(32);
+  expect(served.length, seen).toBeGreaterThanOrEqual(30);
+  const firstSent = Math.min(...flood.map((answer) => answer.sent ?? 0));
+  // The bucket's clock (Redis's TIME on Redis) and the test's round apart by a ms: one token of slack.
+  const tokensMeanwhile = lastWait === undefined ? 2 : Math.floor(((lastWait - firstSent) * QUEUED_VISITOR_RATE.per_second) / 1_000) + 1;
+  expect(served.length, seen).toBeLessThanOrEqual(30 + tokensMeanwhile);
   for (const answer of refused) expect(answer.retryAfter).toBe('1');
   // The tenth waiting request's token comes 2,500 ms after the burst's first.
   const lastServed = Math.max(...served.map((answer) => answer.ms));
-  expect(lastServed).toBeGreaterThanOrEqual(2_400);
+  expect(lastServed, seen).toBeGreaterThanOrEqual(2_400);
   expect(others.map((answer) => answer.status)).toEqual(Array(30).fill(200));
-  expect(Math.max(...others.map((answer) => answer.ms))).toBeLessThan(lastServed);
+  if (others.every((answer) => answer.sent !== undefined)) {
+    // Each other visitor's request is answered in the time the relay takes to handle one, not
+    // after the queue: their usual wait (the median) is less than half the queue's 2.5 s, which
+    // a request held behind it waits about whole. (On a loaded machine the others are sent as
+    // the relay answers, seconds after the flood, and the last may come after its last waiting
+    // one; at load 20 their usual wait was 40-80 ms.)
+    expect(median(others.map((answer) => answer.ms - answer.sent!)), seen).toBeLessThan(QUEUED_VISITOR_RATE.queue_ms / 2);
+  } else expect(Math.max(...others.map((answer) => answer.ms)), seen).toBeLessThan(lastServed);
 }
 
 /** Sends `count` one-item requests at once from the client address `ip`; `started`: when the ms of each answer count from. */
 export type Burst = (ip: string, count: number, started?: number) => Promise<Answer[]>;
 
-/** The cases, for the enclosing describe's relay, whose site has {@link QUEUED_VISITOR_RATE}. */
-export function queueCases(burst: Burst): void {
+/**
+ * The cases, for the enclosing describe's relay, whose site has {@link QUEUED_VISITOR_RATE}.
+ * `waits`: when (ms since the epoch) the relay began to hold each request that waited for its
+ * token, where the test can see it (limitsRelay's clock on Node).
+ */
+export function queueCases(burst: Burst, waits?: () => readonly number[]): void {
   it('answers a visitor 5 requests past its burst 200, the last about its token time later', async () => {
     expectServedLater(await burst(`203.0.113.${Math.floor(Math.random() * 200) + 1}`, 25));
   }, 30_000);
@@ -68,6 +92,7 @@ export function queueCases(burst: Burst): void {
       // 30 other visitors, one request each, at the same time.
       Promise.all(Array.from({ length: 30 }, (_, i) => burst(`192.0.2.${i + 1}`, 1, started))).then((all) => all.flat()),
     ]);
-    expectQueueBounded(flood, others);
+    const lastWait = waits === undefined ? undefined : Math.max(...waits().filter((at) => at >= started)) - started;
+    expectQueueBounded(flood, others, lastWait);
   }, 30_000);
 }
