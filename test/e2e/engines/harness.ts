@@ -120,8 +120,16 @@ export function useEngine(name: EngineName, stack: () => Stack, options: LaunchO
         const counts = new Map<string, number>();
         for (const { result } of stack().answers()) counts.set(result, (counts.get(result) ?? 0) + 1);
         const answered = [...counts].map(([result, count]) => `${count} ${result}`);
+        // And what each page of the test shows: a page without the snippet sends nothing.
+        const shown = await Promise.all(
+          pages.map((page) =>
+            page
+              .evaluate(() => `${location.pathname}${window.cdp?.loaded ? ' with the snippet' : ' without the snippet'}`, undefined)
+              .catch((cause: unknown) => `a page not read (${String(cause).slice(0, 80)})`),
+          ),
+        );
         throw new Error(
-          `${expected.length} events of ${email} did not reach the platform within 30 s: it holds [${stack().received(email).join(', ')}]; the relay answered ${answered.join(', ') || 'nothing'} so far in this file`,
+          `${expected.length} events of ${email} did not reach the platform within 30 s: it holds [${stack().received(email).join(', ')}]; the relay answered ${answered.join(', ') || 'nothing'} so far in this file; pages: ${shown.join('; ')}`,
           { cause: error },
         );
       }
