@@ -50,6 +50,8 @@ it('marks and paces a call in one commit: three commits and syncs of the deliver
   };
   let delivered = 0;
   let settled = { commits: 0, syncs: 0 };
+  /** times the deliverer counted a call's place again for leaving late (Left.lateAsks), since the round began */
+  let lateAsks = 0;
   const deliverer = createDeliverer({
     outbox: store.outbox,
     // As the relay takes it (state/node.ts).
@@ -65,6 +67,9 @@ it('marks and paces a call in one commit: three commits and syncs of the deliver
     rate: 10,
     // A lock that needs no renewal while the test runs: its writes are a second's, not a call's.
     leadTtlMs: 60_000,
+    onDelivery: (event) => {
+      lateAsks += event.lateAsks ?? 0;
+    },
     onTaken: (entries) => {
       delivered += entries.length;
       // What the call cost is read at its settle: a wait for the next items after it is not the call's.
@@ -72,7 +77,7 @@ it('marks and paces a call in one commit: three commits and syncs of the deliver
     },
   });
   /** Each counted round's commits and syncs, less its accept's. */
-  const rounds: { commits: number; syncs: number }[] = [];
+  const rounds: { commits: number; syncs: number; late: number }[] = [];
   const items = [];
   try {
     deliverer.start();
@@ -85,12 +90,13 @@ it('marks and paces a call in one commit: three commits and syncs of the deliver
       const batch = backlog('pk_d', `commits-${round}`, 100, Date.now());
       items.push(...batch);
       const from = { commits: sqliteCounts.commits, syncs, delivered };
+      lateAsks = 0;
       expect((await store.outbox.accept(batch, Date.now(), DAY)).accepted).toHaveLength(100);
       deliverer.kick(100);
       await expect.poll(() => delivered - from.delivered, { timeout: 10_000 }).toBe(100);
       if (round < 0) continue;
       // Less the accept's own commit.
-      rounds.push({ commits: settled.commits - from.commits - 1, syncs: settled.syncs - from.syncs - 1 });
+      rounds.push({ commits: settled.commits - from.commits - 1, syncs: settled.syncs - from.syncs - 1, late: lateAsks });
     }
     await deliverer.drained();
   } finally {
@@ -98,13 +104,16 @@ it('marks and paces a call in one commit: three commits and syncs of the deliver
     await store.close();
     rmSync(dir, { recursive: true, force: true });
   }
-  const said = `commits and syncs of each call: ${rounds.map((round) => `${round.commits}/${round.syncs}`).join(', ')}`;
+  const said = `commits and syncs of each call (its late asks): ${rounds.map((round) => `${round.commits}/${round.syncs} (${round.late})`).join(', ')}`;
   expect(calls, said).toBe(ROUNDS + 1);
-  // What a call costs is its usual round's: the median. A loaded machine adds a commit to a round
-  // now and then (a call the spacer held marks itself when it leaves: a mean of 3.625 a call in
-  // 8 rounds at load 10–15), never to most of them; a call that cost 4 by design would to all.
-  expect(median(rounds.map((round) => round.commits)), said).toBeLessThanOrEqual(3);
-  expect(median(rounds.map((round) => round.syncs)), said).toBeLessThanOrEqual(3);
+  // A call that leaves more than the window's margin after its place was counted (its step's own
+  // commit and sync slow on a loaded machine) has its place counted again, a commit of the pacer's
+  // each time (slots.ts, `lateAsks`, twice at most): what the load adds, counted per round and left
+  // out (at load 16 the rounds cost 3, 3, 5, 3, 4, 4, 5, 3, the 4s and 5s each its late asks). What
+  // a call costs is its usual round's, the median, of the rest; a call that cost 4 by design would
+  // in every round.
+  expect(median(rounds.map((round) => round.commits - round.late)), said).toBeLessThanOrEqual(3);
+  expect(median(rounds.map((round) => round.syncs - round.late)), said).toBeLessThanOrEqual(3);
   // Every item once.
   const people = [...platform.emulator.state.people.values()];
   expect(people.flatMap((person) => person.events)).toHaveLength(items.length);

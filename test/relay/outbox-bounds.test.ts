@@ -127,7 +127,9 @@ describe('SQLite: a stats read and a lease cost the same whatever the backlog', 
 describe.runIf(hasRedis)('Redis: every script touches a bounded number of keys', () => {
   it('lists 10 of 1,000 dead letters with a few dozen commands, and retries them all in pages', async () => {
     const redis = await startRedis();
-    const store = await createRedisOutbox(redis.url, { prefix: 'bounds:' });
+    // A client that waits 10 s for a command, not the relay's 2 s, which this test does not test:
+    // MONITOR makes the server stream every command of the scripts to it as they run.
+    const store = await createRedisOutbox(redis.url, { prefix: 'bounds:', commandTimeoutMs: 10_000 });
     // `monitor()` opens a connection of its own beside its client's: both are closed at the end (a
     // client left open reconnects to the stopped server for as long as the worker runs).
     const base = new Redis(redis.url);
