@@ -7,6 +7,7 @@ import { afterAll, afterEach, beforeAll, expect } from 'vitest';
 import type { Tracker } from '../../../src/browser/index.js';
 import { ACTIVITY, type PageFlags, startStack, type Stack } from '../snippet-stack.js';
 import { type Engine, type EngineName, type EnginePage, launch, type LaunchOptions } from './index.js';
+import { lateArrival } from './late.js';
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 export const range = (from: number, count: number) => Array.from({ length: count }, (_, i) => String(from + i));
@@ -116,22 +117,8 @@ export function useEngine(name: EngineName, stack: () => Stack, options: LaunchO
       try {
         await expect.poll(() => stack().received(email).length, { timeout: 30_000, interval: 100 }).toBeGreaterThanOrEqual(expected.length);
       } catch (error) {
-        // What a late arrival needs to be read from the test's output alone: what came, and what the relay answered.
-        const counts = new Map<string, number>();
-        for (const { result } of stack().answers()) counts.set(result, (counts.get(result) ?? 0) + 1);
-        const answered = [...counts].map(([result, count]) => `${count} ${result}`);
-        // And what each page of the test shows: a page without the snippet sends nothing.
-        const shown = await Promise.all(
-          pages.map((page) =>
-            page
-              .evaluate(() => `${location.pathname}${window.cdp?.loaded ? ' with the snippet' : ' without the snippet'}`, undefined)
-              .catch((cause: unknown) => `a page not read (${String(cause).slice(0, 80)})`),
-          ),
-        );
-        throw new Error(
-          `${expected.length} events of ${email} did not reach the platform within 30 s: it holds [${stack().received(email).join(', ')}]; the relay answered ${answered.join(', ') || 'nothing'} so far in this file; pages: ${shown.join('; ')}`,
-          { cause: error },
-        );
+        // Where the events are held, read from the test's output alone (late.ts).
+        throw new Error(await lateArrival(stack(), pages, email, expected.length), { cause: error });
       }
       await stack().settled(pages);
       expect(stack().received(email).sort()).toEqual([...expected].sort());
