@@ -35,6 +35,15 @@ async function drain(jitterMs: number, items: number) {
   closing.push(() => platform.close());
   // Every call to the key takes its slot, this setup call too.
   const pacer = createMemoryPacer(10, CATCH_UP_MS);
+  // Where the key's window counted each call to leave (a call counted again for leaving late moves its place).
+  const places: number[] = [];
+  const leave = pacer.leave!;
+  pacer.leave = async (now, inMs, again) => {
+    const wait = await leave(now, inMs, again);
+    if (again) places.pop();
+    if (wait === 0) places.push(now + inMs);
+    return wait;
+  };
   expect(await pacer.take(Date.now(), 'proxy')).toBe(0);
   await defineActivity(platform.url);
   const config = parseConfig({
@@ -70,6 +79,8 @@ async function drain(jitterMs: number, items: number) {
     /** when each call answered 429 was answered, in s from the first call's answer */
     limitedAt: limited.map((at) => ((at - first) / 1000).toFixed(1)).join(', '),
     perSecond: ((taken.length - 1) * 1000) / (taken.at(-1)! - taken[0]!),
+    /** the most calls counted to leave within one window of the key's rate (a second and the base margin) */
+    fullest: Math.max(...places.map((at) => places.filter((place) => place >= at && place < at + 1000 * (1 + SEND_MARGIN)).length)),
     /** the widest send margin the deliverer kept for the key after any call (state/margin.ts) */
     widest: Math.max(...calls.map((call) => call.margin ?? Number.NaN)),
   };
@@ -108,17 +119,22 @@ describe('a pace learned from the platform', () => {
 
   it('keeps its margin and its pace where calls meet no jitter: one hold at most, the margin widened once at most', async () => {
     const drained = await drain(0, 6_000);
-    const { holds, limited, perSecond, widest } = drained;
+    const { fullest, holds, limited, perSecond, widest } = drained;
     expectEachOnce(drained, 6_000);
-    console.log(`no jitter: ${holds} holds, ${limited} calls answered 429, ${perSecond.toFixed(2)} calls/s, widest margin ${widest}`);
+    console.log(
+      `no jitter: ${holds} holds, ${limited} calls answered 429, ${perSecond.toFixed(2)} calls/s, at most ${fullest} in a window, widest margin ${widest}`,
+    );
     // A platform on its own clock beside a loaded machine meets the machine's own timing: in
     // fresh-clone CI runs (load 6–11) it answered one call 429 at the base 3%. That first 429 nothing
     // can prevent; what holds is that it is the only one and widens the margin once (6%), never to the
     // 12% a second widening, or one without cause, would make.
     expect(holds, `${limited} calls answered 429`).toBeLessThanOrEqual(1);
     expect(widest).toBeLessThanOrEqual(2 * SEND_MARGIN);
-    // And the pace stays near the rate (9.5–10 idle; 8.98 at load 11). Not after a hold: its pause of a
-    // second or more is a sixth of this drain (7.6 calls a second with one, at load 10).
-    if (holds === 0) expect(perSecond).toBeGreaterThan(8.5);
+    // And the pace is the rate's: the key's window let as many calls as the rate in one window of it
+    // (a second and the margin). Not the calls a second over the drain, which the machine's own pace
+    // lowers (9.5–10 idle, 7.5–7.9 at load 14–18, where a pacer of 8 a second read the same): in
+    // runs at load 15–22 the fullest window held 10 calls at 8.7–10 calls a second, and 8 with the
+    // deliverer paced at 8.
+    expect(fullest, `${perSecond.toFixed(2)} calls/s`).toBe(10);
   }, 60_000);
 });
