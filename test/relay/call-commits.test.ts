@@ -15,7 +15,7 @@ import { createUndiciTransport } from '../../src/relay/deliver/undici.js';
 import { CATCH_UP_MS } from '../../src/relay/state/pace.js';
 import { sqliteCounts } from '../../src/relay/state/sqlite-file.js';
 import { createSqliteOutbox } from '../../src/relay/state/sqlite-outbox.js';
-import { backlog, DAY, emulator, KEY, useDeliveryKit } from './support/delivery-kit.js';
+import { backlog, DAY, emulator, eventsOf, KEY, useDeliveryKit } from './support/delivery-kit.js';
 
 useDeliveryKit();
 
@@ -117,4 +117,70 @@ it('marks and paces a call in one commit: three commits and syncs of the deliver
   // Every item once.
   const people = [...platform.emulator.state.people.values()];
   expect(people.flatMap((person) => person.events)).toHaveLength(items.length);
+}, 60_000);
+
+it('marks a call its spacer holds a moment in its pacer step too: none asked apart, every item once', async () => {
+  const platform = emulator;
+  const dir = mkdtempSync(join(tmpdir(), 'cdp-call-commits-'));
+  const store = await createSqliteOutbox(join(dir, 'relay-state.db'));
+  // The marks asked apart (Outbox.sending), counted on the store's own outbox: a wrapper would not be the outbox the pacer's step is for.
+  let apart = 0;
+  const sending = store.outbox.sending;
+  store.outbox.sending = (...args) => {
+    apart++;
+    return sending(...args);
+  };
+  const upstream = createUpstream({
+    baseUrl: platform.url,
+    apiKey: KEY,
+    transport: createUndiciTransport(),
+    timeoutMs: 10_000,
+    backoff: { until: 0 },
+    now: Date.now,
+  });
+  let calls = 0;
+  let delivered = 0;
+  let lateAsks = 0;
+  const deliverer = createDeliverer({
+    outbox: store.outbox,
+    // 100 calls a second: a lease's calls leave 5 ms apart at least (the spacer's gap, spacer.ts), each
+    // held by its spacer a few ms after the one before it: within the longest a mark may begin before a call goes.
+    pacer: store.pacer(100, CATCH_UP_MS),
+    upstream,
+    clock: systemClock,
+    sites: new Map(),
+    ambiguous: 'hold',
+    waitMs: 60_000,
+    rate: 100,
+    leadTtlMs: 60_000,
+    onDelivery: (event) => {
+      if (event.called) calls++;
+      lateAsks += event.lateAsks ?? 0;
+    },
+    onTaken: (entries) => {
+      delivered += entries.length;
+    },
+  });
+  const items = backlog('pk_d', 'held', 1_000, Date.now());
+  const from = sqliteCounts.commits;
+  try {
+    expect((await store.outbox.accept(items, Date.now(), DAY)).accepted).toHaveLength(1_000);
+    deliverer.start();
+    deliverer.kick(1_000);
+    await expect.poll(() => delivered, { timeout: 20_000 }).toBe(1_000);
+    await deliverer.drained();
+  } finally {
+    await deliverer.stop();
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+  const said = `${calls} calls, ${apart} marks apart, ${sqliteCounts.commits - from} commits, ${lateAsks} late asks`;
+  // Ten calls of 100; each one's mark went with its place (its spacer's wait, 5 ms at most, is within MAX_MARK_LEAD_MS).
+  expect(calls, said).toBe(10);
+  expect(apart, said).toBe(0);
+  // Every item once.
+  expect(
+    items.every((item) => eventsOf((item.entry as { fields: Record<string, string> }).fields['str::email']!).length === 1),
+    said,
+  ).toBe(true);
 }, 60_000);

@@ -15,6 +15,7 @@ import { type Call, namedBy } from './batch.js';
 import type { Engine } from './engine.js';
 import type { Turn } from '../state/turns.js';
 import { describe } from './report.js';
+import { MAX_MARK_LEAD_MS } from './spacer.js';
 
 /** The pacer's wait a leased entry sits out; longer (a 429 hold), the entries go back to the outbox. */
 export const MAX_PACER_WAIT_MS = 2_000;
@@ -98,8 +99,8 @@ export async function takeSlot(engine: Engine, turn?: Turn): Promise<number> {
  * last look is slept on a timer of its own (a stop waits for this call anyway) rather than looped.
  *
  * With `step` (a pacer that shares the outbox's transactions, {@link LeaveStep}), the count ahead
- * is that step, and a call that may leave at once is counted and marked in it: one transaction
- * where apart they are two (three with the slot the step takes first, when the caller left it).
+ * is that step, and a call that may leave within a mark's time is counted and marked in it: one
+ * transaction where apart they are two (three with the slot the step takes first, when the caller left it).
  */
 export async function waitToLeave(engine: Engine, ready: () => Promise<boolean>, step?: LeaveStep): Promise<Left | undefined> {
   const { clock, pacer } = engine.options;
@@ -146,7 +147,14 @@ export async function waitToLeave(engine: Engine, ready: () => Promise<boolean>,
         continue;
       }
       if (!counted && step !== undefined) {
-        const answer = await step(asked, wait, again, !readied && wait === 0);
+        // Marked in the step too when the spacer's wait is within the longest a mark may begin before
+        // a call's place (the step is the mark's write): marked apart after the step, each call its
+        // spacer held a moment (every call at saturation) cost a commit more. Counted then where it
+        // will go: once the step's usual time has passed, as a mark apart ends at the call's place.
+        const lead = ahead();
+        const marks = !readied && wait <= MAX_MARK_LEAD_MS;
+        const inMs = marks ? Math.max(wait, lead) : wait;
+        const answer = await step(asked, inMs, again, marks);
         if (answer === undefined) return undefined;
         // The step failed: the pacer's steps and the mark are asked apart from now on.
         if (answer === 'apart') step = undefined;
@@ -157,8 +165,9 @@ export async function waitToLeave(engine: Engine, ready: () => Promise<boolean>,
             continue;
           }
           counted = true;
-          place = asked + wait;
+          place = asked + inMs;
           if (answer.marked !== undefined) {
+            engine.spacer.marked(clock.now() - asked);
             readied = answer.marked;
             if (!readied) return undefined;
           }
@@ -215,7 +224,7 @@ export async function waitToLeave(engine: Engine, ready: () => Promise<boolean>,
 /**
  * A call's pacer steps at its turn to leave, and its mark, in one store step (Pacer.stepsWith):
  * counts it in the shared window `inMs` from `now` (as `leave`; its slot first, when not taken
- * yet), and marks it `sending` when `mark` (it leaves now). Answers the wait from `now` before
+ * yet), and marks it `sending` when `mark` (it leaves once the step is done). Answers the wait from `now` before
  * asking again (0: counted) and, when `mark`, whether the call was marked and goes; undefined when
  * the call does not go (its entries dealt with); `apart` when the store step failed: the caller
  * asks each step apart from then on (the slot taken already).

@@ -218,8 +218,8 @@ export interface Pacer {
 /**
  * One deliver call's pacer steps and its `sending` mark, as one atomic step, each taken only once
  * the one before it was granted: its slot (`take`, {@link Pacer.take} 'deliver'), then its place
- * in the shared window `inMs` from `now` ({@link Pacer.leave}), then, when asked and the call
- * leaves now, the mark of its entries ({@link Outbox.sending}). What one of them refused is not
+ * in the shared window `inMs` from `now` ({@link Pacer.leave}), then, when asked (the call leaves
+ * once the step is done), the mark of its entries ({@link Outbox.sending}). What one of them refused is not
  * taken, nor anything after it; what was granted before it is kept, as if asked apart.
  */
 export type CallStep = (ask: CallStepAsk) => Promise<CallStepAnswer>;
@@ -232,7 +232,7 @@ export interface CallStepAsk {
   inMs: number;
   /** as {@link Pacer.leave}'s: the last count did not leave then, and moves */
   again: boolean;
-  /** mark these entries of `owner`'s lease `sending` once counted (only with `inMs` 0: the call leaves now) */
+  /** mark these entries of `owner`'s lease `sending` once counted (the call leaves once the step is done, `inMs` its usual time) */
   sending?: { owner: string; seqs: readonly number[] } | undefined;
 }
 

@@ -64,7 +64,6 @@ export function createSqlPacers(db: SqlPort, leases: Leases, outbox: Outbox): (r
         }
         writePacer(state);
         if (sending === undefined) return { taken: take, wait: 0 };
-        if (inMs !== 0) throw new RangeError('a call is marked sending only when it leaves now (inMs 0)');
         return { taken: take, wait: 0, marked: leases.sending(sending.owner, sending.seqs, now) };
       });
     return {
