@@ -14,6 +14,9 @@ import { SQL, type Row, type SqlPort } from './sql-outbox.js';
 
 const CHUNK = 5000;
 const TAKE = `DELETE FROM items WHERE (site, id) IN (SELECT site, id FROM items LIMIT ${CHUNK}) RETURNING site, id, forwarded, until`;
+// A copy of a moved id that the outbox remembers for a window already ended ([site number, id as hex, end] as JSON, ?1;
+// now, ?2): forgotten first, so that the id is remembered with its forwarded window, not kept as the ended one.
+const FORGET_ENDED = 'DELETE FROM outbox_seen WHERE (site, id) IN (SELECT value ->> 0, unhex(value ->> 1) FROM json_each(?1)) AND until <= ?2';
 
 /** Moves the old `items` table's live forwarded ids into the outbox's memory; resolves to how many it moved. */
 export async function importPreviousIds(db: SqlPort, now: number): Promise<number> {
@@ -38,7 +41,7 @@ export async function importPreviousIds(db: SqlPort, now: number): Promise<numbe
       let change = 0;
       if (pairs.length > 0) {
         const json = JSON.stringify(pairs);
-        change -= db.run(SQL.forgetStale, json, now);
+        change -= db.run(FORGET_ENDED, json, now);
         change += db.query(SQL.rememberEach, json).length;
       }
       if (change !== 0) db.run(SQL.addCount, change);
