@@ -31,7 +31,9 @@ it('an id the release before forwarded replaces an ended copy the outbox remembe
   }
   // The release before forwarded it, and remembers it for another hour.
   const old = new Sqlite(path);
-  old.exec('CREATE TABLE items (site TEXT NOT NULL, id TEXT NOT NULL, forwarded INTEGER NOT NULL, until INTEGER NOT NULL, PRIMARY KEY (site, id)) WITHOUT ROWID');
+  old.exec(
+    'CREATE TABLE items (site TEXT NOT NULL, id TEXT NOT NULL, forwarded INTEGER NOT NULL, until INTEGER NOT NULL, PRIMARY KEY (site, id)) WITHOUT ROWID',
+  );
   old.prepare('INSERT INTO items (site, id, forwarded, until) VALUES (?, ?, 1, ?)').run('pk_a', id, now + HOUR);
   old.close();
 
