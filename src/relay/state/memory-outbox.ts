@@ -6,7 +6,7 @@
  */
 import { type Erased, namesPerson } from './erase.js';
 import { entryShapes } from './entry-shape.js';
-import { IdWindow } from './memory-ids.js';
+import { compactIdString } from './ids.js';
 import { createMemoryReady, type Entry, parsed, stored, type StoredItem } from './memory-ready.js';
 import { type Accepted, DEAD_SLICE, type DeadLetter, type Outbox, type OutboxItem, type Pacer } from './outbox.js';
 import { NO_LIMITS } from '../core/outbox-limits.js';
@@ -17,8 +17,10 @@ export type MemoryOutbox = Outbox & { looked(): number };
 
 /** Creates an outbox kept in this process. */
 export function createMemoryOutbox(): MemoryOutbox {
-  // The ids remembered, by site (memory-ids.ts: each id's 16 bytes and when it may be forgotten).
-  const remembered = new Map<string, IdWindow>();
+  // The ids remembered, by site (an id's 16 bytes as a string → until): no key of site and id is made
+  // and hashed for each item. Insertion order is expiry order while the window stays the same, so
+  // expiry drops from each site's head.
+  const remembered = new Map<string, Map<string, number>>();
   const pending = new Map<number, Entry>();
   // Sites and their visitors with entries waiting: how many (the limits), and a number in the order
   // they began waiting (the longest-waiting first). Where the entries wait is memory-ready.ts's.
@@ -38,8 +40,11 @@ export function createMemoryOutbox(): MemoryOutbox {
 
   /** The site's remembered ids, those expired at `now` forgotten first. */
   const idsOf = (site: string, now: number) => {
-    const ids = remembered.get(site) ?? remembered.set(site, new IdWindow()).get(site)!;
-    ids.forget(now);
+    const ids = remembered.get(site) ?? remembered.set(site, new Map()).get(site)!;
+    for (const [id, until] of ids) {
+      if (until > now) break;
+      ids.delete(id);
+    }
     return ids;
   };
 
@@ -104,14 +109,15 @@ export function createMemoryOutbox(): MemoryOutbox {
       trimDead(now, windowMs, limits.dead);
       const result: Accepted = { accepted: [], duplicate: [], full: [] };
       // A request's items are of one site: its ids are looked up once.
-      let ids: IdWindow | undefined;
+      let ids: Map<string, number> | undefined;
       let idsSite: string | undefined;
       for (const item of items) {
         if (item.site !== idsSite || ids === undefined) {
           idsSite = item.site;
           ids = idsOf(item.site, now);
         }
-        const until = ids.look(item.id);
+        const key = compactIdString(item.id);
+        const until = ids.get(key);
         if (until !== undefined && until > now) {
           result.duplicate.push(item.id);
           continue;
@@ -121,8 +127,9 @@ export function createMemoryOutbox(): MemoryOutbox {
           result.full.push(item.id);
           continue;
         }
-        // An id remembered once and past its end since (a shorter window) is remembered after the others again: expiry order.
-        ids.remember(now + windowMs);
+        // An id remembered once and forgotten since is put at the tail again: expiry order.
+        if (until !== undefined) ids.delete(key);
+        ids.set(key, now + windowMs);
         addWaiting(nextSeq++, stored(item, shapeOf(item)));
         result.accepted.push(item.id);
       }
