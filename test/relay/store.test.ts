@@ -238,6 +238,41 @@ describe('ids are remembered by 16 bytes', () => {
     expect(toHex(Uint8Array.from({ length: 256 }, (_, byte) => byte))).toBe(Buffer.from(Array.from({ length: 256 }, (_, byte) => byte)).toString('hex'));
   });
 
+  it('takes for a UUID exactly what the UUID pattern matches: near misses of every kind are hashed', () => {
+    const UUID = /^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$/i;
+    const hashed = (id: string) => createHash('sha256').update(id).digest('hex').slice(0, 32);
+    // Characters at the edges of each range, dashes, and what case folding might bring in.
+    const alphabet = ['0', '9', 'a', 'f', 'A', 'F', '/', ':', '@', 'G', '`', 'g', '-', '-', ' ', '\n', 'é', 'Ａ', '\u0000'];
+    let seed = 11;
+    const random = (n: number) => {
+      seed = (Math.imul(seed, 1_103_515_245) + 12_345) >>> 0;
+      return seed % n;
+    };
+    let uuids = 0;
+    let wrong = 0;
+    for (let i = 0; i < 20_000; i++) {
+      // A UUID in some spelling, then a few characters changed, added or taken away.
+      let id: string = randomUUID();
+      if (random(2) === 0) id = id.toUpperCase();
+      for (let dash = random(5); dash > 0; dash--) id = id.replace('-', '');
+      for (let edits = random(3); edits > 0; edits--) {
+        const at = random(id.length + 1);
+        const char = alphabet[random(alphabet.length)]!;
+        const kind = random(3);
+        id = kind === 0 ? id.slice(0, at) + char + id.slice(at + 1) : kind === 1 ? id.slice(0, at) + char + id.slice(at) : id.slice(0, at) + id.slice(at + 1);
+      }
+      const uuid = UUID.test(id);
+      if (uuid) uuids++;
+      const expected = uuid ? id.replaceAll('-', '').toLowerCase() : hashed(id);
+      if (toHex(compactId(id)) !== expected || compactIdHex(id) !== expected.toUpperCase()) wrong++;
+      if (Buffer.from(compactIdString(id), 'latin1').toString('hex') !== expected) wrong++;
+    }
+    expect(wrong).toBe(0);
+    // Both kinds were met often.
+    expect(uuids).toBeGreaterThan(5_000);
+    expect(uuids).toBeLessThan(15_000);
+  });
+
   it("a UUID is keyed (the memory and Redis outboxes, every item accepted) with no more allocated than its key's own string", () => {
     const ids = Array.from({ length: 1000 }, () => randomUUID());
     let chars = 0;

@@ -8,30 +8,42 @@
 import { sha256 } from '@noble/hashes/sha2.js';
 import { toHex } from '../core/encoding.js';
 
-const UUID = /^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$/i;
 const encoder = new TextEncoder();
 
-/** The value of a hex digit's character code (UUID has checked it is one). */
-const digit = (code: number): number => (code <= 57 ? code - 48 : (code | 32) - 87);
+/** The value of a hex digit's character code, or -1 (ASCII only, either case: what `/[0-9a-f]/i` matches). */
+function digit(code: number): number {
+  if (code >= 48 && code <= 57) return code - 48;
+  const lower = code | 32;
+  return lower >= 97 && lower <= 102 ? lower - 87 : -1;
+}
 
-/** Writes a UUID's 16 bytes into `bytes` from `to` (UUID has checked it is one), read straight from its digits, dashes skipped. */
-function uuidBytes(id: string, bytes: Uint8Array | number[], to = 0): void {
+/**
+ * Writes `id`'s 16 bytes into `bytes` from `to` when it is a UUID (`/^[0-9a-f]{8}-?[0-9a-f]{4}-?
+ * [0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$/i`: any case, each of its four dashes optional), read
+ * straight from its digits in one pass that also checks them: no regular expression run first (at
+ * /collect saturation that test and a second walk of the digits were 2% of the memory-store relay).
+ * False when it is not one (`bytes` then holds part of it: the caller writes the id's hash over it).
+ */
+function uuidInto(id: string, bytes: Uint8Array | number[], to: number): boolean {
+  const length = id.length;
+  if (length < 32 || length > 36) return false;
   let at = 0;
-  for (let i = to; i < to + 16; i++) {
-    if (id.charCodeAt(at) === 45) at++;
-    bytes[i] = (digit(id.charCodeAt(at)) << 4) | digit(id.charCodeAt(at + 1));
+  for (let byte = 0; byte < 16; byte++) {
+    // A dash may come after the 4th, 6th, 8th and 10th byte's digits.
+    if ((byte === 4 || byte === 6 || byte === 8 || byte === 10) && id.charCodeAt(at) === 45) at++;
+    const high = digit(id.charCodeAt(at));
+    const low = digit(id.charCodeAt(at + 1));
+    if (high < 0 || low < 0) return false;
+    bytes[to + byte] = (high << 4) | low;
     at += 2;
   }
+  return at === length;
 }
 
 /** The 16 bytes an id is remembered by. */
 export function compactId(id: string): Uint8Array {
-  if (UUID.test(id)) {
-    const bytes = new Uint8Array(16);
-    uuidBytes(id, bytes);
-    return bytes;
-  }
-  return sha256(encoder.encode(id)).subarray(0, 16);
+  const bytes = new Uint8Array(16);
+  return uuidInto(id, bytes, 0) ? bytes : sha256(encoder.encode(id)).subarray(0, 16);
 }
 
 /**
@@ -39,12 +51,13 @@ export function compactId(id: string): Uint8Array {
  * digits, no array or string made for it (the SQL outbox binds a transaction's ids so, as one blob).
  */
 export function writeCompactId(id: string, bytes: Uint8Array, to: number): void {
-  if (UUID.test(id)) uuidBytes(id, bytes, to);
-  else bytes.set(compactId(id), to);
+  if (!uuidInto(id, bytes, to)) bytes.set(compactId(id), to);
 }
 
-/** One id's char codes at a time: {@link compactIdString} runs for every item the memory and Redis outboxes accept. */
+/** One id's char codes at a time: {@link compactIdString} runs for every item the Redis outbox accepts. */
 const codes: number[] = new Array<number>(16).fill(0);
+/** Where {@link compactIdHex} checks an id is a UUID (the bytes are not kept). */
+const hexCheck = new Uint8Array(16);
 
 /**
  * The same 16 bytes as a 16-character binary string (one char per byte): a Map key, a Redis key
@@ -52,8 +65,7 @@ const codes: number[] = new Array<number>(16).fill(0);
  * a spread); `apply` reads a list without iterating it.
  */
 export function compactIdString(id: string): string {
-  if (UUID.test(id)) uuidBytes(id, codes);
-  else {
+  if (!uuidInto(id, codes, 0)) {
     const bytes = compactId(id);
     for (let i = 0; i < 16; i++) codes[i] = bytes[i]!;
   }
@@ -66,5 +78,5 @@ export function compactIdString(id: string): string {
  * outbox accepts).
  */
 export function compactIdHex(id: string): string {
-  return UUID.test(id) ? id.replaceAll('-', '').toUpperCase() : toHex(compactId(id)).toUpperCase();
+  return uuidInto(id, hexCheck, 0) ? id.replaceAll('-', '').toUpperCase() : toHex(compactId(id)).toUpperCase();
 }
