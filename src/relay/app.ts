@@ -50,7 +50,7 @@ export interface RelayDeps extends Pick<HandoffChoice, 'shapes'> {
   fetch?: typeof fetch;
   /** HMAC-SHA256 for identity checks (the Node entry gives `node:crypto`'s) @default Web Crypto's */
   hmac?: Hmac;
-  /** how calls reach the platform (the Node entry gives `createUndiciTransport()`); wins over `fetch` @default a transport on `fetch` */
+  /** how calls reach the platform (the Node entry gives `createNodeHttpTransport()`); wins over `fetch` @default a transport on `fetch` */
   transport?: Transport;
   /** called once per upstream call of /collect and the proxy (metrics) */
   onUpstreamCall?: (call: UpstreamCall) => void;

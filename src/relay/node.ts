@@ -33,6 +33,7 @@ export { identityHash } from './ingest/identity.js';
 export { createNodeState, DEFAULT_STATE_FILE, type NodeState, type NodeStateOptions } from './state/node.js';
 export { createSqliteStore } from './state/sqlite.js';
 export { createRedisState, type RedisState } from './state/redis.js';
+export { createNodeHttpTransport, type NodeHttpTransport, type NodeHttpTransportOptions } from './deliver/node-http.js';
 export { createUndiciTransport, type UndiciTransport, type UndiciTransportOptions } from './deliver/undici.js';
 export { createPinoLogger, gatheredLines } from './node/log.js';
 export { createRelayMetrics, type RelayMetrics, type RelayMetricsOptions } from './ops/metrics.js';

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createUpstream } from '../../src/relay/deliver/caller.js';
 import { callOnce } from '../../src/relay/deliver/send.js';
 import { fetchTransport, type Transport } from '../../src/relay/deliver/transport.js';
+import { createNodeHttpTransport } from '../../src/relay/deliver/node-http.js';
 import { createUndiciTransport } from '../../src/relay/deliver/undici.js';
 import { upstreamControl } from './support/control.js';
 import { startTestUpstream, type TestUpstream } from './support/upstream.js';
@@ -21,6 +22,7 @@ afterAll(() => upstream?.close());
 it.each([
   ['fetch (the Worker)', () => fetchTransport(fetch)],
   ['undici (Node)', () => createUndiciTransport()],
+  ['node:http (Node)', () => createNodeHttpTransport()],
 ] as [string, () => Transport][])('ends a call whose 2xx answer stalls mid-body within its timeout, its entries in doubt: %s', async (_, transport) => {
   const control = upstreamControl(upstream.url);
   await control.faults([{ stallBody: true }]);

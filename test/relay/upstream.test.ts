@@ -15,6 +15,7 @@ import { hashToken } from '../../src/relay/core/tokens.js';
 import { createUpstream } from '../../src/relay/deliver/caller.js';
 import type { UpstreamCall } from '../../src/relay/core/observe.js';
 import { fetchTransport, readText, type Transport, UpstreamTimeout } from '../../src/relay/deliver/transport.js';
+import { createNodeHttpTransport } from '../../src/relay/deliver/node-http.js';
 import { createUndiciTransport } from '../../src/relay/deliver/undici.js';
 
 /** A platform stand-in whose answer is chosen by the x-api-key header; it counts open sockets. */
@@ -72,6 +73,7 @@ const until = async (check: () => boolean, ms = 2_000) => {
 
 const transports: [string, () => Transport & { close?: () => Promise<void> }][] = [
   ['undici pool', () => createUndiciTransport({ connections: 1 })],
+  ['node:http pool', () => createNodeHttpTransport({ connections: 1 })],
   ['standard fetch', () => fetchTransport(globalThis.fetch.bind(globalThis))],
 ];
 

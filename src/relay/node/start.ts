@@ -9,7 +9,7 @@ import { createRelayHandlers, type RelayDeps } from '../app.js';
 import { isTrusted, limitAddress, resolveClientIp } from '../core/client-ip.js';
 import { parseConfig, type RelayConfig } from '../core/config.js';
 import { observeAll } from '../core/observe.js';
-import { createUndiciTransport } from '../deliver/undici.js';
+import { createNodeHttpTransport } from '../deliver/node-http.js';
 import { reportToPrimary } from '../ops/cluster.js';
 import { createRelayMetrics } from '../ops/metrics.js';
 import { startOpsServer, type OpsServer } from '../ops/server.js';
@@ -72,15 +72,15 @@ export type NodeDefaults = Required<Pick<RelayDeps, 'hmac' | 'snippet'>>;
 
 /** Starts the relay on Node; resolves once it listens. */
 export async function startNodeRelay(options: StartRelayOptions, defaults: NodeDefaults): Promise<RunningRelay> {
-  // Before the first platform call compiles undici's parser (malloc.ts).
+  // Before undici's parser is compiled, for a caller who gives the undici transport (malloc.ts).
   if (options.boundHeapGrowth) keepWasmOnLiftoff();
   // RELAY_PLAN is a file path on Node, and secrets may come from files: their text is what parseConfig reads
   const env = withPlanFile(withSecretFiles(options.env ?? process.env));
   const config = options.config ?? parseConfig(env);
   const state = await openNodeState(options, config, env);
   const { store, limiter, outbox, pacer } = state;
-  // Node's global fetch costs more per upstream call than the whole relay around it: undici's pooled request instead.
-  const pool = options.transport === undefined && options.fetch === undefined ? createUndiciTransport() : undefined;
+  // Node's global fetch costs more per upstream call than the whole relay around it: node:http's pooled client instead (deliver/node-http.ts).
+  const pool = options.transport === undefined && options.fetch === undefined ? createNodeHttpTransport() : undefined;
   const metrics = createRelayMetrics({ outbox, limits: config.outboxLimits });
   const status = createStatusRecorder();
   const handlers = createRelayHandlers(config, {
