@@ -1,6 +1,6 @@
 /**
- * The relay's one upstream caller over real HTTP on loopback, on both transports: undici's
- * pool (the Node entry's) and a standard fetch (the Worker's). Answers whole or streamed,
+ * The relay's one upstream caller over real HTTP on loopback, on its transports: node:http's
+ * pool (the Node entry's), undici's and a standard fetch (the Worker's). Answers whole or streamed,
  * redirects never followed, the 429 read once into the shared hold, a hung platform's call
  * aborted with its socket freed, and one metrics call per upstream call.
  */
@@ -169,6 +169,31 @@ describe.each(transports)('upstream caller on the %s transport', (_, makeTranspo
     expect(error).toMatchObject({ status: 502, code: 'upstream_unreachable' });
     expect((error as Error).cause).toBeDefined();
   });
+});
+
+it('a call whose TLS connection is never made (a platform that accepts and says nothing) never left: released, not in doubt', async () => {
+  const { createServer: createTcpServer } = await import('node:net');
+  const { callOnce } = await import('../../src/relay/deliver/send.js');
+  const held: Socket[] = [];
+  const mute = createTcpServer((socket) => void held.push(socket));
+  await new Promise<void>((resolve) => mute.listen(0, '127.0.0.1', resolve));
+  const transport = createNodeHttpTransport();
+  try {
+    const upstream = createUpstream({
+      baseUrl: `https://127.0.0.1:${(mute.address() as AddressInfo).port}`,
+      apiKey: 'k',
+      transport,
+      timeoutMs: 300,
+      backoff: { until: 0 },
+      now: Date.now,
+    });
+    const outcome = await callOnce(upstream, 'activities/create', '{"activities":[]}', { timeoutMs: 300, paced: true });
+    expect(outcome).toMatchObject({ kind: 'unapplied', message: 'the platform could not be reached' });
+  } finally {
+    await transport.close();
+    for (const socket of held) socket.destroy();
+    await new Promise((resolve) => mute.close(resolve));
+  }
 });
 
 it("aborts a timed-out fetch with the runtime's own AbortError, not a reason of the relay's", async () => {
