@@ -33,11 +33,14 @@ const header = (headers: IncomingHttpHeaders, name: string): string | undefined 
  * undici's pool and its `request`, from their own files: undici's index loads all of undici
  * (fetch, WebSocket, caches, mocks, …), 3.3 MB of live heap the relay never uses, for these two.
  * `request` is the function undici's index puts on every dispatcher (its `dispatcher.request`),
- * called on the pool.
+ * called on the pool. Loaded when a transport is made, not with the Node entry, whose own
+ * transport is node:http's (node-http.ts): the two files are 2.2 MB of heap.
  */
 const undiciFile = createRequire(import.meta.url);
-const Agent = undiciFile('undici/lib/dispatcher/agent.js') as typeof AgentType;
-const request = undiciFile('undici/lib/api/api-request.js') as (this: Dispatcher, options: Dispatcher.RequestOptions) => Promise<Dispatcher.ResponseData>;
+const undici = () => ({
+  Agent: undiciFile('undici/lib/dispatcher/agent.js') as typeof AgentType,
+  request: undiciFile('undici/lib/api/api-request.js') as (this: Dispatcher, options: Dispatcher.RequestOptions) => Promise<Dispatcher.ResponseData>,
+});
 
 /** URLs whose origin and path are kept parsed, at most. */
 const MAX_TARGETS = 64;
@@ -76,6 +79,7 @@ async function collect(body: AsyncIterable<Buffer<ArrayBuffer>>): Promise<Uint8A
 }
 
 export function createUndiciTransport(options: UndiciTransportOptions = {}): UndiciTransport {
+  const { Agent, request } = undici();
   const dispatcher = new Agent({ connections: options.connections ?? 64, keepAliveTimeout: 10_000 });
   /** each URL's origin and path, parsed once: the caller's are a few fixed ones (caller.ts) */
   const targets = new Map<string, { origin: string; path: string }>();
