@@ -22,6 +22,10 @@ useDeliveryKit();
 const ROUNDS = 8;
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
+/** The platform's caller as the relay makes it, on the undici transport. */
+const upstreamAt = (baseUrl: string) =>
+  createUpstream({ baseUrl, apiKey: KEY, transport: createUndiciTransport(), timeoutMs: 10_000, backoff: { until: 0 }, now: Date.now });
+
 it('marks and paces a call in one commit: three commits and syncs of the deliverer a platform call (the median of 8), every item once', async () => {
   const platform = emulator;
   let syncs = 0;
@@ -33,14 +37,7 @@ it('marks and paces a call in one commit: three commits and syncs of the deliver
     },
   });
   let calls = 0;
-  const upstream = createUpstream({
-    baseUrl: platform.url,
-    apiKey: KEY,
-    transport: createUndiciTransport(),
-    timeoutMs: 10_000,
-    backoff: { until: 0 },
-    now: Date.now,
-  });
+  const upstream = upstreamAt(platform.url);
   const counted = {
     ...upstream,
     call: (...args: Parameters<typeof upstream.call>) => {
@@ -130,14 +127,7 @@ it('marks a call its spacer holds a moment in its pacer step too: none asked apa
     apart++;
     return sending(...args);
   };
-  const upstream = createUpstream({
-    baseUrl: platform.url,
-    apiKey: KEY,
-    transport: createUndiciTransport(),
-    timeoutMs: 10_000,
-    backoff: { until: 0 },
-    now: Date.now,
-  });
+  const upstream = upstreamAt(platform.url);
   let calls = 0;
   let delivered = 0;
   let lateAsks = 0;
