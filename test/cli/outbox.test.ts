@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createRedisOutbox } from '../../src/relay/state/redis-outbox.js';
 import { createSqliteOutbox } from '../../src/relay/state/sqlite-outbox.js';
-import { redisAvailable, startRedis } from '../support/redis.js';
+import { redisAvailable, startRedis, TEST_COMMAND_TIMEOUT_MS } from '../support/redis.js';
 import { item } from '../relay/suite/outbox-suite.js';
 import { cli, seed } from './outbox-support.js';
 
@@ -96,7 +96,7 @@ describe.runIf(redisAvailable('cdp-edge outbox on Redis (test/cli/outbox.test.ts
   it('reads RELAY_REDIS_URL (or --redis-url) and acts on the shared outbox; an unreachable Redis exits 1 naming it', async () => {
     const redis = await startRedis();
     try {
-      const store = await createRedisOutbox(redis.url);
+      const store = await createRedisOutbox(redis.url, { commandTimeoutMs: TEST_COMMAND_TIMEOUT_MS });
       const [a1, b1, a2] = await seed(store);
       process.env['RELAY_REDIS_URL'] = redis.url;
       process.env['RELAY_STATE_FILE'] = '/nonexistent/state.db';

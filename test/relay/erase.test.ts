@@ -13,7 +13,7 @@ import type { LogLine } from '../../src/relay/core/logging.js';
 import { createToken } from '../../src/relay/core/tokens.js';
 import type { Outbox, OutboxStore } from '../../src/relay/state/outbox.js';
 import { createRedisOutbox } from '../../src/relay/state/redis-outbox.js';
-import { type RunningRedis, redisAvailable, startRedis } from '../support/redis.js';
+import { type RunningRedis, redisAvailable, startRedis, TEST_COMMAND_TIMEOUT_MS } from '../support/redis.js';
 import { createMemoryOutbox } from '../../src/relay/state/memory-outbox.js';
 import { createSqliteOutbox } from '../../src/relay/state/sqlite-outbox.js';
 import { item } from './suite/outbox-suite.js';
@@ -56,7 +56,7 @@ async function connections(kind: Store): Promise<[Outbox, Outbox]> {
   const path = join(mkdtempSync(join(tmpdir(), 'cdp-erase-')), 'relay-state.db');
   const prefix = `erase${Math.random().toString(36).slice(2)}:`;
   if (kind === 'Redis') redis ??= await startRedis();
-  const open = () => (kind === 'SQLite' ? createSqliteOutbox(path) : createRedisOutbox(redis!.url, { prefix }));
+  const open = () => (kind === 'SQLite' ? createSqliteOutbox(path) : createRedisOutbox(redis!.url, { prefix, commandTimeoutMs: TEST_COMMAND_TIMEOUT_MS }));
   const opened = [await open(), await open()];
   stores.push(...opened);
   return [opened[0]!.outbox, opened[1]!.outbox];

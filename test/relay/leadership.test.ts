@@ -11,7 +11,7 @@ import type { RunningEmulator } from '../../src/emulator/index.js';
 import type { OutboxItem, OutboxStore } from '../../src/relay/state/outbox.js';
 import { createRedisOutbox } from '../../src/relay/state/redis-outbox.js';
 import { createSqliteOutbox } from '../../src/relay/state/sqlite-outbox.js';
-import { type RunningRedis, redisAvailable, startRedis } from '../support/redis.js';
+import { type RunningRedis, redisAvailable, startRedis, TEST_COMMAND_TIMEOUT_MS } from '../support/redis.js';
 import { type RecordedCall, recordingDeliverer, startViewedEmulator, storeItem } from './support/recorded-calls.js';
 
 const KEY = 'leadership-test-key';
@@ -49,7 +49,10 @@ const STORES: { name: string; open(): Promise<[OutboxStore, OutboxStore]> }[] = 
           name: 'Redis',
           async open(): Promise<[OutboxStore, OutboxStore]> {
             const prefix = `lead-${crypto.randomUUID().slice(0, 8)}:`;
-            return [await createRedisOutbox(redis!.url, { prefix }), await createRedisOutbox(redis!.url, { prefix })];
+            return [
+              await createRedisOutbox(redis!.url, { prefix, commandTimeoutMs: TEST_COMMAND_TIMEOUT_MS }),
+              await createRedisOutbox(redis!.url, { prefix, commandTimeoutMs: TEST_COMMAND_TIMEOUT_MS }),
+            ];
           },
         },
       ]

@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Outbox, OutboxItem, OutboxStore } from '../../src/relay/state/outbox.js';
 import { createRedisOutbox } from '../../src/relay/state/redis-outbox.js';
-import { type RunningRedis, redisAvailable, startRedis } from '../support/redis.js';
+import { type RunningRedis, redisAvailable, startRedis, TEST_COMMAND_TIMEOUT_MS } from '../support/redis.js';
 import type { RunningEmulator } from '../../src/emulator/index.js';
 import { type RecordedCall, recordingDeliverer, startViewedEmulator, storeItem } from './support/recorded-calls.js';
 
@@ -47,7 +47,10 @@ describe.runIf(redisAvailable('the takeover order test on Redis (test/relay/orde
 
   it("sends a browser's track only after the identify a dead leader left in flight was applied", async () => {
     const prefix = `takeover-${crypto.randomUUID().slice(0, 8)}:`;
-    const [first, second] = await Promise.all([createRedisOutbox(redis.url, { prefix }), createRedisOutbox(redis.url, { prefix })]);
+    const [first, second] = await Promise.all([
+      createRedisOutbox(redis.url, { prefix, commandTimeoutMs: TEST_COMMAND_TIMEOUT_MS }),
+      createRedisOutbox(redis.url, { prefix, commandTimeoutMs: TEST_COMMAND_TIMEOUT_MS }),
+    ]);
     const calls: RecordedCall[] = [];
     let dead = false;
     // Once its first call leaves, nothing the leader asks of Redis happens any more.

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Outbox, OutboxItem } from '../../src/relay/state/outbox.js';
 import { createRedisOutbox } from '../../src/relay/state/redis-outbox.js';
 import { createSqliteOutbox } from '../../src/relay/state/sqlite-outbox.js';
-import { type RunningRedis, redisAvailable, startRedis } from '../support/redis.js';
+import { type RunningRedis, redisAvailable, startRedis, TEST_COMMAND_TIMEOUT_MS } from '../support/redis.js';
 import { storeItem } from './support/recorded-calls.js';
 
 const DAY = 24 * 3600_000;
@@ -70,7 +70,7 @@ describe.runIf(redisAvailable('the Redis upgrade of the browser index (test/rela
 
   it('the merges waiting in it hold their browsers’ tracks once a relay connects', async () => {
     const prefix = 'upgrade:';
-    const before = await createRedisOutbox(redis.url, { prefix });
+    const before = await createRedisOutbox(redis.url, { prefix, commandTimeoutMs: TEST_COMMAND_TIMEOUT_MS });
     await fill(before.outbox);
     await before.close();
     const raw = new Redis(redis.url);
@@ -79,7 +79,7 @@ describe.runIf(redisAvailable('the Redis upgrade of the browser index (test/rela
       expect(index).toHaveLength(1);
       await raw.del(`${prefix}o:mb`, `${prefix}o:ab`, ...index);
       await raw.hdel(`${prefix}o:meta`, 'browsers');
-      const after = await createRedisOutbox(redis.url, { prefix });
+      const after = await createRedisOutbox(redis.url, { prefix, commandTimeoutMs: TEST_COMMAND_TIMEOUT_MS });
       try {
         await expectHeld(after.outbox);
         // The refused merge was indexed by browser but does not hold anything: it is not waiting.
@@ -95,7 +95,7 @@ describe.runIf(redisAvailable('the Redis upgrade of the browser index (test/rela
 
   it('entries stored before their places (ready, waiting, held) are placed once a relay connects', async () => {
     const prefix = 'places:';
-    const before = await createRedisOutbox(redis.url, { prefix });
+    const before = await createRedisOutbox(redis.url, { prefix, commandTimeoutMs: TEST_COMMAND_TIMEOUT_MS });
     await fill(before.outbox);
     await before.close();
     const raw = new Redis(redis.url);
@@ -105,7 +105,7 @@ describe.runIf(redisAvailable('the Redis upgrade of the browser index (test/rela
       expect(places.length).toBeGreaterThan(0);
       await raw.del(`${prefix}o:rs`, ...places);
       await raw.hdel(`${prefix}o:meta`, 'places');
-      const after = await createRedisOutbox(redis.url, { prefix });
+      const after = await createRedisOutbox(redis.url, { prefix, commandTimeoutMs: TEST_COMMAND_TIMEOUT_MS });
       try {
         await expectHeld(after.outbox);
       } finally {

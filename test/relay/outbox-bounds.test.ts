@@ -14,7 +14,7 @@ import type { OutboxItem } from '../../src/relay/state/outbox.js';
 import { createSqlOutbox, type SqlPort } from '../../src/relay/state/sql-outbox.js';
 import { createRedisOutbox } from '../../src/relay/state/redis-outbox.js';
 import { createSqliteOutbox, libsqlPort } from '../../src/relay/state/sqlite-outbox.js';
-import { redisAvailable, startRedis } from '../support/redis.js';
+import { redisAvailable, startRedis, TEST_COMMAND_TIMEOUT_MS } from '../support/redis.js';
 import { countingRows } from '../support/sql-rows.js';
 import { item } from './suite/outbox-suite.js';
 
@@ -129,7 +129,7 @@ describe.runIf(hasRedis)('Redis: every script touches a bounded number of keys',
     const redis = await startRedis();
     // A client that waits 10 s for a command, not the relay's 2 s, which this test does not test:
     // MONITOR makes the server stream every command of the scripts to it as they run.
-    const store = await createRedisOutbox(redis.url, { prefix: 'bounds:', commandTimeoutMs: 10_000 });
+    const store = await createRedisOutbox(redis.url, { prefix: 'bounds:', commandTimeoutMs: TEST_COMMAND_TIMEOUT_MS });
     // `monitor()` opens a connection of its own beside its client's: both are closed at the end (a
     // client left open reconnects to the stopped server for as long as the worker runs).
     const base = new Redis(redis.url);

@@ -17,7 +17,7 @@ import type { Outbox } from '../../src/relay/state/outbox.js';
 import { createRelayMetrics } from '../../src/relay/ops/metrics.js';
 import { createRedisOutbox } from '../../src/relay/state/redis-outbox.js';
 import { createSqliteOutbox } from '../../src/relay/state/sqlite-outbox.js';
-import { type RunningRedis, redisAvailable, startRedis } from '../support/redis.js';
+import { type RunningRedis, redisAvailable, startRedis, TEST_COMMAND_TIMEOUT_MS } from '../support/redis.js';
 
 const KEY = 'limits-test-key';
 const ORIGIN = 'https://shop.example.com';
@@ -43,7 +43,9 @@ afterAll(async () => {
 const BACKENDS: { name: string; open(): Promise<{ outbox: Outbox; close(): Promise<void> }> }[] = [
   { name: 'memory', open: async () => ({ outbox: createMemoryOutbox(), close: async () => {} }) },
   { name: 'SQLite', open: () => createSqliteOutbox(join(mkdtempSync(join(tmpdir(), 'cdp-limits-')), 'relay-state.db')) },
-  ...(withRedis ? [{ name: 'Redis', open: () => createRedisOutbox(redis!.url, { prefix: `limits-${crypto.randomUUID()}:` }) }] : []),
+  ...(withRedis
+    ? [{ name: 'Redis', open: () => createRedisOutbox(redis!.url, { prefix: `limits-${crypto.randomUUID()}:`, commandTimeoutMs: TEST_COMMAND_TIMEOUT_MS }) }]
+    : []),
 ];
 
 const track = (email: string) => ({

@@ -13,7 +13,7 @@ import type { SqlPort } from '../../src/relay/state/sql-port.js';
 import { createSqlOutbox } from '../../src/relay/state/sql-outbox.js';
 import { openSqlite } from '../../src/relay/state/sqlite-file.js';
 import { createSqliteOutbox, libsqlPort } from '../../src/relay/state/sqlite-outbox.js';
-import { type RunningRedis, redisAvailable, startRedis } from '../support/redis.js';
+import { type RunningRedis, redisAvailable, startRedis, TEST_COMMAND_TIMEOUT_MS } from '../support/redis.js';
 import { outboxSuite } from './suite/outbox-suite.js';
 import { countingRows } from '../support/sql-rows.js';
 
@@ -115,7 +115,7 @@ if (redisAvailable('the outbox on Redis (test/relay/outbox.test.ts)')) {
       // 10 s for a command, not the relay's 2 s (an accept, lease or settle of 2,000 outlived 2 s
       // in a whole node project at load 15, with redis-server getting a fraction of a core). The
       // relay's own timeout is tested with Redis away (outbox-stores, store, store-blips).
-      const options = { prefix, callerTime: true, commandTimeoutMs: 10_000 };
+      const options = { prefix, callerTime: true, commandTimeoutMs: TEST_COMMAND_TIMEOUT_MS };
       const handle = { ...(await createRedisOutbox(redis!.url, options)), reads: commands, another: () => createRedisOutbox(redis!.url, options) };
       prefixes.set(handle, prefix);
       return handle;

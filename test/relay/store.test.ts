@@ -15,7 +15,7 @@ import { lookupCounter, type RelayStore } from '../../src/relay/state/store.js';
 import { compactId, compactIdHex, compactIdString } from '../../src/relay/state/ids.js';
 import { countAllocations } from '../../bench/lib/gc-count.js';
 import { toHex } from '../../src/relay/core/encoding.js';
-import { type RunningRedis, redisAvailable, startRedis } from '../support/redis.js';
+import { type RunningRedis, redisAvailable, startRedis, TEST_COMMAND_TIMEOUT_MS } from '../support/redis.js';
 
 const root = join(import.meta.dirname, '..', '..');
 const tsx = pathToFileURL(join(root, 'node_modules', 'tsx', 'dist', 'loader.mjs')).href;
@@ -39,7 +39,14 @@ interface Kind {
 const kinds: Kind[] = [
   { name: 'memory', open: async () => createMemoryStore() },
   { name: 'SQLite', open: () => createSqliteStore(join(tempDir(), 'state.db')) },
-  ...(hasRedis ? [{ name: 'Redis', open: async () => (await createRedisState(redis!.url, { prefix: `t${Math.random()}:` })).store }] : []),
+  ...(hasRedis
+    ? [
+        {
+          name: 'Redis',
+          open: async () => (await createRedisState(redis!.url, { prefix: `t${Math.random()}:`, commandTimeoutMs: TEST_COMMAND_TIMEOUT_MS })).store,
+        },
+      ]
+    : []),
 ];
 
 describe.each(kinds)('$name store', ({ open }) => {

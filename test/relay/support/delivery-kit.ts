@@ -13,7 +13,7 @@ import { type EmulatorOptions, startEmulator, type RunningEmulator } from '../..
 import type { Outbox, OutboxItem, Pacer } from '../../../src/relay/state/outbox.js';
 import { createRedisOutbox } from '../../../src/relay/state/redis-outbox.js';
 import { createSqliteOutbox } from '../../../src/relay/state/sqlite-outbox.js';
-import { type RunningRedis, redisAvailable, startRedis } from '../../support/redis.js';
+import { type RunningRedis, redisAvailable, startRedis, TEST_COMMAND_TIMEOUT_MS } from '../../support/redis.js';
 
 export const KEY = 'delivery-test-key';
 export const ORIGIN = 'https://shop.example.com';
@@ -97,7 +97,7 @@ const BACKENDS: { name: string; open(rate: number): Promise<{ outbox: Outbox; pa
             // Its client waits 10 s for a command, not the relay's 2 s, which these tests do not test:
             // an accept of 2,100 items in one script took 0.2-1.6 s at load 18 and timed out at more
             // (breaker-proven.test.ts).
-            const store = await createRedisOutbox(redis!.url, { prefix: `delivery-${++opened}:`, commandTimeoutMs: 10_000 });
+            const store = await createRedisOutbox(redis!.url, { prefix: `delivery-${++opened}:`, commandTimeoutMs: TEST_COMMAND_TIMEOUT_MS });
             return { outbox: store.outbox, pacer: store.pacer(rate), close: () => store.close() };
           },
         },
