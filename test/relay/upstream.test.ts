@@ -5,7 +5,7 @@
  * aborted with its socket freed, and one metrics call per upstream call.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import { type AddressInfo, createServer as createTcpServer, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ENDPOINTS } from '../../src/api/index.js';
 import { startEmulator, type RunningEmulator } from '../../src/emulator/index.js';
@@ -13,6 +13,7 @@ import { RelayHttpError } from '../../src/relay/core/errors.js';
 import { createProxyRoutes } from '../../src/relay/proxy/index.js';
 import { hashToken } from '../../src/relay/core/tokens.js';
 import { createUpstream } from '../../src/relay/deliver/caller.js';
+import { callOnce } from '../../src/relay/deliver/send.js';
 import type { UpstreamCall } from '../../src/relay/core/observe.js';
 import { fetchTransport, readText, type Transport, UpstreamTimeout } from '../../src/relay/deliver/transport.js';
 import { createNodeHttpTransport } from '../../src/relay/deliver/node-http.js';
@@ -172,8 +173,6 @@ describe.each(transports)('upstream caller on the %s transport', (_, makeTranspo
 });
 
 it('a call whose TLS connection is never made (a platform that accepts and says nothing) never left: released, not in doubt', async () => {
-  const { createServer: createTcpServer } = await import('node:net');
-  const { callOnce } = await import('../../src/relay/deliver/send.js');
   const held: Socket[] = [];
   const mute = createTcpServer((socket) => void held.push(socket));
   await new Promise<void>((resolve) => mute.listen(0, '127.0.0.1', resolve));
