@@ -29,7 +29,8 @@ export interface Queued {
 interface Gathered {
   waiting: Entry[];
   stored: Promise<void>;
-  settle: (error?: unknown) => void;
+  /** Resolves `stored` as the write's outcome resolves (or at once, with nothing to write). */
+  settle: (outcome?: Promise<void>) => void;
 }
 
 export interface Queue {
@@ -95,8 +96,8 @@ export function createQueue(store: Store, written: (entries: Entry[]) => void): 
   const next = (): Gathered => {
     if (gathered) return gathered;
     let settle!: Gathered['settle'];
-    const stored = new Promise<void>((resolve, reject) => {
-      settle = (error) => (error ? reject(error) : resolve());
+    const stored = new Promise<void>((resolve) => {
+      settle = resolve;
     });
     gathered = { waiting: [], stored, settle };
     if (!writing) plan();
@@ -127,22 +128,20 @@ export function createQueue(store: Store, written: (entries: Entry[]) => void): 
     if (!changes.length) return batch.settle();
     writing = true;
     writes++;
-    const done = (error?: unknown) => {
-      writing = false;
-      if (gathered) plan();
-      batch.settle(error);
-    };
-    store.write(changes).then(
-      () => {
-        written(entries);
-        done();
-      },
+    const outcome = store.write(changes).then(
+      () => written(entries),
       // Even the memory fallback failed: nothing is stored, so say so rather than resolve.
       (error) => {
         for (const entry of entries) items.delete(entry.item.id);
-        done(error ?? new Error('write failed'));
+        throw error;
       },
     );
+    const done = () => {
+      writing = false;
+      if (gathered) plan();
+    };
+    outcome.then(done, done);
+    batch.settle(outcome);
   };
 
   return {

@@ -21,18 +21,18 @@ export type Cdp = ((command: string, ...args: unknown[]) => unknown) & {
 export function install(w: { cdp?: Cdp }): Cdp {
   const prior = w.cdp;
   if (prior?.loaded) return prior;
-  let tracker: Tracker | undefined;
-  let init: (t: Tracker) => void;
+  // Unset once a tracker is made.
+  let init: ((t: Tracker) => void) | undefined;
   const ready = new Promise<Tracker>((resolve) => {
     init = resolve;
   });
 
   const cdp: Cdp = (name, ...args) => {
     if (name === 'init') {
-      if (tracker) return console.warn('cdp: E10 init');
+      if (!init) return console.warn('cdp: E10 init');
       try {
-        tracker = createTracker(args[0] as never);
-        init(tracker);
+        init(createTracker(args[0] as never));
+        init = undefined;
       } catch (error) {
         console.error(error);
       }

@@ -69,14 +69,15 @@ export function createTracker(options: TrackerOptions): Tracker {
   // IndexedDB failed once (private mode, quota, blocked): memory for the rest of the page, whose index keeps what it held.
   const store = new Proxy({} as Store, {
     get: (_, operation: keyof Store) => {
-      const call = (args: unknown[]) => (current[operation] as (...args: unknown[]) => Promise<never>)(...args);
+      // Every operation takes one argument at most (write's changes).
+      const call = (changes: never) => (current[operation] as (changes: never) => Promise<never>)(changes);
       // A synchronous throw (no indexedDB at all) becomes a rejection like any other failure.
-      return (...args: unknown[]) =>
-        new Promise((resolve) => resolve(call(args))).catch((error) => {
+      return (changes: never) =>
+        new Promise((resolve) => resolve(call(changes))).catch((error) => {
           if (current !== primary) throw error;
           emit('storage-error', error);
           current = memoryStore();
-          return call(args);
+          return call(changes);
         });
     },
   });

@@ -78,19 +78,14 @@ export function checkFields(where: string, fields: unknown, max = 1 / 0): assert
 }
 
 /**
- * The item's size in bytes of JSON, measured once here and kept with it in the queue. Throws
- * `CdpInputError` when it is over 16 kB (and JSON's own TypeError when it is not JSON).
+ * A new item made at `at` (ms), and its size in bytes of JSON, measured once here and kept with it
+ * in the queue. Throws `CdpInputError` when it is over 16 kB (and JSON's own TypeError when it is not JSON).
  */
-export function checkSize(where: string, item: object): number {
-  const bytes = utf8Bytes(JSON.stringify(item));
-  if (bytes > MAX_ITEM_BYTES) fail(where, ERRORS.tooBig, `${bytes}>${MAX_ITEM_BYTES}`);
-  return bytes;
-}
-
-/** A new item made at `at` (ms), and its size, checked against the platform's limits by {@link checkSize}. */
 export function newItem(type: Item['type'], body: object, at: number): [Item, number] {
   const item = { id: uuid(), type, ts: new Date(at).toISOString(), ...body } as Item;
-  return [item, checkSize(type, item)];
+  const bytes = utf8Bytes(JSON.stringify(item));
+  if (bytes > MAX_ITEM_BYTES) fail(type, ERRORS.tooBig, `${bytes}>${MAX_ITEM_BYTES}`);
+  return [item, bytes];
 }
 
 export { fail };

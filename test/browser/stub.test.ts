@@ -86,10 +86,17 @@ describe('window.cdp', () => {
     await vi.waitFor(() => expect(warn).toHaveBeenCalledTimes(2), { timeout: 5_000 });
   });
 
-  it('a broken init is logged, not thrown', () => {
+  it('a broken init is logged, not thrown, and a corrected one after it takes effect', async () => {
     const error = vi.spyOn(console, 'error').mockImplementation(() => {});
+    const warn = vi.spyOn(console, 'warn').mockImplementation(() => {});
     const cdp = install(stub());
     expect(() => cdp('init', {})).not.toThrow();
     expect(error).toHaveBeenCalledWith(expect.objectContaining({ message: expect.stringMatching(/createTracker\(\): E1/) }));
+    const relay = fakeRelay();
+    cdp('init', options(relay));
+    expect(warn).not.toHaveBeenCalled();
+    await cdp.identify!(ann);
+    await cdp.flush!();
+    expect(relay.items()).toHaveLength(1);
   });
 });
