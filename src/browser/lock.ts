@@ -7,14 +7,14 @@
  * @module
  */
 
-/** Runs `fn` holding the lock; falsy (without running it) when another tab holds it. */
-export type WithLock = (fn: () => Promise<void>) => Promise<unknown>;
+/** Runs `fn` holding the lock, or `busy` when another tab holds it. */
+export type WithLock = (fn: () => Promise<void>, busy: () => void) => Promise<unknown>;
 
 /** A lock named `name` over Web Locks; without them, `fn` runs at once. */
 export const lock =
   (name: string, locks: LockManager | false | undefined): WithLock =>
-  (fn) =>
-    locks ? locks.request(name, { ifAvailable: true }, (held) => held && fn().then(() => 1)) : fn().then(() => 1);
+  (fn, busy) =>
+    locks ? locks.request(name, { ifAvailable: true }, (held) => (held ? fn() : busy())) : fn();
 
 /**
  * Calls `changed` whenever another tab of this site key (`name`, the lock's name) says it changed

@@ -34,8 +34,10 @@ export function idbStore(siteKey: string): Store {
   return {
     all: () =>
       use('readonly', async (objects) => {
-        const [keys, values] = await Promise.all([done(objects.getAllKeys(mine)), done(objects.getAll(mine))]);
-        return keys.map((rowKey, index): [IDBValidKey, unknown] => [(rowKey as IDBValidKey[])[1]!, values[index]]);
+        // Requests of a transaction are answered in the order they were made: the keys are in when the values are.
+        const keys = objects.getAllKeys(mine);
+        const values = await done(objects.getAll(mine));
+        return keys.result.map((rowKey, index): [IDBValidKey, unknown] => [(rowKey as IDBValidKey[])[1]!, values[index]]);
       }),
     write: (changes) =>
       write((objects) => {

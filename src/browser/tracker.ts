@@ -159,14 +159,9 @@ export function createTracker(options: TrackerOptions): Tracker {
       return running;
     }
     if (!stale && !(mayConsentSend() && sendable(meta, now()).length)) return;
-    running = withLock(flushOnce)
-      .then(
-        (got) => {
-          // Another tab holds the lock: try again later.
-          if (!got) scheduler.plan(interval);
-        },
-        (error) => failed([0, {}], String(error)),
-      )
+    // Another tab holds the lock: try again later.
+    running = withLock(flushOnce, () => scheduler.plan(interval))
+      .catch((error) => failed([0, {}], String(error)))
       .then(() => {
         running = undefined;
         if (runAgain) {
