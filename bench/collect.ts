@@ -20,7 +20,8 @@
  * relay's transport; bench/lib/collect-servers.ts), checks (the built relay handing its items to a
  * queue that keeps nothing: no outbox, no deliverer), memory (the built relay on its memory store).
  * For 1-, 10- and 100-item batches: requests/s, p50/p99 and CPU per request of the server under
- * test, medians of alternating rounds, after --warmup rounds' worth of requests to each server
+ * test, and its CPU in cores while it answers (a closed loop: a server below one core is waiting
+ * on something else, for the relay on SQLite its commits' syncs), medians of alternating rounds, after --warmup rounds' worth of requests to each server
  * (a fifth of one; on a busy machine a small server's code is still being optimised for several
  * rounds). Each request comes from the next of --addresses visitors
  * (`X-Forwarded-For`, which the relay believes from loopback). Against the no-op platform the
@@ -110,6 +111,11 @@ interface Figures {
   cpu_ms_per_100_items: number;
   /** the relay in front of the no-op platform: ms from the last answer until the platform had every item */
   delivered_after_ms?: number;
+  /**
+   * the server's CPU from the first request to the last answer over that time, in cores (all its
+   * threads): well under one for a server whose main thread waits on something other than the CPU
+   */
+  cores_while_answering: number;
   /** the server's resident set size right after the round */
   rss_mb: number;
   /** activities/create calls the platform got per 100 items (the platform limits calls per second, not items) */
@@ -225,6 +231,7 @@ async function load({ target, server, platform, items, total, concurrency, addre
   );
   const seconds = (performance.now() - started) / 1000;
   const answered = performance.now();
+  const cpuAnswered = await server.cpu();
   // Accept and deliver: until the platform has what was accepted (60 s at most).
   const expected = total * items - notAccepted;
   while (delivered && (await platform.items()) - itemsBefore < expected && performance.now() - answered < 60_000)
@@ -245,6 +252,7 @@ async function load({ target, server, platform, items, total, concurrency, addre
     p99_ms: round2(percentile(latencies, 99)),
     cpu_us_per_request: Math.round((cpuAfter - cpuBefore) / total),
     cpu_ms_per_100_items: round2((cpuAfter - cpuBefore) / 1000 / ((total * items) / 100)),
+    cores_while_answering: round2((cpuAnswered - cpuBefore) / 1e6 / seconds),
     rss_mb: Math.round(rss / 1024 / 1024),
     platform_calls_per_100_items: round2(calls / ((total * items) / 100)),
     ...(delivered ? { delivered_after_ms: Math.round(deliveredAfter) } : {}),
@@ -398,6 +406,7 @@ async function main(): Promise<void> {
       'bare CPU ms/100 items': f(row['bare_noop']).cpu_ms_per_100_items,
       'CPU ratio': row['cpu_ratio'],
       'relay RSS MB': row['rss_mb'],
+      'relay cores': f(row['relay_noop']).cores_while_answering,
       'platform calls/100 items relay': f(row['relay_noop']).platform_calls_per_100_items,
       bare: f(row['bare_noop']).platform_calls_per_100_items,
       'not accepted': (f(row['relay_noop']).items_not_accepted ?? 0) + (f(row['relay_emulator']).items_not_accepted ?? 0),
@@ -420,6 +429,7 @@ async function main(): Promise<void> {
           'p99 ms': figures.p99_ms,
           'CPU ms/100 items': figures.cpu_ms_per_100_items,
           'CPU ratio': figures.cpu_ratio,
+          cores: figures.cores_while_answering,
           'platform calls/100 items': figures.platform_calls_per_100_items,
         };
       }),
