@@ -32,7 +32,16 @@ export function tryInSeconds(body: unknown, header: string | null | undefined, n
 }
 
 /** Error codes that prove a request never left: nothing can have been applied. */
-const NOT_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ENETUNREACH', 'EHOSTUNREACH', 'UND_ERR_CONNECT_TIMEOUT', 'RELAY_CONNECT_TIMEOUT']);
+const NOT_SENT = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'ENETUNREACH',
+  'EHOSTUNREACH',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'RELAY_CONNECT_TIMEOUT',
+  'RELAY_NOT_WRITTEN',
+]);
 
 /** True when `error` (or one of its causes) says the request was never sent: safe to send again. */
 export function wasNotSent(error: unknown): boolean {

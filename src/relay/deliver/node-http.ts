@@ -16,7 +16,7 @@
 import { Agent as HttpAgent, type ClientRequest, type IncomingMessage, request as httpRequest } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import type { Socket } from 'node:net';
-import { isBodyless, SMALL_BODY, UpstreamTimeout, type Transport, type TransportAnswer } from './transport.js';
+import { isBodyless, KEEP_ALIVE_MS, SMALL_BODY, UpstreamTimeout, type Transport, type TransportAnswer } from './transport.js';
 
 export interface NodeHttpTransportOptions {
   /** connections per upstream origin @default 64 */
@@ -30,9 +30,21 @@ export interface NodeHttpTransport extends Transport {
 
 /** The code of a call whose connection was not made within its time: it never left (api/retry.ts). */
 export const CONNECT_TIMEOUT = 'RELAY_CONNECT_TIMEOUT';
+/** The code of a call never written to its connection: it never left (api/retry.ts). */
+export const NOT_WRITTEN = 'RELAY_NOT_WRITTEN';
 
-/** How long a pooled socket may stay idle (undici's keep-alive default here before). */
-const IDLE_MS = 10_000;
+/** Attempts of a call whose pooled connection the platform closed before the call was written to it. */
+const MAX_UNWRITTEN = 3;
+
+/** An error that proves the call never left: nothing of it was written (api/retry.ts sends it again). */
+const notWritten = (message: string, cause?: unknown): Error => Object.assign(new Error(message, { cause }), { code: NOT_WRITTEN });
+
+/**
+ * Runs `then` after the event loop has polled for I/O at least once: the second immediate runs
+ * after a poll whichever phase the first was set from (from a poll callback, the first runs
+ * before any new one).
+ */
+const afterPoll = (then: () => void) => void setImmediate(() => setImmediate(then));
 /** URLs kept parsed, at most: the caller's are a few fixed ones (caller.ts). */
 const MAX_TARGETS = 64;
 
@@ -85,7 +97,7 @@ function streamOf(parts: Buffer[], answer: IncomingMessage, timeoutMs: number): 
 }
 
 export function createNodeHttpTransport(options: NodeHttpTransportOptions = {}): NodeHttpTransport {
-  const pool = { maxSockets: options.connections ?? 64, keepAlive: true, timeout: IDLE_MS };
+  const pool = { maxSockets: options.connections ?? 64, keepAlive: true, timeout: KEEP_ALIVE_MS };
   const http = new HttpAgent(pool);
   const https = new HttpsAgent(pool);
   const targets = new Map<string, Target>();
@@ -110,6 +122,8 @@ export function createNodeHttpTransport(options: NodeHttpTransportOptions = {}):
     new Promise<TransportAnswer>((resolve, reject) => {
       const target = targetOf(url);
       let connected = false;
+      /** whether this attempt's request was handed to its socket: until then, nothing of it can have left */
+      let written = false;
       let finished = false;
       let request: ClientRequest | undefined;
       const finish = (error: Error | undefined, answer?: TransportAnswer) => {
@@ -123,9 +137,11 @@ export function createNodeHttpTransport(options: NodeHttpTransportOptions = {}):
         }
       };
       const timer = setTimeout(() => {
-        const error = connected
-          ? new UpstreamTimeout(`no answer within ${timeoutMs} ms`)
-          : Object.assign(new Error(`no connection to the platform within ${timeoutMs} ms`), { code: CONNECT_TIMEOUT });
+        const error = !written
+          ? notWritten(`the call was not written within ${timeoutMs} ms`)
+          : connected
+            ? new UpstreamTimeout(`no answer within ${timeoutMs} ms`)
+            : Object.assign(new Error(`no connection to the platform within ${timeoutMs} ms`), { code: CONNECT_TIMEOUT });
         request?.destroy(error);
         finish(error);
       }, timeoutMs);
@@ -168,18 +184,41 @@ export function createNodeHttpTransport(options: NodeHttpTransportOptions = {}):
       // A body goes with its length, whatever the method (node:http frames a DELETE's or GET's body only so).
       const sized = body === undefined ? headers : { ...headers, 'content-length': String(Buffer.byteLength(body)) };
       const call = { hostname: target.hostname, port: target.port, path: target.path, method, headers: sized, agent: target.secure ? https : http };
-      try {
-        request = target.secure ? httpsRequest(call, onAnswer) : httpRequest(call, onAnswer);
-      } catch (error) {
-        return finish(error as Error);
-      }
-      request.once('socket', (socket: Socket) => {
-        // A pooled socket is connected already; a new one once it connects (TLS: once its handshake is done).
-        if (!socket.connecting) connected = true;
-        else socket.once(target.secure ? 'secureConnect' : 'connect', () => (connected = true));
-      });
-      request.on('error', (error) => finish(error));
-      request.end(body);
+      const attempt = (tries: number) => {
+        connected = false;
+        written = false;
+        let current: ClientRequest;
+        try {
+          current = target.secure ? httpsRequest(call, onAnswer) : httpRequest(call, onAnswer);
+        } catch (error) {
+          return finish(error as Error);
+        }
+        request = current;
+        const write = () => {
+          if (finished || current.destroyed) return;
+          written = true;
+          current.end(body);
+        };
+        current.once('socket', (socket: Socket) => {
+          // A pooled socket is connected already; a new one once it connects (TLS: once its handshake is done).
+          if (!socket.connecting) connected = true;
+          else socket.once(target.secure ? 'secureConnect' : 'connect', () => (connected = true));
+          // A kept-alive socket may have been closed by the platform while it sat in the pool, its
+          // close not yet read (the event loop was busy, or the close came just now): the call is
+          // written only after the event loop has polled the socket once more. Node 20's agent
+          // hands such a socket out as it is; a close read meanwhile fails this request unwritten.
+          if (current.reusedSocket) afterPoll(write);
+          else write();
+        });
+        current.on('error', (error) => {
+          if (current !== request || finished) return;
+          if (written) return finish(error);
+          // Nothing of the call was handed to the socket: proven unsent, so it goes again on another connection.
+          if (tries < MAX_UNWRITTEN) return attempt(tries + 1);
+          finish(notWritten('the platform closed every kept-alive connection the call was given', error));
+        });
+      };
+      attempt(1);
     });
   return Object.assign(transport, {
     close: async () => {

@@ -31,6 +31,15 @@ export class UpstreamTimeout extends Error {
   override name = 'UpstreamTimeout' as const;
 }
 
+/**
+ * How long a pooled connection to the platform may stay idle: undici's own default, below the 5 s
+ * after which Node's own server (and others, some without saying so) closes one, so the relay
+ * closes it first. A call written on a connection the server closes at that moment may have been
+ * read or not, and is held in doubt. A server that announces less (`Keep-Alive: timeout=n`) is
+ * held to that less a second (node:http's agent) or two (undici's).
+ */
+export const KEEP_ALIVE_MS = 4_000;
+
 /** Answers up to this size are read whole: one write when passed on, one parse when read. */
 export const SMALL_BODY = 64 * 1024;
 

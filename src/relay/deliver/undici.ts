@@ -12,7 +12,7 @@
 import { createRequire } from 'node:module';
 import type { Agent as AgentType, Dispatcher } from 'undici';
 import type { IncomingHttpHeaders } from 'undici/types/header.js';
-import { isBodyless, SMALL_BODY, UpstreamTimeout, type Transport, type TransportAnswer } from './transport.js';
+import { isBodyless, KEEP_ALIVE_MS, SMALL_BODY, UpstreamTimeout, type Transport, type TransportAnswer } from './transport.js';
 
 export interface UndiciTransportOptions {
   /** connections per upstream origin @default 64 */
@@ -80,7 +80,7 @@ async function collect(body: AsyncIterable<Buffer<ArrayBuffer>>): Promise<Uint8A
 
 export function createUndiciTransport(options: UndiciTransportOptions = {}): UndiciTransport {
   const { Agent, request } = undici();
-  const dispatcher = new Agent({ connections: options.connections ?? 64, keepAliveTimeout: 10_000 });
+  const dispatcher = new Agent({ connections: options.connections ?? 64, keepAliveTimeout: KEEP_ALIVE_MS });
   /** each URL's origin and path, parsed once: the caller's are a few fixed ones (caller.ts) */
   const targets = new Map<string, { origin: string; path: string }>();
   const targetOf = (url: string) => {
