@@ -6,6 +6,7 @@
  * on another connection: not in doubt, and sent once. A platform that reads a call and then closes
  * without answering may have applied it: that call stays in doubt and is never sent again.
  */
+import { readFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { type AddressInfo, createServer as createTcpServer, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -160,6 +161,8 @@ describe.each(transports)('on the %s transport, a platform that closes idle conn
     // The connection back in the relay's pool, the platform closes it in the same turn of the
     // event loop as the next call is made (as when the relay's loop was busy when the close came).
     await sleep(50);
+    // From a callback of I/O (a file read's), where the next check phase comes before any new poll.
+    await readFile(import.meta.filename);
     standIn.closeIdle();
     expect(await call('c')).toMatchObject({ kind: 'ok' });
     expect(standIn.received).toEqual([

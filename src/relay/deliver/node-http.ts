@@ -16,7 +16,7 @@
 import { Agent as HttpAgent, type ClientRequest, type IncomingMessage, request as httpRequest } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import type { Socket } from 'node:net';
-import { isBodyless, KEEP_ALIVE_MS, SMALL_BODY, UpstreamTimeout, type Transport, type TransportAnswer } from './transport.js';
+import { afterPoll, isBodyless, KEEP_ALIVE_MS, SMALL_BODY, UpstreamTimeout, type Transport, type TransportAnswer } from './transport.js';
 
 export interface NodeHttpTransportOptions {
   /** connections per upstream origin @default 64 */
@@ -38,13 +38,6 @@ const MAX_UNWRITTEN = 3;
 
 /** An error that proves the call never left: nothing of it was written (api/retry.ts sends it again). */
 const notWritten = (message: string, cause?: unknown): Error => Object.assign(new Error(message, { cause }), { code: NOT_WRITTEN });
-
-/**
- * Runs `then` after the event loop has polled for I/O at least once: the second immediate runs
- * after a poll whichever phase the first was set from (from a poll callback, the first runs
- * before any new one).
- */
-const afterPoll = (then: () => void) => void setImmediate(() => setImmediate(then));
 /** URLs kept parsed, at most: the caller's are a few fixed ones (caller.ts). */
 const MAX_TARGETS = 64;
 

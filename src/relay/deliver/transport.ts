@@ -40,6 +40,14 @@ export class UpstreamTimeout extends Error {
  */
 export const KEEP_ALIVE_MS = 4_000;
 
+/**
+ * Runs `then` once the event loop has polled for I/O at least once: a close the platform sent on
+ * an idle pooled connection, already arrived but not yet read, is read first. Two immediates:
+ * from a callback of I/O the first runs before any new poll (undici's own check of an idle
+ * socket, one immediate, then writes on a connection already closed).
+ */
+export const afterPoll = (then: () => void): void => void setImmediate(() => setImmediate(then));
+
 /** Answers up to this size are read whole: one write when passed on, one parse when read. */
 export const SMALL_BODY = 64 * 1024;
 

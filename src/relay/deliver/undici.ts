@@ -12,7 +12,7 @@
 import { createRequire } from 'node:module';
 import type { Agent as AgentType, Dispatcher } from 'undici';
 import type { IncomingHttpHeaders } from 'undici/types/header.js';
-import { isBodyless, KEEP_ALIVE_MS, SMALL_BODY, UpstreamTimeout, type Transport, type TransportAnswer } from './transport.js';
+import { afterPoll, isBodyless, KEEP_ALIVE_MS, SMALL_BODY, UpstreamTimeout, type Transport, type TransportAnswer } from './transport.js';
 
 export interface UndiciTransportOptions {
   /** connections per upstream origin @default 64 */
@@ -96,6 +96,9 @@ export function createUndiciTransport(options: UndiciTransportOptions = {}): Und
   const transport = async ({ method, url, headers, body, timeoutMs }: Parameters<Transport>[0]): Promise<TransportAnswer> => {
     try {
       const { origin, path } = targetOf(url);
+      // A close of an idle pooled connection that has arrived is read before the call is handed to
+      // the pool, which then makes a new connection instead of writing on the closed one.
+      await new Promise<void>((resolve) => afterPoll(resolve));
       const answer = await request.call(dispatcher, {
         origin,
         path,
