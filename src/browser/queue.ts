@@ -197,9 +197,9 @@ export function createQueue(store: Store, written: (entries: Entry[]) => void): 
           found.set(id, { entry, bytes: items.get(id)?.bytes ?? utf8Bytes(JSON.stringify(entry.item)), row: key as string });
         }
       }
-      // This page's items whose write began after the read: not in `rows`, but stored (or about to be).
-      // Written before and missing: another tab has sent them.
-      for (const [id, queued] of items) if (!found.has(id) && (queued.writeNumber === undefined || queued.writeNumber >= readAfter)) found.set(id, queued);
+      // This page's items whose write began after the read (or has still to begin): not in `rows`,
+      // but stored (or about to be). Written before and missing: another tab has sent them.
+      for (const [id, queued] of items) if (!found.has(id) && (queued.writeNumber ?? readAfter) >= readAfter) found.set(id, queued);
       // Every removal was written before the read began (none waits, no write began since): all
       // are in `rows` already, and no later read can hold one.
       if (readAfter === writes && !takenOut.size) gone.clear();
