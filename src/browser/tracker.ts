@@ -154,7 +154,7 @@ export function createTracker(options: TrackerOptions): Tracker {
   // A flush that cannot send does not run: nothing to adopt, nothing that may go.
   async function run(): Promise<void> {
     scheduler.cancel();
-    if (running) {
+    if (running !== undefined) {
       runAgain = true;
       return running;
     }
