@@ -12,7 +12,8 @@
  * frames (pages) each group of accepts wrote, read from the -wal file's size after a checkpoint
  * that emptied it before the group (the checkpoints change the timings: count, do not time, so),
  * and their bytes; --pages: those frames by the table or index their page is in (`dbstat`). Both
- * move the steps too (read them from a run without either).
+ * move the steps too (read them from a run without either). With either, the settles' frames too,
+ * per 100 items delivered (a checkpoint empties the WAL before each settle), and with --pages by B-tree.
  * Ids are v7 UUIDs as the snippet makes them; BENCH_ID_KIND=v4, random ones.
  * --lease: entries a lease asks for (100 by default); --backlog: every request is accepted first,
  * then the outbox drained in leases of --lease, so that a lease finds more visitors ready than it
@@ -82,6 +83,8 @@ const framesByBtree = (into: Map<string, number>) => {
   }
 };
 const acceptPages = new Map<string, number>();
+const settlePages = new Map<string, number>();
+let settleFrames = 0;
 /** VM steps of every statement of the connection so far (they stay prepared). */
 const vmSteps = () => Number((stepsOf.get() as unknown[])[0]);
 /** Ids as the snippet makes them (time-ordered v7 UUIDs); BENCH_ID_KIND=v4: random ones, as a client of its own may send, which land all over the ids' B-trees. */
@@ -156,7 +159,10 @@ for (let done = 0; done < REQUESTS; done += CONCURRENT) {
       leased.map((entry) => entry.seq),
       now,
     );
+    if (values.frames || values.pages) db.pragma('wal_checkpoint(TRUNCATE)');
     await outbox.settle('bench', { delivered: seqs, released: [], dead: [] }, Date.now());
+    if (values.frames || values.pages) settleFrames += walFrames();
+    if (values.pages) framesByBtree(settlePages);
     delivered += seqs.length;
   }
   counts.deliver.stop();
@@ -190,7 +196,17 @@ console.log(
             }
           : {}),
       },
-      deliver_per_100_items: counts.deliver.per(delivered / 100),
+      deliver_per_100_items: {
+        ...counts.deliver.per(delivered / 100),
+        ...(values.frames || values.pages ? { settle_wal_frames: Math.round((settleFrames / (delivered / 100)) * 100) / 100 } : {}),
+        ...(values.pages
+          ? {
+              settle_pages_by_btree: Object.fromEntries(
+                [...settlePages].sort((a, b) => b[1] - a[1]).map(([name, n]) => [name, Math.round((n / (delivered / 100)) * 100) / 100]),
+              ),
+            }
+          : {}),
+      },
       lease_alone_per_lease: counts.lease.per(leases),
       load_average: loadavg()[0],
     },
