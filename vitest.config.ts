@@ -2,6 +2,7 @@ import { availableParallelism } from 'node:os';
 import { defineConfig } from 'vitest/config';
 import { DRIVER_STALLED } from './test/e2e/engines/webkit.js';
 import LongestFirstSequencer from './test/support/sequencer.js';
+import { isWorkerdAbortReport } from './test/workerd/abort-report.js';
 
 /**
  * One `npm test` runs every project:
@@ -41,6 +42,8 @@ const waits = { poll: { timeout: 5_000 } };
 export default defineConfig({
   test: {
     maxWorkers: workers,
+    // workerd's own report of a call it cancelled, none of ours: test/workerd/abort-report.ts.
+    onUnhandledError: (error) => (isWorkerdAbortReport(error) ? false : undefined),
     sequence: { sequencer: LongestFirstSequencer },
     projects: [
       {

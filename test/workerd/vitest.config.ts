@@ -34,10 +34,10 @@ export function workerdProject(name: string, { isolate, include, exclude = [] }:
     plugins: [
       // Called as each pool worker starts (one Miniflare per worker, for the files it runs).
       cloudflareTest(async () => {
-        const upstreamUrl = await startWorkerUpstream(name);
+        const { url, deafUrl, halfUrl } = await startWorkerUpstream(name);
         return {
           wrangler: { configPath: fileURLToPath(new URL('./wrangler.toml', import.meta.url)) },
-          miniflare: { bindings: { TEST_UPSTREAM: upstreamUrl, CDP_BASE_URL: upstreamUrl } },
+          miniflare: { bindings: { TEST_UPSTREAM: url, CDP_BASE_URL: url, TEST_DEAF_PLATFORM: deafUrl, TEST_HALF_PLATFORM: halfUrl } },
         };
       }),
     ],
