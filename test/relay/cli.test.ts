@@ -28,13 +28,13 @@ beforeAll(async () => {
 });
 afterAll(() => emulator?.close());
 
-/** Polls `probe` until it gives a value (10 s at most). */
-async function waitFor<T>(probe: () => T | undefined | Promise<T | undefined>): Promise<T> {
+/** Polls `probe` until it gives a value (10 s at most); `seen` says what the last probe saw, for the error. */
+async function waitFor<T>(probe: () => T | undefined | Promise<T | undefined>, seen: () => string = () => ''): Promise<T> {
   const deadline = Date.now() + 10_000;
   for (;;) {
     const value = await probe();
     if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error('waited 10 s in vain');
+    if (Date.now() > deadline) throw new Error(`waited 10 s in vain${seen() ? `; last seen:\n${seen()}` : ''}`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }
@@ -178,10 +178,18 @@ describe('cdp-edge relay', () => {
     );
     expect(answers.flat().filter((status) => status === 'accepted')).toHaveLength(30);
     // A worker still starting (or busy) does not answer a scrape in time: wait for one where both did.
-    const scrape = await waitFor(async () => {
-      const text = await (await fetch(`${metricsUrl}/metrics`)).text();
-      return text.includes('cdp_edge_metrics_workers_missing 0') ? text : undefined;
-    });
+    let lastScrape = '';
+    const scrape = await waitFor(
+      async () => {
+        lastScrape = await (await fetch(`${metricsUrl}/metrics`)).text();
+        return lastScrape.includes('cdp_edge_metrics_workers_missing 0') ? lastScrape : undefined;
+      },
+      // which worker did not answer and why (the scrape's comment lines), and what the relay printed
+      () =>
+        [...lastScrape.split('\n').filter((line) => line.startsWith('# cdp-edge') || line.startsWith('cdp_edge_metrics_workers_missing')), relay.output()].join(
+          '\n',
+        ),
+    );
     expect(scrape).toContain('cdp_edge_collect_requests_total{site="cli-shop",status="200"} 30');
     expect(scrape).toContain('cdp_edge_items_total{site="cli-shop",result="accepted"} 30');
     expect(scrape).toContain('cdp_edge_items_total{site="cli-shop",result="rejected",reason="invalid"} 30');
