@@ -5,7 +5,7 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type RunningEmulator } from '../../src/emulator/index.js';
 import { ensureBuilt, root } from '../support/built.js';
 
@@ -28,6 +28,26 @@ beforeAll(async () => {
 });
 afterAll(() => emulator?.close());
 
+/** The relays this file started: a case that fails midway leaves its relay (and its workers) running otherwise. */
+const launched: ChildProcess[] = [];
+afterEach(async () => {
+  const alive = launched.splice(0).filter((child) => child.exitCode === null && child.signalCode === null);
+  await Promise.all(
+    alive.map(
+      (child) =>
+        new Promise<void>((resolve) => {
+          // SIGTERM lets a primary stop its workers; SIGKILL if it has not exited 5 s on.
+          const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
+          child.once('exit', () => {
+            clearTimeout(timer);
+            resolve();
+          });
+          child.kill('SIGTERM');
+        }),
+    ),
+  );
+});
+
 /** Polls `probe` until it gives a value (10 s at most); `seen` says what the last probe saw, for the error. */
 async function waitFor<T>(probe: () => T | undefined | Promise<T | undefined>, seen: () => string = () => ''): Promise<T> {
   const deadline = Date.now() + 10_000;
@@ -45,6 +65,7 @@ function launch(env: Record<string, string>, args: string[] = [], cwd = mkdtempS
     env: { PATH: process.env['PATH'] ?? '', RELAY_LOG: 'off', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  launched.push(child);
   let out = '';
   child.stdout!.on('data', (chunk) => (out += chunk));
   child.stderr!.on('data', (chunk) => (out += chunk));
