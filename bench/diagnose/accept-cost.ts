@@ -14,12 +14,15 @@
  * and their bytes; --pages: those frames by the table or index their page is in (`dbstat`). Both
  * move the steps too (read them from a run without either). With either, the settles' frames too,
  * per 100 items delivered (a checkpoint empties the WAL before each settle), and with --pages by B-tree.
+ * --statements: each statement by its SQL, accepting and delivering apart: runs, SQLite's VM steps
+ * (`sqlite_stmt`, whatever the machine's load) and wall time through the port, per 100 items, the
+ * most steps first: where the outbox's SQL work goes without a timing patch of the port.
  * Ids are v7 UUIDs as the snippet makes them; BENCH_ID_KIND=v4, random ones.
  * --lease: entries a lease asks for (100 by default); --backlog: every request is accepted first,
  * then the outbox drained in leases of --lease, so that a lease finds more visitors ready than it
  * takes (as a deliverer behind a backlog does).
  *
- *   npx tsx bench/diagnose/accept-cost.ts [--requests 3000] [--batch 10] [--concurrent 16] [--visitors 100000] [--identifies] [--window 3600000] [--frames] [--pages] [--lease 100] [--backlog]
+ *   npx tsx bench/diagnose/accept-cost.ts [--requests 3000] [--batch 10] [--concurrent 16] [--visitors 100000] [--identifies] [--window 3600000] [--frames] [--pages] [--lease 100] [--backlog] [--statements]
  */
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
@@ -27,7 +30,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { uuid } from '../../src/browser/uuid.js';
 import type { OutboxItem } from '../../src/relay/state/outbox.js';
-import { createSqlOutbox } from '../../src/relay/state/sql-outbox.js';
+import { createSqlOutbox, type SqlPort } from '../../src/relay/state/sql-outbox.js';
 import { libsqlPort } from '../../src/relay/state/sqlite-outbox.js';
 import { openSqlite, sqliteCounts } from '../../src/relay/state/sqlite-file.js';
 import { walSync } from '../../src/relay/state/sqlite-wal.js';
@@ -44,6 +47,7 @@ const { values } = parseArgs({
     pages: { type: 'boolean', default: false },
     lease: { type: 'string', default: '100' },
     backlog: { type: 'boolean', default: false },
+    statements: { type: 'boolean', default: false },
   },
 });
 const REQUESTS = Number(values.requests);
@@ -58,8 +62,49 @@ const dir = mkdtempSync(join(tmpdir(), 'cdp-accept-cost-'));
 const path = join(dir, 'relay-state.db');
 const db = await openSqlite(path, 5000, 'accept-cost', true);
 const wal = walSync(path, { held: true });
-const { outbox } = await createSqlOutbox(libsqlPort(db, wal.sync));
 const stepsOf = db.prepare('SELECT sum(nstep) FROM sqlite_stmt').raw();
+/** --statements: by phase, each statement's runs, VM steps and wall µs (its SQL's whitespace folded). */
+type Tally = Map<string, { runs: number; steps: number; us: number }>;
+const bySql = { accept: new Map() as Tally, deliver: new Map() as Tally };
+/** The phase whose statements are counted: none while the outbox opens. */
+let phase: keyof typeof bySql | undefined;
+const fold = (sql: string) => sql.replace(/\s+/g, ' ').trim();
+const tally = (sql: string) => {
+  if (phase === undefined) return { runs: 0, steps: 0, us: 0 };
+  const key = fold(sql);
+  const known = bySql[phase].get(key);
+  if (known !== undefined) return known;
+  const one = { runs: 0, steps: 0, us: 0 };
+  bySql[phase].set(key, one);
+  return one;
+};
+/** The port with each statement timed and counted (--statements), for the phase running: accept and delivery never overlap here. */
+const timedPort = (port: SqlPort): SqlPort => {
+  const timed =
+    <T>(call: (sql: string, ...params: Parameters<SqlPort['run']>[1][]) => T) =>
+    (sql: string, ...params: Parameters<SqlPort['run']>[1][]): T => {
+      const from = performance.now();
+      const result = call(sql, ...params);
+      const one = tally(sql);
+      one.runs++;
+      one.us += (performance.now() - from) * 1000;
+      return result;
+    };
+  return { ...port, query: timed(port.query), run: timed(port.run) };
+};
+const stmtSteps = db.prepare('SELECT sql, nstep FROM sqlite_stmt').raw();
+/** Each prepared statement's VM steps so far, by its folded SQL. */
+const stepsBySql = () => new Map((stmtSteps.all() as [string, number][]).map(([sql, steps]) => [fold(sql), Number(steps)]));
+let stepsFrom = new Map<string, number>();
+/** The steps each statement ran since the phase began, added to its tally. */
+const addSteps = () => {
+  for (const [sql, steps] of stepsBySql()) {
+    const before = stepsFrom.get(sql) ?? 0;
+    if (steps > before && phase !== undefined && bySql[phase].has(sql)) tally(sql).steps += steps - before;
+  }
+};
+const port = libsqlPort(db, wal.sync);
+const { outbox } = await createSqlOutbox(values.statements ? timedPort(port) : port);
 /** A WAL frame's bytes: its page and its 24-byte header. */
 const frameBytes = () => Number((db.pragma('page_size') as [{ page_size: number }])[0].page_size) + 24;
 /** The frames in the -wal file (each a page and its 24-byte header, after the file's 32-byte header). */
@@ -137,14 +182,19 @@ for (let done = 0; done < REQUESTS; done += CONCURRENT) {
   const batch = Array.from({ length: Math.min(CONCURRENT, REQUESTS - done) }, request);
   if (values.frames || values.pages) db.pragma('wal_checkpoint(TRUNCATE)');
   let before = process.cpuUsage();
+  phase = 'accept';
+  if (values.statements) stepsFrom = stepsBySql();
   counts.accept.start();
   const answers = await Promise.all(batch.map((items) => outbox.accept(items, Date.now(), WINDOW)));
   counts.accept.stop();
+  if (values.statements) addSteps();
   if (values.frames || values.pages) acceptFrames += walFrames();
   if (values.pages) framesByBtree(acceptPages);
   cpu.accept += (process.cpuUsage(before).user + process.cpuUsage(before).system) / 1000;
   accepted += answers.reduce((n, a) => n + a.accepted.length, 0);
   before = process.cpuUsage();
+  phase = 'deliver';
+  if (values.statements) stepsFrom = stepsBySql();
   counts.deliver.start();
   const last = done + CONCURRENT >= REQUESTS;
   while ((!values.backlog && accepted - delivered >= LEASE) || (last && accepted > delivered)) {
@@ -166,10 +216,16 @@ for (let done = 0; done < REQUESTS; done += CONCURRENT) {
     delivered += seqs.length;
   }
   counts.deliver.stop();
+  if (values.statements) addSteps();
   cpu.deliver += (process.cpuUsage(before).user + process.cpuUsage(before).system) / 1000;
 }
 const seconds = (performance.now() - started) / 1000;
 const per100 = (ms: number, items: number) => Math.round((ms / (items / 100)) * 100) / 100;
+/** A phase's statements per 100 of its items, the most steps first (SQL cut at 100 characters). */
+const statementsOf = (tallied: Tally, items: number) =>
+  [...tallied]
+    .sort((a, b) => b[1].steps - a[1].steps)
+    .map(([sql, { runs, steps, us }]) => ({ sql: sql.slice(0, 100), runs: per100(runs, items), steps: per100(steps, items), us: per100(us, items) }));
 console.log(
   JSON.stringify(
     {
@@ -208,6 +264,9 @@ console.log(
           : {}),
       },
       lease_alone_per_lease: counts.lease.per(leases),
+      ...(values.statements
+        ? { statements_per_100_items: { accept: statementsOf(bySql.accept, accepted), deliver: statementsOf(bySql.deliver, delivered) } }
+        : {}),
       load_average: loadavg()[0],
     },
     null,
