@@ -106,18 +106,19 @@ describe('SQLite: a stats read and a lease cost the same whatever the backlog', 
       INSERT INTO outbox_count VALUES ('remembered', 0);
     `);
     const add = old.prepare('INSERT INTO outbox (item) VALUES (?)');
-    for (let i = 0; i < 6; i++) add.run(JSON.stringify(item('s', `loud${i}`, { visitor: 'loud' })));
+    for (let i = 0; i < 12; i++) add.run(JSON.stringify(item('s', `loud${i}`, { visitor: 'loud' })));
     add.run(JSON.stringify(item('s', 'quiet', { visitor: 'quiet' })));
     old.prepare('INSERT INTO outbox_dead VALUES (100, ?, ?, ?, NULL, ?)').run('s', JSON.stringify(item('s', 'gone')), 'refused', Date.now());
     old.close();
     const store = await createSqliteOutbox(path);
     try {
-      expect(await store.outbox.stats()).toMatchObject({ pending: 7, dead: 1 });
-      const leased = await store.outbox.lease('me', 2, Date.now(), 1000);
-      expect(leased.map((entry) => entry.id)).toEqual(['loud0', 'quiet']);
+      expect(await store.outbox.stats()).toMatchObject({ pending: 13, dead: 1 });
+      // A turn is a run of up to 10 of a visitor's entries: loud's first ten, then quiet's.
+      const leased = await store.outbox.lease('me', 11, Date.now(), 1000);
+      expect(leased.map((entry) => entry.id)).toEqual([...Array.from({ length: 10 }, (_, i) => `loud${i}`), 'quiet']);
       await store.outbox.settle('me', { delivered: leased.map((entry) => entry.seq), released: [], dead: [] }, Date.now());
-      expect((await store.outbox.lease('me', 10, Date.now(), 1000)).map((entry) => entry.id)).toEqual(['loud1', 'loud2', 'loud3', 'loud4', 'loud5']);
-      expect(await store.outbox.stats()).toMatchObject({ pending: 5, dead: 1 });
+      expect((await store.outbox.lease('me', 10, Date.now(), 1000)).map((entry) => entry.id)).toEqual(['loud10', 'loud11']);
+      expect(await store.outbox.stats()).toMatchObject({ pending: 2, dead: 1 });
     } finally {
       await store.close();
     }
@@ -386,10 +387,11 @@ describe("SQLite: a lease's rows are cut as the deliverer's calls take its entri
     const { outbox } = await createSqlOutbox(libsqlPort(db));
     const leaseWrites = countWrites(db, ['outbox_leases']);
     const now = Date.now();
-    // 30 browsers of 10 tracks each, each request's together: the deliverer's calls of 100 take every browser's first, then every one's second…
-    for (let b = 0; b < 30; b++)
+    // 15 browsers of 20 tracks each, each request's together: the deliverer's calls of 100 take every browser's first run of 10,
+    // then every one's second (cut in seq order instead, the second call's entries would lie in all three rows).
+    for (let b = 0; b < 15; b++)
       await outbox.accept(
-        Array.from({ length: 10 }, (_, i) => item('s', `b${b}-${i}`, { visitor: `v${b}`, browser: `v${b}` })),
+        Array.from({ length: 20 }, (_, i) => item('s', `b${b}-${i}`, { visitor: `v${b}`, browser: `v${b}` })),
         now,
         3600_000,
       );

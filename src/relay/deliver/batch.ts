@@ -8,6 +8,7 @@
 import { identifierKey, LIMITS } from '../../api/index.js';
 import { utf8Length } from '../../api/limits.js';
 import { entryOf } from '../state/item-text.js';
+import { RUN } from '../state/fair.js';
 import type { EntryKind, Leased } from '../state/outbox.js';
 
 export type CallEndpoint = 'person/merge' | 'activities/create';
@@ -84,11 +85,14 @@ export function peopleOf(entry: Leased, mergeBy: readonly string[]): string[] {
 
 /**
  * `leased` (oldest first) with the activities taken a round of browsers at a time: every
- * browser's first activity of the lease, then every one's second, and so on, each browser's in
- * the order they were accepted (merges keep their places). A browser with a backlog (a flood, a
- * backfill) then fills the later calls while one with a new item goes in the first, instead of
- * behind the whole backlog: in the last call, the one a backlog holds back to fill (lease-run.ts).
- * Each round's entries in a list of its own, in lease order: no key string or sort per entry.
+ * browser's first run of activities of the lease (up to state/fair.ts `RUN`, as the outbox's
+ * turns take them), then every one's second, and so on, each browser's in the order they were
+ * accepted (merges keep their places). A browser with a backlog (a flood, a backfill) then fills
+ * the later calls while one with a new item goes in the first, instead of behind the whole
+ * backlog: in the last call, the one a backlog holds back to fill (lease-run.ts). A run, not one
+ * entry: a browser's entries lie together in the outbox, so a call of whole runs settles a tenth
+ * as many of its pages. Each round's entries in a list of its own, in lease order: no key string
+ * or sort per entry.
  */
 function byRound(leased: readonly Leased[]): Leased[] {
   /** per site, per browser: its activities seen so far */
@@ -102,8 +106,9 @@ function byRound(leased: readonly Leased[]): Leased[] {
         browsers = new Map();
         seen.set(entry.site, browsers);
       }
-      round = browsers.get(entry.browser) ?? 0;
-      browsers.set(entry.browser, round + 1);
+      const before = browsers.get(entry.browser) ?? 0;
+      browsers.set(entry.browser, before + 1);
+      round = Math.floor(before / RUN);
     }
     if (round === rounds.length) rounds.push([]);
     rounds[round]!.push(entry);

@@ -1,12 +1,25 @@
 /**
  * Fair leasing, once for the stores that lease in JavaScript (memory, SQLite; Redis runs the same
- * turns in Lua): one entry per site in turn, each site's turn going to its visitors in turn, and
- * each visitor's entries in `seq` order. Sites and visitors come in the order the store gives
- * them (the longest-waiting first), so across leases nobody is passed over for long either.
+ * turns in Lua): one run of entries per site in turn, each site's turn going to its visitors in
+ * turn, and each visitor's entries in `seq` order. Sites and visitors come in the order the store
+ * gives them (the longest-waiting first), so across leases nobody is passed over for long either.
  * @module
  */
 
-/** One visitor's entries: the next ready one, or undefined once it has no more ready. */
+/**
+ * The entries a visitor's turn takes at most: a `/collect` request's usual batch. A request's items
+ * are one visitor's, accepted together, so they lie in consecutive rows, mostly in one page of the
+ * SQL outbox: a turn of one entry gave a call of 100 entries about 100 visitors' pages, each
+ * written again at that visitor's next call, where runs give it about a tenth as many
+ * (bench/README, "The relay beside a bare pass-through"). Fairness keeps its shape at this grain:
+ * visitors in turn, and a lone visitor gets the whole lease. Across leases, a visitor a lease took a
+ * whole run from goes behind the others (each store moves its lane's place: sql-ready.ts `since`):
+ * a lease meets a tenth as many visitors as one entry a turn did, and a visitor that kept its place
+ * would take a run of every lease while those behind it waited.
+ */
+export const RUN = 10;
+
+/** One visitor's entries: the next ready one, or undefined once it has no more ready (and again if asked again). */
 export type Lane<T> = () => T | undefined;
 
 /** One site's turn: its lanes not yet done, the one whose turn is next, and whether it may have more lanes than it was given. */
@@ -60,18 +73,24 @@ export function takeFair<T>(sites: readonly (readonly Lane<T>[])[], max: number,
           if (site.next >= site.lanes.length) site.next = 0;
           if (site.lanes.length === 0) break;
         }
-        entry = site.lanes[site.next]!();
+        const lane = site.lanes[site.next]!;
+        entry = lane();
         if (entry !== undefined) {
+          taken.push(entry);
+          // The rest of the lane's run. One that ran out leaves at its next turn, when it answers undefined
+          // again (not here: a splice for each lane of one entry, and an array for what it removed).
+          for (let n = 1; n < RUN && taken.length < max; n++) {
+            const more = lane();
+            if (more === undefined) break;
+            taken.push(more);
+          }
           site.next++;
           break;
         }
         site.lanes.splice(site.next, 1);
       }
       if (entry === undefined) turns.splice(s, 1);
-      else {
-        taken.push(entry);
-        s++;
-      }
+      else s++;
     }
   }
   return taken;
@@ -102,26 +121,26 @@ export function takeFairMergesBounded<T>(
   return taken;
 }
 
-const ascending = (a: number, b: number) => a - b;
-
 /**
- * Shares of `budget` taken in turns by parts that hold `caps` each: each part its cap or the level
- * the budget reaches, whichever is less, and one more above the level for those that hold more
- * (the last turn's remainder, whoever it falls to): at most one more per part than the budget.
+ * Shares of `budget` taken in turns of up to `run` each by parts that hold `caps` each, in their
+ * order: what {@link takeFair}'s turns give each lane (or site) when every part gives all it holds.
  */
-export function fill(caps: readonly number[], budget: number): number[] {
-  const sorted = caps.slice().sort(ascending);
+export function fill(caps: readonly number[], budget: number, run = RUN): number[] {
+  const shares = caps.map(() => 0);
+  let open: number[] = [];
+  for (let i = 0; i < caps.length; i++) if (caps[i]! > 0) open.push(i);
   let left = budget;
-  let level = 0;
-  for (let i = 0; i < sorted.length; i++) {
-    const cap = sorted[i]!;
-    const rest = sorted.length - i;
-    if ((cap - level) * rest > left) {
-      level += Math.ceil(left / rest);
-      break;
+  // Each step takes at least one entry or closes a part: at most budget + parts steps.
+  while (left > 0 && open.length > 0) {
+    const still: number[] = [];
+    for (let k = 0; k < open.length && left > 0; k++) {
+      const i = open[k]!;
+      const take = Math.min(run, caps[i]! - shares[i]!, left);
+      shares[i] = shares[i]! + take;
+      left -= take;
+      if (shares[i]! < caps[i]!) still.push(i);
     }
-    left -= (cap - level) * rest;
-    level = cap;
+    open = still;
   }
-  return caps.map((cap) => Math.min(cap, level));
+  return shares;
 }

@@ -24,7 +24,7 @@ export function createMemoryOutbox(): MemoryOutbox {
   const pending = new Map<number, Entry>();
   // Sites and their visitors with entries waiting: how many (the limits), and a number in the order
   // they began waiting (the longest-waiting first). Where the entries wait is memory-ready.ts's.
-  const lanes = new Map<string, { since: number; count: number; visitors: Map<string, { since: number; count: number }> }>();
+  const lanes = new Map<string, { since: number; count: number; visitors: Map<string, { since: number; count: number; turn: number }> }>();
   let began = 0;
   const shapeOf = entryShapes();
   // The merges in the outbox (ready, released or leased) by browser: its activities after them wait.
@@ -49,13 +49,19 @@ export function createMemoryOutbox(): MemoryOutbox {
   };
 
   const browserOf = (item: Omit<OutboxItem, 'entry'>) => `${item.site}\u0000${item.browser}`;
-  const places = createMemoryReady(pending, merges);
+  // A lane's place in its site's order (its `turn`) is kept in its record here, which lives while it has entries waiting.
+  const places = createMemoryReady(
+    pending,
+    merges,
+    (entry) => lanes.get(entry.item.site)!.visitors.get(entry.item.visitor)!,
+    () => began++,
+  );
 
   /** Counts `item` as waiting under `seq`, and puts it in its place (ready, or held behind a merge), or waiting until `until`. */
   const addWaiting = (seq: number, item: StoredItem, until?: number) => {
     const { site, visitor } = item;
     const counts = lanes.get(site) ?? lanes.set(site, { since: began++, count: 0, visitors: new Map() }).get(site)!;
-    const lane = counts.visitors.get(visitor) ?? counts.visitors.set(visitor, { since: began++, count: 0 }).get(visitor)!;
+    const lane = counts.visitors.get(visitor) ?? counts.visitors.set(visitor, { since: began, count: 0, turn: began++ }).get(visitor)!;
     counts.count++;
     lane.count++;
     // Every field set here, once: one shape for every entry.

@@ -119,9 +119,10 @@ export interface Outbox {
   accept(items: readonly OutboxItem[], now: number, windowMs: number, limits?: OutboxLimits): Promise<Accepted>;
   /**
    * Leases up to `max` ready entries (not dead, not leased by a live lease, `notBefore` passed) to
-   * `owner` until `now + leaseMs`, fairly: one entry per site in turn, each site's turn going to
-   * its visitors in turn (sites and visitors with the longest-waiting entries first), and each
-   * visitor's entries lowest `seq` first. A flood from one visitor or one site then takes one
+   * `owner` until `now + leaseMs`, fairly: one run of up to `RUN` (10) entries per site in turn,
+   * each site's turn going to its visitors in turn (sites and visitors with the longest-waiting
+   * entries first; a visitor a lease took a whole run from waits behind the others from then), and
+   * each visitor's entries lowest `seq` first (state/fair.ts). A flood from one visitor or one site then takes one
    * share of a lease, never the whole; alone, it takes the whole. By readiness, with bounded work:
    * only visitors with an entry ready now are looked at (one whose entries were all released for
    * later, or wait behind an identify, costs nothing), so a lease reads a small multiple of `max`

@@ -22,13 +22,13 @@
  * The accept's script is in redis-outbox-accept.ts.
  * @module
  */
-import { MERGES_PER_LEASE } from './fair.js';
+import { MERGES_PER_LEASE, RUN } from './fair.js';
 import { COMMON } from './redis-outbox-entries.js';
 import { NOW } from './redis-time.js';
 
 /**
  * ARGV: prefix, owner, now, lease ms, max. First moves what has come due in \`o:wait\` to its place
- * (twice max at most), then takes ready entries in turns, as state/fair.ts: one per site (the
+ * (twice max at most), then takes ready entries in turns, as state/fair.ts: one run per site (the
  * longest-waiting first), each site's turn going to its lanes in turn, each lane in seq order; merges
  * past a call's worth only in a second pass, when the first left room. A browser's next merge held
  * only behind one taken goes too. A site's lanes are read in pages (as state/sql-pick.ts reads them).
@@ -40,12 +40,14 @@ for _, seq in ipairs(redis.call('ZRANGEBYSCORE', P..'o:wait', '-inf', now, 'LIMI
   redis.call('ZREM', P..'o:wait', seq)
   place(seq, redis.call('HGET', P..'o:lane', seq))
 end
-local visited, chosen, taken = {}, {}, {}
+local visited, chosen, taken, tookFrom = {}, {}, {}, {}
 local mergesTaken, deferred = 0, false
 local function take(lane, seq, browser)
   chosen[seq] = true
   -- A merge: the browser's next one, held only behind it, goes next in this lane's turns.
-  if browser and redis.call('HGET', P..'o:ab', seq) == false then
+  local merge = browser and redis.call('HGET', P..'o:ab', seq) == false
+  if not merge then lane.active = true end
+  if merge then
     mergesTaken = mergesTaken + 1
     local after = redis.call('ZRANGEBYSCORE', P..'o:mq:'..browser, '('..seq, '+inf', 'LIMIT', 0, 1)[1]
     if after and redis.call('ZSCORE', P..'o:h:'..browser, after) then lane.chained[#lane.chained + 1] = after end
@@ -109,11 +111,28 @@ local function pass(mergesToo)
           if site.next > #site.lanes then site.next = 1 end
           if #site.lanes == 0 then break end
         end
-        seq = nextOf(site.lanes[site.next], mergesToo)
-        if seq then site.next = site.next + 1 else table.remove(site.lanes, site.next) end
+        local lane = site.lanes[site.next]
+        seq = nextOf(lane, mergesToo)
+        if seq then
+          -- The rest of the lane's run (state/fair.ts RUN); one that ran out leaves at its next turn, as there.
+          taken[#taken + 1] = tonumber(seq)
+          local n = 1
+          while n < ${RUN} and #taken < max do
+            local more = nextOf(lane, mergesToo)
+            if not more then break end
+            taken[#taken + 1] = tonumber(more)
+            n = n + 1
+          end
+          if lane.active and not lane.behind then
+            lane.behind = true
+            tookFrom[#tookFrom + 1] = lane.lane
+          end
+          site.next = site.next + 1
+        else
+          table.remove(site.lanes, site.next)
+        end
       end
       if seq then
-        taken[#taken + 1] = tonumber(seq)
         t = t + 1
       else
         table.remove(turns, t)
@@ -125,6 +144,14 @@ pass(false)
 if deferred and #taken < max then pass(true) end
 -- Lanes with nothing ready left leave their site's, and sites with none the sites'.
 for _, lane in ipairs(visited) do tidy(lane) end
+-- The lanes taken an activity from go behind those waiting, as if they began waiting now (as sql-ready.ts moves since): scored by
+-- a seq of their own, which no entry takes (a lane that begins later scores its first entry's, after it).
+local turn = #tookFrom > 0 and redis.call('HINCRBY', P..'o:meta', 'seq', 1) or 0
+for _, lane in ipairs(tookFrom) do
+  local s = siteOf(lane)
+  redis.call('ZADD', P..'o:lv:'..s, 'XX', turn, lane)
+  redis.call('ZADD', P..'o:rl:'..s, 'XX', turn, lane)
+end
 table.sort(taken)
 local out = {}
 for _, seq in ipairs(taken) do

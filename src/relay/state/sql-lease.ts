@@ -21,6 +21,7 @@
  * `attempts`): opening one moves each lease here once (`outbox_count` 'leases' marks it done).
  * @module
  */
+import { RUN } from './fair.js';
 import { leasedOf, sharedStrings } from './item-text.js';
 import type { Leased } from './outbox.js';
 import type { LaneRead } from './sql-pick.js';
@@ -69,8 +70,8 @@ const chunks = (entries: Entries) =>
 
 /**
  * `leased` (in seq order; `lanes` theirs) as the deliverer's calls take them (deliver/batch.ts
- * `planCalls`): the activities a round of browsers at a time (every browser's first, then every
- * one's second…), each round in seq order, merges first. A lease's rows cut in this order hold about
+ * `planCalls`): the activities a round of browsers at a time (every browser's first run of up to
+ * `RUN`, then every one's second…), each round in seq order, merges first. A lease's rows cut in this order hold about
  * one call each, so a started call and its settle read and rewrite about one row; cut in seq order,
  * a call of a round held a few entries of every row (a lease of 1,000 from 100 browsers of ten: all
  * ten rows).
@@ -92,8 +93,9 @@ const inCallOrder = (leased: readonly Leased[], lanes: readonly number[], sites:
         browsers = new Map();
         seen.set(site, browsers);
       }
-      round = (browsers.get(browser) ?? 0) + 1;
-      browsers.set(browser, round);
+      const before = browsers.get(browser) ?? 0;
+      browsers.set(browser, before + 1);
+      round = Math.floor(before / RUN) + 1;
     }
     if (round === rounds.length) rounds.push([]);
     rounds[round]!.push(siteN === undefined ? [seq, attempts] : [seq, attempts, lane, siteN]);

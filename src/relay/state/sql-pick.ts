@@ -2,11 +2,9 @@
  * What a lease of the SQL outbox takes from the ready entries (sql-ready.ts `pick`): the sites
  * with something ready, the longest-waiting first, each site's lanes in turn (fair.ts), and the
  * first entries of a page of a site's lanes read in one statement, as many of each as its share of
- * the lease (a lane that takes more reads on by itself); where no lane takes more than one, each
- * lane's row carries its first entry, and nothing more is read. A site's first page is an even share of
- * the lease; its turns read the next page (what the lease has left) only when they reach the last
- * lane read, so a lease reads about as many lanes as its turns take, and its statements do not
- * grow with the number of lanes it visits.
+ * the lease (a lane that takes more reads on by itself; one that takes one uses its row's first
+ * entry). A site's first page is an even share of the lease; its turns read the next page only
+ * when they reach the last lane read, so a lease's statements do not grow with the lanes it visits.
  *
  * Identify before track: a site with no merge in the outbox (`outbox_merges`, the usual case of
  * tracks alone) has only activities waiting, so its entries are read from the ready index alone,
@@ -14,7 +12,7 @@
  * merge of its browser before it.
  * @module
  */
-import { fill, type Lane, MERGES_PER_LEASE, takeFairMergesBounded } from './fair.js';
+import { fill, type Lane, MERGES_PER_LEASE, RUN, takeFairMergesBounded } from './fair.js';
 import { digits, type Row, type SqlPort, type SqlValue } from './sql-port.js';
 
 /**
@@ -64,20 +62,19 @@ export const PICK_SQL = {
 
 /** A lane as a lease read it: its site, and how many entries it had ready. */
 export type LaneRead = readonly [site: number, ready: number];
-/**
- * Up to `max` seqs ready now, in turns by site, then lane (fair.ts), taken out of the ready (the
- * caller leases them). `count` moves the lanes' ready counts (by lane, + or −), each lane as read.
- */
-export function pickReady(db: SqlPort, max: number, count: (byLane: ReadonlyMap<number, number>, before: ReadonlyMap<number, LaneRead>) => void): number[] {
+type Counts = ReadonlyMap<number, number>;
+type Reads = ReadonlyMap<number, LaneRead>;
+/** Up to `max` seqs ready now, in turns (fair.ts), out of the ready; `count` moves the lanes' ready counts (+ or −), and moves `behind` back. */
+export function pickReady(db: SqlPort, max: number, count: (byLane: Counts, before: Reads, behind: ReadonlySet<number>) => void): number[] {
   const sites = db.query(PICK_SQL.sites, max).map(([n, merges, lanes]) => ({ site: Number(n), checked: Number(merges) === 1, lanes: Number(lanes) }));
   if (sites.length === 0) return [];
   const taken = new Set<number>();
-  /** What the lease took from the ready, each its lane in 10 digits then its seq (PICK_SQL.takeReady). */
-  const fromReady: string[] = [];
+  const fromReady: string[] = []; // what it took from the ready, each its lane in 10 digits then its seq (PICK_SQL.takeReady)
   const fromHeld: number[] = [];
   const misplaced: Row[] = [];
   const moved = new Set<number>();
   const ready = new Map<number, number>();
+  const behind = new Set<number>(); // the lanes it took an activity from (they go behind the others: sql-ready.ts)
   /** Each lane read: its site and ready count (the counts then move without reading them back). */
   const before = new Map<number, LaneRead>();
   let mergesTaken = 0;
@@ -100,7 +97,7 @@ export function pickReady(db: SqlPort, max: number, count: (byLane: ReadonlyMap<
   const laneOf = (site: number, checked: boolean, lane: number, mergesToo: boolean, first: Row[], done: boolean): Lane<number> => {
     let buffer = first;
     let after = Number(first.at(-1)?.[1] ?? 0);
-    let chunk = Math.min(Math.max(4, first.length * 2), max);
+    let chunk = Math.min(Math.max(RUN, first.length * 2), max);
     let laneDigits = '';
     let chained: [number, SqlValue][] | undefined;
     return () => {
@@ -148,6 +145,7 @@ export function pickReady(db: SqlPort, max: number, count: (byLane: ReadonlyMap<
         if (laneDigits === '') laneDigits = digits(lane);
         fromReady.push(`${laneDigits}${seq}`);
         ready.set(lane, (ready.get(lane) ?? 0) - 1);
+        if (activity) behind.add(lane);
         if (!activity) {
           mergesTaken++;
           if (later !== null && later !== undefined) chained = chain(site, seq, browser, chained);
@@ -197,13 +195,12 @@ export function pickReady(db: SqlPort, max: number, count: (byLane: ReadonlyMap<
   };
 
   /**
-   * The first entries of the lanes `ns` of site `s`: as many of each as its turns would take of
-   * `budget` by the lanes' ready counts `cs` (`fill`); the lanes that hold fewer than the most any
+   * The first entries of the lanes `ns` of site `s`: as many of each as its turns (runs) would take
+   * of `budget` by the lanes' ready counts `cs` (`fill`); the lanes that hold fewer than the most any
    * lane takes read them all, and are done once they have read as many as their count. Where each
-   * lane's row `rs` holds its first entry (`first`), nothing more is read when no lane takes more
-   * than one; else the lanes that hold more read theirs together (one statement), as every lane's
-   * are read where the rows do not hold them. A lane that takes more than it read (others
-   * held less than their counts said, or its identifies waited for the second pass) reads on alone.
+   * lane's row `rs` holds its first entry (`first`), a lane that takes one reads nothing more; the
+   * lanes that take more read theirs together (one statement). A lane that takes more than it read
+   * (others held less than their counts said, or its identifies waited for the second pass) reads on alone.
    */
   const lanesFrom = (s: number, ns: number[], cs: number[], rs: Row[], first: boolean, budget: number, mergesToo: boolean): Lane<number>[] => {
     const lanes: Lane<number>[] = [];
@@ -214,7 +211,9 @@ export function pickReady(db: SqlPort, max: number, count: (byLane: ReadonlyMap<
     for (let l = 0; l < shares.length; l++) if (shares[l]! > most) most = shares[l]!;
     // A lane's rows listed as they come, made for the lanes that have some (most read one row: their share of the lease).
     const heads = new Map<number, Row[]>();
-    const wanted = !first ? ns : most > 1 ? ns.filter((_, l) => cs[l]! > 1) : [];
+    // The lanes whose share is more than their rows hold (none whose turns the budget does not reach) read their own.
+    const reads = (l: number) => shares[l]! > (first ? 1 : 0);
+    const wanted = ns.filter((_, l) => reads(l));
     if (wanted.length > 0) {
       const list = JSON.stringify(wanted);
       const rows = checked ? db.query(PICK_SQL.headsChecked, list, most, site) : (JSON.parse(String(db.query(PICK_SQL.heads, list, most)[0]![0])) as Row[]);
@@ -227,10 +226,11 @@ export function pickReady(db: SqlPort, max: number, count: (byLane: ReadonlyMap<
       }
     }
     for (let l = 0; l < ns.length; l++) {
-      const lane = ns[l]!;
-      const own = !first || (most > 1 && cs[l]! > 1) ? (heads.get(lane) ?? []) : rs[l]![1] === null ? [] : [rs[l]!];
+      // The others: their row's first entry, or nothing read yet (a lane reads on alone if its turns take more).
+      const own = reads(l) ? (heads.get(ns[l]!) ?? []) : first && rs[l]![1] !== null ? [rs[l]!] : [];
       if (own.length > 1) own.sort((a, b) => Number(a[1]) - Number(b[1]));
-      lanes.push(laneOf(site, checked, lane, mergesToo, own, own.length < most || own.length >= cs[l]!));
+      const done = reads(l) ? own.length < most || own.length >= cs[l]! : first && (own.length === 0 || own.length >= cs[l]!);
+      lanes.push(laneOf(site, checked, ns[l]!, mergesToo, own, done));
     }
     return lanes;
   };
@@ -294,6 +294,6 @@ export function pickReady(db: SqlPort, max: number, count: (byLane: ReadonlyMap<
     db.run(PICK_SQL.hold, JSON.stringify(misplaced.map(([seq, , site, browser]) => [seq, site, browser])));
     for (const [, lane] of misplaced) ready.set(Number(lane), (ready.get(Number(lane)) ?? 0) - 1);
   }
-  count(ready, before);
+  count(ready, before, behind);
   return seqs;
 }

@@ -89,8 +89,10 @@ const SQL = {
   // sql-port.ts signed): each one's site, and how many it has now. A site counts its lanes with some.
   laneReady: `UPDATE outbox_lanes SET ready = ready + CAST(substr(json_each.value, 1, 11) AS INTEGER) FROM json_each(?1)
     WHERE outbox_lanes.n = CAST(substr(json_each.value, 12) AS INTEGER) RETURNING n, site, ready`,
-  addReady: `UPDATE outbox_lanes SET ready = ready + CAST(substr(json_each.value, 1, 11) AS INTEGER) FROM json_each(?1)
-    WHERE outbox_lanes.n = CAST(substr(json_each.value, 12) AS INTEGER)`,
+  // A lease's: a lane marked `b` after its number (one it took an activity from) goes behind those waiting since before ?2.
+  addReady: `UPDATE outbox_lanes SET ready = ready + CAST(substr(json_each.value, 1, 11) AS INTEGER),
+    since = CASE WHEN json_each.value LIKE '%b' THEN ?2 ELSE since END FROM json_each(?1)
+    WHERE outbox_lanes.n = CAST(rtrim(substr(json_each.value, 12), 'b') AS INTEGER)`,
   siteReady: 'UPDATE outbox_load SET ready = ready + ?2 WHERE site = ?1',
   // The entries of browsers (?1: strings as hasMerge's) that no merge before them holds any more (up to and with each one's first merge still in the outbox).
   free: `DELETE FROM outbox_held WHERE seq IN (SELECT h.seq FROM (SELECT CAST(substr(value, 1, 10) AS INTEGER) AS site, substr(value, 11) AS browser FROM json_each(?1)) b
@@ -145,12 +147,12 @@ export async function createReady(db: SqlPort): Promise<Ready> {
    * lane's site and count as read in this transaction (a lease's pages, sql-pick.ts), so that no
    * lane's row is answered back (a row answered costs more than the lane's write: bench/README).
    */
-  const count = (byLane: ReadonlyMap<number, number>, before?: ReadonlyMap<number, LaneRead>) => {
+  const count = (byLane: ReadonlyMap<number, number>, before?: ReadonlyMap<number, LaneRead>, behind?: ReadonlySet<number>, now = 0) => {
     const bySite = new Map<number, number>();
     const moves: string[] = [];
     // forEach, not for…of: no [lane, delta] pair made for each lane (a lease moves hundreds).
     byLane.forEach((delta, lane) => {
-      if (delta !== 0) moves.push(`${signed(delta)}${lane}`);
+      if (delta !== 0) moves.push(`${signed(delta)}${lane}${behind?.has(lane) === true ? 'b' : ''}`);
     });
     if (moves.length === 0) return;
     /** A lane's count is now `ready`, moved by `delta`: its site has one lane with some more, or fewer. */
@@ -162,7 +164,7 @@ export async function createReady(db: SqlPort): Promise<Ready> {
       const rows = db.query(SQL.laneReady, JSON.stringify(moves));
       for (let i = 0; i < rows.length; i++) moved(Number(rows[i]![1]), Number(rows[i]![2]), byLane.get(Number(rows[i]![0]))!);
     } else {
-      db.run(SQL.addReady, JSON.stringify(moves));
+      db.run(SQL.addReady, JSON.stringify(moves), now);
       byLane.forEach((delta, lane) => {
         const known = before.get(lane)!;
         if (delta !== 0) moved(known[0], known[1] + delta, delta);
@@ -254,9 +256,12 @@ export async function createReady(db: SqlPort): Promise<Ready> {
     pick(max, now) {
       wake(now, WAKE_PER_LEASE * max);
       let lanes: ReadonlyMap<number, LaneRead> = new Map();
-      const seqs = pickReady(db, max, (byLane, before) => {
+      const seqs = pickReady(db, max, (byLane, before, behind) => {
         lanes = before;
-        count(byLane, before);
+        // fair.ts RUN: a lane that kept its place would take a run of every lease while those behind it waited. One
+        // that gave only its identify keeps it (its tracks wait for that; a deliverer holding it back to fill a call
+        // releases it to the next lease).
+        count(byLane, before, behind, now);
       });
       return { seqs, lanes };
     },

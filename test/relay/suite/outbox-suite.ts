@@ -339,7 +339,7 @@ export function outboxSuite(name: string, target: OutboxTarget): void {
     );
 
     it(
-      'leases in turns: one entry per site, each site’s turn to its visitors in turn, each visitor’s in seq order',
+      'leases in turns: one run of up to 10 entries per site, each site’s turn to its visitors in turn, each visitor’s in seq order',
       withStore(async ({ outbox }) => {
         const now = Date.now();
         const from = (site: string, visitor: string, count: number) =>
@@ -348,23 +348,43 @@ export function outboxSuite(name: string, target: OutboxTarget): void {
         await outbox.accept(from('flood', 'f', 100), now, WINDOW);
         for (const visitor of ['a1', 'a2', 'a3']) await outbox.accept(from('a', visitor, 2), now, WINDOW);
         await outbox.accept(from('b', 'b1', 2), now, WINDOW);
-        const leased = await outbox.lease('one', 12, now, 1000);
+        const leased = await outbox.lease('one', 40, now, 1000);
         const count = (key: 'site' | 'visitor') =>
           leased.reduce((counts, entry) => counts.set(entry[key], (counts.get(entry[key]) ?? 0) + 1), new Map<string, number>());
-        // Turns: flood, a, b; flood, a, b; flood, a; flood, a; flood, a.
-        expect(Object.fromEntries(count('site'))).toEqual({ flood: 5, a: 5, b: 2 });
-        expect(Object.fromEntries(count('visitor'))).toEqual({ f: 5, a1: 2, a2: 2, a3: 1, b1: 2 });
+        // Turns of a run (up to 10 of a visitor's entries, state/fair.ts RUN): flood, a1, b1; flood, a2; flood, a3; flood (2, the lease full).
+        expect(Object.fromEntries(count('site'))).toEqual({ flood: 32, a: 6, b: 2 });
+        expect(Object.fromEntries(count('visitor'))).toEqual({ f: 32, a1: 2, a2: 2, a3: 2, b1: 2 });
         // Each visitor's oldest first, and the lease in seq order.
-        expect(leased.filter((entry) => entry.visitor === 'f').map((entry) => entry.id)).toEqual(['f-0', 'f-1', 'f-2', 'f-3', 'f-4']);
+        expect(leased.filter((entry) => entry.visitor === 'f').map((entry) => entry.id)).toEqual(Array.from({ length: 32 }, (_, i) => `f-${i}`));
         expect(leased.map((entry) => entry.seq)).toEqual(leased.map((entry) => entry.seq).sort((x, y) => x - y));
-        // Within one site, too: a flood from one address takes one turn in each round, not the lease.
+        // Within one site, too: a flood from one address takes one turn (a run) in each round, not the lease.
         await outbox.accept(from('one', 'loud', 50), now, WINDOW);
         await outbox.accept([...from('one', 'q1', 1), ...from('one', 'q2', 1)], now, WINDOW);
-        const next = await outbox.lease('one', 20, now, 1000);
+        const next = await outbox.lease('one', 60, now, 1000);
         expect(next.filter((entry) => entry.site === 'one').map((entry) => entry.id)).toEqual(expect.arrayContaining(['q1-0', 'q2-0']));
         // Whatever is left goes in later leases: nothing is skipped for good.
         const rest = await outbox.lease('one', 1000, now, 1000);
         expect(leased.length + next.length + rest.length).toBe(100 + 6 + 2 + 52);
+      }),
+    );
+
+    it(
+      'takes a visitor’s next run only after the others’ across leases: a visitor a lease took from goes behind those waiting',
+      withStore(async ({ outbox }) => {
+        const now = Date.now();
+        for (const visitor of ['x', 'y', 'z'])
+          await outbox.accept(
+            Array.from({ length: 25 }, (_, i) => item('turns', `${visitor}-${i}`, { visitor, browser: visitor })),
+            now,
+            WINDOW,
+          );
+        // Each lease of 10 takes one run (state/fair.ts RUN); a lane that kept its place would give x's every time.
+        const runs: string[] = [];
+        for (let lease = 0; lease < 6; lease++) {
+          const leased = await outbox.lease(`l${lease}`, 10, now + 1 + lease, 1000);
+          runs.push([...new Set(leased.map((entry) => entry.visitor))].join('+'));
+        }
+        expect(runs).toEqual(['x', 'y', 'z', 'x', 'y', 'z']);
       }),
     );
 
