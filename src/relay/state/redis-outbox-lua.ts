@@ -143,14 +143,16 @@ end
 pass(false)
 if deferred and #taken < max then pass(true) end
 -- Lanes with nothing ready left leave their site's, and sites with none the sites'.
-for _, lane in ipairs(visited) do tidy(lane) end
+local gone = {}
+for _, lane in ipairs(visited) do if tidy(lane) then gone[lane] = true end end
 -- The lanes taken an activity from go behind those waiting, as if they began waiting now (as sql-ready.ts moves since): scored by
--- a seq of their own, which no entry takes (a lane that begins later scores its first entry's, after it).
+-- a seq of their own, which no entry takes (a lane that begins later scores its first entry's, after it). One that left the
+-- ready lanes just now is not there to move (when it has some ready again, it takes its place from o:lv).
 local turn = #tookFrom > 0 and redis.call('HINCRBY', P..'o:meta', 'seq', 1) or 0
 for _, lane in ipairs(tookFrom) do
   local s = siteOf(lane)
   redis.call('ZADD', P..'o:lv:'..s, 'XX', turn, lane)
-  redis.call('ZADD', P..'o:rl:'..s, 'XX', turn, lane)
+  if not gone[lane] then redis.call('ZADD', P..'o:rl:'..s, 'XX', turn, lane) end
 end
 table.sort(taken)
 local out = {}
