@@ -24,7 +24,7 @@ import { parseArgs } from 'node:util';
 import type { Outbox, OutboxItem } from '../src/relay/state/outbox.js';
 import { createSqlOutbox } from '../src/relay/state/sql-outbox.js';
 import { durabilityOf, openSqlite } from '../src/relay/state/sqlite-file.js';
-import { libsqlPort } from '../src/relay/state/sqlite-outbox.js';
+import { sqlitePort } from '../src/relay/state/sqlite-outbox.js';
 import { walSync } from '../src/relay/state/sqlite-wal.js';
 
 const { values } = parseArgs({ options: { seconds: { type: 'string', default: '5' } } });
@@ -84,9 +84,9 @@ async function measure(mode: 'FULL' | 'NORMAL' | 'synced') {
   try {
     const path = join(dir, 'relay-state.db');
     const db = await openSqlite(path, 5000, 'bench/durability.ts', mode === 'synced');
-    if (mode !== 'synced') db.pragma(`synchronous = ${mode}`);
+    if (mode !== 'synced') db.exec(`PRAGMA synchronous = ${mode}`);
     const wal = mode === 'synced' ? walSync(path) : undefined;
-    const store = await createSqlOutbox(libsqlPort(db, wal?.sync));
+    const store = await createSqlOutbox(sqlitePort(db, wal?.sync));
     const result = { pragma: durabilityOf(db, wal !== undefined), sequential: await run(store.outbox, 1), concurrent: await run(store.outbox, CONCURRENT) };
     db.close();
     await wal?.close();

@@ -28,7 +28,7 @@ import type { Outbox, OutboxItem } from '../src/relay/state/outbox.js';
 import { createRedisOutbox } from '../src/relay/state/redis-outbox.js';
 import { createSqlOutbox } from '../src/relay/state/sql-outbox.js';
 import { openSqlite } from '../src/relay/state/sqlite-file.js';
-import { createSqliteOutbox, libsqlPort } from '../src/relay/state/sqlite-outbox.js';
+import { createSqliteOutbox, sqlitePort } from '../src/relay/state/sqlite-outbox.js';
 import { redisAvailable, startRedis } from '../test/support/redis.js';
 import { countingRows } from '../test/support/sql-rows.js';
 
@@ -120,7 +120,7 @@ async function grown(outbox: Outbox, count: number, work: () => Promise<number>)
 /** A new SQLite file's outbox whose statements' rows are counted. */
 async function countedSqlite(path: string) {
   const db = await openSqlite(path, 5000, 'bench');
-  const counted = countingRows(libsqlPort(db));
+  const counted = countingRows(sqlitePort(db));
   return { outbox: (await createSqlOutbox(counted.port)).outbox, rows: async () => counted.rows(), close: () => db.close() };
 }
 

@@ -31,7 +31,8 @@ import { parseArgs } from 'node:util';
 import { uuid } from '../../src/browser/uuid.js';
 import type { OutboxItem } from '../../src/relay/state/outbox.js';
 import { createSqlOutbox, type SqlPort } from '../../src/relay/state/sql-outbox.js';
-import { libsqlPort } from '../../src/relay/state/sqlite-outbox.js';
+import { pragma } from '../../src/relay/state/sqlite-driver.js';
+import { sqlitePort } from '../../src/relay/state/sqlite-outbox.js';
 import { openSqlite, sqliteCounts } from '../../src/relay/state/sqlite-file.js';
 import { walSync } from '../../src/relay/state/sqlite-wal.js';
 
@@ -60,9 +61,10 @@ const LEASE = Number(values.lease);
 const dir = mkdtempSync(join(tmpdir(), 'cdp-accept-cost-'));
 // As createSqliteOutbox opens it (WAL, synchronous=NORMAL, the WAL synced before each answer, the connection held open across the syncs), with the connection at hand for its steps.
 const path = join(dir, 'relay-state.db');
-const db = await openSqlite(path, 5000, 'accept-cost', true);
+// On libsql: its SQLite answers each statement's VM steps (`sqlite_stmt`), Node's own does not.
+const db = await openSqlite(path, 5000, 'accept-cost', true, 'libsql');
 const wal = walSync(path, { held: true });
-const stepsOf = db.prepare('SELECT sum(nstep) FROM sqlite_stmt').raw();
+const stepsOf = db.prepare('SELECT sum(nstep) FROM sqlite_stmt');
 /** --statements: by phase, each statement's runs, VM steps and wall µs (its SQL's whitespace folded). */
 type Tally = Map<string, { runs: number; steps: number; us: number }>;
 const bySql = { accept: new Map() as Tally, deliver: new Map() as Tally };
@@ -92,7 +94,7 @@ const timedPort = (port: SqlPort): SqlPort => {
     };
   return { ...port, query: timed(port.query), run: timed(port.run) };
 };
-const stmtSteps = db.prepare('SELECT sql, nstep FROM sqlite_stmt').raw();
+const stmtSteps = db.prepare('SELECT sql, nstep FROM sqlite_stmt');
 /** Each prepared statement's VM steps so far, by its folded SQL. */
 const stepsBySql = () => new Map((stmtSteps.all() as [string, number][]).map(([sql, steps]) => [fold(sql), Number(steps)]));
 let stepsFrom = new Map<string, number>();
@@ -103,17 +105,17 @@ const addSteps = () => {
     if (steps > before && phase !== undefined && bySql[phase].has(sql)) tally(sql).steps += steps - before;
   }
 };
-const port = libsqlPort(db, wal.sync);
+const port = sqlitePort(db, wal.sync);
 const { outbox } = await createSqlOutbox(values.statements ? timedPort(port) : port);
 /** A WAL frame's bytes: its page and its 24-byte header. */
-const frameBytes = () => Number((db.pragma('page_size') as [{ page_size: number }])[0].page_size) + 24;
+const frameBytes = () => Number(pragma(db, 'page_size')) + 24;
 /** The frames in the -wal file (each a page and its 24-byte header, after the file's 32-byte header). */
 const walFrames = () => {
   const size = statSync(`${path}-wal`, { throwIfNoEntry: false })?.size ?? 0;
   return size <= 32 ? 0 : (size - 32) / frameBytes();
 };
 /** Every page of the file and the B-tree (table or index) it is in: prepared once, so no statement of it comes and goes from `sqlite_stmt` while steps are counted. */
-const dbstat = db.prepare('SELECT pageno, name FROM dbstat').raw();
+const dbstat = db.prepare('SELECT pageno, name FROM dbstat');
 /** The B-tree each page of the file is in; page 1 is the header's, others the free list's. */
 const btreeOf = (): Map<number, string> => new Map((dbstat.all() as [number, string][]).map(([page, name]) => [Number(page), name]));
 /** The pages the -wal file's frames hold, by B-tree, added to `into` (each frame's first 4 bytes are its page's number). */
@@ -180,7 +182,7 @@ let leases = 0;
 const started = performance.now();
 for (let done = 0; done < REQUESTS; done += CONCURRENT) {
   const batch = Array.from({ length: Math.min(CONCURRENT, REQUESTS - done) }, request);
-  if (values.frames || values.pages) db.pragma('wal_checkpoint(TRUNCATE)');
+  if (values.frames || values.pages) pragma(db, 'wal_checkpoint(TRUNCATE)');
   let before = process.cpuUsage();
   phase = 'accept';
   if (values.statements) stepsFrom = stepsBySql();
@@ -209,7 +211,7 @@ for (let done = 0; done < REQUESTS; done += CONCURRENT) {
       leased.map((entry) => entry.seq),
       now,
     );
-    if (values.frames || values.pages) db.pragma('wal_checkpoint(TRUNCATE)');
+    if (values.frames || values.pages) pragma(db, 'wal_checkpoint(TRUNCATE)');
     await outbox.settle('bench', { delivered: seqs, released: [], dead: [] }, Date.now());
     if (values.frames || values.pages) settleFrames += walFrames();
     if (values.pages) framesByBtree(settlePages);

@@ -30,7 +30,7 @@ import type { Outbox, Pacer } from '../../src/relay/state/outbox.js';
 import { CATCH_UP_MS } from '../../src/relay/state/pace.js';
 import { createSqlOutbox, type SqlPort } from '../../src/relay/state/sql-outbox.js';
 import { openSqlite, sqliteCounts } from '../../src/relay/state/sqlite-file.js';
-import { libsqlPort } from '../../src/relay/state/sqlite-outbox.js';
+import { sqlitePort } from '../../src/relay/state/sqlite-outbox.js';
 import { walSync } from '../../src/relay/state/sqlite-wal.js';
 import { countDisk } from '../lib/syscalls.js';
 import { startTimelinePlatform, timelineItem } from '../lib/timeline-items.js';
@@ -115,7 +115,7 @@ try {
   const wal = walSync(path, { held: true });
   const store = await createSqlOutbox(
     recording(
-      libsqlPort(db, () => {
+      sqlitePort(db, () => {
         syncs++;
         return wal.sync();
       }),

@@ -9,7 +9,8 @@ import { join } from 'node:path';
 import Sqlite from 'libsql';
 import { describe, expect, it } from 'vitest';
 import { createSqlOutbox, type SqlPort } from '../../src/relay/state/sql-outbox.js';
-import { libsqlPort } from '../../src/relay/state/sqlite-outbox.js';
+import { fromLibsql } from '../../src/relay/state/sqlite-driver.js';
+import { sqlitePort } from '../../src/relay/state/sqlite-outbox.js';
 import type { SqlValue } from '../../src/relay/state/sql-port.js';
 import { item } from './suite/outbox-suite.js';
 
@@ -20,7 +21,7 @@ describe('SQLite outbox: an accept binds no buffer glibc would map on its own', 
   it('binds buffers under 128 KiB for a transaction of 16 accepts of 100 entries (600 kB of text)', async () => {
     const db = new Sqlite(join(mkdtempSync(join(tmpdir(), 'cdp-accept-buffers-')), 'state.db'));
     db.pragma('journal_mode = WAL');
-    const port = libsqlPort(db);
+    const port = sqlitePort(fromLibsql(db));
     // Each bytes parameter's size, and the size of the buffer it lies in (what was allocated).
     const buffers: number[] = [];
     const allocated: number[] = [];

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type RunningEmulator } from '../../src/emulator/index.js';
 import { ensureBuilt, root } from '../support/built.js';
+import { defaultSqliteDriver } from '../support/node-sqlite.js';
 
 // The CLI as installed (bin/cdp-edge.js runs dist/): each process starts in a fraction of the time
 // tsx takes to compile the sources again. The relay runs in a temporary directory, so name it by path.
@@ -158,7 +159,9 @@ describe('cdp-edge relay', () => {
     const env = { CDP_API_KEY: KEY, CDP_BASE_URL: emulator.url, RELAY_SITES: site, RELAY_DELIVERY_LEAD_MS: '500' };
     const first = launch(env, [], cwd);
     expect(await send(await first.address, [item])).toEqual(['accepted']);
-    expect(first.output()).toContain('state: SQLite .cdp-edge/relay-state.db');
+    // Through node:sqlite where this Node has it (without Node's warning that it is experimental), else libsql.
+    expect(first.output()).toContain(`state: SQLite .cdp-edge/relay-state.db via ${defaultSqliteDriver} (`);
+    expect(first.output()).not.toMatch(/Warning/);
     first.child.kill('SIGKILL');
     await first.exit;
     const second = launch(env, [], cwd);

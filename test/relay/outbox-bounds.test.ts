@@ -13,7 +13,8 @@ import { parts, planCalls } from '../../src/relay/deliver/batch.js';
 import type { OutboxItem } from '../../src/relay/state/outbox.js';
 import { createSqlOutbox, type SqlPort } from '../../src/relay/state/sql-outbox.js';
 import { createRedisOutbox } from '../../src/relay/state/redis-outbox.js';
-import { createSqliteOutbox, libsqlPort } from '../../src/relay/state/sqlite-outbox.js';
+import { fromLibsql } from '../../src/relay/state/sqlite-driver.js';
+import { createSqliteOutbox, sqlitePort } from '../../src/relay/state/sqlite-outbox.js';
 import { redisAvailable, startRedis, TEST_COMMAND_TIMEOUT_MS } from '../support/redis.js';
 import { countingRows } from '../support/sql-rows.js';
 import { item } from './suite/outbox-suite.js';
@@ -23,7 +24,7 @@ const hasRedis = redisAvailable('the Redis outbox bounds (test/relay/outbox-boun
 
 /** A port that records every statement it runs while `recording` is on. */
 function recorded(db: Sqlite.Database) {
-  const port = libsqlPort(db);
+  const port = sqlitePort(fromLibsql(db));
   const statements: string[] = [];
   let recording = false;
   const wrapped: SqlPort = {
@@ -181,7 +182,7 @@ describe('SQLite: a lease among many ready visitors reads the lanes it takes fro
   it('leases 1,000 of 2,000 visitors of one entry each in about 4 rows an entry', async () => {
     const db = new Sqlite(tempFile());
     db.pragma('journal_mode = WAL');
-    const counted = countingRows(libsqlPort(db));
+    const counted = countingRows(sqlitePort(fromLibsql(db)));
     const { outbox } = await createSqlOutbox(counted.port);
     const now = Date.now();
     await outbox.accept(
@@ -205,7 +206,7 @@ describe('SQLite: a settle reads none of its entries back', () => {
     const db = new Sqlite(tempFile());
     db.pragma('journal_mode = WAL');
     let answered = 0;
-    const port = libsqlPort(db);
+    const port = sqlitePort(fromLibsql(db));
     const { outbox } = await createSqlOutbox({
       ...port,
       query: (sql, ...params) => {
@@ -235,7 +236,7 @@ describe('SQLite: a lease among many new visitors, each an identify first, reads
   it('leases 200 among 5,000 identifies (100 in its first pass, the bound of one call) in at most 2,000 rows', async () => {
     const db = new Sqlite(tempFile());
     db.pragma('journal_mode = WAL');
-    const counted = countingRows(libsqlPort(db));
+    const counted = countingRows(sqlitePort(fromLibsql(db)));
     const { outbox } = await createSqlOutbox(counted.port);
     const now = Date.now();
     const merge = (i: number) => ({ kind: 'merge' as const, entry: { identifiers: { email: `m${i}@x.example` } } });
@@ -330,7 +331,7 @@ describe('SQLite: the accepts that arrive together share their transaction and i
 
   it('an accept that came more than a second before the others of its transaction keeps its own end', async () => {
     const db = new Sqlite(tempFile());
-    const { outbox } = await createSqlOutbox(libsqlPort(db));
+    const { outbox } = await createSqlOutbox(sqlitePort(fromLibsql(db)));
     const now = Date.now();
     await Promise.all([outbox.accept([item('s', 'early')], now, 10_000), outbox.accept([item('s', 'late')], now + 5000, 10_000)]);
     // The early id's window has passed; the late one's (5 s later) has not.
@@ -343,7 +344,7 @@ describe("SQLite: an entry's row, with its item, is written once and deleted onc
   it('a lease, its sends and its settle never write the entries they deliver again, and write one row of their own whatever their size', async () => {
     const db = new Sqlite(tempFile());
     db.pragma('journal_mode = WAL');
-    const { outbox } = await createSqlOutbox(libsqlPort(db));
+    const { outbox } = await createSqlOutbox(sqlitePort(fromLibsql(db)));
     db.exec(
       'CREATE TEMP TABLE rewritten (seq INTEGER); CREATE TEMP TRIGGER outbox_rewritten AFTER UPDATE ON main.outbox BEGIN INSERT INTO rewritten VALUES (new.seq); END;',
     );
@@ -384,7 +385,7 @@ describe("SQLite: a lease's rows are cut as the deliverer's calls take its entri
   it('each call of a lease sent a round of browsers at a time writes its own row of the lease once, and deletes it once', async () => {
     const db = new Sqlite(tempFile());
     db.pragma('journal_mode = WAL');
-    const { outbox } = await createSqlOutbox(libsqlPort(db));
+    const { outbox } = await createSqlOutbox(sqlitePort(fromLibsql(db)));
     const leaseWrites = countWrites(db, ['outbox_leases']);
     const now = Date.now();
     // 15 browsers of 20 tracks each, each request's together: the deliverer's calls of 100 take every browser's first run of 10,
@@ -422,7 +423,7 @@ describe("SQLite: an accept writes each visitor's lane once", () => {
   it('a new lane is written with its counts, and a visitor given nothing (full) gets no lane at all', async () => {
     const db = new Sqlite(tempFile());
     db.pragma('journal_mode = WAL');
-    const { outbox } = await createSqlOutbox(libsqlPort(db));
+    const { outbox } = await createSqlOutbox(sqlitePort(fromLibsql(db)));
     const laneWrites = countWrites(db, ['outbox_lanes']);
     const now = Date.now();
     const limits = { total: 1000, site: 1000, visitor: 10, dead: 1000 };
@@ -452,7 +453,7 @@ type SqlOutbox = Awaited<ReturnType<typeof createSqlOutbox>>['outbox'];
 async function stepsOf(fill: (outbox: SqlOutbox) => Promise<void>, call: (outbox: SqlOutbox) => Promise<void>, of = '%') {
   const db = new Sqlite(tempFile());
   db.pragma('journal_mode = WAL');
-  const { outbox } = await createSqlOutbox(libsqlPort(db));
+  const { outbox } = await createSqlOutbox(sqlitePort(fromLibsql(db)));
   try {
     await fill(outbox);
     const steps = db.prepare('SELECT coalesce(sum(nstep), 0) FROM sqlite_stmt WHERE sql LIKE ?1').raw();

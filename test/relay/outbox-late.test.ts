@@ -6,7 +6,8 @@ import { join } from 'node:path';
 import Sqlite from 'libsql';
 import { describe, expect, it } from 'vitest';
 import { createSqlOutbox, type SqlPort } from '../../src/relay/state/sql-outbox.js';
-import { libsqlPort } from '../../src/relay/state/sqlite-outbox.js';
+import { fromLibsql } from '../../src/relay/state/sqlite-driver.js';
+import { sqlitePort } from '../../src/relay/state/sqlite-outbox.js';
 import { item } from './suite/outbox-suite.js';
 
 const tempFile = () => join(mkdtempSync(join(tmpdir(), 'cdp-late-')), 'state.db');
@@ -15,7 +16,7 @@ describe('SQLite: an accept is answered whenever its transaction is', () => {
   it('answers every accept when a port answers its transactions after later accepts have begun the next one', async () => {
     const db = new Sqlite(tempFile());
     db.pragma('journal_mode = WAL');
-    const port = libsqlPort(db);
+    const port = sqlitePort(fromLibsql(db));
     // A port may answer a transaction later than the turn that ran it, and begin the next one only
     // then (a sync of the disk between them): the accepts made meanwhile wait and share the next
     // transaction, and each is answered with its own.

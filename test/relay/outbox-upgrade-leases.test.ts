@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import Sqlite from 'libsql';
 import { expect, it } from 'vitest';
 import type { Leased } from '../../src/relay/state/outbox.js';
+import { openDriver } from '../../src/relay/state/sqlite-driver.js';
 import { createSqliteOutbox } from '../../src/relay/state/sqlite-outbox.js';
 import { item } from './suite/outbox-suite.js';
 
@@ -37,8 +38,8 @@ it('an outbox written before outbox_lease keeps its leases, their ends and sends
   try {
     expect(await outbox.stats()).toMatchObject({ pending: 10 });
     // The index by lane that release kept (read by nothing now) is dropped.
-    const schema = new Sqlite(path);
-    expect(schema.prepare("SELECT name FROM pragma_index_list('outbox')").raw().all()).toEqual([]);
+    const schema = await openDriver(path, 'the test');
+    expect(schema.prepare("SELECT name FROM pragma_index_list('outbox')").all()).toEqual([]);
     schema.close();
     // At T + 3 s: the live leases (old-live's, old-next's) and the released entries (until T + 30 s) stay where they are; the rest is free,
     // the entry of the lease that ran out (back among the ready, never sent) included.

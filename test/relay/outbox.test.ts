@@ -4,15 +4,15 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import Sqlite from 'libsql';
 import { afterAll, beforeAll } from 'vitest';
 import { createMemoryOutbox, createMemoryPacer } from '../../src/relay/state/memory-outbox.js';
 import type { Pacer } from '../../src/relay/state/outbox.js';
 import { createRedisOutbox } from '../../src/relay/state/redis-outbox.js';
 import type { SqlPort } from '../../src/relay/state/sql-port.js';
 import { createSqlOutbox } from '../../src/relay/state/sql-outbox.js';
+import { openDriver } from '../../src/relay/state/sqlite-driver.js';
 import { openSqlite } from '../../src/relay/state/sqlite-file.js';
-import { createSqliteOutbox, libsqlPort } from '../../src/relay/state/sqlite-outbox.js';
+import { createSqliteOutbox, sqlitePort } from '../../src/relay/state/sqlite-outbox.js';
 import { type RunningRedis, redisAvailable, startRedis, TEST_COMMAND_TIMEOUT_MS } from '../support/redis.js';
 import { outboxSuite } from './suite/outbox-suite.js';
 import { countingRows } from '../support/sql-rows.js';
@@ -63,16 +63,16 @@ outboxSuite('SQLite', {
     const path = join(dir, 'state.db');
     // The file's own connection, its rows counted; another() opens the file as the relay does.
     const db = await openSqlite(path, 5000, 'the outbox suite');
-    const { port, reads } = counting(libsqlPort(db));
+    const { port, reads } = counting(sqlitePort(db));
     const store = await createSqlOutbox(port);
     const handle = { ...store, reads, close: async () => void db.close(), another: () => createSqliteOutbox(path) };
     files.set(handle, path);
     return handle;
   },
   async held(handle) {
-    const db = new Sqlite(files.get(handle)!);
+    const db = await openDriver(files.get(handle)!, 'the outbox suite');
     try {
-      return Number((db.prepare('SELECT count(*) FROM outbox_seen').raw().get() as unknown[])[0]);
+      return Number(db.prepare('SELECT count(*) FROM outbox_seen').get()?.[0]);
     } finally {
       db.close();
     }

@@ -187,7 +187,7 @@ describe('SQLite group commit: calls made together share one transaction', () =>
     expect(before).toEqual({ status: 'fulfilled', value: { fresh: ['a'], duplicate: [], busy: [] } });
     expect(beside).toEqual({ status: 'fulfilled', value: { fresh: ['b'], duplicate: [], busy: [] } });
     expect(broken.status).toBe('rejected');
-    expect(String((broken as PromiseRejectedResult).reason.code)).toMatch(/CONSTRAINT/);
+    expect(String((broken as PromiseRejectedResult).reason.message)).toMatch(/NOT NULL constraint failed/);
     // Nothing of the failed call was written ('a' is still only leased), and the store goes on.
     expect(await store.claim(site('s'), ['a', 'c'], now, 60_000)).toEqual({ fresh: ['c'], duplicate: [], busy: ['a'] });
     await store.close();

@@ -7,9 +7,9 @@
 import { existsSync, mkdtempSync, readdirSync, readlinkSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import Sqlite from 'libsql';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { OutboxStore } from '../../src/relay/state/outbox.js';
+import { openDriver, pragma } from '../../src/relay/state/sqlite-driver.js';
 import { sqliteCounts } from '../../src/relay/state/sqlite-file.js';
 import { createSqliteOutbox } from '../../src/relay/state/sqlite-outbox.js';
 import { walSync } from '../../src/relay/state/sqlite-wal.js';
@@ -29,11 +29,11 @@ const open = async (path: string, sync: (fdatasync: () => Promise<void>) => Prom
   stores.push(store);
   return store;
 };
-/** The outbox's rows as another connection to the file reads them: what the commits wrote. */
-const rowsInFile = (path: string) => {
-  const db = new Sqlite(path);
+/** The outbox's rows as another connection to the file reads them (through the outbox's driver): what the commits wrote. */
+const rowsInFile = async (path: string) => {
+  const db = await openDriver(path, 'the test');
   try {
-    return Number((db.prepare('SELECT count(*) FROM outbox').raw().get() as [number])[0]);
+    return Number(db.prepare('SELECT count(*) FROM outbox').get()?.[0]);
   } finally {
     db.close();
   }
@@ -60,11 +60,11 @@ describe('SQLite outbox: answered only once its commit is synced to the disk', (
     });
     const { outbox } = store;
     holding = true;
-    const rowsBefore = rowsInFile(path);
+    const rowsBefore = await rowsInFile(path);
     const first = outbox.accept([item('s', 'a')], Date.now(), WINDOW).then((answer) => events.push(`answered ${answer.accepted}`));
     while (held.length === 0) await sleep(5);
     // The commit is in the file, its sync has begun and not ended: not answered.
-    expect(rowsInFile(path)).toBe(rowsBefore + 1);
+    expect(await rowsInFile(path)).toBe(rowsBefore + 1);
     const commits = sqliteCounts.commits;
     const later = [
       outbox.accept([item('s', 'b')], Date.now(), WINDOW).then((answer) => events.push(`answered ${answer.accepted}`)),
@@ -74,13 +74,13 @@ describe('SQLite outbox: answered only once its commit is synced to the disk', (
     expect(events).toEqual(['sync']);
     // Meanwhile nothing began: the later accepts wait for the sync, unwritten.
     expect(sqliteCounts.commits).toBe(commits);
-    expect(rowsInFile(path)).toBe(rowsBefore + 1);
+    expect(await rowsInFile(path)).toBe(rowsBefore + 1);
     held.shift()!();
     await first;
     while (held.length === 0) await sleep(5);
     // b and c went in together, in one commit after a's sync, and wait for their own.
     expect(sqliteCounts.commits).toBe(commits + 1);
-    expect(rowsInFile(path)).toBe(rowsBefore + 3);
+    expect(await rowsInFile(path)).toBe(rowsBefore + 3);
     await sleep(50);
     expect(events).toEqual(['sync', 'synced', 'answered a', 'sync']);
     held.shift()!();
@@ -97,7 +97,7 @@ describe('SQLite outbox: answered only once its commit is synced to the disk', (
       .settle('owner', { delivered: leased.map((entry) => entry.seq), released: [], dead: [] }, Date.now())
       .then(() => events.push('answered settle'));
     while (held.length === 0) await sleep(5);
-    expect(rowsInFile(path)).toBe(rowsBefore);
+    expect(await rowsInFile(path)).toBe(rowsBefore);
     await sleep(50);
     expect(events).toEqual(['sync']);
     held.shift()!();
@@ -247,14 +247,14 @@ describe('the WAL sync follows the file', () => {
     expect((await store.outbox.accept([item('s', 'a')], Date.now(), WINDOW)).accepted).toEqual(['a']);
     const { ino, dev } = statSync(`${path}-wal`);
     for (let round = 0; round < 3; round++) {
-      const other = new Sqlite(path);
+      const other = await openDriver(path, 'the test');
       other.exec('CREATE TABLE IF NOT EXISTS other_writer (n INTEGER); INSERT INTO other_writer VALUES (1)');
-      other.pragma('wal_checkpoint(TRUNCATE)');
+      pragma(other, 'wal_checkpoint(TRUNCATE)');
       other.close();
       expect(statSync(`${path}-wal`)).toMatchObject({ ino, dev });
       expect((await store.outbox.accept([item('s', `b${round}`)], Date.now(), WINDOW)).accepted).toEqual([`b${round}`]);
     }
-    expect(rowsInFile(path)).toBe(4);
+    expect(await rowsInFile(path)).toBe(4);
   });
 
   it.runIf(existsSync('/proc/self/fd'))('opens the -wal file again when it was replaced, and syncs the database file when there is none', async () => {

@@ -91,7 +91,7 @@ export async function createNodeState(options: NodeStateOptions): Promise<NodeSt
       outbox: outbox.outbox,
       // One deliverer (the leader) sends through this pacer, past one spacer: it may catch up.
       pacer: outbox.pacer(rate, CATCH_UP_MS),
-      description: outbox.durability === undefined ? state.description : `${state.description} (${outbox.durability})`,
+      description: `${state.description}${outbox.driver === undefined ? '' : ` via ${outbox.driver}`}${outbox.durability === undefined ? '' : ` (${outbox.durability})`}`,
       async close() {
         await Promise.all([state.store.close(), outbox.close()]);
       },

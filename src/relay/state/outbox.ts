@@ -253,6 +253,8 @@ export interface OutboxStore {
   pacer(rate: number, catchUpMs?: number): Pacer;
   /** How a commit reaches the disk, read back from the connection (SQLite: `WAL, synchronous=NORMAL, WAL synced before each answer`) */
   durability?: string;
+  /** The SQLite driver it was opened with (`node:sqlite` or `libsql`, sqlite-driver.ts) */
+  driver?: string;
   /** Releases the connection. */
   close(): Promise<void>;
 }

@@ -16,9 +16,8 @@
  */
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import type Database from 'libsql';
-import { loadOptional } from './optional.js';
 import { CommitSyncError } from './sql-port.js';
+import { immediate, openDriver, pragma, type SqliteDb, type SqliteDriverName } from './sqlite-driver.js';
 
 /**
  * The WAL's pages between two automatic checkpoints (SQLite's `wal_autocheckpoint`, 1,000 by
@@ -41,21 +40,26 @@ export const WAL_CHECKPOINT_PAGES = 4000;
 export const OUTBOX_CACHE_KIB = 4096;
 
 /**
- * Opens (or creates) the SQLite file at `path` with libsql, loaded only now. `neededBy` names
- * what needs it when libsql is missing. `syncedByCaller`: commits do not wait for the disk
- * (`synchronous=NORMAL`), the caller syncs the WAL before it answers (groupCommit's `sync`).
+ * Opens (or creates) the SQLite file at `path` with the driver chosen (sqlite-driver.ts: Node's own
+ * where it has one, else libsql, loaded only now; `neededBy` names what needs libsql when it is
+ * missing). `syncedByCaller`: commits do not wait for the disk (`synchronous=NORMAL`), the caller
+ * syncs the WAL before it answers (groupCommit's `sync`).
  */
-export async function openSqlite(path: string, busyTimeoutMs: number, neededBy: string, syncedByCaller = false): Promise<Database.Database> {
-  const { default: Sqlite } = await loadOptional<{ default: typeof Database }>('libsql', neededBy);
+export async function openSqlite(path: string, busyTimeoutMs: number, neededBy: string, syncedByCaller = false, driver?: SqliteDriverName): Promise<SqliteDb> {
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
-  const db = new Sqlite(path);
-  db.pragma(`busy_timeout = ${busyTimeoutMs}`);
-  db.pragma('journal_mode = WAL');
-  db.pragma(syncedByCaller && path !== ':memory:' ? 'synchronous = NORMAL' : 'synchronous = FULL');
-  // On every connection to the file: whichever commits past the mark runs the checkpoint.
-  db.pragma(`wal_autocheckpoint = ${WAL_CHECKPOINT_PAGES}`);
-  // The outbox's connection (the only one whose caller syncs): room for a lease's pages.
-  if (syncedByCaller) db.pragma(`cache_size = -${OUTBOX_CACHE_KIB}`);
+  const db = await openDriver(path, neededBy, driver);
+  try {
+    db.exec(`PRAGMA busy_timeout = ${busyTimeoutMs}`);
+    db.exec('PRAGMA journal_mode = WAL');
+    db.exec(syncedByCaller && path !== ':memory:' ? 'PRAGMA synchronous = NORMAL' : 'PRAGMA synchronous = FULL');
+    // On every connection to the file: whichever commits past the mark runs the checkpoint.
+    db.exec(`PRAGMA wal_autocheckpoint = ${WAL_CHECKPOINT_PAGES}`);
+    // The outbox's connection (the only one whose caller syncs): room for a lease's pages.
+    if (syncedByCaller) db.exec(`PRAGMA cache_size = -${OUTBOX_CACHE_KIB}`);
+  } catch (error) {
+    db.close();
+    throw error;
+  }
   return db;
 }
 
@@ -65,10 +69,9 @@ const SYNCHRONOUS = ['OFF', 'NORMAL', 'FULL', 'EXTRA'];
  * How a commit reaches the disk, read back from the connection: e.g. `WAL, synchronous=FULL`,
  * or `WAL, synchronous=NORMAL, WAL synced before each answer` when `synced` (groupCommit's `sync`).
  */
-export function durabilityOf(db: Database.Database, synced = false): string {
-  // libsql's `simple` answers the row, not its value: read the column.
-  const [{ journal_mode: journal }] = db.pragma('journal_mode') as [{ journal_mode: string }];
-  const [{ synchronous }] = db.pragma('synchronous') as [{ synchronous: number }];
+export function durabilityOf(db: SqliteDb, synced = false): string {
+  const journal = String(pragma(db, 'journal_mode'));
+  const synchronous = Number(pragma(db, 'synchronous'));
   const pragmas = `${journal.toUpperCase()}, synchronous=${SYNCHRONOUS[synchronous] ?? synchronous}`;
   return synced ? `${pragmas}, WAL synced before each answer` : pragmas;
 }
@@ -113,33 +116,33 @@ interface Call {
  *
  * @param before runs first in every transaction (the slice of expiry)
  */
-export function groupCommit(db: Database.Database, before: () => void = () => {}, sync?: () => Promise<void>) {
+export function groupCommit(db: SqliteDb, before: () => void = () => {}, sync?: () => Promise<void>) {
   let waiting: Call[] = [];
   let syncing = false;
   let scheduled = false;
   /** The rows this connection had changed when the last group committed (SQLite's `total_changes()`). */
-  const totalChanges = sync && db.prepare('SELECT total_changes()').raw();
+  const totalChanges = sync && db.prepare('SELECT total_changes()');
   let changedBefore = -1;
   /** Whether the last group changed a row (known where it is synced by the caller): set by {@link runCalls}. */
   let changed = true;
   /** Other connections' commits as this one sees them: the value moves when one commits. */
-  const dataVersion = sync && db.prepare('PRAGMA data_version').raw();
+  const dataVersion = sync && db.prepare('PRAGMA data_version');
   /** `data_version` in the last group whose sync ended well (-1: none, or one failed since). */
   let syncedVersion = -1;
   /** `data_version` in the last group. */
   let version = -1;
-  const runAll = db.transaction((calls: Call[]) => {
+  const runAll = immediate(db, (calls: Call[]) => {
     before();
     const results = calls.map((call) => call.run());
     if (totalChanges) {
-      const total = Number((totalChanges.get() as [number])[0]);
+      const total = Number(totalChanges.get()?.[0]);
       changed = total !== changedBefore;
       changedBefore = total;
     }
-    if (dataVersion) version = Number((dataVersion.get() as [number])[0]);
+    if (dataVersion) version = Number(dataVersion.get()?.[0]);
     return results;
-  }).immediate;
-  const runOne = db.transaction((call: Call) => call.run()).immediate;
+  });
+  const runOne = immediate(db, (call: Call) => call.run());
 
   /** Each call's answer once its transaction committed (or failed), to give once the WAL is synced. */
   const runCalls = (calls: Call[]): (() => void)[] => {

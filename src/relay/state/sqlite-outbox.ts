@@ -1,5 +1,5 @@
 /**
- * The outbox and pacer in an SQLite file (libsql): the SQL of `sql-outbox.ts` over a file. Each
+ * The outbox and pacer in an SQLite file (node:sqlite or libsql, sqlite-driver.ts): the SQL of `sql-outbox.ts` over a file. Each
  * method is one `BEGIN IMMEDIATE` transaction, and the calls that arrive together share it (group
  * commit), so several processes on one machine may share the file. WAL with `synchronous=NORMAL`,
  * and the WAL fdatasynced off the event loop after each commit, before any of its calls resolves
@@ -8,8 +8,8 @@
  * remembered ids into the outbox (sql-upgrade.ts).
  * @module
  */
-import type Database from 'libsql';
 import type { OutboxStore } from './outbox.js';
+import type { SqliteDb, SqliteDriverName, SqliteStatement } from './sqlite-driver.js';
 import { durabilityOf, groupCommit, openSqlite, sqliteCounts } from './sqlite-file.js';
 import { walSync } from './sqlite-wal.js';
 import { createSqlOutbox, type Row, type SqlPort } from './sql-outbox.js';
@@ -23,33 +23,34 @@ export interface SqliteOutboxOptions {
    * wrap it to watch or fail it @default the fdatasync itself
    */
   sync?: (fdatasync: () => Promise<void>) => Promise<void>;
+  /** the SQLite driver (sqlite-driver.ts) @default env RELAY_SQLITE_DRIVER, else Node's own where it has one */
+  driver?: SqliteDriverName;
 }
 
 /**
- * The {@link SqlPort} of a libsql database: statements prepared once, transactions grouped (group
+ * The {@link SqlPort} of an SQLite connection: statements prepared once, transactions grouped (group
  * commit), each group's calls answered after `sync` when given (a connection with `synchronous=NORMAL`).
  */
-export function libsqlPort(db: Database.Database, sync?: () => Promise<void>): SqlPort {
-  const queries = new Map<string, Database.Statement>();
-  const runs = new Map<string, Database.Statement>();
-  const prepared = (cache: Map<string, Database.Statement>, sql: string, raw: boolean) => {
-    let statement = cache.get(sql);
+export function sqlitePort(db: SqliteDb, sync?: () => Promise<void>): SqlPort {
+  const statements = new Map<string, SqliteStatement>();
+  const prepared = (sql: string) => {
+    let statement = statements.get(sql);
     if (statement === undefined) {
-      statement = raw ? db.prepare(sql).raw() : db.prepare(sql);
-      cache.set(sql, statement);
+      statement = db.prepare(sql);
+      statements.set(sql, statement);
     }
     return statement;
   };
   return {
-    exec: (script) => void db.exec(script),
+    exec: (script) => db.exec(script),
     query: (sql, ...params) => {
-      const rows = prepared(queries, sql, true).all(...params) as Row[];
+      const rows = prepared(sql).all(...params) as Row[];
       sqliteCounts.statements++;
       sqliteCounts.rows += rows.length;
       return rows;
     },
     run: (sql, ...params) => {
-      const changes = prepared(runs, sql, false).run(...params).changes;
+      const changes = prepared(sql).run(...params).changes;
       sqliteCounts.statements++;
       sqliteCounts.rows += changes;
       return changes;
@@ -60,12 +61,12 @@ export function libsqlPort(db: Database.Database, sync?: () => Promise<void>): S
 
 /** Opens (or creates) the outbox tables in the file at `path` (the relay's state file). */
 export async function createSqliteOutbox(path: string, options: SqliteOutboxOptions = {}): Promise<OutboxStore> {
-  const db = await openSqlite(path, options.busyTimeoutMs ?? 5000, 'the SQLite outbox (RELAY_STATE_FILE)', true);
+  const db = await openSqlite(path, options.busyTimeoutMs ?? 5000, 'the SQLite outbox (RELAY_STATE_FILE)', true, options.driver);
   // The connection stays open until after the sync's close: the -wal file is never replaced under it.
   const wal = path === ':memory:' ? undefined : walSync(path, { held: true });
   const wrap = options.sync;
   const sync = wal === undefined ? undefined : wrap === undefined ? wal.sync : () => wrap(wal.sync);
-  const port = libsqlPort(db, sync);
+  const port = sqlitePort(db, sync);
   let store: Awaited<ReturnType<typeof createSqlOutbox>>;
   try {
     store = await createSqlOutbox(port);
@@ -78,6 +79,7 @@ export async function createSqliteOutbox(path: string, options: SqliteOutboxOpti
   return {
     ...store,
     durability: durabilityOf(db, sync !== undefined),
+    driver: db.driver,
     async close() {
       if (db.open) db.close();
       await wal?.close();

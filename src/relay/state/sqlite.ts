@@ -1,5 +1,5 @@
 /**
- * The relay's state in an embedded SQLite file (libsql, loaded only when used): the default on
+ * The relay's state in an embedded SQLite file (sqlite-driver.ts: node:sqlite or libsql): the default on
  * Node. WAL mode; the claims and settles that arrive together share one transaction (group
  * commit, sqlite-file.ts), each a single statement over its ids; expiry inside the database (a small slice
  * of expired rows goes with every transaction), so the file's size follows the dedupe window and
@@ -10,6 +10,7 @@
  * @module
  */
 import { cappedAmount, type Claim, type RelayStore } from './store.js';
+import type { SqliteDriverName } from './sqlite-driver.js';
 import { groupCommit, openSqlite } from './sqlite-file.js';
 
 /** Expired rows deleted per claim: more than a claim adds, so the table shrinks back after a peak. */
@@ -18,14 +19,16 @@ const EXPIRY_SLICE = 500;
 export interface SqliteStoreOptions {
   /** how long a writer waits for another process's transaction @default 5000 ms */
   busyTimeoutMs?: number;
+  /** the SQLite driver (sqlite-driver.ts) @default env RELAY_SQLITE_DRIVER, else Node's own where it has one */
+  driver?: SqliteDriverName;
 }
 
-/** The first column of a raw row (libsql's `pluck` does not pluck). */
+/** The first column of a row. */
 const first = (row: unknown): unknown => (Array.isArray(row) ? row[0] : undefined);
 
 /** Opens (or creates) the state file at `path`. */
 export async function createSqliteStore(path: string, options: SqliteStoreOptions = {}): Promise<RelayStore> {
-  const db = await openSqlite(path, options.busyTimeoutMs ?? 5000, 'the SQLite state store (RELAY_STATE_FILE)');
+  const db = await openSqlite(path, options.busyTimeoutMs ?? 5000, 'the SQLite state store (RELAY_STATE_FILE)', false, options.driver);
   db.exec(`
     CREATE TABLE IF NOT EXISTS items (
       site TEXT NOT NULL,
@@ -42,19 +45,17 @@ export async function createSqliteStore(path: string, options: SqliteStoreOption
     expire: db.prepare('DELETE FROM items WHERE (site, id) IN (SELECT site, id FROM items WHERE until <= ? LIMIT ?)'),
     // One statement per call, whatever the number of ids: they go in as a JSON array (json_each).
     // Inserted, or taken over from an expired row: a RETURNING row says the lease is ours.
-    lease: db
-      .prepare(
-        'INSERT INTO items (site, id, forwarded, until) SELECT ?1, value, 0, ?2 FROM json_each(?3) WHERE true ON CONFLICT (site, id) DO UPDATE SET forwarded = 0, until = excluded.until WHERE items.until <= ?4 RETURNING id',
-      )
-      .raw(),
-    forwardedOf: db.prepare('SELECT id, forwarded FROM items WHERE site = ?1 AND id IN (SELECT value FROM json_each(?2))').raw(),
+    lease: db.prepare(
+      'INSERT INTO items (site, id, forwarded, until) SELECT ?1, value, 0, ?2 FROM json_each(?3) WHERE true ON CONFLICT (site, id) DO UPDATE SET forwarded = 0, until = excluded.until WHERE items.until <= ?4 RETURNING id',
+    ),
+    forwardedOf: db.prepare('SELECT id, forwarded FROM items WHERE site = ?1 AND id IN (SELECT value FROM json_each(?2))'),
     mark: db.prepare(
       'INSERT INTO items (site, id, forwarded, until) SELECT ?1, value, 1, ?2 FROM json_each(?3) WHERE true ON CONFLICT (site, id) DO UPDATE SET forwarded = 1, until = excluded.until',
     ),
     release: db.prepare('DELETE FROM items WHERE site = ?1 AND forwarded = 0 AND id IN (SELECT value FROM json_each(?2))'),
-    counter: db.prepare('SELECT value FROM counters WHERE site = ? AND name = ?').raw(),
+    counter: db.prepare('SELECT value FROM counters WHERE site = ? AND name = ?'),
     setCounter: db.prepare('INSERT INTO counters (site, name, value) VALUES (?, ?, ?) ON CONFLICT (site, name) DO UPDATE SET value = excluded.value'),
-    stats: db.prepare('SELECT count(*), coalesce(sum(forwarded = 0), 0) FROM items WHERE until > ?').raw(),
+    stats: db.prepare('SELECT count(*), coalesce(sum(forwarded = 0), 0) FROM items WHERE until > ?'),
   };
 
   const claimIn = (site: string, ids: readonly string[], now: number, leaseMs: number): Claim => {
