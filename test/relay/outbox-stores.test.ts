@@ -1,32 +1,23 @@
 // The outbox on real durable stores, beyond the shared suite: several processes racing on one
 // SQLite file or one redis-server, and writes that fail.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import Sqlite from 'libsql';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { OutboxStore } from '../../src/relay/state/outbox.js';
 import { createRedisOutbox } from '../../src/relay/state/redis-outbox.js';
 import { createNodeState } from '../../src/relay/state/node.js';
 import { openDriver } from '../../src/relay/state/sqlite-driver.js';
 import { createSqliteOutbox } from '../../src/relay/state/sqlite-outbox.js';
 import { redisAvailable, startRedis } from '../support/redis.js';
+import { tempFiles } from '../support/temp-files.js';
 import { item } from './suite/outbox-suite.js';
 
 const root = join(import.meta.dirname, '..', '..');
 const tsx = pathToFileURL(join(root, 'node_modules', 'tsx', 'dist', 'loader.mjs')).href;
-/** The directories of the state files made here, removed once the file ran. */
-const dirs: string[] = [];
-afterAll(() => {
-  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
-});
-const tempFile = () => {
-  const dir = mkdtempSync(join(tmpdir(), 'cdp-outbox-'));
-  dirs.push(dir);
-  return join(dir, 'state.db');
-};
+/** State files in directories of their own, removed once the file ran. */
+const tempFile = tempFiles('cdp-outbox-');
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const hasRedis = redisAvailable('the outbox on Redis (test/relay/outbox-stores.test.ts)');
 

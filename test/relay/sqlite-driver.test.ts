@@ -1,25 +1,15 @@
 // The SQLite driver the relay opens its state file with: Node's own node:sqlite where this Node has
 // it, libsql otherwise or when RELAY_SQLITE_DRIVER asks; a file written through one opens through
 // the other with nothing lost (a relay upgraded from a release on libsql keeps its outbox).
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { openDriver, SQLITE_DRIVERS, type SqliteDriverName, sqliteDriverChoice } from '../../src/relay/state/sqlite-driver.js';
 import { createSqliteOutbox } from '../../src/relay/state/sqlite-outbox.js';
 import { createSqliteStore } from '../../src/relay/state/sqlite.js';
 import { hasNodeSqlite } from '../support/node-sqlite.js';
+import { tempFiles } from '../support/temp-files.js';
 import { item } from './suite/outbox-suite.js';
 
-const dirs: string[] = [];
-afterAll(() => {
-  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
-});
-const tempFile = () => {
-  const dir = mkdtempSync(join(tmpdir(), 'cdp-driver-'));
-  dirs.push(dir);
-  return join(dir, 'state.db');
-};
+const tempFile = tempFiles('cdp-driver-');
 
 const nodeSqlite = hasNodeSqlite;
 /** The drivers this Node can run. */
