@@ -1,9 +1,9 @@
 /**
- * `cdp-edge/server/spool` (Node only): a {@link Spool} in a SQLite file (node:sqlite or libsql,
- * as the relay's own state), so the items a server tracked survive the process: each is written (and fsynced,
- * `synchronous=FULL`) before it is sent, removed once the relay answered for it, and sent again by
- * the next tracker that opens the same file. Several processes may share one file: an item two of
- * them send lands once all the same (the relay remembers its id).
+ * `cdp-edge/server/spool` (Node only): a {@link Spool} in a SQLite file (node:sqlite or libsql, as
+ * the relay's own state), so the items a server tracked survive the process: each is written (and
+ * fsynced, `synchronous=FULL`) before it is sent, removed once the relay answered for it, and sent
+ * again by the next tracker that opens the same file. Several processes may share one file: an
+ * item two of them send lands once all the same (the relay remembers its id).
  *
  * @example
  * import { createServerTracker } from 'cdp-edge/server';

@@ -1,11 +1,11 @@
 /**
- * The outbox and pacer in an SQLite file (node:sqlite or libsql, sqlite-driver.ts): the SQL of `sql-outbox.ts` over a file. Each
- * method is one `BEGIN IMMEDIATE` transaction, and the calls that arrive together share it (group
- * commit), so several processes on one machine may share the file. WAL with `synchronous=NORMAL`,
- * and the WAL fdatasynced off the event loop after each commit, before any of its calls resolves
- * (sqlite-file.ts, sqlite-wal.ts): neither a killed process nor a power cut loses what it answered
- * `accepted`, and HTTP is served while the disk syncs. Opening it moves the previous release's
- * remembered ids into the outbox (sql-upgrade.ts).
+ * The outbox and pacer in an SQLite file (node:sqlite or libsql, sqlite-driver.ts): the SQL of
+ * `sql-outbox.ts` over a file. Each method is one `BEGIN IMMEDIATE` transaction, and the calls
+ * that arrive together share it (group commit), so several processes on one machine may share the
+ * file. WAL with `synchronous=NORMAL`, and the WAL fdatasynced off the event loop after each
+ * commit, before any of its calls resolves (sqlite-file.ts, sqlite-wal.ts): neither a killed
+ * process nor a power cut loses what it answered `accepted`, and HTTP is served while the disk
+ * syncs. Opening it moves the previous release's remembered ids into the outbox (sql-upgrade.ts).
  * @module
  */
 import type { OutboxStore } from './outbox.js';

@@ -1,9 +1,10 @@
 /**
- * The relay's state in an embedded SQLite file (sqlite-driver.ts: node:sqlite or libsql): the default on
- * Node. WAL mode; the claims and settles that arrive together share one transaction (group
- * commit, sqlite-file.ts), each a single statement over its ids; expiry inside the database (a small slice
- * of expired rows goes with every transaction), so the file's size follows the dedupe window and
- * a restart opens the file without reading it. Several processes on one machine may share the file.
+ * The relay's state in an embedded SQLite file (sqlite-driver.ts: node:sqlite or libsql): the
+ * default on Node. WAL mode; the claims and settles that arrive together share one transaction
+ * (group commit, sqlite-file.ts), each a single statement over its ids; expiry inside the database
+ * (a small slice of expired rows goes with every transaction), so the file's size follows the
+ * dedupe window and a restart opens the file without reading it. Several processes on one machine
+ * may share the file.
  *
  * Durability: with WAL and `synchronous=FULL` a committed transaction is fsynced in the WAL file
  * before the call returns, so neither a killed process nor a power cut loses what it acknowledged.
