@@ -1,4 +1,4 @@
-// Every log line that carries error text is scrubbed by the logger itself: a libsql row the
+// Every log line that carries error text is scrubbed by the logger itself: a stored row the
 // deliverer cannot read makes JSON.parse quote the row, and the relay's delivery_failed line
 // (written through pino, as `cdp-edge relay` writes) carries the error without the email address
 // or the phone number the row held.
@@ -37,7 +37,7 @@ async function lineWith(lines: string[], pattern: RegExp): Promise<string> {
   throw new Error(`no log line matched ${pattern} in:\n${lines.join('')}`);
 }
 
-it('a libsql row that is not JSON: the delivery_failed line names the error, without the email or phone it quoted', async () => {
+it('a stored outbox row that is not JSON: the delivery_failed line names the error, without the email or phone it quoted', async () => {
   const stateFile = join(dir, 'state.db');
   // A row written by something else than the relay (a hand edit, a bad restore): its text is what
   // a visitor sent. It sits in the outbox as the relay keeps it (its lane, its counts), so the

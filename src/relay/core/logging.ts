@@ -4,7 +4,7 @@
  * tokens. Node writes them through pino (node/log.ts), Workers with `console.log` for Workers
  * Logs; the field names are the same on both.
  *
- * Every logger scrubs every line it writes ({@link scrubLine}): error text from libsql, ioredis,
+ * Every logger scrubs every line it writes ({@link scrubLine}): error text from the SQLite driver, ioredis,
  * `JSON.parse` or the platform can quote what an item held, so no call site has to remember.
  * @module
  */
