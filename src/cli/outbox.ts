@@ -10,6 +10,7 @@ import { parseArgs } from 'node:util';
 import type { Command } from './command.js';
 import type { DeadLetter } from '../relay/state/outbox.js';
 import { createNodeOutbox, DEFAULT_STATE_FILE } from '../relay/state/node.js';
+import { sqliteDriverChoice } from '../relay/state/sqlite-driver.js';
 import { type DeadLetterDoor, remoteOutbox } from './outbox-remote.js';
 
 const USAGE = `Usage: cdp-edge outbox list [--site <key>] [--limit <n>] [--json]
@@ -116,7 +117,7 @@ async function open(values: Parsed['values']): Promise<{ door: DeadLetterDoor; c
   const stateFile = values['state-file'] ?? process.env['RELAY_STATE_FILE'] ?? DEFAULT_STATE_FILE;
   if (stateFile === ':memory:') throw new UsageError('an in-memory relay keeps its outbox in its own process: nothing to read here');
   if (!existsSync(stateFile)) throw new Error(`no relay state file at ${stateFile} (set RELAY_STATE_FILE or --state-file, or RELAY_REDIS_URL / --redis-url)`);
-  return local(await createNodeOutbox({ stateFile }));
+  return local(await createNodeOutbox({ stateFile, sqliteDriver: sqliteDriverChoice(process.env) }));
 }
 
 async function act(outbox: DeadLetterDoor, action: string, values: Parsed['values'], seqs: string[]): Promise<void> {

@@ -11,7 +11,7 @@
  * const cdp = createServerTracker({ relay, token, spool: sqliteSpool('.cdp-edge/spool.db') });
  * @module
  */
-import { immediate, type SqliteDb } from '../relay/state/sqlite-driver.js';
+import { immediate, type SqliteDb, sqliteDriverChoice } from '../relay/state/sqlite-driver.js';
 import { openSqlite } from '../relay/state/sqlite-file.js';
 import type { ServerItem, Spool } from './types.js';
 
@@ -22,7 +22,7 @@ export type SqliteSpool = Spool & { close(): Promise<void> };
 export function sqliteSpool(file: string): SqliteSpool {
   let opened: Promise<SqliteDb> | undefined;
   const db = () => {
-    opened ??= openSqlite(file, 5000, 'cdp-edge/server/spool').then((database) => {
+    opened ??= openSqlite(file, 5000, 'cdp-edge/server/spool', false, sqliteDriverChoice(process.env)).then((database) => {
       database.exec('CREATE TABLE IF NOT EXISTS spool (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE, item TEXT NOT NULL)');
       return database;
     });

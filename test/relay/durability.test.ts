@@ -9,6 +9,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../src/relay/core/logging.js';
 import { type RunningRelay, startRelay } from '../../src/relay/node.js';
+import { defaultSqliteDriver } from '../support/node-sqlite.js';
 import { type RunningRedis, redisAvailable, startRedis } from '../support/redis.js';
 import { upstreamControl, type UpstreamControl } from './support/control.js';
 import { startUpstreamStack, UPSTREAM_KEY, type UpstreamStack } from './support/stack.js';
@@ -66,6 +67,17 @@ describe('SQLite: durable on commit', () => {
   it('the relay’s state file runs in WAL with synchronous=NORMAL and the WAL synced before each answer, read back from its connection', async () => {
     const relay = await relayOn({ stateFile: join(tempDir(), 'state.db') });
     expect(relay.state).toMatch(/\(WAL, synchronous=NORMAL, WAL synced before each answer\)$/);
+  });
+
+  it('opens its file through the driver its own variables name (RELAY_SQLITE_DRIVER), not the process’s, and refuses one it does not know', async () => {
+    const byDefault = await relayOn({ stateFile: join(tempDir(), 'state.db') });
+    expect(byDefault.state).toContain(` via ${defaultSqliteDriver} (`);
+    const libsql = await relayOn({ stateFile: join(tempDir(), 'state.db'), env: { RELAY_SQLITE_DRIVER: 'libsql' } });
+    expect(libsql.state).toContain(' via libsql (');
+    expect(await statuses(libsql, [crypto.randomUUID()])).toEqual(['accepted']);
+    await expect(relayOn({ stateFile: join(tempDir(), 'state.db'), env: { RELAY_SQLITE_DRIVER: 'sqlite3' } })).rejects.toThrow(
+      'RELAY_SQLITE_DRIVER must be one of node, libsql (or unset), not "sqlite3"',
+    );
   });
 });
 

@@ -12,6 +12,7 @@ import { createMemoryStore } from '../state/memory.js';
 import { createNodeState } from '../state/node.js';
 import type { Outbox, Pacer } from '../state/outbox.js';
 import type { RelayStore } from '../state/store.js';
+import { sqliteDriverChoice } from '../state/sqlite-driver.js';
 import { redisUnsafe } from './env.js';
 
 export interface NodeStateChoice {
@@ -48,6 +49,7 @@ export async function openNodeState(options: NodeStateChoice, config: RelayConfi
             stateFile,
             redisUrl,
             redisUnsafe: redisUnsafe(env['RELAY_REDIS_UNSAFE']),
+            sqliteDriver: sqliteDriverChoice(env),
             platformRate: config.platformRate,
             log: (message) => console.log(`cdp-edge relay: ${message}`),
           });

@@ -15,6 +15,7 @@ import type { RelayStore } from './store.js';
 import { createRedisState } from './redis.js';
 import { createRedisOutbox } from './redis-outbox.js';
 import { createSqliteStore } from './sqlite.js';
+import type { SqliteDriverName } from './sqlite-driver.js';
 import { createSqliteOutbox } from './sqlite-outbox.js';
 
 /** Where the CLI keeps its state when nothing is configured. */
@@ -36,6 +37,8 @@ export interface NodeStateOptions {
    * warning (`RELAY_REDIS_UNSAFE=on`); without it such a Redis is refused @default false
    */
   redisUnsafe?: boolean;
+  /** the SQLite driver (`RELAY_SQLITE_DRIVER`, sqlite-driver.ts) @default Node's own where it has one, else libsql */
+  sqliteDriver?: SqliteDriverName | undefined;
 }
 
 export { DEFAULT_PLATFORM_RATE };
@@ -63,7 +66,7 @@ function checkRedisUrl(url: string): string {
  * Opens the outbox the options name: Redis, else the SQLite file (default `DEFAULT_STATE_FILE`),
  * or memory for `:memory:`. What `cdp-edge outbox` reads; `createNodeState` opens it with the store.
  */
-export async function createNodeOutbox(options: Pick<NodeStateOptions, 'stateFile' | 'redisUrl'>): Promise<OutboxStore> {
+export async function createNodeOutbox(options: Pick<NodeStateOptions, 'stateFile' | 'redisUrl' | 'sqliteDriver'>): Promise<OutboxStore> {
   if (options.redisUrl !== undefined) return createRedisOutbox(checkRedisUrl(options.redisUrl));
   const path = options.stateFile ?? DEFAULT_STATE_FILE;
   if (path === ':memory:') {
@@ -75,7 +78,7 @@ export async function createNodeOutbox(options: Pick<NodeStateOptions, 'stateFil
       async close() {},
     };
   }
-  return createSqliteOutbox(path);
+  return createSqliteOutbox(path, { driver: options.sqliteDriver });
 }
 
 /** Opens the state the options name (the caller closes it with `close`). */
@@ -110,7 +113,7 @@ export async function createNodeState(options: NodeStateOptions): Promise<NodeSt
     backup = `${path}.jsonl-backup`;
     renameSync(path, backup);
   }
-  const store = await createSqliteStore(path);
+  const store = await createSqliteStore(path, { driver: options.sqliteDriver });
   if (legacy !== undefined) {
     const imported = await importJsonLines(backup ?? legacy, store);
     options.log?.(`imported ${imported} forwarded ids and counters from the old state file ${backup ?? legacy} into ${path}`);

@@ -62,8 +62,8 @@ export function immediate<A extends unknown[], T>(db: SqliteDb, fn: (...args: A)
   };
 }
 
-/** What `RELAY_SQLITE_DRIVER` asks for, checked: undefined for the default. */
-export function sqliteDriverChoice(env: Record<string, string | undefined> = process.env): SqliteDriverName | undefined {
+/** What `RELAY_SQLITE_DRIVER` in `env` asks for, checked: undefined for the default. */
+export function sqliteDriverChoice(env: Record<string, string | undefined>): SqliteDriverName | undefined {
   const given = env['RELAY_SQLITE_DRIVER']?.trim();
   if (given === undefined || given === '') return undefined;
   if ((SQLITE_DRIVERS as readonly string[]).includes(given)) return given as SqliteDriverName;
@@ -148,8 +148,12 @@ export function fromLibsql(db: Database.Database): SqliteDb {
   };
 }
 
-/** Opens (or creates) `path` with the driver chosen (by default Node's own where it has one); `neededBy` names what needs libsql when it is missing. */
-export async function openDriver(path: string, neededBy: string, choice: SqliteDriverName | undefined = sqliteDriverChoice()): Promise<SqliteDb> {
+/**
+ * Opens (or creates) `path` with the driver chosen, by default Node's own where it has one (the
+ * caller reads `RELAY_SQLITE_DRIVER` from its own variables: {@link sqliteDriverChoice});
+ * `neededBy` names what needs libsql when it is missing.
+ */
+export async function openDriver(path: string, neededBy: string, choice?: SqliteDriverName): Promise<SqliteDb> {
   if (choice !== 'libsql') {
     const sqlite = nodeSqlite();
     if (sqlite !== undefined) return fromNode(sqlite, path);

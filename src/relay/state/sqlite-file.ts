@@ -45,7 +45,13 @@ export const OUTBOX_CACHE_KIB = 4096;
  * missing). `syncedByCaller`: commits do not wait for the disk (`synchronous=NORMAL`), the caller
  * syncs the WAL before it answers (groupCommit's `sync`).
  */
-export async function openSqlite(path: string, busyTimeoutMs: number, neededBy: string, syncedByCaller = false, driver?: SqliteDriverName): Promise<SqliteDb> {
+export async function openSqlite(
+  path: string,
+  busyTimeoutMs: number,
+  neededBy: string,
+  syncedByCaller = false,
+  driver?: SqliteDriverName | undefined,
+): Promise<SqliteDb> {
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
   const db = await openDriver(path, neededBy, driver);
   try {

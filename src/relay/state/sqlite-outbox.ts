@@ -24,7 +24,7 @@ export interface SqliteOutboxOptions {
    */
   sync?: (fdatasync: () => Promise<void>) => Promise<void>;
   /** the SQLite driver (sqlite-driver.ts) @default env RELAY_SQLITE_DRIVER, else Node's own where it has one */
-  driver?: SqliteDriverName;
+  driver?: SqliteDriverName | undefined;
 }
 
 /**

@@ -21,7 +21,7 @@ export interface SqliteStoreOptions {
   /** how long a writer waits for another process's transaction @default 5000 ms */
   busyTimeoutMs?: number;
   /** the SQLite driver (sqlite-driver.ts) @default env RELAY_SQLITE_DRIVER, else Node's own where it has one */
-  driver?: SqliteDriverName;
+  driver?: SqliteDriverName | undefined;
 }
 
 /** The first column of a row. */
