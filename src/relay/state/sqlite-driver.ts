@@ -70,10 +70,8 @@ export function sqliteDriverChoice(env: Record<string, string | undefined>): Sql
   throw new RangeError(`RELAY_SQLITE_DRIVER must be one of ${SQLITE_DRIVERS.join(', ')} (or unset), not ${JSON.stringify(given)}`);
 }
 
-interface NodeStatement {
-  all(...params: SqlValue[]): unknown[][];
-  get(...params: SqlValue[]): unknown[] | undefined;
-  run(...params: SqlValue[]): { changes: number | bigint };
+/** A node:sqlite statement: its `changes` a number, as no statement reads big integers (`setReadBigInts`). */
+interface NodeStatement extends SqliteStatement {
   setReturnArrays(enabled: boolean): void;
 }
 interface NodeSqlite {
@@ -113,13 +111,10 @@ function fromNode(sqlite: NodeSqlite, path: string): SqliteDb {
       return db.isOpen;
     },
     prepare(sql) {
+      // The statement itself, with no wrapper between the outbox's calls and the driver's.
       const statement = db.prepare(sql);
       statement.setReturnArrays(true);
-      return {
-        all: (...params) => statement.all(...params),
-        get: (...params) => statement.get(...params),
-        run: (...params) => ({ changes: Number(statement.run(...params).changes) }),
-      };
+      return statement;
     },
     exec: (sql) => db.exec(sql),
     close: () => db.close(),
@@ -135,13 +130,9 @@ export function fromLibsql(db: Database.Database): SqliteDb {
     },
     prepare(sql) {
       const statement = db.prepare(sql);
-      // Only a statement that answers rows can be raw.
+      // Only a statement that answers rows can be raw; raw, its rows are arrays.
       if (statement.reader) statement.raw();
-      return {
-        all: (...params) => statement.all(...params) as unknown[][],
-        get: (...params) => statement.get(...params) as unknown[] | undefined,
-        run: (...params) => statement.run(...params),
-      };
+      return statement as unknown as SqliteStatement;
     },
     exec: (sql) => void db.exec(sql),
     close: () => db.close(),
