@@ -132,9 +132,12 @@ describe.runIf(hasRedis)('Redis: every script touches a bounded number of keys',
     // A client that waits 10 s for a command, not the relay's 2 s, which this test does not test:
     // MONITOR makes the server stream every command of the scripts to it as they run.
     const store = await createRedisOutbox(redis.url, { prefix: 'bounds:', commandTimeoutMs: TEST_COMMAND_TIMEOUT_MS });
-    // `monitor()` opens a connection of its own beside its client's: both are closed at the end (a
-    // client left open reconnects to the stopped server for as long as the worker runs).
-    const base = new Redis(redis.url);
+    // `monitor()` opens a connection of its own: `base` only lends it its options and never connects
+    // itself. Connected, its ready check (an INFO) can reach the server just after MONITOR and come
+    // back in the same read as MONITOR's OK, before ioredis has switched the connection to monitoring,
+    // and ioredis then fails it as a reply to no command ("Command queue state error"). Both are
+    // closed at the end (a client left open reconnects to the stopped server while the worker runs).
+    const base = new Redis(redis.url, { lazyConnect: true });
     const monitor = await base.monitor();
     try {
       const now = Date.now();
