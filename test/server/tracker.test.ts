@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { silentLogger } from '../../src/relay/core/logging.js';
 import { createToken } from '../../src/relay/core/tokens.js';
 import { type RunningRelay, startRelay } from '../../src/relay/node.js';
@@ -155,6 +155,28 @@ describe('createServerTracker against a real relay', () => {
     expect(await landed(email)).toHaveLength(1);
     const merged = (await upstream.received()).filter((call) => call.path === '/v1/person/merge' && call.status === 200);
     expect(merged.flatMap((call) => call.body.people).filter((person) => person.fields['str::email'] === email)).toHaveLength(1);
+  });
+
+  it('a spool given an unknown RELAY_SQLITE_DRIVER: the tracker says so, naming the variable, and still sends what it tracked, once', async () => {
+    const relay = await startOn(0);
+    vi.stubEnv('RELAY_SQLITE_DRIVER', 'sqlite3');
+    try {
+      const errors: ServerTrackerError[] = [];
+      const spool = sqliteSpool(join(dir, 'misconfigured.db'));
+      const cdp = createServerTracker({ relay: relay.url, token, spool, onError: (error) => errors.push(error) });
+      const email = 'unspooled@example.com';
+      expect((await cdp.track({ id: 'unspooled-1', activity_id: 'act:cm:viewed', person: { 'str::email': email } })).status).toBe('accepted');
+      await cdp.flush();
+      expect(cdp.pending).toBe(0);
+      expect(errors.map((error) => String((error.cause as Error | undefined)?.message))).toContainEqual(expect.stringMatching(/RELAY_SQLITE_DRIVER/));
+      await expect(spool.load()).rejects.toThrow(/RELAY_SQLITE_DRIVER/);
+      await relay.drained({ timeoutMs: 10_000 });
+      expect(await landed(email)).toHaveLength(1);
+      cdp.close();
+      await spool.close();
+    } finally {
+      vi.unstubAllEnvs();
+    }
   });
 
   it('keeps what a killed process (SIGKILL) had tracked in its spool; the next process sends it once', async () => {
