@@ -4,7 +4,12 @@
  * same run: the relay's CPU per 100 items (accept and deliver) ≤ 2.2× the bare pass-through's, and
  * its requests/s ≥ 0.6× the bare's; RSS under load.
  *
- *   npm run build && npx tsx bench/collect.ts [--concurrency 16] [--rounds 3] [--scale 1] [--addresses 100000] [--batches 1,10,100] [--upstreams noop,emulator] [--warmup 0.2] [--ladder]
+ *   npm run build && npx tsx bench/collect.ts [--concurrency 16] [--rounds 3] [--scale 1] [--addresses 100000] [--batches 1,10,100] [--upstreams noop,emulator] [--warmup 0.2] [--ladder] [--rate 100]
+ *
+ * --rate N: each server gets N requests a second on a clock (an open loop, as pages send) instead
+ * of --concurrency at a time, and the results go to bench/results/collect-paced.json: what an item
+ * costs at a site's pace, where each request meets an idle server, beside the bare's at the same
+ * pace (no targets of its own; the saturation targets are judged from collect.json).
  *
  * Separate processes on loopback: this load generator, the upstream (the emulator, or a no-op
  * node:http platform answering `activities/create` at once), and the server under test:
@@ -188,10 +193,12 @@ interface Load {
   addresses: number;
   /** wait until the platform has every item before reading the server's CPU (the relay's deliverer sends after answering) */
   delivered: boolean;
+  /** --rate: requests started at this many a second (an open loop), instead of `concurrency` at a time */
+  rate?: number | undefined;
 }
 
 /** `total` requests, `concurrency` in flight, bodies made ahead so the generator's own work is not timed. */
-async function load({ target, server, platform, items, total, concurrency, addresses, delivered }: Load): Promise<Figures> {
+async function load({ target, server, platform, items, total, concurrency, addresses, delivered, rate }: Load): Promise<Figures> {
   const bodies = Array.from({ length: total }, () => (target === 'bare' ? platformBody(items) : collectBody(items)));
   const agent = new Agent({ keepAlive: true, maxSockets: concurrency });
   const one = (body: string) =>
@@ -213,21 +220,28 @@ async function load({ target, server, platform, items, total, concurrency, addre
   let errors = 0;
   let notAccepted = 0;
   const latencies: number[] = [];
+  const send = async (body: string) => {
+    const t0 = performance.now();
+    const { status, text } = await one(body);
+    latencies.push(performance.now() - t0);
+    if (status !== 200) errors += 1;
+    notAccepted += countNotAccepted(target, status, text, items);
+  };
   const cpuBefore = await server.cpu();
   const callsBefore = await platform.calls();
   const itemsBefore = await platform.items();
   const started = performance.now();
   await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (next < total) {
-        const body = bodies[next++]!;
-        const t0 = performance.now();
-        const { status, text } = await one(body);
-        latencies.push(performance.now() - t0);
-        if (status !== 200) errors += 1;
-        notAccepted += countNotAccepted(target, status, text, items);
-      }
-    }),
+    rate === undefined
+      ? // a closed loop: each of `concurrency` senders sends its next request as soon as its last is answered
+        Array.from({ length: concurrency }, async () => {
+          while (next < total) await send(bodies[next++]!);
+        })
+      : // an open loop, as pages send: request i starts i / rate seconds in, whatever is still unanswered
+        bodies.map(async (body, i) => {
+          await new Promise((resolve) => setTimeout(resolve, started + (i * 1000) / rate - performance.now()));
+          await send(body);
+        }),
   );
   const seconds = (performance.now() - started) / 1000;
   const answered = performance.now();
@@ -273,8 +287,14 @@ async function main(): Promise<void> {
       ladder: { type: 'boolean', default: false },
       // Requests sent to each server before the measured rounds, in rounds: a fifth of one by default.
       warmup: { type: 'string', default: '0.2' },
+      // Requests a second, started on a clock whether or not earlier ones are answered (as pages
+      // send), instead of --concurrency at a time: what an item costs at a real site's pace.
+      rate: { type: 'string' },
     },
   });
+  const rate = values.rate === undefined ? undefined : Number(values.rate);
+  // At a pace the figures are another bench's: they do not replace the saturation's.
+  const name = rate === undefined ? 'collect' : 'collect-paced';
   const concurrency = Number(values.concurrency);
   const rounds = Number(values.rounds);
   const scale = Number(values.scale);
@@ -282,8 +302,8 @@ async function main(): Promise<void> {
   const warmup = Number(values.warmup);
   const batches = BATCHES.filter((items) => values.batches.split(',').map(Number).includes(items));
   const upstreamNames = (['noop', 'emulator'] as const).filter((name) => values.upstreams.split(',').includes(name));
-  if (![concurrency, rounds, scale, addresses, warmup].every((n) => Number.isFinite(n) && n > 0))
-    throw new RangeError('--concurrency, --rounds, --scale, --addresses and --warmup must be positive numbers');
+  if (![concurrency, rounds, scale, addresses, warmup, rate ?? 1].every((n) => Number.isFinite(n) && n > 0))
+    throw new RangeError('--concurrency, --rounds, --scale, --addresses, --warmup and --rate must be positive numbers');
   if (batches.length === 0 || upstreamNames.length === 0) throw new RangeError(`--batches is some of ${BATCHES.join(',')}, --upstreams some of noop,emulator`);
   const loadBefore = loadavg()[0]!;
   const children: ChildProcess[] = [];
@@ -322,6 +342,7 @@ async function main(): Promise<void> {
             concurrency,
             addresses,
             delivered: upstream === 'noop' && FORWARDS.includes(target),
+            rate,
           });
         // Warm-up, a round at most at a time (a round's items stay within the outbox's share of a site).
         for (const target of targets) for (let left = Math.ceil(total * warmup); left > 0; left -= total) await run(target, Math.min(left, total));
@@ -362,22 +383,31 @@ async function main(): Promise<void> {
   }
 
   const report = {
-    benchmark: 'collect',
+    benchmark: name,
     date: new Date().toISOString(),
     node: process.version,
     cpus: availableParallelism(),
-    concurrency,
+    ...(rate === undefined
+      ? {
+          concurrency,
+          target_rss_mb: 150,
+          // At /collect saturation in batches of 10 against the no-op platform, beside the bare pass-through in the same run.
+          target_cpu_ratio_batch_10: 2.2,
+          target_ratio_batch_10: 0.6,
+        }
+      : // The saturation targets are not judged at a pace: what it shows is what an item costs there, beside the bare's.
+        { requests_per_second: rate }),
     rounds,
     warmup_rounds: warmup,
-    target_rss_mb: 150,
-    // At /collect saturation in batches of 10 against the no-op platform, beside the bare pass-through in the same run.
-    target_cpu_ratio_batch_10: 2.2,
-    target_ratio_batch_10: 0.6,
     addresses,
     load_average_1m: { before: round2(loadBefore), after: round2(loadavg()[0]!) },
     store: process.env['BENCH_REDIS_URL'] ? 'Redis' : 'SQLite file (the CLI default)',
     item_ids: process.env['BENCH_ID_KIND'] === 'v4' ? 'random v4 UUIDs' : 'v7 UUIDs, as the snippet makes them',
-    what: `relay = startRelay from the built dist/ on plain Node (Node entry, its default undici-pool transport, joined platform calls, the CLI default SQLite state, one log line a request as by default, to /dev/null) handling POST /collect of track items from ${addresses} visitor addresses (X-Forwarded-For, RELAY_TRUST_PROXY=127.0.0.1); bare = node:http pass-through adding X-Api-Key to the same events already shaped for activities/create. ratio = relay rps / bare rps against the no-op platform (medians of alternating rounds); ratio_emulator the same against the emulator. CPU against the no-op platform runs from the first request until the platform has every accepted item (RELAY_PLATFORM_RATE=${NOOP_PLATFORM_RATE}: accept and deliver); cpu_ratio = relay CPU / bare CPU per 100 items.`,
+    what: `relay = startRelay from the built dist/ on plain Node (Node entry, its default undici-pool transport, joined platform calls, the CLI default SQLite state, one log line a request as by default, to /dev/null) handling POST /collect of track items from ${addresses} visitor addresses (X-Forwarded-For, RELAY_TRUST_PROXY=127.0.0.1); bare = node:http pass-through adding X-Api-Key to the same events already shaped for activities/create. ratio = relay rps / bare rps against the no-op platform (medians of alternating rounds); ratio_emulator the same against the emulator. CPU against the no-op platform runs from the first request until the platform has every accepted item (RELAY_PLATFORM_RATE=${NOOP_PLATFORM_RATE}: accept and deliver); cpu_ratio = relay CPU / bare CPU per 100 items.${
+      rate === undefined
+        ? ` Each server gets ${concurrency} requests at a time (a closed loop: as fast as it answers).`
+        : ` Each server gets ${rate} requests a second, started on a clock whether or not earlier ones are answered (an open loop, as pages send): its requests/s is the offered pace, and what differs is the CPU an item costs at that pace.`
+    }`,
     ...(values.ladder
       ? {
           ladder_what:
@@ -387,7 +417,7 @@ async function main(): Promise<void> {
     results,
   };
   mkdirSync(new URL('./results/', import.meta.url), { recursive: true });
-  writeFileSync(new URL('./results/collect.json', import.meta.url), `${JSON.stringify(report, null, 2)}\n`);
+  writeFileSync(new URL(`./results/${name}.json`, import.meta.url), `${JSON.stringify(report, null, 2)}\n`);
 
   // --upstreams may leave one out: its figures read as blank.
   const f = (x: unknown) => (x ?? {}) as Partial<Figures>;
@@ -435,7 +465,7 @@ async function main(): Promise<void> {
       }),
     );
   }
-  console.log(`wrote bench/results/collect.json (load average ${round2(loadBefore)} → ${round2(loadavg()[0]!)})`);
+  console.log(`wrote bench/results/${name}.json (load average ${round2(loadBefore)} → ${round2(loadavg()[0]!)})`);
   const failed = results.some(
     (row) =>
       ['relay_noop', 'relay_emulator', 'bare_noop', 'bare_emulator'].some((name) => (f(row[name]).errors ?? 0) > 0) ||

@@ -143,6 +143,21 @@ const READERS = {
       ],
     };
   },
+  // `collect.ts --rate N`: every server at one pace, an open loop; CPU per item is the figure.
+  'collect-paced'(r) {
+    const parts = r.results.map(
+      (x) =>
+        `${r.requests_per_second} requests/s of ${x.items} items: relay CPU ${x.relay_noop.cpu_ms_per_100_items} vs bare ${x.bare_noop.cpu_ms_per_100_items} ms per 100 items (${x.cpu_ratio}×), ` +
+        `p50 ${x.relay_noop.p50_ms} vs ${x.bare_noop.p50_ms} ms, p99 ${x.relay_noop.p99_ms} vs ${x.bare_noop.p99_ms} ms` +
+        (x.ladder
+          ? `; ladder, CPU per 100 items (× the bare's): ${Object.entries(x.ladder)
+              .map(([rung, step]) => `${rung} ${step.cpu_ms_per_100_items} ms (${step.cpu_ratio}×)`)
+              .join(', ')}`
+          : ''),
+    );
+    const load = r.load_average_1m ? ` (load average ${r.load_average_1m.before} → ${r.load_average_1m.after})` : '';
+    return { headline: `an open loop, as pages send: ${parts.join('; ')}${load}`, targets: [] };
+  },
   collect(r) {
     const parts = r.results.map(
       (x) =>
