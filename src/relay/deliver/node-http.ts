@@ -55,13 +55,21 @@ const headerOf = (answer: IncomingMessage, name: string): string | undefined => 
 
 /** The parts read so far, then the rest of `answer`, as a web stream; quiet for `timeoutMs`, it ends with an error. */
 function streamOf(parts: Buffer[], answer: IncomingMessage, timeoutMs: number): ReadableStream<Uint8Array> {
-  answer.setTimeout(timeoutMs, () => answer.destroy(new UpstreamTimeout(`the answer went quiet for ${timeoutMs} ms`)));
   // Nothing is handed on once the stream ended, failed or was cancelled (an enqueue then would throw).
   let open = true;
+  let chunks = 0;
+  answer.setTimeout(timeoutMs, () => {
+    // As the call's own timer: after a stalled event loop this runs before what came meanwhile is read.
+    const heard = chunks;
+    afterPoll(() => {
+      if (open && chunks === heard) answer.destroy(new UpstreamTimeout(`the answer went quiet for ${timeoutMs} ms`));
+    });
+  });
   return new ReadableStream<Uint8Array>({
     start(controller) {
       for (const part of parts) controller.enqueue(new Uint8Array(part));
       answer.on('data', (chunk: Buffer) => {
+        chunks++;
         if (!open) return;
         controller.enqueue(new Uint8Array(chunk));
         if ((controller.desiredSize ?? 1) <= 0) answer.pause();
@@ -129,7 +137,8 @@ export function createNodeHttpTransport(options: NodeHttpTransportOptions = {}):
           reject(error);
         }
       };
-      const timer = setTimeout(() => {
+      const timedOut = () => {
+        if (finished) return;
         const error = !written
           ? notWritten(`the call was not written within ${timeoutMs} ms`)
           : connected
@@ -137,7 +146,13 @@ export function createNodeHttpTransport(options: NodeHttpTransportOptions = {}):
             : Object.assign(new Error(`no connection to the platform within ${timeoutMs} ms`), { code: CONNECT_TIMEOUT });
         request?.destroy(error);
         finish(error);
-      }, timeoutMs);
+      };
+      // Written on a connection, the call's answer may be in its socket already: after the event loop
+      // stalled past the timeout (a long collection, a burst of work), Node runs the expired timer
+      // before it polls the socket. The verdict waits for that poll, so an answer that came is read,
+      // not taken for none and its entries left in doubt. Unwritten or unconnected, nothing can have
+      // come: that verdict is given at once, before a write waiting for the same poll could go out.
+      const timer = setTimeout(() => (written && connected ? afterPoll(timedOut) : timedOut()), timeoutMs);
       const onAnswer = (answer: IncomingMessage) => {
         const result: TransportAnswer = {
           status: answer.statusCode ?? 0,
