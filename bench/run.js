@@ -44,6 +44,8 @@ const PLAN = [
   { name: 'relay-proxy', budget: 110 },
   { name: 'relay-cpu', budget: 80 },
   { name: 'collect', budget: 80 },
+  // The same servers at a site's pace, 100 requests a second (an open loop): about 80 s
+  { name: 'collect-paced', file: 'collect', args: ['--rate', '100', '--batches', '10', '--upstreams', 'noop', '--scale', '0.5'], budget: 120 },
   { name: 'snippet', budget: 60 },
   { name: 'peers', budget: 150 },
   { name: 'chaos', budget: 150 },
@@ -169,9 +171,10 @@ const runStarted = Date.now();
 const rows = [];
 for (const step of plan) {
   const left = TOTAL_MS - (Date.now() - runStarted);
-  const file = join(root, 'bench', `${step.name}.ts`);
+  // A step may run another bench's script with its own arguments (`file`, `args`), writing its own results.
+  const file = join(root, 'bench', `${step.file ?? step.name}.ts`);
   if (step.command !== 'fuzz' && !existsSync(file)) {
-    rows.push({ name: step.name, status: 'missing', seconds: 0, reason: `bench/${step.name}.ts does not exist` });
+    rows.push({ name: step.name, status: 'missing', seconds: 0, reason: `bench/${step.file ?? step.name}.ts does not exist` });
     continue;
   }
   if (left < 10_000) {
@@ -181,7 +184,7 @@ for (const step of plan) {
   const timeoutMs = Math.min(step.budget * 1000, left);
   console.log(`\n━━ bench ${step.name} (budget ${Math.round(timeoutMs / 1000)} s) ━━`);
   const since = Date.now();
-  const run = step.command === 'fuzz' ? await runFuzz(timeoutMs) : await runProcess(['--import', 'tsx', file], {}, timeoutMs);
+  const run = step.command === 'fuzz' ? await runFuzz(timeoutMs) : await runProcess(['--import', 'tsx', file, ...(step.args ?? [])], {}, timeoutMs);
   const result = freshResult(step.name, since);
   const status = run.timedOut ? 'timeout' : run.code !== 0 ? 'failed' : result ? 'ok' : 'no result';
   const reason =
