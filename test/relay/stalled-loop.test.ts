@@ -40,73 +40,65 @@ afterAll(() => platform?.kill());
 const TIMEOUT_MS = 600;
 const STALL_MS = 1_200;
 
-/** Blocks this process's event loop for `ms`, as a long collection would, without spending the CPU the other test files share. */
-const stall = (ms: number) => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+/**
+ * Blocks this process's event loop for {@link STALL_MS}, as a long collection would (without
+ * spending the CPU the other test files share), outside the timers' phase: in it, Node would not
+ * run a timer that expired during the same pass.
+ */
+const stall = () =>
+  new Promise<void>((resolve) =>
+    setImmediate(() => {
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, STALL_MS);
+      resolve();
+    }),
+  );
 
-it.each([
+const TRANSPORTS = [
   ['node:http (the Node entry)', () => createNodeHttpTransport()],
   ['undici', () => createUndiciTransport()],
-] as [string, () => Transport & { close(): Promise<void> }][])(
-  'reads an answer that arrived while the event loop was stalled past the call timeout: %s',
-  async (_, make) => {
-    const transport = make();
-    try {
-      const call = (timeoutMs: number) =>
-        transport({ method: 'POST', url, headers: { 'content-type': 'application/json' }, body: '{"activities":[]}', timeoutMs });
-      // A first call opens the kept-alive connection the second is written on.
-      expect((await call(10_000)).status).toBe(200);
-      const answer = call(TIMEOUT_MS);
-      // 50 ms in, the call has been written and is not answered yet; the loop then stalls past the
-      // call's timeout while the answer comes, outside the timers' phase (in it, Node would not run a
-      // timer that expired during the same pass).
-      await new Promise((resolve) => setTimeout(resolve, 50));
-      await new Promise<void>((resolve) =>
-        setImmediate(() => {
-          stall(STALL_MS);
-          resolve();
-        }),
-      );
-      const result = await answer;
-      expect(result.status).toBe(200);
-      expect(new TextDecoder().decode(result.body as Uint8Array)).toBe('{"answered":true}');
-    } finally {
-      await transport.close();
-    }
-  },
-);
+] as [string, () => Transport & { close(): Promise<void> }][];
 
-it.each([
-  ['node:http (the Node entry)', () => createNodeHttpTransport()],
-  ['undici', () => createUndiciTransport()],
-] as [string, () => Transport & { close(): Promise<void> }][])(
-  'reads the rest of a streamed answer that arrived while the event loop was stalled past its quiet time: %s',
-  async (_, make) => {
-    const transport = make();
-    try {
-      const large = new URL('/large', url).href;
-      const answer = await transport({ method: 'GET', url: large, headers: {}, body: undefined, timeoutMs: TIMEOUT_MS });
-      expect(answer.body).toBeInstanceOf(ReadableStream);
-      const reader = (answer.body as ReadableStream<Uint8Array>).getReader();
-      let bytes = 0;
-      let first = true;
-      for (;;) {
-        const { done, value } = await reader.read();
-        if (done) break;
-        bytes += value.byteLength;
-        // Once the first half is in, the loop stalls past the answer's quiet time while the second comes.
-        if (first && bytes >= 100000) {
-          first = false;
-          await new Promise<void>((resolve) =>
-            setImmediate(() => {
-              stall(STALL_MS);
-              resolve();
-            }),
-          );
-        }
+it.each(TRANSPORTS)('reads an answer that arrived while the event loop was stalled past the call timeout: %s', async (_, make) => {
+  const transport = make();
+  try {
+    const call = (timeoutMs: number) =>
+      transport({ method: 'POST', url, headers: { 'content-type': 'application/json' }, body: '{"activities":[]}', timeoutMs });
+    // A first call opens the kept-alive connection the second is written on.
+    expect((await call(10_000)).status).toBe(200);
+    const answer = call(TIMEOUT_MS);
+    // 50 ms in, the call has been written and is not answered yet; the loop then stalls past the
+    // call's timeout while the answer comes.
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    await stall();
+    const result = await answer;
+    expect(result.status).toBe(200);
+    expect(new TextDecoder().decode(result.body as Uint8Array)).toBe('{"answered":true}');
+  } finally {
+    await transport.close();
+  }
+});
+
+it.each(TRANSPORTS)('reads the rest of a streamed answer that arrived while the event loop was stalled past its quiet time: %s', async (_, make) => {
+  const transport = make();
+  try {
+    const large = new URL('/large', url).href;
+    const answer = await transport({ method: 'GET', url: large, headers: {}, body: undefined, timeoutMs: TIMEOUT_MS });
+    expect(answer.body).toBeInstanceOf(ReadableStream);
+    const reader = (answer.body as ReadableStream<Uint8Array>).getReader();
+    let bytes = 0;
+    let first = true;
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      bytes += value.byteLength;
+      // Once the first half is in, the loop stalls past the answer's quiet time while the second comes.
+      if (first && bytes >= 100000) {
+        first = false;
+        await stall();
       }
-      expect(bytes).toBe(200000);
-    } finally {
-      await transport.close();
     }
-  },
-);
+    expect(bytes).toBe(200000);
+  } finally {
+    await transport.close();
+  }
+});
