@@ -97,6 +97,8 @@ const emulator: Command = {
         return fault((error as Error).message);
       }
     }
+    // Listening for SIGINT and SIGTERM before it starts, so one right after its first line stops it cleanly.
+    const stopped = untilStopped();
     const { startEmulator } = await import('../emulator/node.js');
     let running: RunningEmulator;
     try {
@@ -131,7 +133,7 @@ const emulator: Command = {
     console.log(
       `cdp-edge emulator listening on ${running.url} (key ${running.emulator.options.key}, region ${running.emulator.options.region}, plan ${running.emulator.options.plan}${values.data ? `, data ${values.data}` : ''})`,
     );
-    await untilStopped();
+    await stopped;
     await running.close();
     return 0;
   },

@@ -83,6 +83,9 @@ const relay: Command = {
     const metricsHost = values['metrics-host'] ?? (process.env['RELAY_METRICS_HOST'] || undefined);
     const stateFile = values['state-file'] ?? process.env['RELAY_STATE_FILE'] ?? DEFAULT_STATE_FILE;
     if (workers > 1 && cluster.isPrimary) return runPrimary(workers, metricsPort, metricsHost);
+    // Listening for SIGINT and SIGTERM before it starts: one that comes while it starts, or right
+    // after the line that says it listens, stops it cleanly once started (not Node's default exit).
+    const stopped = untilStopped();
     const { startRelay } = await import('../relay/node.js');
     let running: RunningRelay;
     try {
@@ -109,7 +112,7 @@ const relay: Command = {
       console.log(`cdp-edge relay listening on ${running.url} (POST ${running.url}/collect; state: ${running.state})`);
       if (running.metricsUrl) console.log(`cdp-edge relay metrics on ${running.metricsUrl}/metrics (status page ${running.metricsUrl}/status)`);
     }
-    await untilStopped();
+    await stopped;
     await running.close();
     // A worker's channel to the primary would keep it alive: let go of it so the process ends.
     if (cluster.isWorker) cluster.worker?.disconnect();
