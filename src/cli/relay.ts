@@ -7,6 +7,7 @@ import cluster from 'node:cluster';
 import { parseArgs } from 'node:util';
 import type { Command } from './command.js';
 import { RelayConfigError } from '../relay/core/errors.js';
+import { portFrom } from '../relay/node/env.js';
 import { DEFAULT_STATE_FILE } from '../relay/state/node.js';
 import { untilStopped } from './signals.js';
 import type { RunningRelay } from '../relay/node.js';
@@ -16,6 +17,7 @@ const USAGE = `Usage: cdp-edge relay [--port 8787] [--host 127.0.0.1] [--state-f
 Runs the relay: POST /collect for browsers, POST /server/collect and the /v1/... proxy for servers, GET /cdp.js.
 Configure it with environment variables (the same names as on Cloudflare Workers):
 
+  PORT                                 or --port: the port to listen on (8787; 0 picks a free one)
   CDP_API_KEY                          the platform key (required, secret)
   CDP_REGION | CDP_BASE_URL            default, au or eu | an explicit base (the emulator)
   RELAY_SITES                          [{"key","origins":[…],"activities","fields","verify","subscribe_unverified","visitor_rate_limit","rate_limit"}]
@@ -36,6 +38,8 @@ Configure it with environment variables (the same names as on Cloudflare Workers
 --workers N runs N processes on the port, sharing the SQLite file or Redis.`;
 
 const MAX_WORKERS = 64;
+/** Where the relay listens when neither --port nor PORT says. */
+const DEFAULT_PORT = 8787;
 
 const parse = (argv: string[]) =>
   parseArgs({
@@ -64,20 +68,19 @@ const relay: Command = {
       console.log(USAGE);
       return 0;
     }
-    const port = Number(values.port ?? process.env['PORT'] ?? 8787);
-    if (!Number.isInteger(port) || port < 0 || port > 65535) {
-      console.error(`cdp-edge relay: --port must be a port number (0–65535); got ${JSON.stringify(values.port)}`);
+    // A flag wins over its variable; each refused value names where it came from.
+    let port: number;
+    let metricsPort: number | undefined;
+    try {
+      port = portFrom(values.port, '--port') ?? portFrom(process.env['PORT'], 'PORT') ?? DEFAULT_PORT;
+      metricsPort = portFrom(values['metrics-port'], '--metrics-port') ?? portFrom(process.env['RELAY_METRICS_PORT'], 'RELAY_METRICS_PORT');
+    } catch (error) {
+      console.error(`cdp-edge relay: ${(error as Error).message}\n\nRun \`cdp-edge relay --help\` for the variables.`);
       return 2;
     }
     const workers = Number(values.workers ?? 1);
     if (!Number.isInteger(workers) || workers < 1 || workers > MAX_WORKERS) {
       console.error(`cdp-edge relay: --workers must be a whole number from 1 to ${MAX_WORKERS}; got ${JSON.stringify(values.workers)}`);
-      return 2;
-    }
-    const rawMetricsPort = values['metrics-port'] ?? process.env['RELAY_METRICS_PORT'];
-    const metricsPort = rawMetricsPort === undefined || rawMetricsPort === '' ? undefined : Number(rawMetricsPort);
-    if (metricsPort !== undefined && (!Number.isInteger(metricsPort) || metricsPort < 0 || metricsPort > 65535)) {
-      console.error(`cdp-edge relay: --metrics-port must be a port number (0–65535); got ${JSON.stringify(rawMetricsPort)}`);
       return 2;
     }
     const metricsHost = values['metrics-host'] ?? (process.env['RELAY_METRICS_HOST'] || undefined);

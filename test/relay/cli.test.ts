@@ -1,8 +1,9 @@
 // `cdp-edge relay` as a user runs it: configured by the relay's environment variables, pointed at the
 // emulator; a browser-origin batch lands as people and events with the visitor's address;
-// SIGINT and SIGTERM close it with exit code 0; a bad variable is named and exits 2.
+// SIGINT and SIGTERM close it with exit code 0; a bad variable or flag is named and exits 2.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
+import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -61,7 +62,9 @@ async function waitFor<T>(probe: () => T | undefined | Promise<T | undefined>, s
 }
 
 function launch(env: Record<string, string>, args: string[] = [], cwd = mkdtempSync(join(tmpdir(), 'cdp-relay-cli-'))) {
-  const child = spawn(process.execPath, [bin, 'relay', '--port', '0', ...args], {
+  // A free port unless the case gives its own (a flag, or PORT).
+  const port = args.includes('--port') || 'PORT' in env ? [] : ['--port', '0'];
+  const child = spawn(process.execPath, [bin, 'relay', ...port, ...args], {
     cwd,
     env: { PATH: process.env['PATH'] ?? '', RELAY_LOG: 'off', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -283,6 +286,50 @@ describe('cdp-edge relay', () => {
     relay.child.kill('SIGTERM');
     expect(await relay.exit).toBe(0);
   }, 60_000);
+
+  it('listens on PORT when --port is not given, takes an empty PORT as unset, and lets --port win', async () => {
+    const free = await new Promise<number>((resolve) => {
+      const probe = createServer().listen(0, '127.0.0.1', () => {
+        const { port } = probe.address() as AddressInfo;
+        probe.close(() => resolve(port));
+      });
+    });
+    const fromVariable = launch({ CDP_API_KEY: KEY, CDP_BASE_URL: emulator.url, PORT: String(free) });
+    expect(await fromVariable.address).toBe(`http://127.0.0.1:${free}`);
+    fromVariable.child.kill('SIGTERM');
+    expect(await fromVariable.exit).toBe(0);
+
+    // An empty PORT (a container's `PORT=`) is the default port, not a random one. On an address of
+    // its own, so that no other relay on 8787 is in the way: listening there, or refused as taken.
+    const empty = launch({ CDP_API_KEY: KEY, CDP_BASE_URL: emulator.url, PORT: '' }, ['--host', '127.0.0.9']);
+    empty.address.catch(() => {});
+    await waitFor(async () => (/127\.0\.0\.9:8787/.test(empty.output()) ? true : undefined), empty.output);
+    empty.child.kill('SIGTERM');
+    await empty.exit;
+
+    const flagWins = launch({ CDP_API_KEY: KEY, CDP_BASE_URL: emulator.url, PORT: 'not a port' }, ['--port', '0']);
+    expect(await flagWins.address).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    flagWins.child.kill('SIGTERM');
+    expect(await flagWins.exit).toBe(0);
+  }, 40_000);
+
+  it.each([
+    [{ PORT: '99999' }, [], 'PORT: must be a port number (0–65535); got "99999"'],
+    [{ PORT: '80.5' }, [], 'PORT: must be a port number (0–65535); got "80.5"'],
+    [{}, ['--port', '0x50'], '--port: must be a port number (0–65535); got "0x50"'],
+    [{}, ['--port', ''], '--port: must be a port number (0–65535); got ""'],
+    [{ RELAY_METRICS_PORT: '1e3' }, [], 'RELAY_METRICS_PORT: must be a port number (0–65535); got "1e3"'],
+    [{}, ['--metrics-port', '65536'], '--metrics-port: must be a port number (0–65535); got "65536"'],
+  ])(
+    'refuses a bad port (%j %j) with exit 2, naming where it came from',
+    async (env, args, message) => {
+      const relay = launch({ CDP_API_KEY: KEY, CDP_BASE_URL: emulator.url, ...env }, args);
+      await expect(relay.address).rejects.toThrow('exited before listening');
+      expect(await relay.exit).toBe(2);
+      expect(relay.output()).toContain(`cdp-edge relay: ${message}`);
+    },
+    40_000,
+  );
 
   it('refuses a bad --workers with exit 2', async () => {
     const relay = launch({ CDP_API_KEY: KEY, CDP_BASE_URL: emulator.url }, ['--workers', 'many']);

@@ -1,7 +1,7 @@
 /**
  * The variables only the Node relay reads, on top of those of `parseConfig`: `RELAY_PLAN` as a
- * file path, the secrets' `_FILE` forms, `RELAY_METRICS_PORT`, `RELAY_REDIS_UNSAFE` and
- * `RELAY_MAX_CONNECTIONS_PER_ADDRESS`. Each error names its variable.
+ * file path, the secrets' `_FILE` forms, the ports (`RELAY_METRICS_PORT`, and `PORT` for the
+ * CLI), `RELAY_REDIS_UNSAFE` and `RELAY_MAX_CONNECTIONS_PER_ADDRESS`. Each error names its variable.
  * @module
  */
 import { readFileSync } from 'node:fs';
@@ -56,14 +56,21 @@ export function withSecretFiles<E extends Record<string, unknown>>(env: E): E {
   return read === undefined ? env : { ...env, ...read };
 }
 
-/** `RELAY_METRICS_PORT` as a port number; undefined when unset. */
-export function metricsPortFrom(raw: string | undefined): number | undefined {
-  if (raw === undefined || raw.trim() === '') return undefined;
-  const port = Number(raw);
-  if (!Number.isInteger(port) || port < 0 || port > 65535)
-    throw new RelayConfigError('RELAY_METRICS_PORT', `must be a port number (0–65535); got ${JSON.stringify(raw)}`);
+/**
+ * A port number from a variable or a flag (`name`, e.g. `PORT` or `--port`): undefined when not
+ * given, and an empty variable is not given (a container's `PORT=` falls back to the default
+ * rather than to a random port). Anything but a whole number from 0 to 65535 (`8080.5`, `0x50`,
+ * `1e3`, an empty flag) is refused, naming `name` and the value.
+ */
+export function portFrom(raw: string | undefined, name: string): number | undefined {
+  if (raw === undefined || (!name.startsWith('--') && raw.trim() === '')) return undefined;
+  const port = Number(raw.trim());
+  if (!/^\d{1,5}$/.test(raw.trim()) || port > 65535) throw new RelayConfigError(name, `must be a port number (0–65535); got ${JSON.stringify(raw)}`);
   return port;
 }
+
+/** `RELAY_METRICS_PORT` as a port number; undefined when unset. */
+export const metricsPortFrom = (raw: string | undefined): number | undefined => portFrom(raw, 'RELAY_METRICS_PORT');
 
 /** `RELAY_REDIS_UNSAFE`: `on` starts on a Redis that can lose accepted items; `off` (the default) refuses it. */
 export function redisUnsafe(raw: string | undefined): boolean {
