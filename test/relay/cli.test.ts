@@ -2,7 +2,7 @@
 // emulator; a browser-origin batch lands as people and events with the visitor's address;
 // SIGINT and SIGTERM close it with exit code 0; a bad variable or flag is named and exits 2.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -330,6 +330,23 @@ describe('cdp-edge relay', () => {
     },
     40_000,
   );
+
+  it('names the state file and where it is set when it cannot be opened, and exits 1 without listening', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cdp-relay-cli-state-'));
+    const file = join(dir, 'a-file');
+    writeFileSync(file, 'not a directory');
+    for (const [env, args, path] of [
+      [{ RELAY_STATE_FILE: dir }, [], dir],
+      [{}, ['--state-file', join(file, 'state.db')], join(file, 'state.db')],
+    ] as const) {
+      const relay = launch({ CDP_API_KEY: KEY, CDP_BASE_URL: emulator.url, ...env }, [...args]);
+      await expect(relay.address).rejects.toThrow('exited before listening');
+      expect(await relay.exit).toBe(1);
+      expect(relay.output()).toContain(
+        `cdp-edge relay: could not start: the state file ${JSON.stringify(path)} (RELAY_STATE_FILE or --state-file) could not be opened: `,
+      );
+    }
+  }, 40_000);
 
   it('refuses a bad --workers with exit 2', async () => {
     const relay = launch({ CDP_API_KEY: KEY, CDP_BASE_URL: emulator.url }, ['--workers', 'many']);

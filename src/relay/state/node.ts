@@ -9,6 +9,7 @@ import { createInterface } from 'node:readline';
 import { createMemoryOutbox, createMemoryPacer } from './memory-outbox.js';
 import { CATCH_UP_MS, DEFAULT_PLATFORM_RATE } from './pace.js';
 import type { Outbox, OutboxStore, Pacer } from './outbox.js';
+import { RelayConfigError } from '../core/errors.js';
 import { createMemoryLimiter, type RateLimiter } from '../core/limits.js';
 import { createMemoryStore } from './memory.js';
 import type { RelayStore } from './store.js';
@@ -78,7 +79,24 @@ export async function createNodeOutbox(options: Pick<NodeStateOptions, 'stateFil
       async close() {},
     };
   }
-  return createSqliteOutbox(path, { driver: options.sqliteDriver });
+  return openingStateFile(path, () => createSqliteOutbox(path, { driver: options.sqliteDriver }));
+}
+
+/**
+ * `open` of the SQLite state file at `path`, whose failure of the system or of SQLite (a
+ * directory, a path under a file, no permission: an error with a `code`) names the file and where
+ * it is set; their own messages (`EISDIR: illegal operation on a directory, read`, `unable to open
+ * database file`) name neither. Others (a driver RELAY_SQLITE_DRIVER names wrongly) keep their words.
+ */
+async function openingStateFile<T>(path: string, open: () => T | Promise<T>): Promise<T> {
+  try {
+    return await open();
+  } catch (error) {
+    if (error instanceof RelayConfigError || typeof (error as { code?: unknown } | undefined)?.code !== 'string') throw error;
+    throw new Error(`the state file ${JSON.stringify(path)} (RELAY_STATE_FILE or --state-file) could not be opened: ${(error as Error).message}`, {
+      cause: error,
+    });
+  }
 }
 
 /** Opens the state the options name (the caller closes it with `close`). */
@@ -107,13 +125,15 @@ export async function createNodeState(options: NodeStateOptions): Promise<NodeSt
   }
   const path = options.stateFile ?? DEFAULT_STATE_FILE;
   if (path === ':memory:') return withOutbox({ store: createMemoryStore(), limiter: createMemoryLimiter(), description: 'memory (forgotten on restart)' });
-  const legacy = isJsonLines(path) ? path : path === DEFAULT_STATE_FILE && !existsSync(path) && existsSync(LEGACY_STATE_FILE) ? LEGACY_STATE_FILE : undefined;
-  let backup: string | undefined;
-  if (legacy === path) {
-    backup = `${path}.jsonl-backup`;
-    renameSync(path, backup);
-  }
-  const store = await createSqliteStore(path, { driver: options.sqliteDriver });
+  const { store, legacy, backup } = await openingStateFile(path, async () => {
+    const legacy = isJsonLines(path) ? path : path === DEFAULT_STATE_FILE && !existsSync(path) && existsSync(LEGACY_STATE_FILE) ? LEGACY_STATE_FILE : undefined;
+    let backup: string | undefined;
+    if (legacy === path) {
+      backup = `${path}.jsonl-backup`;
+      renameSync(path, backup);
+    }
+    return { store: await createSqliteStore(path, { driver: options.sqliteDriver }), legacy, backup };
+  });
   if (legacy !== undefined) {
     const imported = await importJsonLines(backup ?? legacy, store);
     options.log?.(`imported ${imported} forwarded ids and counters from the old state file ${backup ?? legacy} into ${path}`);
