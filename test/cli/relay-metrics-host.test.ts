@@ -2,6 +2,8 @@
 // loopback (a container's 0.0.0.0, so the port it exposes answers), for one process and for the
 // primary of --workers; 127.0.0.1 when unset.
 import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -10,10 +12,14 @@ import { ensureBuilt, root } from '../support/built.js';
 
 beforeAll(ensureBuilt, 180_000);
 
-/** Starts the relay with `args` and `env`; the metrics address it prints, and a stop. */
-async function metricsOf(args: string[], env: Record<string, string> = {}) {
+/**
+ * Starts the relay with `args` and `env` (its metrics port `metricsPort`, a free one by default);
+ * the metrics address it prints, what a scrape there answered, and what one of the same port on
+ * 127.0.0.1 answered (a status, or the error), then stops it.
+ */
+async function metricsOf(args: string[], env: Record<string, string> = {}, metricsPort = 0) {
   const cwd = mkdtempSync(join(tmpdir(), 'cdp-metrics-host-'));
-  const relay = start(process.execPath, [join(root, 'bin', 'cdp-edge.js'), 'relay', '--port', '0', '--metrics-port', '0', ...args], {
+  const relay = start(process.execPath, [join(root, 'bin', 'cdp-edge.js'), 'relay', '--port', '0', '--metrics-port', String(metricsPort), ...args], {
     cwd,
     env: { PATH: process.env['PATH'] ?? '', CDP_API_KEY: 'k', RELAY_LOG: 'off', ...env },
   });
@@ -33,10 +39,21 @@ async function metricsOf(args: string[], env: Record<string, string> = {}) {
 
 describe('cdp-edge relay --metrics-host', () => {
   it('serves the metrics port on the address RELAY_METRICS_HOST names, and only there', async () => {
-    const seen = await metricsOf([], { RELAY_METRICS_HOST: '127.0.0.3' });
-    expect(seen.host).toBe('127.0.0.3');
-    expect(seen.asked).toBe(200);
-    expect(seen.loopback).toMatch(/ECONNREFUSED/);
+    // The same port on 127.0.0.1 is held by a server of the test's own, answering 418: a relay that
+    // bound the port on every address (or on loopback) could not start, and a scrape of 127.0.0.1
+    // reaches that server, whatever other servers the run has (a port picked free for 127.0.0.3 alone
+    // may be another process's on 127.0.0.1).
+    const loopback: Server = createServer((_request, response) => response.writeHead(418).end());
+    await new Promise<void>((resolve) => loopback.listen(0, '127.0.0.1', resolve));
+    try {
+      const { port } = loopback.address() as AddressInfo;
+      const seen = await metricsOf([], { RELAY_METRICS_HOST: '127.0.0.3' }, port);
+      expect(seen.host).toBe('127.0.0.3');
+      expect(seen.asked).toBe(200);
+      expect(seen.loopback).toBe(418);
+    } finally {
+      await new Promise((resolve) => loopback.close(resolve));
+    }
   });
 
   it('takes --metrics-host too, and the primary of --workers serves there', async () => {
